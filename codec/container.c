@@ -1,0 +1,335 @@
+/* The container file format (docs/FORMAT.md, "Container"): writer and a
+ * reader that validates everything before trusting it. */
+#include <stdlib.h>
+
+#include "ibp/container.h"
+#include "internal.h"
+
+#define HDR IBP_CONTAINER_HEADER_BYTES
+#define META_SUM_AT 80
+#define BLOCK_SOURCE_BYTES (32u << 20) /* source bytes compressed per step */
+#define OUT_BUFFER_BYTES (4u << 20)
+
+/* ---- little-endian header fields ---------------------------------------- */
+
+static void put32(uint8_t *p, uint32_t v) {
+  for (int i = 0; i < 4; i++)
+    p[i] = (uint8_t)(v >> (8 * i));
+}
+static void put64(uint8_t *p, uint64_t v) {
+  for (int i = 0; i < 8; i++)
+    p[i] = (uint8_t)(v >> (8 * i));
+}
+static uint32_t get32(const uint8_t *p) {
+  uint32_t v = 0;
+  for (int i = 0; i < 4; i++)
+    v |= (uint32_t)p[i] << (8 * i);
+  return v;
+}
+static uint64_t get64(const uint8_t *p) {
+  uint64_t v = 0;
+  for (int i = 0; i < 8; i++)
+    v |= (uint64_t)p[i] << (8 * i);
+  return v;
+}
+
+static void encode_header(const ibp_container_info *in, uint8_t *h) {
+  uint64_t thr;
+  memcpy(&thr, &in->threshold, 8);
+  memset(h, 0, HDR);
+  memcpy(h, IBP_CONTAINER_MAGIC, 8);
+  put32(h + 8, IBP_FORMAT_VERSION);
+  put32(h + 12, HDR);
+  put32(h + 16, in->tensor_bytes);
+  put32(h + 20, in->chunk_bytes);
+  put64(h + 24, thr);
+  put64(h + 32, in->original_bytes);
+  put64(h + 40, in->tensors);
+  put64(h + 48, in->tail_bytes);
+  put64(h + 56, in->tensors_compressed);
+  put64(h + 64, in->payload_bytes);
+  put64(h + 72, in->data_checksum);
+}
+
+/* Checksum of the header (without its own field) and the metadata. */
+static uint64_t meta_checksum(const uint8_t *h, const uint8_t *mask,
+                              const uint8_t *bitval, uint32_t R,
+                              const uint8_t *flags, uint64_t flag_bytes) {
+  ibp__hash x;
+  ibp__hash_init(&x);
+  ibp__hash_update(&x, h, META_SUM_AT);
+  ibp__hash_update(&x, h + META_SUM_AT + 8, HDR - META_SUM_AT - 8);
+  ibp__hash_update(&x, mask, R);
+  ibp__hash_update(&x, bitval, R);
+  ibp__hash_update(&x, flags, flag_bytes);
+  return ibp__hash_final(&x);
+}
+
+/* ---- buffered sequential output ------------------------------------------ */
+
+typedef struct out_buf {
+  ibp_write_fn write;
+  void *ctx;
+  uint64_t offset; /* file offset of buf[0] */
+  uint8_t *buf;
+  size_t used;
+  int failed;
+} out_buf;
+
+static void out_flush(out_buf *o) {
+  if (o->used && o->write && !o->failed)
+    o->failed = o->write(o->ctx, o->offset, o->buf, o->used) != 0;
+  o->offset += o->used;
+  o->used = 0;
+}
+
+static void out_put(out_buf *o, const void *data, size_t len) {
+  const uint8_t *p = data;
+  while (len) {
+    size_t take = OUT_BUFFER_BYTES - o->used < len ? OUT_BUFFER_BYTES - o->used
+                                                   : len;
+    memcpy(o->buf + o->used, p, take);
+    o->used += take;
+    p += take;
+    len -= take;
+    if (o->used == OUT_BUFFER_BYTES)
+      out_flush(o);
+  }
+}
+
+/* ---- writer ----------------------------------------------------------------- */
+
+/* Compresses the tensors block by block and appends each stored slot. */
+static ibp_status write_payload(const ibp_params *p, const uint8_t *src,
+                                uint64_t n, unsigned threads, uint8_t *flags,
+                                out_buf *o, ibp_container_info *info,
+                                ibp__hash *data_sum) {
+  const uint32_t R = p->tensor_bytes;
+  uint64_t per_block = BLOCK_SOURCE_BYTES / R / 8 * 8;
+  if (per_block < 8)
+    per_block = 8;
+  uint8_t *slots = malloc(per_block * R);
+  if (!slots)
+    return IBP_ERR_NO_MEMORY;
+  ibp_status s = IBP_OK;
+  for (uint64_t i0 = 0; i0 < n && s == IBP_OK; i0 += per_block) {
+    uint64_t cnt = n - i0 < per_block ? n - i0 : per_block;
+    ibp_region_summary sum;
+    s = ibp_compress_region(p, src + i0 * R, cnt * R, slots, flags + i0 / 8,
+                            threads, &sum);
+    for (uint64_t i = 0; i < cnt && s == IBP_OK; i++) {
+      size_t len = R;
+      if ((flags[(i0 + i) / 8] >> ((i0 + i) % 8)) & 1)
+        s = ibp_compressed_length(p, slots + i * R, R, &len);
+      out_put(o, slots + i * R, len);
+      info->payload_bytes += len;
+    }
+    ibp__hash_update(data_sum, src + i0 * R, cnt * R);
+    info->tensors_compressed += sum.tensors_compressed;
+  }
+  free(slots);
+  return s;
+}
+
+ibp_status ibp_container_write(const ibp_params *p, const void *src,
+                               uint64_t bytes, unsigned threads,
+                               ibp_write_fn write, void *ctx,
+                               ibp_container_info *info) {
+  ibp_status s = ibp_params_check(p);
+  if (s != IBP_OK)
+    return s;
+  if (!write || (!src && bytes))
+    return IBP_ERR_INVALID_ARGUMENT;
+  const uint32_t R = p->tensor_bytes;
+  const uint64_t n = bytes / R, flag_bytes = (n + 7) / 8;
+  ibp_container_info in = {IBP_FORMAT_VERSION, R, p->chunk_bytes,
+                           p->threshold, bytes, n, bytes % R, 0, 0, 0, 0};
+  const uint64_t payload_at = HDR + 2 * (uint64_t)R + flag_bytes;
+  uint8_t *flags = calloc(flag_bytes + 1, 1);
+  out_buf o = {write, ctx, payload_at, malloc(OUT_BUFFER_BYTES), 0, 0};
+  ibp__hash data_sum;
+  ibp__hash_init(&data_sum);
+  if (!flags || !o.buf) {
+    free(flags);
+    free(o.buf);
+    return IBP_ERR_NO_MEMORY;
+  }
+  s = write_payload(p, src, n, threads, flags, &o, &in, &data_sum);
+  if (s == IBP_OK) {
+    const uint8_t *tail = (const uint8_t *)src + n * R;
+    out_put(&o, tail, in.tail_bytes);
+    ibp__hash_update(&data_sum, tail, in.tail_bytes);
+    in.payload_bytes += in.tail_bytes;
+    in.data_checksum = ibp__hash_final(&data_sum);
+    in.container_bytes = payload_at + in.payload_bytes;
+    out_flush(&o);
+    uint8_t h[HDR];
+    encode_header(&in, h);
+    put64(h + META_SUM_AT,
+          meta_checksum(h, p->mask, p->bitval, R, flags, flag_bytes));
+    o.failed = o.failed || write(ctx, 0, h, HDR) ||
+               write(ctx, HDR, p->mask, R) ||
+               write(ctx, HDR + R, p->bitval, R) ||
+               (flag_bytes && write(ctx, HDR + 2 * (uint64_t)R, flags,
+                                    (size_t)flag_bytes));
+    if (o.failed)
+      s = IBP_ERR_IO;
+  }
+  free(flags);
+  free(o.buf);
+  if (s == IBP_OK && info)
+    *info = in;
+  return s;
+}
+
+/* ---- reader ----------------------------------------------------------------- */
+
+typedef struct parsed {
+  ibp_container_info info;
+  ibp_params params; /* points into the buffer */
+  const uint8_t *flags;
+  const uint8_t *payload;
+} parsed;
+
+static ibp_status check_fields(const ibp_container_info *in) {
+  if (in->tensor_bytes == 0 || in->tensor_bytes > IBP_MAX_TENSOR_BYTES ||
+      !ibp__chunk_ok(in->chunk_bytes))
+    return IBP_ERR_CORRUPT;
+  if (in->tensors != in->original_bytes / in->tensor_bytes ||
+      in->tail_bytes != in->original_bytes % in->tensor_bytes ||
+      in->tensors_compressed > in->tensors)
+    return IBP_ERR_CORRUPT;
+  if (in->payload_bytes > in->original_bytes ||
+      in->payload_bytes < in->tail_bytes)
+    return IBP_ERR_CORRUPT;
+  return IBP_OK;
+}
+
+static ibp_status check_flags(const uint8_t *flags, uint64_t n,
+                              uint64_t expected) {
+  uint64_t set = 0;
+  for (uint64_t i = 0; i < (n + 7) / 8; i++)
+    set += (uint64_t)__builtin_popcount(flags[i]);
+  if (n % 8 && (flags[n / 8] >> (n % 8)))
+    return IBP_ERR_CORRUPT; /* unused flag bits must be zero */
+  return set == expected ? IBP_OK : IBP_ERR_CORRUPT;
+}
+
+static ibp_status parse(const uint8_t *b, uint64_t len, parsed *out) {
+  if (len < 8 || memcmp(b, IBP_CONTAINER_MAGIC, 8) != 0)
+    return len < 8 && memcmp(b, IBP_CONTAINER_MAGIC, len) == 0
+               ? IBP_ERR_TRUNCATED
+               : IBP_ERR_BAD_MAGIC;
+  if (len < HDR)
+    return IBP_ERR_TRUNCATED;
+  ibp_container_info *in = &out->info;
+  uint64_t thr = get64(b + 24);
+  in->version = get32(b + 8);
+  if (in->version != IBP_FORMAT_VERSION)
+    return IBP_ERR_VERSION;
+  if (get32(b + 12) != HDR)
+    return IBP_ERR_CORRUPT;
+  for (unsigned i = 88; i < HDR; i++)
+    if (b[i])
+      return IBP_ERR_CORRUPT; /* reserved bytes */
+  in->tensor_bytes = get32(b + 16);
+  in->chunk_bytes = get32(b + 20);
+  memcpy(&in->threshold, &thr, 8);
+  in->original_bytes = get64(b + 32);
+  in->tensors = get64(b + 40);
+  in->tail_bytes = get64(b + 48);
+  in->tensors_compressed = get64(b + 56);
+  in->payload_bytes = get64(b + 64);
+  in->data_checksum = get64(b + 72);
+  ibp_status s = check_fields(in);
+  if (s != IBP_OK)
+    return s;
+  const uint32_t R = in->tensor_bytes;
+  const uint64_t flag_bytes = (in->tensors + 7) / 8;
+  in->container_bytes = HDR + 2 * (uint64_t)R + flag_bytes + in->payload_bytes;
+  if (len < in->container_bytes)
+    return IBP_ERR_TRUNCATED;
+  if (len > in->container_bytes)
+    return IBP_ERR_CORRUPT; /* trailing bytes */
+  out->params = (ibp_params){R, in->chunk_bytes, in->threshold,
+                             (uint8_t *)(uintptr_t)(b + HDR),
+                             (uint8_t *)(uintptr_t)(b + HDR + R)};
+  out->flags = b + HDR + 2 * (uint64_t)R;
+  out->payload = out->flags + flag_bytes;
+  if (get64(b + META_SUM_AT) != meta_checksum(b, out->params.mask,
+                                              out->params.bitval, R,
+                                              out->flags, flag_bytes))
+    return IBP_ERR_CHECKSUM;
+  s = ibp_params_check(&out->params);
+  if (s != IBP_OK)
+    return IBP_ERR_CORRUPT;
+  return check_flags(out->flags, in->tensors, in->tensors_compressed);
+}
+
+ibp_status ibp_container_read_info(const void *buf, uint64_t len,
+                                   ibp_container_info *info) {
+  parsed p;
+  if (!buf || !info)
+    return IBP_ERR_INVALID_ARGUMENT;
+  ibp_status s = parse(buf, len, &p);
+  if (s == IBP_OK)
+    *info = p.info;
+  return s;
+}
+
+/* Decodes the tensors in order into the output buffer. */
+static ibp_status decode_tensors(const parsed *pc, out_buf *o, ibp__hash *sum,
+                                 uint64_t *pos) {
+  const uint32_t R = pc->info.tensor_bytes;
+  const uint64_t slots_end = pc->info.payload_bytes - pc->info.tail_bytes;
+  uint8_t *tensor = malloc(R);
+  ibp_status s = tensor ? IBP_OK : IBP_ERR_NO_MEMORY;
+  for (uint64_t i = 0; i < pc->info.tensors && s == IBP_OK; i++) {
+    const uint8_t *src = pc->payload + *pos;
+    int compressed = (pc->flags[i / 8] >> (i % 8)) & 1;
+    size_t avail = (size_t)(slots_end - *pos), len = R;
+    if (compressed)
+      s = ibp_compressed_length(&pc->params, src, avail, &len);
+    else if (avail < R)
+      s = IBP_ERR_CORRUPT;
+    if (s == IBP_OK)
+      s = ibp_decompress_tensor(&pc->params, src, len, compressed, tensor);
+    if (s == IBP_OK) {
+      ibp__hash_update(sum, tensor, R);
+      out_put(o, tensor, R);
+      *pos += len;
+    }
+  }
+  free(tensor);
+  return s;
+}
+
+ibp_status ibp_container_decode(const void *buf, uint64_t len,
+                                ibp_write_fn write, void *ctx) {
+  parsed pc;
+  if (!buf)
+    return IBP_ERR_INVALID_ARGUMENT;
+  ibp_status s = parse(buf, len, &pc);
+  if (s != IBP_OK)
+    return s;
+  out_buf o = {write, ctx, 0, malloc(OUT_BUFFER_BYTES), 0, 0};
+  ibp__hash sum;
+  uint64_t pos = 0;
+  if (!o.buf)
+    return IBP_ERR_NO_MEMORY;
+  ibp__hash_init(&sum);
+  s = decode_tensors(&pc, &o, &sum, &pos);
+  if (s == IBP_OK && pos != pc.info.payload_bytes - pc.info.tail_bytes)
+    s = IBP_ERR_CORRUPT; /* slots do not fill the payload exactly */
+  if (s == IBP_OK) {
+    ibp__hash_update(&sum, pc.payload + pos, pc.info.tail_bytes);
+    out_put(&o, pc.payload + pos, pc.info.tail_bytes);
+    out_flush(&o);
+    if (ibp__hash_final(&sum) != pc.info.data_checksum)
+      s = IBP_ERR_CHECKSUM;
+    else if (o.failed)
+      s = IBP_ERR_IO;
+  }
+  free(o.buf);
+  return s;
+}

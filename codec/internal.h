@@ -1,0 +1,115 @@
+/*
+ * Declarations shared by the files of codec/ (prefix ibp__).  Not installed;
+ * nothing outside codec/ includes this.
+ */
+#ifndef IBP_CODEC_INTERNAL_H
+#define IBP_CODEC_INTERNAL_H
+
+#include <stdint.h>
+#include <string.h>
+
+#include "ibp/codec.h"
+
+/* Loads and stores of little-endian 64-bit words at any alignment.  The
+ * codec assumes a little-endian host (checked at compile time). */
+#if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "libibp's codec assumes a little-endian host"
+#endif
+
+static inline uint64_t ibp__load64(const uint8_t *p) {
+  uint64_t v;
+  memcpy(&v, p, 8);
+  return v;
+}
+
+static inline void ibp__store64(uint8_t *p, uint64_t v) {
+  memcpy(p, &v, 8);
+}
+
+/* Loads n < 8 bytes into the low bytes of a word; the rest are zero. */
+static inline uint64_t ibp__load_partial(const uint8_t *p, unsigned n) {
+  uint64_t v = 0;
+  memcpy(&v, p, n);
+  return v;
+}
+
+static inline int ibp__chunk_ok(uint32_t c) {
+  return c == 1 || c == 2 || c == 4 || c == 8;
+}
+
+static inline uint32_t ibp__nchunks(uint32_t tensor_bytes, uint32_t c) {
+  return (tensor_bytes + c - 1) / c;
+}
+
+/* One CPU implementation of the per-tensor packing (pack_body.h). */
+typedef struct ibp__pack_ops {
+  /* Stored length of the tensor: compressed length if < R, else R. */
+  size_t (*stored_size)(const ibp_params *p, const uint8_t *t);
+  /* Writes the stored form into slot (R bytes); returns its length. */
+  size_t (*compress)(const ibp_params *p, const uint8_t *t, uint8_t *slot);
+  /* Decodes bytes [off, off+len) of a compressed tensor into dst. */
+  ibp_status (*decode)(const ibp_params *p, const uint8_t *src, size_t src_len,
+                       uint32_t off, uint32_t len, uint8_t *dst);
+  /* Compressed length parsed from the bitmap. */
+  ibp_status (*length)(const ibp_params *p, const uint8_t *src, size_t src_len,
+                       size_t *out);
+} ibp__pack_ops;
+
+extern const ibp__pack_ops ibp__pack_portable;
+extern const ibp__pack_ops ibp__pack_bmi2;
+
+/* The implementation selected for this process (dispatch.c). */
+const ibp__pack_ops *ibp__pack(void);
+
+/* Non-fit byte masks: ibp__nonfit_table(c)[f] has 0xFF in every byte of the
+ * chunks of a word whose fit bit in f (one bit per chunk, 8/c bits) is 0. */
+const uint64_t *ibp__nonfit_table(uint32_t c);
+
+/* Byte tables for the portable pext/pdep: ibp__pext8[keep][byte] and
+ * ibp__pdep8[keep][bits]. */
+const uint8_t (*ibp__pext8_table(void))[256];
+const uint8_t (*ibp__pdep8_table(void))[256];
+
+/* Number of worker threads to use for `requested` (0 = one per CPU). */
+unsigned ibp__threads(unsigned requested);
+
+/* Runs fn(arg_i) for i in [0, n) on n threads (the caller runs the first).
+ * IBP_ERR_THREAD when a thread cannot start; the others are joined. */
+typedef void (*ibp__task_fn)(void *arg);
+ibp_status ibp__run_parallel(ibp__task_fn fn, void *args, size_t arg_size,
+                             unsigned n);
+
+/* Streaming 64-bit checksum (hash.c): not cryptographic, detects
+ * corruption. */
+typedef struct ibp__hash {
+  uint64_t lane[4];
+  uint8_t buf[32];
+  unsigned buffered;
+  uint64_t total;
+} ibp__hash;
+
+void ibp__hash_init(ibp__hash *h);
+void ibp__hash_update(ibp__hash *h, const void *data, size_t len);
+uint64_t ibp__hash_final(const ibp__hash *h);
+uint64_t ibp__hash64(const void *data, size_t len);
+
+
+/* ---- sampling (shared by bitstats.c and search.c) ----------------------- */
+
+/* Which of n tensors a sampling keeps: `count` of them, the j-th at
+ * ibp__sample_at(&s, j). */
+typedef struct ibp__sample {
+  uint64_t n, count, stride; /* stride 0: evenly spaced by count */
+} ibp__sample;
+
+/* IBP_ERR_SAMPLE for a fraction outside (0, 1]. */
+ibp_status ibp__sample_make(const ibp_sampling *sampling, uint64_t n,
+                            ibp__sample *out);
+
+static inline uint64_t ibp__sample_at(const ibp__sample *s, uint64_t j) {
+  if (s->stride)
+    return j * s->stride;
+  return (uint64_t)(((unsigned __int128)j * s->n) / s->count);
+}
+
+#endif /* IBP_CODEC_INTERNAL_H */

@@ -1,0 +1,389 @@
+/*
+ * Per-tensor packing, written once and instantiated per CPU path (like
+ * zstd's DYNAMIC_BMI2 bodies).  The including file defines:
+ *
+ *   PACK_NAME(x)       unique name for this instantiation
+ *   PACK_TARGET        function attribute (e.g. target("bmi2,popcnt"))
+ *   PACK_PEXT(w, m)    bits of w under m, packed to the low end
+ *   PACK_PDEP(v, m)    low bits of v scattered to the set bits of m
+ *   PACK_POPCNT(x)     number of set bits
+ *
+ * The tensor is processed one 64-bit word (8 bytes) at a time.  Chunk
+ * widths 1, 2, 4 and 8 divide 8, so a word holds k = 8/c whole chunks and
+ * its k fit bits never straddle a bitmap byte.  For each word:
+ *
+ *   x     = (w & mask) ^ bitval        nonzero bytes break their chunk
+ *   NF    = 0xFF in the bytes of chunks that do not fit
+ *   keep  = ~mask | NF                 the bits that travel in the payload
+ *
+ * so the payload of a word is pext(w, keep) and decoding is
+ * pdep(bits, keep) | (bitval & ~keep).  The last word of a tensor whose
+ * size is not a multiple of 8 is zero-padded; padding bytes fit and keep
+ * nothing.
+ *
+ * Stream layout (docs/FORMAT.md): bits [0, nchunks) are the fit bitmap,
+ * the payload follows at bit nchunks.
+ */
+#include "internal.h"
+
+#define PK_LO7 0x7F7F7F7F7F7F7F7FULL
+#define PK_HI 0x8080808080808080ULL
+#define PK_ONES 0x0101010101010101ULL
+
+/* Bit 7 of each byte set iff the byte is nonzero. */
+static inline uint64_t PACK_NAME(nonzero_bytes)(uint64_t x) {
+  return (((x & PK_LO7) + PK_LO7) | x) & PK_HI;
+}
+
+/* Bit 7 of the first byte of each chunk set iff the chunk has a nonzero
+ * byte of x. */
+static inline uint64_t PACK_NAME(chunk_nonzero)(uint64_t x, uint32_t c) {
+  if (c == 8)
+    return x ? 0x80 : 0;
+  uint64_t h = PACK_NAME(nonzero_bytes)(x);
+  static const uint64_t first_byte[9] = {0, PK_HI, 0x0080008000800080ULL, 0,
+                                         0x0000008000000080ULL, 0, 0, 0,
+                                         0x80ULL};
+  if (c >= 2)
+    h |= h >> 8;
+  if (c >= 4)
+    h |= h >> 16;
+  if (c >= 8)
+    h |= h >> 32;
+  return h & first_byte[c];
+}
+
+/* 0xFF in every byte of the flagged chunks. */
+static inline uint64_t PACK_NAME(spread_chunks)(uint64_t flagged, uint32_t c) {
+  if (c == 8)
+    return 0 - (flagged >> 7);
+  uint64_t s = flagged >> 7;
+  if (c >= 2)
+    s |= s << 8;
+  if (c >= 4)
+    s |= s << 16;
+  if (c >= 8)
+    s |= s << 32;
+  return s * 0xFF;
+}
+
+/* The k = 8/c fit bits of a word, chunk 0 in bit 0.  The multiply gathers
+ * the per-chunk flags (bit 8*c*i) into bits 64-k+i without carries. */
+static inline uint32_t PACK_NAME(fit_bits)(uint64_t flagged, uint32_t c) {
+  static const uint64_t gather[9] = {0, 0x0102040810204080ULL,
+                                     0x1000200040008000ULL, 0,
+                                     0x4000000080000000ULL, 0, 0, 0,
+                                     0x8000000000000000ULL};
+  uint32_t k = 8 / c;
+  uint32_t nonfit = (uint32_t)(((flagged >> 7) * gather[c]) >> (64 - k));
+  return ~nonfit & ((1u << k) - 1);
+}
+
+/* ---- bit writer: appends LSB-first to a byte buffer -------------------- */
+
+typedef struct PACK_NAME(writer) {
+  uint8_t *out;
+  size_t pos;   /* byte index where acc will be stored */
+  uint64_t acc; /* pending bits, the first in bit 0 */
+  unsigned n;   /* pending bit count, < 64 */
+} PACK_NAME(writer);
+
+/* v must have no bits at or above nbits; nbits <= 64. */
+static inline void PACK_NAME(put)(PACK_NAME(writer) * w, uint64_t v,
+                                  unsigned nbits) {
+  unsigned total = w->n + nbits;
+  w->acc |= v << w->n;
+  if (total >= 64) {
+    ibp__store64(w->out + w->pos, w->acc);
+    w->pos += 8;
+    w->acc = w->n ? v >> (64 - w->n) : 0;
+    w->n = total - 64;
+  } else {
+    w->n = total;
+  }
+}
+
+/* As put, without a data-dependent branch: stores the accumulator every
+ * time (so it may write zero bytes past the stream, up to pos+8) while
+ * that stays below `cap`, the buffer's size. */
+static inline void PACK_NAME(put_fast)(PACK_NAME(writer) * w, uint64_t v,
+                                       unsigned nbits, size_t cap) {
+  if (w->pos + 8 > cap) {
+    PACK_NAME(put)(w, v, nbits);
+    return;
+  }
+  unsigned total = w->n + nbits;
+  uint64_t acc = w->acc | (v << w->n);
+  uint64_t carry = (v >> 1) >> (63 - w->n); /* bits of v past the word */
+  ibp__store64(w->out + w->pos, acc);
+  unsigned full = total >> 6;
+  w->pos += 8 * full;
+  w->acc = full ? carry : acc;
+  w->n = total & 63;
+}
+
+static inline void PACK_NAME(flush)(PACK_NAME(writer) * w) {
+  for (unsigned b = 0; b < w->n; b += 8)
+    w->out[w->pos++] = (uint8_t)(w->acc >> b);
+  w->acc = 0;
+  w->n = 0;
+}
+
+/* ---- bounded bit reader ------------------------------------------------- */
+
+/* Reads nbits (<= 64) at bit *pos of src[0, len) into the low bits of
+ * *out; bits above nbits are unspecified (pdep ignores them).  Returns 0
+ * when the bits would run past len. */
+static inline int PACK_NAME(get)(const uint8_t *src, size_t len, size_t *pos,
+                                 unsigned nbits, uint64_t *out) {
+  size_t q = *pos >> 3;
+  unsigned sh = (unsigned)(*pos & 7);
+  uint64_t v;
+  if (q + 9 <= len) {
+    v = (ibp__load64(src + q) >> sh) |
+        (((uint64_t)src[q + 8] << 1) << (63 - sh)); /* no branch on sh */
+  } else if (nbits == 0) {
+    v = 0;
+  } else {
+    size_t last = (*pos + nbits - 1) >> 3;
+    if (last >= len)
+      return 0;
+    v = 0;
+    for (size_t i = q; i <= last && i < q + 8; i++)
+      v |= (uint64_t)src[i] << (8 * (i - q));
+    v >>= sh;
+    if (last == q + 8)
+      v |= (uint64_t)src[q + 8] << (64 - sh);
+  }
+  *out = v;
+  *pos += nbits;
+  return 1;
+}
+
+/* ---- word geometry -------------------------------------------------------- */
+
+/* The word at byte b of tensor, mask or bitval; partial words zero-padded. */
+static inline uint64_t PACK_NAME(word)(const uint8_t *p, uint32_t b,
+                                       uint32_t R) {
+  return b + 8 <= R ? ibp__load64(p + b) : ibp__load_partial(p + b, R - b);
+}
+
+/* Bytes of the word at byte b that exist in the tensor. */
+static inline uint64_t PACK_NAME(valid)(uint32_t b, uint32_t R) {
+  return b + 8 <= R ? ~0ULL : (1ULL << (8 * (R - b))) - 1;
+}
+
+/* Chunks of the word at byte b. */
+static inline uint32_t PACK_NAME(word_chunks)(uint32_t b, uint32_t R,
+                                              uint32_t c) {
+  uint32_t bytes = b + 8 <= R ? 8 : R - b;
+  return (bytes + c - 1) / c;
+}
+
+/* ---- size and compress ---------------------------------------------------- */
+
+/* Stored length of the tensor: its compressed length if < R, else R.
+ * Counts payload bits only; stops as soon as the tensor cannot save. */
+static inline __attribute__((always_inline)) size_t
+PACK_NAME(measure)(const ibp_params *p, const uint8_t *t, uint32_t c) {
+  const uint32_t R = p->tensor_bytes;
+  const uint64_t limit = 8 * (uint64_t)(R - 1); /* bits that still save */
+  uint64_t bits = ibp__nchunks(R, c);
+  for (uint32_t b = 0; b < R; b += 8) {
+    uint64_t w = PACK_NAME(word)(t, b, R);
+    uint64_t m = PACK_NAME(word)(p->mask, b, R);
+    uint64_t v = PACK_NAME(word)(p->bitval, b, R);
+    uint64_t flagged = PACK_NAME(chunk_nonzero)((w & m) ^ v, c);
+    uint64_t keep = (~m | PACK_NAME(spread_chunks)(flagged, c)) &
+                    PACK_NAME(valid)(b, R);
+    bits += (uint64_t)PACK_POPCNT(keep);
+    if (bits > limit)
+      return R;
+  }
+  return (size_t)((bits + 7) / 8);
+}
+
+/* One pass: the bitmap goes to bits [0, nchunks) and the payload, whose
+ * start is known in advance, to bits nchunks onwards.  The two writers
+ * share one byte, which the bitmap's final flush merges.  If the stream
+ * reaches R bytes the tensor is copied raw instead. */
+static inline __attribute__((always_inline)) size_t
+PACK_NAME(compress_c)(const ibp_params *p, const uint8_t *t, uint8_t *slot,
+                      uint32_t c) {
+  const uint32_t R = p->tensor_bytes;
+  const uint64_t limit = 8 * (uint64_t)(R - 1);
+  const uint32_t nch = ibp__nchunks(R, c);
+  uint64_t bits = nch;
+  PACK_NAME(writer) bm = {slot, 0, 0, 0};
+  PACK_NAME(writer) pw = {slot, nch / 8, 0, nch % 8};
+  for (uint32_t b = 0; b < R; b += 8) {
+    uint64_t w = PACK_NAME(word)(t, b, R);
+    uint64_t m = PACK_NAME(word)(p->mask, b, R);
+    uint64_t v = PACK_NAME(word)(p->bitval, b, R);
+    uint64_t flagged = PACK_NAME(chunk_nonzero)((w & m) ^ v, c);
+    uint64_t keep = (~m | PACK_NAME(spread_chunks)(flagged, c)) &
+                    PACK_NAME(valid)(b, R);
+    unsigned n = (unsigned)PACK_POPCNT(keep);
+    bits += n;
+    if (bits > limit) {
+      memcpy(slot, t, R);
+      return R;
+    }
+    PACK_NAME(put_fast)(&pw, PACK_PEXT(w, keep), n, R);
+    PACK_NAME(put)(&bm, PACK_NAME(fit_bits)(flagged, c),
+                   PACK_NAME(word_chunks)(b, R, c));
+  }
+  PACK_NAME(flush)(&pw);
+  if (nch % 8) { /* merge the shared byte: bitmap low bits, payload high */
+    uint8_t shared = slot[nch / 8];
+    PACK_NAME(flush)(&bm);
+    slot[nch / 8] = (uint8_t)((slot[nch / 8] & ((1u << (nch % 8)) - 1)) |
+                              (shared & ~((1u << (nch % 8)) - 1)));
+  } else {
+    PACK_NAME(flush)(&bm);
+  }
+  return (size_t)((bits + 7) / 8);
+}
+
+/* ---- decode ---------------------------------------------------------------- */
+
+/* keep for the word at byte b, from its fit bits in the bitmap. */
+static inline uint64_t PACK_NAME(keep_from_bitmap)(const uint8_t *src,
+                                                   uint32_t b, uint32_t R,
+                                                   uint32_t c, uint64_t m,
+                                                   const uint64_t *nft) {
+  uint32_t k = 8 / c;
+  uint32_t first = (b / 8) * k; /* index of the word's first chunk */
+  uint32_t fit = (src[first >> 3] >> (first & 7)) & ((1u << k) - 1);
+  uint32_t have = PACK_NAME(word_chunks)(b, R, c);
+  fit |= ((1u << k) - 1) & ~((1u << have) - 1); /* padding chunks fit */
+  return (~m | nft[fit]) & PACK_NAME(valid)(b, R);
+}
+
+/* Checks the end of a fully parsed stream at bit `end`. */
+static inline ibp_status PACK_NAME(check_end)(const uint8_t *src,
+                                              size_t src_len, size_t end,
+                                              uint32_t R) {
+  size_t len = (end + 7) / 8;
+  if (len >= R || len > src_len)
+    return IBP_ERR_CORRUPT;
+  if ((end & 7) && (src[end >> 3] >> (end & 7)) != 0)
+    return IBP_ERR_CORRUPT; /* padding bits must be zero */
+  return IBP_OK;
+}
+
+static inline __attribute__((always_inline)) ibp_status
+PACK_NAME(decode_c)(const ibp_params *p, const uint8_t *src, size_t src_len,
+                    uint32_t off, uint32_t len, uint8_t *dst, uint32_t c) {
+  const uint32_t R = p->tensor_bytes;
+  const uint32_t nch = ibp__nchunks(R, c);
+  const uint32_t end = off + len;
+  const uint64_t *nft = ibp__nonfit_table(c);
+  size_t pos = nch;
+  uint32_t b = 0;
+  if ((nch + 7) / 8 > src_len || (nch + 7) / 8 >= R)
+    return IBP_ERR_CORRUPT;
+  for (; b + 8 <= off; b += 8) /* skip whole words before the window */
+    pos += (size_t)PACK_POPCNT(PACK_NAME(keep_from_bitmap)(
+        src, b, R, c, PACK_NAME(word)(p->mask, b, R), nft));
+  for (; b < end; b += 8) {
+    if (b >= off && b + 8 <= end && b + 8 <= R && (pos >> 3) + 9 <= src_len) {
+      /* the common case: a whole word, far from the end of src */
+      uint64_t m = ibp__load64(p->mask + b);
+      uint32_t first = (b / 8) * (8 / c);
+      uint32_t fit = (src[first >> 3] >> (first & 7)) & ((1u << (8 / c)) - 1);
+      uint64_t keep = ~m | nft[fit];
+      uint64_t bits = (ibp__load64(src + (pos >> 3)) >> (pos & 7)) |
+                      (((uint64_t)src[(pos >> 3) + 8] << 1) << (63 - (pos & 7)));
+      pos += (size_t)PACK_POPCNT(keep);
+      ibp__store64(dst + (b - off), PACK_PDEP(bits, keep) |
+                                        (ibp__load64(p->bitval + b) & ~keep));
+      continue;
+    }
+    uint64_t m = PACK_NAME(word)(p->mask, b, R);
+    uint64_t keep = PACK_NAME(keep_from_bitmap)(src, b, R, c, m, nft);
+    uint64_t bits, out;
+    if (!PACK_NAME(get)(src, src_len, &pos, (unsigned)PACK_POPCNT(keep),
+                        &bits))
+      return IBP_ERR_CORRUPT;
+    out = PACK_PDEP(bits, keep) | (PACK_NAME(word)(p->bitval, b, R) & ~keep);
+    if (b >= off && b + 8 <= end) { /* a whole word of the window */
+      ibp__store64(dst + (b - off), out);
+    } else {
+      uint32_t lo = b > off ? b : off, hi = b + 8 < end ? b + 8 : end;
+      for (uint32_t i = lo; i < hi; i++)
+        dst[i - off] = (uint8_t)(out >> (8 * (i - b)));
+    }
+  }
+  if (b >= R) /* the window reached the end: validate the whole stream */
+    return PACK_NAME(check_end)(src, src_len, pos, R);
+  return IBP_OK;
+}
+
+static inline __attribute__((always_inline)) ibp_status
+PACK_NAME(length_c)(const ibp_params *p, const uint8_t *src, size_t src_len,
+                    size_t *out, uint32_t c) {
+  const uint32_t R = p->tensor_bytes;
+  const uint32_t nch = ibp__nchunks(R, c);
+  const uint64_t *nft = ibp__nonfit_table(c);
+  size_t pos = nch;
+  if ((nch + 7) / 8 > src_len || (nch + 7) / 8 >= R)
+    return IBP_ERR_CORRUPT;
+  for (uint32_t b = 0; b < R; b += 8)
+    pos += (size_t)PACK_POPCNT(PACK_NAME(keep_from_bitmap)(
+        src, b, R, c, PACK_NAME(word)(p->mask, b, R), nft));
+  ibp_status s = PACK_NAME(check_end)(src, src_len, pos, R);
+  if (s == IBP_OK)
+    *out = (pos + 7) / 8;
+  return s;
+}
+
+/* ---- entry points: dispatch on c so each body sees a constant ------------ */
+
+#define PACK_BY_CHUNK(call, c)                                                 \
+  switch (c) {                                                                 \
+  case 1:                                                                      \
+    return call(1);                                                            \
+  case 2:                                                                      \
+    return call(2);                                                            \
+  case 4:                                                                      \
+    return call(4);                                                            \
+  default:                                                                     \
+    return call(8);                                                            \
+  }
+
+PACK_TARGET static size_t PACK_NAME(stored_size)(const ibp_params *p,
+                                                 const uint8_t *t) {
+#define PK_CALL(c) PACK_NAME(measure)(p, t, c)
+  PACK_BY_CHUNK(PK_CALL, p->chunk_bytes)
+#undef PK_CALL
+}
+
+PACK_TARGET static size_t PACK_NAME(compress)(const ibp_params *p,
+                                              const uint8_t *t,
+                                              uint8_t *slot) {
+#define PK_CALL(c) PACK_NAME(compress_c)(p, t, slot, c)
+  PACK_BY_CHUNK(PK_CALL, p->chunk_bytes)
+#undef PK_CALL
+}
+
+PACK_TARGET static ibp_status
+PACK_NAME(decode)(const ibp_params *p, const uint8_t *src, size_t src_len,
+                  uint32_t off, uint32_t len, uint8_t *dst) {
+#define PK_CALL(c) PACK_NAME(decode_c)(p, src, src_len, off, len, dst, c)
+  PACK_BY_CHUNK(PK_CALL, p->chunk_bytes)
+#undef PK_CALL
+}
+
+PACK_TARGET static ibp_status PACK_NAME(length)(const ibp_params *p,
+                                                const uint8_t *src,
+                                                size_t src_len, size_t *out) {
+#define PK_CALL(c) PACK_NAME(length_c)(p, src, src_len, out, c)
+  PACK_BY_CHUNK(PK_CALL, p->chunk_bytes)
+#undef PK_CALL
+}
+
+#undef PACK_BY_CHUNK
+#undef PK_LO7
+#undef PK_HI
+#undef PK_ONES

@@ -1,0 +1,317 @@
+/* Threshold and chunk-width search.
+ *
+ * Masks are nested: sorting the bits by how many tensors agree on their
+ * majority value ("agree"), the mask at any threshold is a prefix of that
+ * order.  The search measures the exact stored bytes (bitmap and byte
+ * rounding included) of the evaluation tensors for
+ *   - the paper's grid: agree > T*n for T = 0.50, 0.51, ..., 0.99,
+ *   - finer thresholds up to 1.00 (unanimous bits only) and the report's
+ *     table thresholds (agree >= ceil(T*n)),
+ * then refines between the grid neighbours of the best prefix, per chunk
+ * width, and keeps the prefix and width that store the fewest bytes. */
+#include <math.h>
+#include <stdlib.h>
+
+#include "internal.h"
+#include "params_internal.h"
+
+#define EVAL_DEFAULT_BYTES (64ull << 20)
+#define REFINE_STEPS 24
+
+static const uint32_t widths[4] = {1, 2, 4, 8};
+static const double table_t[IBP_REPORT_THRESHOLDS] = {0.5, 0.6, 0.7, 0.8,
+                                                      0.9, 0.95, 0.99, 1.0};
+
+typedef struct search_ctx {
+  const uint8_t *data;
+  uint32_t R;
+  ibp__sample eval;
+  unsigned threads;
+  const ibp_bitstats *st;
+  uint64_t *agree_sorted; /* distinct agree values, descending */
+  size_t n_agree;
+} search_ctx;
+
+/* ---- evaluation: stored bytes of the evaluation tensors ------------------ */
+
+typedef struct eval_job {
+  const search_ctx *cx;
+  const ibp_params *p;
+  uint64_t j0, j1;
+  uint64_t bytes; /* out */
+} eval_job;
+
+static void eval_task(void *arg) {
+  eval_job *jb = arg;
+  const ibp__pack_ops *pack = ibp__pack();
+  for (uint64_t j = jb->j0; j < jb->j1; j++) {
+    const uint8_t *t =
+        jb->cx->data + ibp__sample_at(&jb->cx->eval, j) * jb->cx->R;
+    jb->bytes += pack->stored_size(jb->p, t);
+  }
+}
+
+/* Stored bytes with invariant bits = {agree >= K} at chunk width c;
+ * UINT64_MAX when out of memory. */
+static uint64_t eval_stored(const search_ctx *cx, uint64_t K, uint32_t c) {
+  ibp_params p;
+  eval_job jobs[64];
+  unsigned t = cx->threads > 64 ? 64 : cx->threads;
+  uint64_t total = 0;
+  if (ibp__params_build_count(cx->st, K, c, &p) != IBP_OK)
+    return UINT64_MAX;
+  if (t > cx->eval.count)
+    t = (unsigned)cx->eval.count;
+  for (unsigned i = 0; i < t; i++)
+    jobs[i] = (eval_job){cx, &p, cx->eval.count * i / t,
+                         cx->eval.count * (i + 1) / t, 0};
+  ibp__run_parallel(eval_task, jobs, sizeof *jobs, t);
+  for (unsigned i = 0; i < t; i++)
+    total += jobs[i].bytes;
+  ibp_params_free(&p);
+  return total;
+}
+
+static double saved_share(const search_ctx *cx, uint64_t stored) {
+  return 1.0 - (double)stored / ((double)cx->eval.count * cx->R);
+}
+
+/* ---- candidate thresholds ------------------------------------------------ */
+
+static int desc_u64(const void *a, const void *b) {
+  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+  return x < y ? 1 : x > y ? -1 : 0;
+}
+
+/* Distinct agree values of the bits, descending: each is a distinct mask. */
+static ibp_status collect_agree(search_ctx *cx) {
+  const uint64_t n = cx->st->tensors;
+  const size_t bits = 8 * (size_t)cx->R;
+  uint64_t *v = malloc(bits * sizeof *v);
+  if (!v)
+    return IBP_ERR_NO_MEMORY;
+  for (size_t k = 0; k < bits; k++) {
+    uint64_t ones = cx->st->ones[k];
+    v[k] = ones > n - ones ? ones : n - ones;
+  }
+  qsort(v, bits, sizeof *v, desc_u64);
+  size_t m = 0;
+  for (size_t k = 0; k < bits; k++)
+    if (m == 0 || v[m - 1] != v[k])
+      v[m++] = v[k];
+  cx->agree_sorted = v;
+  cx->n_agree = m;
+  return IBP_OK;
+}
+
+/* The smallest distinct agree value >= K: the same mask as K, measured
+ * once.  0 when the mask at K is empty. */
+static uint64_t canonical_k(const search_ctx *cx, uint64_t K) {
+  uint64_t found = 0;
+  for (size_t i = 0; i < cx->n_agree && cx->agree_sorted[i] >= K; i++)
+    found = cx->agree_sorted[i];
+  return found;
+}
+
+/* Candidate K values of the coarse grid, ascending mask size. */
+static size_t grid(const search_ctx *cx, uint64_t *ks) {
+  const uint64_t n = cx->st->tensors;
+  size_t m = 0;
+  ks[m++] = n; /* unanimous bits */
+  static const double fine[] = {0.9999, 0.9995, 0.999, 0.998, 0.997,
+                                0.996,  0.995,  0.994, 0.993, 0.992, 0.991};
+  for (size_t i = 0; i < sizeof fine / sizeof *fine; i++)
+    ks[m++] = (uint64_t)floor(fine[i] * (double)n) + 1;
+  for (int pct = 99; pct >= 50; pct--) /* the paper's rule: agree > T*n */
+    ks[m++] = (uint64_t)floor(pct / 100.0 * (double)n) + 1;
+  for (int i = IBP_REPORT_THRESHOLDS - 1; i >= 0; i--)
+    ks[m++] = ibp__min_agree(table_t[i], n);
+  for (size_t i = 0; i < m; i++)
+    if (ks[i] > n)
+      ks[i] = n;
+  return m;
+}
+
+/* ---- the search ------------------------------------------------------------ */
+
+typedef struct best_t {
+  uint64_t stored;
+  uint64_t K;
+  uint32_t c;
+} best_t;
+
+/* A tiny memo so that the grid, the table and the refinement never
+ * measure the same mask twice. */
+typedef struct memo {
+  uint64_t K[256];
+  uint64_t stored[256];
+  size_t n;
+} memo;
+
+static uint64_t eval_memo(const search_ctx *cx, memo *mo, uint64_t K,
+                          uint32_t c) {
+  K = canonical_k(cx, K);
+  if (K == 0)
+    K = cx->st->tensors + 1; /* empty mask */
+  for (size_t i = 0; i < mo->n; i++)
+    if (mo->K[i] == K)
+      return mo->stored[i];
+  uint64_t stored = eval_stored(cx, K, c);
+  if (mo->n < 256) {
+    mo->K[mo->n] = K;
+    mo->stored[mo->n++] = stored;
+  }
+  return stored;
+}
+
+static void consider(best_t *b, uint64_t stored, uint64_t K, uint32_t c) {
+  if (stored < b->stored)
+    *b = (best_t){stored, K, c};
+}
+
+/* Between the best grid point and its neighbours, tries the distinct
+ * masks that lie there (up to REFINE_STEPS of them, evenly spread). */
+static void refine(const search_ctx *cx, memo *mo, best_t *b, uint64_t k_hi,
+                   uint64_t k_lo, uint32_t c) {
+  size_t first = cx->n_agree, last = 0;
+  for (size_t i = 0; i < cx->n_agree; i++) {
+    uint64_t a = cx->agree_sorted[i];
+    if (a <= k_hi && a >= k_lo) {
+      if (first == cx->n_agree)
+        first = i;
+      last = i;
+    }
+  }
+  if (first == cx->n_agree)
+    return;
+  size_t span = last - first + 1;
+  size_t steps = span < REFINE_STEPS ? span : REFINE_STEPS;
+  for (size_t s = 0; s < steps; s++) {
+    size_t i = first + (steps > 1 ? s * (span - 1) / (steps - 1) : 0);
+    uint64_t K = cx->agree_sorted[i];
+    consider(b, eval_memo(cx, mo, K, c), K, c);
+  }
+}
+
+static void search_width(const search_ctx *cx, uint32_t c, int wi,
+                         const ibp_search_options *opt, best_t *overall,
+                         ibp_search_report *rep) {
+  memo mo = {.n = 0};
+  best_t b = {UINT64_MAX, 0, c};
+  const uint64_t n = cx->st->tensors;
+  if (opt->threshold >= 0) {
+    uint64_t K = ibp__min_agree(opt->threshold, n);
+    consider(&b, eval_memo(cx, &mo, K, c), K, c);
+  } else {
+    uint64_t ks[128];
+    size_t m = grid(cx, ks);
+    for (size_t i = 0; i < m; i++)
+      consider(&b, eval_memo(cx, &mo, ks[i], c), ks[i], c);
+    /* neighbours of the best in the sorted grid bound the refinement */
+    uint64_t hi = n, lo = 1;
+    for (size_t i = 0; i < m; i++) {
+      if (ks[i] > b.K && ks[i] < hi)
+        hi = ks[i];
+      if (ks[i] < b.K && ks[i] > lo)
+        lo = ks[i];
+    }
+    refine(cx, &mo, &b, hi, lo, c);
+  }
+  if (rep) {
+    for (int i = 0; i < IBP_REPORT_THRESHOLDS && opt->threshold < 0; i++)
+      rep->table_saved[wi][i] = saved_share(
+          cx, eval_memo(cx, &mo, ibp__min_agree(table_t[i], n), c));
+    rep->best_threshold[wi] = (double)b.K / (double)n;
+    rep->best_saved[wi] = saved_share(cx, b.stored);
+  }
+  if (b.stored < overall->stored ||
+      (b.stored == overall->stored && c > overall->c))
+    *overall = b;
+}
+
+static ibp_status check_options(const void *data, uint64_t n, uint32_t R,
+                                const ibp_search_options *opt,
+                                const ibp_params *out) {
+  if (!out || (!data && n))
+    return IBP_ERR_INVALID_ARGUMENT;
+  if (R == 0 || R > IBP_MAX_TENSOR_BYTES)
+    return IBP_ERR_TENSOR_BYTES;
+  if (n == 0)
+    return IBP_ERR_NO_TENSORS;
+  if (opt->chunk_bytes && !ibp__chunk_ok(opt->chunk_bytes))
+    return IBP_ERR_CHUNK_BYTES;
+  if (opt->threshold >= 0 && !(opt->threshold >= 0.5 && opt->threshold <= 1))
+    return IBP_ERR_THRESHOLD;
+  if (opt->threshold < 0 && opt->threshold != opt->threshold)
+    return IBP_ERR_THRESHOLD; /* NaN */
+  return IBP_OK;
+}
+
+static void report_init(ibp_search_report *rep, uint64_t n) {
+  *rep = (ibp_search_report){.tensors = n};
+  for (int w = 0; w < 4; w++) {
+    rep->best_threshold[w] = -1;
+    rep->best_saved[w] = -1;
+    for (int i = 0; i < IBP_REPORT_THRESHOLDS; i++)
+      rep->table_saved[w][i] = -1;
+  }
+  for (int i = 0; i < IBP_REPORT_THRESHOLDS; i++)
+    rep->table_thresholds[i] = table_t[i];
+}
+
+static ibp_status run_search(search_ctx *cx, const ibp_search_options *opt,
+                             ibp_params *out, ibp_search_report *rep) {
+  ibp_status s = collect_agree(cx);
+  if (s != IBP_OK)
+    return s;
+  best_t best = {UINT64_MAX, 0, 0};
+  for (int w = 3; w >= 0; w--)
+    if (!opt->chunk_bytes || opt->chunk_bytes == widths[w])
+      search_width(cx, widths[w], w, opt, &best, rep);
+  free(cx->agree_sorted);
+  if (best.stored == UINT64_MAX)
+    return IBP_ERR_NO_MEMORY;
+  s = ibp__params_build_count(cx->st, best.K, best.c, out);
+  if (s == IBP_OK && opt->threshold >= 0)
+    out->threshold = opt->threshold;
+  return s;
+}
+
+ibp_status ibp_search(const void *data, uint64_t n, uint32_t tensor_bytes,
+                      const ibp_search_options *options, ibp_params *out,
+                      ibp_search_report *report) {
+  const ibp_search_options none = {.threshold = -1};
+  const ibp_search_options *opt = options ? options : &none;
+  if (out)
+    *out = (ibp_params){0};
+  ibp_status s = check_options(data, n, tensor_bytes, opt, out);
+  if (s != IBP_OK)
+    return s;
+  ibp_bitstats st;
+  s = ibp_bitstats_init(&st, tensor_bytes);
+  if (s == IBP_OK)
+    s = ibp_bitstats_add(&st, data, n, &opt->sampling, opt->threads);
+  if (s != IBP_OK) {
+    ibp_bitstats_free(&st);
+    return s;
+  }
+  uint64_t budget = opt->eval_max_bytes ? opt->eval_max_bytes
+                                        : EVAL_DEFAULT_BYTES;
+  uint64_t eval_n = budget / tensor_bytes ? budget / tensor_bytes : 1;
+  ibp_sampling eval_sampling = {.fraction = 0};
+  if (eval_n < n)
+    eval_sampling.fraction = (double)eval_n / (double)n;
+  search_ctx cx = {data, tensor_bytes, {0}, ibp__threads(opt->threads), &st,
+                   NULL, 0};
+  s = ibp__sample_make(&eval_sampling, n, &cx.eval);
+  if (report) {
+    report_init(report, n);
+    report->stat_tensors = st.tensors;
+    report->eval_tensors = cx.eval.count;
+    report->invariant80_fraction = ibp_bitstats_invariant_fraction(&st, 0.8);
+  }
+  if (s == IBP_OK)
+    s = run_search(&cx, opt, out, report);
+  ibp_bitstats_free(&st);
+  return s;
+}
