@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# The whole test suite (README command 2): release build + tests, the same
+# tests under ASan/UBSan, and a short libFuzzer run of every fuzz target.
+#   IBP_LONG=1   also run the long tests (10^6 round-trips)
+#   IBP_NO_FUZZ=1  skip the fuzz build (e.g. without clang)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+jobs=$(nproc 2>/dev/null || echo 2)
+
+step() { printf '\n==== %s ====\n' "$*"; }
+
+step "release build + tests"
+cmake --preset release >/dev/null
+cmake --build --preset release -j "$jobs"
+if [ "${IBP_LONG:-0}" = 1 ]; then
+  ctest --preset release -j "$jobs"
+else
+  ctest --preset release -j "$jobs" -LE long
+fi
+
+step "ASan + UBSan build + tests"
+cmake --preset asan >/dev/null
+cmake --build --preset asan -j "$jobs"
+ctest --preset asan -j "$jobs"
+
+if [ "${IBP_NO_FUZZ:-0}" != 1 ]; then
+  step "libFuzzer targets (short run)"
+  cmake --preset fuzz >/dev/null
+  cmake --build --preset fuzz -j "$jobs"
+  ctest --preset fuzz -j "$jobs"
+fi
+step "all tests passed"
