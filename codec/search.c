@@ -16,6 +16,8 @@
 #include "params_internal.h"
 
 #define EVAL_DEFAULT_BYTES (64ull << 20)
+#define CONFIRM_FACTOR 16 /* finalists are re-measured on 16x more data */
+#define FINALISTS_PER_WIDTH 2
 #define REFINE_STEPS 24
 
 static const uint32_t widths[4] = {1, 2, 4, 8};
@@ -25,7 +27,8 @@ static const double table_t[IBP_REPORT_THRESHOLDS] = {0.5, 0.6, 0.7, 0.8,
 typedef struct search_ctx {
   const uint8_t *data;
   uint32_t R;
-  ibp__sample eval;
+  ibp__sample eval; /* tensors the search measures */
+  ibp__sample confirm; /* tensors the finalists are re-measured on */
   unsigned threads;
   const ibp_bitstats *st;
   uint64_t *agree_sorted; /* distinct agree values, descending */
@@ -36,6 +39,7 @@ typedef struct search_ctx {
 
 typedef struct eval_job {
   const search_ctx *cx;
+  const ibp__sample *sample;
   const ibp_params *p;
   uint64_t j0, j1;
   uint64_t bytes; /* out */
@@ -46,25 +50,26 @@ static void eval_task(void *arg) {
   const ibp__pack_ops *pack = ibp__pack();
   for (uint64_t j = jb->j0; j < jb->j1; j++) {
     const uint8_t *t =
-        jb->cx->data + ibp__sample_at(&jb->cx->eval, j) * jb->cx->R;
+        jb->cx->data + ibp__sample_at(jb->sample, j) * jb->cx->R;
     jb->bytes += pack->stored_size(jb->p, t);
   }
 }
 
-/* Stored bytes with invariant bits = {agree >= K} at chunk width c;
- * UINT64_MAX when out of memory. */
-static uint64_t eval_stored(const search_ctx *cx, uint64_t K, uint32_t c) {
+/* Stored bytes of the sampled tensors with invariant bits = {agree >= K}
+ * at chunk width c; UINT64_MAX when out of memory. */
+static uint64_t measure(const search_ctx *cx, const ibp__sample *sample,
+                        uint64_t K, uint32_t c) {
   ibp_params p;
   eval_job jobs[64];
   unsigned t = cx->threads > 64 ? 64 : cx->threads;
   uint64_t total = 0;
   if (ibp__params_build_count(cx->st, K, c, &p) != IBP_OK)
     return UINT64_MAX;
-  if (t > cx->eval.count)
-    t = (unsigned)cx->eval.count;
+  if (t > sample->count)
+    t = (unsigned)sample->count;
   for (unsigned i = 0; i < t; i++)
-    jobs[i] = (eval_job){cx, &p, cx->eval.count * i / t,
-                         cx->eval.count * (i + 1) / t, 0};
+    jobs[i] = (eval_job){cx, sample, &p, sample->count * i / t,
+                         sample->count * (i + 1) / t, 0};
   ibp__run_parallel(eval_task, jobs, sizeof *jobs, t);
   for (unsigned i = 0; i < t; i++)
     total += jobs[i].bytes;
@@ -156,7 +161,7 @@ static uint64_t eval_memo(const search_ctx *cx, memo *mo, uint64_t K,
   for (size_t i = 0; i < mo->n; i++)
     if (mo->K[i] == K)
       return mo->stored[i];
-  uint64_t stored = eval_stored(cx, K, c);
+  uint64_t stored = measure(cx, &cx->eval, K, c);
   if (mo->n < 256) {
     mo->K[mo->n] = K;
     mo->stored[mo->n++] = stored;
@@ -193,9 +198,28 @@ static void refine(const search_ctx *cx, memo *mo, best_t *b, uint64_t k_hi,
   }
 }
 
+/* The masks of the memo that stored the fewest bytes, best first. */
+static size_t finalists(const memo *mo, uint32_t c, best_t *out) {
+  size_t m = 0;
+  for (size_t f = 0; f < FINALISTS_PER_WIDTH; f++) {
+    best_t b = {UINT64_MAX, 0, c};
+    for (size_t i = 0; i < mo->n; i++) {
+      int taken = 0;
+      for (size_t j = 0; j < m; j++)
+        taken |= out[j].K == mo->K[i];
+      if (!taken)
+        consider(&b, mo->stored[i], mo->K[i], c);
+    }
+    if (b.stored != UINT64_MAX)
+      out[m++] = b;
+  }
+  return m;
+}
+
+/* Searches one chunk width; appends its finalists to fin[*nfin]. */
 static void search_width(const search_ctx *cx, uint32_t c, int wi,
-                         const ibp_search_options *opt, best_t *overall,
-                         ibp_search_report *rep) {
+                         const ibp_search_options *opt, best_t *fin,
+                         size_t *nfin, ibp_search_report *rep) {
   memo mo = {.n = 0};
   best_t b = {UINT64_MAX, 0, c};
   const uint64_t n = cx->st->tensors;
@@ -224,9 +248,23 @@ static void search_width(const search_ctx *cx, uint32_t c, int wi,
     rep->best_threshold[wi] = (double)b.K / (double)n;
     rep->best_saved[wi] = saved_share(cx, b.stored);
   }
-  if (b.stored < overall->stored ||
-      (b.stored == overall->stored && c > overall->c))
-    *overall = b;
+  *nfin += finalists(&mo, c, fin + *nfin);
+}
+
+/* Re-measures the finalists on the (larger) confirmation sample when the
+ * search looked at fewer tensors, and returns the best; ties go to the
+ * wider chunk (fewer bitmap bits to parse on the GPU). */
+static best_t pick(const search_ctx *cx, best_t *fin, size_t nfin) {
+  best_t best = {UINT64_MAX, 0, 0};
+  int confirm = cx->confirm.count > cx->eval.count && nfin > 1;
+  for (size_t i = 0; i < nfin; i++) {
+    if (confirm)
+      fin[i].stored = measure(cx, &cx->confirm, fin[i].K, fin[i].c);
+    if (fin[i].stored < best.stored ||
+        (fin[i].stored == best.stored && fin[i].c > best.c))
+      best = fin[i];
+  }
+  return best;
 }
 
 static ibp_status check_options(const void *data, uint64_t n, uint32_t R,
@@ -264,10 +302,12 @@ static ibp_status run_search(search_ctx *cx, const ibp_search_options *opt,
   ibp_status s = collect_agree(cx);
   if (s != IBP_OK)
     return s;
-  best_t best = {UINT64_MAX, 0, 0};
+  best_t fin[4 * FINALISTS_PER_WIDTH];
+  size_t nfin = 0;
   for (int w = 3; w >= 0; w--)
     if (!opt->chunk_bytes || opt->chunk_bytes == widths[w])
-      search_width(cx, widths[w], w, opt, &best, rep);
+      search_width(cx, widths[w], w, opt, fin, &nfin, rep);
+  best_t best = pick(cx, fin, nfin);
   free(cx->agree_sorted);
   if (best.stored == UINT64_MAX)
     return IBP_ERR_NO_MEMORY;
@@ -275,6 +315,16 @@ static ibp_status run_search(search_ctx *cx, const ibp_search_options *opt,
   if (s == IBP_OK && opt->threshold >= 0)
     out->threshold = opt->threshold;
   return s;
+}
+
+/* At most `budget` bytes of tensors, evenly spread over the n tensors. */
+static ibp_status spread_sample(uint64_t budget, uint32_t R, uint64_t n,
+                                ibp__sample *out) {
+  uint64_t want = budget / R ? budget / R : 1;
+  ibp_sampling sampling = {.fraction = 0};
+  if (want < n)
+    sampling.fraction = (double)want / (double)n;
+  return ibp__sample_make(&sampling, n, out);
 }
 
 ibp_status ibp_search(const void *data, uint64_t n, uint32_t tensor_bytes,
@@ -297,13 +347,11 @@ ibp_status ibp_search(const void *data, uint64_t n, uint32_t tensor_bytes,
   }
   uint64_t budget = opt->eval_max_bytes ? opt->eval_max_bytes
                                         : EVAL_DEFAULT_BYTES;
-  uint64_t eval_n = budget / tensor_bytes ? budget / tensor_bytes : 1;
-  ibp_sampling eval_sampling = {.fraction = 0};
-  if (eval_n < n)
-    eval_sampling.fraction = (double)eval_n / (double)n;
-  search_ctx cx = {data, tensor_bytes, {0}, ibp__threads(opt->threads), &st,
-                   NULL, 0};
-  s = ibp__sample_make(&eval_sampling, n, &cx.eval);
+  search_ctx cx = {data, tensor_bytes, {0}, {0}, ibp__threads(opt->threads),
+                   &st, NULL, 0};
+  s = spread_sample(budget, tensor_bytes, n, &cx.eval);
+  if (s == IBP_OK)
+    s = spread_sample(budget * CONFIRM_FACTOR, tensor_bytes, n, &cx.confirm);
   if (report) {
     report_init(report, n);
     report->stat_tensors = st.tensors;
