@@ -9,6 +9,7 @@
 #include <stdlib.h>
 
 #include "internal.h"
+#include "params_internal.h"
 
 #define BATCH 255 /* tensors per flush: an 8-bit lane cannot overflow */
 
@@ -167,12 +168,12 @@ double ibp_bitstats_invariant_fraction(const ibp_bitstats *st, double share) {
   if (!st || !st->ones || st->tensors == 0 || st->tensor_bytes == 0)
     return 0.0;
   const uint64_t n = st->tensors;
-  long double need = (long double)share * (long double)n;
+  const uint64_t need = ibp__min_agree(share < 0.5 ? 0.5 : share, n);
   uint64_t hits = 0;
   for (size_t k = 0; k < 8 * (size_t)st->tensor_bytes; k++) {
     uint64_t ones = st->ones[k];
     uint64_t agree = ones > n - ones ? ones : n - ones;
-    hits += (long double)agree >= need;
+    hits += agree >= need;
   }
   return (double)hits / (double)(8 * (uint64_t)st->tensor_bytes);
 }

@@ -284,7 +284,8 @@ static ibp_status decode_tensors(const parsed *pc, out_buf *o, ibp__hash *sum,
   const uint64_t slots_end = pc->info.payload_bytes - pc->info.tail_bytes;
   uint8_t *tensor = malloc(R);
   ibp_status s = tensor ? IBP_OK : IBP_ERR_NO_MEMORY;
-  for (uint64_t i = 0; i < pc->info.tensors && s == IBP_OK; i++) {
+  for (uint64_t i = 0; i < pc->info.tensors && s == IBP_OK && !o->failed;
+       i++) {
     const uint8_t *src = pc->payload + *pos;
     int compressed = (pc->flags[i / 8] >> (i % 8)) & 1;
     size_t avail = (size_t)(slots_end - *pos), len = R;
@@ -319,6 +320,8 @@ ibp_status ibp_container_decode(const void *buf, uint64_t len,
     return IBP_ERR_NO_MEMORY;
   ibp__hash_init(&sum);
   s = decode_tensors(&pc, &o, &sum, &pos);
+  if (s == IBP_OK && o.failed)
+    s = IBP_ERR_IO; /* stopped early: the output cannot be written */
   if (s == IBP_OK && pos != pc.info.payload_bytes - pc.info.tail_bytes)
     s = IBP_ERR_CORRUPT; /* slots do not fill the payload exactly */
   if (s == IBP_OK) {

@@ -90,7 +90,8 @@ ibp_status ibp__params_build_count(const ibp_bitstats *st, uint64_t min_agree,
       out->bitval[k / 8] |= (uint8_t)(majority << (k % 8));
     }
   }
-  out->threshold = n ? (double)min_agree / (double)n : 1.0;
+  /* min_agree > n (an empty mask) still reports the top of the range */
+  out->threshold = n && min_agree <= n ? (double)min_agree / (double)n : 1.0;
   return IBP_OK;
 }
 

@@ -1,0 +1,99 @@
+# ibp analyze: JSON keys and values, the text report, the tail note, and
+# that the exact "space saved" is what `ibp compress` really produces.
+. "$(dirname "$0")/common.sh"
+
+"$GEN" floats 1048576 1 >even.bin || exit 1   # 1024 x 1024 B
+"$GEN" floats 1000003 2 >tail.bin || exit 1   # 1000 x 1000 B + 3 B
+"$GEN" random 262144 3 >random.bin || exit 1
+
+# check_json FILE R TENSORS TAIL: the analyze --json output in $OUT.
+check_json() {
+  expect_json_valid
+  for key in tensor_bytes tensors tail_bytes chunk_bytes threshold \
+    saved_fraction compressed_bytes original_bytes metadata_bytes \
+    invariant80_fraction tensors_compressed impl table table_thresholds; do
+    [ -n "$(json_get $key)" ] || fail "analyze --json $1: no key $key"
+  done
+  checks=$((checks + 1))
+  expect_eq "tensor_bytes" "$(json_get tensor_bytes)" "$2"
+  expect_eq "tensors" "$(json_get tensors)" "$3"
+  expect_eq "tail_bytes" "$(json_get tail_bytes)" "$4"
+  expect_eq "original_bytes" "$(json_get original_bytes)" "$(wc -c <"$1" | tr -d ' ')"
+  expect_eq "metadata_bytes" "$(json_get metadata_bytes)" "$(($2 * 2 + ($3 + 7) / 8))"
+  s=$(json_get saved_fraction)
+  c=$(json_get compressed_bytes)
+  o=$(json_get original_bytes)
+  t=$(json_get threshold)
+  expect_true "saved_fraction $s" "$s >= 0 && $s < 1"
+  expect_true "saved_fraction = 1 - compressed/original" \
+    "($s - (1 - $c / $o))^2 < 1e-12"
+  expect_true "compressed_bytes <= original_bytes" "$c <= $o"
+  m=$(json_get metadata_bytes)
+  expect_true "saved_fraction_with_metadata = 1 - (compressed+metadata)/original" \
+    "($(json_get saved_fraction_with_metadata) - (1 - ($c + $m) / $o))^2 < 1e-12"
+  expect_true "threshold $t" "$t >= 0.5 && $t <= 1"
+  expect_true "invariant80_fraction" \
+    "$(json_get invariant80_fraction) >= 0 && $(json_get invariant80_fraction) <= 1"
+  expect_true "tensors_compressed" "$(json_get tensors_compressed) <= $3"
+  case $(json_get chunk_bytes) in 1 | 2 | 4 | 8) ;; *) fail "chunk_bytes $(json_get chunk_bytes)" ;; esac
+  case $(json_get impl) in '"portable"' | '"bmi2"') ;; *) fail "impl $(json_get impl)" ;; esac
+  expect_eq "table rows" "$(grep -c '^      "chunk_bytes": ' "$OUT")" 4
+}
+
+expect_ok analyze even.bin --tensor-bytes 1K --json
+check_json even.bin 1024 1024 0
+expect_true "float data saves space" "$(json_get saved_fraction) > 0.02"
+saved_even=$(json_get saved_fraction)
+meta_even=$(json_get metadata_bytes)
+comp_even=$(json_get compressed_bytes)
+
+expect_ok analyze tail.bin --tensor-bytes 1000 --json
+check_json tail.bin 1000 1000 3
+
+# Random bytes: nothing to save, every tensor stored raw.
+expect_ok analyze random.bin --tensor-bytes 4096 --json
+check_json random.bin 4096 64 0
+expect_eq "random: compressed_bytes" "$(json_get compressed_bytes)" 262144
+expect_eq "random: tensors_compressed" "$(json_get tensors_compressed)" 0
+
+# Fixed parameters are reported as given.
+expect_ok analyze even.bin --tensor-bytes 1024 --chunk 2 --threshold 0.9 --json
+check_json even.bin 1024 1024 0
+expect_eq "given chunk" "$(json_get chunk_bytes)" 2
+expect_eq "given threshold" "$(json_get threshold)" 0.9
+expect_eq "chunk_searched" "$(json_get chunk_searched)" false
+expect_eq "threshold_searched" "$(json_get threshold_searched)" false
+
+# Sampling and threads change how, not what: same exact figure format.
+expect_ok analyze even.bin --tensor-bytes 1024 --sample 0.5 --threads 1 --json
+check_json even.bin 1024 1024 0
+expect_ok analyze tail.bin --tensor-bytes=1 --chunk=8 --json
+check_json tail.bin 1 1000003 0
+
+# The exact figure is what compress writes: container = 128-byte header +
+# metadata + compressed bytes.
+expect_ok compress even.bin even.ibp --tensor-bytes 1024 --quiet
+expect_eq "container size" "$(wc -c <even.ibp | tr -d ' ')" "$((128 + meta_even + comp_even))"
+rm -f even.ibp
+
+# Text report.
+expect_ok analyze even.bin --tensor-bytes 1024
+for label in 'file  ' 'size  ' 'tensors  ' '80%-invariant bits' 'chunk width  ' \
+  'threshold  ' 'compressed  ' 'space saved  ' 'metadata  ' 'implementation  '; do
+  grep -q "^$label" "$OUT" || fail "analyze report has no '$label' line"
+done
+grep -q '^tensors             1024 x 1024 B$' "$OUT" || fail "analyze: tensors line"
+grep -q '^saved share by chunk width and threshold' "$OUT" || fail "analyze: no table"
+for c in 1 2 4 8; do
+  grep -q "^    $c B " "$OUT" || fail "analyze: no table row for chunk $c"
+done
+pct=$(awk -v s="$saved_even" 'BEGIN { printf "%.2f%%", 100 * s }')
+grep -q "^space saved         $pct (exact" "$OUT" || fail "analyze: space saved is not $pct"
+grep -q '^note:' "$OUT" && fail "analyze: tail note without a tail"
+
+expect_ok analyze tail.bin --tensor-bytes 1000
+grep -qx 'note: the file size is not a multiple of 1000 B: the last 3 B are kept raw' "$OUT" ||
+  fail "analyze: no tail note"
+
+expect_files even.bin tail.bin random.bin
+finish

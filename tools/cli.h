@@ -1,0 +1,60 @@
+/*
+ * The ibp command-line tool: subcommand entry points and what they share
+ * (exit codes, diagnostics, number formatting).
+ *
+ * Diagnostics are one line on stderr:
+ *   "ibp: PATH: reason"            a file cannot be used (system errors,
+ *                                  empty files, bad containers)
+ *   "ibp: --option ..."            a usage error (exit 2)
+ *   "ibp CMD: reason"              the data does not suit the command
+ * Exit codes: 0 success, 1 data or I/O error, 2 usage error.
+ */
+#ifndef IBP_TOOLS_CLI_H
+#define IBP_TOOLS_CLI_H
+
+#include <stdint.h>
+
+#include "ibp/codec.h"
+
+enum {
+  CLI_EXIT_OK = 0,
+  CLI_EXIT_DATA = 1,  /* bad data, I/O failure, verification failure */
+  CLI_EXIT_USAGE = 2, /* bad command line */
+};
+
+/* Subcommands: argv[0] is the subcommand name. */
+int cmd_analyze(int argc, char **argv);
+int cmd_compress(int argc, char **argv);
+int cmd_decompress(int argc, char **argv);
+int cmd_verify(int argc, char **argv);
+int cmd_bench(int argc, char **argv);
+
+/* "ibp" or "ibp CMD" followed by ": " and the message, on stderr. */
+void cli_error(const char *scope, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+/* Usage error: prints like cli_error with scope "ibp" and returns
+ * CLI_EXIT_USAGE. */
+int cli_usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Command-line syntax error of subcommand `cmd` ("analyze"): prints
+ * "ibp: <message> (see 'ibp CMD --help')" and returns CLI_EXIT_USAGE. */
+int cli_syntax_error(const char *cmd, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+/* "ibp: PATH: message" and returns CLI_EXIT_DATA. */
+int cli_file_error(const char *path, const char *message);
+/* A codec status about a container file: "ibp: PATH is not an ibp
+ * container (bad magic)" or "ibp: PATH: <status message>".  Returns
+ * CLI_EXIT_DATA. */
+int cli_container_error(const char *path, ibp_status st);
+
+/* Online CPUs (>= 1). */
+unsigned cli_cpu_count(void);
+/* Threads to use for a `--threads` value (0 = one per CPU). */
+unsigned cli_threads(unsigned requested);
+
+/* "1.5 KiB", "256.0 MiB", "999 B" into buf; returns buf. */
+const char *cli_human_bytes(uint64_t bytes, char *buf, unsigned len);
+
+/* Seconds from CLOCK_MONOTONIC. */
+double cli_now(void);
+
+#endif /* IBP_TOOLS_CLI_H */

@@ -1,0 +1,253 @@
+/* `ibp analyze`: how much IBP saves on a file, exactly, and with which
+ * chunk width and threshold. */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+#include "cli_args.h"
+#include "codec_opts.h"
+#include "ibp/codec.h"
+#include "json_out.h"
+#include "mapped_file.h"
+#include "progress.h"
+#include "region_measure.h"
+
+static const char help[] =
+    "Usage: ibp analyze FILE --tensor-bytes R [options]\n"
+    "\n"
+    "Reports how much Invariant Bit Packing saves on FILE, taken as tensors\n"
+    "of R bytes (a tail shorter than R is kept raw): the share of bits that\n"
+    "are invariant in >= 80% of the tensors, the chunk width and threshold\n"
+    "chosen, the exact space saved over every tensor of the file, the\n"
+    "metadata size (Mask + Bitval + one flag bit per tensor), and the saved\n"
+    "share for each chunk width and threshold the search evaluated.\n"
+    "\n"
+    "Options:\n" CODEC_OPTIONS_HELP
+    "  --json             print one JSON object instead of the report\n"
+    "  -h, --help         show this help\n";
+
+static const cli_option options[] = {
+    CODEC_CLI_OPTIONS, {"json", 0, 0}, {"help", 'h', 0}, {NULL, 0, 0}};
+
+typedef struct analyze_args {
+  const char *path;
+  codec_opts codec;
+  int json;
+} analyze_args;
+
+typedef struct analysis {
+  uint64_t file_bytes;
+  ibp_params params;
+  ibp_search_report report;
+  region_measure exact;
+  uint64_t metadata_bytes;
+  double saved_fraction;      /* 1 - compressed / original */
+  double saved_with_metadata; /* the same, metadata counted */
+} analysis;
+
+static const uint32_t chunk_widths[4] = {1, 2, 4, 8};
+
+/* Returns -1 to go on, else the exit code. */
+static int parse_args(int argc, char **argv, analyze_args *a) {
+  cli_parser ps;
+  cli_item it;
+  char err[256];
+  memset(a, 0, sizeof *a);
+  codec_opts_init(&a->codec);
+  cli_parser_init(&ps, argc, argv, 1, options);
+  while (cli_next(&ps, &it, err, sizeof err) != CLI_END) {
+    if (it.kind == CLI_ERROR)
+      return cli_syntax_error("analyze", "%s", err);
+    if (it.kind == CLI_POSITIONAL) {
+      if (a->path != NULL)
+        return cli_syntax_error("analyze", "unexpected argument '%s'",
+                                it.value);
+      a->path = it.value;
+      continue;
+    }
+    const char *name = options[it.option].name;
+    if (strcmp(name, "help") == 0) {
+      fputs(help, stdout);
+      return CLI_EXIT_OK;
+    }
+    if (strcmp(name, "json") == 0) {
+      a->json = 1;
+    } else if (codec_opts_take(&a->codec, name, it.value) < 0) {
+      return CLI_EXIT_USAGE;
+    }
+  }
+  if (a->path == NULL)
+    return cli_syntax_error("analyze", "missing FILE");
+  if (a->codec.tensor_bytes == 0)
+    return cli_syntax_error("analyze", "--tensor-bytes R is required");
+  return -1;
+}
+
+static void on_progress(void *ctx, uint64_t done) {
+  progress_update(ctx, done);
+}
+
+static int measure(const analyze_args *a, const mapped_file *in, analysis *an) {
+  progress pg;
+  progress_start(&pg, "analyze", in->size, !a->json);
+  ibp_status st =
+      region_measure_run(&an->params, in->data, in->size, a->codec.threads,
+                         on_progress, &pg, &an->exact);
+  progress_finish(&pg);
+  if (st != IBP_OK) {
+    cli_error("ibp analyze", "%s", ibp_status_message(st));
+    return CLI_EXIT_DATA;
+  }
+  uint64_t n = an->exact.tensors;
+  an->file_bytes = in->size;
+  an->metadata_bytes = 2ull * an->params.tensor_bytes + (n + 7) / 8;
+  an->saved_fraction =
+      1.0 - (double)an->exact.compressed_bytes / (double)in->size;
+  an->saved_with_metadata =
+      1.0 - (double)(an->exact.compressed_bytes + an->metadata_bytes) /
+                (double)in->size;
+  return CLI_EXIT_OK;
+}
+
+/* ---- JSON --------------------------------------------------------------- */
+
+static void json_saved(json_out *j, const char *key, double v) {
+  if (v < 0.0)
+    json_null(j, key);
+  else
+    json_double(j, key, v);
+}
+
+static void json_table(json_out *j, const ibp_search_report *r) {
+  json_inline_array_begin(j, "table_thresholds");
+  for (int t = 0; t < IBP_REPORT_THRESHOLDS; t++)
+    json_double(j, NULL, r->table_thresholds[t]);
+  json_array_end(j);
+  json_array_begin(j, "table");
+  for (int c = 0; c < 4; c++) {
+    json_object_begin(j, NULL);
+    json_u64(j, "chunk_bytes", chunk_widths[c]);
+    json_inline_array_begin(j, "saved");
+    for (int t = 0; t < IBP_REPORT_THRESHOLDS; t++)
+      json_saved(j, NULL, r->table_saved[c][t]);
+    json_array_end(j);
+    json_saved(j, "best_threshold", r->best_threshold[c]);
+    json_saved(j, "best_saved", r->best_saved[c]);
+    json_object_end(j);
+  }
+  json_array_end(j);
+}
+
+static void print_json(const analyze_args *a, const analysis *an) {
+  json_out j;
+  json_init(&j, stdout);
+  json_object_begin(&j, NULL);
+  json_string(&j, "file", a->path);
+  json_u64(&j, "original_bytes", an->file_bytes);
+  json_u64(&j, "tensor_bytes", an->params.tensor_bytes);
+  json_u64(&j, "tensors", an->exact.tensors);
+  json_u64(&j, "tail_bytes", an->exact.tail_bytes);
+  json_u64(&j, "chunk_bytes", an->params.chunk_bytes);
+  json_bool(&j, "chunk_searched", a->codec.chunk_bytes == 0);
+  json_double(&j, "threshold", an->params.threshold);
+  json_bool(&j, "threshold_searched", a->codec.threshold < 0);
+  json_double(&j, "invariant80_fraction", an->report.invariant80_fraction);
+  json_u64(&j, "compressed_bytes", an->exact.compressed_bytes);
+  json_double(&j, "saved_fraction", an->saved_fraction);
+  json_u64(&j, "metadata_bytes", an->metadata_bytes);
+  json_double(&j, "saved_fraction_with_metadata", an->saved_with_metadata);
+  json_u64(&j, "tensors_compressed", an->exact.tensors_compressed);
+  json_u64(&j, "stat_tensors", an->report.stat_tensors);
+  json_u64(&j, "eval_tensors", an->report.eval_tensors);
+  json_string(&j, "impl", ibp_impl_name(ibp_impl_active()));
+  json_table(&j, &an->report);
+  json_object_end(&j);
+}
+
+/* ---- text --------------------------------------------------------------- */
+
+static void print_table(const ibp_search_report *r) {
+  printf("\nsaved share by chunk width and threshold "
+         "(%llu tensors evaluated):\n",
+         (unsigned long long)r->eval_tensors);
+  printf("  chunk");
+  for (int t = 0; t < IBP_REPORT_THRESHOLDS; t++)
+    printf("  %6.3f", r->table_thresholds[t]);
+  printf("   best\n");
+  for (int c = 0; c < 4; c++) {
+    printf("  %3u B", chunk_widths[c]);
+    for (int t = 0; t < IBP_REPORT_THRESHOLDS; t++) {
+      double v = r->table_saved[c][t];
+      if (v < 0.0)
+        printf("  %6s", "-");
+      else
+        printf("  %5.1f%%", 100.0 * v);
+    }
+    if (r->best_saved[c] < 0.0)
+      printf("   not evaluated\n");
+    else
+      printf("   %5.1f%% at %.3f\n", 100.0 * r->best_saved[c],
+             r->best_threshold[c]);
+  }
+}
+
+static void print_text(const analyze_args *a, const analysis *an) {
+  char h[32];
+  const region_measure *m = &an->exact;
+  uint32_t r = an->params.tensor_bytes;
+  printf("file                %s\n", a->path);
+  printf("size                %llu B (%s)\n",
+         (unsigned long long)an->file_bytes,
+         cli_human_bytes(an->file_bytes, h, sizeof h));
+  printf("tensors             %llu x %u B\n", (unsigned long long)m->tensors,
+         r);
+  printf("80%%-invariant bits  %.2f%% of all bits\n",
+         100.0 * an->report.invariant80_fraction);
+  printf("chunk width         %u B (%s)\n", an->params.chunk_bytes,
+         a->codec.chunk_bytes == 0 ? "searched" : "given");
+  printf("threshold           %.3f (%s)\n", an->params.threshold,
+         a->codec.threshold < 0 ? "searched" : "given");
+  printf("compressed          %llu B (%s), %llu of %llu tensors compressed\n",
+         (unsigned long long)m->compressed_bytes,
+         cli_human_bytes(m->compressed_bytes, h, sizeof h),
+         (unsigned long long)m->tensors_compressed,
+         (unsigned long long)m->tensors);
+  printf("space saved         %.2f%% (exact, over the whole file; %.2f%% "
+         "counting metadata)\n",
+         100.0 * an->saved_fraction, 100.0 * an->saved_with_metadata);
+  printf("metadata            %llu B (Mask + Bitval 2 x %u B, flags %llu B)\n",
+         (unsigned long long)an->metadata_bytes, r,
+         (unsigned long long)(m->tensors + 7) / 8);
+  printf("implementation      %s\n", ibp_impl_name(ibp_impl_active()));
+  print_table(&an->report);
+  if (m->tail_bytes != 0)
+    printf("\nnote: the file size is not a multiple of %u B: the last %llu B "
+           "are kept raw\n",
+           r, (unsigned long long)m->tail_bytes);
+}
+
+int cmd_analyze(int argc, char **argv) {
+  analyze_args a;
+  int rc = parse_args(argc, argv, &a);
+  if (rc >= 0)
+    return rc;
+  mapped_file in;
+  int err = mapped_file_open(&in, a.path);
+  if (err != 0)
+    return cli_file_error(a.path, mapped_file_strerror(err));
+  analysis an;
+  memset(&an, 0, sizeof an);
+  rc = codec_opts_search("ibp analyze", &a.codec, in.data, in.size, !a.json,
+                         &an.params, &an.report);
+  if (rc == CLI_EXIT_OK)
+    rc = measure(&a, &in, &an);
+  if (rc == CLI_EXIT_OK) {
+    if (a.json)
+      print_json(&a, &an);
+    else
+      print_text(&a, &an);
+  }
+  ibp_params_free(&an.params);
+  mapped_file_close(&in);
+  return rc;
+}

@@ -1,0 +1,137 @@
+/* Codec options of the ibp tool and the search they drive (codec_opts.h). */
+#include "codec_opts.h"
+
+#include <string.h>
+
+#include "cli.h"
+#include "cli_args.h"
+#include "progress.h"
+
+#define MAX_THREADS 4096u
+
+void codec_opts_init(codec_opts *o) {
+  o->tensor_bytes = 0;
+  o->chunk_bytes = 0;
+  o->threshold = -1.0;
+  o->sample = 0.0;
+  o->threads = 0;
+}
+
+static int take_tensor_bytes(codec_opts *o, const char *v) {
+  uint64_t r;
+  cli_num st = cli_parse_size(v, &r);
+  if (st == CLI_NUM_SYNTAX) {
+    cli_usage_error("--tensor-bytes must be a whole number of bytes, "
+                    "e.g. 4096 or 4K (got %s)",
+                    v);
+    return -1;
+  }
+  if (st == CLI_NUM_OVERFLOW || r > IBP_MAX_TENSOR_BYTES) {
+    cli_usage_error("--tensor-bytes must be at most %u (1 MiB) (got %s)",
+                    IBP_MAX_TENSOR_BYTES, v);
+    return -1;
+  }
+  if (r == 0) {
+    cli_usage_error("--tensor-bytes must be at least 1 (got %s)", v);
+    return -1;
+  }
+  o->tensor_bytes = (uint32_t)r;
+  return 1;
+}
+
+static int take_chunk(codec_opts *o, const char *v) {
+  uint64_t c;
+  if (strcmp(v, "auto") == 0) {
+    o->chunk_bytes = 0;
+    return 1;
+  }
+  if (cli_parse_u64(v, &c) != CLI_NUM_OK ||
+      (c != 1 && c != 2 && c != 4 && c != 8)) {
+    cli_usage_error("--chunk must be auto, 1, 2, 4 or 8 (got %s)", v);
+    return -1;
+  }
+  o->chunk_bytes = (uint32_t)c;
+  return 1;
+}
+
+static int take_threshold(codec_opts *o, const char *v) {
+  double t;
+  if (strcmp(v, "auto") == 0) {
+    o->threshold = -1.0;
+    return 1;
+  }
+  if (cli_parse_double(v, &t) != CLI_NUM_OK || t < 0.5 || t > 1.0) {
+    cli_usage_error("--threshold must be auto or a number in "
+                    "[0.5, 1.0] (got %s)",
+                    v);
+    return -1;
+  }
+  o->threshold = t;
+  return 1;
+}
+
+static int take_sample(codec_opts *o, const char *v) {
+  double f;
+  if (cli_parse_double(v, &f) != CLI_NUM_OK || !(f > 0.0) || f > 1.0) {
+    cli_usage_error("--sample must be a fraction in (0, 1] (got %s)", v);
+    return -1;
+  }
+  o->sample = f;
+  return 1;
+}
+
+static int take_threads(codec_opts *o, const char *v) {
+  uint64_t n;
+  if (strcmp(v, "auto") == 0) {
+    o->threads = 0;
+    return 1;
+  }
+  if (cli_parse_u64(v, &n) != CLI_NUM_OK || n > MAX_THREADS) {
+    cli_usage_error("--threads must be auto or a whole number from "
+                    "0 to %u (got %s)",
+                    MAX_THREADS, v);
+    return -1;
+  }
+  o->threads = (unsigned)n;
+  return 1;
+}
+
+int codec_opts_take(codec_opts *o, const char *name, const char *value) {
+  if (strcmp(name, "tensor-bytes") == 0)
+    return take_tensor_bytes(o, value);
+  if (strcmp(name, "chunk") == 0)
+    return take_chunk(o, value);
+  if (strcmp(name, "threshold") == 0)
+    return take_threshold(o, value);
+  if (strcmp(name, "sample") == 0)
+    return take_sample(o, value);
+  if (strcmp(name, "threads") == 0)
+    return take_threads(o, value);
+  return 0;
+}
+
+int codec_opts_search(const char *cmd, const codec_opts *o, const void *data,
+                      uint64_t bytes, int show_progress, ibp_params *p,
+                      ibp_search_report *report) {
+  if (o->tensor_bytes > bytes) {
+    cli_error(cmd, "tensor size %u B is larger than the file (%llu B)",
+              o->tensor_bytes, (unsigned long long)bytes);
+    return CLI_EXIT_DATA;
+  }
+  ibp_search_options so;
+  memset(&so, 0, sizeof so);
+  so.chunk_bytes = o->chunk_bytes;
+  so.threshold = o->threshold;
+  so.sampling.fraction = o->sample;
+  so.threads = o->threads;
+  progress_ticker ticker;
+  progress_ticker_start(&ticker, "searching parameters", show_progress);
+  ibp_status st = ibp_search(data, bytes / o->tensor_bytes, o->tensor_bytes,
+                             &so, p, report);
+  progress_ticker_stop(&ticker);
+  if (st != IBP_OK) {
+    cli_error(cmd, "parameter search failed: %s", ibp_status_message(st));
+    return CLI_EXIT_DATA;
+  }
+  return CLI_EXIT_OK;
+}

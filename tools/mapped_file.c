@@ -1,0 +1,59 @@
+/* Read-only mmap of an input file (see mapped_file.h). */
+#include "mapped_file.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+int mapped_file_open(mapped_file *mf, const char *path) {
+  mf->data = NULL;
+  mf->size = 0;
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return errno;
+  struct stat st;
+  int err = 0;
+  if (fstat(fd, &st) != 0)
+    err = errno;
+  else if (S_ISDIR(st.st_mode))
+    err = EISDIR;
+  else if (!S_ISREG(st.st_mode))
+    err = MAPPED_FILE_NOT_REGULAR;
+  else if (st.st_size == 0)
+    err = MAPPED_FILE_EMPTY;
+  else if ((uint64_t)st.st_size > (uint64_t)SIZE_MAX)
+    err = EFBIG;
+  if (err == 0) {
+    void *p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_SHARED, fd, 0);
+    if (p == MAP_FAILED) {
+      err = errno;
+    } else {
+      (void)madvise(p, (size_t)st.st_size, MADV_SEQUENTIAL);
+      mf->data = p;
+      mf->size = (uint64_t)st.st_size;
+    }
+  }
+  close(fd); /* the mapping keeps the file */
+  return err;
+}
+
+void mapped_file_close(mapped_file *mf) {
+  if (mf->data != NULL)
+    munmap((void *)mf->data, (size_t)mf->size);
+  mf->data = NULL;
+  mf->size = 0;
+}
+
+const char *mapped_file_strerror(int code) {
+  switch (code) {
+  case MAPPED_FILE_EMPTY:
+    return "file is empty";
+  case MAPPED_FILE_NOT_REGULAR:
+    return "not a regular file";
+  default:
+    return strerror(code);
+  }
+}
