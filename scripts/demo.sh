@@ -8,7 +8,7 @@ jobs=$(nproc 2>/dev/null || echo 2)
 
 cmake --preset release >/dev/null
 cmake --build --preset release -j "$jobs" --target ibp >/dev/null
-out=bench/data/out
+out=build/demo-data
 bash bench/data/build.sh --small --out "$out"
 
 # MANIFEST.tsv: name file tensor_bytes dtype rows package version source licence description
