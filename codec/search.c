@@ -18,6 +18,9 @@
 #define EVAL_DEFAULT_BYTES (64ull << 20)
 #define CONFIRM_FACTOR 16 /* finalists are re-measured on 16x more data */
 #define FINALISTS_PER_WIDTH 2
+#define SCOUT_DIVISOR 8    /* the scout sample is 1/8 of the evaluation's */
+#define SCOUT_WINDOW 0.05  /* thresholds re-measured around the scout's best */
+#define SCOUT_MARGIN 50    /* widths within 1/50 of the scout's best go on */
 #define REFINE_STEPS 24
 
 static const uint32_t widths[4] = {1, 2, 4, 8};
@@ -27,6 +30,7 @@ static const double table_t[IBP_REPORT_THRESHOLDS] = {0.5, 0.6, 0.7, 0.8,
 typedef struct search_ctx {
   const uint8_t *data;
   uint32_t R;
+  ibp__sample scout; /* tensors the whole grid is measured on */
   ibp__sample eval; /* tensors the search measures */
   ibp__sample confirm; /* tensors the finalists are re-measured on */
   unsigned threads;
@@ -77,8 +81,9 @@ static uint64_t measure(const search_ctx *cx, const ibp__sample *sample,
   return total;
 }
 
-static double saved_share(const search_ctx *cx, uint64_t stored) {
-  return 1.0 - (double)stored / ((double)cx->eval.count * cx->R);
+static double saved_share(const search_ctx *cx, const ibp__sample *sample,
+                          uint64_t stored) {
+  return 1.0 - (double)stored / ((double)sample->count * cx->R);
 }
 
 /* ---- candidate thresholds ------------------------------------------------ */
@@ -148,6 +153,7 @@ typedef struct best_t {
 /* A tiny memo so that the grid, the table and the refinement never
  * measure the same mask twice. */
 typedef struct memo {
+  const ibp__sample *sample; /* the tensors measured */
   uint64_t K[256];
   uint64_t stored[256];
   size_t n;
@@ -161,7 +167,7 @@ static uint64_t eval_memo(const search_ctx *cx, memo *mo, uint64_t K,
   for (size_t i = 0; i < mo->n; i++)
     if (mo->K[i] == K)
       return mo->stored[i];
-  uint64_t stored = measure(cx, &cx->eval, K, c);
+  uint64_t stored = measure(cx, mo->sample, K, c);
   if (mo->n < 256) {
     mo->K[mo->n] = K;
     mo->stored[mo->n++] = stored;
@@ -216,39 +222,115 @@ static size_t finalists(const memo *mo, uint32_t c, best_t *out) {
   return m;
 }
 
-/* Searches one chunk width; appends its finalists to fin[*nfin]. */
-static void search_width(const search_ctx *cx, uint32_t c, int wi,
-                         const ibp_search_options *opt, best_t *fin,
-                         size_t *nfin, ibp_search_report *rep) {
-  memo mo = {.n = 0};
-  best_t b = {UINT64_MAX, 0, c};
+/* Measures the candidate K values, then the masks between the best and
+ * its neighbours among them. */
+static void search_grid(const search_ctx *cx, memo *mo, best_t *b,
+                        const uint64_t *ks, size_t m, uint32_t c) {
   const uint64_t n = cx->st->tensors;
-  if (opt->threshold >= 0) {
+  for (size_t i = 0; i < m; i++)
+    consider(b, eval_memo(cx, mo, ks[i], c), ks[i], c);
+  uint64_t hi = n, lo = 1;
+  for (size_t i = 0; i < m; i++) {
+    if (ks[i] > b->K && ks[i] < hi)
+      hi = ks[i];
+    if (ks[i] < b->K && ks[i] > lo)
+      lo = ks[i];
+  }
+  refine(cx, mo, b, hi, lo, c);
+}
+
+/* The grid values whose threshold lies within SCOUT_WINDOW of K's. */
+static size_t window(const search_ctx *cx, const uint64_t *ks, size_t m,
+                     uint64_t K, uint64_t *out) {
+  const double n = (double)cx->st->tensors, t = (double)K / n;
+  size_t w = 0;
+  out[w++] = K;
+  for (size_t i = 0; i < m; i++)
+    if (fabs((double)ks[i] / n - t) <= SCOUT_WINDOW)
+      out[w++] = ks[i];
+  return w;
+}
+
+/* The search of one chunk width. */
+typedef struct width_search {
+  uint32_t c;
+  int wi;    /* index in widths[] and in the report */
+  memo scout; /* the whole grid, on the scout sample */
+  memo final; /* the window around the scout's best, on the eval sample */
+  memo *last; /* the memo the finalists come from */
+  best_t best;
+} width_search;
+
+/* Stage 1: the grid (or the given threshold) on the first sample. */
+static void search_first(const search_ctx *cx, width_search *ws,
+                         const ibp_search_options *opt,
+                         ibp_search_report *rep) {
+  const uint64_t n = cx->st->tensors;
+  const int scouting = cx->scout.count < cx->eval.count;
+  ws->scout = (memo){scouting ? &cx->scout : &cx->eval, {0}, {0}, 0};
+  ws->final = (memo){&cx->eval, {0}, {0}, 0};
+  ws->best = (best_t){UINT64_MAX, 0, ws->c};
+  if (opt->threshold >= 0) { /* fixed: measured on the eval sample */
     uint64_t K = ibp__min_agree(opt->threshold, n);
-    consider(&b, eval_memo(cx, &mo, K, c), K, c);
-  } else {
-    uint64_t ks[128];
-    size_t m = grid(cx, ks);
-    for (size_t i = 0; i < m; i++)
-      consider(&b, eval_memo(cx, &mo, ks[i], c), ks[i], c);
-    /* neighbours of the best in the sorted grid bound the refinement */
-    uint64_t hi = n, lo = 1;
-    for (size_t i = 0; i < m; i++) {
-      if (ks[i] > b.K && ks[i] < hi)
-        hi = ks[i];
-      if (ks[i] < b.K && ks[i] > lo)
-        lo = ks[i];
-    }
-    refine(cx, &mo, &b, hi, lo, c);
+    ws->last = &ws->final;
+    consider(&ws->best, eval_memo(cx, ws->last, K, ws->c), K, ws->c);
+    return;
   }
-  if (rep) {
-    for (int i = 0; i < IBP_REPORT_THRESHOLDS && opt->threshold < 0; i++)
-      rep->table_saved[wi][i] = saved_share(
-          cx, eval_memo(cx, &mo, ibp__min_agree(table_t[i], n), c));
-    rep->best_threshold[wi] = (double)b.K / (double)n;
-    rep->best_saved[wi] = saved_share(cx, b.stored);
+  uint64_t ks[128];
+  size_t m = grid(cx, ks);
+  ws->last = &ws->scout;
+  search_grid(cx, &ws->scout, &ws->best, ks, m, ws->c);
+  for (int i = 0; rep && i < IBP_REPORT_THRESHOLDS; i++)
+    rep->table_saved[ws->wi][i] = saved_share(
+        cx, ws->scout.sample,
+        eval_memo(cx, &ws->scout, ibp__min_agree(table_t[i], n), ws->c));
+}
+
+/* Stage 2: thresholds near the scout's best, on the eval sample. */
+static void search_final(const search_ctx *cx, width_search *ws) {
+  uint64_t ks[128], near[130];
+  size_t w = window(cx, ks, grid(cx, ks), ws->best.K, near);
+  ws->best = (best_t){UINT64_MAX, 0, ws->c};
+  ws->last = &ws->final;
+  search_grid(cx, &ws->final, &ws->best, near, w, ws->c);
+}
+
+static void report_width(const search_ctx *cx, const width_search *ws,
+                         ibp_search_report *rep) {
+  const uint64_t n = cx->st->tensors;
+  rep->best_threshold[ws->wi] =
+      ws->best.K > n ? 1.0 : (double)ws->best.K / (double)n;
+  rep->best_saved[ws->wi] = saved_share(cx, ws->last->sample, ws->best.stored);
+}
+
+/* Runs both stages over the chunk widths; only widths whose scout result
+ * is within SCOUT_MARGIN of the best one go on to stage 2 and to the
+ * finalists. */
+static size_t search_widths(const search_ctx *cx, const ibp_search_options *opt,
+                            best_t *fin, ibp_search_report *rep) {
+  width_search ws[4];
+  size_t nw = 0, nfin = 0;
+  uint64_t top = UINT64_MAX;
+  for (int w = 3; w >= 0; w--) {
+    if (opt->chunk_bytes && opt->chunk_bytes != widths[w])
+      continue;
+    ws[nw] = (width_search){.c = widths[w], .wi = w};
+    search_first(cx, &ws[nw], opt, rep);
+    if (ws[nw].best.stored < top)
+      top = ws[nw].best.stored;
+    nw++;
   }
-  *nfin += finalists(&mo, c, fin + *nfin);
+  for (size_t i = 0; i < nw; i++) {
+    int near_top = ws[i].best.stored <= top + top / SCOUT_MARGIN;
+    if (ws[i].last == &ws[i].scout && ws[i].scout.sample != &cx->eval &&
+        near_top)
+      search_final(cx, &ws[i]);
+    if (rep)
+      report_width(cx, &ws[i], rep);
+    if (near_top || ws[i].last->sample == &cx->eval)
+      nfin += finalists(ws[i].last, ws[i].c, fin + nfin);
+  }
+  return nfin;
 }
 
 /* Re-measures the finalists on the (larger) confirmation sample when the
@@ -303,10 +385,7 @@ static ibp_status run_search(search_ctx *cx, const ibp_search_options *opt,
   if (s != IBP_OK)
     return s;
   best_t fin[4 * FINALISTS_PER_WIDTH];
-  size_t nfin = 0;
-  for (int w = 3; w >= 0; w--)
-    if (!opt->chunk_bytes || opt->chunk_bytes == widths[w])
-      search_width(cx, widths[w], w, opt, fin, &nfin, rep);
+  size_t nfin = search_widths(cx, opt, fin, rep);
   best_t best = pick(cx, fin, nfin);
   free(cx->agree_sorted);
   if (best.stored == UINT64_MAX)
@@ -347,15 +426,18 @@ ibp_status ibp_search(const void *data, uint64_t n, uint32_t tensor_bytes,
   }
   uint64_t budget = opt->eval_max_bytes ? opt->eval_max_bytes
                                         : EVAL_DEFAULT_BYTES;
-  search_ctx cx = {data, tensor_bytes, {0}, {0}, ibp__threads(opt->threads),
-                   &st, NULL, 0};
-  s = spread_sample(budget, tensor_bytes, n, &cx.eval);
+  search_ctx cx = {data, tensor_bytes, {0}, {0}, {0},
+                   ibp__threads(opt->threads), &st, NULL, 0};
+  s = spread_sample(budget / SCOUT_DIVISOR, tensor_bytes, n, &cx.scout);
+  if (s == IBP_OK)
+    s = spread_sample(budget, tensor_bytes, n, &cx.eval);
   if (s == IBP_OK)
     s = spread_sample(budget * CONFIRM_FACTOR, tensor_bytes, n, &cx.confirm);
   if (report) {
     report_init(report, n);
     report->stat_tensors = st.tensors;
     report->eval_tensors = cx.eval.count;
+    report->table_tensors = cx.scout.count;
     report->invariant80_fraction = ibp_bitstats_invariant_fraction(&st, 0.8);
   }
   if (s == IBP_OK)

@@ -159,6 +159,7 @@ static void print_json(const analyze_args *a, const analysis *an) {
   json_u64(&j, "tensors_compressed", an->exact.tensors_compressed);
   json_u64(&j, "stat_tensors", an->report.stat_tensors);
   json_u64(&j, "eval_tensors", an->report.eval_tensors);
+  json_u64(&j, "table_tensors", an->report.table_tensors);
   json_string(&j, "impl", ibp_impl_name(ibp_impl_active()));
   json_table(&j, &an->report);
   json_object_end(&j);
@@ -168,7 +169,8 @@ static void print_json(const analyze_args *a, const analysis *an) {
 
 static void print_table(const ibp_search_report *r) {
   printf("\nsaved share by chunk width and threshold "
-         "(%llu tensors evaluated):\n",
+         "(measured on %llu tensors; best on %llu):\n",
+         (unsigned long long)r->table_tensors,
          (unsigned long long)r->eval_tensors);
   printf("  chunk");
   for (int t = 0; t < IBP_REPORT_THRESHOLDS; t++)

@@ -405,6 +405,9 @@ static int alloc_buffers(bench_data *d, uint8_t **generated) {
               cli_human_bytes((gen ? 3 : 2) * d->bytes, h, sizeof h));
     return CLI_EXIT_DATA;
   }
+  /* touch the pages now so that no stage pays for first-use page faults */
+  memset(d->slots, 0, d->bytes);
+  memset(d->dst, 0, d->bytes);
   return CLI_EXIT_OK;
 }
 

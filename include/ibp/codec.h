@@ -158,9 +158,12 @@ ibp_status ibp_params_check(const ibp_params *p);
 /* ---- threshold and chunk search ------------------------------------------- */
 
 /* chunk_bytes 0 = choose among 1,2,4,8; threshold < 0 = search.  The search
- * evaluates the exact bytes saved (bitmap and byte rounding included) for
- * thresholds over [0.50, 1.00] on at most `eval_max_bytes` of tensors spread
- * over the data (0 = 64 MiB; every tensor when the data is smaller). */
+ * measures the exact bytes stored (bitmap and byte rounding included) for
+ * thresholds over [0.50, 1.00]: the whole grid on a scout sample of
+ * eval_max_bytes/8 of tensors, then thresholds within 0.05 of the scout's
+ * best on eval_max_bytes (0 = 64 MiB) of tensors, then its finalists on 16
+ * times as much.  Samples are spread evenly over the data; when the data is
+ * smaller than a sample, the sample is every tensor. */
 typedef struct ibp_search_options {
   uint32_t chunk_bytes;
   double threshold;
@@ -174,7 +177,8 @@ typedef struct ibp_search_options {
 typedef struct ibp_search_report {
   uint64_t tensors;            /* tensors in the data */
   uint64_t stat_tensors;       /* tensors counted for the statistics */
-  uint64_t eval_tensors;       /* tensors the search evaluated */
+  uint64_t eval_tensors;       /* tensors the final search stage measured */
+  uint64_t table_tensors;      /* tensors the table below was measured on */
   double invariant80_fraction; /* bits invariant in >= 80% of tensors */
   /* saved share of the evaluated tensors' bytes, per chunk width (1,2,4,8)
    * at the fixed thresholds below; negative when not evaluated. */
