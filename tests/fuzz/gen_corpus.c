@@ -1,0 +1,132 @@
+/*
+ * Writes the seed corpus checked in under tests/fuzz/corpus/:
+ *   fuzz_tensor/     valid compressed and raw tensors in the tensor_input.h
+ *                    layout (encoded with the reference codec), a few sizes,
+ *                    every chunk width and mask mode;
+ *   fuzz_container/  small valid containers written by the library.
+ * Usage: gen_fuzz_corpus <corpus dir>   (the subdirectories must exist)
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gen_data.h"
+#include "ibp/container.h"
+#include "ref_codec.h"
+#include "tensor_input.h"
+
+static void write_file(const char *dir, const char *name, const void *buf,
+                       size_t len) {
+  char path[4096];
+  int n = snprintf(path, sizeof path, "%s/%s", dir, name);
+  FILE *f = n > 0 && (size_t)n < sizeof path ? fopen(path, "wb") : NULL;
+  if (!f || fwrite(buf, 1, len, f) != len || fclose(f) != 0) {
+    perror(path);
+    exit(1);
+  }
+}
+
+/* One tensor seed: header (+ explicit masks) + the tensor's stored form. */
+static void tensor_seed(const char *dir, rng *r, uint32_t R, uint32_t c,
+                        unsigned mode) {
+  uint8_t hdr[TENSOR_INPUT_HEADER + 2];
+  uint32_t seed = (uint32_t)rng_next(r);
+  tensor_input_header(R, c, 1, mode ? mode : 5, seed,
+                      hdr); /* 0: random masks, written out */
+  tensor_input in;
+  memset(hdr + TENSOR_INPUT_HEADER, 0, 2);
+  if (tensor_input_parse(hdr, sizeof hdr, &in) != 0)
+    exit(1);
+  uint8_t *t = malloc(R), *slot = malloc(R);
+  rng_fill(r, t, R);
+  for (uint32_t b = 0; b < R; b++) /* mostly fitting, a few misses */
+    if (rng_below(r, 16))
+      t[b] = (uint8_t)((t[b] & ~in.mask[b]) | in.bitval[b]);
+  ref_params rp = {R, c, in.mask, in.bitval};
+  int comp;
+  size_t len = ref_store(&rp, t, slot, &comp);
+  size_t total = TENSOR_INPUT_HEADER + (mode ? 0 : 2 * (size_t)R) + len;
+  uint8_t *out = malloc(total), *p = out;
+  tensor_input_header(R, c, comp, mode, seed, p);
+  p += TENSOR_INPUT_HEADER;
+  if (mode == 0) {
+    memcpy(p, in.mask, R);
+    memcpy(p + R, in.bitval, R);
+    p += 2 * (size_t)R;
+  }
+  memcpy(p, slot, len);
+  char name[64];
+  snprintf(name, sizeof name, "R%u_c%u_mode%u_%s", R, c, mode,
+           comp ? "comp" : "raw");
+  write_file(dir, name, out, total);
+  free(out);
+  free(t);
+  free(slot);
+  tensor_input_free(&in);
+}
+
+typedef struct membuf {
+  uint8_t *buf;
+  uint64_t len;
+} membuf;
+
+static int mem_write(void *ctx, uint64_t off, const void *buf, size_t len) {
+  membuf *m = ctx;
+  if (off + len > m->len) {
+    m->buf = realloc(m->buf, (size_t)(off + len));
+    if (!m->buf)
+      return -1;
+    memset(m->buf + m->len, 0, (size_t)(off + len - m->len));
+    m->len = off + len;
+  }
+  memcpy(m->buf + off, buf, len);
+  return 0;
+}
+
+static void container_seed(const char *dir, rng *r, uint32_t R, uint64_t n,
+                           uint64_t tail, data_kind dk) {
+  uint64_t bytes = n * R + tail;
+  uint8_t *data = malloc((size_t)bytes);
+  gen_data(r, dk, R, n, data);
+  rng_fill(r, data + n * R, (size_t)tail);
+  ibp_params p = {0};
+  ibp_search_options opt = {0};
+  opt.threshold = -1;
+  opt.threads = 1;
+  membuf m = {0};
+  if (ibp_search(data, n, R, &opt, &p, NULL) != IBP_OK ||
+      ibp_container_write(&p, data, bytes, 1, mem_write, &m, NULL) != IBP_OK) {
+    fprintf(stderr, "container R=%u n=%llu failed\n", R, (unsigned long long)n);
+    exit(1);
+  }
+  char name[64];
+  snprintf(name, sizeof name, "R%u_n%llu_tail%llu_%s", R, (unsigned long long)n,
+           (unsigned long long)tail, data_kind_name(dk));
+  write_file(dir, name, m.buf, (size_t)m.len);
+  free(m.buf);
+  free(data);
+  ibp_params_free(&p);
+}
+
+int main(int argc, char **argv) {
+  if (argc != 2) {
+    fprintf(stderr, "usage: %s <corpus dir>\n", argv[0]);
+    return 2;
+  }
+  char dir[4096];
+  rng r;
+  rng_seed(&r, 0xC0FFEE);
+  snprintf(dir, sizeof dir, "%s/fuzz_tensor", argv[1]);
+  static const uint32_t sizes[] = {1, 7, 16, 61, 256};
+  for (size_t s = 0; s < sizeof sizes / sizeof *sizes; s++)
+    for (unsigned mode = 0; mode < 8; mode++)
+      tensor_seed(dir, &r, sizes[s], 1u << ((s + mode) % 4), mode);
+  snprintf(dir, sizeof dir, "%s/fuzz_container", argv[1]);
+  container_seed(dir, &r, 1, 40, 0, DATA_INTS);
+  container_seed(dir, &r, 7, 9, 3, DATA_FLIPS);
+  container_seed(dir, &r, 64, 16, 0, DATA_FLOAT);
+  container_seed(dir, &r, 100, 5, 99, DATA_SPARSE);
+  container_seed(dir, &r, 256, 8, 17, DATA_CONST);
+  container_seed(dir, &r, 1000, 3, 1, DATA_RANDOM);
+  return 0;
+}
