@@ -18,6 +18,26 @@ typedef struct vector {
 } vector;
 
 static const vector vectors[] = {
+    /* docs/FORMAT.md section 5, tensor A: two float16 in [1, 2) */
+    {"FORMAT.md example, tensor A",
+     4,
+     2,
+     {0x00, 0xFC, 0x00, 0xFC},
+     {0x00, 0x3C, 0x00, 0x3C},
+     {0x12, 0x3C, 0x05, 0x3C},
+     3,
+     1,
+     {0x4B, 0x50, 0x00}},
+    /* docs/FORMAT.md section 5, tensor B: 28 bits, not shorter than R */
+    {"FORMAT.md example, tensor B",
+     4,
+     2,
+     {0x00, 0xFC, 0x00, 0xFC},
+     {0x00, 0x3C, 0x00, 0x3C},
+     {0x12, 0x3C, 0x05, 0xBC},
+     4,
+     0,
+     {0}},
     /* chunk 0 fits (all mask), chunk 1 fits (no mask): bitmap 11, then the
      * 16 bits 0x3412: 3 | 0x3412 << 2 = 4b d0 00 (18 bits) */
     {"two fitting chunks",
@@ -112,8 +132,9 @@ static void check_vector(const vector *v) {
 /* The "nibble mask" stream with a padding bit set, and streams whose length
  * reaches R, are corrupt. */
 static void check_corrupt_vectors(void) {
-  const vector *v = &vectors[2];
+  const vector *v = &vectors[4]; /* "nibble mask" */
   test_case("corrupt variants of '%s'", v->what);
+  CHECK(strcmp(v->what, "nibble mask") == 0);
   fixture f;
   fixture_init(&f, v->R, v->c);
   memcpy(f.mask, v->mask, v->R);
