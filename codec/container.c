@@ -86,8 +86,8 @@ static void out_flush(out_buf *o) {
 static void out_put(out_buf *o, const void *data, size_t len) {
   const uint8_t *p = data;
   while (len) {
-    size_t take = OUT_BUFFER_BYTES - o->used < len ? OUT_BUFFER_BYTES - o->used
-                                                   : len;
+    size_t take =
+        OUT_BUFFER_BYTES - o->used < len ? OUT_BUFFER_BYTES - o->used : len;
     memcpy(o->buf + o->used, p, take);
     o->used += take;
     p += take;
@@ -97,7 +97,8 @@ static void out_put(out_buf *o, const void *data, size_t len) {
   }
 }
 
-/* ---- writer ----------------------------------------------------------------- */
+/* ---- writer -----------------------------------------------------------------
+ */
 
 /* Compresses the tensors block by block and appends each stored slot. */
 static ibp_status write_payload(const ibp_params *p, const uint8_t *src,
@@ -142,8 +143,17 @@ ibp_status ibp_container_write(const ibp_params *p, const void *src,
     return IBP_ERR_INVALID_ARGUMENT;
   const uint32_t R = p->tensor_bytes;
   const uint64_t n = bytes / R, flag_bytes = (n + 7) / 8;
-  ibp_container_info in = {IBP_FORMAT_VERSION, R, p->chunk_bytes,
-                           p->threshold, bytes, n, bytes % R, 0, 0, 0, 0};
+  ibp_container_info in = {IBP_FORMAT_VERSION,
+                           R,
+                           p->chunk_bytes,
+                           p->threshold,
+                           bytes,
+                           n,
+                           bytes % R,
+                           0,
+                           0,
+                           0,
+                           0};
   const uint64_t payload_at = HDR + 2 * (uint64_t)R + flag_bytes;
   uint8_t *flags = calloc(flag_bytes + 1, 1);
   out_buf o = {write, ctx, payload_at, malloc(OUT_BUFFER_BYTES), 0, 0};
@@ -170,8 +180,8 @@ ibp_status ibp_container_write(const ibp_params *p, const void *src,
     o.failed = o.failed || write(ctx, 0, h, HDR) ||
                write(ctx, HDR, p->mask, R) ||
                write(ctx, HDR + R, p->bitval, R) ||
-               (flag_bytes && write(ctx, HDR + 2 * (uint64_t)R, flags,
-                                    (size_t)flag_bytes));
+               (flag_bytes &&
+                write(ctx, HDR + 2 * (uint64_t)R, flags, (size_t)flag_bytes));
     if (o.failed)
       s = IBP_ERR_IO;
   }
@@ -182,7 +192,8 @@ ibp_status ibp_container_write(const ibp_params *p, const void *src,
   return s;
 }
 
-/* ---- reader ----------------------------------------------------------------- */
+/* ---- reader -----------------------------------------------------------------
+ */
 
 typedef struct parsed {
   ibp_container_info info;
@@ -257,8 +268,8 @@ static ibp_status parse(const uint8_t *b, uint64_t len, parsed *out) {
   out->flags = b + HDR + 2 * (uint64_t)R;
   out->payload = out->flags + flag_bytes;
   if (get64(b + META_SUM_AT) != meta_checksum(b, out->params.mask,
-                                              out->params.bitval, R,
-                                              out->flags, flag_bytes))
+                                              out->params.bitval, R, out->flags,
+                                              flag_bytes))
     return IBP_ERR_CHECKSUM;
   s = ibp_params_check(&out->params);
   if (s != IBP_OK)
@@ -284,8 +295,7 @@ static ibp_status decode_tensors(const parsed *pc, out_buf *o, ibp__hash *sum,
   const uint64_t slots_end = pc->info.payload_bytes - pc->info.tail_bytes;
   uint8_t *tensor = malloc(R);
   ibp_status s = tensor ? IBP_OK : IBP_ERR_NO_MEMORY;
-  for (uint64_t i = 0; i < pc->info.tensors && s == IBP_OK && !o->failed;
-       i++) {
+  for (uint64_t i = 0; i < pc->info.tensors && s == IBP_OK && !o->failed; i++) {
     const uint8_t *src = pc->payload + *pos;
     int compressed = (pc->flags[i / 8] >> (i % 8)) & 1;
     size_t avail = (size_t)(slots_end - *pos), len = R;

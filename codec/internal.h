@@ -93,7 +93,6 @@ void ibp__hash_update(ibp__hash *h, const void *data, size_t len);
 uint64_t ibp__hash_final(const ibp__hash *h);
 uint64_t ibp__hash64(const void *data, size_t len);
 
-
 /* ---- sampling (shared by bitstats.c and search.c) ----------------------- */
 
 /* Which of n tensors a sampling keeps: `count` of them, the j-th at

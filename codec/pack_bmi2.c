@@ -4,7 +4,7 @@
 #include <immintrin.h>
 
 #if defined(__clang__)
-#pragma clang attribute push(__attribute__((target("bmi2,popcnt"))),          \
+#pragma clang attribute push(__attribute__((target("bmi2,popcnt"))),           \
                              apply_to = function)
 #else
 #pragma GCC push_options

@@ -41,9 +41,9 @@ static inline uint64_t PACK_NAME(chunk_nonzero)(uint64_t x, uint32_t c) {
   if (c == 8)
     return x ? 0x80 : 0;
   uint64_t h = PACK_NAME(nonzero_bytes)(x);
-  static const uint64_t first_byte[9] = {0, PK_HI, 0x0080008000800080ULL, 0,
-                                         0x0000008000000080ULL, 0, 0, 0,
-                                         0x80ULL};
+  static const uint64_t first_byte[9] = {
+      0, PK_HI,  0x0080008000800080ULL, 0, 0x0000008000000080ULL, 0, 0,
+      0, 0x80ULL};
   if (c >= 2)
     h |= h >> 8;
   if (c >= 4)
@@ -70,9 +70,14 @@ static inline uint64_t PACK_NAME(spread_chunks)(uint64_t flagged, uint32_t c) {
 /* The k = 8/c fit bits of a word, chunk 0 in bit 0.  The multiply gathers
  * the per-chunk flags (bit 8*c*i) into bits 64-k+i without carries. */
 static inline uint32_t PACK_NAME(fit_bits)(uint64_t flagged, uint32_t c) {
-  static const uint64_t gather[9] = {0, 0x0102040810204080ULL,
-                                     0x1000200040008000ULL, 0,
-                                     0x4000000080000000ULL, 0, 0, 0,
+  static const uint64_t gather[9] = {0,
+                                     0x0102040810204080ULL,
+                                     0x1000200040008000ULL,
+                                     0,
+                                     0x4000000080000000ULL,
+                                     0,
+                                     0,
+                                     0,
                                      0x8000000000000000ULL};
   uint32_t k = 8 / c;
   uint32_t nonfit = (uint32_t)(((flagged >> 7) * gather[c]) >> (64 - k));
@@ -160,7 +165,8 @@ static inline int PACK_NAME(get)(const uint8_t *src, size_t len, size_t *pos,
   return 1;
 }
 
-/* ---- word geometry -------------------------------------------------------- */
+/* ---- word geometry --------------------------------------------------------
+ */
 
 /* The word at byte b of tensor, mask or bitval; partial words zero-padded. */
 static inline uint64_t PACK_NAME(word)(const uint8_t *p, uint32_t b,
@@ -180,7 +186,8 @@ static inline uint32_t PACK_NAME(word_chunks)(uint32_t b, uint32_t R,
   return (bytes + c - 1) / c;
 }
 
-/* ---- size and compress ---------------------------------------------------- */
+/* ---- size and compress ----------------------------------------------------
+ */
 
 /* Stored length of the tensor: its compressed length if < R, else R.
  * Counts payload bits only; stops as soon as the tensor cannot save. */
@@ -194,8 +201,8 @@ PACK_NAME(measure)(const ibp_params *p, const uint8_t *t, uint32_t c) {
     uint64_t m = PACK_NAME(word)(p->mask, b, R);
     uint64_t v = PACK_NAME(word)(p->bitval, b, R);
     uint64_t flagged = PACK_NAME(chunk_nonzero)((w & m) ^ v, c);
-    uint64_t keep = (~m | PACK_NAME(spread_chunks)(flagged, c)) &
-                    PACK_NAME(valid)(b, R);
+    uint64_t keep =
+        (~m | PACK_NAME(spread_chunks)(flagged, c)) & PACK_NAME(valid)(b, R);
     bits += (uint64_t)PACK_POPCNT(keep);
     if (bits > limit)
       return R;
@@ -221,8 +228,8 @@ PACK_NAME(compress_c)(const ibp_params *p, const uint8_t *t, uint8_t *slot,
     uint64_t m = PACK_NAME(word)(p->mask, b, R);
     uint64_t v = PACK_NAME(word)(p->bitval, b, R);
     uint64_t flagged = PACK_NAME(chunk_nonzero)((w & m) ^ v, c);
-    uint64_t keep = (~m | PACK_NAME(spread_chunks)(flagged, c)) &
-                    PACK_NAME(valid)(b, R);
+    uint64_t keep =
+        (~m | PACK_NAME(spread_chunks)(flagged, c)) & PACK_NAME(valid)(b, R);
     unsigned n = (unsigned)PACK_POPCNT(keep);
     bits += n;
     if (bits > limit) {
@@ -230,8 +237,8 @@ PACK_NAME(compress_c)(const ibp_params *p, const uint8_t *t, uint8_t *slot,
       return R;
     }
     PACK_NAME(put_fast)(&pw, PACK_PEXT(w, keep), n, R);
-    PACK_NAME(put)(&bm, PACK_NAME(fit_bits)(flagged, c),
-                   PACK_NAME(word_chunks)(b, R, c));
+    PACK_NAME(put)
+    (&bm, PACK_NAME(fit_bits)(flagged, c), PACK_NAME(word_chunks)(b, R, c));
   }
   PACK_NAME(flush)(&pw);
   if (nch % 8) { /* merge the shared byte: bitmap low bits, payload high */
@@ -245,7 +252,8 @@ PACK_NAME(compress_c)(const ibp_params *p, const uint8_t *t, uint8_t *slot,
   return (size_t)((bits + 7) / 8);
 }
 
-/* ---- decode ---------------------------------------------------------------- */
+/* ---- decode ----------------------------------------------------------------
+ */
 
 /* keep for the word at byte b, from its fit bits in the bitmap. */
 static inline uint64_t PACK_NAME(keep_from_bitmap)(const uint8_t *src,
@@ -293,8 +301,9 @@ PACK_NAME(decode_c)(const ibp_params *p, const uint8_t *src, size_t src_len,
       uint32_t first = (b / 8) * (8 / c);
       uint32_t fit = (src[first >> 3] >> (first & 7)) & ((1u << (8 / c)) - 1);
       uint64_t keep = ~m | nft[fit];
-      uint64_t bits = (ibp__load64(src + (pos >> 3)) >> (pos & 7)) |
-                      (((uint64_t)src[(pos >> 3) + 8] << 1) << (63 - (pos & 7)));
+      uint64_t bits =
+          (ibp__load64(src + (pos >> 3)) >> (pos & 7)) |
+          (((uint64_t)src[(pos >> 3) + 8] << 1) << (63 - (pos & 7)));
       pos += (size_t)PACK_POPCNT(keep);
       ibp__store64(dst + (b - off), PACK_PDEP(bits, keep) |
                                         (ibp__load64(p->bitval + b) & ~keep));
@@ -303,8 +312,7 @@ PACK_NAME(decode_c)(const ibp_params *p, const uint8_t *src, size_t src_len,
     uint64_t m = PACK_NAME(word)(p->mask, b, R);
     uint64_t keep = PACK_NAME(keep_from_bitmap)(src, b, R, c, m, nft);
     uint64_t bits, out;
-    if (!PACK_NAME(get)(src, src_len, &pos, (unsigned)PACK_POPCNT(keep),
-                        &bits))
+    if (!PACK_NAME(get)(src, src_len, &pos, (unsigned)PACK_POPCNT(keep), &bits))
       return IBP_ERR_CORRUPT;
     out = PACK_PDEP(bits, keep) | (PACK_NAME(word)(p->bitval, b, R) & ~keep);
     if (b >= off && b + 8 <= end) { /* a whole word of the window */
@@ -353,31 +361,30 @@ PACK_NAME(length_c)(const ibp_params *p, const uint8_t *src, size_t src_len,
   }
 
 PACK_TARGET static size_t PACK_NAME(stored_size)(const ibp_params *p,
-                                                 const uint8_t *t) {
+                                                 const uint8_t *t){
 #define PK_CALL(c) PACK_NAME(measure)(p, t, c)
-  PACK_BY_CHUNK(PK_CALL, p->chunk_bytes)
+    PACK_BY_CHUNK(PK_CALL, p->chunk_bytes)
 #undef PK_CALL
 }
 
-PACK_TARGET static size_t PACK_NAME(compress)(const ibp_params *p,
-                                              const uint8_t *t,
-                                              uint8_t *slot) {
+PACK_TARGET static size_t
+    PACK_NAME(compress)(const ibp_params *p, const uint8_t *t, uint8_t *slot){
 #define PK_CALL(c) PACK_NAME(compress_c)(p, t, slot, c)
-  PACK_BY_CHUNK(PK_CALL, p->chunk_bytes)
+        PACK_BY_CHUNK(PK_CALL, p->chunk_bytes)
 #undef PK_CALL
-}
+    }
 
 PACK_TARGET static ibp_status
-PACK_NAME(decode)(const ibp_params *p, const uint8_t *src, size_t src_len,
-                  uint32_t off, uint32_t len, uint8_t *dst) {
+    PACK_NAME(decode)(const ibp_params *p, const uint8_t *src, size_t src_len,
+                      uint32_t off, uint32_t len, uint8_t *dst){
 #define PK_CALL(c) PACK_NAME(decode_c)(p, src, src_len, off, len, dst, c)
-  PACK_BY_CHUNK(PK_CALL, p->chunk_bytes)
+        PACK_BY_CHUNK(PK_CALL, p->chunk_bytes)
 #undef PK_CALL
-}
+    }
 
-PACK_TARGET static ibp_status PACK_NAME(length)(const ibp_params *p,
-                                                const uint8_t *src,
-                                                size_t src_len, size_t *out) {
+PACK_TARGET static ibp_status
+    PACK_NAME(length)(const ibp_params *p, const uint8_t *src, size_t src_len,
+                      size_t *out) {
 #define PK_CALL(c) PACK_NAME(length_c)(p, src, src_len, out, c)
   PACK_BY_CHUNK(PK_CALL, p->chunk_bytes)
 #undef PK_CALL

@@ -47,8 +47,7 @@ static int overlaps(const void *a, const void *b, uint64_t len) {
 
 ibp_status ibp_compress_region(const ibp_params *p, const void *src,
                                uint64_t bytes, void *slots, uint8_t *flags,
-                               unsigned threads,
-                               ibp_region_summary *summary) {
+                               unsigned threads, ibp_region_summary *summary) {
   ibp_status s = ibp_params_check(p);
   if (s != IBP_OK)
     return s;
@@ -69,8 +68,8 @@ ibp_status ibp_compress_region(const ibp_params *p, const void *src,
     return IBP_ERR_NO_MEMORY;
   for (unsigned i = 0; i < t; i++) {
     uint64_t b0 = blocks * i / t, b1 = blocks * (i + 1) / t;
-    jobs[i] = (compress_job){p, src, slots, flags, 8 * b0,
-                             8 * b1 < n ? 8 * b1 : n, 0, 0};
+    jobs[i] = (compress_job){
+        p, src, slots, flags, 8 * b0, 8 * b1 < n ? 8 * b1 : n, 0, 0};
   }
   s = ibp__run_parallel(compress_task, jobs, sizeof *jobs, t);
   ibp_region_summary sum = {n, tail, 0, tail, 2 * (uint64_t)R + blocks};

@@ -18,20 +18,20 @@
 #define EVAL_DEFAULT_BYTES (64ull << 20)
 #define CONFIRM_FACTOR 16 /* finalists are re-measured on 16x more data */
 #define FINALISTS_PER_WIDTH 2
-#define SCOUT_DIVISOR 8    /* the scout sample is 1/8 of the evaluation's */
-#define SCOUT_WINDOW 0.05  /* thresholds re-measured around the scout's best */
-#define SCOUT_MARGIN 50    /* widths within 1/50 of the scout's best go on */
+#define SCOUT_DIVISOR 8   /* the scout sample is 1/8 of the evaluation's */
+#define SCOUT_WINDOW 0.05 /* thresholds re-measured around the scout's best */
+#define SCOUT_MARGIN 50   /* widths within 1/50 of the scout's best go on */
 #define REFINE_STEPS 24
 
 static const uint32_t widths[4] = {1, 2, 4, 8};
-static const double table_t[IBP_REPORT_THRESHOLDS] = {0.5, 0.6, 0.7, 0.8,
+static const double table_t[IBP_REPORT_THRESHOLDS] = {0.5, 0.6,  0.7,  0.8,
                                                       0.9, 0.95, 0.99, 1.0};
 
 typedef struct search_ctx {
   const uint8_t *data;
   uint32_t R;
-  ibp__sample scout; /* tensors the whole grid is measured on */
-  ibp__sample eval; /* tensors the search measures */
+  ibp__sample scout;   /* tensors the whole grid is measured on */
+  ibp__sample eval;    /* tensors the search measures */
   ibp__sample confirm; /* tensors the finalists are re-measured on */
   unsigned threads;
   const ibp_bitstats *st;
@@ -53,8 +53,7 @@ static void eval_task(void *arg) {
   eval_job *jb = arg;
   const ibp__pack_ops *pack = ibp__pack();
   for (uint64_t j = jb->j0; j < jb->j1; j++) {
-    const uint8_t *t =
-        jb->cx->data + ibp__sample_at(jb->sample, j) * jb->cx->R;
+    const uint8_t *t = jb->cx->data + ibp__sample_at(jb->sample, j) * jb->cx->R;
     jb->bytes += pack->stored_size(jb->p, t);
   }
 }
@@ -72,8 +71,8 @@ static uint64_t measure(const search_ctx *cx, const ibp__sample *sample,
   if (t > sample->count)
     t = (unsigned)sample->count;
   for (unsigned i = 0; i < t; i++)
-    jobs[i] = (eval_job){cx, sample, &p, sample->count * i / t,
-                         sample->count * (i + 1) / t, 0};
+    jobs[i] = (eval_job){
+        cx, sample, &p, sample->count * i / t, sample->count * (i + 1) / t, 0};
   ibp__run_parallel(eval_task, jobs, sizeof *jobs, t);
   for (unsigned i = 0; i < t; i++)
     total += jobs[i].bytes;
@@ -128,8 +127,8 @@ static size_t grid(const search_ctx *cx, uint64_t *ks) {
   const uint64_t n = cx->st->tensors;
   size_t m = 0;
   ks[m++] = n; /* unanimous bits */
-  static const double fine[] = {0.9999, 0.9995, 0.999, 0.998, 0.997,
-                                0.996,  0.995,  0.994, 0.993, 0.992, 0.991};
+  static const double fine[] = {0.9999, 0.9995, 0.999, 0.998, 0.997, 0.996,
+                                0.995,  0.994,  0.993, 0.992, 0.991};
   for (size_t i = 0; i < sizeof fine / sizeof *fine; i++)
     ks[m++] = (uint64_t)floor(fine[i] * (double)n) + 1;
   for (int pct = 99; pct >= 50; pct--) /* the paper's rule: agree > T*n */
@@ -142,7 +141,8 @@ static size_t grid(const search_ctx *cx, uint64_t *ks) {
   return m;
 }
 
-/* ---- the search ------------------------------------------------------------ */
+/* ---- the search ------------------------------------------------------------
+ */
 
 typedef struct best_t {
   uint64_t stored;
@@ -254,7 +254,7 @@ static size_t window(const search_ctx *cx, const uint64_t *ks, size_t m,
 /* The search of one chunk width. */
 typedef struct width_search {
   uint32_t c;
-  int wi;    /* index in widths[] and in the report */
+  int wi;     /* index in widths[] and in the report */
   memo scout; /* the whole grid, on the scout sample */
   memo final; /* the window around the scout's best, on the eval sample */
   memo *last; /* the memo the finalists come from */
@@ -424,10 +424,11 @@ ibp_status ibp_search(const void *data, uint64_t n, uint32_t tensor_bytes,
     ibp_bitstats_free(&st);
     return s;
   }
-  uint64_t budget = opt->eval_max_bytes ? opt->eval_max_bytes
-                                        : EVAL_DEFAULT_BYTES;
-  search_ctx cx = {data, tensor_bytes, {0}, {0}, {0},
-                   ibp__threads(opt->threads), &st, NULL, 0};
+  uint64_t budget =
+      opt->eval_max_bytes ? opt->eval_max_bytes : EVAL_DEFAULT_BYTES;
+  search_ctx cx = {data, tensor_bytes, {0},
+                   {0},  {0},          ibp__threads(opt->threads),
+                   &st,  NULL,         0};
   s = spread_sample(budget / SCOUT_DIVISOR, tensor_bytes, n, &cx.scout);
   if (s == IBP_OK)
     s = spread_sample(budget, tensor_bytes, n, &cx.eval);

@@ -62,7 +62,7 @@ extern "C" {
   X(IBP_ERR_VERSION, 14, "unsupported container version")                      \
   X(IBP_ERR_TRUNCATED, 15, "container is truncated")                           \
   X(IBP_ERR_CHECKSUM, 16, "checksum mismatch: data is corrupt")                \
-  X(IBP_ERR_MISMATCH, 17, "decoded bytes differ from the original")          \
+  X(IBP_ERR_MISMATCH, 17, "decoded bytes differ from the original")            \
   X(IBP_ERR_IO, 18, "read or write failed")
 
 typedef enum ibp_status {
@@ -109,7 +109,8 @@ typedef struct ibp_sampling {
   uint64_t stride;
 } ibp_sampling;
 
-/* ---- per-bit statistics ---------------------------------------------------- */
+/* ---- per-bit statistics ----------------------------------------------------
+ */
 
 typedef struct ibp_bitstats {
   uint32_t tensor_bytes; /* R */
@@ -152,10 +153,12 @@ ibp_status ibp_params_from_masks(uint32_t tensor_bytes, uint32_t chunk_bytes,
 
 void ibp_params_free(ibp_params *p);
 
-/* IBP_OK when p is well formed (R, chunk width, buffers, bitval within mask). */
+/* IBP_OK when p is well formed (R, chunk width, buffers, bitval within mask).
+ */
 ibp_status ibp_params_check(const ibp_params *p);
 
-/* ---- threshold and chunk search ------------------------------------------- */
+/* ---- threshold and chunk search -------------------------------------------
+ */
 
 /* chunk_bytes 0 = choose among 1,2,4,8; threshold < 0 = search.  The search
  * measures the exact bytes stored (bitmap and byte rounding included) for
@@ -195,7 +198,8 @@ ibp_status ibp_search(const void *data, uint64_t n, uint32_t tensor_bytes,
                       const ibp_search_options *opt, ibp_params *out,
                       ibp_search_report *report);
 
-/* ---- one tensor ------------------------------------------------------------ */
+/* ---- one tensor ------------------------------------------------------------
+ */
 
 /* Bytes the tensor takes in its slot: its compressed length when that is
  * strictly shorter than R, else R (stored raw). */
@@ -227,7 +231,8 @@ ibp_status ibp_decompress_tensor_part(const ibp_params *p, const void *src,
                                       size_t src_len, int compressed,
                                       uint32_t off, uint32_t len, void *dst);
 
-/* ---- region ---------------------------------------------------------------- */
+/* ---- region ----------------------------------------------------------------
+ */
 
 /* A compressed region as the GPU sees it: `bytes` bytes of slots laid out
  * like the original (slot i at i*R, the tail raw at n*R), and one flag bit
@@ -240,8 +245,8 @@ typedef struct ibp_region {
 } ibp_region;
 
 typedef struct ibp_region_summary {
-  uint64_t tensors;          /* n = bytes / R */
-  uint64_t tail_bytes;       /* bytes % R, kept raw */
+  uint64_t tensors;    /* n = bytes / R */
+  uint64_t tail_bytes; /* bytes % R, kept raw */
   uint64_t tensors_compressed;
   uint64_t compressed_bytes; /* sum of slot lengths + tail */
   uint64_t metadata_bytes;   /* Mask + Bitval + flag bits */
