@@ -9,6 +9,13 @@ jobs=$(nproc 2>/dev/null || echo 2)
 
 step() { printf '\n==== %s ====\n' "$*"; }
 
+step "formatting (clang-format, .clang-format)"
+if command -v clang-format >/dev/null; then
+  git ls-files '*.c' '*.h' '*.cu' '*.cuh' | xargs clang-format --dry-run --Werror
+else
+  echo "clang-format not installed: skipped"
+fi
+
 step "release build + tests"
 cmake --preset release >/dev/null
 cmake --build --preset release -j "$jobs"
