@@ -1,0 +1,271 @@
+/*
+ * libibp's GPU kernels (launch ABI: ibp_kernels.h; format: docs/FORMAT.md).
+ * Kernel bodies use only the ibp_dev_* helpers (ibp_dev.h), so this file
+ * also compiles for the CPU against the SIMT emulator.
+ *
+ * Layers: warp routines (aligned copy, staging, decode of one tensor) /
+ * kernels (a warp per unit, grid-stride) / host planning (plan.c).
+ */
+#include "ibp_dev.h"
+#include "ibp_kernels.h"
+
+#define PIECE 16u                 /* bytes per lane per host read */
+#define SPAN (PIECE * 32u)        /* bytes per warp-wide request */
+#define LINE 128u
+
+/* Strictness tests build a variant that stages this many bytes past what
+ * the window needs; the emulator must catch the read past the stream. */
+#ifndef IBP_KERNEL_STAGE_EXTRA
+#define IBP_KERNEL_STAGE_EXTRA 0u
+#endif
+
+typedef unsigned long long ull;
+
+IBP_DEV uint64_t min_u64(uint64_t a, uint64_t b) { return a < b ? a : b; }
+IBP_DEV uint64_t max_u64(uint64_t a, uint64_t b) { return a > b ? a : b; }
+
+/* ---- raw copy: host [src, src+len) -> device dst ------------------------ */
+
+/* Stores the bytes [lo, hi) of the 16-byte piece at host address p. */
+IBP_DEV void store_piece(uint8_t *dst, uintptr_t src, uintptr_t p,
+                         uintptr_t lo, uintptr_t hi, ibp_dev_u128 v) {
+  for (uintptr_t a = lo; a < hi; a++) {
+    unsigned i = (unsigned)(a - p); /* no array: keep it out of local memory */
+    uint32_t w = i < 4 ? v.x : i < 8 ? v.y : i < 12 ? v.z : v.w;
+    dst[a - src] = (uint8_t)(w >> (8 * (i & 3)));
+  }
+}
+
+/* Every lane reads one 16-byte piece per step; the warp's pieces start at
+ * the 128-byte line below src, and lanes whose piece lies outside the
+ * range re-read the nearest piece inside it (free: same sectors, same
+ * request), so every request is line-aligned and no lane reads outside
+ * [floor16(src), ceil16(src+len)) ∩ [lo_ok, hi_ok).  Bytes of a piece
+ * outside [lo_ok, hi_ok) (the readable host range) are read one by one. */
+IBP_DEV void warp_copy_raw(uint8_t *dst, const uint8_t *src_p, uint64_t len,
+                           const uint8_t *lo_ok_p, const uint8_t *hi_ok_p) {
+  if (len == 0)
+    return;
+  const uintptr_t src = (uintptr_t)src_p, end = src + len;
+  const uintptr_t lo_ok = (uintptr_t)lo_ok_p, hi_ok = (uintptr_t)hi_ok_p;
+  const uintptr_t first = src & ~(uintptr_t)(PIECE - 1);
+  const uintptr_t last = (end - 1) & ~(uintptr_t)(PIECE - 1);
+  const uintptr_t base = src & ~(uintptr_t)(LINE - 1);
+  const unsigned lane = ibp_dev_lane();
+  for (uintptr_t step = base; step <= last; step += SPAN) {
+    uintptr_t p = step + PIECE * lane;
+    int mine = p >= first && p <= last;
+    if (p < first)
+      p = first;
+    if (p > last)
+      p = last;
+    uintptr_t lo = max_u64(p, src), hi = min_u64(p + PIECE, end);
+    if (p >= lo_ok && p + PIECE <= hi_ok) {
+      ibp_dev_u128 v = ibp_dev_ld_host_16((const uint8_t *)p);
+      if (mine)
+        store_piece(dst, src, p, lo, hi, v);
+    } else if (mine) { /* a piece at the edge of the readable range */
+      for (uintptr_t a = lo; a < hi; a++)
+        dst[a - src] = ibp_dev_ld_host_u8((const uint8_t *)a);
+    }
+  }
+  ibp_dev_syncwarp();
+}
+
+/* ---- staging a compressed slot into shared memory ------------------------ */
+
+/* Stages host bytes [s + lo, s + hi) into stage (stage[0] holds host
+ * address floor16(s)) with 16-byte cp.async pieces, line-aligned requests,
+ * never reading at or past s + hi.  A piece that would start below
+ * lo_ok (the readable host range) is read byte by byte.  Commits one
+ * group. */
+IBP_DEV void warp_stage(uint8_t *stage, const uint8_t *s_p, uint32_t lo,
+                        uint32_t hi, const uint8_t *lo_ok_p) {
+  const uintptr_t s = (uintptr_t)s_p, s16 = s & ~(uintptr_t)(PIECE - 1);
+  const uintptr_t from = s + lo, end = s + hi;
+  const unsigned lane = ibp_dev_lane();
+  if (hi > lo) {
+    const uintptr_t first = from & ~(uintptr_t)(PIECE - 1);
+    const uintptr_t last = (end - 1) & ~(uintptr_t)(PIECE - 1);
+    for (uintptr_t step = from & ~(uintptr_t)(LINE - 1); step <= last;
+         step += SPAN) {
+      uintptr_t p = step + PIECE * lane;
+      if (p < first)
+        p = first;
+      if (p > last)
+        p = last;
+      unsigned n = (unsigned)min_u64(PIECE, end - p);
+      if (p >= (uintptr_t)lo_ok_p) {
+        ibp_dev_cp_async16(stage + (p - s16), (const void *)p, n);
+      } else { /* the region starts inside this piece: from >= lo_ok */
+        for (uintptr_t a = from; a < p + n; a++)
+          stage[a - s16] = ibp_dev_ld_host_u8((const uint8_t *)a);
+      }
+    }
+  }
+  ibp_dev_cp_async_commit();
+}
+
+/* ---- decoding one compressed tensor ---------------------------------------- */
+
+typedef struct tensor_job {
+  const ibp_decompress_args *a;
+  const uint8_t *slot;    /* host */
+  const uint8_t *lo_ok;   /* lowest readable host address (region start) */
+  uint8_t *stage;         /* this warp's staging buffer */
+  uint8_t *dst;           /* where window byte w0 goes */
+  uint32_t w0, w1;        /* window of the tensor */
+} tensor_job;
+
+/* Non-fit byte mask of a word from its k fit bits (padding chunks fit). */
+IBP_DEV uint64_t nonfit_bytes(uint32_t fit, uint32_t c) {
+  uint64_t nf = 0;
+  uint32_t k = 8 / c;
+  for (uint32_t j = 0; j < k; j++)
+    if (!((fit >> j) & 1))
+      nf |= (c == 8 ? ~0ull : ((1ull << (8 * c)) - 1)) << (8 * c * j);
+  return nf;
+}
+
+/* keep (the bits that travel) of word w, from the staged bitmap. */
+IBP_DEV uint64_t word_keep(const tensor_job *j, const uint8_t *bm, uint32_t w) {
+  const uint32_t R = j->a->tensor_bytes, c = j->a->chunk_bytes, k = 8 / c;
+  const uint32_t bytes = R - 8 * w < 8 ? R - 8 * w : 8;
+  const uint32_t have = (bytes + c - 1) / c;
+  uint32_t fit = (bm[(w * k) >> 3] >> ((w * k) & 7)) & ((1u << k) - 1);
+  fit |= ((1u << k) - 1) & ~((1u << have) - 1);
+  uint64_t valid = bytes == 8 ? ~0ull : (1ull << (8 * bytes)) - 1;
+  uint64_t m = ibp_dev_ldg_u64(j->a->mask + 8 * w);
+  return (~m | nonfit_bytes(fit, c)) & valid;
+}
+
+/* Payload bits of words [from, to), summed over the warp (all lanes). */
+IBP_DEV uint64_t payload_bits(const tensor_job *j, const uint8_t *bm,
+                              uint32_t from, uint32_t to) {
+  uint64_t sum = 0;
+  for (uint32_t g = from; g < to; g += 32) {
+    uint32_t w = g + ibp_dev_lane();
+    unsigned cnt = w < to ? (unsigned)ibp_dev_popc64(word_keep(j, bm, w)) : 0;
+    unsigned total;
+    ibp_dev_warp_exclusive_scan(cnt, &total);
+    sum += total;
+  }
+  return sum;
+}
+
+/* 64 bits of the staged stream starting at stream bit pos. */
+IBP_DEV uint64_t stream_bits(const uint8_t *stage, uint32_t off0, uint64_t pos) {
+  uint64_t q = off0 + (pos >> 3), qa = q & ~7ull;
+  uint64_t lo = *(const ull *)(stage + qa), hi = *(const ull *)(stage + qa + 8);
+  unsigned sh = (unsigned)(((q & 7) << 3) + (pos & 7));
+  return sh ? (lo >> sh) | (hi << (64 - sh)) : lo;
+}
+
+IBP_DEV void store_word(uint8_t *dst, uint64_t out, uint32_t b, uint32_t w0,
+                        uint32_t w1) {
+  uint32_t lo = b > w0 ? b : w0, hi = b + 8 < w1 ? b + 8 : w1;
+  uint8_t *d = dst + (lo - w0);
+  if (lo == b && hi == b + 8 && ((uintptr_t)d & 7) == 0) {
+    *(ull *)d = out;
+    return;
+  }
+  for (uint32_t i = lo; i < hi; i++)
+    dst[i - w0] = (uint8_t)(out >> (8 * (i - b)));
+}
+
+/* Decodes words [wa, wb) whose payload starts at stream bit pos. */
+IBP_DEV void decode_words(const tensor_job *j, uint32_t off0, uint32_t wa,
+                          uint32_t wb, uint64_t pos) {
+  const uint8_t *bm = j->stage + off0;
+  for (uint32_t g = wa; g < wb; g += 32) {
+    uint32_t w = g + ibp_dev_lane();
+    int live = w < wb;
+    uint64_t keep = live ? word_keep(j, bm, w) : 0;
+    unsigned total;
+    unsigned before =
+        ibp_dev_warp_exclusive_scan((unsigned)ibp_dev_popc64(keep), &total);
+    if (live) {
+      uint64_t bits = stream_bits(j->stage, off0, pos + before);
+      uint64_t v = ibp_dev_ldg_u64(j->a->bitval + 8 * w);
+      uint64_t out = ibp_dev_pdep64(bits, keep) | (v & ~keep);
+      store_word(j->dst, out, 8 * w, j->w0, j->w1);
+    }
+    pos += total;
+  }
+}
+
+/* Stages and decodes one compressed tensor's window [w0, w1):
+ *  1. stage stream bytes [0, e1): the bitmap, and more up to the last
+ *     sector boundary below the shortest possible stream (so step 3 never
+ *     re-reads a sector of step 1);
+ *  2. from the bitmap and the mask, the payload offset of the window;
+ *  3. stage the rest of the window's bytes, never past their end;
+ *  4. decode. */
+IBP_DEV void warp_decode_tensor(const tensor_job *j) {
+  const ibp_decompress_args *a = j->a;
+  const uint32_t R = a->tensor_bytes, c = a->chunk_bytes;
+  const uint32_t nch = (R + c - 1) / c, bm_bytes = (nch + 7) / 8;
+  const uintptr_t s = (uintptr_t)j->slot;
+  const uint32_t off0 = (uint32_t)(s & (PIECE - 1));
+  const uintptr_t cut = (s + a->min_stream_bytes) & ~(uintptr_t)31;
+  const uint32_t e1 =
+      cut > s && cut - s >= bm_bytes ? (uint32_t)(cut - s) : bm_bytes;
+  warp_stage(j->stage, j->slot, 0, e1, j->lo_ok);
+  ibp_dev_cp_async_wait(0);
+  ibp_dev_syncwarp();
+
+  const uint8_t *bm = j->stage + off0;
+  const uint32_t wa = j->w0 / 8, wb = (j->w1 + 7) / 8;
+  const uint64_t pos = nch + payload_bits(j, bm, 0, wa);
+  const uint32_t need =
+      (uint32_t)((pos + payload_bits(j, bm, wa, wb) + 7) / 8) +
+      IBP_KERNEL_STAGE_EXTRA;
+  uint32_t from = (uint32_t)max_u64(e1, pos / 8);
+  warp_stage(j->stage, j->slot, from, need > from ? need : from, j->lo_ok);
+  ibp_dev_cp_async_wait(0);
+  ibp_dev_syncwarp();
+  decode_words(j, off0, wa, wb, pos);
+  ibp_dev_syncwarp();
+}
+
+/* ---- the kernels --------------------------------------------------------------- */
+
+IBP_DEV int bit_set(const uint32_t *bits, uint64_t i) {
+  return bits && ((ibp_dev_ldg_u32(bits + (i >> 5)) >> (i & 31)) & 1);
+}
+
+IBP_KERNEL void ibp_decompress(ibp_decompress_args a) {
+  const uint64_t R = a.tensor_bytes;
+  const uint64_t g0 = a.first_tensor * R + a.first_offset, g1 = g0 + a.length;
+  const uint64_t region = a.tensors * R + a.tail_bytes;
+  if (a.length == 0)
+    return;
+  const uint64_t last = (g1 - 1) / R < a.tensors ? (g1 - 1) / R : a.tensors;
+  const uint64_t units = last - a.first_tensor + 1;
+  uint8_t *stage =
+      ibp_dev_shared() + (uint64_t)ibp_dev_warp_in_block() * a.stage_bytes;
+  for (uint64_t u = ibp_dev_warp_global(); u < units;
+       u += ibp_dev_warps_total()) {
+    const uint64_t t = a.first_tensor + u, start = t * R;
+    const uint64_t size = t < a.tensors ? R : a.tail_bytes;
+    const uint64_t lo = max_u64(g0, start), hi = min_u64(g1, start + size);
+    uint8_t *dst = a.dst + (lo - g0);
+    if (t < a.tensors && bit_set(a.flags, t) && !bit_set(a.dirty, t)) {
+      tensor_job j = {&a,    a.slots + start, a.slots, stage,
+                      dst,   (uint32_t)(lo - start), (uint32_t)(hi - start)};
+      warp_decode_tensor(&j);
+    } else {
+      warp_copy_raw(dst, a.original + lo, hi - lo, a.original,
+                    a.original + region);
+    }
+  }
+}
+
+IBP_KERNEL void ibp_gather(ibp_gather_args a) {
+  for (uint64_t r = ibp_dev_warp_global(); r < a.count;
+       r += ibp_dev_warps_total()) {
+    ibp_gather_range g = a.ranges[r];
+    warp_copy_raw(a.dst + g.dst_offset, a.src + g.src_offset, g.length,
+                  a.src + g.src_offset, a.src + g.src_offset + g.length);
+  }
+}

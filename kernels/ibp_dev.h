@@ -1,0 +1,207 @@
+/*
+ * The whole contract between libibp's kernel bodies and the machine they
+ * run on: kernel code calls only these ibp_dev_* helpers (and plain loads
+ * and stores of device memory).  Each helper has two implementations side
+ * by side: CUDA (nvcc, __CUDACC__) and the SIMT emulator (any C++
+ * compiler; tests/sim/simt/simt_device.h).  Inline PTX lives only here.
+ *
+ * Memory kinds: "host" pointers are mapped pinned host memory, read over
+ * PCIe and only through ibp_dev_ld_host_* / ibp_dev_cp_async16 (which the
+ * emulator bounds-checks and counts); everything else is device memory.
+ */
+#ifndef IBP_DEV_H
+#define IBP_DEV_H
+
+#include <stdint.h>
+
+#if defined(__CUDACC__)
+/* ======================= CUDA ============================================ */
+
+#define IBP_DEV static __device__ __forceinline__
+#define IBP_KERNEL extern "C" __global__
+#define IBP_LAUNCH_BOUNDS(n) __launch_bounds__(n)
+
+IBP_DEV unsigned ibp_dev_thread() { return threadIdx.x; }
+IBP_DEV unsigned ibp_dev_block() { return blockIdx.x; }
+IBP_DEV unsigned ibp_dev_block_threads() { return blockDim.x; }
+IBP_DEV unsigned ibp_dev_grid_blocks() { return gridDim.x; }
+
+IBP_DEV unsigned ibp_dev_shfl(unsigned v, int src) {
+  return __shfl_sync(0xFFFFFFFFu, v, src);
+}
+IBP_DEV unsigned ibp_dev_shfl_up(unsigned v, unsigned d) {
+  return __shfl_up_sync(0xFFFFFFFFu, v, d);
+}
+IBP_DEV unsigned ibp_dev_ballot(int pred) {
+  return __ballot_sync(0xFFFFFFFFu, pred);
+}
+IBP_DEV void ibp_dev_syncwarp() { __syncwarp(0xFFFFFFFFu); }
+
+extern __shared__ __align__(16) unsigned char ibp_dev_smem_[];
+IBP_DEV unsigned char *ibp_dev_shared() { return ibp_dev_smem_; }
+
+/* 16-byte async copy to shared memory; only src_bytes are read, the rest
+ * of the 16 is zero-filled.  Plain loads before sm_80. */
+IBP_DEV void ibp_dev_cp_async16(void *smem, const void *src,
+                                unsigned src_bytes) {
+#if __CUDA_ARCH__ >= 800
+  unsigned s = (unsigned)__cvta_generic_to_shared(smem);
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s),
+               "l"(src), "r"(src_bytes)
+               : "memory");
+#else
+  unsigned char *d = (unsigned char *)smem;
+  const volatile unsigned char *p = (const volatile unsigned char *)src;
+  for (unsigned i = 0; i < 16; i++)
+    d[i] = i < src_bytes ? p[i] : 0;
+#endif
+}
+IBP_DEV void ibp_dev_cp_async_commit() {
+#if __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.commit_group;\n" ::: "memory");
+#endif
+}
+/* Waits until at most n committed groups are pending (n <= 3). */
+IBP_DEV void ibp_dev_cp_async_wait(unsigned n) {
+#if __CUDA_ARCH__ >= 800
+  switch (n) {
+  case 0:
+    asm volatile("cp.async.wait_group 0;\n" ::: "memory");
+    break;
+  case 1:
+    asm volatile("cp.async.wait_group 1;\n" ::: "memory");
+    break;
+  case 2:
+    asm volatile("cp.async.wait_group 2;\n" ::: "memory");
+    break;
+  default:
+    asm volatile("cp.async.wait_group 3;\n" ::: "memory");
+    break;
+  }
+#else
+  (void)n;
+#endif
+}
+
+/* Loads of mapped host memory, cached at L2 only (ld.global.cg): the
+ * shadow is read once per copy, L1 would only be polluted. */
+IBP_DEV uint8_t ibp_dev_ld_host_u8(const uint8_t *p) {
+  return (uint8_t)__ldcg((const unsigned char *)p);
+}
+IBP_DEV uint4 ibp_dev_ld_host_16(const uint8_t *p) {
+  return __ldcg((const uint4 *)p);
+}
+typedef uint4 ibp_dev_u128;
+
+IBP_DEV int ibp_dev_popc64(uint64_t x) { return __popcll(x); }
+IBP_DEV int ibp_dev_ffs64(uint64_t x) { return __ffsll((long long)x); }
+IBP_DEV uint64_t ibp_dev_ldg_u64(const uint8_t *p) {
+  return __ldg((const unsigned long long *)p);
+}
+IBP_DEV uint32_t ibp_dev_ldg_u32(const uint32_t *p) { return __ldg(p); }
+
+#else
+/* ======================= SIMT emulator ==================================== */
+
+#include <string.h>
+
+#include "simt_device.h"
+
+#define IBP_DEV static inline
+#define IBP_KERNEL extern "C"
+#define IBP_LAUNCH_BOUNDS(n)
+
+IBP_DEV unsigned ibp_dev_thread() { return simt_thread_idx(0); }
+IBP_DEV unsigned ibp_dev_block() { return simt_block_idx(0); }
+IBP_DEV unsigned ibp_dev_block_threads() { return simt_block_dim(0); }
+IBP_DEV unsigned ibp_dev_grid_blocks() { return simt_grid_dim(0); }
+
+IBP_DEV unsigned ibp_dev_shfl(unsigned v, int src) {
+  return simt_shfl(0xFFFFFFFFu, v, src);
+}
+IBP_DEV unsigned ibp_dev_shfl_up(unsigned v, unsigned d) {
+  return simt_shfl_up(0xFFFFFFFFu, v, d);
+}
+IBP_DEV unsigned ibp_dev_ballot(int pred) {
+  return simt_ballot(0xFFFFFFFFu, pred);
+}
+IBP_DEV void ibp_dev_syncwarp() { simt_syncwarp(0xFFFFFFFFu); }
+
+IBP_DEV unsigned char *ibp_dev_shared() {
+  return (unsigned char *)simt_dynamic_shared();
+}
+
+IBP_DEV void ibp_dev_cp_async16(void *smem, const void *src,
+                                unsigned src_bytes) {
+  simt_cp_async(smem, src, 16, src_bytes);
+}
+IBP_DEV void ibp_dev_cp_async_commit() { simt_cp_async_commit(); }
+IBP_DEV void ibp_dev_cp_async_wait(unsigned n) {
+  simt_cp_async_wait(n > 3 ? 3 : n);
+}
+
+IBP_DEV uint8_t ibp_dev_ld_host_u8(const uint8_t *p) {
+  uint8_t v;
+  simt_read_host(&v, p, 1);
+  return v;
+}
+typedef struct ibp_dev_u128 {
+  uint32_t x, y, z, w;
+} ibp_dev_u128;
+IBP_DEV ibp_dev_u128 ibp_dev_ld_host_16(const uint8_t *p) {
+  ibp_dev_u128 v;
+  simt_read_host(&v, p, 16);
+  return v;
+}
+
+IBP_DEV int ibp_dev_popc64(uint64_t x) { return __builtin_popcountll(x); }
+IBP_DEV int ibp_dev_ffs64(uint64_t x) { return __builtin_ffsll((long long)x); }
+IBP_DEV uint64_t ibp_dev_ldg_u64(const uint8_t *p) {
+  uint64_t v;
+  memcpy(&v, p, 8);
+  return v;
+}
+IBP_DEV uint32_t ibp_dev_ldg_u32(const uint32_t *p) { return *p; }
+
+#endif
+
+/* ======================= shared helpers ==================================== */
+
+IBP_DEV unsigned ibp_dev_lane() { return ibp_dev_thread() & 31u; }
+IBP_DEV unsigned ibp_dev_warp_in_block() { return ibp_dev_thread() >> 5; }
+IBP_DEV unsigned ibp_dev_warps_per_block() {
+  return ibp_dev_block_threads() >> 5;
+}
+IBP_DEV uint64_t ibp_dev_warp_global() {
+  return (uint64_t)ibp_dev_block() * ibp_dev_warps_per_block() +
+         ibp_dev_warp_in_block();
+}
+IBP_DEV uint64_t ibp_dev_warps_total() {
+  return (uint64_t)ibp_dev_grid_blocks() * ibp_dev_warps_per_block();
+}
+
+/* Exclusive prefix sum of v over the warp; *total gets the warp sum. */
+IBP_DEV unsigned ibp_dev_warp_exclusive_scan(unsigned v, unsigned *total) {
+  unsigned lane = ibp_dev_lane(), x = v;
+  for (unsigned d = 1; d < 32; d <<= 1) {
+    unsigned y = ibp_dev_shfl_up(x, d);
+    if (lane >= d)
+      x += y;
+  }
+  *total = ibp_dev_shfl(x, 31);
+  return x - v;
+}
+
+/* pdep: the low bits of v scattered to the set bits of keep, by inserting
+ * a zero at each clear bit of keep (few: the invariant bits of a word). */
+IBP_DEV uint64_t ibp_dev_pdep64(uint64_t v, uint64_t keep) {
+  uint64_t holes = ~keep, x = v;
+  while (holes) {
+    uint64_t below = (holes & (0 - holes)) - 1;
+    x = (x & below) | ((x & ~below) << 1);
+    holes &= holes - 1;
+  }
+  return x & keep;
+}
+
+#endif /* IBP_DEV_H */

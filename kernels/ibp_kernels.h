@@ -1,0 +1,90 @@
+/*
+ * Launch ABI of libibp's GPU kernels, shared by host code (C) and device
+ * code (CUDA C++ or the CPU emulator).  Every kernel takes exactly one
+ * parameter: the struct below, by value.
+ *
+ * ibp_decompress: copies bytes [offset, offset+length) of an IBP region to
+ * dst, where offset = first_tensor * R + first_offset.  One warp per tensor
+ * touched by the copy (grid-stride); the region's raw tail is one more
+ * unit.  Each warp reads the tensor's slot from the mapped host shadow with
+ * 128-byte-aligned, bounded reads (never past the compressed length),
+ * stages it in shared memory and decodes it; tensors stored raw, marked
+ * dirty, and the tail are copied from the original by an aligned warp copy.
+ *
+ * ibp_gather: copies a list of byte ranges from host memory to device
+ * memory, one warp per range, with the same aligned warp copy.
+ *
+ * Limits: a compressed tensor is staged whole, so R is bounded by the
+ * shared memory a block may use (ibp_kernels_plan checks it).
+ */
+#ifndef IBP_KERNELS_H
+#define IBP_KERNELS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define IBP_KERNEL_DECOMPRESS "ibp_decompress"
+#define IBP_KERNEL_GATHER "ibp_gather"
+#define IBP_KERNEL_WARP_SIZE 32u
+
+typedef struct ibp_decompress_args {
+  const uint8_t *slots;    /* mapped host: the compressed region (slots) */
+  const uint8_t *original; /* mapped host: the original region */
+  const uint32_t *flags;   /* device: bit i = tensor i stored compressed */
+  const uint32_t *dirty;   /* device or NULL: bit i = serve i raw */
+  const uint8_t *mask;     /* device: R bytes, zero-padded to a multiple
+                              of 8 bytes (the kernel reads whole words) */
+  const uint8_t *bitval;   /* device: likewise */
+  uint8_t *dst;            /* device: length bytes */
+  uint64_t tensors;        /* n: tensors in the region */
+  uint64_t first_tensor;   /* unit of the first byte (n = the tail) */
+  uint64_t length;         /* bytes to copy */
+  uint32_t first_offset;   /* offset of the first byte in that unit */
+  uint32_t tensor_bytes;   /* R */
+  uint32_t chunk_bytes;    /* c: 1, 2, 4 or 8 */
+  uint32_t tail_bytes;     /* region bytes after the last tensor */
+  uint32_t min_stream_bytes; /* shortest possible compressed tensor */
+  uint32_t stage_bytes;    /* per-warp staging buffer (shared memory) */
+} ibp_decompress_args;
+
+typedef struct ibp_gather_range {
+  uint64_t src_offset; /* from src */
+  uint64_t dst_offset; /* into dst */
+  uint64_t length;
+} ibp_gather_range;
+
+typedef struct ibp_gather_args {
+  const uint8_t *src;              /* mapped host memory */
+  uint8_t *dst;                    /* device memory */
+  const ibp_gather_range *ranges;  /* device: count ranges */
+  uint64_t count;
+} ibp_gather_args;
+
+/* Launch geometry for one kernel launch. */
+typedef struct ibp_kernel_plan {
+  unsigned grid;           /* blocks */
+  unsigned block;          /* threads per block */
+  unsigned dynamic_shared; /* bytes */
+} ibp_kernel_plan;
+
+/* Fills the geometry-dependent fields of `a` (min_stream_bytes,
+ * stage_bytes) from mask/bitval on the HOST (host copies of the mask) and
+ * the launch geometry for a device with `max_shared` bytes of dynamic
+ * shared memory per block and `sms` multiprocessors.  Returns 0, or -1
+ * when the tensor size cannot be served (the caller then copies itself). */
+int ibp_kernels_plan_decompress(ibp_decompress_args *a,
+                                const uint8_t *host_mask, unsigned max_shared,
+                                unsigned sms, ibp_kernel_plan *plan);
+
+/* Geometry for ibp_gather over `count` ranges. */
+void ibp_kernels_plan_gather(uint64_t count, unsigned sms,
+                             ibp_kernel_plan *plan);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* IBP_KERNELS_H */

@@ -1,0 +1,100 @@
+/*
+ * PCIe traffic of the decompress kernel, measured by the SIMT emulator
+ * (bench/README.md): per tensor size and space saved, host bytes fetched
+ * (32-byte sectors x 32) / compressed bytes, 128-byte lines per tensor, and
+ * the emulator's throughput (decompressed bytes per second, one core).
+ *   bench_pcie [--tensors N] [--csv]
+ * The region is page-aligned; a share s of each tensor's bits is invariant
+ * (random positions, chunk 8), so every tensor compresses to about
+ * (1 - s) of its size.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "kcase.h"
+#include "kernels_emu.h"
+
+static double now(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return t.tv_sec + t.tv_nsec * 1e-9;
+}
+
+/* Tensors with a share `inv` of invariant bits, all chunks fitting. */
+static void build(kcase *k, rng *r, uint32_t R, uint64_t n, double inv) {
+  kcase_shape s = {R, 8, n, 0, 0, 0, 0, 0, 0};
+  kcase_build(k, r, &s); /* geometry and buffers; contents replaced below */
+  for (uint32_t b = 0; b < R; b++) {
+    uint8_t m = 0;
+    for (int bit = 0; bit < 8; bit++)
+      m |= (uint8_t)(rng_chance(r, inv) << bit);
+    k->mask[b] = m;
+    k->bitval[b] = (uint8_t)rng_next(r) & m;
+  }
+  for (uint64_t i = 0; i < n * R; i++)
+    k->orig[i] = (uint8_t)((rng_next(r) & ~k->mask[i % R]) | k->bitval[i % R]);
+  ibp_params_free(&k->params);
+  CHECK_OK(ibp_params_from_masks(R, 8, k->mask, k->bitval, &k->params));
+  uint8_t *flags8 = xcalloc((n + 7) / 8 + 1);
+  ibp_region_summary sum;
+  CHECK_OK(ibp_compress_region(&k->params, k->orig, k->bytes, k->slots, flags8,
+                               1, &sum));
+  memset(k->flags, 0, ((n + 31) / 32) * 4);
+  for (uint64_t i = 0; i < n; i++)
+    k->flags[i / 32] |= (uint32_t)((flags8[i / 8] >> (i % 8)) & 1) << (i % 32);
+  k->compressed_bytes = sum.compressed_bytes;
+  free(flags8);
+}
+
+int main(int argc, char **argv) {
+  uint64_t n = 512;
+  int csv = 0;
+  for (int i = 1; i < argc; i++) {
+    if (!strcmp(argv[i], "--tensors") && i + 1 < argc)
+      n = strtoull(argv[++i], NULL, 10);
+    else if (!strcmp(argv[i], "--csv"))
+      csv = 1;
+    else {
+      fprintf(stderr, "usage: bench_pcie [--tensors N] [--csv]\n");
+      return 2;
+    }
+  }
+  test_begin("bench_pcie", 1);
+  simt_entry entry = ibp_emu_entry(IBP_KERNEL_DECOMPRESS);
+  static const uint32_t sizes[] = {256, 1024, 4096, 300, 1000};
+  static const double saved[] = {0.10, 0.30, 0.50, 0.70, 0.90};
+  printf(csv ? "tensor_bytes,target_saved,saved,fetched_over_compressed,"
+               "lines_per_tensor,emulator_MBps\n"
+             : "tensor  target  saved   fetched/compressed  lines/tensor  "
+               "emulator MB/s\n");
+  rng r;
+  rng_seed(&r, 42);
+  for (size_t si = 0; si < sizeof sizes / sizeof *sizes; si++) {
+    for (size_t vi = 0; vi < sizeof saved / sizeof *saved; vi++) {
+      uint32_t R = sizes[si];
+      /* invariant share that saves `saved` after the 1/64 bitmap cost */
+      double inv = saved[vi] + 1.0 / 64;
+      kcase k;
+      build(&k, &r, R, n, inv > 1 ? 1 : inv);
+      simt_pcie p;
+      uint64_t mismatch;
+      char err[512];
+      double t0 = now();
+      int rc = kcase_run(&k, entry, 0, k.bytes, k.bytes, &p, &mismatch, err,
+                         sizeof err);
+      double secs = now() - t0;
+      CHECKF(rc == 0 && mismatch == 0, "%s", err);
+      double got = 1.0 - (double)k.compressed_bytes / (double)k.bytes;
+      double ratio = 32.0 * (double)p.sectors / (double)k.compressed_bytes;
+      double lines = (double)p.lines / (double)n, mbps = k.bytes / secs / 1e6;
+      printf(csv ? "%u,%.2f,%.4f,%.4f,%.2f,%.1f\n"
+                 : "%6u  %5.0f%%  %5.1f%%  %18.4f  %12.2f  %13.1f\n",
+             R, csv ? saved[vi] : 100 * saved[vi], csv ? got : 100 * got,
+             ratio, lines, mbps);
+      kcase_free(&k);
+    }
+  }
+  return test_end();
+}

@@ -1,0 +1,136 @@
+/* Kernel test cases (kcase.h). */
+#include "kcase.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "gen_data.h"
+
+#define PAGE 4096u
+
+static uint8_t *host_alloc(uint64_t bytes, unsigned misalign, uint8_t **mem) {
+  size_t size = (bytes + misalign + 2 * PAGE) & ~(size_t)(PAGE - 1);
+  void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+                 -1, 0);
+  CHECK(p != MAP_FAILED);
+  *mem = p;
+  return (uint8_t *)p + misalign;
+}
+
+static void host_free(uint8_t *mem, uint64_t bytes, unsigned misalign) {
+  munmap(mem, (bytes + misalign + 2 * PAGE) & ~(size_t)(PAGE - 1));
+}
+
+static uint32_t *bits32(uint64_t n) {
+  return xcalloc(((n + 31) / 32 + 1) * sizeof(uint32_t));
+}
+
+static void set_bit(uint32_t *b, uint64_t i) { b[i / 32] |= 1u << (i % 32); }
+
+static int get_bit(const uint32_t *b, uint64_t i) {
+  return b && ((b[i / 32] >> (i % 32)) & 1);
+}
+
+void kcase_build(kcase *k, rng *r, const kcase_shape *s) {
+  memset(k, 0, sizeof *k);
+  k->R = s->R;
+  k->c = s->c;
+  k->n = s->n;
+  k->tail = s->tail;
+  k->bytes = s->n * s->R + s->tail;
+  k->orig_misalign = s->orig_misalign;
+  k->slots_misalign = s->slots_misalign;
+  k->orig = host_alloc(k->bytes, s->orig_misalign, &k->orig_mem);
+  k->slots = host_alloc(k->bytes, s->slots_misalign, &k->slots_mem);
+  gen_data(r, (data_kind)s->data_kind, s->R, s->n, k->orig);
+  rng_fill(r, k->orig + s->n * s->R, s->tail);
+
+  uint32_t padded = (s->R + 7) & ~7u;
+  k->mask = xcalloc(padded + 8);
+  k->bitval = xcalloc(padded + 8);
+  gen_masks(r, (mask_kind)s->mask_kind, s->R, s->c, k->orig, s->n, k->mask,
+            k->bitval);
+  CHECK_OK(ibp_params_from_masks(s->R, s->c, k->mask, k->bitval, &k->params));
+
+  uint64_t flag_bytes = ibp_region_flag_bytes(&k->params, k->bytes);
+  uint8_t *flags8 = xcalloc(flag_bytes + 1);
+  ibp_region_summary sum;
+  CHECK_OK(ibp_compress_region(&k->params, k->orig, k->bytes, k->slots, flags8,
+                               1, &sum));
+  k->compressed_bytes = sum.compressed_bytes;
+  k->flags = bits32(s->n);
+  for (uint64_t i = 0; i < s->n; i++)
+    if ((flags8[i / 8] >> (i % 8)) & 1)
+      set_bit(k->flags, i);
+  free(flags8);
+
+  if (s->dirty_share > 0) {
+    k->dirty = bits32(s->n);
+    for (uint64_t i = 0; i < s->n; i++)
+      if (rng_chance(r, s->dirty_share))
+        set_bit(k->dirty, i);
+  }
+  /* the kernel must serve raw and dirty tensors from the original */
+  for (uint64_t i = 0; i < s->n; i++)
+    if (!get_bit(k->flags, i) || get_bit(k->dirty, i))
+      rng_fill(r, k->slots + i * s->R, s->R);
+}
+
+void kcase_free(kcase *k) {
+  host_free(k->orig_mem, k->bytes, k->orig_misalign);
+  host_free(k->slots_mem, k->bytes, k->slots_misalign);
+  free(k->flags);
+  free(k->dirty);
+  free(k->mask);
+  free(k->bitval);
+  ibp_params_free(&k->params);
+  memset(k, 0, sizeof *k);
+}
+
+uint32_t kcase_stored(const kcase *k, uint64_t i) {
+  if (!get_bit(k->flags, i))
+    return k->R;
+  size_t len = k->R;
+  CHECK_OK(ibp_compressed_length(&k->params, k->slots + i * k->R, k->R, &len));
+  return (uint32_t)len;
+}
+
+int kcase_run(const kcase *k, simt_entry entry, uint64_t off, uint64_t len,
+              uint64_t slots_end, simt_pcie *pcie, uint64_t *mismatch,
+              char *err, size_t errlen) {
+  const uint64_t R = k->R;
+  ibp_decompress_args a = {0};
+  a.slots = k->slots;
+  a.original = k->orig;
+  a.flags = k->flags;
+  a.dirty = k->dirty;
+  a.mask = k->mask;
+  a.bitval = k->bitval;
+  a.tensors = k->n;
+  a.first_tensor = off / R < k->n ? off / R : k->n;
+  a.first_offset = (uint32_t)(off - a.first_tensor * R);
+  a.length = len;
+  a.tensor_bytes = k->R;
+  a.chunk_bytes = k->c;
+  a.tail_bytes = (uint32_t)k->tail;
+  uint8_t *dst = xmalloc(len + 1);
+  a.dst = dst;
+  ibp_kernel_plan plan;
+  CHECK(ibp_kernels_plan_decompress(&a, k->mask, 227 * 1024, 4, &plan) == 0);
+  simt_host_register(k->slots, slots_end);
+  simt_host_register(k->orig, k->bytes);
+  simt_launch l = {entry, &a, {plan.grid, 1, 1}, {plan.block, 1, 1},
+                   plan.dynamic_shared};
+  int rc = simt_run(&l, pcie, err, errlen);
+  simt_host_unregister(k->slots);
+  simt_host_unregister(k->orig);
+  *mismatch = 0;
+  for (uint64_t i = 0; rc == 0 && i < len; i++)
+    if (dst[i] != k->orig[off + i]) {
+      *mismatch = i + 1;
+      break;
+    }
+  free(dst);
+  return rc;
+}

@@ -1,0 +1,37 @@
+// The project's kernels (kernels/ibp_decompress.cu) compiled for the CPU
+// against the SIMT emulator, and registered by name so that the simulated
+// driver's module/library loads find them.
+#include "ibp_decompress.cu"
+
+#include "simt.h"
+
+namespace {
+
+void decompress_entry(const void *args) {
+  ibp_decompress(*static_cast<const ibp_decompress_args *>(args));
+}
+
+void gather_entry(const void *args) {
+  ibp_gather(*static_cast<const ibp_gather_args *>(args));
+}
+
+const simt_kernel kernels[] = {
+    {IBP_KERNEL_DECOMPRESS, decompress_entry, sizeof(ibp_decompress_args)},
+    {IBP_KERNEL_GATHER, gather_entry, sizeof(ibp_gather_args)},
+};
+
+// Test infrastructure, not libibp: a constructor is the simplest way for a
+// kernel library to announce itself to the emulator.
+__attribute__((constructor)) void register_kernels() {
+  for (const simt_kernel &k : kernels)
+    simt_kernel_register(&k);
+}
+
+} // namespace
+
+#include "kernels_emu.h"
+
+extern "C" simt_entry ibp_emu_entry(const char *name) {
+  const simt_kernel *k = simt_kernel_find(name);
+  return k ? k->entry : nullptr;
+}

@@ -1,0 +1,20 @@
+// Strictness variant of ibp_decompress: a missing cp.async wait.
+// The emulator must expose it (tests/sim/kernels/test_kernel_strict.c).
+#include "ibp_dev.h"
+#define ibp_dev_cp_async_wait(n) ((void)(n)) /* the bug */
+#define ibp_decompress ibp_decompress_nowait
+#define ibp_gather ibp_gather_nowait
+#include "ibp_decompress.cu"
+
+#include "simt.h"
+
+namespace {
+void entry(const void *args) {
+  ibp_decompress_nowait(*static_cast<const ibp_decompress_args *>(args));
+}
+const simt_kernel kernel = {"ibp_decompress_nowait", entry,
+                            sizeof(ibp_decompress_args)};
+__attribute__((constructor)) void register_variant() {
+  simt_kernel_register(&kernel);
+}
+} // namespace
