@@ -118,6 +118,9 @@ int kcase_run(const kcase *k, simt_entry entry, uint64_t off, uint64_t len,
   a.dst = dst;
   ibp_kernel_plan plan;
   CHECK(ibp_kernels_plan_decompress(&a, k->mask, 227 * 1024, 4, &plan) == 0);
+  /* the kernel reads device memory with plain loads only: any host read
+   * outside the pinned ranges is a bug */
+  simt_set_strict_host_reads(1);
   simt_host_register(k->slots, slots_end);
   simt_host_register(k->orig, k->bytes);
   simt_launch l = {entry, &a, {plan.grid, 1, 1}, {plan.block, 1, 1},

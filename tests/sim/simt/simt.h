@@ -77,6 +77,20 @@ int simt_run(const simt_launch *l, simt_pcie *pcie, char *err, size_t errlen);
  * registered range.  Ranges may not overlap; unregister by base. */
 void simt_host_register(const void *base, size_t bytes);
 void simt_host_unregister(const void *base);
+/* The same with a result, for callers that must report failure (e.g. the
+ * simulated cuMemHostRegister): 0 on success; -1 when the range is empty,
+ * wraps around, overlaps a registered one or memory runs out (register), or
+ * when no range starts at base (unregister). */
+int simt_host_try_register(const void *base, size_t bytes);
+int simt_host_try_unregister(const void *base);
+
+/* Strict host reads (process-wide; also env SIMT_STRICT_HOST=1): when on,
+ * every simt_read_host / simt_cp_async source must lie in a registered
+ * pinned range; one that touches none is an error instead of a device
+ * memory read.  For kernels that read device memory only with plain loads
+ * (as libibp's do), this also catches a read entirely past a range's end.
+ * Takes effect at the next launch. */
+void simt_set_strict_host_reads(int on);
 
 /* Process-wide PCIe counters (all launches since the last reset). */
 void simt_pcie_total(simt_pcie *out);
