@@ -9,8 +9,8 @@
 #include "ibp_dev.h"
 #include "ibp_kernels.h"
 
-#define PIECE 16u                 /* bytes per lane per host read */
-#define SPAN (PIECE * 32u)        /* bytes per warp-wide request */
+#define PIECE 16u          /* bytes per lane per host read */
+#define SPAN (PIECE * 32u) /* bytes per warp-wide request */
 #define LINE 128u
 
 /* Strictness tests build a variant that stages this many bytes past what
@@ -21,14 +21,18 @@
 
 typedef unsigned long long ull;
 
-IBP_DEV uint64_t min_u64(uint64_t a, uint64_t b) { return a < b ? a : b; }
-IBP_DEV uint64_t max_u64(uint64_t a, uint64_t b) { return a > b ? a : b; }
+IBP_DEV uint64_t min_u64(uint64_t a, uint64_t b) {
+  return a < b ? a : b;
+}
+IBP_DEV uint64_t max_u64(uint64_t a, uint64_t b) {
+  return a > b ? a : b;
+}
 
 /* ---- raw copy: host [src, src+len) -> device dst ------------------------ */
 
 /* Stores the bytes [lo, hi) of the 16-byte piece at host address p. */
-IBP_DEV void store_piece(uint8_t *dst, uintptr_t src, uintptr_t p,
-                         uintptr_t lo, uintptr_t hi, ibp_dev_u128 v) {
+IBP_DEV void store_piece(uint8_t *dst, uintptr_t src, uintptr_t p, uintptr_t lo,
+                         uintptr_t hi, ibp_dev_u128 v) {
   for (uintptr_t a = lo; a < hi; a++) {
     unsigned i = (unsigned)(a - p); /* no array: keep it out of local memory */
     uint32_t w = i < 4 ? v.x : i < 8 ? v.y : i < 12 ? v.z : v.w;
@@ -106,15 +110,17 @@ IBP_DEV void warp_stage(uint8_t *stage, const uint8_t *s_p, uint32_t lo,
   ibp_dev_cp_async_commit();
 }
 
-/* ---- decoding one compressed tensor ---------------------------------------- */
+/* ---- decoding one compressed tensor ----------------------------------------
+ */
 
 typedef struct tensor_job {
-  const ibp_decompress_args *a;
-  const uint8_t *slot;    /* host */
-  const uint8_t *lo_ok;   /* lowest readable host address (region start) */
-  uint8_t *stage;         /* this warp's staging buffer */
-  uint8_t *dst;           /* where window byte w0 goes */
-  uint32_t w0, w1;        /* window of the tensor */
+  const uint8_t *mask, *bitval; /* device, from the launch */
+  uint32_t R, c, min_stream;    /* from the launch */
+  const uint8_t *slot;          /* host */
+  const uint8_t *lo_ok; /* lowest readable host address (region start) */
+  uint8_t *stage;       /* this tensor's staging buffer */
+  uint8_t *dst;         /* where window byte w0 goes */
+  uint32_t w0, w1;      /* window of the tensor */
 } tensor_job;
 
 /* Non-fit byte mask of a word from its k fit bits (padding chunks fit). */
@@ -129,13 +135,13 @@ IBP_DEV uint64_t nonfit_bytes(uint32_t fit, uint32_t c) {
 
 /* keep (the bits that travel) of word w, from the staged bitmap. */
 IBP_DEV uint64_t word_keep(const tensor_job *j, const uint8_t *bm, uint32_t w) {
-  const uint32_t R = j->a->tensor_bytes, c = j->a->chunk_bytes, k = 8 / c;
+  const uint32_t R = j->R, c = j->c, k = 8 / c;
   const uint32_t bytes = R - 8 * w < 8 ? R - 8 * w : 8;
   const uint32_t have = (bytes + c - 1) / c;
   uint32_t fit = (bm[(w * k) >> 3] >> ((w * k) & 7)) & ((1u << k) - 1);
   fit |= ((1u << k) - 1) & ~((1u << have) - 1);
   uint64_t valid = bytes == 8 ? ~0ull : (1ull << (8 * bytes)) - 1;
-  uint64_t m = ibp_dev_ldg_u64(j->a->mask + 8 * w);
+  uint64_t m = ibp_dev_ldg_u64(j->mask + 8 * w);
   return (~m | nonfit_bytes(fit, c)) & valid;
 }
 
@@ -154,7 +160,8 @@ IBP_DEV uint64_t payload_bits(const tensor_job *j, const uint8_t *bm,
 }
 
 /* 64 bits of the staged stream starting at stream bit pos. */
-IBP_DEV uint64_t stream_bits(const uint8_t *stage, uint32_t off0, uint64_t pos) {
+IBP_DEV uint64_t stream_bits(const uint8_t *stage, uint32_t off0,
+                             uint64_t pos) {
   uint64_t q = off0 + (pos >> 3), qa = q & ~7ull;
   uint64_t lo = *(const ull *)(stage + qa), hi = *(const ull *)(stage + qa + 8);
   unsigned sh = (unsigned)(((q & 7) << 3) + (pos & 7));
@@ -186,7 +193,7 @@ IBP_DEV void decode_words(const tensor_job *j, uint32_t off0, uint32_t wa,
         ibp_dev_warp_exclusive_scan((unsigned)ibp_dev_popc64(keep), &total);
     if (live) {
       uint64_t bits = stream_bits(j->stage, off0, pos + before);
-      uint64_t v = ibp_dev_ldg_u64(j->a->bitval + 8 * w);
+      uint64_t v = ibp_dev_ldg_u64(j->bitval + 8 * w);
       uint64_t out = ibp_dev_pdep64(bits, keep) | (v & ~keep);
       store_word(j->dst, out, 8 * w, j->w0, j->w1);
     }
@@ -194,25 +201,34 @@ IBP_DEV void decode_words(const tensor_job *j, uint32_t off0, uint32_t wa,
   }
 }
 
-/* Stages and decodes one compressed tensor's window [w0, w1):
- *  1. stage stream bytes [0, e1): the bitmap, and more up to the last
- *     sector boundary below the shortest possible stream (so step 3 never
- *     re-reads a sector of step 1);
- *  2. from the bitmap and the mask, the payload offset of the window;
- *  3. stage the rest of the window's bytes, never past their end;
- *  4. decode. */
-IBP_DEV void warp_decode_tensor(const tensor_job *j) {
-  const ibp_decompress_args *a = j->a;
-  const uint32_t R = a->tensor_bytes, c = a->chunk_bytes;
-  const uint32_t nch = (R + c - 1) / c, bm_bytes = (nch + 7) / 8;
+/* Bytes step 1 stages for the tensor at slot: the bitmap, and more up to
+ * the last sector boundary below the shortest possible stream (so step 2
+ * never re-reads a sector of step 1). */
+IBP_DEV uint32_t head_bytes(const tensor_job *j) {
+  const uint32_t bm_bytes = ((j->R + j->c - 1) / j->c + 7) / 8;
   const uintptr_t s = (uintptr_t)j->slot;
-  const uint32_t off0 = (uint32_t)(s & (PIECE - 1));
-  const uintptr_t cut = (s + a->min_stream_bytes) & ~(uintptr_t)31;
-  const uint32_t e1 =
-      cut > s && cut - s >= bm_bytes ? (uint32_t)(cut - s) : bm_bytes;
-  warp_stage(j->stage, j->slot, 0, e1, j->lo_ok);
-  ibp_dev_cp_async_wait(0);
-  ibp_dev_syncwarp();
+  const uintptr_t cut = (s + j->min_stream) & ~(uintptr_t)31;
+  return cut > s && cut - s >= bm_bytes ? (uint32_t)(cut - s) : bm_bytes;
+}
+
+/* Step 1: stages the head; commits one cp.async group. */
+IBP_DEV void stage_head(const tensor_job *j) {
+  warp_stage(j->stage, j->slot, 0, head_bytes(j), j->lo_ok);
+}
+
+/* Decodes the window [w0, w1) of a compressed tensor whose head step 1
+ * already staged (the caller committed it, and nothing after it).  Step 2:
+ * from the bitmap and the mask, the window's payload offset, then stage
+ * the rest of the bytes it needs, never past their end.  With has_next,
+ * `next` is the warp's next compressed tensor: its head is prefetched into
+ * its own buffer while this one decodes.  (Jobs pass by value: a pointer
+ * to a local would put it in local memory.) */
+IBP_DEV void warp_decode_tensor(const tensor_job *j, int has_next,
+                                tensor_job next) {
+  const uint32_t nch = (j->R + j->c - 1) / j->c;
+  const uint32_t off0 = (uint32_t)((uintptr_t)j->slot & (PIECE - 1));
+  ibp_dev_cp_async_wait(0); /* the head */
+  ibp_dev_syncwarp();       /* ... and the other lanes' pieces of it */
 
   const uint8_t *bm = j->stage + off0;
   const uint32_t wa = j->w0 / 8, wb = (j->w1 + 7) / 8;
@@ -220,18 +236,48 @@ IBP_DEV void warp_decode_tensor(const tensor_job *j) {
   const uint32_t need =
       (uint32_t)((pos + payload_bits(j, bm, wa, wb) + 7) / 8) +
       IBP_KERNEL_STAGE_EXTRA;
-  uint32_t from = (uint32_t)max_u64(e1, pos / 8);
+  uint32_t from = (uint32_t)max_u64(head_bytes(j), pos / 8);
   warp_stage(j->stage, j->slot, from, need > from ? need : from, j->lo_ok);
-  ibp_dev_cp_async_wait(0);
+  if (has_next)
+    stage_head(&next);
+  ibp_dev_cp_async_wait(has_next ? 1 : 0); /* this tensor's rest */
   ibp_dev_syncwarp();
   decode_words(j, off0, wa, wb, pos);
   ibp_dev_syncwarp();
 }
 
-/* ---- the kernels --------------------------------------------------------------- */
+/* ---- the kernels
+ * --------------------------------------------------------------- */
 
 IBP_DEV int bit_set(const uint32_t *bits, uint64_t i) {
   return bits && ((ibp_dev_ldg_u32(bits + (i >> 5)) >> (i & 31)) & 1);
+}
+
+/* The job for unit u of the copy (0 when it is not a compressed tensor
+ * served from the shadow). */
+/* The job for unit u of the copy; returns 0 when the unit is not a
+ * compressed tensor served from the shadow.  (The launch's arguments pass
+ * by value: taking the address of a kernel parameter would copy it to
+ * local memory.) */
+IBP_DEV int unit_job(ibp_decompress_args a, uint64_t u, uint8_t *stage,
+                     tensor_job *j) {
+  const uint64_t R = a.tensor_bytes;
+  const uint64_t g0 = a.first_tensor * R + a.first_offset, g1 = g0 + a.length;
+  const uint64_t t = a.first_tensor + u, start = t * R;
+  const uint64_t size = t < a.tensors ? R : a.tail_bytes;
+  const uint64_t lo = max_u64(g0, start), hi = min_u64(g1, start + size);
+  *j = (tensor_job){a.mask,
+                    a.bitval,
+                    a.tensor_bytes,
+                    a.chunk_bytes,
+                    a.min_stream_bytes,
+                    a.slots + start,
+                    a.slots,
+                    stage,
+                    a.dst + (lo - g0),
+                    (uint32_t)(lo - start),
+                    (uint32_t)(hi - start)};
+  return t < a.tensors && bit_set(a.flags, t) && !bit_set(a.dirty, t);
 }
 
 IBP_KERNEL void ibp_decompress(ibp_decompress_args a) {
@@ -242,22 +288,27 @@ IBP_KERNEL void ibp_decompress(ibp_decompress_args a) {
     return;
   const uint64_t last = (g1 - 1) / R < a.tensors ? (g1 - 1) / R : a.tensors;
   const uint64_t units = last - a.first_tensor + 1;
-  uint8_t *stage =
-      ibp_dev_shared() + (uint64_t)ibp_dev_warp_in_block() * a.stage_bytes;
-  for (uint64_t u = ibp_dev_warp_global(); u < units;
-       u += ibp_dev_warps_total()) {
-    const uint64_t t = a.first_tensor + u, start = t * R;
-    const uint64_t size = t < a.tensors ? R : a.tail_bytes;
-    const uint64_t lo = max_u64(g0, start), hi = min_u64(g1, start + size);
-    uint8_t *dst = a.dst + (lo - g0);
-    if (t < a.tensors && bit_set(a.flags, t) && !bit_set(a.dirty, t)) {
-      tensor_job j = {&a,    a.slots + start, a.slots, stage,
-                      dst,   (uint32_t)(lo - start), (uint32_t)(hi - start)};
-      warp_decode_tensor(&j);
-    } else {
-      warp_copy_raw(dst, a.original + lo, hi - lo, a.original,
-                    a.original + region);
+  const uint64_t step = ibp_dev_warps_total();
+  const unsigned buffers = a.stage_buffers == 2 ? 2 : 1;
+  uint8_t *stage0 = ibp_dev_shared() +
+                    (uint64_t)ibp_dev_warp_in_block() * buffers * a.stage_bytes;
+  unsigned cur = 0;
+  int head_staged = 0; /* the current unit's head was prefetched */
+  for (uint64_t u = ibp_dev_warp_global(); u < units; u += step) {
+    tensor_job j, n;
+    if (!unit_job(a, u, stage0 + cur * a.stage_bytes, &j)) {
+      warp_copy_raw(j.dst, a.original + (j.slot - a.slots) + j.w0, j.w1 - j.w0,
+                    a.original, a.original + region);
+      continue;
     }
+    if (!head_staged)
+      stage_head(&j);
+    unsigned other = cur ^ (buffers - 1);
+    int prefetch = buffers == 2 && u + step < units &&
+                   unit_job(a, u + step, stage0 + other * a.stage_bytes, &n);
+    warp_decode_tensor(&j, prefetch, n);
+    head_staged = prefetch;
+    cur = other;
   }
 }
 

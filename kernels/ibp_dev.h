@@ -21,10 +21,18 @@
 #define IBP_KERNEL extern "C" __global__
 #define IBP_LAUNCH_BOUNDS(n) __launch_bounds__(n)
 
-IBP_DEV unsigned ibp_dev_thread() { return threadIdx.x; }
-IBP_DEV unsigned ibp_dev_block() { return blockIdx.x; }
-IBP_DEV unsigned ibp_dev_block_threads() { return blockDim.x; }
-IBP_DEV unsigned ibp_dev_grid_blocks() { return gridDim.x; }
+IBP_DEV unsigned ibp_dev_thread() {
+  return threadIdx.x;
+}
+IBP_DEV unsigned ibp_dev_block() {
+  return blockIdx.x;
+}
+IBP_DEV unsigned ibp_dev_block_threads() {
+  return blockDim.x;
+}
+IBP_DEV unsigned ibp_dev_grid_blocks() {
+  return gridDim.x;
+}
 
 IBP_DEV unsigned ibp_dev_shfl(unsigned v, int src) {
   return __shfl_sync(0xFFFFFFFFu, v, src);
@@ -35,10 +43,14 @@ IBP_DEV unsigned ibp_dev_shfl_up(unsigned v, unsigned d) {
 IBP_DEV unsigned ibp_dev_ballot(int pred) {
   return __ballot_sync(0xFFFFFFFFu, pred);
 }
-IBP_DEV void ibp_dev_syncwarp() { __syncwarp(0xFFFFFFFFu); }
+IBP_DEV void ibp_dev_syncwarp() {
+  __syncwarp(0xFFFFFFFFu);
+}
 
 extern __shared__ __align__(16) unsigned char ibp_dev_smem_[];
-IBP_DEV unsigned char *ibp_dev_shared() { return ibp_dev_smem_; }
+IBP_DEV unsigned char *ibp_dev_shared() {
+  return ibp_dev_smem_;
+}
 
 /* 16-byte async copy to shared memory; only src_bytes are read, the rest
  * of the 16 is zero-filled.  Plain loads before sm_80. */
@@ -93,12 +105,18 @@ IBP_DEV uint4 ibp_dev_ld_host_16(const uint8_t *p) {
 }
 typedef uint4 ibp_dev_u128;
 
-IBP_DEV int ibp_dev_popc64(uint64_t x) { return __popcll(x); }
-IBP_DEV int ibp_dev_ffs64(uint64_t x) { return __ffsll((long long)x); }
+IBP_DEV int ibp_dev_popc64(uint64_t x) {
+  return __popcll(x);
+}
+IBP_DEV int ibp_dev_ffs64(uint64_t x) {
+  return __ffsll((long long)x);
+}
 IBP_DEV uint64_t ibp_dev_ldg_u64(const uint8_t *p) {
   return __ldg((const unsigned long long *)p);
 }
-IBP_DEV uint32_t ibp_dev_ldg_u32(const uint32_t *p) { return __ldg(p); }
+IBP_DEV uint32_t ibp_dev_ldg_u32(const uint32_t *p) {
+  return __ldg(p);
+}
 
 #else
 /* ======================= SIMT emulator ==================================== */
@@ -111,10 +129,18 @@ IBP_DEV uint32_t ibp_dev_ldg_u32(const uint32_t *p) { return __ldg(p); }
 #define IBP_KERNEL extern "C"
 #define IBP_LAUNCH_BOUNDS(n)
 
-IBP_DEV unsigned ibp_dev_thread() { return simt_thread_idx(0); }
-IBP_DEV unsigned ibp_dev_block() { return simt_block_idx(0); }
-IBP_DEV unsigned ibp_dev_block_threads() { return simt_block_dim(0); }
-IBP_DEV unsigned ibp_dev_grid_blocks() { return simt_grid_dim(0); }
+IBP_DEV unsigned ibp_dev_thread() {
+  return simt_thread_idx(0);
+}
+IBP_DEV unsigned ibp_dev_block() {
+  return simt_block_idx(0);
+}
+IBP_DEV unsigned ibp_dev_block_threads() {
+  return simt_block_dim(0);
+}
+IBP_DEV unsigned ibp_dev_grid_blocks() {
+  return simt_grid_dim(0);
+}
 
 IBP_DEV unsigned ibp_dev_shfl(unsigned v, int src) {
   return simt_shfl(0xFFFFFFFFu, v, src);
@@ -125,7 +151,9 @@ IBP_DEV unsigned ibp_dev_shfl_up(unsigned v, unsigned d) {
 IBP_DEV unsigned ibp_dev_ballot(int pred) {
   return simt_ballot(0xFFFFFFFFu, pred);
 }
-IBP_DEV void ibp_dev_syncwarp() { simt_syncwarp(0xFFFFFFFFu); }
+IBP_DEV void ibp_dev_syncwarp() {
+  simt_syncwarp(0xFFFFFFFFu);
+}
 
 IBP_DEV unsigned char *ibp_dev_shared() {
   return (unsigned char *)simt_dynamic_shared();
@@ -135,7 +163,9 @@ IBP_DEV void ibp_dev_cp_async16(void *smem, const void *src,
                                 unsigned src_bytes) {
   simt_cp_async(smem, src, 16, src_bytes);
 }
-IBP_DEV void ibp_dev_cp_async_commit() { simt_cp_async_commit(); }
+IBP_DEV void ibp_dev_cp_async_commit() {
+  simt_cp_async_commit();
+}
 IBP_DEV void ibp_dev_cp_async_wait(unsigned n) {
   simt_cp_async_wait(n > 3 ? 3 : n);
 }
@@ -154,21 +184,32 @@ IBP_DEV ibp_dev_u128 ibp_dev_ld_host_16(const uint8_t *p) {
   return v;
 }
 
-IBP_DEV int ibp_dev_popc64(uint64_t x) { return __builtin_popcountll(x); }
-IBP_DEV int ibp_dev_ffs64(uint64_t x) { return __builtin_ffsll((long long)x); }
+IBP_DEV int ibp_dev_popc64(uint64_t x) {
+  return __builtin_popcountll(x);
+}
+IBP_DEV int ibp_dev_ffs64(uint64_t x) {
+  return __builtin_ffsll((long long)x);
+}
 IBP_DEV uint64_t ibp_dev_ldg_u64(const uint8_t *p) {
   uint64_t v;
   memcpy(&v, p, 8);
   return v;
 }
-IBP_DEV uint32_t ibp_dev_ldg_u32(const uint32_t *p) { return *p; }
+IBP_DEV uint32_t ibp_dev_ldg_u32(const uint32_t *p) {
+  return *p;
+}
 
 #endif
 
-/* ======================= shared helpers ==================================== */
+/* ======================= shared helpers ====================================
+ */
 
-IBP_DEV unsigned ibp_dev_lane() { return ibp_dev_thread() & 31u; }
-IBP_DEV unsigned ibp_dev_warp_in_block() { return ibp_dev_thread() >> 5; }
+IBP_DEV unsigned ibp_dev_lane() {
+  return ibp_dev_thread() & 31u;
+}
+IBP_DEV unsigned ibp_dev_warp_in_block() {
+  return ibp_dev_thread() >> 5;
+}
 IBP_DEV unsigned ibp_dev_warps_per_block() {
   return ibp_dev_block_threads() >> 5;
 }

@@ -8,8 +8,10 @@
  * touched by the copy (grid-stride); the region's raw tail is one more
  * unit.  Each warp reads the tensor's slot from the mapped host shadow with
  * 128-byte-aligned, bounded reads (never past the compressed length),
- * stages it in shared memory and decodes it; tensors stored raw, marked
- * dirty, and the tail are copied from the original by an aligned warp copy.
+ * stages it in shared memory with cp.async and decodes it, prefetching the
+ * head of its next tensor into a second buffer meanwhile; tensors stored raw,
+ * marked dirty, and the tail are copied from the original by an aligned warp
+ * copy.
  *
  * ibp_gather: copies a list of byte ranges from host memory to device
  * memory, one warp per range, with the same aligned warp copy.
@@ -32,23 +34,25 @@ extern "C" {
 #define IBP_KERNEL_WARP_SIZE 32u
 
 typedef struct ibp_decompress_args {
-  const uint8_t *slots;    /* mapped host: the compressed region (slots) */
-  const uint8_t *original; /* mapped host: the original region */
-  const uint32_t *flags;   /* device: bit i = tensor i stored compressed */
-  const uint32_t *dirty;   /* device or NULL: bit i = serve i raw */
-  const uint8_t *mask;     /* device: R bytes, zero-padded to a multiple
-                              of 8 bytes (the kernel reads whole words) */
-  const uint8_t *bitval;   /* device: likewise */
-  uint8_t *dst;            /* device: length bytes */
-  uint64_t tensors;        /* n: tensors in the region */
-  uint64_t first_tensor;   /* unit of the first byte (n = the tail) */
-  uint64_t length;         /* bytes to copy */
-  uint32_t first_offset;   /* offset of the first byte in that unit */
-  uint32_t tensor_bytes;   /* R */
-  uint32_t chunk_bytes;    /* c: 1, 2, 4 or 8 */
-  uint32_t tail_bytes;     /* region bytes after the last tensor */
+  const uint8_t *slots;      /* mapped host: the compressed region (slots) */
+  const uint8_t *original;   /* mapped host: the original region */
+  const uint32_t *flags;     /* device: bit i = tensor i stored compressed */
+  const uint32_t *dirty;     /* device or NULL: bit i = serve i raw */
+  const uint8_t *mask;       /* device: R bytes, zero-padded to a multiple
+                                of 8 bytes (the kernel reads whole words) */
+  const uint8_t *bitval;     /* device: likewise */
+  uint8_t *dst;              /* device: length bytes */
+  uint64_t tensors;          /* n: tensors in the region */
+  uint64_t first_tensor;     /* unit of the first byte (n = the tail) */
+  uint64_t length;           /* bytes to copy */
+  uint32_t first_offset;     /* offset of the first byte in that unit */
+  uint32_t tensor_bytes;     /* R */
+  uint32_t chunk_bytes;      /* c: 1, 2, 4 or 8 */
+  uint32_t tail_bytes;       /* region bytes after the last tensor */
   uint32_t min_stream_bytes; /* shortest possible compressed tensor */
-  uint32_t stage_bytes;    /* per-warp staging buffer (shared memory) */
+  uint32_t stage_bytes;      /* one staging buffer (shared memory) */
+  uint32_t stage_buffers;    /* per warp: 2 = prefetch the next tensor's
+                                head while one decodes; 1 = no prefetch */
 } ibp_decompress_args;
 
 typedef struct ibp_gather_range {
@@ -58,9 +62,9 @@ typedef struct ibp_gather_range {
 } ibp_gather_range;
 
 typedef struct ibp_gather_args {
-  const uint8_t *src;              /* mapped host memory */
-  uint8_t *dst;                    /* device memory */
-  const ibp_gather_range *ranges;  /* device: count ranges */
+  const uint8_t *src;             /* mapped host memory */
+  uint8_t *dst;                   /* device memory */
+  const ibp_gather_range *ranges; /* device: count ranges */
   uint64_t count;
 } ibp_gather_args;
 

@@ -32,17 +32,21 @@ int ibp_kernels_plan_decompress(ibp_decompress_args *a,
   /* a whole stream (< R bytes) after up to 15 bytes of alignment, plus
    * the 16 bytes the 128-bit stream reads may look past it */
   a->stage_bytes = (R + 32 + 15) & ~15u;
+  /* two buffers per warp (prefetch) when they fit, else one */
   unsigned warps = WARPS_PER_BLOCK;
-  while (warps > 1 && (uint64_t)warps * a->stage_bytes > max_shared)
+  a->stage_buffers = 2;
+  while (warps > 1 && (uint64_t)warps * 2 * a->stage_bytes > max_shared)
     warps /= 2;
-  if ((uint64_t)warps * a->stage_bytes > max_shared)
+  if ((uint64_t)warps * 2 * a->stage_bytes > max_shared)
+    a->stage_buffers = 1;
+  if ((uint64_t)warps * a->stage_buffers * a->stage_bytes > max_shared)
     return -1;
   uint64_t g0 = a->first_tensor * R + a->first_offset;
   uint64_t last = a->length ? (g0 + a->length - 1) / R : a->first_tensor;
   if (last > a->tensors)
     last = a->tensors;
   plan->block = warps * 32;
-  plan->dynamic_shared = warps * a->stage_bytes;
+  plan->dynamic_shared = warps * a->stage_buffers * a->stage_bytes;
   plan->grid = grid_for(last - a->first_tensor + 1, warps, sms);
   return 0;
 }

@@ -11,7 +11,7 @@ step() { printf '\n==== %s ====\n' "$*"; }
 
 step "formatting (clang-format, .clang-format)"
 if command -v clang-format >/dev/null; then
-  git ls-files '*.c' '*.h' '*.cu' '*.cuh' | xargs clang-format --dry-run --Werror
+  git ls-files '*.c' '*.h' '*.cc' '*.cu' '*.cuh' | xargs clang-format --dry-run --Werror
 else
   echo "clang-format not installed: skipped"
 fi

@@ -99,8 +99,8 @@ int main(int argc, char **argv) {
       double lines = (double)p.lines / (double)n, mbps = k.bytes / secs / 1e6;
       printf(csv ? "%u,%.2f,%.4f,%.4f,%.2f,%.1f\n"
                  : "%6u  %5.0f%%  %5.1f%%  %18.4f  %12.2f  %13.1f\n",
-             R, csv ? saved[vi] : 100 * saved[vi], csv ? got : 100 * got,
-             ratio, lines, mbps);
+             R, csv ? saved[vi] : 100 * saved[vi], csv ? got : 100 * got, ratio,
+             lines, mbps);
       kcase_free(&k);
     }
   }

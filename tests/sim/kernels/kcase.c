@@ -11,8 +11,8 @@
 
 static uint8_t *host_alloc(uint64_t bytes, unsigned misalign, uint8_t **mem) {
   size_t size = (bytes + misalign + 2 * PAGE) & ~(size_t)(PAGE - 1);
-  void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
-                 -1, 0);
+  void *p = mmap(NULL, size, PROT_READ | PROT_WRITE,
+                 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   CHECK(p != MAP_FAILED);
   *mem = p;
   return (uint8_t *)p + misalign;
@@ -26,7 +26,9 @@ static uint32_t *bits32(uint64_t n) {
   return xcalloc(((n + 31) / 32 + 1) * sizeof(uint32_t));
 }
 
-static void set_bit(uint32_t *b, uint64_t i) { b[i / 32] |= 1u << (i % 32); }
+static void set_bit(uint32_t *b, uint64_t i) {
+  b[i / 32] |= 1u << (i % 32);
+}
 
 static int get_bit(const uint32_t *b, uint64_t i) {
   return b && ((b[i / 32] >> (i % 32)) & 1);
@@ -118,13 +120,15 @@ int kcase_run(const kcase *k, simt_entry entry, uint64_t off, uint64_t len,
   a.dst = dst;
   ibp_kernel_plan plan;
   CHECK(ibp_kernels_plan_decompress(&a, k->mask, 227 * 1024, 4, &plan) == 0);
+  if (k->grid_cap && plan.grid > k->grid_cap)
+    plan.grid = k->grid_cap;
   /* the kernel reads device memory with plain loads only: any host read
    * outside the pinned ranges is a bug */
   simt_set_strict_host_reads(1);
   simt_host_register(k->slots, slots_end);
   simt_host_register(k->orig, k->bytes);
-  simt_launch l = {entry, &a, {plan.grid, 1, 1}, {plan.block, 1, 1},
-                   plan.dynamic_shared};
+  simt_launch l = {
+      entry, &a, {plan.grid, 1, 1}, {plan.block, 1, 1}, plan.dynamic_shared};
   int rc = simt_run(&l, pcie, err, errlen);
   simt_host_unregister(k->slots);
   simt_host_unregister(k->orig);

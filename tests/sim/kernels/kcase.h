@@ -25,6 +25,8 @@ typedef struct kcase {
   uint8_t *mask, *bitval;     /* device, padded to a multiple of 8 */
   uint64_t compressed_bytes;  /* stored bytes of the tensors + tail */
   unsigned orig_misalign, slots_misalign;
+  unsigned grid_cap; /* 0, or at most this many blocks (so warps take
+                        several units: exercises the prefetch) */
 } kcase;
 
 typedef struct kcase_shape {

@@ -38,7 +38,7 @@ static void shape_for(rng *r, kcase_shape *s) {
   s->R = rng_log_uniform(r, 1, 65536);
   s->c = rng_chunk(r);
   uint64_t max_n = 262144 / s->R;
-  s->n = 1 + rng_below(r, max_n < 8 ? max_n + 1 : 8);
+  s->n = 1 + rng_below(r, max_n < 16 ? max_n + 1 : 16);
   s->tail = rng_chance(r, 0.3) ? rng_below(r, s->R) : 0;
   int aligned = rng_chance(r, 0.3);
   s->orig_misalign = aligned ? 0 : (unsigned)rng_below(r, 128);
@@ -62,13 +62,14 @@ int main(void) {
     kcase_build(&k, &r, &s);
     uint64_t off, len, mismatch;
     pick_range(&r, &k, &off, &len);
+    k.grid_cap = rng_chance(&r, 0.5) ? 1 : 0; /* one block: 4 warps share */
     test_case("R=%u c=%u n=%llu tail=%llu misalign=%u/%u data=%s mask=%s "
-              "dirty=%.1f copy [%llu, +%llu)",
+              "dirty=%.1f copy [%llu, +%llu) grid_cap=%u",
               s.R, s.c, (unsigned long long)s.n, (unsigned long long)s.tail,
               s.orig_misalign, s.slots_misalign,
               data_kind_name((data_kind)s.data_kind),
               mask_kind_name((mask_kind)s.mask_kind), s.dirty_share,
-              (unsigned long long)off, (unsigned long long)len);
+              (unsigned long long)off, (unsigned long long)len, k.grid_cap);
     char err[512] = "";
     simt_set_seed(rng_next(&r) | 1);
     int rc = kcase_run(&k, entry, off, len, k.bytes, NULL, &mismatch, err,

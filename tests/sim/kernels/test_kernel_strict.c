@@ -49,7 +49,8 @@ static int caught(const char *variant, rng *r, int exact_end, int window) {
               (unsigned long long)seed);
     simt_set_seed(seed);
     CHECKF(kcase_run(&k, good, off, len, end, NULL, &mismatch, err,
-                     sizeof err) == 0 && mismatch == 0,
+                     sizeof err) == 0 &&
+               mismatch == 0,
            "the real kernel fails: %s (mismatch %llu)", err,
            (unsigned long long)mismatch);
     simt_set_seed(seed);

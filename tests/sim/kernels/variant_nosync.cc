@@ -1,5 +1,6 @@
-// Strictness variant of ibp_decompress: missing __syncwarp after the async copies land.
-// The emulator must expose it (tests/sim/kernels/test_kernel_strict.c).
+// Strictness variant of ibp_decompress: missing __syncwarp after the async
+// copies land. The emulator must expose it
+// (tests/sim/kernels/test_kernel_strict.c).
 #include "ibp_dev.h"
 #define ibp_dev_syncwarp() ((void)0) /* the bug */
 #define ibp_decompress ibp_decompress_nosync
