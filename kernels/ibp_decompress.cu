@@ -203,12 +203,14 @@ IBP_DEV void decode_words(const tensor_job *j, uint32_t off0, uint32_t wa,
 
 /* Bytes step 1 stages for the tensor at slot: the bitmap, and more up to
  * the last sector boundary below the shortest possible stream (so step 2
- * never re-reads a sector of step 1). */
+ * never re-reads a sector of step 1), or the whole shortest stream when
+ * that boundary lies inside the bitmap. */
 IBP_DEV uint32_t head_bytes(const tensor_job *j) {
   const uint32_t bm_bytes = ((j->R + j->c - 1) / j->c + 7) / 8;
   const uintptr_t s = (uintptr_t)j->slot;
   const uintptr_t cut = (s + j->min_stream) & ~(uintptr_t)31;
-  return cut > s && cut - s >= bm_bytes ? (uint32_t)(cut - s) : bm_bytes;
+  /* no sector boundary after the bitmap: take all that is surely stream */
+  return cut > s && cut - s >= bm_bytes ? (uint32_t)(cut - s) : j->min_stream;
 }
 
 /* Step 1: stages the head; commits one cp.async group. */
