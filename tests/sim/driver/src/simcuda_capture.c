@@ -101,7 +101,8 @@ scu_op *scu_op_clone(const scu_op *op) {
   return c;
 }
 
-/* ---- the list of active captures ------------------------------------------ */
+/* ---- the list of active captures ------------------------------------------
+ */
 
 static void active_add(scu_stream *s) {
   pthread_mutex_lock(&cap_lock);
@@ -202,8 +203,7 @@ CUresult scu_capture_append(scu_stream *s, scu_op *op) {
   return r;
 }
 
-static CUresult begin_capture(CUstream h, CUstreamCaptureMode mode,
-                              bool ptds) {
+static CUresult begin_capture(CUstream h, CUstreamCaptureMode mode, bool ptds) {
   if ((unsigned)mode > CU_STREAM_CAPTURE_MODE_RELAXED)
     return CUDA_ERROR_INVALID_VALUE;
   scu_stream *s;
@@ -371,8 +371,7 @@ static CUresult capture_info_of(CUstream h, bool ptds, capture_info *ci) {
   return CUDA_SUCCESS;
 }
 
-static CUresult is_capturing(CUstream h, CUstreamCaptureStatus *st,
-                             bool ptds) {
+static CUresult is_capturing(CUstream h, CUstreamCaptureStatus *st, bool ptds) {
   if (!st)
     return CUDA_ERROR_INVALID_VALUE;
   capture_info ci;
@@ -388,8 +387,8 @@ CUresult CUDAAPI cuStreamIsCapturing(CUstream hStream,
   SCU_RETURN(is_capturing(hStream, captureStatus, false));
 }
 
-CUresult CUDAAPI cuStreamIsCapturing_ptsz(CUstream hStream,
-                                          CUstreamCaptureStatus *captureStatus) {
+CUresult CUDAAPI cuStreamIsCapturing_ptsz(
+    CUstream hStream, CUstreamCaptureStatus *captureStatus) {
   SCU_API("cuStreamIsCapturing");
   SCU_RETURN(is_capturing(hStream, captureStatus, true));
 }
@@ -421,9 +420,9 @@ static CUresult get_info(CUstream h, bool ptds, CUstreamCaptureStatus *st,
   return CUDA_SUCCESS;
 }
 
-CUresult CUDAAPI cuStreamGetCaptureInfo(CUstream hStream,
-                                        CUstreamCaptureStatus *captureStatus_out,
-                                        cuuint64_t *id_out) {
+CUresult CUDAAPI cuStreamGetCaptureInfo(
+    CUstream hStream, CUstreamCaptureStatus *captureStatus_out,
+    cuuint64_t *id_out) {
   SCU_API("cuStreamGetCaptureInfo");
   SCU_RETURN(get_info(hStream, false, captureStatus_out, id_out, NULL, NULL,
                       NULL, NULL));
@@ -485,7 +484,8 @@ CUresult CUDAAPI cuThreadExchangeStreamCaptureMode(CUstreamCaptureMode *mode) {
   SCU_RETURN(CUDA_SUCCESS);
 }
 
-/* ---- graphs: instantiate, launch, destroy --------------------------------- */
+/* ---- graphs: instantiate, launch, destroy ---------------------------------
+ */
 
 static void exec_free(scu_obj *o) {
   scu_graphexec *e = (scu_graphexec *)o;
@@ -538,8 +538,8 @@ CUresult CUDAAPI cuGraphInstantiate(CUgraphExec *phGraphExec, CUgraph hGraph,
   SCU_RETURN(instantiate(phGraphExec, hGraph));
 }
 
-CUresult CUDAAPI cuGraphInstantiate_v2(CUgraphExec *phGraphExec,
-                                       CUgraph hGraph, CUgraphNode *phErrorNode,
+CUresult CUDAAPI cuGraphInstantiate_v2(CUgraphExec *phGraphExec, CUgraph hGraph,
+                                       CUgraphNode *phErrorNode,
                                        char *logBuffer, size_t bufferSize) {
   SCU_API("cuGraphInstantiate");
   if (phErrorNode)
@@ -568,9 +568,9 @@ static CUresult instantiate_params(CUgraphExec *pexec, CUgraph hgraph,
   return r;
 }
 
-CUresult CUDAAPI cuGraphInstantiateWithParams(
-    CUgraphExec *phGraphExec, CUgraph hGraph,
-    CUDA_GRAPH_INSTANTIATE_PARAMS *instantiateParams) {
+CUresult CUDAAPI
+cuGraphInstantiateWithParams(CUgraphExec *phGraphExec, CUgraph hGraph,
+                             CUDA_GRAPH_INSTANTIATE_PARAMS *instantiateParams) {
   SCU_API("cuGraphInstantiateWithParams");
   SCU_RETURN(instantiate_params(phGraphExec, hGraph, instantiateParams));
 }
@@ -587,8 +587,7 @@ static CUresult recheck(const scu_op *op) {
   for (unsigned i = 0; i < op->nranges; i++) {
     const scu_range *rg = &op->ranges[i];
     scu_span sp;
-    if (scu_mem_check(rg->p, rg->bytes, rg->device_side, &sp) !=
-            CUDA_SUCCESS ||
+    if (scu_mem_check(rg->p, rg->bytes, rg->device_side, &sp) != CUDA_SUCCESS ||
         sp.access != rg->access || sp.kind == SCU_MEM_PAGEABLE)
       return CUDA_ERROR_INVALID_VALUE;
   }
@@ -596,8 +595,8 @@ static CUresult recheck(const scu_op *op) {
 }
 
 static CUresult graph_launch(CUgraphExec hexec, CUstream h, bool ptds) {
-  scu_graphexec *e = (scu_graphexec *)scu_obj_get(hexec,
-                                                  SCU_MASK(SCU_T_GRAPHEXEC));
+  scu_graphexec *e =
+      (scu_graphexec *)scu_obj_get(hexec, SCU_MASK(SCU_T_GRAPHEXEC));
   if (!e)
     return CUDA_ERROR_INVALID_HANDLE;
   scu_stream *s = NULL;

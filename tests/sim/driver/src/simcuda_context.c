@@ -278,8 +278,7 @@ static CUresult push(void *h) {
 }
 
 static CUresult ctx_create(CUcontext *pctx, unsigned flags, CUdevice dev) {
-  if (!pctx || (flags & ~CTX_FLAGS_MASK) ||
-      (flags & CU_CTX_SCHED_MASK) == 3 ||
+  if (!pctx || (flags & ~CTX_FLAGS_MASK) || (flags & CU_CTX_SCHED_MASK) == 3 ||
       (flags & CU_CTX_SCHED_MASK) > CU_CTX_SCHED_BLOCKING_SYNC)
     return CUDA_ERROR_INVALID_VALUE;
   CUresult r = scu_check_device(dev);
@@ -314,9 +313,8 @@ CUresult CUDAAPI cuCtxCreate_v2(CUcontext *pctx, unsigned int flags,
 }
 
 CUresult CUDAAPI cuCtxCreate_v3(CUcontext *pctx,
-                                CUexecAffinityParam *paramsArray,
-                                int numParams, unsigned int flags,
-                                CUdevice dev) {
+                                CUexecAffinityParam *paramsArray, int numParams,
+                                unsigned int flags, CUdevice dev) {
   SCU_API("cuCtxCreate");
   if (numParams < 0 || (numParams > 0 && !paramsArray))
     SCU_RETURN(CUDA_ERROR_INVALID_VALUE);
@@ -329,8 +327,8 @@ CUresult CUDAAPI cuCtxCreate_v4(CUcontext *pctx,
                                 CUctxCreateParams *ctxCreateParams,
                                 unsigned int flags, CUdevice dev) {
   SCU_API("cuCtxCreate");
-  if (ctxCreateParams &&
-      (ctxCreateParams->numExecAffinityParams > 0 || ctxCreateParams->cigParams))
+  if (ctxCreateParams && (ctxCreateParams->numExecAffinityParams > 0 ||
+                          ctxCreateParams->cigParams))
     SCU_RETURN(CUDA_ERROR_NOT_SUPPORTED);
   SCU_RETURN(ctx_create(pctx, flags, dev));
 }

@@ -78,16 +78,16 @@ static CUresult copy1d(uintptr_t dst, uintptr_t src, size_t n, CUstream h,
   return enqueue(op, h, ptds, sync || pageable);
 }
 
-#define COPY_SYNC(sym, base, d, ptds, dtype, stype, dexpr, sexpr)             \
-  CUresult CUDAAPI sym(dtype dst, stype src, size_t ByteCount) {              \
-    SCU_API(base);                                                            \
-    SCU_RETURN(copy1d(dexpr, sexpr, ByteCount, NULL, ptds, true, d));         \
+#define COPY_SYNC(sym, base, d, ptds, dtype, stype, dexpr, sexpr)              \
+  CUresult CUDAAPI sym(dtype dst, stype src, size_t ByteCount) {               \
+    SCU_API(base);                                                             \
+    SCU_RETURN(copy1d(dexpr, sexpr, ByteCount, NULL, ptds, true, d));          \
   }
-#define COPY_ASYNC(sym, base, d, ptds, dtype, stype, dexpr, sexpr)            \
-  CUresult CUDAAPI sym(dtype dst, stype src, size_t ByteCount,                \
-                       CUstream hStream) {                                    \
-    SCU_API(base);                                                            \
-    SCU_RETURN(copy1d(dexpr, sexpr, ByteCount, hStream, ptds, false, d));     \
+#define COPY_ASYNC(sym, base, d, ptds, dtype, stype, dexpr, sexpr)             \
+  CUresult CUDAAPI sym(dtype dst, stype src, size_t ByteCount,                 \
+                       CUstream hStream) {                                     \
+    SCU_API(base);                                                             \
+    SCU_RETURN(copy1d(dexpr, sexpr, ByteCount, hStream, ptds, false, d));      \
   }
 #define HOSTP(p) ((uintptr_t)(p))
 
@@ -95,14 +95,14 @@ COPY_SYNC(cuMemcpyHtoD_v2, "cuMemcpyHtoD", HTOD, false, CUdeviceptr,
           const void *, dst, HOSTP(src))
 COPY_SYNC(cuMemcpyHtoD_v2_ptds, "cuMemcpyHtoD", HTOD, true, CUdeviceptr,
           const void *, dst, HOSTP(src))
-COPY_ASYNC(cuMemcpyHtoDAsync_v2, "cuMemcpyHtoDAsync", HTOD, false,
-           CUdeviceptr, const void *, dst, HOSTP(src))
+COPY_ASYNC(cuMemcpyHtoDAsync_v2, "cuMemcpyHtoDAsync", HTOD, false, CUdeviceptr,
+           const void *, dst, HOSTP(src))
 COPY_ASYNC(cuMemcpyHtoDAsync_v2_ptsz, "cuMemcpyHtoDAsync", HTOD, true,
            CUdeviceptr, const void *, dst, HOSTP(src))
 COPY_SYNC(cuMemcpyDtoH_v2, "cuMemcpyDtoH", DTOH, false, void *, CUdeviceptr,
           HOSTP(dst), src)
-COPY_SYNC(cuMemcpyDtoH_v2_ptds, "cuMemcpyDtoH", DTOH, true, void *,
-          CUdeviceptr, HOSTP(dst), src)
+COPY_SYNC(cuMemcpyDtoH_v2_ptds, "cuMemcpyDtoH", DTOH, true, void *, CUdeviceptr,
+          HOSTP(dst), src)
 COPY_ASYNC(cuMemcpyDtoHAsync_v2, "cuMemcpyDtoHAsync", DTOH, false, void *,
            CUdeviceptr, HOSTP(dst), src)
 COPY_ASYNC(cuMemcpyDtoHAsync_v2_ptsz, "cuMemcpyDtoHAsync", DTOH, true, void *,
@@ -111,17 +111,16 @@ COPY_SYNC(cuMemcpyDtoD_v2, "cuMemcpyDtoD", DTOD, false, CUdeviceptr,
           CUdeviceptr, dst, src)
 COPY_SYNC(cuMemcpyDtoD_v2_ptds, "cuMemcpyDtoD", DTOD, true, CUdeviceptr,
           CUdeviceptr, dst, src)
-COPY_ASYNC(cuMemcpyDtoDAsync_v2, "cuMemcpyDtoDAsync", DTOD, false,
-           CUdeviceptr, CUdeviceptr, dst, src)
+COPY_ASYNC(cuMemcpyDtoDAsync_v2, "cuMemcpyDtoDAsync", DTOD, false, CUdeviceptr,
+           CUdeviceptr, dst, src)
 COPY_ASYNC(cuMemcpyDtoDAsync_v2_ptsz, "cuMemcpyDtoDAsync", DTOD, true,
            CUdeviceptr, CUdeviceptr, dst, src)
 /* Unified addressing: either side may be host or device memory. */
-COPY_SYNC(cuMemcpy, "cuMemcpy", ANY, false, CUdeviceptr, CUdeviceptr, dst,
-          src)
+COPY_SYNC(cuMemcpy, "cuMemcpy", ANY, false, CUdeviceptr, CUdeviceptr, dst, src)
 COPY_SYNC(cuMemcpy_ptds, "cuMemcpy", ANY, true, CUdeviceptr, CUdeviceptr, dst,
           src)
-COPY_ASYNC(cuMemcpyAsync, "cuMemcpyAsync", ANY, false, CUdeviceptr,
-           CUdeviceptr, dst, src)
+COPY_ASYNC(cuMemcpyAsync, "cuMemcpyAsync", ANY, false, CUdeviceptr, CUdeviceptr,
+           dst, src)
 COPY_ASYNC(cuMemcpyAsync_ptsz, "cuMemcpyAsync", ANY, true, CUdeviceptr,
            CUdeviceptr, dst, src)
 
@@ -277,30 +276,30 @@ static CUresult set2d(CUdeviceptr dst, size_t pitch, unsigned value,
   return enqueue(op, h, ptds, sync);
 }
 
-#define SET1D(sym, base, vtype, elem, ptds)                                   \
-  CUresult CUDAAPI sym(CUdeviceptr dstDevice, vtype v, size_t N) {            \
-    SCU_API(base);                                                            \
-    SCU_RETURN(set2d(dstDevice, 0, v, elem, N, 1, NULL, ptds, true));         \
+#define SET1D(sym, base, vtype, elem, ptds)                                    \
+  CUresult CUDAAPI sym(CUdeviceptr dstDevice, vtype v, size_t N) {             \
+    SCU_API(base);                                                             \
+    SCU_RETURN(set2d(dstDevice, 0, v, elem, N, 1, NULL, ptds, true));          \
   }
-#define SET1D_ASYNC(sym, base, vtype, elem, ptds)                             \
-  CUresult CUDAAPI sym(CUdeviceptr dstDevice, vtype v, size_t N,              \
-                       CUstream hStream) {                                    \
-    SCU_API(base);                                                            \
-    SCU_RETURN(set2d(dstDevice, 0, v, elem, N, 1, hStream, ptds, false));     \
+#define SET1D_ASYNC(sym, base, vtype, elem, ptds)                              \
+  CUresult CUDAAPI sym(CUdeviceptr dstDevice, vtype v, size_t N,               \
+                       CUstream hStream) {                                     \
+    SCU_API(base);                                                             \
+    SCU_RETURN(set2d(dstDevice, 0, v, elem, N, 1, hStream, ptds, false));      \
   }
-#define SET2D(sym, base, vtype, elem, ptds)                                   \
-  CUresult CUDAAPI sym(CUdeviceptr dstDevice, size_t dstPitch, vtype v,       \
-                       size_t Width, size_t Height) {                         \
-    SCU_API(base);                                                            \
-    SCU_RETURN(set2d(dstDevice, dstPitch, v, elem, Width, Height, NULL, ptds, \
-                     true));                                                  \
+#define SET2D(sym, base, vtype, elem, ptds)                                    \
+  CUresult CUDAAPI sym(CUdeviceptr dstDevice, size_t dstPitch, vtype v,        \
+                       size_t Width, size_t Height) {                          \
+    SCU_API(base);                                                             \
+    SCU_RETURN(                                                                \
+        set2d(dstDevice, dstPitch, v, elem, Width, Height, NULL, ptds, true)); \
   }
-#define SET2D_ASYNC(sym, base, vtype, elem, ptds)                             \
-  CUresult CUDAAPI sym(CUdeviceptr dstDevice, size_t dstPitch, vtype v,       \
-                       size_t Width, size_t Height, CUstream hStream) {       \
-    SCU_API(base);                                                            \
-    SCU_RETURN(set2d(dstDevice, dstPitch, v, elem, Width, Height, hStream,    \
-                     ptds, false));                                           \
+#define SET2D_ASYNC(sym, base, vtype, elem, ptds)                              \
+  CUresult CUDAAPI sym(CUdeviceptr dstDevice, size_t dstPitch, vtype v,        \
+                       size_t Width, size_t Height, CUstream hStream) {        \
+    SCU_API(base);                                                             \
+    SCU_RETURN(set2d(dstDevice, dstPitch, v, elem, Width, Height, hStream,     \
+                     ptds, false));                                            \
   }
 
 SET1D(cuMemsetD8_v2, "cuMemsetD8", unsigned char, 1, false)
@@ -322,10 +321,8 @@ SET2D(cuMemsetD2D16_v2_ptds, "cuMemsetD2D16", unsigned short, 2, true)
 SET2D(cuMemsetD2D32_v2, "cuMemsetD2D32", unsigned int, 4, false)
 SET2D(cuMemsetD2D32_v2_ptds, "cuMemsetD2D32", unsigned int, 4, true)
 SET2D_ASYNC(cuMemsetD2D8Async, "cuMemsetD2D8Async", unsigned char, 1, false)
-SET2D_ASYNC(cuMemsetD2D8Async_ptsz, "cuMemsetD2D8Async", unsigned char, 1,
-            true)
-SET2D_ASYNC(cuMemsetD2D16Async, "cuMemsetD2D16Async", unsigned short, 2,
-            false)
+SET2D_ASYNC(cuMemsetD2D8Async_ptsz, "cuMemsetD2D8Async", unsigned char, 1, true)
+SET2D_ASYNC(cuMemsetD2D16Async, "cuMemsetD2D16Async", unsigned short, 2, false)
 SET2D_ASYNC(cuMemsetD2D16Async_ptsz, "cuMemsetD2D16Async", unsigned short, 2,
             true)
 SET2D_ASYNC(cuMemsetD2D32Async, "cuMemsetD2D32Async", unsigned int, 4, false)

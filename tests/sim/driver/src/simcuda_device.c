@@ -27,8 +27,12 @@ static atomic_int forked_after_init;
 SCU_HIDDEN CUresult scu_mem_init(void);
 SCU_HIDDEN CUresult scu_ctx_init(void);
 
-bool scu_initialized(void) { return atomic_load(&initialized) != 0; }
-bool scu_forked(void) { return atomic_load(&forked_after_init) != 0; }
+bool scu_initialized(void) {
+  return atomic_load(&initialized) != 0;
+}
+bool scu_forked(void) {
+  return atomic_load(&forked_after_init) != 0;
+}
 
 uint64_t scu_now_ns(void) {
   struct timespec ts;
@@ -101,7 +105,8 @@ CUresult scu_check_device(CUdevice dev) {
   return dev == 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_DEVICE;
 }
 
-/* ---- device queries ------------------------------------------------------- */
+/* ---- device queries -------------------------------------------------------
+ */
 
 CUresult CUDAAPI cuDeviceGet(CUdevice *device, int ordinal) {
   SCU_API("cuDeviceGet");

@@ -21,8 +21,12 @@ static scu_obj **buckets;
 static size_t nbuckets, count;
 static uint64_t next_id = 1;
 
-void scu_glock(void) { pthread_mutex_lock(&g_lock); }
-void scu_gunlock(void) { pthread_mutex_unlock(&g_lock); }
+void scu_glock(void) {
+  pthread_mutex_lock(&g_lock);
+}
+void scu_gunlock(void) {
+  pthread_mutex_unlock(&g_lock);
+}
 
 void scu_obj_init(scu_obj *o, scu_type t, void (*destroy)(scu_obj *)) {
   o->type = t;
@@ -35,7 +39,9 @@ void scu_obj_init(scu_obj *o, scu_type t, void (*destroy)(scu_obj *)) {
   o->hh_next = NULL;
 }
 
-void scu_obj_ref(scu_obj *o) { atomic_fetch_add(&o->refs, 1); }
+void scu_obj_ref(scu_obj *o) {
+  atomic_fetch_add(&o->refs, 1);
+}
 
 void scu_obj_put(scu_obj *o) {
   if (o && atomic_fetch_sub(&o->refs, 1) == 1)

@@ -28,7 +28,8 @@
 #ifndef SIMCUDA_INTERNAL_H
 #define SIMCUDA_INTERNAL_H
 
-#define __CUDA_API_VERSION_INTERNAL 1 /* every ABI's declaration, real names */
+/* Every ABI's declaration, under its exported name. */
+#define __CUDA_API_VERSION_INTERNAL 1
 #include <cuda.h>
 
 #include <pthread.h>
@@ -70,11 +71,11 @@ SCU_HIDDEN CUresult scu_enter(const char *base, const char *sym,
                               bool need_init);
 SCU_HIDDEN CUresult scu_leave(const char *sym, CUresult r);
 
-#define SCU_API_ENTER(base, need_init)                                        \
-  do {                                                                        \
-    CUresult scu__r = scu_enter(base, __func__, need_init);                   \
-    if (scu__r != CUDA_SUCCESS)                                               \
-      return scu__r;                                                          \
+#define SCU_API_ENTER(base, need_init)                                         \
+  do {                                                                         \
+    CUresult scu__r = scu_enter(base, __func__, need_init);                    \
+    if (scu__r != CUDA_SUCCESS)                                                \
+      return scu__r;                                                           \
   } while (0)
 /* The entry point requires cuInit. */
 #define SCU_API(base) SCU_API_ENTER(base, true)
@@ -129,7 +130,8 @@ struct scu_obj {
 };
 
 /* refs = 1 (the caller's). */
-SCU_HIDDEN void scu_obj_init(scu_obj *o, scu_type t, void (*destroy)(scu_obj *));
+SCU_HIDDEN void scu_obj_init(scu_obj *o, scu_type t,
+                             void (*destroy)(scu_obj *));
 /* Enters o in the handle table (taking a reference) and, with an owner,
  * in the owner's list.  Returns the handle. */
 SCU_HIDDEN void *scu_obj_publish(scu_obj *o, scu_ctx *owner);
@@ -161,7 +163,7 @@ struct scu_ctx {
   scu_obj hdr;
   bool primary;
   atomic_bool active; /* taking work (primary: retained since last reset) */
-  unsigned retains;  /* primary only; g_lock */
+  unsigned retains;   /* primary only; g_lock */
   unsigned flags;
   uint64_t uid;      /* cuCtxGetId */
   scu_ctx *next_ctx; /* the context list; g_lock */
@@ -415,6 +417,5 @@ SCU_HIDDEN void scu_graph_put(scu_graph *g);
 /* Copies the kernel-parameter or similar buffer of op into a new op. */
 SCU_HIDDEN scu_op *scu_op_clone(const scu_op *op);
 SCU_HIDDEN extern atomic_int scu_global_captures;
-
 
 #endif /* SIMCUDA_INTERNAL_H */

@@ -126,7 +126,8 @@ static CUresult launch(CUfunction hf, const launch_cfg *cfg, void **params,
   l->grid = (simt_dim3){cfg->grid[0], cfg->grid[1], cfg->grid[2]};
   l->block = (simt_dim3){cfg->block[0], cfg->block[1], cfg->block[2]};
   l->dynamic_shared = cfg->shared;
-  op->u.launch.name = k->name; /* the registry's: lives as long as the process */
+  op->u.launch.name =
+      k->name; /* the registry's: lives as long as the process */
   scu_stream *s;
   if ((r = scu_stream_resolve(cfg->stream, ptds, &s)) != CUDA_SUCCESS) {
     scu_op_free(op);
@@ -138,20 +139,20 @@ static CUresult launch(CUfunction hf, const launch_cfg *cfg, void **params,
   return r;
 }
 
-#define LAUNCH_KERNEL(sym, ptds)                                              \
-  CUresult CUDAAPI sym(CUfunction f, unsigned int gridDimX,                   \
-                       unsigned int gridDimY, unsigned int gridDimZ,          \
-                       unsigned int blockDimX, unsigned int blockDimY,        \
-                       unsigned int blockDimZ, unsigned int sharedMemBytes,   \
-                       CUstream hStream, void **kernelParams, void **extra) { \
-    SCU_API("cuLaunchKernel");                                                \
-    launch_cfg c = {{gridDimX, gridDimY, gridDimZ},                           \
-                    {blockDimX, blockDimY, blockDimZ},                        \
-                    sharedMemBytes,                                           \
-                    hStream,                                                  \
-                    NULL,                                                     \
-                    0};                                                       \
-    SCU_RETURN(launch(f, &c, kernelParams, extra, ptds));                     \
+#define LAUNCH_KERNEL(sym, ptds)                                               \
+  CUresult CUDAAPI sym(CUfunction f, unsigned int gridDimX,                    \
+                       unsigned int gridDimY, unsigned int gridDimZ,           \
+                       unsigned int blockDimX, unsigned int blockDimY,         \
+                       unsigned int blockDimZ, unsigned int sharedMemBytes,    \
+                       CUstream hStream, void **kernelParams, void **extra) {  \
+    SCU_API("cuLaunchKernel");                                                 \
+    launch_cfg c = {{gridDimX, gridDimY, gridDimZ},                            \
+                    {blockDimX, blockDimY, blockDimZ},                         \
+                    sharedMemBytes,                                            \
+                    hStream,                                                   \
+                    NULL,                                                      \
+                    0};                                                        \
+    SCU_RETURN(launch(f, &c, kernelParams, extra, ptds));                      \
   }
 
 LAUNCH_KERNEL(cuLaunchKernel, false)
@@ -189,7 +190,8 @@ CUresult CUDAAPI cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(
     int *numBlocks, CUfunction func, int blockSize, size_t dynamicSMemSize,
     unsigned int flags) {
   SCU_API("cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags");
-  if (!numBlocks || blockSize <= 0 || flags > CU_OCCUPANCY_DISABLE_CACHING_OVERRIDE)
+  if (!numBlocks || blockSize <= 0 ||
+      flags > CU_OCCUPANCY_DISABLE_CACHING_OVERRIDE)
     SCU_RETURN(CUDA_ERROR_INVALID_VALUE);
   scu_func *f;
   CUresult r = scu_func_resolve(func, &f);

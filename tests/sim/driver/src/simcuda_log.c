@@ -82,7 +82,8 @@ static CUresult parse_error(const char *s) {
   return CUDA_SUCCESS;
 }
 
-/* ---- fault injection ------------------------------------------------------ */
+/* ---- fault injection ------------------------------------------------------
+ */
 
 #define MAX_FAULTS 32
 
@@ -152,10 +153,12 @@ static void read_env(void) {
 
 static CUresult default_fault(const char *base) {
   static const char *const alloc_like[] = {
-      "cuMemAlloc", "cuMemAllocHost", "cuMemAllocPitch", "cuMemAllocManaged",
-      "cuMemAllocAsync", "cuMemAllocFromPoolAsync", "cuMemHostAlloc",
-      "cuMemHostRegister", "cuStreamCreate", "cuStreamCreateWithPriority",
-      "cuEventCreate", "cuCtxCreate"};
+      "cuMemAlloc",      "cuMemAllocHost",
+      "cuMemAllocPitch", "cuMemAllocManaged",
+      "cuMemAllocAsync", "cuMemAllocFromPoolAsync",
+      "cuMemHostAlloc",  "cuMemHostRegister",
+      "cuStreamCreate",  "cuStreamCreateWithPriority",
+      "cuEventCreate",   "cuCtxCreate"};
   for (size_t i = 0; i < sizeof alloc_like / sizeof alloc_like[0]; i++)
     if (strcmp(base, alloc_like[i]) == 0)
       return CUDA_ERROR_OUT_OF_MEMORY;
@@ -216,12 +219,26 @@ uint64_t scu_parse_size(const char *s) {
     return 0;
   unsigned shift = 0;
   switch (toupper((unsigned char)*end)) {
-  case 0: break;
-  case 'K': shift = 10; end++; break;
-  case 'M': shift = 20; end++; break;
-  case 'G': shift = 30; end++; break;
-  case 'T': shift = 40; end++; break;
-  default: return 0;
+  case 0:
+    break;
+  case 'K':
+    shift = 10;
+    end++;
+    break;
+  case 'M':
+    shift = 20;
+    end++;
+    break;
+  case 'G':
+    shift = 30;
+    end++;
+    break;
+  case 'T':
+    shift = 40;
+    end++;
+    break;
+  default:
+    return 0;
   }
   if (*end || v > (UINT64_MAX >> shift))
     return 0;

@@ -45,8 +45,8 @@ typedef struct dalloc {
   size_t committed; /* page-rounded */
   scu_ctx *ctx;     /* owner (compared only, not referenced) */
   uint64_t id;
-  unsigned flags;   /* SCU_ALLOC_* */
-  bool deferred;    /* freed by cuMemFreeAsync, pages still mapped */
+  unsigned flags; /* SCU_ALLOC_* */
+  bool deferred;  /* freed by cuMemFreeAsync, pages still mapped */
 } dalloc;
 
 typedef struct hrange {
@@ -76,7 +76,9 @@ typedef struct scu_pool {
 static scu_pool the_pool;
 static void *pool_handle;
 
-static void pool_destroy(scu_obj *o) { (void)o; }
+static void pool_destroy(scu_obj *o) {
+  (void)o;
+}
 
 CUresult scu_mem_init(void) {
   page = (size_t)sysconf(_SC_PAGESIZE);
@@ -112,9 +114,13 @@ CUresult scu_mem_init(void) {
   return pool_handle ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
 }
 
-size_t scu_mem_total(void) { return total_bytes; }
+size_t scu_mem_total(void) {
+  return total_bytes;
+}
 
-static size_t round_up(size_t v, size_t a) { return (v + a - 1) / a * a; }
+static size_t round_up(size_t v, size_t a) {
+  return (v + a - 1) / a * a;
+}
 
 /* ---- the tables (mem_lock held) --------------------------------------- */
 
@@ -220,8 +226,9 @@ static CUresult alloc_locked(scu_ctx *c, size_t bytes, unsigned flags,
     return CUDA_ERROR_OUT_OF_MEMORY;
   size_t i = dev_upper(base);
   memmove(&dev[i + 1], &dev[i], (ndev - i) * sizeof *dev);
-  dev[i] = (dalloc){base, bytes, committed, c,
-                    atomic_fetch_add(&next_buffer_id, 1), flags, false};
+  dev[i] =
+      (dalloc){base,  bytes, committed, c, atomic_fetch_add(&next_buffer_id, 1),
+               flags, false};
   ndev++;
   used_bytes += committed;
   *out = (CUdeviceptr)base;
@@ -318,8 +325,8 @@ static CUresult host_insert(const hrange *h) {
 static bool host_remove(uintptr_t base, bool registered, hrange *out) {
   pthread_rwlock_wrlock(&mem_lock);
   size_t i = host_upper(base);
-  bool ok = i > 0 && host[i - 1].base == base &&
-            host[i - 1].registered == registered;
+  bool ok =
+      i > 0 && host[i - 1].base == base && host[i - 1].registered == registered;
   if (ok) {
     *out = host[i - 1];
     (void)simt_host_try_unregister((const void *)base);
@@ -362,8 +369,9 @@ static CUresult host_alloc(scu_ctx *c, void **pp, size_t bytes,
   (void)madvise(user, len, MADV_DONTFORK);
   if (alias)
     (void)madvise(alias, len, MADV_DONTFORK);
-  hrange h = {(uintptr_t)user, bytes, alias, len, flags, false, c,
-              atomic_fetch_add(&next_buffer_id, 1)};
+  hrange h = {
+      (uintptr_t)user, bytes, alias, len,
+      flags,           false, c,     atomic_fetch_add(&next_buffer_id, 1)};
   CUresult r = host_insert(&h);
   if (r != CUDA_SUCCESS) {
     unmap_host(&h);
@@ -391,8 +399,7 @@ static bool host_mapped(uintptr_t p, size_t n) {
 
 /* ---- classification for transfers ---------------------------------------- */
 
-CUresult scu_mem_check(uintptr_t p, size_t n, bool device_side,
-                       scu_span *out) {
+CUresult scu_mem_check(uintptr_t p, size_t n, bool device_side, scu_span *out) {
   out->kind = SCU_MEM_PAGEABLE;
   out->access = (char *)p;
   if (n == 0)
@@ -618,10 +625,9 @@ CUresult CUDAAPI cuMemFreeHost(void *p) {
 CUresult CUDAAPI cuMemHostRegister_v2(void *p, size_t bytesize,
                                       unsigned int Flags) {
   SCU_API("cuMemHostRegister");
-  const unsigned known = CU_MEMHOSTREGISTER_PORTABLE |
-                         CU_MEMHOSTREGISTER_DEVICEMAP |
-                         CU_MEMHOSTREGISTER_IOMEMORY |
-                         CU_MEMHOSTREGISTER_READ_ONLY;
+  const unsigned known =
+      CU_MEMHOSTREGISTER_PORTABLE | CU_MEMHOSTREGISTER_DEVICEMAP |
+      CU_MEMHOSTREGISTER_IOMEMORY | CU_MEMHOSTREGISTER_READ_ONLY;
   uintptr_t a = (uintptr_t)p;
   if (!p || bytesize == 0 || (Flags & ~known) || a + bytesize < a)
     SCU_RETURN(CUDA_ERROR_INVALID_VALUE);
@@ -635,8 +641,8 @@ CUresult CUDAAPI cuMemHostRegister_v2(void *p, size_t bytesize,
   CUresult r = alloc_ctx(&c);
   if (r != CUDA_SUCCESS)
     SCU_RETURN(r);
-  hrange h = {a, bytesize, NULL, 0, Flags, true, c,
-              atomic_fetch_add(&next_buffer_id, 1)};
+  hrange h = {a,     bytesize, NULL, 0,
+              Flags, true,     c,    atomic_fetch_add(&next_buffer_id, 1)};
   r = host_insert(&h);
   scu_ctx_put(c);
   SCU_RETURN(r);
@@ -694,7 +700,8 @@ CUresult CUDAAPI cuMemHostGetFlags(unsigned int *pFlags, void *p) {
   SCU_RETURN(ok ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE);
 }
 
-/* ---- pointer attributes --------------------------------------------------- */
+/* ---- pointer attributes ---------------------------------------------------
+ */
 
 typedef struct ptr_info {
   bool known; /* device or pinned */
@@ -710,14 +717,19 @@ static ptr_info classify(uintptr_t p) {
   pthread_rwlock_rdlock(&mem_lock);
   dalloc *a = dev_find(p);
   if (a) {
-    pi = (ptr_info){true, true, (a->flags & SCU_ALLOC_MANAGED) != 0,
-                    (a->flags & SCU_ALLOC_ASYNC) != 0, a->base, a->bytes,
-                    a->ctx, a->id};
+    pi = (ptr_info){true,
+                    true,
+                    (a->flags & SCU_ALLOC_MANAGED) != 0,
+                    (a->flags & SCU_ALLOC_ASYNC) != 0,
+                    a->base,
+                    a->bytes,
+                    a->ctx,
+                    a->id};
   } else {
     hrange *h = host_find(p);
     if (h)
-      pi = (ptr_info){true, false, false, false, h->base, h->bytes, h->ctx,
-                      h->id};
+      pi = (ptr_info){true,    false,    false,  false,
+                      h->base, h->bytes, h->ctx, h->id};
   }
   pthread_rwlock_unlock(&mem_lock);
   return pi;
@@ -735,7 +747,7 @@ static CUresult attribute(void *data, CUpointer_attribute attr,
     *(CUcontext *)data = pi->known ? ctxh : NULL;
     return CUDA_SUCCESS;
   case CU_POINTER_ATTRIBUTE_MEMORY_TYPE:
-    *(unsigned *)data = !pi->known  ? 0
+    *(unsigned *)data = !pi->known   ? 0
                         : pi->device ? CU_MEMORYTYPE_DEVICE
                                      : CU_MEMORYTYPE_HOST;
     return CUDA_SUCCESS;
@@ -819,7 +831,8 @@ CUresult CUDAAPI cuPointerGetAttributes(unsigned int numAttributes,
   SCU_RETURN(CUDA_SUCCESS);
 }
 
-/* ---- stream-ordered allocation and the memory pool ------------------------ */
+/* ---- stream-ordered allocation and the memory pool ------------------------
+ */
 
 static CUresult get_pool(CUmemoryPool *pool, CUdevice dev) {
   if (!pool)
@@ -932,7 +945,8 @@ CUresult CUDAAPI cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream hStream) {
   SCU_RETURN(free_async(dptr, hStream, true));
 }
 
-/* ---- managed-memory hints: checked, then nothing to do -------------------- */
+/* ---- managed-memory hints: checked, then nothing to do --------------------
+ */
 
 static CUresult check_managed(CUdeviceptr p, size_t count) {
   ptr_info pi = classify(p);
@@ -982,8 +996,7 @@ CUresult CUDAAPI cuMemPrefetchAsync(CUdeviceptr devPtr, size_t count,
 }
 
 CUresult CUDAAPI cuMemPrefetchAsync_ptsz(CUdeviceptr devPtr, size_t count,
-                                         CUdevice dstDevice,
-                                         CUstream hStream) {
+                                         CUdevice dstDevice, CUstream hStream) {
   SCU_API("cuMemPrefetchAsync");
   if (dstDevice != CU_DEVICE_CPU && scu_check_device(dstDevice))
     SCU_RETURN(CUDA_ERROR_INVALID_DEVICE);

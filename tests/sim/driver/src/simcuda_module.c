@@ -74,8 +74,9 @@ static CUresult check_image(const void *image) {
     if (scu_mem_check((uintptr_t)image, sizeof w, false, &sp) != CUDA_SUCCESS)
       return CUDA_ERROR_INVALID_IMAGE;
     memcpy(&w, image, sizeof w);
-    return w.data && scu_mem_check((uintptr_t)w.data, 4, false, &sp) ==
-                         CUDA_SUCCESS &&
+    return w.data &&
+                   scu_mem_check((uintptr_t)w.data, 4, false, &sp) ==
+                       CUDA_SUCCESS &&
                    *(const uint32_t *)w.data == FATBIN_MAGIC
                ? CUDA_SUCCESS
                : CUDA_ERROR_INVALID_IMAGE;
@@ -188,8 +189,8 @@ static CUresult names_get(names *ns, const char *name, scu_type type,
 }
 
 CUresult scu_func_resolve(CUfunction h, scu_func **out) {
-  scu_func *f = (scu_func *)scu_obj_get(
-      h, SCU_MASK(SCU_T_FUNC) | SCU_MASK(SCU_T_KERNEL));
+  scu_func *f =
+      (scu_func *)scu_obj_get(h, SCU_MASK(SCU_T_FUNC) | SCU_MASK(SCU_T_KERNEL));
   if (!f)
     return CUDA_ERROR_INVALID_HANDLE;
   *out = f;
@@ -360,16 +361,15 @@ CUresult CUDAAPI cuLibraryLoadData(CUlibrary *library, const void *code,
                                    void **libraryOptionValues,
                                    unsigned int numLibraryOptions) {
   SCU_API("cuLibraryLoadData");
-  CUresult r = check_options(numJitOptions, jitOptions, jitOptionsValues,
-                             numLibraryOptions, libraryOptions,
-                             libraryOptionValues);
+  CUresult r =
+      check_options(numJitOptions, jitOptions, jitOptionsValues,
+                    numLibraryOptions, libraryOptions, libraryOptionValues);
   if (r == CUDA_SUCCESS)
     r = library_load(library, check_image(code));
   SCU_RETURN(r);
 }
 
-CUresult CUDAAPI cuLibraryLoadFromFile(CUlibrary *library,
-                                       const char *fileName,
+CUresult CUDAAPI cuLibraryLoadFromFile(CUlibrary *library, const char *fileName,
                                        CUjit_option *jitOptions,
                                        void **jitOptionsValues,
                                        unsigned int numJitOptions,
@@ -377,9 +377,9 @@ CUresult CUDAAPI cuLibraryLoadFromFile(CUlibrary *library,
                                        void **libraryOptionValues,
                                        unsigned int numLibraryOptions) {
   SCU_API("cuLibraryLoadFromFile");
-  CUresult r = check_options(numJitOptions, jitOptions, jitOptionsValues,
-                             numLibraryOptions, libraryOptions,
-                             libraryOptionValues);
+  CUresult r =
+      check_options(numJitOptions, jitOptions, jitOptionsValues,
+                    numLibraryOptions, libraryOptions, libraryOptionValues);
   if (r == CUDA_SUCCESS)
     r = library_load(library, check_file(fileName));
   SCU_RETURN(r);
@@ -387,8 +387,8 @@ CUresult CUDAAPI cuLibraryLoadFromFile(CUlibrary *library,
 
 CUresult CUDAAPI cuLibraryUnload(CUlibrary library) {
   SCU_API("cuLibraryUnload");
-  scu_library *l = (scu_library *)scu_obj_take(library,
-                                               SCU_MASK(SCU_T_LIBRARY));
+  scu_library *l =
+      (scu_library *)scu_obj_take(library, SCU_MASK(SCU_T_LIBRARY));
   if (!l)
     SCU_RETURN(CUDA_ERROR_INVALID_HANDLE);
   names_clear(&l->kernels); /* kernel handles die now */
@@ -401,8 +401,7 @@ CUresult CUDAAPI cuLibraryGetKernel(CUkernel *pKernel, CUlibrary library,
   SCU_API("cuLibraryGetKernel");
   if (!pKernel || !name)
     SCU_RETURN(CUDA_ERROR_INVALID_VALUE);
-  scu_library *l = (scu_library *)scu_obj_get(library,
-                                              SCU_MASK(SCU_T_LIBRARY));
+  scu_library *l = (scu_library *)scu_obj_get(library, SCU_MASK(SCU_T_LIBRARY));
   if (!l)
     SCU_RETURN(CUDA_ERROR_INVALID_HANDLE);
   scu_func *f;
@@ -419,8 +418,7 @@ CUresult CUDAAPI cuLibraryGetModule(CUmodule *pMod, CUlibrary library) {
   SCU_API("cuLibraryGetModule");
   if (!pMod)
     SCU_RETURN(CUDA_ERROR_INVALID_VALUE);
-  scu_library *l = (scu_library *)scu_obj_get(library,
-                                              SCU_MASK(SCU_T_LIBRARY));
+  scu_library *l = (scu_library *)scu_obj_get(library, SCU_MASK(SCU_T_LIBRARY));
   if (!l)
     SCU_RETURN(CUDA_ERROR_INVALID_HANDLE);
   scu_ctx *c;
@@ -518,14 +516,21 @@ CUresult CUDAAPI cuLibraryGetManaged(CUdeviceptr *dptr, size_t *bytes,
   SCU_RETURN(no_global(dptr, bytes, library, name));
 }
 
-/* ---- function and kernel attributes ---------------------------------------- */
+/* ---- function and kernel attributes ----------------------------------------
+ */
 
 static CUresult get_attr(int *pi, CUfunction_attribute a, scu_func *f) {
   switch (a) {
-  case CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK: *pi = 1024; break;
-  case CU_FUNC_ATTRIBUTE_NUM_REGS: *pi = 32; break;
+  case CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK:
+    *pi = 1024;
+    break;
+  case CU_FUNC_ATTRIBUTE_NUM_REGS:
+    *pi = 32;
+    break;
   case CU_FUNC_ATTRIBUTE_PTX_VERSION:
-  case CU_FUNC_ATTRIBUTE_BINARY_VERSION: *pi = 90; break;
+  case CU_FUNC_ATTRIBUTE_BINARY_VERSION:
+    *pi = 90;
+    break;
   case CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES:
     *pi = (int)atomic_load(&f->max_dyn_shared);
     break;
@@ -541,8 +546,11 @@ static CUresult get_attr(int *pi, CUfunction_attribute a, scu_func *f) {
   case CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_HEIGHT:
   case CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_DEPTH:
   case CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED:
-  case CU_FUNC_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE: *pi = 0; break;
-  default: return CUDA_ERROR_INVALID_VALUE;
+  case CU_FUNC_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE:
+    *pi = 0;
+    break;
+  default:
+    return CUDA_ERROR_INVALID_VALUE;
   }
   return CUDA_SUCCESS;
 }
@@ -572,14 +580,14 @@ static CUresult set_attr(CUfunction_attribute a, int v, scu_func *f) {
 }
 
 /* The function behind a CUfunction or CUkernel handle, or the error. */
-#define WITH_FUNC(handle, mask, f, body)                                      \
-  do {                                                                        \
-    scu_func *f = (scu_func *)scu_obj_get(handle, mask);                      \
-    if (!f)                                                                   \
-      SCU_RETURN(CUDA_ERROR_INVALID_HANDLE);                                  \
-    CUresult r_ = (body);                                                     \
-    scu_obj_put(&f->hdr);                                                     \
-    SCU_RETURN(r_);                                                           \
+#define WITH_FUNC(handle, mask, f, body)                                       \
+  do {                                                                         \
+    scu_func *f = (scu_func *)scu_obj_get(handle, mask);                       \
+    if (!f)                                                                    \
+      SCU_RETURN(CUDA_ERROR_INVALID_HANDLE);                                   \
+    CUresult r_ = (body);                                                      \
+    scu_obj_put(&f->hdr);                                                      \
+    SCU_RETURN(r_);                                                            \
   } while (0)
 #define ANY_FUNC (SCU_MASK(SCU_T_FUNC) | SCU_MASK(SCU_T_KERNEL))
 

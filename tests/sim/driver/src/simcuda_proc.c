@@ -9,8 +9,8 @@
  * CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND; only newer ones: CUDA_ERROR_NOT_FOUND
  * and CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT.  *pfn is NULL on failure.
  */
-#include "simcuda_internal.h"
 #include "simcuda_proc.h"
+#include "simcuda_internal.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -107,9 +107,9 @@ static CUresult lookup(const char *symbol, void **pfn, int version,
   return r;
 }
 
-CUresult CUDAAPI cuGetProcAddress_v2(const char *symbol, void **pfn,
-                                     int cudaVersion, cuuint64_t flags,
-                                     CUdriverProcAddressQueryResult *symbolStatus) {
+CUresult CUDAAPI cuGetProcAddress_v2(
+    const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags,
+    CUdriverProcAddressQueryResult *symbolStatus) {
   SCU_API_NOINIT("cuGetProcAddress");
   SCU_RETURN(lookup(symbol, pfn, cudaVersion, flags, symbolStatus));
 }

@@ -20,8 +20,8 @@ typedef struct scu_proc_entry {
   scu_fn fn;
 } scu_proc_entry;
 
-__attribute__((visibility("hidden"))) extern const scu_proc_entry
-    scu_proc_table[];
+__attribute__((
+    visibility("hidden"))) extern const scu_proc_entry scu_proc_table[];
 __attribute__((visibility("hidden"))) extern const size_t scu_proc_count;
 
 /* What every stub does: fault injection and tracing like any entry point,

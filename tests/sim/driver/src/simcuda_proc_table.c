@@ -13,7 +13,7 @@
 #define SCU_VARIANT_P 'P'
 #define SCU_IMPL_IMPL 1
 #define SCU_IMPL_STUB 0
-#define SIM_PROC(name, version, variant, symbol, kind)                        \
+#define SIM_PROC(name, version, variant, symbol, kind)                         \
   {#name, #symbol, version, SCU_VARIANT_##variant, SCU_IMPL_##kind, symbol},
 
 const scu_proc_entry scu_proc_table[] = {

@@ -148,7 +148,8 @@ static CUresult execute(scu_stream *s, scu_op *op, CUresult prior) {
   }
 }
 
-/* ---- streams -------------------------------------------------------------- */
+/* ---- streams --------------------------------------------------------------
+ */
 
 static void stream_free(scu_obj *o) {
   scu_stream *s = (scu_stream *)o;
@@ -412,8 +413,8 @@ CUresult scu_stream_submit(scu_stream *s, scu_op *op, uint64_t *seq) {
 bool scu_stream_done(scu_stream *s, uint64_t seq, CUresult *err) {
   pthread_mutex_lock(&s->m);
   bool done = s->completed >= seq;
-  *err = s->error != CUDA_SUCCESS && s->error_seq <= seq ? s->error
-                                                         : CUDA_SUCCESS;
+  *err =
+      s->error != CUDA_SUCCESS && s->error_seq <= seq ? s->error : CUDA_SUCCESS;
   pthread_mutex_unlock(&s->m);
   return done;
 }
@@ -422,9 +423,8 @@ CUresult scu_stream_wait(scu_stream *s, uint64_t seq) {
   pthread_mutex_lock(&s->m);
   while (s->completed < seq)
     pthread_cond_wait(&s->done_cv, &s->m);
-  CUresult r = s->error != CUDA_SUCCESS && s->error_seq <= seq
-                   ? s->error
-                   : CUDA_SUCCESS;
+  CUresult r =
+      s->error != CUDA_SUCCESS && s->error_seq <= seq ? s->error : CUDA_SUCCESS;
   pthread_mutex_unlock(&s->m);
   return r;
 }
@@ -543,7 +543,9 @@ static void ptds_thread_exit(void *unused) {
   scu_ptds_forget_thread();
 }
 
-static void make_key(void) { pthread_key_create(&ptds_key, ptds_thread_exit); }
+static void make_key(void) {
+  pthread_key_create(&ptds_key, ptds_thread_exit);
+}
 
 void scu_ptds_forget_thread(void) {
   for (int i = 0; i < PTDS_CACHE; i++) {
@@ -627,7 +629,8 @@ CUresult scu_stream_resolve(CUstream h, bool ptds, scu_stream **out) {
   return r;
 }
 
-/* ---- entry points ---------------------------------------------------------- */
+/* ---- entry points ----------------------------------------------------------
+ */
 
 static CUresult stream_create(CUstream *ph, unsigned flags, int priority) {
   if (!ph || (flags & ~(unsigned)CU_STREAM_NON_BLOCKING))
@@ -815,7 +818,8 @@ CUresult CUDAAPI cuLaunchHostFunc_ptsz(CUstream hStream, CUhostFn fn,
   SCU_RETURN(launch_host_func(hStream, fn, userData, true));
 }
 
-/* ---- stream properties ---------------------------------------------------- */
+/* ---- stream properties ----------------------------------------------------
+ */
 
 typedef enum { P_FLAGS, P_PRIORITY, P_ID, P_CTX, P_DEVICE } prop;
 
@@ -827,32 +831,48 @@ static CUresult get_prop(CUstream h, bool ptds, prop what, void *out) {
   if (r != CUDA_SUCCESS)
     return r;
   switch (what) {
-  case P_FLAGS: *(unsigned *)out = s->flags; break;
-  case P_PRIORITY: *(int *)out = s->priority; break;
-  case P_ID: *(unsigned long long *)out = s->uid; break;
-  case P_CTX: *(CUcontext *)out = scu_obj_handle(&s->ctx->hdr); break;
-  case P_DEVICE: *(CUdevice *)out = 0; break;
+  case P_FLAGS:
+    *(unsigned *)out = s->flags;
+    break;
+  case P_PRIORITY:
+    *(int *)out = s->priority;
+    break;
+  case P_ID:
+    *(unsigned long long *)out = s->uid;
+    break;
+  case P_CTX:
+    *(CUcontext *)out = scu_obj_handle(&s->ctx->hdr);
+    break;
+  case P_DEVICE:
+    *(CUdevice *)out = 0;
+    break;
   }
   scu_stream_put(s);
   return CUDA_SUCCESS;
 }
 
-#define STREAM_GETTER(sym, base, ptds, what, type)                            \
-  CUresult CUDAAPI sym(CUstream hStream, type *out) {                         \
-    SCU_API(base);                                                            \
-    SCU_RETURN(get_prop(hStream, ptds, what, out));                           \
+#define STREAM_GETTER(sym, base, ptds, what, type)                             \
+  CUresult CUDAAPI sym(CUstream hStream, type *out) {                          \
+    SCU_API(base);                                                             \
+    SCU_RETURN(get_prop(hStream, ptds, what, out));                            \
   }
 
-STREAM_GETTER(cuStreamGetFlags, "cuStreamGetFlags", false, P_FLAGS, unsigned int)
-STREAM_GETTER(cuStreamGetFlags_ptsz, "cuStreamGetFlags", true, P_FLAGS, unsigned int)
-STREAM_GETTER(cuStreamGetPriority, "cuStreamGetPriority", false, P_PRIORITY, int)
-STREAM_GETTER(cuStreamGetPriority_ptsz, "cuStreamGetPriority", true, P_PRIORITY, int)
+STREAM_GETTER(cuStreamGetFlags, "cuStreamGetFlags", false, P_FLAGS,
+              unsigned int)
+STREAM_GETTER(cuStreamGetFlags_ptsz, "cuStreamGetFlags", true, P_FLAGS,
+              unsigned int)
+STREAM_GETTER(cuStreamGetPriority, "cuStreamGetPriority", false, P_PRIORITY,
+              int)
+STREAM_GETTER(cuStreamGetPriority_ptsz, "cuStreamGetPriority", true, P_PRIORITY,
+              int)
 STREAM_GETTER(cuStreamGetId, "cuStreamGetId", false, P_ID, unsigned long long)
-STREAM_GETTER(cuStreamGetId_ptsz, "cuStreamGetId", true, P_ID, unsigned long long)
+STREAM_GETTER(cuStreamGetId_ptsz, "cuStreamGetId", true, P_ID,
+              unsigned long long)
 STREAM_GETTER(cuStreamGetCtx, "cuStreamGetCtx", false, P_CTX, CUcontext)
 STREAM_GETTER(cuStreamGetCtx_ptsz, "cuStreamGetCtx", true, P_CTX, CUcontext)
 STREAM_GETTER(cuStreamGetDevice, "cuStreamGetDevice", false, P_DEVICE, CUdevice)
-STREAM_GETTER(cuStreamGetDevice_ptsz, "cuStreamGetDevice", true, P_DEVICE, CUdevice)
+STREAM_GETTER(cuStreamGetDevice_ptsz, "cuStreamGetDevice", true, P_DEVICE,
+              CUdevice)
 
 static CUresult get_ctx_v2(CUstream h, CUcontext *pctx, CUgreenCtx *pgreen,
                            bool ptds) {

@@ -8,13 +8,13 @@
 #include "simcuda_proc.h"
 
 #define SCU_STUB_IMPL(name, symbol)
-#define SCU_STUB_STUB(name, symbol)                                           \
-  int symbol(void);                                                           \
-  int symbol(void) {                                                          \
-    static int warned;                                                        \
-    return scu_stub_called(#name, #symbol, &warned);                          \
+#define SCU_STUB_STUB(name, symbol)                                            \
+  int symbol(void);                                                            \
+  int symbol(void) {                                                           \
+    static int warned;                                                         \
+    return scu_stub_called(#name, #symbol, &warned);                           \
   }
-#define SIM_PROC(name, version, variant, symbol, kind)                        \
+#define SIM_PROC(name, version, variant, symbol, kind)                         \
   SCU_STUB_##kind(name, symbol)
 #include "simcuda_entries.def"
 #undef SIM_PROC

@@ -12,7 +12,9 @@ namespace {
 unsigned global_index() {
   return simt_block_idx(0) * simt_block_dim(0) + simt_thread_idx(0);
 }
-unsigned grid_threads() { return simt_grid_dim(0) * simt_block_dim(0); }
+unsigned grid_threads() {
+  return simt_grid_dim(0) * simt_block_dim(0);
+}
 
 // dst[i] = value + i
 void fill_u32(const void *p) {

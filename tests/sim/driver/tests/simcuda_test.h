@@ -20,35 +20,34 @@
 
 static int t_failures;
 
-#define CHECK(cond)                                                           \
-  do {                                                                        \
-    if (!(cond)) {                                                            \
-      fprintf(stderr, "%s:%d: CHECK(%s) failed\n", __FILE__, __LINE__,        \
-              #cond);                                                         \
-      t_failures++;                                                           \
-    }                                                                         \
+#define CHECK(cond)                                                            \
+  do {                                                                         \
+    if (!(cond)) {                                                             \
+      fprintf(stderr, "%s:%d: CHECK(%s) failed\n", __FILE__, __LINE__, #cond); \
+      t_failures++;                                                            \
+    }                                                                          \
   } while (0)
 
 /* call must return `want` (a CUresult). */
-#define EXPECT(want, call)                                                    \
-  do {                                                                        \
-    CUresult t_r = (call), t_w = (want);                                      \
-    if (t_r != t_w) {                                                         \
-      fprintf(stderr, "%s:%d: %s returned %d, expected %d\n", __FILE__,       \
-              __LINE__, #call, (int)t_r, (int)t_w);                           \
-      t_failures++;                                                           \
-    }                                                                         \
+#define EXPECT(want, call)                                                     \
+  do {                                                                         \
+    CUresult t_r = (call), t_w = (want);                                       \
+    if (t_r != t_w) {                                                          \
+      fprintf(stderr, "%s:%d: %s returned %d, expected %d\n", __FILE__,        \
+              __LINE__, #call, (int)t_r, (int)t_w);                            \
+      t_failures++;                                                            \
+    }                                                                          \
   } while (0)
 #define OK(call) EXPECT(CUDA_SUCCESS, call)
 
 /* A test that cannot go on: report and stop. */
-#define REQUIRE(cond)                                                         \
-  do {                                                                        \
-    if (!(cond)) {                                                            \
-      fprintf(stderr, "%s:%d: REQUIRE(%s) failed\n", __FILE__, __LINE__,      \
-              #cond);                                                         \
-      exit(1);                                                                \
-    }                                                                         \
+#define REQUIRE(cond)                                                          \
+  do {                                                                         \
+    if (!(cond)) {                                                             \
+      fprintf(stderr, "%s:%d: REQUIRE(%s) failed\n", __FILE__, __LINE__,       \
+              #cond);                                                          \
+      exit(1);                                                                 \
+    }                                                                          \
   } while (0)
 
 static inline int t_finish(const char *name) {
@@ -75,7 +74,8 @@ static inline void t_open(void) {
 }
 
 /* The driver's answer for (name, version, flags), or NULL. */
-static inline void *t_proc(const char *name, int version, unsigned long long flags) {
+static inline void *t_proc(const char *name, int version,
+                           unsigned long long flags) {
   void *fn = NULL;
   CUdriverProcAddressQueryResult st;
   if (t_gpa(name, &fn, version, flags, &st) != CUDA_SUCCESS ||
@@ -84,10 +84,13 @@ static inline void *t_proc(const char *name, int version, unsigned long long fla
   return fn;
 }
 
-static inline void *t_sym(const char *symbol) { return dlsym(t_handle, symbol); }
+static inline void *t_sym(const char *symbol) {
+  return dlsym(t_handle, symbol);
+}
 
 /* The entry points the tests use: field, PFN type, name, version, version
  * of the per-thread variant (0: none). */
+// clang-format off
 #define T_API(X)                                                                          \
   X(Init, PFN_cuInit_v2000, "cuInit", 2000, 0)                                            \
   X(DriverGetVersion, PFN_cuDriverGetVersion_v2020, "cuDriverGetVersion", 2020, 0)        \
@@ -190,6 +193,7 @@ static inline void *t_sym(const char *symbol) { return dlsym(t_handle, symbol); 
   X(GraphExecDestroy, PFN_cuGraphExecDestroy_v10000, "cuGraphExecDestroy", 10000, 0)      \
   X(GraphDestroy, PFN_cuGraphDestroy_v10000, "cuGraphDestroy", 10000, 0)                  \
   X(ThreadExchangeStreamCaptureMode, PFN_cuThreadExchangeStreamCaptureMode_v10010, "cuThreadExchangeStreamCaptureMode", 10010, 0)
+// clang-format on
 
 typedef struct t_api {
 #define T_FIELD(field, pfn, name, version, ptds) pfn field;
@@ -201,14 +205,14 @@ typedef struct t_api {
  * per-thread version where there is one (as a cudart built with
  * --default-stream per-thread does). */
 static inline void t_load(t_api *a, int ptds) {
-#define T_LOAD(field, pfn, name, version, ptds_version)                       \
-  a->field = (pfn)(ptds && ptds_version                                       \
-                       ? t_proc(name, ptds_version,                           \
+#define T_LOAD(field, pfn, name, version, ptds_version)                        \
+  a->field = (pfn)(ptds && ptds_version                                        \
+                       ? t_proc(name, ptds_version,                            \
                                 CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) \
-                       : t_proc(name, version, 0));                           \
-  if (!a->field) {                                                            \
-    fprintf(stderr, "cannot resolve %s %d\n", name, version);                 \
-    exit(1);                                                                  \
+                       : t_proc(name, version, 0));                            \
+  if (!a->field) {                                                             \
+    fprintf(stderr, "cannot resolve %s %d\n", name, version);                  \
+    exit(1);                                                                   \
   }
   T_API(T_LOAD)
 #undef T_LOAD

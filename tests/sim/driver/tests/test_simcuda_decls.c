@@ -6,8 +6,8 @@
  */
 #define __CUDA_API_VERSION_INTERNAL 1
 #include <cuda.h>
-#include <cudaGL.h>
 #include <cudaEGL.h>
+#include <cudaGL.h>
 #include <cudaProfiler.h>
 /* cudaVDPAU.h wants the VDPAU types; their shape does not matter here. */
 #include <stdint.h>
@@ -21,7 +21,7 @@ typedef int VdpGetProcAddress(uint32_t, uint32_t, void **);
 
 int main(void) {
   size_t n = 0;
-#define SIM_PROC(name, version, variant, symbol, kind)                        \
+#define SIM_PROC(name, version, variant, symbol, kind)                         \
   n += sizeof(&symbol) != 0;
 #include "simcuda_entries.def"
 #undef SIM_PROC

@@ -5,8 +5,8 @@
  * ignored (with a message); "nodevice" -- SIMCUDA_NO_DEVICE; "smallmem" --
  * SIMCUDA_DEVICE_MEM.
  */
-#include "simcuda_test.h"
 #include "sim_test_kernels.h"
+#include "simcuda_test.h"
 
 #include <stdint.h>
 

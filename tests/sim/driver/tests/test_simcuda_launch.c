@@ -5,8 +5,8 @@
  * through kernelParams and extra, reads of pinned host memory, launch
  * errors, and a failing kernel's sticky error.
  */
-#include "simcuda_test.h"
 #include "sim_test_kernels.h"
+#include "simcuda_test.h"
 
 #include <stdint.h>
 #include <unistd.h>
@@ -26,8 +26,8 @@ static void test_images(void) {
   static const unsigned char elf[16] = {0x7f, 'E', 'L', 'F', 2, 1, 1};
   OK(A.LibraryLoadData(&lib, elf, NULL, NULL, 0, NULL, NULL, 0));
   OK(A.LibraryUnload(lib));
-  OK(A.LibraryLoadData(&lib, "//\n.version 8.0\n.target sm_90\n", NULL, NULL,
-                       0, NULL, NULL, 0));
+  OK(A.LibraryLoadData(&lib, "//\n.version 8.0\n.target sm_90\n", NULL, NULL, 0,
+                       NULL, NULL, 0));
   OK(A.LibraryUnload(lib));
   struct {
     int magic, version;
@@ -127,7 +127,8 @@ static void test_attributes(CUfunction f) {
   CHECK(v > 0);
   OK(A.FuncGetAttribute(&v, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, f));
   CHECK(v == 0);
-  OK(A.FuncGetAttribute(&v, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, f));
+  OK(A.FuncGetAttribute(&v, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                        f));
   CHECK(v == 48 * 1024);
   EXPECT(CUDA_ERROR_INVALID_VALUE,
          A.FuncGetAttribute(&v, (CUfunction_attribute)99, f));
@@ -136,7 +137,8 @@ static void test_attributes(CUfunction f) {
                             300 * 1024));
   OK(A.FuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                         100 * 1024));
-  OK(A.FuncGetAttribute(&v, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, f));
+  OK(A.FuncGetAttribute(&v, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                        f));
   CHECK(v == 100 * 1024);
   const char *name = NULL;
   OK(A.FuncGetName(&name, f));

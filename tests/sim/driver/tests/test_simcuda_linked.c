@@ -76,7 +76,9 @@ static void *end_elsewhere(void *p) {
   return NULL;
 }
 
-static void CUDA_CB count_up(void *p) { (*(int *)p)++; }
+static void CUDA_CB count_up(void *p) {
+  (*(int *)p)++;
+}
 
 static void check_capture(CUfunction fill) {
   enum { N = 1024 };
@@ -224,7 +226,7 @@ static void check_other_abis(CUcontext primary, CUkernel k, CUfunction f) {
   ((char *)(uintptr_t)m)[0] = 1; /* host-accessible */
   CUmemLocation loc = {CU_MEM_LOCATION_TYPE_DEVICE, 0};
   R(cuMemAdvise(m, 8192, CU_MEM_ADVISE_SET_READ_MOSTLY, loc)); /* _v2 */
-  R(cuMemPrefetchAsync(m, 8192, loc, 0, NULL)); /* _v2 */
+  R(cuMemPrefetchAsync(m, 8192, loc, 0, NULL));                /* _v2 */
   CUdeviceptr plain;
   R(cuMemAlloc(&plain, 64));
   EXPECT(CUDA_ERROR_INVALID_VALUE, cuMemPrefetchAsync(plain, 64, loc, 0, NULL));

@@ -7,6 +7,7 @@
 
 #include <stdint.h>
 #include <sys/mman.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 static t_api A;
@@ -228,7 +229,8 @@ static void test_device_memory(void) {
   EXPECT(CUDA_ERROR_INVALID_VALUE, A.MemcpyHtoD(d, NULL, 8));
   EXPECT(CUDA_ERROR_INVALID_VALUE, A.MemcpyDtoH(NULL, d, 8));
   EXPECT(CUDA_ERROR_INVALID_VALUE, A.MemcpyDtoD(d, d2 + 4000, 200));
-  EXPECT(CUDA_ERROR_INVALID_VALUE, A.MemcpyHtoD((CUdeviceptr)(uintptr_t)h1, h2, 8));
+  EXPECT(CUDA_ERROR_INVALID_VALUE,
+         A.MemcpyHtoD((CUdeviceptr)(uintptr_t)h1, h2, 8));
   EXPECT(CUDA_ERROR_INVALID_VALUE, A.Memcpy(d2 + 4096 + 8, d, 8)); /* a gap */
   long pg = sysconf(_SC_PAGESIZE);
   void *hole = mmap(NULL, (size_t)pg, PROT_READ | PROT_WRITE,
@@ -258,7 +260,8 @@ static void test_pinned(void) {
   void *p = NULL, *q = NULL;
   EXPECT(CUDA_ERROR_INVALID_VALUE, A.MemHostAlloc(&p, n, 0x80));
   EXPECT(CUDA_ERROR_INVALID_VALUE, A.MemHostAlloc(&p, 0, 0));
-  OK(A.MemHostAlloc(&p, n, CU_MEMHOSTALLOC_DEVICEMAP | CU_MEMHOSTALLOC_PORTABLE));
+  OK(A.MemHostAlloc(&p, n,
+                    CU_MEMHOSTALLOC_DEVICEMAP | CU_MEMHOSTALLOC_PORTABLE));
   OK(A.MemAllocHost(&q, n));
   REQUIRE(p && q);
   unsigned flags = 0;
@@ -331,7 +334,8 @@ static void test_pinned(void) {
   REQUIRE(user);
   EXPECT(CUDA_ERROR_INVALID_VALUE, A.MemHostRegister(user, rn, 0x100));
   EXPECT(CUDA_ERROR_INVALID_VALUE, A.MemHostRegister(NULL, rn, 0));
-  EXPECT(CUDA_ERROR_INVALID_VALUE, A.MemHostRegister((void *)(uintptr_t)d, 64, 0));
+  EXPECT(CUDA_ERROR_INVALID_VALUE,
+         A.MemHostRegister((void *)(uintptr_t)d, 64, 0));
   OK(A.MemHostRegister(user, rn, CU_MEMHOSTREGISTER_DEVICEMAP));
   EXPECT(CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED,
          A.MemHostRegister(user, rn, 0));
@@ -388,6 +392,26 @@ static void test_primary_reset(CUcontext primary) {
   EXPECT(CUDA_ERROR_INVALID_CONTEXT, A.PrimaryCtxRelease(0));
 }
 
+/* A child of fork() cannot use what its parent initialized. */
+static void test_fork(void) {
+  fflush(NULL);
+  pid_t pid = fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    CUdeviceptr d;
+    int n;
+    _exit(A.MemAlloc(&d, 64) == CUDA_ERROR_NOT_INITIALIZED &&
+                  A.DeviceGetCount(&n) == CUDA_ERROR_NOT_INITIALIZED
+              ? 0
+              : 1);
+  }
+  int status = 0;
+  REQUIRE(waitpid(pid, &status, 0) == pid);
+  CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  int n = 0;
+  OK(A.DeviceGetCount(&n)); /* the parent is unaffected */
+}
+
 int main(void) {
   t_open();
   t_load(&A, 0);
@@ -397,6 +421,7 @@ int main(void) {
   test_device_memory();
   test_pinned();
   test_errors_strings();
+  test_fork();
   test_primary_reset(primary);
   return t_finish("test_simcuda_memory");
 }

@@ -18,7 +18,7 @@ typedef struct entry {
 #define T_VARIANT_P 'P'
 #define T_KIND_IMPL 1
 #define T_KIND_STUB 0
-#define SIM_PROC(name, version, variant, symbol, kind)                        \
+#define SIM_PROC(name, version, variant, symbol, kind)                         \
   {#name, #symbol, version, T_VARIANT_##variant, T_KIND_##kind},
 static const entry table[] = {
 #include "simcuda_entries.def"
@@ -88,7 +88,8 @@ static void check_reference(const char *path) {
     CUdriverProcAddressQueryResult st;
     CUresult r = lookup(name, version, (unsigned)flags, &fn, &st);
     if (strcmp(kind, "NOT_FOUND") == 0) {
-      if (r != CUDA_ERROR_NOT_FOUND || fn || st != CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND) {
+      if (r != CUDA_ERROR_NOT_FOUND || fn ||
+          st != CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND) {
         fprintf(stderr, "'%s' %d %d: should not be found\n", name, version,
                 flags);
         t_failures++;
@@ -163,7 +164,8 @@ static void check_versions(void) {
   check_same("cuMemAllocHost", 3020, 0, "cuMemAllocHost_v2");
   check_same("cuMemHostGetDevicePointer", 3020, 0,
              "cuMemHostGetDevicePointer_v2");
-  CHECK(t_proc("cuCtxGetDevice", 2000, 0) != t_proc("cuCtxGetDevice", 13000, 0));
+  CHECK(t_proc("cuCtxGetDevice", 2000, 0) !=
+        t_proc("cuCtxGetDevice", 13000, 0));
   CHECK(t_proc("cuStreamGetCaptureInfo", 10010, 0) !=
         t_proc("cuStreamGetCaptureInfo", 11030, 0));
 }

@@ -16,8 +16,8 @@
 #include <stdint.h>
 #include <unistd.h>
 
-static t_api A;  /* legacy default stream (flags 0) */
-static t_api P;  /* per-thread default stream variants (flags 2) */
+static t_api A; /* legacy default stream (flags 0) */
+static t_api P; /* per-thread default stream variants (flags 2) */
 
 static void pattern(unsigned char *p, size_t n, unsigned seed) {
   for (size_t i = 0; i < n; i++)
@@ -319,7 +319,9 @@ static void test_callbacks(void) {
 
 /* ---- stream-ordered allocation, properties, destroy with work pending --- */
 
-static void CUDA_CB set_flag(void *p) { __atomic_store_n((int *)p, 1, __ATOMIC_RELEASE); }
+static void CUDA_CB set_flag(void *p) {
+  __atomic_store_n((int *)p, 1, __ATOMIC_RELEASE);
+}
 
 static void test_misc(CUcontext ctx) {
   CUstream s;

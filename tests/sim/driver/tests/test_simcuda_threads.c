@@ -3,8 +3,8 @@
  * default stream: copies, kernel launches, events, allocations and frees
  * interleave across threads; every byte is checked.
  */
-#include "simcuda_test.h"
 #include "sim_test_kernels.h"
+#include "simcuda_test.h"
 
 #include <pthread.h>
 #include <stdint.h>
@@ -20,12 +20,12 @@ typedef struct worker {
   int failures;
 } worker;
 
-#define WCHECK(w, cond)                                                       \
-  do {                                                                        \
-    if (!(cond)) {                                                            \
-      fprintf(stderr, "thread %d line %d: %s\n", (w)->id, __LINE__, #cond);   \
-      (w)->failures++;                                                        \
-    }                                                                         \
+#define WCHECK(w, cond)                                                        \
+  do {                                                                         \
+    if (!(cond)) {                                                             \
+      fprintf(stderr, "thread %d line %d: %s\n", (w)->id, __LINE__, #cond);    \
+      (w)->failures++;                                                         \
+    }                                                                          \
   } while (0)
 #define WOK(w, call) WCHECK(w, (call) == CUDA_SUCCESS)
 
