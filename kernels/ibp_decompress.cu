@@ -141,7 +141,7 @@ IBP_DEV uint64_t word_keep(const tensor_job *j, const uint8_t *bm, uint32_t w) {
   uint32_t fit = (bm[(w * k) >> 3] >> ((w * k) & 7)) & ((1u << k) - 1);
   fit |= ((1u << k) - 1) & ~((1u << have) - 1);
   uint64_t valid = bytes == 8 ? ~0ull : (1ull << (8 * bytes)) - 1;
-  uint64_t m = ibp_dev_ldg_u64(j->mask + 8 * w);
+  uint64_t m = *(const ull *)(j->mask + 8 * w); /* shared or global */
   return (~m | nonfit_bytes(fit, c)) & valid;
 }
 
@@ -193,7 +193,7 @@ IBP_DEV void decode_words(const tensor_job *j, uint32_t off0, uint32_t wa,
         ibp_dev_warp_exclusive_scan((unsigned)ibp_dev_popc64(keep), &total);
     if (live) {
       uint64_t bits = stream_bits(j->stage, off0, pos + before);
-      uint64_t v = ibp_dev_ldg_u64(j->bitval + 8 * w);
+      uint64_t v = *(const ull *)(j->bitval + 8 * w);
       uint64_t out = ibp_dev_pdep64(bits, keep) | (v & ~keep);
       store_word(j->dst, out, 8 * w, j->w0, j->w1);
     }
@@ -292,8 +292,21 @@ IBP_KERNEL void ibp_decompress(ibp_decompress_args a) {
   const uint64_t units = last - a.first_tensor + 1;
   const uint64_t step = ibp_dev_warps_total();
   const unsigned buffers = a.stage_buffers == 2 ? 2 : 1;
-  uint8_t *stage0 = ibp_dev_shared() +
-                    (uint64_t)ibp_dev_warp_in_block() * buffers * a.stage_bytes;
+  uint8_t *smem = ibp_dev_shared();
+  if (a.mask_shared_bytes) { /* Mask and Bitval into shared memory */
+    uint8_t *m = smem, *v = smem + a.mask_shared_bytes;
+    for (uint32_t i = 8 * ibp_dev_thread(); i < a.mask_shared_bytes;
+         i += 8 * ibp_dev_block_threads()) {
+      *(ull *)(m + i) = ibp_dev_ldg_u64(a.mask + i);
+      *(ull *)(v + i) = ibp_dev_ldg_u64(a.bitval + i);
+    }
+    ibp_dev_syncthreads();
+    a.mask = m;
+    a.bitval = v;
+    smem += 2 * a.mask_shared_bytes;
+  }
+  uint8_t *stage0 =
+      smem + (uint64_t)ibp_dev_warp_in_block() * buffers * a.stage_bytes;
   unsigned cur = 0;
   int head_staged = 0; /* the current unit's head was prefetched */
   for (uint64_t u = ibp_dev_warp_global(); u < units; u += step) {

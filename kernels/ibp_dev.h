@@ -46,6 +46,9 @@ IBP_DEV unsigned ibp_dev_ballot(int pred) {
 IBP_DEV void ibp_dev_syncwarp() {
   __syncwarp(0xFFFFFFFFu);
 }
+IBP_DEV void ibp_dev_syncthreads() {
+  __syncthreads();
+}
 
 extern __shared__ __align__(16) unsigned char ibp_dev_smem_[];
 IBP_DEV unsigned char *ibp_dev_shared() {
@@ -153,6 +156,9 @@ IBP_DEV unsigned ibp_dev_ballot(int pred) {
 }
 IBP_DEV void ibp_dev_syncwarp() {
   simt_syncwarp(0xFFFFFFFFu);
+}
+IBP_DEV void ibp_dev_syncthreads() {
+  simt_syncthreads();
 }
 
 IBP_DEV unsigned char *ibp_dev_shared() {

@@ -34,25 +34,29 @@ extern "C" {
 #define IBP_KERNEL_WARP_SIZE 32u
 
 typedef struct ibp_decompress_args {
-  const uint8_t *slots;      /* mapped host: the compressed region (slots) */
-  const uint8_t *original;   /* mapped host: the original region */
-  const uint32_t *flags;     /* device: bit i = tensor i stored compressed */
-  const uint32_t *dirty;     /* device or NULL: bit i = serve i raw */
-  const uint8_t *mask;       /* device: R bytes, zero-padded to a multiple
-                                of 8 bytes (the kernel reads whole words) */
-  const uint8_t *bitval;     /* device: likewise */
-  uint8_t *dst;              /* device: length bytes */
-  uint64_t tensors;          /* n: tensors in the region */
-  uint64_t first_tensor;     /* unit of the first byte (n = the tail) */
-  uint64_t length;           /* bytes to copy */
-  uint32_t first_offset;     /* offset of the first byte in that unit */
-  uint32_t tensor_bytes;     /* R */
-  uint32_t chunk_bytes;      /* c: 1, 2, 4 or 8 */
-  uint32_t tail_bytes;       /* region bytes after the last tensor */
-  uint32_t min_stream_bytes; /* shortest possible compressed tensor */
-  uint32_t stage_bytes;      /* one staging buffer (shared memory) */
-  uint32_t stage_buffers;    /* per warp: 2 = prefetch the next tensor's
-                                head while one decodes; 1 = no prefetch */
+  const uint8_t *slots;       /* mapped host: the compressed region (slots) */
+  const uint8_t *original;    /* mapped host: the original region */
+  const uint32_t *flags;      /* device: bit i = tensor i stored compressed */
+  const uint32_t *dirty;      /* device or NULL: bit i = serve i raw */
+  const uint8_t *mask;        /* device: R bytes, zero-padded to a multiple
+                                 of 16 bytes (the kernel reads whole words) */
+  const uint8_t *bitval;      /* device: likewise */
+  uint8_t *dst;               /* device: length bytes */
+  uint64_t tensors;           /* n: tensors in the region */
+  uint64_t first_tensor;      /* unit of the first byte (n = the tail) */
+  uint64_t length;            /* bytes to copy */
+  uint32_t first_offset;      /* offset of the first byte in that unit */
+  uint32_t tensor_bytes;      /* R */
+  uint32_t chunk_bytes;       /* c: 1, 2, 4 or 8 */
+  uint32_t tail_bytes;        /* region bytes after the last tensor */
+  uint32_t min_stream_bytes;  /* shortest possible compressed tensor */
+  uint32_t stage_bytes;       /* one staging buffer (shared memory) */
+  uint32_t stage_buffers;     /* per warp: 2 = prefetch the next tensor's
+                                 head while one decodes; 1 = no prefetch */
+  uint32_t mask_shared_bytes; /* 0: Mask/Bitval are read from global
+                                 memory; else both are copied (this many
+                                 bytes each) to the start of the block's
+                                 dynamic shared memory */
 } ibp_decompress_args;
 
 typedef struct ibp_gather_range {

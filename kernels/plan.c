@@ -41,12 +41,16 @@ int ibp_kernels_plan_decompress(ibp_decompress_args *a,
     a->stage_buffers = 1;
   if ((uint64_t)warps * a->stage_buffers * a->stage_bytes > max_shared)
     return -1;
+  /* Mask/Bitval in shared memory when they fit beside the buffers */
+  const uint32_t masks = (R + 15) & ~15u;
+  uint64_t staging = (uint64_t)warps * a->stage_buffers * a->stage_bytes;
+  a->mask_shared_bytes = staging + 2ull * masks <= max_shared ? masks : 0;
   uint64_t g0 = a->first_tensor * R + a->first_offset;
   uint64_t last = a->length ? (g0 + a->length - 1) / R : a->first_tensor;
   if (last > a->tensors)
     last = a->tensors;
   plan->block = warps * 32;
-  plan->dynamic_shared = warps * a->stage_buffers * a->stage_bytes;
+  plan->dynamic_shared = (unsigned)(staging + 2ull * a->mask_shared_bytes);
   plan->grid = grid_for(last - a->first_tensor + 1, warps, sms);
   return 0;
 }
