@@ -1,0 +1,216 @@
+/* ibp_config_load: the IBP_* variables, the IBP_CONFIG file, and the
+ * one-line error message. */
+#include "config_internal.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void ibp_rule_init(ibp_rule *rule) {
+  memset(rule, 0, sizeof *rule);
+  rule->tensor_bytes = IBP_CONFIG_DEFAULT_TENSOR;
+  rule->mode = IBP_MODE_SHADOW;
+  rule->track = IBP_TRACK_PROTECT;
+}
+
+void ibp_config_init(ibp_config *out) {
+  memset(out, 0, sizeof *out);
+  out->log_level = IBP_LOG_WARN;
+  out->stats = IBP_STATS_OFF;
+}
+
+/* ---- IBP_CONFIG ---------------------------------------------------------- */
+
+static const char *errno_text(int e) {
+  switch (e) {
+  case ENOENT:
+    return "cannot open file: no such file or directory";
+  case EACCES:
+    return "cannot open file: permission denied";
+  case EISDIR:
+    return "cannot read file: it is a directory";
+  default:
+    return "cannot read file";
+  }
+}
+
+/* Parses one line (without its newline); '#' starts a comment. */
+static int parse_line(const char *line, ibp_config *out, ibp__where *w) {
+  ibp__span text = ibp__span_of(line);
+  const char *hash = memchr(text.p, '#', text.n);
+  if (hash)
+    text.n = (size_t)(hash - text.p);
+  return ibp__parse_rule_list(text, out, w);
+}
+
+/* Reads the next line into buf; returns 1, 0 at end of file, -1 when the
+ * line does not fit (the rest of the line is not consumed). */
+static int read_line(FILE *f, char *buf, size_t cap) {
+  if (!fgets(buf, (int)cap, f))
+    return 0;
+  size_t n = strlen(buf);
+  if (n > 0 && buf[n - 1] == '\n') {
+    buf[n - 1] = '\0';
+    return 1;
+  }
+  return (n + 1 < cap || feof(f)) ? 1 : -1;
+}
+
+/* Returns 0, -1 for a bad line (error filled) or -2 for a read error. */
+static int parse_stream(FILE *f, ibp_config *out, ibp__where *w) {
+  char line[IBP_CONFIG_LINE_MAX];
+  int got;
+  while ((got = read_line(f, line, sizeof line)) != 0) {
+    w->line++;
+    w->rule = 0;
+    if (got < 0)
+      return ibp__fail(w, ibp__span_of(line),
+                       "line too long (at most 1023 "
+                       "characters)");
+    if (parse_line(line, out, w) != 0)
+      return -1;
+  }
+  return ferror(f) ? -2 : 0;
+}
+
+int ibp_config_parse_file(const char *path, ibp_config *out,
+                          ibp_config_error *err) {
+  ibp__where w = {"IBP_CONFIG", 0, 0, err};
+  unsigned n_before = out->n_rules;
+  errno = 0;
+  FILE *f = fopen(path, "re");
+  if (!f)
+    return ibp__fail(&w, ibp__span_of(path), errno_text(errno));
+  errno = 0;
+  int rc = parse_stream(f, out, &w);
+  int read_errno = errno;
+  fclose(f);
+  if (rc == 0)
+    return 0;
+  out->n_rules = n_before;
+  if (rc == -2) {
+    w.line = 0;
+    ibp__fail(&w, ibp__span_of(path), errno_text(read_errno));
+  }
+  return -1;
+}
+
+/* ---- the scalar variables ------------------------------------------------ */
+
+static int load_disable(ibp__span v, ibp__where *w, int *disabled) {
+  if (v.n == 0 || ibp__word_is(v, "0"))
+    *disabled = 0;
+  else if (ibp__word_is(v, "1"))
+    *disabled = 1;
+  else
+    return ibp__fail(w, v, "must be 0 or 1");
+  return 0;
+}
+
+static int load_log(ibp__span v, ibp__where *w, ibp_log_level *level) {
+  static const char *const names[] = {"error", "warn", "info", "debug"};
+  if (v.n == 0)
+    return 0;
+  for (int i = 0; i < 4; i++)
+    if (ibp__word_is(v, names[i])) {
+      *level = (ibp_log_level)i;
+      return 0;
+    }
+  return ibp__fail(w, v, "must be error, warn, info or debug");
+}
+
+static int load_stats(ibp__span v, ibp__where *w, ibp_config *out) {
+  if (v.n == 0 || ibp__word_is(v, "0"))
+    return 0;
+  if (ibp__word_is(v, "1")) {
+    out->stats = IBP_STATS_STDERR;
+    return 0;
+  }
+  if (v.n >= sizeof out->stats_path)
+    return ibp__fail(w, v, "path too long (at most 255 bytes)");
+  memcpy(out->stats_path, v.p, v.n);
+  out->stats_path[v.n] = '\0';
+  out->stats = IBP_STATS_JSON;
+  return 0;
+}
+
+static int load_min_copy(ibp__span v, ibp__where *w, uint64_t *bytes) {
+  if (v.n == 0)
+    return 0;
+  return ibp__parse_size(v, v, w, bytes);
+}
+
+/* ---- ibp_config_load ----------------------------------------------------- */
+
+static const char *libc_getenv(const char *name) {
+  return getenv(name);
+}
+
+typedef struct env_reader {
+  const char *(*get)(const char *);
+  ibp__where where;
+} env_reader;
+
+/* Reads variable name, trimmed; unset reads as empty.  Sets where.variable. */
+static ibp__span read_var(env_reader *r, const char *name) {
+  r->where.variable = name;
+  return ibp__trim(ibp__span_of(r->get(name)));
+}
+
+static int load_rules(env_reader *r, ibp_config *out) {
+  ibp__span regions = read_var(r, "IBP_REGIONS");
+  if (ibp__parse_rule_list(regions, out, &r->where) != 0)
+    return -1;
+  ibp__span path = read_var(r, "IBP_CONFIG");
+  if (path.n == 0)
+    return 0;
+  const char *raw = r->get("IBP_CONFIG");
+  if (path.n != strlen(raw))
+    return ibp__fail(&r->where, path, "path has leading or trailing spaces");
+  return ibp_config_parse_file(raw, out, r->where.err);
+}
+
+static int load_all(env_reader *r, ibp_config *out) {
+  if (load_disable(read_var(r, "IBP_DISABLE"), &r->where, &out->disabled))
+    return -1;
+  if (out->disabled)
+    return 0;
+  if (load_log(read_var(r, "IBP_LOG"), &r->where, &out->log_level))
+    return -1;
+  if (load_stats(read_var(r, "IBP_STATS"), &r->where, out))
+    return -1;
+  if (load_min_copy(read_var(r, "IBP_MIN_COPY"), &r->where,
+                    &out->min_copy_bytes))
+    return -1;
+  return load_rules(r, out);
+}
+
+int ibp_config_load(ibp_config *out, const char *(*getenv_fn)(const char *),
+                    ibp_config_error *err) {
+  env_reader r = {getenv_fn ? getenv_fn : libc_getenv, {"", 0, 0, err}};
+  if (err)
+    memset(err, 0, sizeof *err);
+  ibp_config_init(out);
+  if (load_all(&r, out) == 0)
+    return 0;
+  ibp_config_init(out);
+  out->disabled = 1;
+  return -1;
+}
+
+/* ---- the message --------------------------------------------------------- */
+
+void ibp_config_format_error(const ibp_config_error *e, char *buf, size_t len) {
+  char where[48] = "";
+  if (len == 0)
+    return;
+  if (e->line)
+    snprintf(where, sizeof where, " line %u", e->line);
+  else if (e->rule)
+    snprintf(where, sizeof where, " rule %u", e->rule);
+  snprintf(buf, len,
+           "[ibp] %s%s, token '%s': %s \xe2\x80\x94 libibp passes "
+           "everything through",
+           e->variable, where, e->token, e->message);
+}
