@@ -130,6 +130,23 @@ typedef struct ibp_region_rec {
   uint8_t *flags; /* one bit per tensor, 1 = compressed */
   ibp_region_summary summary;
 
+  /* Interposer data (preload/), written by the thread that compresses the
+   * region before it becomes READY (except where noted):
+   *   dirty:   one bit per tensor (bit i%32 of dirty[i/32]), 1 = the tensor
+   *            was written since compression and must be served raw; in
+   *            device-mapped pinned host memory so kernels read it; set by
+   *            the write tracker from any thread (atomic OR), NULL until set.
+   *   prefix:  n+1 entries, prefix[i] = stored bytes of tensors 0..i-1
+   *            (bytes a copy of whole tensors reads over PCIe).
+   *   protected_: nonzero while the tracker holds the pages read-only.
+   *   write_faults: writes the tracker caught (any thread). */
+  _Atomic uint32_t *dirty;
+  uint64_t *prefix;
+  _Atomic int protected_;
+  _Atomic uint64_t write_faults;
+  _Atomic uint64_t dirty_tensors; /* bits set in dirty (approximate) */
+  void *priv; /* preload-private state; freed by the release hook */
+
   ibp_region_device devices[IBP_REGISTRY_MAX_DEVICES];
 } ibp_region_rec;
 

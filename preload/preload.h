@@ -1,0 +1,162 @@
+/*
+ * What the files of libibp.so (preload/) share.  Internal: nothing here is
+ * exported (the library's exports are listed in libibp.map).
+ *
+ * Data path (DESIGN.md section 4): the application's dlsym / cuGetProcAddress
+ * lookups reach resolve.c, which hands out the hooks of hooks_copy.c and
+ * hooks_pinned.c for exactly the driver variants it recognises.  Pinned
+ * allocations matching an IBP_REGIONS rule become registry regions; the first
+ * host-to-device copy from one queues it on the background worker
+ * (worker.c), which compresses it, starts write tracking (track.c) and sets
+ * up each device (device.c); ready regions are then served by the kernel
+ * launch in substitute.c.  Stats (stats.c) are written at exit.
+ *
+ * Rules every file follows:
+ *   - fail open: an error returns to the caller's real driver function; it
+ *     is logged once (ibp__warn_once) and never aborts;
+ *   - no CUDA call before the application's own first driver call, none in
+ *     constructors or in the exit path;
+ *   - every hook runs its body under the thread-local recursion guard, so
+ *     driver calls libibp makes itself are never intercepted again.
+ */
+#ifndef IBP_PRELOAD_H
+#define IBP_PRELOAD_H
+
+#include <cuda.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "config/config.h"
+#include "registry/registry.h"
+
+#define IBP_HIDDEN __attribute__((visibility("hidden")))
+#define IBP_EXPORT __attribute__((visibility("default")))
+
+/* ---- init.c: configuration and lifetime ----------------------------------- */
+
+/* The configuration, loaded at the first hook call (pthread_once).  Read-only
+ * afterwards. */
+extern ibp_config ibp__cfg;
+
+/* Loads the configuration once (idempotent, thread-safe, no CUDA call). */
+void ibp__init(void);
+
+/* Nonzero when interception is on: configuration loaded, not disabled, at
+ * least one rule.  Loads the configuration on first use. */
+int ibp__active(void);
+
+/* Nonzero when IBP_WAIT_READY=1: the first copy from a region waits until
+ * the worker made it ready (tests, benchmarks). */
+int ibp__wait_ready(void);
+
+/* Thread-local recursion guard: nonzero while this thread runs libibp code
+ * that may call the driver or the C library. */
+extern __thread int ibp__guard;
+
+/* ---- log.c ------------------------------------------------------------------ */
+
+/* Writes "[ibp] <message>\n" to stderr when level <= IBP_LOG (default
+ * warn).  Usable before the configuration is loaded (then: warn).  Does not
+ * allocate; messages longer than 511 bytes are truncated. */
+void ibp__log(ibp_log_level level, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* Like ibp__log at warn level, but only the first time `*once` is 0 (sets it
+ * atomically).  The "one warning" of fail-open paths. */
+void ibp__warn_once(int *once, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* ---- resolve.c: the real functions ----------------------------------------- */
+
+/* The C library's dlsym (found with dlvsym; never the public one). */
+void *ibp__real_dlsym(void *handle, const char *name);
+
+/* A C library function of the next object (RTLD_NEXT through the real
+ * dlsym); NULL when absent.  For libc entry points only, never the driver. */
+void *ibp__libc(const char *name);
+
+/* The driver functions libibp calls itself, resolved through the real
+ * driver's cuGetProcAddress_v2 (default-stream variants, flags 0). */
+typedef struct ibp_driver {
+  CUresult (*cuCtxGetCurrent)(CUcontext *);
+  CUresult (*cuCtxGetDevice)(CUdevice *);
+  CUresult (*cuCtxPushCurrent)(CUcontext);
+  CUresult (*cuCtxPopCurrent)(CUcontext *);
+  CUresult (*cuDeviceGetAttribute)(int *, CUdevice_attribute, CUdevice);
+  CUresult (*cuMemAlloc)(CUdeviceptr *, size_t);
+  CUresult (*cuMemFree)(CUdeviceptr);
+  CUresult (*cuMemHostAlloc)(void **, size_t, unsigned);
+  CUresult (*cuMemFreeHost)(void *);
+  CUresult (*cuMemHostGetDevicePointer)(CUdeviceptr *, void *, unsigned);
+  CUresult (*cuMemcpyHtoDAsync)(CUdeviceptr, const void *, size_t, CUstream);
+  CUresult (*cuMemcpyDtoHAsync)(void *, CUdeviceptr, size_t, CUstream);
+  CUresult (*cuMemcpyHtoD)(CUdeviceptr, const void *, size_t);
+  CUresult (*cuMemcpyDtoH)(void *, CUdeviceptr, size_t);
+  CUresult (*cuPointerGetAttribute)(void *, CUpointer_attribute, CUdeviceptr);
+  CUresult (*cuStreamCreate)(CUstream *, unsigned);
+  CUresult (*cuStreamDestroy)(CUstream);
+  CUresult (*cuStreamSynchronize)(CUstream);
+  CUresult (*cuStreamIsCapturing)(CUstream, CUstreamCaptureStatus *);
+  CUresult (*cuThreadExchangeStreamCaptureMode)(CUstreamCaptureMode *);
+  CUresult (*cuLibraryLoadData)(CUlibrary *, const void *, CUjit_option *,
+                                void **, unsigned, CUlibraryOption *, void **,
+                                unsigned);
+  CUresult (*cuLibraryGetKernel)(CUkernel *, CUlibrary, const char *);
+  CUresult (*cuKernelGetFunction)(CUfunction *, CUkernel);
+  CUresult (*cuModuleLoadData)(CUmodule *, const void *);
+  CUresult (*cuModuleGetFunction)(CUfunction *, CUmodule, const char *);
+  CUresult (*cuFuncSetAttribute)(CUfunction, CUfunction_attribute, int);
+  CUresult (*cuLaunchKernel)(CUfunction, unsigned, unsigned, unsigned,
+                             unsigned, unsigned, unsigned, unsigned, CUstream,
+                             void **, void **);
+} ibp_driver;
+
+/* The table above, filled once the application has loaded the driver and
+ * looked up its first entry point; NULL before (callers then pass through).
+ * Entries the driver lacks are NULL. */
+const ibp_driver *ibp__driver(void);
+
+/* ---- track.c: write tracking (shadow mode, track=protect) ------------------ */
+
+/* Installs the SIGSEGV/SIGBUS handler through the real sigaction, once.
+ * The handler chains to whatever was installed before and to what the
+ * application installs later (hooks_signal.c).  Returns 0, or -1. */
+int ibp__track_install(void);
+
+/* Write-protects the pages of r (PROT_READ).  Precondition: r->dirty is set
+ * and zero.  A write to a protected page marks the tensors of r on that
+ * page dirty (r->dirty, r->dirty_tensors, r->write_faults) and makes the
+ * page writable again.  Returns 0, or -1 with nothing protected. */
+int ibp__track_protect(ibp_region_rec *r);
+
+/* Makes every page of r writable again (remove, degrade).  Idempotent. */
+void ibp__track_unprotect(ibp_region_rec *r);
+
+/* Called before something other than a CPU store writes [addr, addr+len):
+ * the C library or the kernel (read(2) into the buffer ...), or a
+ * device-to-host copy.  Every tracked region overlapping the range gets the
+ * overlapped tensors marked dirty and those pages made writable.  One
+ * relaxed atomic load when nothing is protected; async-signal-safe. */
+void ibp__track_before_write(const void *addr, size_t len);
+
+/* Marks tensors of r overlapping [addr, addr+len) dirty without touching
+ * page protection (device-to-host copies into a region). */
+void ibp__track_mark_dirty(ibp_region_rec *r, uintptr_t addr, size_t len);
+
+/* In the child after fork: the tracker's lock-free state stays valid; this
+ * re-initialises anything lock-based. */
+void ibp__track_after_fork_child(void);
+
+/* ---- stats.c ---------------------------------------------------------------- */
+
+/* Keeps the final figures of a region about to leave the registry (freed,
+ * unregistered) so the exit report still lists it.  Thread-safe. */
+void ibp__stats_retire(const ibp_region_rec *r);
+
+/* Writes the report IBP_STATS asks for (text table on stderr, or JSON to
+ * the path): every retired region, then every live one.  Makes no CUDA
+ * call.  Called once at exit (atexit from ibp__init). */
+void ibp__stats_report(void);
+
+#endif /* IBP_PRELOAD_H */

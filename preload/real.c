@@ -1,0 +1,34 @@
+/* The real dlsym and the C library's functions behind our hooks.
+ *
+ * libibp exports `dlsym`, so the public name would find our own hook; the
+ * real one is found once with dlvsym, which is not hooked.  glibc >= 2.34
+ * versions it GLIBC_2.34, older ones GLIBC_2.2.5 (x86-64) / GLIBC_2.17
+ * (aarch64). */
+#include <dlfcn.h>
+#include <pthread.h>
+
+#include "preload.h"
+
+typedef void *(*dlsym_fn)(void *, const char *);
+
+static dlsym_fn real_dlsym_fn;
+static pthread_once_t real_dlsym_once = PTHREAD_ONCE_INIT;
+
+static void find_real_dlsym(void) {
+  static const char *const versions[] = {"GLIBC_2.34", "GLIBC_2.2.5",
+                                         "GLIBC_2.17"};
+  for (unsigned i = 0; i < sizeof versions / sizeof versions[0]; i++) {
+    void *f = dlvsym(RTLD_NEXT, "dlsym", versions[i]);
+    if (f) {
+      real_dlsym_fn = (dlsym_fn)f;
+      return;
+    }
+  }
+}
+
+void *ibp__real_dlsym(void *handle, const char *name) {
+  pthread_once(&real_dlsym_once, find_real_dlsym);
+  return real_dlsym_fn ? real_dlsym_fn(handle, name) : NULL;
+}
+
+void *ibp__libc(const char *name) { return ibp__real_dlsym(RTLD_NEXT, name); }
