@@ -88,6 +88,13 @@ int ibp_kernels_plan_decompress(ibp_decompress_args *a,
                                 const uint8_t *host_mask, unsigned max_shared,
                                 unsigned sms, ibp_kernel_plan *plan);
 
+/* Recomputes plan->grid for a new range in `a` (first_tensor,
+ * first_offset, length) of a region planned before with
+ * ibp_kernels_plan_decompress: plan->block and dynamic_shared stay valid.
+ * O(1), for the per-copy path. */
+void ibp_kernels_plan_range(const ibp_decompress_args *a, unsigned sms,
+                            ibp_kernel_plan *plan);
+
 /* Geometry for ibp_gather over `count` ranges. */
 void ibp_kernels_plan_gather(uint64_t count, unsigned sms,
                              ibp_kernel_plan *plan);

@@ -61,3 +61,13 @@ void ibp_kernels_plan_gather(uint64_t count, unsigned sms,
   plan->dynamic_shared = 0;
   plan->grid = grid_for(count, WARPS_PER_BLOCK, sms);
 }
+
+void ibp_kernels_plan_range(const ibp_decompress_args *a, unsigned sms,
+                            ibp_kernel_plan *plan) {
+  const uint32_t R = a->tensor_bytes;
+  uint64_t g0 = a->first_tensor * R + a->first_offset;
+  uint64_t last = a->length ? (g0 + a->length - 1) / R : a->first_tensor;
+  if (last > a->tensors)
+    last = a->tensors;
+  plan->grid = grid_for(last - a->first_tensor + 1, plan->block / 32, sms);
+}

@@ -28,6 +28,7 @@
 #include <stdint.h>
 
 #include "config/config.h"
+#include "kernels/ibp_kernels.h"
 #include "registry/registry.h"
 
 #define IBP_HIDDEN __attribute__((visibility("hidden")))
@@ -116,6 +117,102 @@ typedef struct ibp_driver {
  * looked up its first entry point; NULL before (callers then pass through).
  * Entries the driver lacks are NULL. */
 const ibp_driver *ibp__driver(void);
+
+/* Child after fork: re-initialises the lock guarding the lookup above. */
+void ibp__resolve_after_fork_child(void);
+
+/* ---- hooks.def: the substituted entry points ------------------------------ */
+
+/* For every row: the driver's function (set by resolve.c before the hook can
+ * be handed out) and our hook. */
+#define IBP_HOOK(sym, params, args)                                            \
+  extern CUresult (*ibp__real_##sym) params;                                   \
+  CUresult ibp__hook_##sym params;
+#include "hooks.def"
+#undef IBP_HOOK
+
+/* ---- substitute.c / hooks_copy.c ------------------------------------------- */
+
+/* One host-to-device copy as the application asked for it.  `stream` is
+ * already explicit: 0 was mapped to CU_STREAM_LEGACY or
+ * CU_STREAM_PER_THREAD by the hook according to its variant. */
+typedef struct ibp_copy {
+  CUdeviceptr dst;
+  const void *src;
+  size_t bytes;
+  CUstream stream;
+  int sync;    /* host-synchronous entry point */
+  int unified; /* cuMemcpy*: dst may be host memory; check it is device */
+} ibp_copy;
+
+/* Serves the copy from a ready region with the kernel.  Returns 0 when
+ * served (the copy is done or queued on c->stream), 1 when the caller must
+ * run the real copy (outside every region, not ready, capturing, error). */
+int ibp__serve_htod(const ibp_copy *c);
+
+/* A device-to-host copy (or anything not a CPU store) is about to write
+ * [dst, dst+bytes): invalidates the tensors of any region it overlaps. */
+void ibp__note_write(const void *dst, size_t bytes);
+
+/* ---- worker.c: the background thread ---------------------------------------- */
+
+/* Asks the worker to compress r (the caller moved it CANDIDATE ->
+ * COMPRESSING) and then to set it up on the device of `ctx`.  Takes its own
+ * reference on r. */
+void ibp__worker_compress(ibp_region_rec *r, CUcontext ctx, int dev);
+
+/* Asks the worker to set up READY region r on device `dev` of `ctx` (the
+ * caller moved the device slot ABSENT -> UPLOADING). */
+void ibp__worker_setup_device(ibp_region_rec *r, CUcontext ctx, int dev);
+
+/* The registry's release hook: hands the pinned and device memory of r
+ * (shadow, dirty bitmap, per-device metadata) and r->priv to the worker to
+ * free, copying what it needs (r is freed when this returns). */
+void ibp__worker_release(ibp_region_rec *r);
+
+/* Waits (bounded) until r is no longer COMPRESSING and its slot for `dev`
+ * is not UPLOADING.  For IBP_WAIT_READY. */
+void ibp__worker_wait(ibp_region_rec *r, int dev);
+
+/* Child after fork: the worker thread does not exist there. */
+void ibp__worker_after_fork_child(void);
+
+/* ---- compress.c --------------------------------------------------------------- */
+
+/* Compresses r (COMPRESSING, owned by the calling worker) in the current
+ * context: dirty bitmap, write protection (track=protect), Mask/Bitval
+ * search, slots into a pinned mapped shadow, flags, per-tensor prefix sums.
+ * Returns 0, or -1 (logged; the caller degrades the region). */
+int ibp__compress_region(ibp_region_rec *r);
+
+/* ---- device.c: per-device state ------------------------------------------- */
+
+/* Per region and device: the launch template (region geometry filled,
+ * range fields per copy) and where the metadata lives. */
+typedef struct ibp_region_dev {
+  CUcontext ctx; /* context the device arrays were allocated in */
+  CUfunction fn; /* ibp_decompress in that context */
+  unsigned sms;
+  ibp_kernel_plan plan;
+  ibp_decompress_args args;
+} ibp_region_dev;
+
+/* r->priv: what libibp keeps per region beyond the registry record. */
+typedef struct ibp_region_priv {
+  ibp_region_dev dev[IBP_REGISTRY_MAX_DEVICES];
+  CUcontext ctx;              /* context the pinned shadow was made in */
+  _Atomic int invalidated;    /* written by a copy while compressing */
+  _Atomic unsigned failures;  /* substitution errors (degrade on repeat) */
+  int warned; /* ibp__warn_once flag */
+} ibp_region_priv;
+
+/* Sets up r (READY) on device `dev` in the current context: kernels
+ * loaded, device self-test passed, Mask/Bitval/flags uploaded, launch
+ * template planned.  Worker thread only.  Returns 0, or -1 (logged). */
+int ibp__device_setup(ibp_region_rec *r, int dev, CUstream stream);
+
+/* Child after fork: forgets loaded kernels and self-test results. */
+void ibp__device_after_fork_child(void);
 
 /* ---- track.c: write tracking (shadow mode, track=protect) ------------------ */
 

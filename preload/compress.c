@@ -1,0 +1,119 @@
+/* Compressing a region on the worker thread (DESIGN.md section 3).
+ *
+ * Order matters for "no stale byte": the dirty bitmap exists and the pages
+ * are write-protected BEFORE the data is read, so a write racing with the
+ * compression marks its tensors dirty (served raw from the original).  A
+ * device-to-host copy into the region while we compress sets
+ * priv->invalidated, and then every tensor is marked dirty. */
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "preload.h"
+
+static uint64_t now_ns(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+static void *pinned(const ibp_driver *d, size_t bytes) {
+  void *p = NULL;
+  if (d->cuMemHostAlloc(&p, bytes,
+                        CU_MEMHOSTALLOC_DEVICEMAP |
+                            CU_MEMHOSTALLOC_PORTABLE) != CUDA_SUCCESS)
+    return NULL;
+  return p;
+}
+
+static int fail(ibp_region_rec *r, const char *why) {
+  ibp__log(IBP_LOG_WARN, "region '%s': %s; it passes through", r->name, why);
+  return -1;
+}
+
+/* Dirty bitmap (zero) and, unless track=trust, write protection. */
+static int start_tracking(const ibp_driver *d, ibp_region_rec *r,
+                          uint64_t n) {
+  size_t bytes = (size_t)((n + 31) / 32) * 4;
+  void *dirty = pinned(d, bytes);
+  if (!dirty)
+    return fail(r, "cannot allocate its dirty bitmap");
+  memset(dirty, 0, bytes);
+  __atomic_store_n(&r->dirty, (_Atomic uint32_t *)dirty, __ATOMIC_RELEASE);
+  if (r->rule.track == IBP_TRACK_TRUST)
+    return 0;
+  if (ibp__track_install() != 0 || ibp__track_protect(r) != 0)
+    return fail(r, "cannot write-protect it (track=trust skips that)");
+  return 0;
+}
+
+static int build_prefix(ibp_region_rec *r, const uint8_t *shadow, uint64_t n,
+                        uint32_t R) {
+  uint64_t *prefix = malloc((size_t)(n + 1) * sizeof *prefix);
+  if (!prefix)
+    return -1;
+  prefix[0] = 0;
+  for (uint64_t i = 0; i < n; i++) {
+    size_t len = R;
+    if ((r->flags[i / 8] >> (i % 8)) & 1)
+      if (ibp_compressed_length(&r->params, shadow + i * R, R, &len) !=
+          IBP_OK)
+        len = R;
+    prefix[i + 1] = prefix[i] + len;
+  }
+  r->prefix = prefix;
+  return 0;
+}
+
+static void mark_all_dirty(ibp_region_rec *r, uint64_t n) {
+  for (uint64_t w = 0; w < (n + 31) / 32; w++)
+    atomic_fetch_or(&r->dirty[w], 0xffffffffu);
+  atomic_store(&r->dirty_tensors, n);
+}
+
+int ibp__compress_region(ibp_region_rec *r) {
+  const ibp_driver *d = ibp__driver();
+  const uint64_t t0 = now_ns();
+  const uint32_t R = r->rule.tensor_bytes ? r->rule.tensor_bytes
+                                          : IBP_CONFIG_DEFAULT_TENSOR;
+  const uint64_t n = r->bytes / R;
+  const void *data = (const void *)r->base;
+  if (n == 0)
+    return fail(r, "it is smaller than one tensor");
+  if (start_tracking(d, r, n) != 0)
+    return -1;
+  ibp_search_options opt = {
+      .chunk_bytes = r->rule.chunk,
+      .threshold = r->rule.threshold > 0 ? r->rule.threshold : -1,
+      .sampling = {.fraction = r->rule.sample},
+  };
+  ibp_params params;
+  ibp_status st = ibp_search(data, n, R, &opt, &params, NULL);
+  if (st != IBP_OK)
+    return fail(r, ibp_status_message(st));
+  r->params = params; /* freed by the registry with the record */
+  uint64_t flag_bytes = (ibp_region_flag_bytes(&params, r->bytes) + 3) & ~3ull;
+  r->flags = calloc(1, flag_bytes ? flag_bytes : 4);
+  r->shadow = pinned(d, r->bytes);
+  if (!r->flags || !r->shadow)
+    return fail(r, "out of memory for its compressed copy");
+  st = ibp_compress_region(&params, data, r->bytes, r->shadow, r->flags, 0,
+                           &r->summary);
+  if (st != IBP_OK)
+    return fail(r, ibp_status_message(st));
+  if (build_prefix(r, r->shadow, n, R) != 0)
+    return fail(r, "out of memory");
+  ibp_region_priv *p = r->priv;
+  if (atomic_load(&p->invalidated))
+    mark_all_dirty(r, n);
+  atomic_fetch_add(&r->counters.compress_ns, now_ns() - t0);
+  ibp__log(IBP_LOG_INFO,
+           "region '%s': %llu tensors of %u B, chunk %u, threshold %.3f, "
+           "%.1f%% saved",
+           r->name, (unsigned long long)n, R, params.chunk_bytes,
+           params.threshold,
+           100.0 * (1.0 - (double)r->summary.compressed_bytes /
+                              (double)r->bytes));
+  return 0;
+}

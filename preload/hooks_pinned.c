@@ -1,0 +1,129 @@
+/* Hooks of the pinned-memory entry points: where regions come from (an
+ * allocation or registration matching an IBP_REGIONS rule) and where they
+ * go (free, unregister).  The driver's call always runs; a region is only
+ * recorded after it succeeded, and forgotten before the memory is gone. */
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "preload.h"
+
+static _Atomic uint64_t pinned_allocations; /* for rules with nth= */
+static int warned_inplace, warned_add;
+
+static void human_bytes(uint64_t b, char *buf, size_t len) {
+  static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double v = (double)b;
+  unsigned u = 0;
+  while (v >= 1024 && u < 4) {
+    v /= 1024;
+    u++;
+  }
+  snprintf(buf, len, u ? "%.1f %s" : "%.0f %s", v, units[u]);
+}
+
+static void region_from_rule(const ibp_rule *rule, ibp_region_rule *out) {
+  *out = (ibp_region_rule){
+      .tensor_bytes = rule->tensor_bytes,
+      .chunk = rule->chunk,
+      .threshold = rule->threshold,
+      .sample = rule->sample,
+      .mode = (uint8_t)rule->mode,
+      .track = (uint8_t)rule->track,
+  };
+}
+
+/* A pinned range [p, p+n) now exists: make it a region if a rule says so. */
+static void pinned_created(void *p, size_t n) {
+  if (ibp__guard || !ibp__active() || !p || n == 0)
+    return;
+  uint64_t nth = atomic_fetch_add(&pinned_allocations, 1) + 1;
+  const ibp_rule *rule = ibp_config_match(&ibp__cfg, n, nth);
+  if (!rule)
+    return;
+  if (rule->mode == IBP_MODE_INPLACE) {
+    ibp__warn_once(&warned_inplace,
+                   "IBP_REGIONS rule %u: mode=inplace is not supported yet; "
+                   "its regions pass through",
+                   rule->index);
+    return;
+  }
+  ibp_region_priv *priv = calloc(1, sizeof *priv);
+  if (!priv) {
+    ibp__warn_once(&warned_add, "out of memory; pinned memory not tracked");
+    return;
+  }
+  ibp_region_rule rr;
+  region_from_rule(rule, &rr);
+  ibp__guard++;
+  int64_t id = ibp_registry_add(p, n, &rr, rule->name[0] ? rule->name : NULL);
+  ibp_region_rec *r = NULL;
+  if (id > 0 && ibp_registry_find(p, n, &r) == IBP_FIND_FOUND) {
+    __atomic_store_n(&r->priv, priv, __ATOMIC_RELEASE);
+    priv = NULL;
+    char size[32];
+    human_bytes(n, size, sizeof size);
+    ibp__log(IBP_LOG_INFO, "region '%s' (%s at %p): tracked (rule %u)",
+             r->name, size, p, rule->index);
+  } else {
+    ibp__warn_once(&warned_add,
+                   "pinned memory at %p (%zu bytes) not tracked: %s", p, n,
+                   id == IBP_REGISTRY_EOVERLAP ? "overlaps a region"
+                                               : "registry error");
+  }
+  ibp_region_release(r);
+  ibp__guard--;
+  free(priv);
+}
+
+/* [p, ...) is about to stop being pinned: the region must be gone, with
+ * its compression finished and its pages writable, before the driver frees
+ * or unregisters the memory. */
+static void pinned_released(void *p) {
+  if (ibp__guard || ibp_registry_empty() || !p)
+    return;
+  ibp_region_rec *r = NULL;
+  ibp__guard++;
+  if (ibp_registry_find(p, 1, &r) == IBP_FIND_FOUND &&
+      r->base == (uintptr_t)p) {
+    ibp_registry_remove(p);
+    ibp__worker_wait(r, -1);
+    ibp__track_unprotect(r);
+    ibp_region_transition(r, IBP_REGION_READY, IBP_REGION_DEGRADED);
+    ibp__stats_retire(r);
+    ibp__log(IBP_LOG_INFO, "region '%s': released", r->name);
+  }
+  ibp_region_release(r);
+  ibp__guard--;
+}
+
+CUresult ibp__hook_cuMemHostAlloc(void **pp, size_t n, unsigned flags) {
+  CUresult res = ibp__real_cuMemHostAlloc(pp, n, flags);
+  if (res == CUDA_SUCCESS && pp)
+    pinned_created(*pp, n);
+  return res;
+}
+
+CUresult ibp__hook_cuMemAllocHost_v2(void **pp, size_t n) {
+  CUresult res = ibp__real_cuMemAllocHost_v2(pp, n);
+  if (res == CUDA_SUCCESS && pp)
+    pinned_created(*pp, n);
+  return res;
+}
+
+CUresult ibp__hook_cuMemHostRegister_v2(void *p, size_t n, unsigned flags) {
+  CUresult res = ibp__real_cuMemHostRegister_v2(p, n, flags);
+  if (res == CUDA_SUCCESS)
+    pinned_created(p, n);
+  return res;
+}
+
+CUresult ibp__hook_cuMemFreeHost(void *p) {
+  pinned_released(p);
+  return ibp__real_cuMemFreeHost(p);
+}
+
+CUresult ibp__hook_cuMemHostUnregister(void *p) {
+  pinned_released(p);
+  return ibp__real_cuMemHostUnregister(p);
+}

@@ -1,0 +1,176 @@
+/* Serving a host-to-device copy from a ready region (DESIGN.md sections 3,
+ * 4): the decompress kernel, launched on the caller's stream, reads the
+ * compressed slots over PCIe and writes the original bytes to dst.
+ *
+ * Anything short of "region ready on this device, stream not capturing,
+ * launch accepted" returns 1 and the caller runs the driver's own copy:
+ * fail open.  A region whose launches keep failing is degraded. */
+#include <stdatomic.h>
+
+#include "preload.h"
+
+#define FAILURES_BEFORE_DEGRADE 3
+
+static inline ibp_region_priv *priv_of(ibp_region_rec *r) {
+  return __atomic_load_n((ibp_region_priv **)&r->priv, __ATOMIC_ACQUIRE);
+}
+
+static void count_passed(ibp_region_rec *r) {
+  atomic_fetch_add_explicit(&r->counters.copies_passed, 1,
+                            memory_order_relaxed);
+}
+
+/* Stored bytes of the tensors the copy touches (+ its share of the raw
+ * tail): what the kernel reads over PCIe, up to sector rounding. */
+static uint64_t pcie_bytes(const ibp_region_rec *r, uint64_t off,
+                           uint64_t len) {
+  const uint64_t R = r->params.tensor_bytes, n = r->summary.tensors;
+  const uint64_t end = off + len, body = n * R;
+  uint64_t bytes = 0;
+  if (off < body) {
+    uint64_t first = off / R, last = ((end < body ? end : body) - 1) / R;
+    bytes += r->prefix[last + 1] - r->prefix[first];
+  }
+  if (end > body)
+    bytes += end - (off > body ? off : body);
+  return bytes;
+}
+
+static void failed(ibp_region_rec *r, ibp_region_priv *p, const char *what,
+                   CUresult e) {
+  atomic_fetch_add_explicit(&r->counters.copies_fallback, 1,
+                            memory_order_relaxed);
+  ibp__warn_once(&p->warned,
+                 "region '%s': %s failed (CUresult %d); copying without "
+                 "libibp",
+                 r->name, what, (int)e);
+  if (atomic_fetch_add(&p->failures, 1) + 1 >= FAILURES_BEFORE_DEGRADE &&
+      ibp_region_transition(r, IBP_REGION_READY, IBP_REGION_DEGRADED))
+    ibp__log(IBP_LOG_WARN, "region '%s': degraded to pass-through", r->name);
+}
+
+static CUresult launch(const ibp_driver *d, ibp_region_rec *r,
+                       const ibp_region_dev *rd, const ibp_copy *c) {
+  ibp_decompress_args a = rd->args;
+  const uint64_t off = (uintptr_t)c->src - r->base;
+  a.first_tensor = off / a.tensor_bytes;
+  a.first_offset = (uint32_t)(off % a.tensor_bytes);
+  a.length = c->bytes;
+  a.dst = (uint8_t *)(uintptr_t)c->dst;
+  /* the kernel reads dirty bits over PCIe only when some tensor has one */
+  if (atomic_load_explicit(&r->dirty_tensors, memory_order_acquire) == 0)
+    a.dirty = NULL;
+  ibp_kernel_plan plan = rd->plan;
+  ibp_kernels_plan_range(&a, rd->sms, &plan);
+  void *params[] = {&a};
+  return d->cuLaunchKernel(rd->fn, plan.grid, 1, 1, plan.block, 1, 1,
+                           plan.dynamic_shared, c->stream, params, NULL);
+}
+
+static int dst_is_device(const ibp_driver *d, CUdeviceptr dst) {
+  CUmemorytype t = 0;
+  return d->cuPointerGetAttribute(&t, CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
+                                  dst) == CUDA_SUCCESS &&
+         t == CU_MEMORYTYPE_DEVICE;
+}
+
+/* Moves a candidate region to compression (once), and the device slot of
+ * a ready one to setup; waits for either when IBP_WAIT_READY=1. */
+static void make_ready(ibp_region_rec *r, CUcontext ctx, int dev) {
+  ibp_region_state s = ibp_region_state_get(r);
+  if (s == IBP_REGION_CANDIDATE &&
+      ibp_region_transition(r, IBP_REGION_CANDIDATE, IBP_REGION_COMPRESSING))
+    ibp__worker_compress(r, ctx, dev);
+  else if (s == IBP_REGION_READY &&
+           ibp_region_device_transition(r, (unsigned)dev, IBP_DEVICE_ABSENT,
+                                        IBP_DEVICE_UPLOADING))
+    ibp__worker_setup_device(r, ctx, dev);
+  if (ibp__wait_ready())
+    ibp__worker_wait(r, dev);
+}
+
+static int serve_region(ibp_region_rec *r, const ibp_copy *c) {
+  const ibp_driver *d = ibp__driver();
+  ibp_region_priv *p = priv_of(r);
+  if (!d || !p)
+    return 1;
+  if (c->unified && !dst_is_device(d, c->dst))
+    return 1; /* host to host: not ours */
+  CUcontext ctx = NULL;
+  CUdevice dev = -1;
+  if (d->cuCtxGetCurrent(&ctx) != CUDA_SUCCESS || !ctx ||
+      d->cuCtxGetDevice(&dev) != CUDA_SUCCESS || dev < 0 ||
+      dev >= IBP_REGISTRY_MAX_DEVICES) {
+    count_passed(r);
+    return 1;
+  }
+  if (ibp_region_state_get(r) != IBP_REGION_READY ||
+      atomic_load_explicit(&r->devices[dev].state, memory_order_acquire) !=
+          IBP_DEVICE_READY)
+    make_ready(r, ctx, dev);
+  const ibp_region_dev *rd = &p->dev[dev];
+  CUstreamCaptureStatus cs = CU_STREAM_CAPTURE_STATUS_NONE;
+  if (ibp_region_state_get(r) != IBP_REGION_READY ||
+      atomic_load_explicit(&r->devices[dev].state, memory_order_acquire) !=
+          IBP_DEVICE_READY ||
+      rd->ctx != ctx ||
+      d->cuStreamIsCapturing(c->stream, &cs) != CUDA_SUCCESS ||
+      cs != CU_STREAM_CAPTURE_STATUS_NONE) {
+    count_passed(r);
+    return 1;
+  }
+  CUresult e = launch(d, r, rd, c);
+  if (e != CUDA_SUCCESS) {
+    failed(r, p, "kernel launch", e);
+    return 1;
+  }
+  if (c->sync && (e = d->cuStreamSynchronize(c->stream)) != CUDA_SUCCESS) {
+    failed(r, p, "synchronizing the copy", e);
+    return 1; /* the real copy rewrites dst with the right bytes */
+  }
+  const uint64_t off = (uintptr_t)c->src - r->base;
+  atomic_fetch_add_explicit(&r->counters.copies_served, 1,
+                            memory_order_relaxed);
+  atomic_fetch_add_explicit(&r->counters.bytes_requested, c->bytes,
+                            memory_order_relaxed);
+  atomic_fetch_add_explicit(&r->counters.bytes_pcie,
+                            pcie_bytes(r, off, c->bytes),
+                            memory_order_relaxed);
+  return 0;
+}
+
+int ibp__serve_htod(const ibp_copy *c) {
+  if (c->bytes == 0 || c->bytes < ibp__cfg.min_copy_bytes)
+    return 1;
+  ibp_region_rec *r = NULL;
+  ibp_find_result f = ibp_registry_find(c->src, c->bytes, &r);
+  if (f == IBP_FIND_NONE)
+    return 1;
+  int rc = 1;
+  ibp__guard++;
+  if (f == IBP_FIND_FOUND)
+    rc = serve_region(r, c);
+  else
+    count_passed(r);
+  ibp__guard--;
+  ibp_region_release(r);
+  return rc;
+}
+
+/* Invalidates every region [dst, dst+bytes) overlaps (lowest first). */
+void ibp__note_write(const void *dst, size_t bytes) {
+  uintptr_t a = (uintptr_t)dst, end = a + (bytes ? bytes : 1);
+  while (a < end) {
+    ibp_region_rec *r = NULL;
+    if (ibp_registry_find((const void *)a, end - a, &r) == IBP_FIND_NONE)
+      return;
+    ibp_region_priv *p = priv_of(r);
+    if (p && ibp_region_state_get(r) == IBP_REGION_COMPRESSING)
+      atomic_store(&p->invalidated, 1); /* seen when compression ends */
+    if (__atomic_load_n(&r->dirty, __ATOMIC_ACQUIRE))
+      ibp__track_mark_dirty(r, a, end - a);
+    uintptr_t region_end = r->base + r->bytes;
+    ibp_region_release(r);
+    a = region_end;
+  }
+}
