@@ -92,16 +92,21 @@ int ibp__compress_region(ibp_region_rec *r) {
   ibp_status st = ibp_search(data, n, R, &opt, &params, NULL);
   if (st != IBP_OK)
     return fail(r, ibp_status_message(st));
-  r->params = params; /* freed by the registry with the record */
   uint64_t flag_bytes = (ibp_region_flag_bytes(&params, r->bytes) + 3) & ~3ull;
   r->flags = calloc(1, flag_bytes ? flag_bytes : 4);
   r->shadow = pinned(d, r->bytes);
-  if (!r->flags || !r->shadow)
-    return fail(r, "out of memory for its compressed copy");
-  st = ibp_compress_region(&params, data, r->bytes, r->shadow, r->flags, 0,
-                           &r->summary);
-  if (st != IBP_OK)
+  ibp_region_summary summary;
+  st = r->flags && r->shadow
+           ? ibp_compress_region(&params, data, r->bytes, r->shadow, r->flags,
+                                 0, &summary)
+           : IBP_ERR_NO_MEMORY;
+  if (st != IBP_OK) {
+    ibp_params_free(&params);
     return fail(r, ibp_status_message(st));
+  }
+  /* published for the stats and the device setup; the registry frees it */
+  r->params = params;
+  r->summary = summary;
   if (build_prefix(r, r->shadow, n, R) != 0)
     return fail(r, "out of memory");
   ibp_region_priv *p = r->priv;
