@@ -21,8 +21,8 @@ static uint64_t now_ns(void) {
 static void *pinned(const ibp_driver *d, size_t bytes) {
   void *p = NULL;
   if (d->cuMemHostAlloc(&p, bytes,
-                        CU_MEMHOSTALLOC_DEVICEMAP |
-                            CU_MEMHOSTALLOC_PORTABLE) != CUDA_SUCCESS)
+                        CU_MEMHOSTALLOC_DEVICEMAP | CU_MEMHOSTALLOC_PORTABLE) !=
+      CUDA_SUCCESS)
     return NULL;
   return p;
 }
@@ -33,8 +33,7 @@ static int fail(ibp_region_rec *r, const char *why) {
 }
 
 /* Dirty bitmap (zero) and, unless track=trust, write protection. */
-static int start_tracking(const ibp_driver *d, ibp_region_rec *r,
-                          uint64_t n) {
+static int start_tracking(const ibp_driver *d, ibp_region_rec *r, uint64_t n) {
   size_t bytes = (size_t)((n + 31) / 32) * 4;
   void *dirty = pinned(d, bytes);
   if (!dirty)
@@ -57,8 +56,7 @@ static int build_prefix(ibp_region_rec *r, const uint8_t *shadow, uint64_t n,
   for (uint64_t i = 0; i < n; i++) {
     size_t len = R;
     if ((r->flags[i / 8] >> (i % 8)) & 1)
-      if (ibp_compressed_length(&r->params, shadow + i * R, R, &len) !=
-          IBP_OK)
+      if (ibp_compressed_length(&r->params, shadow + i * R, R, &len) != IBP_OK)
         len = R;
     prefix[i + 1] = prefix[i] + len;
   }
@@ -75,8 +73,8 @@ static void mark_all_dirty(ibp_region_rec *r, uint64_t n) {
 int ibp__compress_region(ibp_region_rec *r) {
   const ibp_driver *d = ibp__driver();
   const uint64_t t0 = now_ns();
-  const uint32_t R = r->rule.tensor_bytes ? r->rule.tensor_bytes
-                                          : IBP_CONFIG_DEFAULT_TENSOR;
+  const uint32_t R =
+      r->rule.tensor_bytes ? r->rule.tensor_bytes : IBP_CONFIG_DEFAULT_TENSOR;
   const uint64_t n = r->bytes / R;
   const void *data = (const void *)r->base;
   if (n == 0)
@@ -113,12 +111,11 @@ int ibp__compress_region(ibp_region_rec *r) {
   if (atomic_load(&p->invalidated))
     mark_all_dirty(r, n);
   atomic_fetch_add(&r->counters.compress_ns, now_ns() - t0);
-  ibp__log(IBP_LOG_INFO,
-           "region '%s': %llu tensors of %u B, chunk %u, threshold %.3f, "
-           "%.1f%% saved",
-           r->name, (unsigned long long)n, R, params.chunk_bytes,
-           params.threshold,
-           100.0 * (1.0 - (double)r->summary.compressed_bytes /
-                              (double)r->bytes));
+  ibp__log(
+      IBP_LOG_INFO,
+      "region '%s': %llu tensors of %u B, chunk %u, threshold %.3f, "
+      "%.1f%% saved",
+      r->name, (unsigned long long)n, R, params.chunk_bytes, params.threshold,
+      100.0 * (1.0 - (double)r->summary.compressed_bytes / (double)r->bytes));
   return 0;
 }

@@ -56,20 +56,24 @@ static void pinned_created(void *p, size_t n) {
   ibp_region_rule rr;
   region_from_rule(rule, &rr);
   ibp__guard++;
-  int64_t id = ibp_registry_add(p, n, &rr, rule->name[0] ? rule->name : NULL);
+  char name[IBP_REGISTRY_NAME_MAX];
+  if (rule->name[0])
+    snprintf(name, sizeof name, "%s", rule->name);
+  else
+    snprintf(name, sizeof name, "region@%p", p);
+  int64_t id = ibp_registry_add(p, n, &rr, name);
   ibp_region_rec *r = NULL;
   if (id > 0 && ibp_registry_find(p, n, &r) == IBP_FIND_FOUND) {
     __atomic_store_n(&r->priv, priv, __ATOMIC_RELEASE);
     priv = NULL;
     char size[32];
     human_bytes(n, size, sizeof size);
-    ibp__log(IBP_LOG_INFO, "region '%s' (%s at %p): tracked (rule %u)",
-             r->name, size, p, rule->index);
+    ibp__log(IBP_LOG_INFO, "region '%s' (%s at %p): tracked (rule %u)", r->name,
+             size, p, rule->index);
   } else {
-    ibp__warn_once(&warned_add,
-                   "pinned memory at %p (%zu bytes) not tracked: %s", p, n,
-                   id == IBP_REGISTRY_EOVERLAP ? "overlaps a region"
-                                               : "registry error");
+    ibp__warn_once(
+        &warned_add, "pinned memory at %p (%zu bytes) not tracked: %s", p, n,
+        id == IBP_REGISTRY_EOVERLAP ? "overlaps a region" : "registry error");
   }
   ibp_region_release(r);
   ibp__guard--;
@@ -86,11 +90,11 @@ static void pinned_released(void *p) {
   ibp__guard++;
   if (ibp_registry_find(p, 1, &r) == IBP_FIND_FOUND &&
       r->base == (uintptr_t)p) {
-    ibp_registry_remove(p);
+    ibp_registry_remove(p); /* no new compression can start now */
     ibp__worker_wait(r, -1);
     ibp__track_unprotect(r);
-    ibp_region_transition(r, IBP_REGION_READY, IBP_REGION_DEGRADED);
     ibp__stats_retire(r);
+    ibp_region_transition(r, IBP_REGION_READY, IBP_REGION_DEGRADED);
     ibp__log(IBP_LOG_INFO, "region '%s': released", r->name);
   }
   ibp_region_release(r);

@@ -6,6 +6,7 @@
  * everything through.  Stats are written by an atexit handler; the child of
  * a fork gets its locks and threads reset. */
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -16,6 +17,7 @@ ibp_config ibp__cfg;
 __thread int ibp__guard __attribute__((tls_model("initial-exec")));
 
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
+static _Atomic int loaded;
 static int active;
 static int wait_ready;
 
@@ -32,6 +34,7 @@ static void after_fork_child(void) {
   ibp__worker_after_fork_child();
   ibp__device_after_fork_child();
   ibp__track_after_fork_child();
+  ibp__stats_after_fork_child();
 }
 
 static void report_config_error(const ibp_config_error *e) {
@@ -51,6 +54,7 @@ static void load(void) {
   active = !ibp__cfg.disabled && ibp__cfg.n_rules > 0;
   const char *w = getenv("IBP_WAIT_READY");
   wait_ready = w && strcmp(w, "1") == 0;
+  atomic_store(&loaded, 1);
   ibp_registry_init(release_region, NULL);
   pthread_atfork(NULL, NULL, after_fork_child);
   if (!ibp__cfg.disabled && ibp__cfg.stats != IBP_STATS_OFF)
@@ -58,11 +62,17 @@ static void load(void) {
   ibp__guard--;
 }
 
-void ibp__init(void) { pthread_once(&init_once, load); }
+void ibp__init(void) {
+  pthread_once(&init_once, load);
+}
 
 int ibp__active(void) {
   ibp__init();
   return active;
+}
+
+int ibp__loaded(void) {
+  return atomic_load(&loaded);
 }
 
 int ibp__wait_ready(void) {

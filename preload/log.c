@@ -7,10 +7,8 @@
 #include "preload.h"
 
 static ibp_log_level current_level(void) {
-  /* Before the configuration is loaded ibp__cfg is zero (= error); warnings
-   * still show then. */
-  ibp_log_level l = ibp__cfg.log_level;
-  return l < IBP_LOG_WARN ? IBP_LOG_WARN : l;
+  /* Before the configuration is loaded: warnings show. */
+  return ibp__loaded() ? ibp__cfg.log_level : IBP_LOG_WARN;
 }
 
 static void vlog(const char *fmt, va_list ap) {

@@ -34,7 +34,8 @@
 #define IBP_HIDDEN __attribute__((visibility("hidden")))
 #define IBP_EXPORT __attribute__((visibility("default")))
 
-/* ---- init.c: configuration and lifetime ----------------------------------- */
+/* ---- init.c: configuration and lifetime -----------------------------------
+ */
 
 /* The configuration, loaded at the first hook call (pthread_once).  Read-only
  * afterwards. */
@@ -47,6 +48,9 @@ void ibp__init(void);
  * least one rule.  Loads the configuration on first use. */
 int ibp__active(void);
 
+/* Nonzero once the configuration is loaded (ibp__cfg valid). */
+int ibp__loaded(void);
+
 /* Nonzero when IBP_WAIT_READY=1: the first copy from a region waits until
  * the worker made it ready (tests, benchmarks). */
 int ibp__wait_ready(void);
@@ -55,7 +59,8 @@ int ibp__wait_ready(void);
  * that may call the driver or the C library. */
 extern __thread int ibp__guard;
 
-/* ---- log.c ------------------------------------------------------------------ */
+/* ---- log.c ------------------------------------------------------------------
+ */
 
 /* Writes "[ibp] <message>\n" to stderr when level <= IBP_LOG (default
  * warn).  Usable before the configuration is loaded (then: warn).  Does not
@@ -68,7 +73,8 @@ void ibp__log(ibp_log_level level, const char *fmt, ...)
 void ibp__warn_once(int *once, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
-/* ---- resolve.c: the real functions ----------------------------------------- */
+/* ---- resolve.c: the real functions -----------------------------------------
+ */
 
 /* The C library's dlsym (found with dlvsym; never the public one). */
 void *ibp__real_dlsym(void *handle, const char *name);
@@ -108,9 +114,9 @@ typedef struct ibp_driver {
   CUresult (*cuModuleLoadData)(CUmodule *, const void *);
   CUresult (*cuModuleGetFunction)(CUfunction *, CUmodule, const char *);
   CUresult (*cuFuncSetAttribute)(CUfunction, CUfunction_attribute, int);
-  CUresult (*cuLaunchKernel)(CUfunction, unsigned, unsigned, unsigned,
-                             unsigned, unsigned, unsigned, unsigned, CUstream,
-                             void **, void **);
+  CUresult (*cuLaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned,
+                             unsigned, unsigned, unsigned, CUstream, void **,
+                             void **);
 } ibp_driver;
 
 /* The table above, filled once the application has loaded the driver and
@@ -121,17 +127,19 @@ const ibp_driver *ibp__driver(void);
 /* Child after fork: re-initialises the lock guarding the lookup above. */
 void ibp__resolve_after_fork_child(void);
 
-/* ---- hooks.def: the substituted entry points ------------------------------ */
+/* ---- hooks.def: the substituted entry points ------------------------------
+ */
 
 /* For every row: the driver's function (set by resolve.c before the hook can
  * be handed out) and our hook. */
 #define IBP_HOOK(sym, params, args)                                            \
-  extern CUresult (*ibp__real_##sym) params;                                   \
+  extern CUresult(*ibp__real_##sym) params;                                    \
   CUresult ibp__hook_##sym params;
 #include "hooks.def"
 #undef IBP_HOOK
 
-/* ---- substitute.c / hooks_copy.c ------------------------------------------- */
+/* ---- substitute.c / hooks_copy.c -------------------------------------------
+ */
 
 /* One host-to-device copy as the application asked for it.  `stream` is
  * already explicit: 0 was mapped to CU_STREAM_LEGACY or
@@ -154,7 +162,8 @@ int ibp__serve_htod(const ibp_copy *c);
  * [dst, dst+bytes): invalidates the tensors of any region it overlaps. */
 void ibp__note_write(const void *dst, size_t bytes);
 
-/* ---- worker.c: the background thread ---------------------------------------- */
+/* ---- worker.c: the background thread ----------------------------------------
+ */
 
 /* Asks the worker to compress r (the caller moved it CANDIDATE ->
  * COMPRESSING) and then to set it up on the device of `ctx`.  Takes its own
@@ -177,7 +186,8 @@ void ibp__worker_wait(ibp_region_rec *r, int dev);
 /* Child after fork: the worker thread does not exist there. */
 void ibp__worker_after_fork_child(void);
 
-/* ---- compress.c --------------------------------------------------------------- */
+/* ---- compress.c
+ * --------------------------------------------------------------- */
 
 /* Compresses r (COMPRESSING, owned by the calling worker) in the current
  * context: dirty bitmap, write protection (track=protect), Mask/Bitval
@@ -185,7 +195,8 @@ void ibp__worker_after_fork_child(void);
  * Returns 0, or -1 (logged; the caller degrades the region). */
 int ibp__compress_region(ibp_region_rec *r);
 
-/* ---- device.c: per-device state ------------------------------------------- */
+/* ---- device.c: per-device state -------------------------------------------
+ */
 
 /* Per region and device: the launch template (region geometry filled,
  * range fields per copy) and where the metadata lives. */
@@ -200,10 +211,10 @@ typedef struct ibp_region_dev {
 /* r->priv: what libibp keeps per region beyond the registry record. */
 typedef struct ibp_region_priv {
   ibp_region_dev dev[IBP_REGISTRY_MAX_DEVICES];
-  CUcontext ctx;              /* context the pinned shadow was made in */
-  _Atomic int invalidated;    /* written by a copy while compressing */
-  _Atomic unsigned failures;  /* substitution errors (degrade on repeat) */
-  int warned; /* ibp__warn_once flag */
+  CUcontext ctx;             /* context the pinned shadow was made in */
+  _Atomic int invalidated;   /* written by a copy while compressing */
+  _Atomic unsigned failures; /* substitution errors (degrade on repeat) */
+  int warned;                /* ibp__warn_once flag */
 } ibp_region_priv;
 
 /* Sets up r (READY) on device `dev` in the current context: kernels
@@ -214,7 +225,8 @@ int ibp__device_setup(ibp_region_rec *r, int dev, CUstream stream);
 /* Child after fork: forgets loaded kernels and self-test results. */
 void ibp__device_after_fork_child(void);
 
-/* ---- track.c: write tracking (shadow mode, track=protect) ------------------ */
+/* ---- track.c: write tracking (shadow mode, track=protect) ------------------
+ */
 
 /* Installs the SIGSEGV/SIGBUS handler through the real sigaction, once.
  * The handler chains to whatever was installed before and to what the
@@ -245,7 +257,8 @@ void ibp__track_mark_dirty(ibp_region_rec *r, uintptr_t addr, size_t len);
  * re-initialises anything lock-based. */
 void ibp__track_after_fork_child(void);
 
-/* ---- stats.c ---------------------------------------------------------------- */
+/* ---- stats.c ----------------------------------------------------------------
+ */
 
 /* Keeps the final figures of a region about to leave the registry (freed,
  * unregistered) so the exit report still lists it.  Thread-safe. */
@@ -255,5 +268,9 @@ void ibp__stats_retire(const ibp_region_rec *r);
  * the path): every retired region, then every live one.  Makes no CUDA
  * call.  Called once at exit (atexit from ibp__init). */
 void ibp__stats_report(void);
+
+/* In the child after fork: the exit report is the parent's; the child
+ * writes none. */
+void ibp__stats_after_fork_child(void);
 
 #endif /* IBP_PRELOAD_H */

@@ -93,8 +93,12 @@ static uint64_t load64(const _Atomic uint64_t *p) {
   return atomic_load_explicit((_Atomic uint64_t *)p, memory_order_relaxed);
 }
 
+/* Compressed: the summary counts tensors, or (a region smaller than one
+ * tensor) Mask/Bitval exist and the summary counts its raw tail.  A
+ * compression that failed half-way leaves no summary: not compressed. */
 static void fill_codec(stat_row *w, const ibp_region_rec *r) {
-  w->compressed = r->summary.tensors > 0 || r->params.mask != NULL;
+  w->compressed = r->summary.tensors > 0 ||
+                  (r->params.mask != NULL && r->summary.compressed_bytes > 0);
   if (!w->compressed)
     return;
   if (r->params.tensor_bytes)
@@ -652,4 +656,8 @@ void ibp__stats_report(void) {
   free(l.v);
   ibp__guard--;
   errno = saved_errno;
+}
+
+void ibp__stats_after_fork_child(void) {
+  atomic_store(&reported, 1);
 }

@@ -69,8 +69,8 @@ static CUresult launch(const ibp_driver *d, ibp_region_rec *r,
 
 static int dst_is_device(const ibp_driver *d, CUdeviceptr dst) {
   CUmemorytype t = 0;
-  return d->cuPointerGetAttribute(&t, CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
-                                  dst) == CUDA_SUCCESS &&
+  return d->cuPointerGetAttribute(&t, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, dst) ==
+             CUDA_SUCCESS &&
          t == CU_MEMORYTYPE_DEVICE;
 }
 
@@ -87,6 +87,25 @@ static void make_ready(ibp_region_rec *r, CUcontext ctx, int dev) {
     ibp__worker_setup_device(r, ctx, dev);
   if (ibp__wait_ready())
     ibp__worker_wait(r, dev);
+}
+
+/* Dirty tensors are served raw by the kernel; once half of the region is
+ * dirty it is rewritten faster than it is copied, and the driver's own copy
+ * is the better deal: demote it (and stop tracking its writes). */
+static int rewritten(ibp_region_rec *r) {
+  uint64_t dirty =
+      atomic_load_explicit(&r->dirty_tensors, memory_order_relaxed);
+  if (dirty == 0 || 2 * dirty < r->summary.tensors)
+    return 0;
+  if (ibp_region_transition(r, IBP_REGION_READY, IBP_REGION_DEGRADED)) {
+    ibp__track_unprotect(r);
+    ibp__log(IBP_LOG_INFO,
+             "region '%s': %llu of %llu tensors rewritten since compression; "
+             "demoted to pass-through",
+             r->name, (unsigned long long)dirty,
+             (unsigned long long)r->summary.tensors);
+  }
+  return 1;
 }
 
 static int serve_region(ibp_region_rec *r, const ibp_copy *c) {
@@ -113,7 +132,7 @@ static int serve_region(ibp_region_rec *r, const ibp_copy *c) {
   if (ibp_region_state_get(r) != IBP_REGION_READY ||
       atomic_load_explicit(&r->devices[dev].state, memory_order_acquire) !=
           IBP_DEVICE_READY ||
-      rd->ctx != ctx ||
+      rd->ctx != ctx || rewritten(r) ||
       d->cuStreamIsCapturing(c->stream, &cs) != CUDA_SUCCESS ||
       cs != CU_STREAM_CAPTURE_STATUS_NONE) {
     count_passed(r);
@@ -134,8 +153,7 @@ static int serve_region(ibp_region_rec *r, const ibp_copy *c) {
   atomic_fetch_add_explicit(&r->counters.bytes_requested, c->bytes,
                             memory_order_relaxed);
   atomic_fetch_add_explicit(&r->counters.bytes_pcie,
-                            pcie_bytes(r, off, c->bytes),
-                            memory_order_relaxed);
+                            pcie_bytes(r, off, c->bytes), memory_order_relaxed);
   return 0;
 }
 

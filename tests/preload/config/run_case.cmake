@@ -1,0 +1,116 @@
+# Runs one case of cases.cmake: the sample under libibp.so with a bad
+# configuration, and the same sample with IBP_DISABLE=1 for reference.
+#   cmake -DCASE=<name> -DPROGRAM=<sample> -DPRELOAD=<libibp.so>
+#         -DLIBDIR=<simulated driver dir> -DWORK=<scratch dir>
+#         -P run_case.cmake
+# Passes when both runs exit 0, the checksum lines are equal, and the case
+# run prints exactly LINES stderr lines starting with "[ibp]" (the reference
+# none), each containing every EXPECT substring.
+cmake_minimum_required(VERSION 3.25)
+set(args --quiet --size 1M --layers 4 --epochs 2)
+
+function(ibp_case name)
+  if(NOT name STREQUAL CASE)
+    return()
+  endif()
+  cmake_parse_arguments(C "" "LINES;FILE" "ENV;EXPECT" ${ARGN})
+  if(NOT DEFINED C_LINES)
+    set(C_LINES 1)
+  endif()
+  set(case_found 1 PARENT_SCOPE)
+  foreach(v LINES FILE ENV EXPECT)
+    set(case_${v} "${C_${v}}" PARENT_SCOPE)
+  endforeach()
+endfunction()
+include(${CMAKE_CURRENT_LIST_DIR}/cases.cmake)
+if(NOT case_found)
+  message(FATAL_ERROR "no case '${CASE}' in cases.cmake")
+endif()
+
+file(REMOVE_RECURSE "${WORK}")
+file(MAKE_DIRECTORY "${WORK}")
+if(DEFINED case_FILE AND NOT case_FILE STREQUAL "")
+  file(WRITE "${WORK}/ibp.conf" "${case_FILE}")
+endif()
+
+# [, ] and ; upset CMake lists: neutral stand-ins for matching and counting.
+function(neutral out text)
+  string(REPLACE ";" "<semi>" text "${text}")
+  string(REPLACE "[" "<lb>" text "${text}")
+  string(REPLACE "]" "<rb>" text "${text}")
+  set(${out} "${text}" PARENT_SCOPE)
+endfunction()
+
+# run(<prefix> VAR=value...): runs the sample with only these IBP_* set.
+function(run prefix)
+  foreach(v IBP_REGIONS IBP_CONFIG IBP_DISABLE IBP_LOG IBP_STATS IBP_MIN_COPY
+            IBP_WAIT_READY)
+    unset(ENV{${v}})
+  endforeach()
+  foreach(assignment IN LISTS ARGN)
+    string(FIND "${assignment}" "=" eq)
+    string(SUBSTRING "${assignment}" 0 ${eq} var)
+    math(EXPR eq "${eq} + 1")
+    string(SUBSTRING "${assignment}" ${eq} -1 value)
+    string(REPLACE "<SEMI>" ";" value "${value}")
+    string(REPLACE "{WORK}" "${WORK}" value "${value}")
+    set(ENV{${var}} "${value}")
+  endforeach()
+  set(ENV{LD_PRELOAD} "${PRELOAD}")
+  set(ENV{LD_LIBRARY_PATH} "${LIBDIR}")
+  execute_process(COMMAND "${PROGRAM}" ${args}
+    RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err TIMEOUT 60)
+  string(REGEX MATCH "weight_stream: ok [^\n]*" sum "${out}")
+  neutral(nerr "${err}")
+  string(REPLACE "\n" ";" lines "${nerr}")
+  set(ibp_lines "")
+  foreach(l IN LISTS lines)
+    if(l MATCHES "^<lb>ibp<rb>")
+      list(APPEND ibp_lines "${l}")
+    endif()
+  endforeach()
+  set(${prefix}_rc "${rc}" PARENT_SCOPE)
+  set(${prefix}_sum "${sum}" PARENT_SCOPE)
+  set(${prefix}_out "${out}" PARENT_SCOPE)
+  set(${prefix}_err "${err}" PARENT_SCOPE)
+  set(${prefix}_lines "${ibp_lines}" PARENT_SCOPE)
+endfunction()
+
+set(problems "")
+macro(problem text)
+  string(APPEND problems "  - ${text}\n")
+endmacro()
+
+run(ref IBP_DISABLE=1)
+if(NOT ref_rc STREQUAL "0" OR ref_sum STREQUAL "" OR NOT ref_lines STREQUAL "")
+  message(FATAL_ERROR "preload_config_${CASE}: the IBP_DISABLE=1 reference "
+    "run failed (exit ${ref_rc})\nstdout:\n${ref_out}\nstderr:\n${ref_err}")
+endif()
+
+run(got ${case_ENV})
+if(NOT got_rc STREQUAL "0")
+  problem("exit status ${got_rc}, want 0")
+endif()
+if(NOT got_sum STREQUAL ref_sum)
+  problem("checksum line '${got_sum}', want '${ref_sum}' (IBP_DISABLE=1)")
+endif()
+list(LENGTH got_lines n)
+if(NOT n EQUAL case_LINES)
+  problem("${n} stderr line(s) starting with [ibp], want ${case_LINES}")
+endif()
+foreach(line IN LISTS got_lines)
+  foreach(want IN LISTS case_EXPECT)
+    string(REPLACE "{WORK}" "${WORK}" want "${want}")
+    neutral(want "${want}")
+    string(FIND "${line}" "${want}" at)
+    if(at LESS 0)
+      problem("the [ibp] line lacks \"${want}\"")
+    endif()
+  endforeach()
+endforeach()
+
+if(NOT problems STREQUAL "")
+  message(FATAL_ERROR "preload_config_${CASE}: FAILED\n${problems}"
+    "environment: ${case_ENV}\nstdout:\n${got_out}\nstderr:\n${got_err}")
+endif()
+message(STATUS "preload_config_${CASE}: ok (${n} [ibp] line(s); ${got_sum})")
