@@ -22,6 +22,7 @@ static const command commands[] = {
     {"decompress", cmd_decompress, "decode an ibp container"},
     {"verify", cmd_verify, "check an ibp container (and compare it)"},
     {"bench", cmd_bench, "measure codec throughput"},
+    {"run", cmd_run, "run a program with libibp preloaded"},
 };
 #define COMMAND_COUNT (sizeof commands / sizeof commands[0])
 
@@ -39,7 +40,8 @@ static void usage(FILE *f) {
         "  ibp COMMAND --help   options of a command\n"
         "  ibp --version        version of the tool and the format\n"
         "\n"
-        "Exit status: 0 success, 1 bad data or I/O error, 2 usage error.\n",
+        "Exit status: 0 success, 1 bad data or I/O error, 2 usage error\n"
+        "('ibp run': the command's status).\n",
         f);
 }
 

@@ -1,0 +1,109 @@
+# `ibp run`: usage errors, where libibp.so and the simulated driver are
+# found, and the environment the command gets (/usr/bin/env's output).
+#   sh run.sh IBP GEN WORKDIR STUB PRELOAD SIMDIR
+# STUB: an empty shared library standing in for libibp.so; PRELOAD: the
+# libibp.so of this build (may not be built); SIMDIR: this build's sim/lib
+# (may not be built).
+. "$(dirname "$0")/common.sh"
+STUB=$4
+PRELOAD=$5
+SIMDIR=$6
+
+unset IBP_PRELOAD_LIB IBP_SIM_LIB_DIR IBP_REGIONS IBP_STATS IBP_DISABLE LD_PRELOAD
+mkdir fakesim && : >fakesim/libcuda.so.1
+mkdir nodriver
+
+# env_of NAME: the value of NAME in the last run's stdout (env's output).
+env_of() {
+  sed -n "s/^$1=//p" "$OUT"
+}
+
+# ---- help, usage errors -----------------------------------------------------
+expect_ok run --help
+grep -q '^Usage: ibp run \[options\] -- COMMAND' "$OUT" || fail "ibp run --help: no usage line"
+expect_ok help run
+grep -q '^Usage: ibp run' "$OUT" || fail "ibp help run: no usage line"
+expect_ok --help
+grep -q '^  run ' "$OUT" || fail "ibp --help does not list run"
+
+expect_error 2 "ibp: missing '--' before the command (see 'ibp run --help')" run
+expect_error 2 "ibp: missing '--' before the command (see 'ibp run --help')" run --sim
+expect_error 2 "ibp: unexpected argument '/usr/bin/env' (the command goes after '--') (see 'ibp run --help')" \
+  run /usr/bin/env
+expect_error 2 "ibp: no command after '--' (see 'ibp run --help')" run --sim --
+expect_error 2 "ibp: unknown option '--frob' (see 'ibp run --help')" run --frob -- /usr/bin/env
+expect_error 2 "ibp: option --regions needs a value (see 'ibp run --help')" run --regions
+expect_error 2 "ibp: option --disable takes no value (see 'ibp run --help')" run --disable=1 -- /usr/bin/env
+
+# ---- libibp.so and the simulated driver not found -------------------------------
+export IBP_SIM_LIB_DIR="$FILES/fakesim"
+IBP_PRELOAD_LIB=nofile.so expect_error 2 "ibp: IBP_PRELOAD_LIB=nofile.so: No such file or directory" \
+  run -- /usr/bin/env
+export IBP_PRELOAD_LIB="$STUB"
+IBP_SIM_LIB_DIR=nodriver expect_error 2 "ibp: IBP_SIM_LIB_DIR=nodriver: no libcuda.so.1 there" \
+  run --sim -- /usr/bin/env
+mkdir 'a:b' && cp "$STUB" 'a:b/libibp.so'
+IBP_PRELOAD_LIB='a:b/libibp.so' expect_error_like 2 "ibp: /.*/a:b/libibp.so: cannot go in LD_PRELOAD \(it holds ':' or a space\)" \
+  run -- /usr/bin/env
+rm -r 'a:b'
+
+# ---- the environment ------------------------------------------------------------
+stub=$(cd "$(dirname "$STUB")" && pwd)/$(basename "$STUB")
+LD_LIBRARY_PATH=/old/lib expect_ok run --sim -- /usr/bin/env
+expect_eq "LD_PRELOAD" "$(env_of LD_PRELOAD)" "$stub"
+expect_eq "LD_LIBRARY_PATH" "$(env_of LD_LIBRARY_PATH)" "$FILES/fakesim:/old/lib"
+expect_eq "IBP_REGIONS (not given)" "$(env_of IBP_REGIONS)" ""
+expect_eq "IBP_DISABLE (not given)" "$(env_of IBP_DISABLE)" ""
+
+# An LD_PRELOAD already set stays behind libibp.so.  (ibp itself gets it
+# too: a harmless copy of the stub; the ASan runtime, in a sanitizer build,
+# is told not to insist on coming first.)
+cp "$STUB" old.so
+ASAN_OPTIONS=verify_asan_link_order=0 LD_PRELOAD=$FILES/old.so \
+  expect_ok run --sim --regions 'min=64M,name=weights' --stats s.json --disable -- /usr/bin/env
+expect_eq "LD_PRELOAD" "$(env_of LD_PRELOAD)" "$stub:$FILES/old.so"
+expect_eq "LD_LIBRARY_PATH" "$(env_of LD_LIBRARY_PATH)" "$FILES/fakesim"
+expect_eq "IBP_REGIONS" "$(env_of IBP_REGIONS)" "min=64M,name=weights"
+expect_eq "IBP_STATS" "$(env_of IBP_STATS)" "s.json"
+expect_eq "IBP_DISABLE" "$(env_of IBP_DISABLE)" "1"
+
+# Arguments reach the command as they are; its exit status is ibp's.
+expect_ok run --sim -- sh -c 'echo "$#:$1:$2"' sh 'a b' --help
+expect_eq "arguments" "$(cat "$OUT")" "2:a b:--help"
+run run --sim -- sh -c 'exit 7'
+expect_eq "exit status of the command" "$rc" 7
+expect_error 127 "ibp: no-such-command-here: No such file or directory" run --sim -- no-such-command-here
+: >not-executable
+expect_error 126 "ibp: ./not-executable: Permission denied" run --sim -- ./not-executable
+
+# ---- without --sim: the simulated driver only where there is no real one --------
+# libcuda.so.1 as the command would find it is the simulated one: sim.
+if [ -e "$SIMDIR/libcuda.so.1" ]; then
+  LD_LIBRARY_PATH=$SIMDIR expect_ok run -- /usr/bin/env
+  expect_eq "LD_LIBRARY_PATH (simulated driver found)" "$(env_of LD_LIBRARY_PATH)" "$FILES/fakesim:$SIMDIR"
+fi
+# No libcuda.so.1 at all: sim (unless this machine has NVIDIA's driver).
+real_driver=no
+for d in /usr/lib/x86_64-linux-gnu /usr/lib64 /usr/lib /lib/x86_64-linux-gnu /usr/lib/wsl/lib; do
+  [ -e "$d/libcuda.so.1" ] && real_driver=yes
+done
+if [ $real_driver = no ]; then
+  LD_LIBRARY_PATH=$FILES/nodriver expect_ok run -- /usr/bin/env
+  expect_eq "LD_LIBRARY_PATH (no driver)" "$(env_of LD_LIBRARY_PATH)" "$FILES/fakesim:$FILES/nodriver"
+fi
+
+# ---- the defaults: this build's libibp.so and sim/lib ------------------------------
+unset IBP_PRELOAD_LIB IBP_SIM_LIB_DIR
+if [ -e "$PRELOAD" ] && [ -e "$SIMDIR/libcuda.so.1" ]; then
+  # (A sanitizer build's libibp.so brings the ASan runtime along.)
+  ASAN_OPTIONS=verify_asan_link_order=0 expect_ok run --sim -- /usr/bin/env
+  env_of LD_PRELOAD | grep -q '/preload/libibp\.so$' || fail "LD_PRELOAD is '$(env_of LD_PRELOAD)'"
+  env_of LD_LIBRARY_PATH | grep -q '/sim/lib$' || fail "LD_LIBRARY_PATH is '$(env_of LD_LIBRARY_PATH)'"
+elif [ ! -e "$PRELOAD" ]; then
+  expect_error 2 "ibp run: libibp.so not found (build the ibp_preload target, or set IBP_PRELOAD_LIB)" \
+    run --sim -- /usr/bin/env
+fi
+
+rm -r fakesim nodriver not-executable old.so
+expect_files
+finish

@@ -1,0 +1,58 @@
+# Shared helpers of the sample tests (POSIX sh), sourced by each script.
+# $gpu = 1: the samples use NVIDIA's runtime and need a GPU (skip, 77,
+# without one); 0: they run on the simulated GPU (LD_LIBRARY_PATH is set by
+# CTest).
+set -u
+failures=0
+checks=0
+
+fail() {
+  echo "FAIL: $*" >&2
+  failures=$((failures + 1))
+}
+
+need_gpu_or_skip() {
+  if [ "$1" = 1 ] && ! nvidia-smi -L >/dev/null 2>&1; then
+    echo "skipped: the samples are built against NVIDIA's runtime and there is no GPU"
+    exit 77
+  fi
+}
+
+finish() {
+  if [ "$failures" -ne 0 ]; then
+    echo "$failures of $checks checks failed" >&2
+    exit 1
+  fi
+  echo "all $checks checks passed"
+  exit 0
+}
+
+# run EXE ARGS...: stdout in $TMP_OUT, stderr in $TMP_ERR, status in $rc.
+run() {
+  checks=$((checks + 1))
+  "$@" >"$TMP_OUT" 2>"$TMP_ERR"
+  rc=$?
+}
+
+# The result line of a sample: "NAME: ok bytes=N copies=N checksum=0x<16 hex>".
+result_regex() {
+  echo "$1: ok bytes=[0-9]+ copies=[0-9]+ checksum=0x[0-9a-f]{16}"
+}
+
+# expect_success NAME EXE ARGS...: exit 0, nothing on stderr, the result
+# line first and throughput_gbps last.
+expect_success() {
+  name=$1
+  shift
+  run "$@"
+  if [ "$rc" -ne 0 ]; then
+    fail "$*: exit $rc; stdout: $(cat "$TMP_OUT"); stderr: $(cat "$TMP_ERR")"
+    return 1
+  fi
+  [ -s "$TMP_ERR" ] && fail "$*: stderr: $(cat "$TMP_ERR")"
+  head -n 1 "$TMP_OUT" | grep -Eqx "$(result_regex "$name")" ||
+    fail "$*: first line is '$(head -n 1 "$TMP_OUT")'"
+  tail -n 1 "$TMP_OUT" | grep -Eqx 'throughput_gbps=[0-9]+\.[0-9]{3}' ||
+    fail "$*: last line is '$(tail -n 1 "$TMP_OUT")'"
+  return 0
+}

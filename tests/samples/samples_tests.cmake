@@ -1,0 +1,76 @@
+# Tests of the samples (labels "sim;samples"), included from
+# samples/CMakeLists.txt once the sample targets exist (tests/ is configured
+# before samples/).  They run every build of every sample on the simulated
+# GPU, without libibp:
+#
+#   samples_<sample>_<case>   the four builds (shared/static runtime x legacy/
+#                             per-thread default stream) with the same
+#                             arguments: each exits 0, prints the result line
+#                             and throughput, and all print the same result
+#                             line (bytes, copies, checksum); the driver saw
+#                             the copies through the legacy or the per-thread
+#                             entry points as built
+#   samples_data_files        --save then --data gives the same checksum
+#   samples_mismatch          --corrupt: exit 1 and the first differing offset
+#   samples_cuda_error        a failing copy (SIMCUDA_FAIL): exit 2 and the
+#                             CUDA error string
+#   samples_usage             bad command lines: exit 3, one line on stderr
+#
+# Each run takes well under a second.  With IBP_SAMPLES_RUNTIME=toolkit the
+# samples need NVIDIA's driver: the tests are then labelled "gpu;samples"
+# and skip (77) where nvidia-smi finds no GPU.
+
+set(samples_test_dir ${PROJECT_SOURCE_DIR}/tests/samples)
+if(IBP_SAMPLES_RUNTIME STREQUAL "sim")
+  if(NOT TARGET simcuda)
+    message(STATUS "samples: no simulated driver (target simcuda); sample tests not registered")
+    return()
+  endif()
+  set(samples_labels "sim;samples")
+  set(samples_env "LD_LIBRARY_PATH=${CMAKE_BINARY_DIR}/sim/lib")
+  set(samples_gpu 0)
+else()
+  set(samples_labels "gpu;samples")
+  set(samples_env "IBP_SAMPLES_NEED_GPU=1")
+  set(samples_gpu 1)
+endif()
+
+# samples_add_test(NAME SCRIPT ARGS...)
+function(samples_add_test name script)
+  add_test(NAME ${name}
+    COMMAND sh ${samples_test_dir}/${script} ${ARGN})
+  set_tests_properties(${name} PROPERTIES
+    LABELS "${samples_labels}" TIMEOUT 120 SKIP_RETURN_CODE 77
+    ENVIRONMENT "${samples_env}")
+endfunction()
+
+# samples_add_variants(SAMPLE CASE ARGS...)
+function(samples_add_variants sample case)
+  set(exes)
+  foreach(t IN LISTS IBP_SAMPLE_VARIANTS_${sample})
+    list(APPEND exes $<TARGET_FILE:${t}>)
+  endforeach()
+  samples_add_test(samples_${sample}_${case} check_variants.sh
+    ${sample} ${samples_gpu} ${exes} ${ARGN})
+endfunction()
+
+samples_add_variants(weight_stream bf16 --size 3M --layers 12 --epochs 3 --warmup 1)
+samples_add_variants(weight_stream f32_register_touch
+  --size 1000003 --layers 7 --epochs 3 --dtype f32 --register --touch 500)
+samples_add_variants(weight_stream mallochost_one_layer
+  --size 300K --layers 1 --epochs 2 --pin mallochost --seed 7)
+samples_add_variants(emb_gather default_stream
+  --rows 5000 --dim 64 --batches 6 --batch-rows 300)
+samples_add_variants(emb_gather own_stream_register
+  --rows 3001 --dim 75 --batches 4 --batch-rows 257 --stream own --register
+  --warmup 1)
+
+set(samples_dir ${CMAKE_BINARY_DIR}/samples)
+foreach(case data_files mismatch cuda_error usage)
+  samples_add_test(samples_${case} check_behaviour.sh ${case} ${samples_gpu}
+    ${samples_dir} ${CMAKE_CURRENT_BINARY_DIR}/samples-work/${case})
+endforeach()
+# SIMCUDA_FAIL exists only in the simulated driver.
+if(samples_gpu)
+  set_tests_properties(samples_cuda_error PROPERTIES DISABLED TRUE)
+endif()
