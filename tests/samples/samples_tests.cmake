@@ -74,3 +74,26 @@ endforeach()
 if(samples_gpu)
   set_tests_properties(samples_cuda_error PROPERTIES DISABLED TRUE)
 endif()
+
+# ---- under libibp (issue C): every build of both samples, A/B against
+# IBP_DISABLE=1, stats must show copies served and space saved.
+if(TARGET ibp_preload AND NOT samples_gpu)
+  set(libibp_cases
+    "weight_stream|--size 4M --layers 8 --epochs 3"
+    "emb_gather|--rows 20000 --dim 64 --batches 4 --batch-rows 512")
+  foreach(case IN LISTS libibp_cases)
+    string(REPLACE "|" ";" parts "${case}")
+    list(GET parts 0 sample)
+    list(GET parts 1 args)
+    separate_arguments(args UNIX_COMMAND "${args}")
+    foreach(t IN LISTS IBP_SAMPLE_VARIANTS_${sample})
+      add_test(NAME preload_sample_${t}
+        COMMAND sh ${samples_test_dir}/check_libibp.sh
+          $<TARGET_FILE:ibp_preload> ${CMAKE_CURRENT_BINARY_DIR}/libibp-work
+          ${t} $<TARGET_FILE:${t}> ${args})
+      set_tests_properties(preload_sample_${t} PROPERTIES
+        LABELS "sim;preload;samples" TIMEOUT 300 SKIP_RETURN_CODE 77
+        ENVIRONMENT "${samples_env}")
+    endforeach()
+  endforeach()
+endif()

@@ -1,0 +1,44 @@
+# Usage: check_libibp.sh LIBIBP STATS_DIR NAME EXE ARGS...
+# One sample build under LD_PRELOAD=libibp.so (the issue's A/B contract):
+#   - with IBP_DISABLE=1 and with libibp on (IBP_REGIONS=min=1M,
+#     IBP_WAIT_READY=1) the sample exits 0 and prints the same result line
+#     (bytes, copies, checksum of everything that arrived on the device);
+#   - the stats JSON of the libibp run shows copies served and space saved;
+#   - nothing but "[ibp]"-free output on stderr (no warning).
+# Static-runtime builds reach the driver only through dlsym, so a served
+# copy there proves the dlsym route.
+. "$(dirname "$0")/common.sh"
+lib=$1 stats_dir=$2 name=$3
+shift 3
+mkdir -p "$stats_dir"
+TMP_OUT=$stats_dir/$name.out
+TMP_ERR=$stats_dir/$name.err
+json=$stats_dir/$name.json
+rm -f "$json"
+
+IBP_DISABLE=1 LD_PRELOAD=$lib run "$@"
+[ "$rc" -eq 0 ] || fail "IBP_DISABLE=1 run: exit $rc: $(cat "$TMP_ERR")"
+base=$(head -n 1 "$TMP_OUT")
+
+IBP_REGIONS=min=1M,name=sample IBP_WAIT_READY=1 IBP_STATS=$json \
+  LD_PRELOAD=$lib run "$@"
+[ "$rc" -eq 0 ] || fail "libibp run: exit $rc: $(cat "$TMP_ERR")"
+got=$(head -n 1 "$TMP_OUT")
+[ "$got" = "$base" ] || fail "result differs: '$got' vs '$base'"
+if grep -q '^\[ibp\]' "$TMP_ERR"; then
+  fail "libibp warned: $(grep '^\[ibp\]' "$TMP_ERR")"
+fi
+
+checks=$((checks + 1))
+if [ ! -s "$json" ]; then
+  fail "no stats file $json"
+else
+  # one region object per line is not guaranteed: pull the numbers out
+  served=$(grep -o '"copies_served": *[0-9]*' "$json" | head -n 1 | grep -o '[0-9]*$')
+  saved=$(grep -o '"saved_fraction": *[0-9.eE+-]*' "$json" | head -n 1 | sed 's/.*: *//')
+  [ "${served:-0}" -gt 0 ] || fail "no copy served: $(cat "$json")"
+  awk -v s="${saved:-0}" 'BEGIN { exit !(s > 0) }' ||
+    fail "saved_fraction not > 0: $(cat "$json")"
+  echo "$name: $got served=$served saved_fraction=$saved"
+fi
+finish
