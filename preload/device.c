@@ -25,7 +25,7 @@ static struct {
   CUfunction fn;
 } functions[MAX_CONTEXTS];
 
-/* ---- kernels ----------------------------------------------------------------- */
+/* ---- kernels ------------------------------------------------------------- */
 
 static CUfunction module_function(const ibp_driver *d) {
   CUmodule m;
@@ -50,8 +50,8 @@ static CUfunction decompress_function(const ibp_driver *d) {
   if (!library_tried) {
     library_tried = 1;
     if (!d->cuLibraryLoadData ||
-        d->cuLibraryLoadData(&library, ibp_kernels_fatbin, NULL, NULL, 0,
-                             NULL, NULL, 0) != CUDA_SUCCESS ||
+        d->cuLibraryLoadData(&library, ibp_kernels_fatbin, NULL, NULL, 0, NULL,
+                             NULL, 0) != CUDA_SUCCESS ||
         d->cuLibraryGetKernel(&kernel, library, IBP_KERNEL_DECOMPRESS) !=
             CUDA_SUCCESS)
       kernel = NULL;
@@ -67,7 +67,7 @@ static CUfunction decompress_function(const ibp_driver *d) {
   return fn;
 }
 
-/* ---- memory helpers ---------------------------------------------------------- */
+/* ---- memory helpers ------------------------------------------------------ */
 
 /* Device copy of `bytes` host bytes, zero-padded to `padded`; 0 on error. */
 static CUdeviceptr upload(const ibp_driver *d, CUstream s, const void *host,
@@ -95,9 +95,11 @@ static CUdeviceptr mapped(const ibp_driver *d, const void *host) {
   return p;
 }
 
-static size_t round_up(size_t v, size_t to) { return (v + to - 1) / to * to; }
+static size_t round_up(size_t v, size_t to) {
+  return (v + to - 1) / to * to;
+}
 
-/* ---- launch template ------------------------------------------------------------ */
+/* ---- launch template ----------------------------------------------------- */
 
 typedef struct metadata {
   CUdeviceptr mask, bitval, flags;
@@ -113,9 +115,9 @@ static void free_metadata(const ibp_driver *d, metadata *m) {
   *m = (metadata){0};
 }
 
-static int upload_metadata(const ibp_driver *d, CUstream s,
-                           const ibp_params *p, const uint8_t *flags,
-                           size_t flag_bytes, metadata *m) {
+static int upload_metadata(const ibp_driver *d, CUstream s, const ibp_params *p,
+                           const uint8_t *flags, size_t flag_bytes,
+                           metadata *m) {
   size_t masks = round_up(p->tensor_bytes, 16);
   m->mask = upload(d, s, p->mask, p->tensor_bytes, masks);
   m->bitval = upload(d, s, p->bitval, p->tensor_bytes, masks);
@@ -135,8 +137,8 @@ static int plan(const ibp_driver *d, int dev, CUfunction fn,
   if (d->cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
                               dev) != CUDA_SUCCESS ||
       d->cuDeviceGetAttribute(
-          &smem, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
-          dev) != CUDA_SUCCESS)
+          &smem, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, dev) !=
+          CUDA_SUCCESS)
     return -1;
   ibp_decompress_args *a = &out->args;
   *a = (ibp_decompress_args){
@@ -158,8 +160,7 @@ static int plan(const ibp_driver *d, int dev, CUfunction fn,
                                   &out->plan) != 0)
     return -1;
   if (out->plan.dynamic_shared > SHARED_DEFAULT_LIMIT &&
-      d->cuFuncSetAttribute(fn,
-                            CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+      d->cuFuncSetAttribute(fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                             (int)out->plan.dynamic_shared) != CUDA_SUCCESS)
     return -1;
   CUcontext ctx = NULL;
@@ -187,7 +188,7 @@ static CUresult run_range(const ibp_driver *d, CUstream s,
   return e == CUDA_SUCCESS ? d->cuStreamSynchronize(s) : e;
 }
 
-/* ---- the self-test ---------------------------------------------------------------- */
+/* ---- the self-test ------------------------------------------------------- */
 
 /* A vector that exercises what regions use: R not a multiple of 16, a raw
  * (incompressible) tensor, a raw tail, a range with partial tensors. */
@@ -222,8 +223,8 @@ static int selftest_compare(const ibp_driver *d, CUstream s,
              : -1;
 }
 
-static int selftest_run(const ibp_driver *d, CUstream s, int dev,
-                        CUfunction fn, selftest_mem *t) {
+static int selftest_run(const ibp_driver *d, CUstream s, int dev, CUfunction fn,
+                        selftest_mem *t) {
   ibp_bitstats st;
   ibp_params p = {0};
   uint8_t flags[ST_N / 8 + 1];
@@ -267,20 +268,24 @@ static int device_selftest(const ibp_driver *d, CUstream s, int dev,
     d->cuMemFreeHost(o);
   free(t.back);
   if (rc != 0)
-    ibp__log(IBP_LOG_WARN, "device %d: the decompress self-test failed; "
-             "libibp passes every copy through on it", dev);
+    ibp__log(IBP_LOG_WARN,
+             "device %d: the decompress self-test failed; "
+             "libibp passes every copy through on it",
+             dev);
   return rc;
 }
 
-/* ---- regions ------------------------------------------------------------------------ */
+/* ---- regions ------------------------------------------------------------- */
 
 int ibp__device_setup(ibp_region_rec *r, int dev, CUstream s) {
   const ibp_driver *d = ibp__driver();
   ibp_region_priv *p = r->priv;
   CUfunction fn = decompress_function(d);
   if (!fn) {
-    ibp__log(IBP_LOG_WARN, "device %d: cannot load libibp's kernels; copies "
-             "pass through", dev);
+    ibp__log(IBP_LOG_WARN,
+             "device %d: cannot load libibp's kernels; copies "
+             "pass through",
+             dev);
     return -1;
   }
   if (selftest[dev] == 0)
@@ -290,15 +295,19 @@ int ibp__device_setup(ibp_region_rec *r, int dev, CUstream s) {
   metadata m;
   size_t flag_bytes = ibp_region_flag_bytes(&r->params, r->bytes);
   if (upload_metadata(d, s, &r->params, r->flags, flag_bytes, &m) != 0) {
-    ibp__log(IBP_LOG_WARN, "region '%s': cannot upload its metadata to "
-             "device %d; it passes through there", r->name, dev);
+    ibp__log(IBP_LOG_WARN,
+             "region '%s': cannot upload its metadata to "
+             "device %d; it passes through there",
+             r->name, dev);
     return -1;
   }
   if (plan(d, dev, fn, &r->params, &m, r->shadow, (const void *)r->base,
            (const void *)r->dirty, r->bytes, &p->dev[dev]) != 0) {
     free_metadata(d, &m);
-    ibp__log(IBP_LOG_WARN, "region '%s': cannot plan the kernel on device "
-             "%d; it passes through there", r->name, dev);
+    ibp__log(IBP_LOG_WARN,
+             "region '%s': cannot plan the kernel on device "
+             "%d; it passes through there",
+             r->name, dev);
     return -1;
   }
   r->devices[dev].mask = m.mask;

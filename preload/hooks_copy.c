@@ -7,12 +7,16 @@
  * a lock-free lookup once regions exist. */
 #include "preload.h"
 
-static inline CUstream legacy(CUstream s) { return s ? s : CU_STREAM_LEGACY; }
+static inline CUstream legacy(CUstream s) {
+  return s ? s : CU_STREAM_LEGACY;
+}
 static inline CUstream per_thread(CUstream s) {
   return s ? s : CU_STREAM_PER_THREAD;
 }
 
-static inline int quiet(void) { return ibp__guard || ibp_registry_empty(); }
+static inline int quiet(void) {
+  return ibp__guard || ibp_registry_empty();
+}
 
 /* 0 when served; 1 when the real copy must run. */
 static int htod(CUdeviceptr dst, const void *src, size_t n, CUstream s,
@@ -28,10 +32,9 @@ static void dtoh(const void *dst, size_t n) {
     ibp__note_write(dst, n);
 }
 
-/* ---- host to device --------------------------------------------------------- */
+/* ---- host to device ------------------------------------------------------ */
 
-CUresult ibp__hook_cuMemcpyHtoD_v2(CUdeviceptr dst, const void *src,
-                                   size_t n) {
+CUresult ibp__hook_cuMemcpyHtoD_v2(CUdeviceptr dst, const void *src, size_t n) {
   if (htod(dst, src, n, CU_STREAM_LEGACY, 1, 0) == 0)
     return CUDA_SUCCESS;
   return ibp__real_cuMemcpyHtoD_v2(dst, src, n);
@@ -58,7 +61,7 @@ CUresult ibp__hook_cuMemcpyHtoDAsync_v2_ptsz(CUdeviceptr dst, const void *src,
   return ibp__real_cuMemcpyHtoDAsync_v2_ptsz(dst, src, n, s);
 }
 
-/* ---- unified: classify both pointers ------------------------------------------ */
+/* ---- unified: classify both pointers ------------------------------------- */
 
 CUresult ibp__hook_cuMemcpy(CUdeviceptr dst, CUdeviceptr src, size_t n) {
   dtoh((const void *)dst, n);
@@ -90,7 +93,7 @@ CUresult ibp__hook_cuMemcpyAsync_ptsz(CUdeviceptr dst, CUdeviceptr src,
   return ibp__real_cuMemcpyAsync_ptsz(dst, src, n, s);
 }
 
-/* ---- device to host: invalidate, then copy ------------------------------------ */
+/* ---- device to host: invalidate, then copy ------------------------------- */
 
 CUresult ibp__hook_cuMemcpyDtoH_v2(void *dst, CUdeviceptr src, size_t n) {
   dtoh(dst, n);

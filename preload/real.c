@@ -31,4 +31,6 @@ void *ibp__real_dlsym(void *handle, const char *name) {
   return real_dlsym_fn ? real_dlsym_fn(handle, name) : NULL;
 }
 
-void *ibp__libc(const char *name) { return ibp__real_dlsym(RTLD_NEXT, name); }
+void *ibp__libc(const char *name) {
+  return ibp__real_dlsym(RTLD_NEXT, name);
+}

@@ -19,7 +19,7 @@
 
 #include "preload.h"
 
-#define IBP_HOOK(sym, params, args) CUresult (*ibp__real_##sym) params;
+#define IBP_HOOK(sym, params, args) CUresult(*ibp__real_##sym) params;
 #include "hooks.def"
 #undef IBP_HOOK
 
@@ -41,7 +41,7 @@ static pthread_mutex_t bind_lock = PTHREAD_MUTEX_INITIALIZER;
 static _Atomic int bound; /* 1 once the driver's addresses are known */
 static ibp_driver driver;
 
-/* ---- the driver table ------------------------------------------------------- */
+/* ---- the driver table ---------------------------------------------------- */
 
 typedef struct driver_row {
   const char *name;
@@ -49,7 +49,8 @@ typedef struct driver_row {
   size_t offset;
 } driver_row;
 
-#define ROW(field, ver) {#field, ver, offsetof(ibp_driver, field)}
+#define ROW(field, ver)                                                        \
+  { #field, ver, offsetof(ibp_driver, field) }
 static const driver_row driver_rows[] = {
     ROW(cuCtxGetCurrent, 4000),
     ROW(cuCtxGetDevice, 2000),
@@ -117,7 +118,9 @@ static int bind_driver(void) {
   return atomic_load_explicit(&bound, memory_order_acquire);
 }
 
-const ibp_driver *ibp__driver(void) { return bind_driver() ? &driver : NULL; }
+const ibp_driver *ibp__driver(void) {
+  return bind_driver() ? &driver : NULL;
+}
 
 /* Our hook for the driver's function at `p`, or p itself. */
 static void *substitute(void *p) {
@@ -129,7 +132,7 @@ static void *substitute(void *p) {
   return p;
 }
 
-/* ---- dlsym ---------------------------------------------------------------------- */
+/* ---- dlsym --------------------------------------------------------------- */
 
 /* RTLD_NEXT means "after the object that called dlsym"; calling the real
  * dlsym from here would make that libibp.  So walk the link map from the
@@ -142,24 +145,21 @@ static void *next_after(const void *caller, const char *name) {
   for (struct link_map *l = self->l_next; l; l = l->l_next) {
     void *p = ibp__real_dlsym(l, name);
     struct link_map *owner = NULL;
-    if (p && dladdr1(p, &info, (void **)&owner, RTLD_DL_LINKMAP) &&
-        owner == l)
+    if (p && dladdr1(p, &info, (void **)&owner, RTLD_DL_LINKMAP) && owner == l)
       return p;
   }
   return NULL;
 }
 
 IBP_EXPORT void *dlsym(void *handle, const char *name) {
-  void *p = handle == RTLD_NEXT
-                ? next_after(__builtin_return_address(0), name)
-                : ibp__real_dlsym(handle, name);
-  if (p && name[0] == 'c' && name[1] == 'u' && !ibp__guard &&
-      ibp__active())
+  void *p = handle == RTLD_NEXT ? next_after(__builtin_return_address(0), name)
+                                : ibp__real_dlsym(handle, name);
+  if (p && name[0] == 'c' && name[1] == 'u' && !ibp__guard && ibp__active())
     p = substitute(p);
   return p;
 }
 
-/* ---- cuGetProcAddress ------------------------------------------------------------ */
+/* ---- cuGetProcAddress ---------------------------------------------------- */
 
 CUresult ibp__hook_cuGetProcAddress_v2(const char *symbol, void **pfn,
                                        int version, cuuint64_t flags,
@@ -171,8 +171,8 @@ CUresult ibp__hook_cuGetProcAddress_v2(const char *symbol, void **pfn,
   return r;
 }
 
-CUresult ibp__hook_cuGetProcAddress(const char *symbol, void **pfn,
-                                    int version, cuuint64_t flags) {
+CUresult ibp__hook_cuGetProcAddress(const char *symbol, void **pfn, int version,
+                                    cuuint64_t flags) {
   CUresult r = ibp__real_cuGetProcAddress(symbol, pfn, version, flags);
   if (r == CUDA_SUCCESS && pfn && !ibp__guard && ibp__active())
     *pfn = substitute(*pfn);

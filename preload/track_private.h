@@ -10,7 +10,7 @@
 
 #include "preload.h"
 
-/* ---- track.c ---------------------------------------------------------------- */
+/* ---- track.c ------------------------------------------------------------- */
 
 /* Number of regions whose pages the tracker holds read-only now. */
 extern IBP_HIDDEN _Atomic unsigned ibp__track_live;
@@ -21,7 +21,7 @@ static inline int ibp__track_any(void) {
   return atomic_load_explicit(&ibp__track_live, memory_order_relaxed) != 0;
 }
 
-/* ---- hooks_signal.c ---------------------------------------------------------- */
+/* ---- hooks_signal.c ------------------------------------------------------ */
 
 /* Installs `ours` for SIGSEGV and SIGBUS with the real sigaction and from
  * then on virtualises both in the exported sigaction/signal: what was

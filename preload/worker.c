@@ -45,7 +45,7 @@ static job *head, *tail;
 static int running;
 static int warned_thread;
 
-/* ---- jobs -------------------------------------------------------------------- */
+/* ---- jobs ---------------------------------------------------------------- */
 
 static int push_ctx(const ibp_driver *d, CUcontext ctx) {
   return ctx && d->cuCtxPushCurrent(ctx) == CUDA_SUCCESS;
@@ -79,8 +79,7 @@ static void run_compress(const ibp_driver *d, job *j) {
     ibp__track_unprotect(r);
   ibp_region_transition(r, IBP_REGION_COMPRESSING,
                         ok ? IBP_REGION_READY : IBP_REGION_DEGRADED);
-  if (ok && ibp_region_device_transition(r, (unsigned)j->dev,
-                                         IBP_DEVICE_ABSENT,
+  if (ok && ibp_region_device_transition(r, (unsigned)j->dev, IBP_DEVICE_ABSENT,
                                          IBP_DEVICE_UPLOADING))
     setup_device(d, r, j->dev);
   pop_ctx(d);
@@ -129,7 +128,7 @@ static void run(const ibp_driver *d, job *j) {
   }
 }
 
-/* ---- the thread ----------------------------------------------------------------- */
+/* ---- the thread ---------------------------------------------------------- */
 
 static void *worker_main(void *arg) {
   (void)arg;
@@ -193,8 +192,7 @@ static void submit(job *j) {
   free(j);
 }
 
-static job *new_job(job_kind kind, ibp_region_rec *r, CUcontext ctx,
-                    int dev) {
+static job *new_job(job_kind kind, ibp_region_rec *r, CUcontext ctx, int dev) {
   job *j = calloc(1, sizeof *j);
   if (!j)
     return NULL;
@@ -250,7 +248,7 @@ void ibp__worker_release(ibp_region_rec *r) {
   free(p);
 }
 
-/* ---- waiting ---------------------------------------------------------------------- */
+/* ---- waiting ------------------------------------------------------------- */
 
 static int busy(ibp_region_rec *r, int dev) {
   if (ibp_region_state_get(r) == IBP_REGION_COMPRESSING)
