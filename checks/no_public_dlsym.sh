@@ -4,13 +4,13 @@
 # from preload/ code would recurse into the hook.  The C library's dlsym is
 # reached only through ibp__real_dlsym (preload/real.c, found with dlvsym).
 # Allowed: the hook's own definition or declaration in preload/resolve.c,
-#   [IBP_EXPORT] void *dlsym(void *handle, const char *name)
+#   [IBP_EXPORT IBP_NO_SANITIZE ...] void *dlsym(void *handle, const char *name)
 # Anything else naming dlsym in preload/*.c, *.h, *.def is a violation;
 # comments and string literals ("dlsym" as a name to look up) are ignored.
 #   no_public_dlsym.sh <source root>
 . "$(CDPATH= cd -- "$(dirname -- "$0")" && pwd)/lib.sh"
 root=$1
-decl='^[[:space:]]*((IBP_EXPORT|extern|__attribute__[[:space:]]*\(\([^;{]*\)\))[[:space:]]+)*void[[:space:]]*\*[[:space:]]*dlsym[[:space:]]*\('
+decl='^[[:space:]]*((IBP_[A-Z_]+|extern|__attribute__[[:space:]]*\(\([^;{]*\)\))[[:space:]]+)*void[[:space:]]*\*[[:space:]]*dlsym[[:space:]]*\('
 use="${B}dlsym([^A-Za-z0-9_]|$)"
 files "$root/preload" > "$tmp/files"
 while read -r f; do

@@ -33,6 +33,9 @@
 
 #define IBP_HIDDEN __attribute__((visibility("hidden")))
 #define IBP_EXPORT __attribute__((visibility("default")))
+/* For code an ASan runtime may call before it is initialised (it resolves
+ * its interceptors through our dlsym hook): no sanitizer instrumentation. */
+#define IBP_NO_SANITIZE __attribute__((no_sanitize("address", "undefined")))
 
 /* ---- init.c: configuration and lifetime -----------------------------------
  */
@@ -78,6 +81,9 @@ void ibp__warn_once(int *once, const char *fmt, ...)
 
 /* The C library's dlsym (found with dlvsym; never the public one). */
 void *ibp__real_dlsym(void *handle, const char *name);
+
+/* The real dlsym itself (for the RTLD_NEXT tail jump in resolve.c). */
+void *ibp__real_dlsym_fn(void);
 
 /* A C library function of the next object (RTLD_NEXT through the real
  * dlsym); NULL when absent.  For libc entry points only, never the driver. */

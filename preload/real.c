@@ -14,7 +14,7 @@ typedef void *(*dlsym_fn)(void *, const char *);
 static dlsym_fn real_dlsym_fn;
 static pthread_once_t real_dlsym_once = PTHREAD_ONCE_INIT;
 
-static void find_real_dlsym(void) {
+IBP_NO_SANITIZE static void find_real_dlsym(void) {
   static const char *const versions[] = {"GLIBC_2.34", "GLIBC_2.2.5",
                                          "GLIBC_2.17"};
   for (unsigned i = 0; i < sizeof versions / sizeof versions[0]; i++) {
@@ -26,7 +26,12 @@ static void find_real_dlsym(void) {
   }
 }
 
-void *ibp__real_dlsym(void *handle, const char *name) {
+IBP_NO_SANITIZE void *ibp__real_dlsym_fn(void) {
+  pthread_once(&real_dlsym_once, find_real_dlsym);
+  return (void *)real_dlsym_fn;
+}
+
+IBP_NO_SANITIZE void *ibp__real_dlsym(void *handle, const char *name) {
   pthread_once(&real_dlsym_once, find_real_dlsym);
   return real_dlsym_fn ? real_dlsym_fn(handle, name) : NULL;
 }

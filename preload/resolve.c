@@ -12,7 +12,6 @@
  * application loaded, never RTLD_NEXT (the driver is linked -Bsymbolic and
  * cudart opens it RTLD_LOCAL, so it is not in the global scope). */
 #include <dlfcn.h>
-#include <link.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <string.h>
@@ -134,30 +133,57 @@ static void *substitute(void *p) {
 
 /* ---- dlsym --------------------------------------------------------------- */
 
-/* RTLD_NEXT means "after the object that called dlsym"; calling the real
- * dlsym from here would make that libibp.  So walk the link map from the
- * caller's object and take the first later object that defines `name`. */
-static void *next_after(const void *caller, const char *name) {
-  Dl_info info;
-  struct link_map *self = NULL;
-  if (!dladdr1(caller, &info, (void **)&self, RTLD_DL_LINKMAP) || !self)
-    return ibp__real_dlsym(RTLD_NEXT, name);
-  for (struct link_map *l = self->l_next; l; l = l->l_next) {
-    void *p = ibp__real_dlsym(l, name);
-    struct link_map *owner = NULL;
-    if (p && dladdr1(p, &info, (void **)&owner, RTLD_DL_LINKMAP) && owner == l)
-      return p;
-  }
-  return NULL;
+/* dlsym(RTLD_NEXT, name) means "the next definition after the object that
+ * called dlsym", which glibc finds from its return address -- calling it
+ * from a C hook would make that libibp.  So RTLD_NEXT lookups reach the
+ * real dlsym by a tail jump that keeps the caller's return address (ASan's
+ * runtime resolves its interceptors that way, before it is even
+ * initialised: this path runs no instrumented code).  They are never
+ * substituted: the driver is not in the global scope, cudart opens it
+ * RTLD_LOCAL.  Every other handle goes through ibp__dlsym_hook. */
+IBP_HIDDEN void *(*ibp__next_dlsym)(void *, const char *);
+
+IBP_HIDDEN IBP_NO_SANITIZE void *ibp__real_dlsym_address(void) {
+  if (!ibp__next_dlsym)
+    ibp__next_dlsym = (void *(*)(void *, const char *))ibp__real_dlsym_fn();
+  return (void *)ibp__next_dlsym;
 }
 
-IBP_EXPORT void *dlsym(void *handle, const char *name) {
-  void *p = handle == RTLD_NEXT ? next_after(__builtin_return_address(0), name)
-                                : ibp__real_dlsym(handle, name);
+IBP_HIDDEN IBP_NO_SANITIZE void *ibp__dlsym_hook(void *handle,
+                                                 const char *name) {
+  void *p = ibp__real_dlsym(handle, name);
   if (p && name[0] == 'c' && name[1] == 'u' && !ibp__guard && ibp__active())
     p = substitute(p);
   return p;
 }
+
+#if defined(__x86_64__)
+__asm__(".text\n"
+        ".globl dlsym\n"
+        ".type dlsym, @function\n"
+        "dlsym:\n"
+        "  cmpq $-1, %rdi\n" /* RTLD_NEXT */
+        "  jne ibp__dlsym_hook\n"
+        "  movq ibp__next_dlsym(%rip), %rax\n"
+        "  testq %rax, %rax\n"
+        "  jnz 1f\n"
+        "  pushq %rdi\n"
+        "  pushq %rsi\n"
+        "  subq $8, %rsp\n" /* 16-byte alignment for the call */
+        "  call ibp__real_dlsym_address\n"
+        "  addq $8, %rsp\n"
+        "  popq %rsi\n"
+        "  popq %rdi\n"
+        "1:\n"
+        "  jmp *%rax\n"
+        ".size dlsym, .-dlsym\n");
+#else
+/* Elsewhere RTLD_NEXT lookups are answered as if made by libibp itself,
+ * which is right for every object loaded after it. */
+IBP_EXPORT IBP_NO_SANITIZE void *dlsym(void *handle, const char *name) {
+  return ibp__dlsym_hook(handle, name);
+}
+#endif
 
 /* ---- cuGetProcAddress ---------------------------------------------------- */
 
