@@ -27,8 +27,11 @@ static void *pinned(const ibp_driver *d, size_t bytes) {
   return p;
 }
 
+/* One warning per process; later regions failing the same way say so at
+ * info level (a persistent failure must not flood stderr). */
 static int fail(ibp_region_rec *r, const char *why) {
-  ibp__log(IBP_LOG_WARN, "region '%s': %s; it passes through", r->name, why);
+  static int warned;
+  ibp__warn_first(&warned, "region '%s': %s; it passes through", r->name, why);
   return -1;
 }
 

@@ -19,6 +19,8 @@
 static CUlibrary library;
 static CUkernel kernel;
 static int library_tried;
+static int load_failed; /* no kernels in any context: give up for good */
+static int warned;      /* one warning per process */
 static int selftest[IBP_REGISTRY_MAX_DEVICES]; /* 0 not run, 1 ok, -1 bad */
 static struct {
   CUcontext ctx;
@@ -268,10 +270,10 @@ static int device_selftest(const ibp_driver *d, CUstream s, int dev,
     d->cuMemFreeHost(o);
   free(t.back);
   if (rc != 0)
-    ibp__log(IBP_LOG_WARN,
-             "device %d: the decompress self-test failed; "
-             "libibp passes every copy through on it",
-             dev);
+    ibp__warn_first(&warned,
+                    "device %d: the decompress self-test failed; "
+                    "libibp passes every copy through on it",
+                    dev);
   return rc;
 }
 
@@ -280,12 +282,14 @@ static int device_selftest(const ibp_driver *d, CUstream s, int dev,
 int ibp__device_setup(ibp_region_rec *r, int dev, CUstream s) {
   const ibp_driver *d = ibp__driver();
   ibp_region_priv *p = r->priv;
-  CUfunction fn = decompress_function(d);
+  CUfunction fn = load_failed ? NULL : decompress_function(d);
   if (!fn) {
-    ibp__log(IBP_LOG_WARN,
-             "device %d: cannot load libibp's kernels; copies "
-             "pass through",
-             dev);
+    if (!load_failed)
+      ibp__warn_first(&warned,
+                      "device %d: cannot load libibp's kernels; copies "
+                      "pass through",
+                      dev);
+    load_failed = 1;
     return -1;
   }
   if (selftest[dev] == 0)
@@ -295,19 +299,19 @@ int ibp__device_setup(ibp_region_rec *r, int dev, CUstream s) {
   metadata m;
   size_t flag_bytes = ibp_region_flag_bytes(&r->params, r->bytes);
   if (upload_metadata(d, s, &r->params, r->flags, flag_bytes, &m) != 0) {
-    ibp__log(IBP_LOG_WARN,
-             "region '%s': cannot upload its metadata to "
-             "device %d; it passes through there",
-             r->name, dev);
+    ibp__warn_first(&warned,
+                    "region '%s': cannot upload its metadata to "
+                    "device %d; it passes through there",
+                    r->name, dev);
     return -1;
   }
   if (plan(d, dev, fn, &r->params, &m, r->shadow, (const void *)r->base,
            (const void *)r->dirty, r->bytes, &p->dev[dev]) != 0) {
     free_metadata(d, &m);
-    ibp__log(IBP_LOG_WARN,
-             "region '%s': cannot plan the kernel on device "
-             "%d; it passes through there",
-             r->name, dev);
+    ibp__warn_first(&warned,
+                    "region '%s': cannot plan the kernel on device "
+                    "%d; it passes through there",
+                    r->name, dev);
     return -1;
   }
   r->devices[dev].mask = m.mask;
@@ -324,4 +328,5 @@ void ibp__device_after_fork_child(void) {
   library_tried = 0;
   memset(selftest, 0, sizeof selftest);
   memset(functions, 0, sizeof functions);
+  load_failed = 0;
 }

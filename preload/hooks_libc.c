@@ -23,8 +23,10 @@
 #include <limits.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "preload.h"
@@ -285,4 +287,54 @@ size_t __fread_unlocked_chk(void *ptr, size_t ptrlen, size_t size, size_t n,
   if (ibp__track_any())
     before_fread(ptr, size, n);
   return real(ptr, ptrlen, size, n, fp);
+}
+
+/* ---- recvmmsg, and calls that change a tracked page without a store ----- */
+
+typedef int (*recvmmsg_fn)(int, struct mmsghdr *, unsigned int, int,
+                           struct timespec *);
+typedef int (*mprotect_fn)(void *, size_t, int);
+typedef int (*madvise_fn)(void *, size_t, int);
+
+IBP_EXPORT int recvmmsg(int fd, struct mmsghdr *v, unsigned int n, int flags,
+                        struct timespec *timeout) {
+  REAL(recvmmsg_fn, "recvmmsg");
+  if (!real)
+    return -1;
+  if (ibp__track_any() && v) {
+    ibp__track_before_write(v, (size_t)n * sizeof *v);
+    for (unsigned i = 0; i < n && i < IOV_MAX; i++) {
+      struct msghdr *m = &v[i].msg_hdr;
+      ibp__track_before_write(m->msg_name, m->msg_namelen);
+      ibp__track_before_write(m->msg_control, m->msg_controllen);
+      before_iov(m->msg_iov, m->msg_iovlen);
+    }
+  }
+  return real(fd, v, n, flags, timeout);
+}
+
+/* The application changing the protection of tracked pages takes them out
+ * of tracking first (their tensors dirty): whatever it sets then holds, and
+ * a later write cannot go unseen. */
+IBP_EXPORT int mprotect(void *addr, size_t len, int prot) {
+  REAL(mprotect_fn, "mprotect");
+  if (!real)
+    return -1;
+  if (ibp__track_any())
+    ibp__track_before_write(addr, len);
+  return real(addr, len, prot);
+}
+
+/* Advice that discards or replaces page contents is a write. */
+IBP_EXPORT int madvise(void *addr, size_t len, int advice) {
+  REAL(madvise_fn, "madvise");
+  if (!real)
+    return -1;
+  if (ibp__track_any() && advice != MADV_NORMAL && advice != MADV_RANDOM &&
+      advice != MADV_SEQUENTIAL && advice != MADV_WILLNEED &&
+      advice != MADV_DONTFORK && advice != MADV_DOFORK &&
+      advice != MADV_HUGEPAGE && advice != MADV_NOHUGEPAGE &&
+      advice != MADV_DONTDUMP && advice != MADV_DODUMP)
+    ibp__track_before_write(addr, len);
+  return real(addr, len, advice);
 }

@@ -2,6 +2,7 @@
  * allocation or registration matching an IBP_REGIONS rule) and where they
  * go (free, unregister).  The driver's call always runs; a region is only
  * recorded after it succeeded, and forgotten before the memory is gone. */
+#include <inttypes.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,7 +10,7 @@
 #include "preload.h"
 
 static _Atomic uint64_t pinned_allocations; /* for rules with nth= */
-static int warned_inplace, warned_add;
+static int warned_inplace, warned_add, warned_shared;
 
 static void human_bytes(uint64_t b, char *buf, size_t len) {
   static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
@@ -33,8 +34,26 @@ static void region_from_rule(const ibp_rule *rule, ibp_region_rule *out) {
   };
 }
 
-/* A pinned range [p, p+n) now exists: make it a region if a rule says so. */
-static void pinned_created(void *p, size_t n) {
+/* Nonzero when part of [p, p+n) is a shared mapping: it may be written
+ * through another mapping (or process) that write protection cannot see. */
+static int shared_mapping(const void *p, size_t n) {
+  FILE *f = fopen("/proc/self/maps", "re");
+  if (!f)
+    return 1; /* cannot tell: assume the worst */
+  uintptr_t lo = (uintptr_t)p, hi = lo + n, a, b;
+  char perms[8], line[512];
+  int shared = 0;
+  while (!shared && fgets(line, sizeof line, f))
+    if (sscanf(line, "%" SCNxPTR "-%" SCNxPTR " %7s", &a, &b, perms) == 3 &&
+        a < hi && lo < b && perms[3] == 's')
+      shared = 1;
+  fclose(f);
+  return shared;
+}
+
+/* A pinned range [p, p+n) now exists: make it a region if a rule says so.
+ * `registered`: the application's own memory (cuMemHostRegister). */
+static void pinned_created(void *p, size_t n, int registered) {
   if (ibp__guard || !ibp__active() || !p || n == 0)
     return;
   uint64_t nth = atomic_fetch_add(&pinned_allocations, 1) + 1;
@@ -46,6 +65,14 @@ static void pinned_created(void *p, size_t n) {
                    "IBP_REGIONS rule %u: mode=inplace is not supported yet; "
                    "its regions pass through",
                    rule->index);
+    return;
+  }
+  if (registered && rule->track == IBP_TRACK_PROTECT && shared_mapping(p, n)) {
+    ibp__warn_once(&warned_shared,
+                   "pinned memory at %p (%zu bytes) is a shared mapping whose "
+                   "writes cannot be tracked; it passes through (track=trust "
+                   "serves it anyway)",
+                   p, n);
     return;
   }
   ibp_region_priv *priv = calloc(1, sizeof *priv);
@@ -104,21 +131,21 @@ static void pinned_released(void *p) {
 CUresult ibp__hook_cuMemHostAlloc(void **pp, size_t n, unsigned flags) {
   CUresult res = ibp__real_cuMemHostAlloc(pp, n, flags);
   if (res == CUDA_SUCCESS && pp)
-    pinned_created(*pp, n);
+    pinned_created(*pp, n, 0);
   return res;
 }
 
 CUresult ibp__hook_cuMemAllocHost_v2(void **pp, size_t n) {
   CUresult res = ibp__real_cuMemAllocHost_v2(pp, n);
   if (res == CUDA_SUCCESS && pp)
-    pinned_created(*pp, n);
+    pinned_created(*pp, n, 0);
   return res;
 }
 
 CUresult ibp__hook_cuMemHostRegister_v2(void *p, size_t n, unsigned flags) {
   CUresult res = ibp__real_cuMemHostRegister_v2(p, n, flags);
   if (res == CUDA_SUCCESS)
-    pinned_created(p, n);
+    pinned_created(p, n, 1);
   return res;
 }
 

@@ -26,6 +26,18 @@ static void release_region(ibp_region_rec *r, void *ctx) {
   ibp__worker_release(r);
 }
 
+/* In the child, the parent's regions are of no use (CUDA cannot be used
+ * after the parent initialised it; pinned memory, the shadow and the dirty
+ * bitmap are not even mapped there): stop tracking and serving them. */
+static void forget_region(const ibp_region_rec *rc, void *ctx) {
+  (void)ctx;
+  ibp_region_rec *r = (ibp_region_rec *)rc;
+  ibp__track_unprotect(r);
+  __atomic_store_n(&r->dirty, NULL, __ATOMIC_RELEASE);
+  ibp_region_transition(r, IBP_REGION_READY, IBP_REGION_DEGRADED);
+  ibp_region_transition(r, IBP_REGION_COMPRESSING, IBP_REGION_DEGRADED);
+}
+
 /* The child of a fork: threads that held our locks do not exist there, and
  * the parent's GPU state is not the child's. */
 static void after_fork_child(void) {
@@ -35,6 +47,7 @@ static void after_fork_child(void) {
   ibp__device_after_fork_child();
   ibp__track_after_fork_child();
   ibp__stats_after_fork_child();
+  ibp_registry_foreach(forget_region, NULL);
 }
 
 static void report_config_error(const ibp_config_error *e) {

@@ -48,3 +48,15 @@ void ibp__warn_once(int *once, const char *fmt, ...) {
   vlog(fmt, ap);
   va_end(ap);
 }
+
+void ibp__warn_first(int *once, const char *fmt, ...) {
+  ibp_log_level level = __atomic_exchange_n(once, 1, __ATOMIC_RELAXED)
+                            ? IBP_LOG_INFO
+                            : IBP_LOG_WARN;
+  if (level > current_level())
+    return;
+  va_list ap;
+  va_start(ap, fmt);
+  vlog(fmt, ap);
+  va_end(ap);
+}

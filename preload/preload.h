@@ -76,6 +76,12 @@ void ibp__log(ibp_log_level level, const char *fmt, ...)
 void ibp__warn_once(int *once, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
+/* Warn level the first time `*once` is 0, info level afterwards: for
+ * failures that may repeat per region or per copy, so a persistent fault
+ * costs one warning (the rest show with IBP_LOG=info). */
+void ibp__warn_first(int *once, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
 /* ---- resolve.c: the real functions -----------------------------------------
  */
 

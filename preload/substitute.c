@@ -40,13 +40,15 @@ static void failed(ibp_region_rec *r, ibp_region_priv *p, const char *what,
                    CUresult e) {
   atomic_fetch_add_explicit(&r->counters.copies_fallback, 1,
                             memory_order_relaxed);
-  ibp__warn_once(&p->warned,
-                 "region '%s': %s failed (CUresult %d); copying without "
-                 "libibp",
-                 r->name, what, (int)e);
+  static int warned;
+  (void)p;
+  ibp__warn_first(&warned,
+                  "region '%s': %s failed (CUresult %d); copying without "
+                  "libibp",
+                  r->name, what, (int)e);
   if (atomic_fetch_add(&p->failures, 1) + 1 >= FAILURES_BEFORE_DEGRADE &&
       ibp_region_transition(r, IBP_REGION_READY, IBP_REGION_DEGRADED))
-    ibp__log(IBP_LOG_WARN, "region '%s': degraded to pass-through", r->name);
+    ibp__log(IBP_LOG_INFO, "region '%s': degraded to pass-through", r->name);
 }
 
 static CUresult launch(const ibp_driver *d, ibp_region_rec *r,

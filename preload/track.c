@@ -203,7 +203,7 @@ static int widen(slot *s, uint64_t *newly) {
   claim(s, lo, hi, newly);
   claim_neighbours(s, lo);
   claim_neighbours(s, hi - pg);
-  return mprotect((void *)lo, hi - lo, PROT_READ | PROT_WRITE);
+  return ibp__sys_mprotect((void *)lo, hi - lo, PROT_READ | PROT_WRITE);
 }
 
 /* The overlap of s's pages with [plo, phi). */
@@ -257,7 +257,7 @@ static unsigned release(uintptr_t plo, uintptr_t phi, int fault) {
       if (!(held >> i & 1) || (!(claimed_any >> i & 1) && !force))
         continue;
       overlap(s, plo, phi, &a, &b);
-      if (mprotect((void *)a, b - a, PROT_READ | PROT_WRITE) != 0 &&
+      if (ibp__sys_mprotect((void *)a, b - a, PROT_READ | PROT_WRITE) != 0 &&
           widen(s, &newly[i]) != 0)
         res |= REL_FAILED;
     }
@@ -428,7 +428,7 @@ static void retire(slot *s) {
   if (lo < hi && shared_protected(s, hi - pg))
     hi -= pg;
   if (lo < hi)
-    mprotect((void *)lo, hi - lo, PROT_READ | PROT_WRITE);
+    ibp__sys_mprotect((void *)lo, hi - lo, PROT_READ | PROT_WRITE);
   atomic_store(&s->state, SLOT_RETIRED);
   atomic_fetch_add(&events, 1);
   while (atomic_load(&s->users))
@@ -471,7 +471,7 @@ static int publish(slot *s) {
   atomic_fetch_add(&ibp__track_live, 1);
   atomic_store(&s->state, SLOT_LIVE);
   atomic_fetch_add(&events, 1);
-  int rc = mprotect((void *)lo, hi - lo, PROT_READ) ? errno : 0;
+  int rc = ibp__sys_mprotect((void *)lo, hi - lo, PROT_READ) ? errno : 0;
   atomic_fetch_add(&gen, 1);
   pthread_sigmask(SIG_SETMASK, &old, NULL);
   return rc;

@@ -10,6 +10,15 @@
 
 #include "preload.h"
 
+/* mprotect by system call: libibp exports an `mprotect` hook (hooks_libc.c),
+ * which the tracker's own calls must not reach.  Async-signal-safe; sets
+ * errno like mprotect. */
+#include <sys/syscall.h>
+#include <unistd.h>
+static inline int ibp__sys_mprotect(void *addr, size_t len, int prot) {
+  return (int)syscall(SYS_mprotect, addr, len, prot);
+}
+
 /* ---- track.c ------------------------------------------------------------- */
 
 /* Number of regions whose pages the tracker holds read-only now. */

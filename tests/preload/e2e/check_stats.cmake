@@ -1,0 +1,75 @@
+# Checks the JSON report libibp wrote at exit (IBP_STATS=<file>, docs and
+# DESIGN.md section 8) after an end-to-end program:
+#
+#   cmake -DSTATS=<file> -DREGIONS=name1,name2 -P check_stats.cmake
+#
+# The report must be JSON with "version": 1, a "regions" array and a
+# "totals" object; for every name in REGIONS the regions of that name
+# (a name may appear several times: freed and re-made regions are kept)
+# must together have served copies (copies_served > 0) and saved space
+# (saved_fraction > 0 in at least one of them), and none may have fallen
+# back to the real copy (copies_fallback == 0: no error was injected).
+cmake_minimum_required(VERSION 3.25)
+
+if(NOT STATS)
+  message(FATAL_ERROR "check_stats: no -DSTATS=<file> (is IBP_STATS set?)")
+endif()
+if(NOT EXISTS "${STATS}")
+  message(FATAL_ERROR "check_stats: libibp wrote no report to ${STATS}")
+endif()
+file(READ "${STATS}" json)
+
+string(JSON version ERROR_VARIABLE err GET "${json}" version)
+if(err OR NOT version EQUAL 1)
+  message(FATAL_ERROR "check_stats: ${STATS}: no \"version\": 1 (${err})")
+endif()
+string(JSON totals ERROR_VARIABLE err TYPE "${json}" totals)
+if(err OR NOT totals STREQUAL "OBJECT")
+  message(FATAL_ERROR "check_stats: ${STATS}: no \"totals\" object (${err})")
+endif()
+string(JSON count ERROR_VARIABLE err LENGTH "${json}" regions)
+if(err)
+  message(FATAL_ERROR "check_stats: ${STATS}: no \"regions\" array (${err})")
+endif()
+
+string(REPLACE "," ";" REGIONS "${REGIONS}")
+set(failed FALSE)
+foreach(want IN LISTS REGIONS)
+  set(found 0)
+  set(served 0)
+  set(saved FALSE)
+  set(fallback 0)
+  if(count GREATER 0)
+    math(EXPR last "${count} - 1")
+    foreach(i RANGE ${last})
+      string(JSON name GET "${json}" regions ${i} name)
+      if(NOT name STREQUAL want)
+        continue()
+      endif()
+      math(EXPR found "${found} + 1")
+      string(JSON n GET "${json}" regions ${i} copies_served)
+      string(JSON fraction GET "${json}" regions ${i} saved_fraction)
+      math(EXPR served "${served} + ${n}")
+      string(JSON n GET "${json}" regions ${i} copies_fallback)
+      math(EXPR fallback "${fallback} + ${n}")
+      if(fraction GREATER 0)
+        set(saved TRUE)
+      endif()
+    endforeach()
+  endif()
+  if(found EQUAL 0)
+    message(SEND_ERROR "check_stats: region '${want}' is not in the report")
+    set(failed TRUE)
+  elseif(NOT served GREATER 0 OR NOT saved OR NOT fallback EQUAL 0)
+    message(SEND_ERROR "check_stats: region '${want}' (${found} entries): "
+      "copies_served ${served} (want > 0), saved_fraction > 0: ${saved}, "
+      "copies_fallback ${fallback} (want 0)")
+    set(failed TRUE)
+  else()
+    message(STATUS "check_stats: region '${want}': ${found} entries, "
+      "${served} copies served, space saved")
+  endif()
+endforeach()
+if(failed)
+  message(FATAL_ERROR "check_stats: ${STATS} does not show the regions served")
+endif()
