@@ -279,7 +279,11 @@ IBP_DEV int unit_job(ibp_decompress_args a, uint64_t u, uint8_t *stage,
                     a.dst + (lo - g0),
                     (uint32_t)(lo - start),
                     (uint32_t)(hi - start)};
-  return t < a.tensors && bit_set(a.flags, t) && !bit_set(a.dirty, t);
+  /* One answer per warp: the dirty bits may change while the kernel runs
+   * (libibp recompresses written tensors and clears them), and lanes that
+   * disagreed would diverge around the warp collectives. */
+  unsigned c = t < a.tensors && bit_set(a.flags, t) && !bit_set(a.dirty, t);
+  return (int)ibp_dev_shfl(c, 0);
 }
 
 IBP_KERNEL void ibp_decompress(ibp_decompress_args a) {
@@ -314,6 +318,7 @@ IBP_KERNEL void ibp_decompress(ibp_decompress_args a) {
     if (!unit_job(a, u, stage0 + cur * a.stage_bytes, &j)) {
       warp_copy_raw(j.dst, a.original + (j.slot - a.slots) + j.w0, j.w1 - j.w0,
                     a.original, a.original + region);
+      head_staged = 0; /* a prefetch for it (if any) is not this unit's */
       continue;
     }
     if (!head_staged)

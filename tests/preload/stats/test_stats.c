@@ -32,7 +32,9 @@
 /* Normally defined in preload/init.c. */
 ibp_config ibp__cfg;
 __thread int ibp__guard;
-int ibp__loaded(void) { return 1; }
+int ibp__loaded(void) {
+  return 1;
+}
 
 static int failures;
 
