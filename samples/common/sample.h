@@ -1,6 +1,7 @@
 /*
  * What the samples share: command-line options, generated data, the
- * checksum, pinned buffers, the copy-back check and the result lines.
+ * checksum, pinned buffers, gathers, the copy-back check and the result
+ * lines.
  *
  * The samples are ordinary CUDA host programs: they use only the CUDA
  * runtime API (cuda_runtime_api.h) and know nothing of libibp.  Every CUDA
@@ -71,26 +72,63 @@ sample_dtype sample_dtype_parse(const char *s);
 const char *sample_dtype_name(sample_dtype t);
 size_t sample_dtype_size(sample_dtype t);
 
-/* Generated data: rows of `row_bytes` bytes, each row values drawn from a
- * normal distribution with mean 0 and a standard deviation drawn
- * log-uniformly from [sd_min, sd_max] -- like trained weights and
- * embeddings, whose sign and top exponent bits repeat.  Each row has its own
- * splitmix64 stream seeded from (seed, row index), Box-Muller for the
- * normal values, so the bytes depend only on these parameters (not on the
- * number of threads).  row_bytes must be a multiple of the element size;
- * the last row may be cut short. */
+/* How generated values are distributed within a row. */
+typedef enum sample_dist {
+  /* Normal values with mean 0 and a standard deviation drawn log-uniformly
+   * from [sd_min, sd_max] per row -- like trained weights and embeddings,
+   * whose sign and top exponent bits repeat. */
+  SAMPLE_DIST_NORMAL,
+  /* Bag-of-words features (TF-IDF, like PubMed's or Cora's node features):
+   * a document of 1 to 2 * density * (values per row) words, uniformly,
+   * drawn from a Zipf-like vocabulary (word w with probability ~ w^(-2/3),
+   * so a little under `density` of the values are non-zero), value
+   * (1 + ln tf) * idf(w) per distinct word, idf growing with the word's
+   * rarity, the row scaled to unit L2 norm; every other value 0.  Values
+   * are non-negative and most are zero. */
+  SAMPLE_DIST_TFIDF,
+} sample_dist;
+
+/* Generated data: rows of `row_bytes` bytes, SAMPLE_DIST_NORMAL values
+ * (sample_generate_ext: others).  Each row has its own splitmix64 stream
+ * seeded from (seed, row number), Box-Muller for normal values, so the
+ * bytes depend only on these parameters (not on the number of threads).
+ * row_bytes must be a multiple of the element size; the last row may be
+ * cut short. */
 typedef struct sample_gen {
   sample_dtype dtype;
   uint64_t seed;
   size_t row_bytes;
-  double sd_min, sd_max;
+  double sd_min, sd_max; /* SAMPLE_DIST_NORMAL */
 } sample_gen;
 
 /* Fills dst[0, bytes) on up to one thread per CPU. */
 void sample_generate(void *dst, size_t bytes, const sample_gen *g);
 
+/* More shapes of generated data; all 0 is sample_generate's. */
+typedef struct sample_gen_ext {
+  sample_dist dist;
+  double density; /* SAMPLE_DIST_TFIDF: in (0, 1] */
+  /* The row number of dst[0]: a buffer generated from row first_row on
+   * holds the same bytes as that part of one generated from row 0. */
+  uint64_t first_row;
+  /* SAMPLE_DIST_NORMAL: when > 0, the standard deviation of row r is that
+   * of row r % sd_period (the heads of a KV cache keep their scale from
+   * token to token); the values stay the row's own. */
+  uint64_t sd_period;
+} sample_gen_ext;
+
+/* sample_generate with the shape `x`. */
+void sample_generate_ext(void *dst, size_t bytes, const sample_gen *g,
+                         const sample_gen_ext *x);
+
 /* splitmix64: the samples' only random number generator. */
 uint64_t sample_rand(uint64_t *state);
+/* Uniform in (0, 1] from sample_rand (never 0, so log() is finite). */
+double sample_uniform(uint64_t *state);
+
+/* malloc(bytes), or a message and exit SAMPLE_EXIT_USAGE when there is no
+ * memory (bytes 0 allocates 1). */
+void *sample_alloc(size_t bytes);
 
 /* Size of a regular, non-empty file; exits with a usage error otherwise. */
 size_t sample_file_size(const char *path);
@@ -134,8 +172,43 @@ void sample_pinned_free(void *p, size_t bytes, sample_pin how);
 size_t sample_check_device(const void *dev, const void *expected, size_t n,
                            uint64_t *fnv, uint8_t *got);
 
+/* Fills dev[0, n) with 0xa5 and waits for it, so that a copy that did not
+ * happen shows in the next check. */
+void sample_scrub_device(void *dev, size_t n);
+
 /* Seconds from CLOCK_MONOTONIC. */
 double sample_now(void);
+
+/* ---- gathers -------------------------------------------------------------
+ * A gather is a list of pieces of one host buffer -- piece k is `len[k]`
+ * bytes at offset `src[k]` -- that land one after the other in one device
+ * buffer, one cudaMemcpyAsync per piece (the way a program gathers rows or
+ * blocks).  The host builds the same bytes with sample_gather_host to check
+ * the device buffer against. */
+typedef struct sample_gather {
+  size_t n, cap; /* pieces held, room for */
+  size_t *src;   /* offset of each piece in the host buffer */
+  size_t *len;   /* its length in bytes */
+  size_t bytes;  /* sum of len */
+} sample_gather;
+
+/* Room for `cap` (> 0) pieces; exits when there is no memory. */
+void sample_gather_init(sample_gather *g, size_t cap);
+void sample_gather_free(sample_gather *g);
+/* Empties the list. */
+void sample_gather_reset(sample_gather *g);
+/* Appends a piece; there must be room for it. */
+void sample_gather_add(sample_gather *g, size_t src, size_t len);
+/* dst[0, g->bytes) = the pieces of host, in order (memcpy). */
+void sample_gather_host(const sample_gather *g, const void *host, void *dst);
+/* Enqueues one cudaMemcpyAsync host-to-device per piece of host into dev,
+ * in order, on `stream` (0: the default stream of this build); does not
+ * wait for them. */
+void sample_gather_copy(const sample_gather *g, void *dev, const void *host,
+                        cudaStream_t stream);
+/* The piece holding byte `at` (< g->bytes) of the gathered bytes; *within
+ * is the byte's offset in that piece. */
+size_t sample_gather_piece(const sample_gather *g, size_t at, size_t *within);
 
 /* ---- output ------------------------------------------------------------- */
 

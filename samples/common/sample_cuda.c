@@ -1,6 +1,7 @@
-/* CUDA helpers, timing and result lines of the samples (sample.h).
- * Compiled with each build variant: the copy in sample_check_device runs on
- * that variant's default stream. */
+/* CUDA helpers, gathers, timing and result lines of the samples
+ * (sample.h).  Compiled with each build variant: the copies of
+ * sample_check_device and sample_gather_copy run on that variant's default
+ * stream. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -92,6 +93,59 @@ size_t sample_check_device(const void *dev, const void *expected, size_t n,
     }
   }
   return SIZE_MAX;
+}
+
+void sample_scrub_device(void *dev, size_t n) {
+  CK(cudaMemset(dev, 0xa5, n));
+  CK(cudaDeviceSynchronize());
+}
+
+/* ---- gathers ------------------------------------------------------------ */
+
+void sample_gather_init(sample_gather *g, size_t cap) {
+  *g = (sample_gather){0, cap, sample_alloc(cap * sizeof *g->src),
+                       sample_alloc(cap * sizeof *g->len), 0};
+}
+
+void sample_gather_free(sample_gather *g) {
+  free(g->src);
+  free(g->len);
+  *g = (sample_gather){0};
+}
+
+void sample_gather_reset(sample_gather *g) {
+  g->n = 0;
+  g->bytes = 0;
+}
+
+void sample_gather_add(sample_gather *g, size_t src, size_t len) {
+  if (g->n == g->cap)
+    abort(); /* a sample sized its gather too small */
+  g->src[g->n] = src;
+  g->len[g->n++] = len;
+  g->bytes += len;
+}
+
+void sample_gather_host(const sample_gather *g, const void *host, void *dst) {
+  uint8_t *out = dst;
+  for (size_t k = 0; k < g->n; out += g->len[k], k++)
+    memcpy(out, (const uint8_t *)host + g->src[k], g->len[k]);
+}
+
+void sample_gather_copy(const sample_gather *g, void *dev, const void *host,
+                        cudaStream_t stream) {
+  uint8_t *out = dev;
+  for (size_t k = 0; k < g->n; out += g->len[k], k++)
+    CK(cudaMemcpyAsync(out, (const uint8_t *)host + g->src[k], g->len[k],
+                       cudaMemcpyHostToDevice, stream));
+}
+
+size_t sample_gather_piece(const sample_gather *g, size_t at, size_t *within) {
+  size_t k = 0;
+  while (k + 1 < g->n && at >= g->len[k])
+    at -= g->len[k++];
+  *within = at;
+  return k;
 }
 
 double sample_now(void) {

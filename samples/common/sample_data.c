@@ -20,9 +20,18 @@ uint64_t sample_rand(uint64_t *state) {
   return z ^ (z >> 31);
 }
 
-/* Uniform in (0, 1]: never 0, so that log() is finite. */
-static double uniform(uint64_t *state) {
+double sample_uniform(uint64_t *state) {
   return (double)((sample_rand(state) >> 11) + 1) * 0x1.0p-53;
+}
+
+void *sample_alloc(size_t bytes) {
+  void *p = malloc(bytes ? bytes : 1);
+  if (p == NULL) {
+    fprintf(stderr, "%s: cannot allocate %zu bytes of host memory\n",
+            sample_prog, bytes);
+    exit(SAMPLE_EXIT_USAGE);
+  }
+  return p;
 }
 
 sample_dtype sample_dtype_parse(const char *s) {
@@ -57,52 +66,113 @@ static void put_value(uint8_t *p, double v, sample_dtype t) {
     p[i] = (uint8_t)(u >> (8 * i));
 }
 
-/* One row: `len` (<= row_bytes) bytes of row number r. */
-static void fill_row(uint8_t *dst, size_t len, uint64_t r,
-                     const sample_gen *g) {
-  uint64_t state = g->seed ^ (r * 0xd1342543de82ef95ull);
+/* Value v at dst + off of a row cut at `len` bytes: a data size that is
+ * not a multiple of the element keeps the first bytes of the last one. */
+static void put_at(uint8_t *dst, size_t len, size_t off, double v,
+                   sample_dtype t) {
+  size_t esize = sample_dtype_size(t);
+  uint8_t last[4];
+  if (off + esize <= len) {
+    put_value(dst + off, v, t);
+  } else {
+    put_value(last, v, t);
+    memcpy(dst + off, last, len - off);
+  }
+}
+
+/* The random stream of row number r, one value drawn. */
+static uint64_t row_state(uint64_t seed, uint64_t r) {
+  uint64_t state = seed ^ (r * 0xd1342543de82ef95ull);
   sample_rand(&state);
-  double sd = g->sd_min * pow(g->sd_max / g->sd_min, uniform(&state));
+  return state;
+}
+
+/* SAMPLE_DIST_NORMAL: `len` (<= row_bytes) bytes of row number r. */
+static void fill_normal_row(uint8_t *dst, size_t len, uint64_t r,
+                            const sample_gen *g, uint64_t sd_period) {
+  uint64_t state = row_state(g->seed, r);
+  double u = sample_uniform(&state);
+  if (sd_period > 0) { /* the first draw of row r % sd_period */
+    uint64_t head = row_state(g->seed, r % sd_period);
+    u = sample_uniform(&head);
+  }
+  double sd = g->sd_min * pow(g->sd_max / g->sd_min, u);
   size_t esize = sample_dtype_size(g->dtype);
   double spare = 0.0;
-  uint8_t last[4];
   for (size_t off = 0, k = 0; off < len; off += esize, k++) {
     double v = spare;
     if (k % 2 == 0) {
       /* Box-Muller: two independent normal values per two uniforms. */
-      double rad = sqrt(-2.0 * log(uniform(&state)));
-      double ang = 6.283185307179586 * uniform(&state);
+      double rad = sqrt(-2.0 * log(sample_uniform(&state)));
+      double ang = 6.283185307179586 * sample_uniform(&state);
       v = sd * rad * cos(ang);
       spare = sd * rad * sin(ang);
     }
-    if (off + esize <= len) {
-      put_value(dst + off, v, g->dtype);
-    } else { /* a data size that is not a multiple of the element */
-      put_value(last, v, g->dtype);
-      memcpy(dst + off, last, len - off);
+    put_at(dst, len, off, v, g->dtype);
+  }
+}
+
+/* SAMPLE_DIST_TFIDF: `len` bytes of row number r; acc has room for the
+ * row's values. */
+static void fill_tfidf_row(uint8_t *dst, size_t len, uint64_t r,
+                           const sample_gen *g, double density, double *acc) {
+  size_t esize = sample_dtype_size(g->dtype), dim = g->row_bytes / esize;
+  uint64_t state = row_state(g->seed, r);
+  double mean = density * (double)dim;
+  uint64_t span = mean < 1.0 ? 2 : (uint64_t)(2.0 * mean);
+  uint64_t words = 1 + sample_rand(&state) % span;
+  memset(acc, 0, dim * sizeof *acc);
+  for (uint64_t i = 0; i < words; i++) { /* term counts */
+    size_t w = (size_t)((double)dim * pow(sample_uniform(&state), 3.0));
+    acc[w < dim ? w : dim - 1] += 1.0;
+  }
+  double norm = 0.0;
+  for (size_t k = 0; k < dim; k++) {
+    if (acc[k] > 0.0) { /* rarer words (higher k) weigh more */
+      acc[k] = (1.0 + log(acc[k])) * (1.0 + log(1.0 + (double)k) / 1.5);
+      norm += acc[k] * acc[k];
     }
   }
+  norm = sqrt(norm);
+  for (size_t off = 0, k = 0; off < len; off += esize, k++)
+    put_at(dst, len, off, acc[k] / norm, g->dtype);
 }
 
 typedef struct gen_job {
   uint8_t *dst;
   size_t bytes;
   const sample_gen *g;
+  const sample_gen_ext *x;
   uint64_t first, end; /* rows */
 } gen_job;
 
 static void *gen_worker(void *arg) {
   gen_job *j = arg;
-  size_t rb = j->g->row_bytes;
+  const sample_gen *g = j->g;
+  const sample_gen_ext *x = j->x;
+  size_t rb = g->row_bytes;
+  double *acc = NULL;
+  if (x->dist == SAMPLE_DIST_TFIDF)
+    acc = sample_alloc(rb / sample_dtype_size(g->dtype) * sizeof *acc);
   for (uint64_t r = j->first; r < j->end; r++) {
     size_t off = (size_t)r * rb;
     size_t len = j->bytes - off < rb ? j->bytes - off : rb;
-    fill_row(j->dst + off, len, r, j->g);
+    if (acc != NULL)
+      fill_tfidf_row(j->dst + off, len, x->first_row + r, g, x->density, acc);
+    else
+      fill_normal_row(j->dst + off, len, x->first_row + r, g, x->sd_period);
   }
+  free(acc);
   return NULL;
 }
 
 void sample_generate(void *dst, size_t bytes, const sample_gen *g) {
+  static const sample_gen_ext plain = {SAMPLE_DIST_NORMAL, 0.0, 0, 0};
+  sample_generate_ext(dst, bytes, g, &plain);
+}
+
+void sample_generate_ext(void *dst, size_t bytes, const sample_gen *g,
+                         const sample_gen_ext *x) {
   uint64_t rows = (bytes + g->row_bytes - 1) / g->row_bytes;
   long cpus = sysconf(_SC_NPROCESSORS_ONLN);
   unsigned n = cpus < 1 ? 1 : cpus > MAX_THREADS ? MAX_THREADS : (unsigned)cpus;
@@ -112,7 +182,7 @@ void sample_generate(void *dst, size_t bytes, const sample_gen *g) {
   pthread_t tids[MAX_THREADS];
   int joined[MAX_THREADS] = {0};
   for (unsigned t = 0; t < n; t++)
-    jobs[t] = (gen_job){dst, bytes, g, rows * t / n, rows * (t + 1) / n};
+    jobs[t] = (gen_job){dst, bytes, g, x, rows * t / n, rows * (t + 1) / n};
   for (unsigned t = 1; t < n; t++) {
     joined[t] = pthread_create(&tids[t], NULL, gen_worker, &jobs[t]) == 0;
     if (!joined[t])

@@ -64,6 +64,20 @@ samples_add_variants(emb_gather default_stream
 samples_add_variants(emb_gather own_stream_register
   --rows 3001 --dim 75 --batches 4 --batch-rows 257 --stream own --register
   --warmup 1)
+# 64 blocks made in a ring of 48: the cache wraps
+samples_add_variants(kv_offload bf16_window
+  --blocks 48 --block-bytes 16K --prefill 24 --steps 40 --window 6 --warmup 2)
+samples_add_variants(kv_offload f32_random_register
+  --blocks 33 --block-bytes 8K --dtype f32 --prefill 0 --steps 50 --window 7
+  --fetch random --register)
+samples_add_variants(feature_gather generated
+  --rows 5000 --dim 100 --batches 6 --batch-nodes 200 --fanout 5 --warmup 1)
+samples_add_variants(feature_gather register_wide_fanout
+  --rows 20011 --dim 33 --batches 4 --batch-nodes 150 --fanout 40 --register)
+# --data: any bytes will do (here a sample binary, rows of 1000 bytes)
+samples_add_variants(feature_gather data_file
+  --data $<TARGET_FILE:feature_gather> --row-bytes 1000 --batches 3
+  --batch-nodes 40 --fanout 6)
 
 set(samples_dir ${CMAKE_BINARY_DIR}/samples)
 foreach(case data_files mismatch cuda_error usage)
@@ -75,12 +89,16 @@ if(samples_gpu)
   set_tests_properties(samples_cuda_error PROPERTIES DISABLED TRUE)
 endif()
 
-# ---- under libibp (issue C): every build of both samples, A/B against
+# ---- under libibp (issue C): every build of each sample, A/B against
 # IBP_DISABLE=1, stats must show copies served and space saved.
 if(TARGET ibp_preload AND NOT samples_gpu)
   set(libibp_cases
     "weight_stream|--size 4M --layers 8 --epochs 3"
-    "emb_gather|--rows 20000 --dim 64 --batches 4 --batch-rows 512")
+    "emb_gather|--rows 20000 --dim 64 --batches 4 --batch-rows 512"
+    # compressed at the first fetch, with 48 of 64 blocks made; then blocks
+    # are appended into the rest and over the oldest (written tensors)
+    "kv_offload|--blocks 64 --block-bytes 64K --prefill 48 --steps 32 --window 8"
+    "feature_gather|--rows 4096 --dim 256 --batches 4 --batch-nodes 64 --fanout 8")
   foreach(case IN LISTS libibp_cases)
     string(REPLACE "|" ";" parts "${case}")
     list(GET parts 0 sample)
