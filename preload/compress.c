@@ -84,6 +84,12 @@ int ibp__compress_region(ibp_region_rec *r) {
     return fail(r, "it is smaller than one tensor");
   if (start_tracking(d, r, n) != 0)
     return -1;
+  /* copies into the region queued before now (even while it was only a
+   * candidate) must have landed before we read it; later ones set
+   * priv->invalidated */
+  if (ibp__dtoh_wait() != 0)
+    return fail(r, "a device-to-host copy into pinned memory could not be "
+                   "followed (e.g. under stream capture)");
   ibp_search_options opt = {
       .chunk_bytes = r->rule.chunk,
       .threshold = r->rule.threshold > 0 ? r->rule.threshold : -1,

@@ -27,9 +27,17 @@ static int htod(CUdeviceptr dst, const void *src, size_t n, CUstream s,
   return ibp__serve_htod(&c);
 }
 
-static void dtoh(const void *dst, size_t n) {
-  if (!quiet())
-    ibp__note_write(dst, n);
+/* A copy into host memory: regions it overlaps are invalidated before it
+ * is queued; an asynchronous one gets an event so a recompression can wait
+ * until its bytes have landed (ibp__dtoh_end). */
+static int dtoh(const void *dst, size_t n) {
+  return quiet() ? 0 : ibp__dtoh_begin(dst, n);
+}
+
+static CUresult dtoh_done(int touched, CUresult res, CUstream s, int async) {
+  if (touched)
+    ibp__dtoh_end(res == CUDA_SUCCESS && async ? s : NULL, async);
+  return res;
 }
 
 /* ---- host to device ------------------------------------------------------ */
@@ -64,55 +72,58 @@ CUresult ibp__hook_cuMemcpyHtoDAsync_v2_ptsz(CUdeviceptr dst, const void *src,
 /* ---- unified: classify both pointers ------------------------------------- */
 
 CUresult ibp__hook_cuMemcpy(CUdeviceptr dst, CUdeviceptr src, size_t n) {
-  dtoh((const void *)dst, n);
+  int t = dtoh((const void *)dst, n);
   if (htod(dst, (const void *)src, n, CU_STREAM_LEGACY, 1, 1) == 0)
-    return CUDA_SUCCESS;
-  return ibp__real_cuMemcpy(dst, src, n);
+    return dtoh_done(t, CUDA_SUCCESS, NULL, 0);
+  return dtoh_done(t, ibp__real_cuMemcpy(dst, src, n), NULL, 0);
 }
 
 CUresult ibp__hook_cuMemcpy_ptds(CUdeviceptr dst, CUdeviceptr src, size_t n) {
-  dtoh((const void *)dst, n);
+  int t = dtoh((const void *)dst, n);
   if (htod(dst, (const void *)src, n, CU_STREAM_PER_THREAD, 1, 1) == 0)
-    return CUDA_SUCCESS;
-  return ibp__real_cuMemcpy_ptds(dst, src, n);
+    return dtoh_done(t, CUDA_SUCCESS, NULL, 0);
+  return dtoh_done(t, ibp__real_cuMemcpy_ptds(dst, src, n), NULL, 0);
 }
 
 CUresult ibp__hook_cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src, size_t n,
                                  CUstream s) {
-  dtoh((const void *)dst, n);
+  int t = dtoh((const void *)dst, n);
   if (htod(dst, (const void *)src, n, legacy(s), 0, 1) == 0)
-    return CUDA_SUCCESS;
-  return ibp__real_cuMemcpyAsync(dst, src, n, s);
+    return dtoh_done(t, CUDA_SUCCESS, NULL, 0);
+  return dtoh_done(t, ibp__real_cuMemcpyAsync(dst, src, n, s), legacy(s), 1);
 }
 
 CUresult ibp__hook_cuMemcpyAsync_ptsz(CUdeviceptr dst, CUdeviceptr src,
                                       size_t n, CUstream s) {
-  dtoh((const void *)dst, n);
+  int t = dtoh((const void *)dst, n);
   if (htod(dst, (const void *)src, n, per_thread(s), 0, 1) == 0)
-    return CUDA_SUCCESS;
-  return ibp__real_cuMemcpyAsync_ptsz(dst, src, n, s);
+    return dtoh_done(t, CUDA_SUCCESS, NULL, 0);
+  return dtoh_done(t, ibp__real_cuMemcpyAsync_ptsz(dst, src, n, s),
+                   per_thread(s), 1);
 }
 
 /* ---- device to host: invalidate, then copy ------------------------------- */
 
 CUresult ibp__hook_cuMemcpyDtoH_v2(void *dst, CUdeviceptr src, size_t n) {
-  dtoh(dst, n);
-  return ibp__real_cuMemcpyDtoH_v2(dst, src, n);
+  int t = dtoh(dst, n);
+  return dtoh_done(t, ibp__real_cuMemcpyDtoH_v2(dst, src, n), NULL, 0);
 }
 
 CUresult ibp__hook_cuMemcpyDtoH_v2_ptds(void *dst, CUdeviceptr src, size_t n) {
-  dtoh(dst, n);
-  return ibp__real_cuMemcpyDtoH_v2_ptds(dst, src, n);
+  int t = dtoh(dst, n);
+  return dtoh_done(t, ibp__real_cuMemcpyDtoH_v2_ptds(dst, src, n), NULL, 0);
 }
 
 CUresult ibp__hook_cuMemcpyDtoHAsync_v2(void *dst, CUdeviceptr src, size_t n,
                                         CUstream s) {
-  dtoh(dst, n);
-  return ibp__real_cuMemcpyDtoHAsync_v2(dst, src, n, s);
+  int t = dtoh(dst, n);
+  return dtoh_done(t, ibp__real_cuMemcpyDtoHAsync_v2(dst, src, n, s), legacy(s),
+                   1);
 }
 
 CUresult ibp__hook_cuMemcpyDtoHAsync_v2_ptsz(void *dst, CUdeviceptr src,
                                              size_t n, CUstream s) {
-  dtoh(dst, n);
-  return ibp__real_cuMemcpyDtoHAsync_v2_ptsz(dst, src, n, s);
+  int t = dtoh(dst, n);
+  return dtoh_done(t, ibp__real_cuMemcpyDtoHAsync_v2_ptsz(dst, src, n, s),
+                   per_thread(s), 1);
 }

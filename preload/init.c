@@ -47,6 +47,7 @@ static void after_fork_child(void) {
   ibp__device_after_fork_child();
   ibp__track_after_fork_child();
   ibp__stats_after_fork_child();
+  ibp__dtoh_after_fork_child();
   ibp_registry_foreach(forget_region, NULL);
 }
 

@@ -126,6 +126,10 @@ typedef struct ibp_driver {
   CUresult (*cuModuleLoadData)(CUmodule *, const void *);
   CUresult (*cuModuleGetFunction)(CUfunction *, CUmodule, const char *);
   CUresult (*cuFuncSetAttribute)(CUfunction, CUfunction_attribute, int);
+  CUresult (*cuEventCreate)(CUevent *, unsigned);
+  CUresult (*cuEventRecord)(CUevent, CUstream);
+  CUresult (*cuEventSynchronize)(CUevent);
+  CUresult (*cuEventDestroy)(CUevent);
   CUresult (*cuLaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned,
                              unsigned, unsigned, unsigned, CUstream, void **,
                              void **);
@@ -171,8 +175,26 @@ typedef struct ibp_copy {
 int ibp__serve_htod(const ibp_copy *c);
 
 /* A device-to-host copy (or anything not a CPU store) is about to write
- * [dst, dst+bytes): invalidates the tensors of any region it overlaps. */
-void ibp__note_write(const void *dst, size_t bytes);
+ * [dst, dst+bytes): invalidates the tensors of any region it overlaps.
+ * Returns the number of regions it overlaps. */
+int ibp__note_write(const void *dst, size_t bytes);
+
+/* ---- dtoh.c: device-to-host copies into regions ----------------------------
+ */
+
+/* Around a device-to-host copy into host memory: begin invalidates (as
+ * ibp__note_write) and returns nonzero when a region was touched; end is
+ * then called once the driver accepted (or refused) the copy, with the
+ * stream of an asynchronous copy that was queued, else NULL. */
+int ibp__dtoh_begin(const void *dst, size_t bytes);
+void ibp__dtoh_end(CUstream stream, int async);
+
+/* Worker: waits until every device-to-host copy into a region queued so
+ * far has landed.  Returns 0, or -1 when that cannot be known. */
+int ibp__dtoh_wait(void);
+
+/* Child after fork. */
+void ibp__dtoh_after_fork_child(void);
 
 /* ---- worker.c: the background thread ----------------------------------------
  */

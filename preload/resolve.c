@@ -77,6 +77,10 @@ static const driver_row driver_rows[] = {
     ROW(cuModuleLoadData, 2000),
     ROW(cuModuleGetFunction, 2000),
     ROW(cuFuncSetAttribute, 9000),
+    ROW(cuEventCreate, 2000),
+    ROW(cuEventRecord, 2000),
+    ROW(cuEventSynchronize, 2000),
+    ROW(cuEventDestroy, 4000),
     ROW(cuLaunchKernel, 4000),
 };
 #undef ROW

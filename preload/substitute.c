@@ -177,13 +177,16 @@ int ibp__serve_htod(const ibp_copy *c) {
   return rc;
 }
 
-/* Invalidates every region [dst, dst+bytes) overlaps (lowest first). */
-void ibp__note_write(const void *dst, size_t bytes) {
+/* Invalidates every region [dst, dst+bytes) overlaps (lowest first).
+ * Returns the number of regions touched. */
+int ibp__note_write(const void *dst, size_t bytes) {
   uintptr_t a = (uintptr_t)dst, end = a + (bytes ? bytes : 1);
+  int touched = 0;
   while (a < end) {
     ibp_region_rec *r = NULL;
     if (ibp_registry_find((const void *)a, end - a, &r) == IBP_FIND_NONE)
-      return;
+      break;
+    touched++;
     ibp_region_priv *p = priv_of(r);
     if (p && ibp_region_state_get(r) == IBP_REGION_COMPRESSING)
       atomic_store(&p->invalidated, 1); /* seen when compression ends */
@@ -193,4 +196,5 @@ void ibp__note_write(const void *dst, size_t bytes) {
     ibp_region_release(r);
     a = region_end;
   }
+  return touched;
 }
