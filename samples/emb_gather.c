@@ -83,15 +83,7 @@ static void parse(int argc, char **argv, args *a) {
        "print only the result and throughput lines", 0},
       {NULL, 0, NULL, NULL, NULL, 0}};
   sample_parse(argc, argv, synopsis, opts);
-  int data_shape = sample_opt_find(opts, "rows")->given ||
-                   sample_opt_find(opts, "dim")->given;
-  if (a->data && data_shape)
-    sample_usage_error("--data takes its rows from the file; drop --rows and "
-                       "--dim");
-  if (a->data && a->row_bytes == 0)
-    sample_usage_error("--data needs --row-bytes");
-  if (!a->data && sample_opt_find(opts, "row-bytes")->given)
-    sample_usage_error("--row-bytes applies to --data only (use --dim)");
+  sample_check_table_opts(opts, a->data, a->row_bytes);
   if (a->reg)
     a->pin = "register";
 }

@@ -229,11 +229,7 @@ static double step(run *r, uint64_t *state) {
   plan_fetch(r, state);
   if (r->fetch.n == 0)
     return 0.0;
-  sample_scrub_device(r->dev_work, r->fetch.bytes);
-  double t0 = sample_now();
-  sample_gather_copy(&r->fetch, r->dev_work, r->kv, 0);
-  CK(cudaStreamSynchronize(0));
-  return sample_now() - t0;
+  return sample_gather_timed(&r->fetch, r->dev_work, r->kv);
 }
 
 /* Copies the fetch back; on a difference prints it and exits 1. */

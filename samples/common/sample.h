@@ -59,6 +59,12 @@ void sample_parse(int argc, char **argv, const char *synopsis,
 /* The entry of `opts` called name (which must exist). */
 const sample_opt *sample_opt_find(const sample_opt *opts, const char *name);
 
+/* The rules of the table options shared by the gather samples: --data
+ * excludes --rows/--dim and needs --row-bytes, which applies to --data
+ * only.  Exits SAMPLE_EXIT_USAGE when one is broken. */
+void sample_check_table_opts(const sample_opt *opts, const char *data,
+                             uint64_t row_bytes);
+
 /* Prints "PROG: MESSAGE" on stderr and exits SAMPLE_EXIT_USAGE. */
 void sample_usage_error(const char *fmt, ...)
     __attribute__((format(printf, 1, 2), noreturn));
@@ -206,6 +212,10 @@ void sample_gather_host(const sample_gather *g, const void *host, void *dst);
  * wait for them. */
 void sample_gather_copy(const sample_gather *g, void *dev, const void *host,
                         cudaStream_t stream);
+/* The timed part of a gather step: scrubs dev[0, g->bytes) (so a missing
+ * copy shows), then copies the pieces on the default stream and waits.
+ * Returns the seconds of the copies. */
+double sample_gather_timed(const sample_gather *g, void *dev, const void *host);
 /* The piece holding byte `at` (< g->bytes) of the gathered bytes; *within
  * is the byte's offset in that piece. */
 size_t sample_gather_piece(const sample_gather *g, size_t at, size_t *within);

@@ -136,3 +136,16 @@ void sample_parse(int argc, char **argv, const char *synopsis,
     }
   }
 }
+
+void sample_check_table_opts(const sample_opt *opts, const char *data,
+                             uint64_t row_bytes) {
+  int data_shape = sample_opt_find(opts, "rows")->given ||
+                   sample_opt_find(opts, "dim")->given;
+  if (data && data_shape)
+    sample_usage_error("--data takes its rows from the file; drop --rows and "
+                       "--dim");
+  if (data && row_bytes == 0)
+    sample_usage_error("--data needs --row-bytes");
+  if (!data && sample_opt_find(opts, "row-bytes")->given)
+    sample_usage_error("--row-bytes applies to --data only (use --dim)");
+}

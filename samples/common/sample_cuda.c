@@ -187,3 +187,12 @@ void sample_print_throughput(int quiet, uint64_t bytes, double seconds) {
   printf("throughput_gbps=%.3f\n",
          seconds > 0 ? (double)bytes / seconds / 1e9 : 0.0);
 }
+
+double sample_gather_timed(const sample_gather *g, void *dev,
+                           const void *host) {
+  sample_scrub_device(dev, g->bytes);
+  double t0 = sample_now();
+  sample_gather_copy(g, dev, host, 0);
+  CK(cudaStreamSynchronize(0));
+  return sample_now() - t0;
+}
