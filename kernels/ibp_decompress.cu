@@ -312,17 +312,19 @@ IBP_KERNEL void ibp_decompress(ibp_decompress_args a) {
   uint8_t *stage0 =
       smem + (uint64_t)ibp_dev_warp_in_block() * buffers * a.stage_bytes;
   unsigned cur = 0;
-  int head_staged = 0; /* the current unit's head was prefetched */
+  int head_staged = 0; /* n is this unit's job, its head prefetched */
+  tensor_job n;
   for (uint64_t u = ibp_dev_warp_global(); u < units; u += step) {
-    tensor_job j, n;
-    if (!unit_job(a, u, stage0 + cur * a.stage_bytes, &j)) {
+    tensor_job j;
+    if (head_staged) { /* decided when its head was prefetched */
+      j = n;
+    } else if (!unit_job(a, u, stage0 + cur * a.stage_bytes, &j)) {
       warp_copy_raw(j.dst, a.original + (j.slot - a.slots) + j.w0, j.w1 - j.w0,
                     a.original, a.original + region);
-      head_staged = 0; /* a prefetch for it (if any) is not this unit's */
       continue;
-    }
-    if (!head_staged)
+    } else {
       stage_head(&j);
+    }
     unsigned other = cur ^ (buffers - 1);
     int prefetch = buffers == 2 && u + step < units &&
                    unit_job(a, u + step, stage0 + other * a.stage_bytes, &n);

@@ -121,6 +121,18 @@ IBP_DEV uint32_t ibp_dev_ldg_u32(const uint32_t *p) {
   return __ldg(p);
 }
 
+/* Exclusive prefix sum of v over the warp; *total gets the warp sum. */
+IBP_DEV unsigned ibp_dev_warp_exclusive_scan(unsigned v, unsigned *total) {
+  unsigned lane = threadIdx.x & 31u, x = v;
+  for (unsigned d = 1; d < 32; d <<= 1) {
+    unsigned y = __shfl_up_sync(0xFFFFFFFFu, x, d);
+    if (lane >= d)
+      x += y;
+  }
+  *total = __shfl_sync(0xFFFFFFFFu, x, 31);
+  return x - v;
+}
+
 #else
 /* ======================= SIMT emulator ==================================== */
 
@@ -205,6 +217,12 @@ IBP_DEV uint32_t ibp_dev_ldg_u32(const uint32_t *p) {
   return *p;
 }
 
+/* The same scan as one emulated collective: the emulator's cost is per
+ * collective, and the five shuffle steps only move registers. */
+IBP_DEV unsigned ibp_dev_warp_exclusive_scan(unsigned v, unsigned *total) {
+  return simt_scan_add(0xFFFFFFFFu, v, total);
+}
+
 #endif
 
 /* ======================= shared helpers ====================================
@@ -225,18 +243,6 @@ IBP_DEV uint64_t ibp_dev_warp_global() {
 }
 IBP_DEV uint64_t ibp_dev_warps_total() {
   return (uint64_t)ibp_dev_grid_blocks() * ibp_dev_warps_per_block();
-}
-
-/* Exclusive prefix sum of v over the warp; *total gets the warp sum. */
-IBP_DEV unsigned ibp_dev_warp_exclusive_scan(unsigned v, unsigned *total) {
-  unsigned lane = ibp_dev_lane(), x = v;
-  for (unsigned d = 1; d < 32; d <<= 1) {
-    unsigned y = ibp_dev_shfl_up(x, d);
-    if (lane >= d)
-      x += y;
-  }
-  *total = ibp_dev_shfl(x, 31);
-  return x - v;
 }
 
 /* pdep: the low bits of v scattered to the set bits of keep, by inserting

@@ -29,6 +29,10 @@ unsigned simt_shfl(unsigned mask, unsigned v, int src_lane);
 unsigned simt_shfl_up(unsigned mask, unsigned v, unsigned delta);
 unsigned simt_shfl_down(unsigned mask, unsigned v, unsigned delta);
 unsigned simt_shfl_xor(unsigned mask, unsigned v, unsigned lane_mask);
+/* One collective for a whole add-scan (what CUDA code does with five
+ * __shfl_up_sync and a broadcast): returns the sum of v over the lanes of
+ * mask below the caller; *total gets the sum over all of them (mod 2^32). */
+unsigned simt_scan_add(unsigned mask, unsigned v, unsigned *total);
 void simt_syncwarp(unsigned mask);
 void simt_syncthreads(void);
 

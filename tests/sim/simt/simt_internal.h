@@ -90,6 +90,7 @@ enum simt_op {
   SIMT_OP_SHFL_UP,
   SIMT_OP_SHFL_DOWN,
   SIMT_OP_SHFL_XOR,
+  SIMT_OP_SCAN_ADD, /* exclusive prefix sum in lane order + total */
 };
 SIMT_HIDDEN const char *simt__op_name(unsigned op);
 
@@ -149,6 +150,7 @@ struct simt_warp {
   unsigned ngroups;
   struct simt_group groups[SIMT_WARP];
   uint32_t val[SIMT_WARP], arg[SIMT_WARP], res[SIMT_WARP];
+  uint32_t total[SIMT_WARP]; /* SIMT_OP_SCAN_ADD: the group's sum, per lane */
   struct simt_fiber *lane[SIMT_WARP];
   struct simt_fiber *rq[SIMT_WARP]; /* ready lanes: rq[0, nrq) */
   unsigned nrq;

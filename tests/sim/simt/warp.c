@@ -17,8 +17,9 @@
 
 const char *simt__op_name(unsigned op) {
   static const char *const names[] = {
-      "__syncwarp",  "__ballot_sync",  "__any_sync",       "__all_sync",
-      "__shfl_sync", "__shfl_up_sync", "__shfl_down_sync", "__shfl_xor_sync",
+      "__syncwarp",       "__ballot_sync",   "__any_sync",
+      "__all_sync",       "__shfl_sync",     "__shfl_up_sync",
+      "__shfl_down_sync", "__shfl_xor_sync", "warp scan (add)",
   };
   return op < sizeof names / sizeof names[0] ? names[op] : "?";
 }
@@ -108,6 +109,16 @@ static void compute(struct simt_warp *w, unsigned op, uint32_t mask) {
       res[l] = (l ^ arg[l]) < SIMT_WARP ? val[l ^ arg[l]] : val[l];
     }
     return;
+  case SIMT_OP_SCAN_ADD:
+    r = 0;
+    for (m = mask; m; m &= m - 1) {
+      unsigned l = (unsigned)__builtin_ctz(m);
+      res[l] = r;
+      r += val[l];
+    }
+    for (m = mask; m; m &= m - 1)
+      w->total[__builtin_ctz(m)] = r;
+    return;
   case SIMT_OP_BALLOT:
     r = votes(w, mask);
     break;
@@ -145,6 +156,14 @@ static void compute_full(struct simt_warp *w, unsigned op) {
   case SIMT_OP_SHFL_XOR:
     for (l = 0; l < SIMT_WARP; l++)
       res[l] = val[(l ^ arg[l]) < SIMT_WARP ? l ^ arg[l] : l];
+    return;
+  case SIMT_OP_SCAN_ADD:
+    for (l = 0; l < SIMT_WARP; l++) {
+      res[l] = r;
+      r += val[l];
+    }
+    for (l = 0; l < SIMT_WARP; l++)
+      w->total[l] = r;
     return;
   default:
     for (l = 0; l < SIMT_WARP; l++)
@@ -253,7 +272,7 @@ warp_op(unsigned op, uint32_t mask, uint32_t v, uint32_t arg) {
    * held at __syncthreads; and the caller must be one of them. */
   if (__builtin_expect(!(mask & bit) || (mask & w->unavailable), 0))
     bad_mask(f, op, mask);
-  if (op >= SIMT_OP_SHFL) {
+  if (op >= SIMT_OP_SHFL && op <= SIMT_OP_SHFL_XOR) {
     int src = shfl_source(op, lane, arg);
     if (src >= 0 && !(mask & 1u << src))
       bad_source(f, op, mask, src);
@@ -262,7 +281,7 @@ warp_op(unsigned op, uint32_t mask, uint32_t v, uint32_t arg) {
   g->arrived |= bit;
   if (op != SIMT_OP_SYNCWARP)
     w->val[lane] = v;
-  if (op >= SIMT_OP_SHFL)
+  if (op >= SIMT_OP_SHFL && op <= SIMT_OP_SHFL_XOR)
     w->arg[lane] = arg;
   if (g->arrived == mask)
     complete(f->run, w, (unsigned)(g - w->groups));
@@ -296,6 +315,12 @@ unsigned simt_shfl_down(unsigned mask, unsigned v, unsigned delta) {
 
 unsigned simt_shfl_xor(unsigned mask, unsigned v, unsigned lane_mask) {
   return warp_op(SIMT_OP_SHFL_XOR, mask, v, lane_mask);
+}
+
+unsigned simt_scan_add(unsigned mask, unsigned v, unsigned *total) {
+  unsigned before = warp_op(SIMT_OP_SCAN_ADD, mask, v, 0);
+  *total = simt__self()->warp->total[simt__self()->lane];
+  return before;
 }
 
 void simt_syncwarp(unsigned mask) {

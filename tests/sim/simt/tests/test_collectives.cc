@@ -1,8 +1,9 @@
 /*
  * Warp collectives against CPU references, for many seeds and block shapes:
- * scans through shfl_up, reductions through shfl_xor / shfl_down, shfl
- * broadcast and rotation, the keep-own-value edges of every shuffle, and
- * ballot / any / all with full, partial and concurrent disjoint masks.
+ * scans through shfl_up and the one-collective scan, reductions through
+ * shfl_xor / shfl_down, shfl broadcast and rotation, the keep-own-value edges
+ * of every shuffle, and ballot / any / all with full, partial and concurrent
+ * disjoint masks.
  */
 #include "simt_test.h"
 
@@ -46,6 +47,10 @@ void k_collectives(const void *p) {
   }
   o[0] = scan;
   o[1] = scan - v; /* exclusive */
+  unsigned total = 0;
+  o[11] = simt_scan_add(mask, v, &total);
+  if (total != simt_shfl(mask, scan, 31 - __builtin_clz(mask)))
+    o[11] = ~0u; /* the last present lane's inclusive sum is the total */
 
   /* Butterfly sum: every lane gets the total.  Only for full warps. */
   if (mask == kFull) {
@@ -101,6 +106,7 @@ void check_collectives(uint32_t seed, simt_dim3 grid, simt_dim3 block) {
         incl += v[l];
         CHECK_EQ(o[0], incl);
         CHECK_EQ(o[1], incl - v[l]);
+        CHECK_EQ(o[11], incl - v[l]);
         if (n == 32) {
           CHECK_EQ(o[2], sum);
           if (l == 0)
