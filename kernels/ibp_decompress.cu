@@ -115,12 +115,17 @@ IBP_DEV void warp_stage(uint8_t *stage, const uint8_t *s_p, uint32_t lo,
 
 typedef struct tensor_job {
   const uint8_t *mask, *bitval; /* device, from the launch */
-  uint32_t R, c, min_stream;    /* from the launch */
-  const uint8_t *slot;          /* host */
-  const uint8_t *lo_ok; /* lowest readable host address (region start) */
-  uint8_t *stage;       /* this tensor's staging buffer */
+  uint32_t R, c;                /* from the launch */
+  const uint8_t *stream;        /* host: the tensor's stream (packed) */
+  const uint8_t *orig;          /* host: the tensor in the original */
+  const uint8_t *lo_ok; /* lowest readable host address (packed start) */
+  uint8_t *stage;       /* this tensor's staging buffer; stage[0] holds
+                           host address floor16(stream) */
   uint8_t *dst;         /* where window byte w0 goes */
   uint32_t w0, w1;      /* window of the tensor */
+  uint32_t len;         /* stream bytes */
+  uint32_t from, to;    /* stream bytes [from, to) its fetch stages; to may
+                           pass len (into the next stream, see below) */
 } tensor_job;
 
 /* Non-fit byte mask of a word from its k fit bits (padding chunks fit). */
@@ -201,51 +206,49 @@ IBP_DEV void decode_words(const tensor_job *j, uint32_t off0, uint32_t wa,
   }
 }
 
-/* Bytes step 1 stages for the tensor at slot: the bitmap, and more up to
- * the last sector boundary below the shortest possible stream (so step 2
- * never re-reads a sector of step 1), or the whole shortest stream when
- * that boundary lies inside the bitmap. */
-IBP_DEV uint32_t head_bytes(const tensor_job *j) {
-  const uint32_t bm_bytes = ((j->R + j->c - 1) / j->c + 7) / 8;
-  const uintptr_t s = (uintptr_t)j->slot;
-  const uintptr_t cut = (s + j->min_stream) & ~(uintptr_t)31;
-  /* no sector boundary after the bitmap: take all that is surely stream */
-  return cut > s && cut - s >= bm_bytes ? (uint32_t)(cut - s) : j->min_stream;
+/* Where the fetch of j ends.  Consecutive streams of a walk share the
+ * sector where one ends and the next begins: when the warp decodes the
+ * next tensor too (has_next), j's fetch runs on to that sector's end and
+ * the next tensor takes those bytes over (carry), so the sector crosses
+ * PCIe once.  Only when the next stream reaches past that sector; a
+ * stream shorter than the rest of the sector is fetched on its own. */
+IBP_DEV uint32_t fetch_end(const tensor_job *j, int has_next,
+                           const tensor_job *next) {
+  const uintptr_t e = (uintptr_t)j->stream + j->len;
+  const uintptr_t up = (e + 31) & ~(uintptr_t)31;
+  if (has_next && up > e && up < e + next->len)
+    return j->len + (uint32_t)(up - e);
+  return j->len;
 }
 
-/* Step 1: stages the head; commits one cp.async group. */
-IBP_DEV void stage_head(const tensor_job *j) {
-  warp_stage(j->stage, j->slot, 0, head_bytes(j), j->lo_ok);
+/* Issues j's fetch (stream bytes [from, to) + IBP_KERNEL_STAGE_EXTRA);
+ * commits one cp.async group. */
+IBP_DEV void stage_job(const tensor_job *j) {
+  warp_stage(j->stage, j->stream, j->from, j->to + IBP_KERNEL_STAGE_EXTRA,
+             j->lo_ok);
 }
 
-/* Decodes the window [w0, w1) of a compressed tensor whose head step 1
- * already staged (the caller committed it, and nothing after it).  Step 2:
- * from the bitmap and the mask, the window's payload offset, then stage
- * the rest of the bytes it needs, never past their end.  With has_next,
- * `next` is the warp's next compressed tensor: its head is prefetched into
- * its own buffer while this one decodes.  (Jobs pass by value: a pointer
- * to a local would put it in local memory.) */
-IBP_DEV void warp_decode_tensor(const tensor_job *j, int has_next,
-                                tensor_job next) {
+/* Moves the bytes of next's stream that j's fetch staged (the first
+ * next->from bytes) into next's buffer.  The buffers may be the same: all
+ * lanes read before any writes. */
+IBP_DEV void take_carry(const tensor_job *j, const tensor_job *next) {
+  const unsigned lane = ibp_dev_lane();
+  const uint32_t off_j = (uint32_t)((uintptr_t)j->stream & (PIECE - 1));
+  const uint32_t off_n = (uint32_t)((uintptr_t)next->stream & (PIECE - 1));
+  uint8_t v = lane < next->from ? j->stage[off_j + j->len + lane] : 0;
+  ibp_dev_syncwarp();
+  if (lane < next->from)
+    next->stage[off_n + lane] = v;
+}
+
+/* Decodes the window [w0, w1) of a compressed tensor whose whole stream is
+ * staged (its group waited for, the other lanes synchronised). */
+IBP_DEV void warp_decode_tensor(const tensor_job *j) {
   const uint32_t nch = (j->R + j->c - 1) / j->c;
-  const uint32_t off0 = (uint32_t)((uintptr_t)j->slot & (PIECE - 1));
-  ibp_dev_cp_async_wait(0); /* the head */
-  ibp_dev_syncwarp();       /* ... and the other lanes' pieces of it */
-
+  const uint32_t off0 = (uint32_t)((uintptr_t)j->stream & (PIECE - 1));
   const uint8_t *bm = j->stage + off0;
   const uint32_t wa = j->w0 / 8, wb = (j->w1 + 7) / 8;
-  const uint64_t pos = nch + payload_bits(j, bm, 0, wa);
-  const uint32_t need =
-      (uint32_t)((pos + payload_bits(j, bm, wa, wb) + 7) / 8) +
-      IBP_KERNEL_STAGE_EXTRA;
-  uint32_t from = (uint32_t)max_u64(head_bytes(j), pos / 8);
-  warp_stage(j->stage, j->slot, from, need > from ? need : from, j->lo_ok);
-  if (has_next)
-    stage_head(&next);
-  ibp_dev_cp_async_wait(has_next ? 1 : 0); /* this tensor's rest */
-  ibp_dev_syncwarp();
-  decode_words(j, off0, wa, wb, pos);
-  ibp_dev_syncwarp();
+  decode_words(j, off0, wa, wb, nch + payload_bits(j, bm, 0, wa));
 }
 
 /* ---- the kernels
@@ -255,34 +258,41 @@ IBP_DEV int bit_set(const uint32_t *bits, uint64_t i) {
   return bits && ((ibp_dev_ldg_u32(bits + (i >> 5)) >> (i & 31)) & 1);
 }
 
-/* The job for unit u of the copy (0 when it is not a compressed tensor
- * served from the shadow). */
-/* The job for unit u of the copy; returns 0 when the unit is not a
- * compressed tensor served from the shadow.  (The launch's arguments pass
- * by value: taking the address of a kernel parameter would copy it to
- * local memory.) */
-IBP_DEV int unit_job(ibp_decompress_args a, uint64_t u, uint8_t *stage,
+/* The job for unit t of the region (t == tensors: the tail); returns 1
+ * when it is a compressed tensor the warp decodes, 0 when it is copied
+ * raw from the original.  (The launch's arguments pass by value: taking
+ * the address of a kernel parameter would copy it to local memory.) */
+IBP_DEV int unit_job(ibp_decompress_args a, uint64_t t, uint8_t *stage,
                      tensor_job *j) {
   const uint64_t R = a.tensor_bytes;
   const uint64_t g0 = a.first_tensor * R + a.first_offset, g1 = g0 + a.length;
-  const uint64_t t = a.first_tensor + u, start = t * R;
+  const uint64_t start = t * R;
   const uint64_t size = t < a.tensors ? R : a.tail_bytes;
   const uint64_t lo = max_u64(g0, start), hi = min_u64(g1, start + size);
+  uint64_t off = 0, len = 0;
+  if (t < a.tensors) {
+    off = ibp_dev_ldg_u64((const uint8_t *)(a.offsets + t));
+    len = ibp_dev_ldg_u64((const uint8_t *)(a.offsets + t + 1)) - off;
+  }
   *j = (tensor_job){a.mask,
                     a.bitval,
                     a.tensor_bytes,
                     a.chunk_bytes,
-                    a.min_stream_bytes,
-                    a.slots + start,
-                    a.slots,
+                    a.packed + off,
+                    a.original + start,
+                    a.packed,
                     stage,
                     a.dst + (lo - g0),
                     (uint32_t)(lo - start),
-                    (uint32_t)(hi - start)};
+                    (uint32_t)(hi - start),
+                    (uint32_t)len,
+                    0,
+                    (uint32_t)len};
   /* One answer per warp: the dirty bits may change while the kernel runs
    * (libibp recompresses written tensors and clears them), and lanes that
    * disagreed would diverge around the warp collectives. */
-  unsigned c = t < a.tensors && bit_set(a.flags, t) && !bit_set(a.dirty, t);
+  unsigned c =
+      t < a.tensors && len && bit_set(a.flags, t) && !bit_set(a.dirty, t);
   return (int)ibp_dev_shfl(c, 0);
 }
 
@@ -311,26 +321,57 @@ IBP_KERNEL void ibp_decompress(ibp_decompress_args a) {
   }
   uint8_t *stage0 =
       smem + (uint64_t)ibp_dev_warp_in_block() * buffers * a.stage_bytes;
-  unsigned cur = 0;
-  int head_staged = 0; /* n is this unit's job, its head prefetched */
-  tensor_job n;
-  for (uint64_t u = ibp_dev_warp_global(); u < units; u += step) {
-    tensor_job j;
-    if (head_staged) { /* decided when its head was prefetched */
-      j = n;
-    } else if (!unit_job(a, u, stage0 + cur * a.stage_bytes, &j)) {
-      warp_copy_raw(j.dst, a.original + (j.slot - a.slots) + j.w0, j.w1 - j.w0,
-                    a.original, a.original + region);
-      continue;
-    } else {
-      stage_head(&j);
+  const uint32_t walk = a.walk ? a.walk : 1;
+  const uint64_t walks = (units + walk - 1) / walk;
+  /* One warp per walk of consecutive units; in a walk, tensor t+1's fetch
+   * is issued (buffers == 2) before tensor t is decoded, and decisions are
+   * made one tensor further ahead, for fetch_end. */
+  for (uint64_t w = ibp_dev_warp_global(); w < walks; w += step) {
+    const uint64_t t0 = a.first_tensor + w * walk;
+    const uint64_t t1 = min_u64(t0 + walk, a.first_tensor + units);
+    unsigned cur = 0, other = buffers - 1;
+    tensor_job j, n, nn;
+    int jc = unit_job(a, t0, stage0, &j), nc = 0, staged = 0;
+    for (uint64_t t = t0; t < t1; t++) {
+      if (!jc) {
+        warp_copy_raw(j.dst, j.orig + j.w0, j.w1 - j.w0, a.original,
+                      a.original + region);
+        if (t + 1 < t1)
+          jc = unit_job(a, t + 1, stage0 + cur * a.stage_bytes, &j);
+        staged = 0;
+        continue;
+      }
+      if (!staged) { /* j's fetch (nothing of it prefetched) */
+        nc = t + 1 < t1 &&
+             unit_job(a, t + 1, stage0 + other * a.stage_bytes, &n);
+        j.to = fetch_end(&j, nc, &n);
+        stage_job(&j);
+      }
+      if (nc)
+        n.from = j.to - j.len; /* carried over from j's fetch */
+      int prefetch = nc && buffers == 2, nnc = 0;
+      if (prefetch) {
+        nnc =
+            t + 2 < t1 && unit_job(a, t + 2, stage0 + cur * a.stage_bytes, &nn);
+        n.to = fetch_end(&n, nnc, &nn);
+        stage_job(&n);
+      }
+      ibp_dev_cp_async_wait(prefetch ? 1 : 0); /* j's fetch */
+      ibp_dev_syncwarp(); /* ... and the other lanes' pieces of it */
+      warp_decode_tensor(&j);
+      ibp_dev_syncwarp(); /* j's buffer is free: the next fetch reuses it */
+      if (nc && n.from)
+        take_carry(&j, &n);
+      if (t + 1 < t1) {
+        j = n;
+        jc = nc;
+        staged = prefetch;
+        nc = nnc;
+        n = nn;
+        cur = other;
+        other = cur ^ (buffers - 1);
+      }
     }
-    unsigned other = cur ^ (buffers - 1);
-    int prefetch = buffers == 2 && u + step < units &&
-                   unit_job(a, u + step, stage0 + other * a.stage_bytes, &n);
-    warp_decode_tensor(&j, prefetch, n);
-    head_staged = prefetch;
-    cur = other;
   }
 }
 

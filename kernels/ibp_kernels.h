@@ -4,20 +4,22 @@
  * parameter: the struct below, by value.
  *
  * ibp_decompress: copies bytes [offset, offset+length) of an IBP region to
- * dst, where offset = first_tensor * R + first_offset.  One warp per tensor
- * touched by the copy (grid-stride); the region's raw tail is one more
- * unit.  Each warp reads the tensor's slot from the mapped host shadow with
- * 128-byte-aligned, bounded reads (never past the compressed length),
- * stages it in shared memory with cp.async and decodes it, prefetching the
- * head of its next tensor into a second buffer meanwhile; tensors stored raw,
- * marked dirty, and the tail are copied from the original by an aligned warp
- * copy.
+ * dst, where offset = first_tensor * R + first_offset.  The compressed
+ * tensors' streams lie back to back in mapped host memory (`packed`, the
+ * GPU layout of docs/FORMAT.md §3) at device-resident offsets.  One warp
+ * per walk of `walk` consecutive tensors of the copy (grid-stride); the
+ * region's raw tail is one more unit.  The warp stages each stream in
+ * shared memory with 128-byte-aligned cp.async reads that never pass the
+ * end of a stream it decodes, fetching the next tensor's stream while it
+ * decodes one; where two streams of a walk share a 32-byte sector, the
+ * sector is fetched once.  Tensors stored raw, marked dirty, and the tail
+ * are copied from the original by an aligned warp copy.
  *
  * ibp_gather: copies a list of byte ranges from host memory to device
  * memory, one warp per range, with the same aligned warp copy.
  *
  * Limits: a compressed tensor is staged whole, so R is bounded by the
- * shared memory a block may use (ibp_kernels_plan checks it).
+ * shared memory a block may use (ibp_kernels_plan_decompress checks it).
  */
 #ifndef IBP_KERNELS_H
 #define IBP_KERNELS_H
@@ -34,8 +36,10 @@ extern "C" {
 #define IBP_KERNEL_WARP_SIZE 32u
 
 typedef struct ibp_decompress_args {
-  const uint8_t *slots;       /* mapped host: the compressed region (slots) */
+  const uint8_t *packed;      /* mapped host: the compressed streams */
   const uint8_t *original;    /* mapped host: the original region */
+  const uint64_t *offsets;    /* device: n+1 offsets into packed; tensor i's
+                                 stream is [offsets[i], offsets[i+1]) */
   const uint32_t *flags;      /* device: bit i = tensor i stored compressed */
   const uint32_t *dirty;      /* device or NULL: bit i = serve i raw */
   const uint8_t *mask;        /* device: R bytes, zero-padded to a multiple
@@ -49,10 +53,10 @@ typedef struct ibp_decompress_args {
   uint32_t tensor_bytes;      /* R */
   uint32_t chunk_bytes;       /* c: 1, 2, 4 or 8 */
   uint32_t tail_bytes;        /* region bytes after the last tensor */
-  uint32_t min_stream_bytes;  /* shortest possible compressed tensor */
+  uint32_t walk;              /* tensors per warp walk (>= 1) */
   uint32_t stage_bytes;       /* one staging buffer (shared memory) */
-  uint32_t stage_buffers;     /* per warp: 2 = prefetch the next tensor's
-                                 head while one decodes; 1 = no prefetch */
+  uint32_t stage_buffers;     /* per warp: 2 = fetch the next tensor while
+                                 one decodes; 1 = no prefetch */
   uint32_t mask_shared_bytes; /* 0: Mask/Bitval are read from global
                                  memory; else both are copied (this many
                                  bytes each) to the start of the block's
@@ -79,20 +83,19 @@ typedef struct ibp_kernel_plan {
   unsigned dynamic_shared; /* bytes */
 } ibp_kernel_plan;
 
-/* Fills the geometry-dependent fields of `a` (min_stream_bytes,
- * stage_bytes) from mask/bitval on the HOST (host copies of the mask) and
- * the launch geometry for a device with `max_shared` bytes of dynamic
- * shared memory per block and `sms` multiprocessors.  Returns 0, or -1
- * when the tensor size cannot be served (the caller then copies itself). */
-int ibp_kernels_plan_decompress(ibp_decompress_args *a,
-                                const uint8_t *host_mask, unsigned max_shared,
+/* Fills the geometry-dependent fields of `a` (walk, stage_bytes,
+ * stage_buffers, mask_shared_bytes) and the launch geometry for a device with
+ * `max_shared` bytes of dynamic shared memory per block and `sms`
+ * multiprocessors.  Returns 0, or -1 when the tensor size cannot be served (the
+ * caller then copies itself). */
+int ibp_kernels_plan_decompress(ibp_decompress_args *a, unsigned max_shared,
                                 unsigned sms, ibp_kernel_plan *plan);
 
-/* Recomputes plan->grid for a new range in `a` (first_tensor,
+/* Recomputes a->walk and plan->grid for a new range in `a` (first_tensor,
  * first_offset, length) of a region planned before with
  * ibp_kernels_plan_decompress: plan->block and dynamic_shared stay valid.
  * O(1), for the per-copy path. */
-void ibp_kernels_plan_range(const ibp_decompress_args *a, unsigned sms,
+void ibp_kernels_plan_range(ibp_decompress_args *a, unsigned sms,
                             ibp_kernel_plan *plan);
 
 /* Geometry for ibp_gather over `count` ranges. */

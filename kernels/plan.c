@@ -5,12 +5,14 @@
 #define WARPS_PER_BLOCK 4u
 #define BLOCKS_PER_SM 16u
 
-static unsigned popcount8(uint8_t v) {
-  unsigned n = 0;
-  for (; v; v &= (uint8_t)(v - 1))
-    n++;
-  return n;
-}
+/* A walk covers about this many bytes of original data: long enough that
+ * the one sector two walks both fetch (where one ends and the next
+ * begins) costs under 1 % of the bytes at 50 % saved... */
+#define WALK_BYTES 8192u
+#define WALK_MAX 64u
+/* ... but copies too small to give every SM this many walks get shorter
+ * walks: on a GPU, warps in flight matter more than one sector each. */
+#define MIN_WALKS_PER_SM WARPS_PER_BLOCK
 
 static unsigned grid_for(uint64_t units, unsigned warps, unsigned sms) {
   uint64_t want = (units + warps - 1) / warps;
@@ -18,20 +20,36 @@ static unsigned grid_for(uint64_t units, unsigned warps, unsigned sms) {
   return (unsigned)(want < 1 ? 1 : want > cap ? cap : want);
 }
 
-int ibp_kernels_plan_decompress(ibp_decompress_args *a,
-                                const uint8_t *host_mask, unsigned max_shared,
+/* Units of the copy in a: its tensors, and the tail when it reaches it. */
+static uint64_t copy_units(const ibp_decompress_args *a) {
+  const uint64_t R = a->tensor_bytes;
+  uint64_t g0 = a->first_tensor * R + a->first_offset;
+  uint64_t last = a->length ? (g0 + a->length - 1) / R : a->first_tensor;
+  if (last > a->tensors)
+    last = a->tensors;
+  return last - a->first_tensor + 1;
+}
+
+static uint32_t walk_for(uint32_t R, uint64_t units, unsigned sms) {
+  uint64_t walk = WALK_BYTES / R;
+  uint64_t min_walks = (uint64_t)(sms ? sms : 1) * MIN_WALKS_PER_SM;
+  uint64_t fill = (units + min_walks - 1) / min_walks;
+  if (walk > fill)
+    walk = fill;
+  if (walk > WALK_MAX)
+    walk = WALK_MAX;
+  return walk < 1 ? 1 : (uint32_t)walk;
+}
+
+int ibp_kernels_plan_decompress(ibp_decompress_args *a, unsigned max_shared,
                                 unsigned sms, ibp_kernel_plan *plan) {
   const uint32_t R = a->tensor_bytes, c = a->chunk_bytes;
-  if (R == 0 || !(c == 1 || c == 2 || c == 4 || c == 8) || !host_mask)
+  if (R == 0 || !(c == 1 || c == 2 || c == 4 || c == 8))
     return -1;
-  /* the shortest stream: every chunk fits, only non-mask bits travel */
-  uint64_t bits = (R + c - 1) / c + 8ull * R;
-  for (uint32_t i = 0; i < R; i++)
-    bits -= popcount8(host_mask[i]);
-  a->min_stream_bytes = (uint32_t)((bits + 7) / 8);
-  /* a whole stream (< R bytes) after up to 15 bytes of alignment, plus
-   * the 16 bytes the 128-bit stream reads may look past it */
-  a->stage_bytes = (R + 32 + 15) & ~15u;
+  /* a whole stream (< R bytes) after up to 15 bytes of alignment, up to 31
+   * bytes of the next stream (fetch_end), plus the 16 bytes the 128-bit
+   * stream reads may look past it */
+  a->stage_bytes = (R + 64 + 15) & ~15u;
   /* two buffers per warp (prefetch) when they fit, else one */
   unsigned warps = WARPS_PER_BLOCK;
   a->stage_buffers = 2;
@@ -45,13 +63,9 @@ int ibp_kernels_plan_decompress(ibp_decompress_args *a,
   const uint32_t masks = (R + 15) & ~15u;
   uint64_t staging = (uint64_t)warps * a->stage_buffers * a->stage_bytes;
   a->mask_shared_bytes = staging + 2ull * masks <= max_shared ? masks : 0;
-  uint64_t g0 = a->first_tensor * R + a->first_offset;
-  uint64_t last = a->length ? (g0 + a->length - 1) / R : a->first_tensor;
-  if (last > a->tensors)
-    last = a->tensors;
   plan->block = warps * 32;
   plan->dynamic_shared = (unsigned)(staging + 2ull * a->mask_shared_bytes);
-  plan->grid = grid_for(last - a->first_tensor + 1, warps, sms);
+  ibp_kernels_plan_range(a, sms, plan);
   return 0;
 }
 
@@ -62,12 +76,9 @@ void ibp_kernels_plan_gather(uint64_t count, unsigned sms,
   plan->grid = grid_for(count, WARPS_PER_BLOCK, sms);
 }
 
-void ibp_kernels_plan_range(const ibp_decompress_args *a, unsigned sms,
+void ibp_kernels_plan_range(ibp_decompress_args *a, unsigned sms,
                             ibp_kernel_plan *plan) {
-  const uint32_t R = a->tensor_bytes;
-  uint64_t g0 = a->first_tensor * R + a->first_offset;
-  uint64_t last = a->length ? (g0 + a->length - 1) / R : a->first_tensor;
-  if (last > a->tensors)
-    last = a->tensors;
-  plan->grid = grid_for(last - a->first_tensor + 1, plan->block / 32, sms);
+  const uint64_t units = copy_units(a);
+  a->walk = walk_for(a->tensor_bytes, units, sms);
+  plan->grid = grid_for((units + a->walk - 1) / a->walk, plan->block / 32, sms);
 }

@@ -50,21 +50,45 @@ static int start_tracking(const ibp_driver *d, ibp_region_rec *r, uint64_t n) {
   return 0;
 }
 
-static int build_prefix(ibp_region_rec *r, const uint8_t *shadow, uint64_t n,
-                        uint32_t R) {
+/* prefix[i]: stored bytes of tensors 0..i-1 (raw ones count R). */
+static int build_prefix(ibp_region_rec *r, uint64_t n, uint32_t R) {
   uint64_t *prefix = malloc((size_t)(n + 1) * sizeof *prefix);
   if (!prefix)
     return -1;
   prefix[0] = 0;
   for (uint64_t i = 0; i < n; i++) {
-    size_t len = R;
-    if ((r->flags[i / 8] >> (i % 8)) & 1)
-      if (ibp_compressed_length(&r->params, shadow + i * R, R, &len) != IBP_OK)
-        len = R;
-    prefix[i + 1] = prefix[i] + len;
+    uint64_t len = r->offsets[i + 1] - r->offsets[i];
+    prefix[i + 1] = prefix[i] + (len ? len : R);
   }
   r->prefix = prefix;
   return 0;
+}
+
+/* Compresses the region into slots (a temporary copy of its layout) and
+ * packs the streams into a pinned, device-mapped shadow of just their
+ * size (docs/FORMAT.md §3). */
+static ibp_status compress_packed(const ibp_driver *d, ibp_region_rec *r,
+                                  const ibp_params *params, const void *data,
+                                  uint64_t n, ibp_region_summary *summary) {
+  uint8_t *slots = malloc(r->bytes);
+  r->offsets = malloc((size_t)(n + 1) * sizeof *r->offsets);
+  if (!slots || !r->offsets) {
+    free(slots);
+    return IBP_ERR_NO_MEMORY;
+  }
+  ibp_status st =
+      ibp_compress_region(params, data, r->bytes, slots, r->flags, 0, summary);
+  ibp_region reg = {params, slots, r->bytes, r->flags};
+  if (st == IBP_OK)
+    st = ibp_region_pack_offsets(&reg, r->offsets);
+  if (st == IBP_OK) {
+    /* never 0 bytes: the kernel's host pointer must be a real mapping */
+    r->shadow = pinned(d, r->offsets[n] ? r->offsets[n] : 1);
+    st = r->shadow ? ibp_region_pack(&reg, r->offsets, r->shadow)
+                   : IBP_ERR_NO_MEMORY;
+  }
+  free(slots);
+  return st;
 }
 
 static void mark_all_dirty(ibp_region_rec *r, uint64_t n) {
@@ -101,12 +125,9 @@ int ibp__compress_region(ibp_region_rec *r) {
     return fail(r, ibp_status_message(st));
   uint64_t flag_bytes = (ibp_region_flag_bytes(&params, r->bytes) + 3) & ~3ull;
   r->flags = calloc(1, flag_bytes ? flag_bytes : 4);
-  r->shadow = pinned(d, r->bytes);
   ibp_region_summary summary;
-  st = r->flags && r->shadow
-           ? ibp_compress_region(&params, data, r->bytes, r->shadow, r->flags,
-                                 0, &summary)
-           : IBP_ERR_NO_MEMORY;
+  st = r->flags ? compress_packed(d, r, &params, data, n, &summary)
+                : IBP_ERR_NO_MEMORY;
   if (st != IBP_OK) {
     ibp_params_free(&params);
     return fail(r, ibp_status_message(st));
@@ -114,7 +135,7 @@ int ibp__compress_region(ibp_region_rec *r) {
   /* published for the stats and the device setup; the registry frees it */
   r->params = params;
   r->summary = summary;
-  if (build_prefix(r, r->shadow, n, R) != 0)
+  if (build_prefix(r, n, R) != 0)
     return fail(r, "out of memory");
   ibp_region_priv *p = r->priv;
   if (atomic_load(&p->invalidated))

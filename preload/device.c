@@ -104,7 +104,7 @@ static size_t round_up(size_t v, size_t to) {
 /* ---- launch template ----------------------------------------------------- */
 
 typedef struct metadata {
-  CUdeviceptr mask, bitval, flags;
+  CUdeviceptr mask, bitval, flags, offsets;
 } metadata;
 
 static void free_metadata(const ibp_driver *d, metadata *m) {
@@ -114,17 +114,22 @@ static void free_metadata(const ibp_driver *d, metadata *m) {
     d->cuMemFree(m->bitval);
   if (m->flags)
     d->cuMemFree(m->flags);
+  if (m->offsets)
+    d->cuMemFree(m->offsets);
   *m = (metadata){0};
 }
 
 static int upload_metadata(const ibp_driver *d, CUstream s, const ibp_params *p,
-                           const uint8_t *flags, size_t flag_bytes,
-                           metadata *m) {
+                           const uint8_t *flags, const uint64_t *offsets,
+                           uint64_t bytes, metadata *m) {
   size_t masks = round_up(p->tensor_bytes, 16);
+  size_t flag_bytes = ibp_region_flag_bytes(p, bytes);
+  size_t offset_bytes = (bytes / p->tensor_bytes + 1) * sizeof *offsets;
   m->mask = upload(d, s, p->mask, p->tensor_bytes, masks);
   m->bitval = upload(d, s, p->bitval, p->tensor_bytes, masks);
   m->flags = upload(d, s, flags, flag_bytes, round_up(flag_bytes + 1, 4));
-  if (m->mask && m->bitval && m->flags)
+  m->offsets = upload(d, s, offsets, offset_bytes, offset_bytes);
+  if (m->mask && m->bitval && m->flags && m->offsets)
     return 0;
   free_metadata(d, m);
   return -1;
@@ -132,7 +137,7 @@ static int upload_metadata(const ibp_driver *d, CUstream s, const ibp_params *p,
 
 /* Fills the launch template of a region in the current context. */
 static int plan(const ibp_driver *d, int dev, CUfunction fn,
-                const ibp_params *p, const metadata *m, const void *slots,
+                const ibp_params *p, const metadata *m, const void *packed,
                 const void *original, const void *dirty, uint64_t bytes,
                 ibp_region_dev *out) {
   int sms = 0, smem = 0;
@@ -144,8 +149,9 @@ static int plan(const ibp_driver *d, int dev, CUfunction fn,
     return -1;
   ibp_decompress_args *a = &out->args;
   *a = (ibp_decompress_args){
-      .slots = (const uint8_t *)(uintptr_t)mapped(d, slots),
+      .packed = (const uint8_t *)(uintptr_t)mapped(d, packed),
       .original = (const uint8_t *)(uintptr_t)mapped(d, original),
+      .offsets = (const uint64_t *)(uintptr_t)m->offsets,
       .flags = (const uint32_t *)(uintptr_t)m->flags,
       .dirty = dirty ? (const uint32_t *)(uintptr_t)mapped(d, dirty) : NULL,
       .mask = (const uint8_t *)(uintptr_t)m->mask,
@@ -156,9 +162,9 @@ static int plan(const ibp_driver *d, int dev, CUfunction fn,
       .chunk_bytes = p->chunk_bytes,
       .tail_bytes = (uint32_t)(bytes % p->tensor_bytes),
   };
-  if (!a->slots || !a->original || (dirty && !a->dirty))
+  if (!a->packed || !a->original || (dirty && !a->dirty))
     return -1;
-  if (ibp_kernels_plan_decompress(a, p->mask, (unsigned)smem, (unsigned)sms,
+  if (ibp_kernels_plan_decompress(a, (unsigned)smem, (unsigned)sms,
                                   &out->plan) != 0)
     return -1;
   if (out->plan.dynamic_shared > SHARED_DEFAULT_LIMIT &&
@@ -209,7 +215,7 @@ static void selftest_data(uint8_t *data) {
 }
 
 typedef struct selftest_mem {
-  uint8_t *orig, *shadow, *back;
+  uint8_t *orig, *slots, *shadow, *back;
   CUdeviceptr dst;
   metadata m;
 } selftest_mem;
@@ -230,15 +236,20 @@ static int selftest_run(const ibp_driver *d, CUstream s, int dev, CUfunction fn,
   ibp_bitstats st;
   ibp_params p = {0};
   uint8_t flags[ST_N / 8 + 1];
+  uint64_t offsets[ST_N + 1];
   ibp_region_dev rd;
+  ibp_region reg = {&p, t->slots, ST_BYTES, flags};
   selftest_data(t->orig);
   int ok = ibp_bitstats_init(&st, ST_R) == IBP_OK;
   ok = ok && ibp_bitstats_add(&st, t->orig, ST_N, NULL, 1) == IBP_OK &&
        ibp_params_build(&st, 0.9, 4, &p) == IBP_OK;
   ibp_bitstats_free(&st);
-  ok = ok && ibp_compress_region(&p, t->orig, ST_BYTES, t->shadow, flags, 1,
+  ok = ok && ibp_compress_region(&p, t->orig, ST_BYTES, t->slots, flags, 1,
                                  NULL) == IBP_OK;
-  ok = ok && upload_metadata(d, s, &p, flags, sizeof flags, &t->m) == 0;
+  /* the shadow has room for every tensor stored compressed */
+  ok = ok && ibp_region_pack_offsets(&reg, offsets) == IBP_OK &&
+       ibp_region_pack(&reg, offsets, t->shadow) == IBP_OK;
+  ok = ok && upload_metadata(d, s, &p, flags, offsets, ST_BYTES, &t->m) == 0;
   ok = ok && plan(d, dev, fn, &p, &t->m, t->shadow, t->orig, NULL, ST_BYTES,
                   &rd) == 0;
   ok = ok && selftest_compare(d, s, &rd, t, 0, ST_BYTES) == 0 &&
@@ -254,7 +265,9 @@ static int device_selftest(const ibp_driver *d, CUstream s, int dev,
   void *o = NULL, *sh = NULL;
   unsigned fl = CU_MEMHOSTALLOC_DEVICEMAP | CU_MEMHOSTALLOC_PORTABLE;
   t.back = malloc(ST_BYTES);
-  if (t.back && d->cuMemHostAlloc(&o, ST_BYTES, fl) == CUDA_SUCCESS &&
+  t.slots = malloc(ST_BYTES);
+  if (t.back && t.slots &&
+      d->cuMemHostAlloc(&o, ST_BYTES, fl) == CUDA_SUCCESS &&
       d->cuMemHostAlloc(&sh, ST_BYTES, fl) == CUDA_SUCCESS &&
       d->cuMemAlloc(&t.dst, ST_BYTES) == CUDA_SUCCESS) {
     t.orig = o;
@@ -269,6 +282,7 @@ static int device_selftest(const ibp_driver *d, CUstream s, int dev,
   if (o)
     d->cuMemFreeHost(o);
   free(t.back);
+  free(t.slots);
   if (rc != 0)
     ibp__warn_first(&warned,
                     "device %d: the decompress self-test failed; "
@@ -297,8 +311,8 @@ int ibp__device_setup(ibp_region_rec *r, int dev, CUstream s) {
   if (selftest[dev] < 0)
     return -1;
   metadata m;
-  size_t flag_bytes = ibp_region_flag_bytes(&r->params, r->bytes);
-  if (upload_metadata(d, s, &r->params, r->flags, flag_bytes, &m) != 0) {
+  if (upload_metadata(d, s, &r->params, r->flags, r->offsets, r->bytes, &m) !=
+      0) {
     ibp__warn_first(&warned,
                     "region '%s': cannot upload its metadata to "
                     "device %d; it passes through there",
@@ -317,6 +331,7 @@ int ibp__device_setup(ibp_region_rec *r, int dev, CUstream s) {
   r->devices[dev].mask = m.mask;
   r->devices[dev].bitval = m.bitval;
   r->devices[dev].flags = m.flags;
+  r->devices[dev].offsets = m.offsets;
   r->devices[dev].dirty = (uint64_t)(uintptr_t)p->dev[dev].args.dirty;
   ibp__log(IBP_LOG_INFO, "region '%s': ready on device %d", r->name, dev);
   return 0;

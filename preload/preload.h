@@ -225,7 +225,8 @@ void ibp__worker_after_fork_child(void);
 
 /* Compresses r (COMPRESSING, owned by the calling worker) in the current
  * context: dirty bitmap, write protection (track=protect), Mask/Bitval
- * search, slots into a pinned mapped shadow, flags, per-tensor prefix sums.
+ * search, the compressed streams packed into a pinned mapped shadow with
+ * their offsets, flags, per-tensor prefix sums.
  * Returns 0, or -1 (logged; the caller degrades the region). */
 int ibp__compress_region(ibp_region_rec *r);
 

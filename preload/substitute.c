@@ -1,6 +1,6 @@
 /* Serving a host-to-device copy from a ready region (DESIGN.md sections 3,
  * 4): the decompress kernel, launched on the caller's stream, reads the
- * compressed slots over PCIe and writes the original bytes to dst.
+ * packed compressed streams over PCIe and writes the original bytes to dst.
  *
  * Anything short of "region ready on this device, stream not capturing,
  * launch accepted" returns 1 and the caller runs the driver's own copy:

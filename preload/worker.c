@@ -25,7 +25,7 @@ typedef struct release_data {
   CUcontext ctx;
   struct {
     CUcontext ctx;
-    CUdeviceptr ptr[3];
+    CUdeviceptr ptr[4];
   } dev[IBP_REGISTRY_MAX_DEVICES];
 } release_data;
 
@@ -100,7 +100,7 @@ static void run_release(const ibp_driver *d, job *j) {
   for (int i = 0; i < IBP_REGISTRY_MAX_DEVICES; i++) {
     if (!rel->dev[i].ctx || !push_ctx(d, rel->dev[i].ctx))
       continue;
-    for (int k = 0; k < 3; k++)
+    for (int k = 0; k < 4; k++)
       if (rel->dev[i].ptr[k])
         d->cuMemFree(rel->dev[i].ptr[k]);
     pop_ctx(d);
@@ -226,8 +226,10 @@ void ibp__worker_release(ibp_region_rec *r) {
   ibp_region_priv *p = r->priv;
   free(r->flags);
   free(r->prefix);
+  free(r->offsets);
   r->flags = NULL;
   r->prefix = NULL;
+  r->offsets = NULL;
   job *j = new_job(JOB_RELEASE, NULL, NULL, 0);
   if (j && p) {
     j->rel.shadow = r->shadow;
@@ -240,6 +242,7 @@ void ibp__worker_release(ibp_region_rec *r) {
       j->rel.dev[i].ptr[0] = r->devices[i].mask;
       j->rel.dev[i].ptr[1] = r->devices[i].bitval;
       j->rel.dev[i].ptr[2] = r->devices[i].flags;
+      j->rel.dev[i].ptr[3] = r->devices[i].offsets;
     }
     submit(j);
   } else {

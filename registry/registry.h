@@ -106,6 +106,7 @@ typedef struct ibp_region_device {
   uint64_t mask;     /* R bytes */
   uint64_t bitval;   /* R bytes */
   uint64_t flags;    /* ibp_region_flag_bytes bytes */
+  uint64_t offsets;  /* n+1 stream offsets into the shadow */
   uint64_t dirty;    /* one bit per tensor, 1 = serve raw */
 } ibp_region_device;
 
@@ -124,10 +125,14 @@ typedef struct ibp_region_rec {
 
   /* Host codec data: written only by the thread that moved the region to
    * COMPRESSING; read-only once READY (seen with acquire).  The registry
-   * frees `params`; `shadow` and `flags` belong to the release hook. */
+   * frees `params`; `shadow`, `flags` and `offsets` belong to the release
+   * hook. */
   ibp_params params;
-  void *shadow;   /* compressed slots (pinned, device-mapped) */
-  uint8_t *flags; /* one bit per tensor, 1 = compressed */
+  void *shadow;      /* the compressed streams, packed (docs/FORMAT.md §3;
+                        pinned, device-mapped) */
+  uint8_t *flags;    /* one bit per tensor, 1 = compressed */
+  uint64_t *offsets; /* n+1: tensor i's stream is shadow[offsets[i] ..
+                        offsets[i+1]) */
   ibp_region_summary summary;
 
   /* Interposer data (preload/), written by the thread that compresses the

@@ -267,6 +267,21 @@ ibp_status ibp_compress_region(const ibp_params *p, const void *src,
 ibp_status ibp_decompress_range(const ibp_region *r, uint64_t off, uint64_t len,
                                 void *dst);
 
+/* ---- the GPU layout (packed) -------------------------------------------
+ */
+
+/* Offsets of the packed GPU layout (docs/FORMAT.md §3) of a compressed
+ * region: offsets[i] (n+1 entries, n = bytes / R) is where tensor i's
+ * stream starts, offsets[i+1] - offsets[i] its length (0 for a tensor
+ * stored raw), offsets[n] the packed size.  IBP_ERR_CORRUPT when a slot
+ * marked compressed does not hold a valid stream. */
+ibp_status ibp_region_pack_offsets(const ibp_region *r, uint64_t *offsets);
+
+/* Copies the compressed streams of r to packed (offsets[n] bytes) at the
+ * offsets ibp_region_pack_offsets computed. */
+ibp_status ibp_region_pack(const ibp_region *r, const uint64_t *offsets,
+                           void *packed);
+
 #ifdef __cplusplus
 }
 #endif

@@ -45,15 +45,7 @@ static void build(kcase *k, rng *r, uint32_t R, uint64_t n, double inv) {
     }
   ibp_params_free(&k->params);
   CHECK_OK(ibp_params_from_masks(R, 8, k->mask, k->bitval, &k->params));
-  uint8_t *flags8 = xcalloc((n + 7) / 8 + 1);
-  ibp_region_summary sum;
-  CHECK_OK(ibp_compress_region(&k->params, k->orig, k->bytes, k->slots, flags8,
-                               1, &sum));
-  memset(k->flags, 0, ((n + 31) / 32) * 4);
-  for (uint64_t i = 0; i < n; i++)
-    k->flags[i / 32] |= (uint32_t)((flags8[i / 8] >> (i % 8)) & 1) << (i % 32);
-  k->compressed_bytes = sum.compressed_bytes;
-  free(flags8);
+  kcase_compress(k);
 }
 
 int main(int argc, char **argv) {
@@ -90,8 +82,8 @@ int main(int argc, char **argv) {
       uint64_t mismatch;
       char err[512];
       double t0 = now();
-      int rc = kcase_run(&k, entry, 0, k.bytes, k.bytes, &p, &mismatch, err,
-                         sizeof err);
+      int rc = kcase_run(&k, entry, 0, k.bytes, k.packed_bytes, &p, &mismatch,
+                         err, sizeof err);
       double secs = now() - t0;
       CHECKF(rc == 0 && mismatch == 0, "%s", err);
       double got = 1.0 - (double)k.compressed_bytes / (double)k.bytes;

@@ -34,6 +34,32 @@ static int get_bit(const uint32_t *b, uint64_t i) {
   return b && ((b[i / 32] >> (i % 32)) & 1);
 }
 
+void kcase_compress(kcase *k) {
+  const uint64_t n = k->n;
+  if (k->packed_mem)
+    host_free(k->packed_mem, k->packed_bytes, k->packed_misalign);
+  free(k->offsets);
+  uint8_t *slots = xmalloc(k->bytes + 1);
+  uint8_t *flags8 = xcalloc(ibp_region_flag_bytes(&k->params, k->bytes) + 1);
+  ibp_region_summary sum;
+  CHECK_OK(ibp_compress_region(&k->params, k->orig, k->bytes, slots, flags8, 1,
+                               &sum));
+  k->compressed_bytes = sum.compressed_bytes;
+  ibp_region reg = {&k->params, slots, k->bytes, flags8};
+  k->offsets = xmalloc((n + 1) * sizeof *k->offsets);
+  CHECK_OK(ibp_region_pack_offsets(&reg, k->offsets));
+  k->packed_bytes = k->offsets[n];
+  k->packed = host_alloc(k->packed_bytes, k->packed_misalign, &k->packed_mem);
+  CHECK_OK(ibp_region_pack(&reg, k->offsets, k->packed));
+  free(k->flags);
+  k->flags = bits32(n);
+  for (uint64_t i = 0; i < n; i++)
+    if ((flags8[i / 8] >> (i % 8)) & 1)
+      set_bit(k->flags, i);
+  free(flags8);
+  free(slots);
+}
+
 void kcase_build(kcase *k, rng *r, const kcase_shape *s) {
   memset(k, 0, sizeof *k);
   k->R = s->R;
@@ -42,9 +68,8 @@ void kcase_build(kcase *k, rng *r, const kcase_shape *s) {
   k->tail = s->tail;
   k->bytes = s->n * s->R + s->tail;
   k->orig_misalign = s->orig_misalign;
-  k->slots_misalign = s->slots_misalign;
+  k->packed_misalign = s->packed_misalign;
   k->orig = host_alloc(k->bytes, s->orig_misalign, &k->orig_mem);
-  k->slots = host_alloc(k->bytes, s->slots_misalign, &k->slots_mem);
   gen_data(r, (data_kind)s->data_kind, s->R, s->n, k->orig);
   rng_fill(r, k->orig + s->n * s->R, s->tail);
 
@@ -54,18 +79,7 @@ void kcase_build(kcase *k, rng *r, const kcase_shape *s) {
   gen_masks(r, (mask_kind)s->mask_kind, s->R, s->c, k->orig, s->n, k->mask,
             k->bitval);
   CHECK_OK(ibp_params_from_masks(s->R, s->c, k->mask, k->bitval, &k->params));
-
-  uint64_t flag_bytes = ibp_region_flag_bytes(&k->params, k->bytes);
-  uint8_t *flags8 = xcalloc(flag_bytes + 1);
-  ibp_region_summary sum;
-  CHECK_OK(ibp_compress_region(&k->params, k->orig, k->bytes, k->slots, flags8,
-                               1, &sum));
-  k->compressed_bytes = sum.compressed_bytes;
-  k->flags = bits32(s->n);
-  for (uint64_t i = 0; i < s->n; i++)
-    if ((flags8[i / 8] >> (i % 8)) & 1)
-      set_bit(k->flags, i);
-  free(flags8);
+  kcase_compress(k);
 
   if (s->dirty_share > 0) {
     k->dirty = bits32(s->n);
@@ -73,15 +87,17 @@ void kcase_build(kcase *k, rng *r, const kcase_shape *s) {
       if (rng_chance(r, s->dirty_share))
         set_bit(k->dirty, i);
   }
-  /* the kernel must serve raw and dirty tensors from the original */
+  /* the kernel must serve dirty tensors from the original */
   for (uint64_t i = 0; i < s->n; i++)
-    if (!get_bit(k->flags, i) || get_bit(k->dirty, i))
-      rng_fill(r, k->slots + i * s->R, s->R);
+    if (get_bit(k->dirty, i))
+      rng_fill(r, k->packed + k->offsets[i], k->offsets[i + 1] - k->offsets[i]);
 }
 
 void kcase_free(kcase *k) {
   host_free(k->orig_mem, k->bytes, k->orig_misalign);
-  host_free(k->slots_mem, k->bytes, k->slots_misalign);
+  if (k->packed_mem)
+    host_free(k->packed_mem, k->packed_bytes, k->packed_misalign);
+  free(k->offsets);
   free(k->flags);
   free(k->dirty);
   free(k->mask);
@@ -91,20 +107,18 @@ void kcase_free(kcase *k) {
 }
 
 uint32_t kcase_stored(const kcase *k, uint64_t i) {
-  if (!get_bit(k->flags, i))
-    return k->R;
-  size_t len = k->R;
-  CHECK_OK(ibp_compressed_length(&k->params, k->slots + i * k->R, k->R, &len));
-  return (uint32_t)len;
+  return get_bit(k->flags, i) ? (uint32_t)(k->offsets[i + 1] - k->offsets[i])
+                              : k->R;
 }
 
 int kcase_run(const kcase *k, simt_entry entry, uint64_t off, uint64_t len,
-              uint64_t slots_end, simt_pcie *pcie, uint64_t *mismatch,
+              uint64_t packed_end, simt_pcie *pcie, uint64_t *mismatch,
               char *err, size_t errlen) {
   const uint64_t R = k->R;
   ibp_decompress_args a = {0};
-  a.slots = k->slots;
+  a.packed = k->packed;
   a.original = k->orig;
+  a.offsets = k->offsets;
   a.flags = k->flags;
   a.dirty = k->dirty;
   a.mask = k->mask;
@@ -119,18 +133,28 @@ int kcase_run(const kcase *k, simt_entry entry, uint64_t off, uint64_t len,
   uint8_t *dst = xmalloc(len + 1);
   a.dst = dst;
   ibp_kernel_plan plan;
-  CHECK(ibp_kernels_plan_decompress(&a, k->mask, 227 * 1024, 4, &plan) == 0);
+  CHECK(ibp_kernels_plan_decompress(&a, 227 * 1024, 4, &plan) == 0);
+  if (k->walk) { /* the kernel must be right for any walk length */
+    a.walk = k->walk;
+    uint64_t units = (len ? (off + len - 1) / R : off / R) + 1 - a.first_tensor;
+    if (units > k->n + 1 - a.first_tensor)
+      units = k->n + 1 - a.first_tensor;
+    uint64_t walks = (units + a.walk - 1) / a.walk;
+    plan.grid = (unsigned)((walks + plan.block / 32 - 1) / (plan.block / 32));
+  }
   if (k->grid_cap && plan.grid > k->grid_cap)
     plan.grid = k->grid_cap;
   /* the kernel reads device memory with plain loads only: any host read
    * outside the pinned ranges is a bug */
   simt_set_strict_host_reads(1);
-  simt_host_register(k->slots, slots_end);
+  if (packed_end)
+    simt_host_register(k->packed, packed_end);
   simt_host_register(k->orig, k->bytes);
   simt_launch l = {
       entry, &a, {plan.grid, 1, 1}, {plan.block, 1, 1}, plan.dynamic_shared};
   int rc = simt_run(&l, pcie, err, errlen);
-  simt_host_unregister(k->slots);
+  if (packed_end)
+    simt_host_unregister(k->packed);
   simt_host_unregister(k->orig);
   *mismatch = 0;
   for (uint64_t i = 0; rc == 0 && i < len; i++)

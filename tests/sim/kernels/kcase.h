@@ -1,9 +1,9 @@
 /*
  * A kernel test case: a random region compressed by the host codec, laid
- * out as libibp lays it out for the GPU (original + shadow slots in
- * "pinned" host memory at chosen misalignments, flags/dirty bits and
- * zero-padded Mask/Bitval in "device" memory), and a copy of a byte range
- * run through an emulated kernel.
+ * out as libibp lays it out for the GPU (original + packed streams in
+ * "pinned" host memory at chosen misalignments; offsets, flags/dirty bits
+ * and zero-padded Mask/Bitval in "device" memory), and a copy of a byte
+ * range run through an emulated kernel.
  */
 #ifndef IBP_KCASE_H
 #define IBP_KCASE_H
@@ -19,38 +19,44 @@ typedef struct kcase {
   uint32_t R, c;
   uint64_t n, tail, bytes;
   ibp_params params;
-  uint8_t *orig_mem, *orig;   /* original region (host) */
-  uint8_t *slots_mem, *slots; /* compressed region (host) */
-  uint32_t *flags, *dirty;    /* device bits (dirty may be NULL) */
-  uint8_t *mask, *bitval;     /* device, padded to a multiple of 8 */
-  uint64_t compressed_bytes;  /* stored bytes of the tensors + tail */
-  unsigned orig_misalign, slots_misalign;
+  uint8_t *orig_mem, *orig;     /* original region (host) */
+  uint8_t *packed_mem, *packed; /* the compressed streams (host) */
+  uint64_t packed_bytes;
+  uint64_t *offsets;         /* device: n+1 */
+  uint32_t *flags, *dirty;   /* device bits (dirty may be NULL) */
+  uint8_t *mask, *bitval;    /* device, padded to a multiple of 8 */
+  uint64_t compressed_bytes; /* stored bytes of the tensors + tail */
+  unsigned orig_misalign, packed_misalign;
   unsigned grid_cap; /* 0, or at most this many blocks (so warps take
-                        several units: exercises the prefetch) */
+                        several walks) */
+  unsigned walk;     /* 0, or tensors per walk instead of the plan's */
 } kcase;
 
 typedef struct kcase_shape {
   uint32_t R, c;
   uint64_t n, tail;
-  unsigned orig_misalign, slots_misalign; /* bytes past a page boundary */
-  int data_kind, mask_kind;               /* gen_data.h kinds */
-  double dirty_share;                     /* tensors marked dirty */
+  unsigned orig_misalign, packed_misalign; /* bytes past a page boundary */
+  int data_kind, mask_kind;                /* gen_data.h kinds */
+  double dirty_share;                      /* tensors marked dirty */
 } kcase_shape;
 
-/* Builds the case; slots of raw and dirty tensors are overwritten with
+/* Builds the case; the streams of dirty tensors are overwritten with
  * garbage so that a kernel reading them instead of the original fails. */
 void kcase_build(kcase *k, rng *r, const kcase_shape *shape);
+/* (Re)compresses k->orig with k->params into the packed layout, offsets
+ * and flags (kcase_build does it; for callers that change the data). */
+void kcase_compress(kcase *k);
 void kcase_free(kcase *k);
 
 /* Stored length of tensor i (its compressed length, or R). */
 uint32_t kcase_stored(const kcase *k, uint64_t i);
 
 /* Runs kernel `entry` copying [off, off+len) into a fresh buffer, with the
- * host ranges registered as given (slots_end: bytes of the slots range to
- * register, normally k->bytes).  Returns simt_run's result; on success
+ * host ranges registered as given (packed_end: bytes of the packed range to
+ * register, normally k->packed_bytes).  Returns simt_run's result; on success
  * *mismatch is the first differing byte + 1 (0 = identical). */
 int kcase_run(const kcase *k, simt_entry entry, uint64_t off, uint64_t len,
-              uint64_t slots_end, simt_pcie *pcie, uint64_t *mismatch,
+              uint64_t packed_end, simt_pcie *pcie, uint64_t *mismatch,
               char *err, size_t errlen);
 
 #endif

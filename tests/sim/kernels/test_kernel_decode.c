@@ -42,7 +42,7 @@ static void shape_for(rng *r, kcase_shape *s) {
   s->tail = rng_chance(r, 0.3) ? rng_below(r, s->R) : 0;
   int aligned = rng_chance(r, 0.3);
   s->orig_misalign = aligned ? 0 : (unsigned)rng_below(r, 128);
-  s->slots_misalign = aligned ? 0 : (unsigned)rng_below(r, 128);
+  s->packed_misalign = aligned ? 0 : (unsigned)rng_below(r, 128);
   s->data_kind = (int)rng_below(r, DATA_KINDS);
   s->mask_kind = (int)rng_below(r, MASK_KINDS);
   s->dirty_share = rng_chance(r, 0.2) ? 0.3 : 0;
@@ -63,17 +63,19 @@ int main(void) {
     uint64_t off, len, mismatch;
     pick_range(&r, &k, &off, &len);
     k.grid_cap = rng_chance(&r, 0.5) ? 1 : 0; /* one block: 4 warps share */
+    k.walk = rng_chance(&r, 0.5) ? (unsigned)rng_range(&r, 1, s.n + 2) : 0;
     test_case("R=%u c=%u n=%llu tail=%llu misalign=%u/%u data=%s mask=%s "
-              "dirty=%.1f copy [%llu, +%llu) grid_cap=%u",
+              "dirty=%.1f copy [%llu, +%llu) grid_cap=%u walk=%u",
               s.R, s.c, (unsigned long long)s.n, (unsigned long long)s.tail,
-              s.orig_misalign, s.slots_misalign,
+              s.orig_misalign, s.packed_misalign,
               data_kind_name((data_kind)s.data_kind),
               mask_kind_name((mask_kind)s.mask_kind), s.dirty_share,
-              (unsigned long long)off, (unsigned long long)len, k.grid_cap);
+              (unsigned long long)off, (unsigned long long)len, k.grid_cap,
+              k.walk);
     char err[512] = "";
     simt_set_seed(rng_next(&r) | 1);
-    int rc = kcase_run(&k, entry, off, len, k.bytes, NULL, &mismatch, err,
-                       sizeof err);
+    int rc = kcase_run(&k, entry, off, len, k.packed_bytes, NULL, &mismatch,
+                       err, sizeof err);
     CHECKF(rc == 0, "emulator: %s", err);
     CHECKF(mismatch == 0, "byte %llu of the copy differs",
            (unsigned long long)(mismatch - 1));
