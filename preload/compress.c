@@ -135,6 +135,8 @@ int ibp__compress_region(ibp_region_rec *r) {
   /* published for the stats and the device setup; the registry frees it */
   r->params = params;
   r->summary = summary;
+  /* on the GPU: Mask, Bitval, flags and the packed layout's offsets */
+  r->summary.metadata_bytes += (n + 1) * sizeof *r->offsets;
   if (build_prefix(r, n, R) != 0)
     return fail(r, "out of memory");
   ibp_region_priv *p = r->priv;

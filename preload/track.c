@@ -140,8 +140,12 @@ static int enter(slot *s, uintptr_t plo, uintptr_t phi) {
 }
 
 /* Clears the protection bits of s's pages in [a, b) after marking their
- * tensors dirty.  Returns the number of bits this call cleared. */
-static uint64_t claim(slot *s, uintptr_t a, uintptr_t b, uint64_t *newly) {
+ * tensors dirty and counting them in dirty_tensors.  Returns the number of
+ * bits this call cleared.  The count goes up before the page can turn
+ * writable: a copy that finds dirty_tensors == 0 skips the dirty bits
+ * (substitute.c), so a write another thread makes through the page once it
+ * is writable must already be counted. */
+static uint64_t claim(slot *s, uintptr_t a, uintptr_t b) {
   uintptr_t pg = atomic_load_explicit(&page, memory_order_relaxed);
   uintptr_t lo = atomic_load_explicit(&s->lo, memory_order_relaxed);
   size_t k = (a - lo) / pg, kend = (b - lo) / pg;
@@ -156,7 +160,9 @@ static uint64_t claim(slot *s, uintptr_t a, uintptr_t b, uint64_t *newly) {
        * clear were marked when they were cleared: one span is exact. */
       uintptr_t p0 = lo + (w * 64 + (size_t)__builtin_ctzll(set)) * pg;
       uintptr_t p1 = lo + (w * 64 + 64 - (size_t)__builtin_clzll(set)) * pg;
-      *newly += mark_span(&s->g, p0, p1);
+      uint64_t newly = mark_span(&s->g, p0, p1);
+      if (newly)
+        atomic_fetch_add(&s->r->dirty_tensors, newly);
       uint64_t old = atomic_fetch_and(&s->pages[w], ~set);
       claimed += (uint64_t)__builtin_popcountll(old & set);
     }
@@ -180,10 +186,7 @@ static void claim_neighbours(const slot *self, uintptr_t p) {
     slot *t = &slots[i];
     if (t == self || !enter(t, p, p + pg))
       continue;
-    uint64_t newly = 0;
-    claim(t, p, p + pg, &newly);
-    atomic_fetch_add_explicit(&t->r->dirty_tensors, newly,
-                              memory_order_relaxed);
+    claim(t, p, p + pg);
     atomic_fetch_sub(&t->users, 1);
   }
 }
@@ -197,10 +200,10 @@ static void claim_neighbours(const slot *self, uintptr_t p) {
  * strictly inside the range) and so cannot fail that way.  Returns 0, or
  * -1 when even that failed.
  */
-static int widen(slot *s, uint64_t *newly) {
+static int widen(slot *s) {
   uintptr_t pg = atomic_load_explicit(&page, memory_order_relaxed);
   uintptr_t lo = atomic_load(&s->lo), hi = atomic_load(&s->hi);
-  claim(s, lo, hi, newly);
+  claim(s, lo, hi);
   claim_neighbours(s, lo);
   claim_neighbours(s, hi - pg);
   return ibp__sys_mprotect((void *)lo, hi - lo, PROT_READ | PROT_WRITE);
@@ -239,16 +242,15 @@ static unsigned release(uintptr_t plo, uintptr_t phi, int fault) {
       continue;
     }
     int n = atomic_load(&slots_used);
-    uint64_t held = 0, claimed_any = 0, newly[SLOTS];
+    uint64_t held = 0, claimed_any = 0;
     uintptr_t a, b;
     for (int i = 0; i < n; i++) {
       slot *s = &slots[i];
       if (!enter(s, plo, phi))
         continue;
       overlap(s, plo, phi, &a, &b);
-      newly[i] = 0;
       held |= 1ull << i;
-      if (claim(s, a, b, &newly[i]))
+      if (claim(s, a, b))
         claimed_any |= 1ull << i;
     }
     int force = fault || pass > 0 || atomic_load(&releasing) > 1;
@@ -258,7 +260,7 @@ static unsigned release(uintptr_t plo, uintptr_t phi, int fault) {
         continue;
       overlap(s, plo, phi, &a, &b);
       if (ibp__sys_mprotect((void *)a, b - a, PROT_READ | PROT_WRITE) != 0 &&
-          widen(s, &newly[i]) != 0)
+          widen(s) != 0)
         res |= REL_FAILED;
     }
     for (int i = 0; i < n; i++) {
@@ -272,9 +274,6 @@ static unsigned release(uintptr_t plo, uintptr_t phi, int fault) {
           atomic_fetch_add_explicit(&s->r->write_faults, 1,
                                     memory_order_relaxed);
       }
-      if (newly[i])
-        atomic_fetch_add_explicit(&s->r->dirty_tensors, newly[i],
-                                  memory_order_relaxed);
       atomic_fetch_sub(&s->users, 1);
     }
     if (atomic_load(&gen) == g)
