@@ -57,7 +57,8 @@ ibp_status ibp_region_pack(const ibp_region *r, const uint64_t *offsets,
     if (offsets[i + 1] < offsets[i] || len >= R ||
         (len != 0) != compressed(r, i))
       return IBP_ERR_INVALID_ARGUMENT;
-    memcpy((uint8_t *)packed + offsets[i], r->slots + i * R, len);
+    if (len)
+      memcpy((uint8_t *)packed + offsets[i], r->slots + i * R, len);
   }
   return IBP_OK;
 }

@@ -206,17 +206,18 @@ IBP_DEV void decode_words(const tensor_job *j, uint32_t off0, uint32_t wa,
   }
 }
 
-/* Where the fetch of j ends.  Consecutive streams of a walk share the
- * sector where one ends and the next begins: when the warp decodes the
- * next tensor too (has_next), j's fetch runs on to that sector's end and
- * the next tensor takes those bytes over (carry), so the sector crosses
- * PCIe once.  Only when the next stream reaches past that sector; a
- * stream shorter than the rest of the sector is fetched on its own. */
+/* Where the fetch of j ends.  Adjacent streams of a walk share the sector
+ * where one ends and the next begins: when the warp decodes the next
+ * tensor too (has_next) and its stream starts where j's ends, j's fetch
+ * runs on to that sector's end and the next tensor takes those bytes over
+ * (carry), so the sector crosses PCIe once.  Only when the next stream
+ * reaches past that sector; a stream shorter than the rest of the sector
+ * is fetched on its own. */
 IBP_DEV uint32_t fetch_end(const tensor_job *j, int has_next,
                            const tensor_job *next) {
   const uintptr_t e = (uintptr_t)j->stream + j->len;
   const uintptr_t up = (e + 31) & ~(uintptr_t)31;
-  if (has_next && up > e && up < e + next->len)
+  if (has_next && (uintptr_t)next->stream == e && up > e && up < e + next->len)
     return j->len + (uint32_t)(up - e);
   return j->len;
 }
@@ -272,7 +273,7 @@ IBP_DEV int unit_job(ibp_decompress_args a, uint64_t t, uint8_t *stage,
   uint64_t off = 0, len = 0;
   if (t < a.tensors) {
     off = ibp_dev_ldg_u64((const uint8_t *)(a.offsets + t));
-    len = ibp_dev_ldg_u64((const uint8_t *)(a.offsets + t + 1)) - off;
+    len = ibp_dev_ldg_u32(a.lengths + t);
   }
   *j = (tensor_job){a.mask,
                     a.bitval,
@@ -291,8 +292,8 @@ IBP_DEV int unit_job(ibp_decompress_args a, uint64_t t, uint8_t *stage,
   /* One answer per warp: the dirty bits may change while the kernel runs
    * (libibp recompresses written tensors and clears them), and lanes that
    * disagreed would diverge around the warp collectives. */
-  unsigned c =
-      t < a.tensors && len && bit_set(a.flags, t) && !bit_set(a.dirty, t);
+  unsigned c = t < a.tensors && len && bit_set(a.flags, t) &&
+               !bit_set(a.dirty, t) && !bit_set(a.busy, t);
   return (int)ibp_dev_shfl(c, 0);
 }
 

@@ -5,15 +5,16 @@
  *
  * ibp_decompress: copies bytes [offset, offset+length) of an IBP region to
  * dst, where offset = first_tensor * R + first_offset.  The compressed
- * tensors' streams lie back to back in mapped host memory (`packed`, the
- * GPU layout of docs/FORMAT.md §3) at device-resident offsets.  One warp
+ * tensors' streams lie in mapped host memory (`packed`, the GPU layout of
+ * docs/FORMAT.md §3: back to back, except streams a recompression moved)
+ * at device-resident offsets and lengths.  One warp
  * per walk of `walk` consecutive tensors of the copy (grid-stride); the
  * region's raw tail is one more unit.  The warp stages each stream in
  * shared memory with 128-byte-aligned cp.async reads that never pass the
  * end of a stream it decodes, fetching the next tensor's stream while it
- * decodes one; where two streams of a walk share a 32-byte sector, the
- * sector is fetched once.  Tensors stored raw, marked dirty, and the tail
- * are copied from the original by an aligned warp copy.
+ * decodes one; where two adjacent streams of a walk share a 32-byte
+ * sector, the sector is fetched once.  Tensors stored raw, marked dirty, and
+ * the tail are copied from the original by an aligned warp copy.
  *
  * ibp_gather: copies a list of byte ranges from host memory to device
  * memory, one warp per range, with the same aligned warp copy.
@@ -38,10 +39,14 @@ extern "C" {
 typedef struct ibp_decompress_args {
   const uint8_t *packed;      /* mapped host: the compressed streams */
   const uint8_t *original;    /* mapped host: the original region */
-  const uint64_t *offsets;    /* device: n+1 offsets into packed; tensor i's
-                                 stream is [offsets[i], offsets[i+1]) */
+  const uint64_t *offsets;    /* device: n; tensor i's stream starts at
+                                 packed + offsets[i] ... */
+  const uint32_t *lengths;    /* device: n; ... and is lengths[i] bytes (0:
+                                 none); streams need not be adjacent */
   const uint32_t *flags;      /* device: bit i = tensor i stored compressed */
   const uint32_t *dirty;      /* device or NULL: bit i = serve i raw */
+  const uint32_t *busy;       /* device or NULL: bit i = serve i raw (its
+                                 slot is being rewritten) */
   const uint8_t *mask;        /* device: R bytes, zero-padded to a multiple
                                  of 16 bytes (the kernel reads whole words) */
   const uint8_t *bitval;      /* device: likewise */

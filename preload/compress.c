@@ -38,11 +38,12 @@ static int fail(ibp_region_rec *r, const char *why) {
 /* Dirty bitmap (zero) and, unless track=trust, write protection. */
 static int start_tracking(const ibp_driver *d, ibp_region_rec *r, uint64_t n) {
   size_t bytes = (size_t)((n + 31) / 32) * 4;
-  void *dirty = pinned(d, bytes);
-  if (!dirty)
+  uint8_t *bits = pinned(d, 2 * bytes); /* dirty, then busy (refresh.c) */
+  if (!bits)
     return fail(r, "cannot allocate its dirty bitmap");
-  memset(dirty, 0, bytes);
-  __atomic_store_n(&r->dirty, (_Atomic uint32_t *)dirty, __ATOMIC_RELEASE);
+  memset(bits, 0, 2 * bytes);
+  r->busy = (_Atomic uint32_t *)(bits + bytes);
+  __atomic_store_n(&r->dirty, (_Atomic uint32_t *)bits, __ATOMIC_RELEASE);
   if (r->rule.track == IBP_TRACK_TRUST)
     return 0;
   if (ibp__track_install() != 0 || ibp__track_protect(r) != 0)
@@ -56,23 +57,43 @@ static int build_prefix(ibp_region_rec *r, uint64_t n, uint32_t R) {
   if (!prefix)
     return -1;
   prefix[0] = 0;
-  for (uint64_t i = 0; i < n; i++) {
-    uint64_t len = r->offsets[i + 1] - r->offsets[i];
-    prefix[i + 1] = prefix[i] + (len ? len : R);
-  }
+  for (uint64_t i = 0; i < n; i++)
+    prefix[i + 1] = prefix[i] + (r->lengths[i] ? r->lengths[i] : R);
   r->prefix = prefix;
   return 0;
 }
 
+static int all_zero(const uint8_t *p, uint32_t len) {
+  for (uint32_t i = 0; i < len; i++)
+    if (p[i])
+      return 0;
+  return 1;
+}
+
+/* Room after the packed streams for streams a refresh moves (refresh.c):
+ * a quarter of the packed bytes, plus R for every tensor that is all zero
+ * now (not written yet: a KV cache's free blocks), whose stream will grow
+ * once it is. */
+static uint64_t spill_room(const uint8_t *data, uint64_t n, uint32_t R,
+                           uint64_t packed) {
+  uint64_t room = packed / 4;
+  for (uint64_t i = 0; i < n; i++)
+    if (all_zero(data + i * R, R))
+      room += R;
+  return room;
+}
+
 /* Compresses the region into slots (a temporary copy of its layout) and
- * packs the streams into a pinned, device-mapped shadow of just their
- * size (docs/FORMAT.md §3). */
+ * packs the streams into a pinned, device-mapped shadow (docs/FORMAT.md
+ * §3) followed by the spill room. */
 static ibp_status compress_packed(const ibp_driver *d, ibp_region_rec *r,
                                   const ibp_params *params, const void *data,
                                   uint64_t n, ibp_region_summary *summary) {
+  const uint32_t R = params->tensor_bytes;
   uint8_t *slots = malloc(r->bytes);
   r->offsets = malloc((size_t)(n + 1) * sizeof *r->offsets);
-  if (!slots || !r->offsets) {
+  r->lengths = malloc((size_t)n * sizeof *r->lengths);
+  if (!slots || !r->offsets || !r->lengths) {
     free(slots);
     return IBP_ERR_NO_MEMORY;
   }
@@ -82,8 +103,13 @@ static ibp_status compress_packed(const ibp_driver *d, ibp_region_rec *r,
   if (st == IBP_OK)
     st = ibp_region_pack_offsets(&reg, r->offsets);
   if (st == IBP_OK) {
+    for (uint64_t i = 0; i < n; i++)
+      r->lengths[i] = (uint32_t)(r->offsets[i + 1] - r->offsets[i]);
+    uint64_t packed = r->offsets[n];
+    uint64_t cap = packed + spill_room(data, n, R, packed);
     /* never 0 bytes: the kernel's host pointer must be a real mapping */
-    r->shadow = pinned(d, r->offsets[n] ? r->offsets[n] : 1);
+    r->shadow = pinned(d, cap ? cap : 1);
+    r->shadow_bytes = cap;
     st = r->shadow ? ibp_region_pack(&reg, r->offsets, r->shadow)
                    : IBP_ERR_NO_MEMORY;
   }
@@ -135,8 +161,8 @@ int ibp__compress_region(ibp_region_rec *r) {
   /* published for the stats and the device setup; the registry frees it */
   r->params = params;
   r->summary = summary;
-  /* on the GPU: Mask, Bitval, flags and the packed layout's offsets */
-  r->summary.metadata_bytes += (n + 1) * sizeof *r->offsets;
+  /* on the GPU: Mask, Bitval, flags and the streams' offsets and lengths */
+  r->summary.metadata_bytes += n * (sizeof *r->offsets + sizeof *r->lengths);
   if (build_prefix(r, n, R) != 0)
     return fail(r, "out of memory");
   ibp_region_priv *p = r->priv;

@@ -104,7 +104,7 @@ static size_t round_up(size_t v, size_t to) {
 /* ---- launch template ----------------------------------------------------- */
 
 typedef struct metadata {
-  CUdeviceptr mask, bitval, flags, offsets;
+  CUdeviceptr mask, bitval, flags, offsets, lengths;
 } metadata;
 
 static void free_metadata(const ibp_driver *d, metadata *m) {
@@ -116,20 +116,26 @@ static void free_metadata(const ibp_driver *d, metadata *m) {
     d->cuMemFree(m->flags);
   if (m->offsets)
     d->cuMemFree(m->offsets);
+  if (m->lengths)
+    d->cuMemFree(m->lengths);
   *m = (metadata){0};
 }
 
 static int upload_metadata(const ibp_driver *d, CUstream s, const ibp_params *p,
                            const uint8_t *flags, const uint64_t *offsets,
-                           uint64_t bytes, metadata *m) {
+                           const uint32_t *lengths, uint64_t bytes,
+                           metadata *m) {
+  const uint64_t n = bytes / p->tensor_bytes;
   size_t masks = round_up(p->tensor_bytes, 16);
   size_t flag_bytes = ibp_region_flag_bytes(p, bytes);
-  size_t offset_bytes = (bytes / p->tensor_bytes + 1) * sizeof *offsets;
   m->mask = upload(d, s, p->mask, p->tensor_bytes, masks);
   m->bitval = upload(d, s, p->bitval, p->tensor_bytes, masks);
   m->flags = upload(d, s, flags, flag_bytes, round_up(flag_bytes + 1, 4));
-  m->offsets = upload(d, s, offsets, offset_bytes, offset_bytes);
-  if (m->mask && m->bitval && m->flags && m->offsets)
+  m->offsets =
+      upload(d, s, offsets, n * sizeof *offsets, (n + 1) * sizeof *offsets);
+  m->lengths =
+      upload(d, s, lengths, n * sizeof *lengths, (n + 1) * sizeof *lengths);
+  if (m->mask && m->bitval && m->flags && m->offsets && m->lengths)
     return 0;
   free_metadata(d, m);
   return -1;
@@ -152,6 +158,7 @@ static int plan(const ibp_driver *d, int dev, CUfunction fn,
       .packed = (const uint8_t *)(uintptr_t)mapped(d, packed),
       .original = (const uint8_t *)(uintptr_t)mapped(d, original),
       .offsets = (const uint64_t *)(uintptr_t)m->offsets,
+      .lengths = (const uint32_t *)(uintptr_t)m->lengths,
       .flags = (const uint32_t *)(uintptr_t)m->flags,
       .dirty = dirty ? (const uint32_t *)(uintptr_t)mapped(d, dirty) : NULL,
       .mask = (const uint8_t *)(uintptr_t)m->mask,
@@ -237,6 +244,7 @@ static int selftest_run(const ibp_driver *d, CUstream s, int dev, CUfunction fn,
   ibp_params p = {0};
   uint8_t flags[ST_N / 8 + 1];
   uint64_t offsets[ST_N + 1];
+  uint32_t lengths[ST_N];
   ibp_region_dev rd;
   ibp_region reg = {&p, t->slots, ST_BYTES, flags};
   selftest_data(t->orig);
@@ -249,7 +257,10 @@ static int selftest_run(const ibp_driver *d, CUstream s, int dev, CUfunction fn,
   /* the shadow has room for every tensor stored compressed */
   ok = ok && ibp_region_pack_offsets(&reg, offsets) == IBP_OK &&
        ibp_region_pack(&reg, offsets, t->shadow) == IBP_OK;
-  ok = ok && upload_metadata(d, s, &p, flags, offsets, ST_BYTES, &t->m) == 0;
+  for (unsigned i = 0; ok && i < ST_N; i++)
+    lengths[i] = (uint32_t)(offsets[i + 1] - offsets[i]);
+  ok = ok &&
+       upload_metadata(d, s, &p, flags, offsets, lengths, ST_BYTES, &t->m) == 0;
   ok = ok && plan(d, dev, fn, &p, &t->m, t->shadow, t->orig, NULL, ST_BYTES,
                   &rd) == 0;
   ok = ok && selftest_compare(d, s, &rd, t, 0, ST_BYTES) == 0 &&
@@ -311,8 +322,8 @@ int ibp__device_setup(ibp_region_rec *r, int dev, CUstream s) {
   if (selftest[dev] < 0)
     return -1;
   metadata m;
-  if (upload_metadata(d, s, &r->params, r->flags, r->offsets, r->bytes, &m) !=
-      0) {
+  if (upload_metadata(d, s, &r->params, r->flags, r->offsets, r->lengths,
+                      r->bytes, &m) != 0) {
     ibp__warn_first(&warned,
                     "region '%s': cannot upload its metadata to "
                     "device %d; it passes through there",
@@ -332,7 +343,13 @@ int ibp__device_setup(ibp_region_rec *r, int dev, CUstream s) {
   r->devices[dev].bitval = m.bitval;
   r->devices[dev].flags = m.flags;
   r->devices[dev].offsets = m.offsets;
+  r->devices[dev].lengths = m.lengths;
   r->devices[dev].dirty = (uint64_t)(uintptr_t)p->dev[dev].args.dirty;
+  /* busy lies right after dirty in the same mapped allocation */
+  p->dev[dev].busy =
+      r->busy ? (const uint32_t *)((const uint8_t *)p->dev[dev].args.dirty +
+                                   ((uintptr_t)r->busy - (uintptr_t)r->dirty))
+              : NULL;
   ibp__log(IBP_LOG_INFO, "region '%s': ready on device %d", r->name, dev);
   return 0;
 }

@@ -130,6 +130,7 @@ typedef struct ibp_driver {
   CUresult (*cuEventRecord)(CUevent, CUstream);
   CUresult (*cuEventSynchronize)(CUevent);
   CUresult (*cuEventDestroy)(CUevent);
+  CUresult (*cuCtxSynchronize)(void);
   CUresult (*cuLaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned,
                              unsigned, unsigned, unsigned, CUstream, void **,
                              void **);
@@ -196,6 +197,20 @@ int ibp__dtoh_wait(void);
 /* Child after fork. */
 void ibp__dtoh_after_fork_child(void);
 
+/* ---- refresh.c: recompressing written tensors ------------------------------
+ */
+
+/* From the copy path of a READY region: queues a recompression of its
+ * dirty tensors when enough of them are dirty (at most one pending). */
+void ibp__refresh_maybe(ibp_region_rec *r);
+
+/* Worker: recompresses r's dirty tensors into their slots (protocol in
+ * refresh.c). */
+void ibp__refresh_region(ibp_region_rec *r);
+
+/* Asks the worker for a refresh job (worker.c). */
+void ibp__worker_refresh(ibp_region_rec *r);
+
 /* ---- worker.c: the background thread ----------------------------------------
  */
 
@@ -241,15 +256,26 @@ typedef struct ibp_region_dev {
   unsigned sms;
   ibp_kernel_plan plan;
   ibp_decompress_args args;
+  const uint32_t *busy; /* device address of r->busy */
 } ibp_region_dev;
 
 /* r->priv: what libibp keeps per region beyond the registry record. */
 typedef struct ibp_region_priv {
   ibp_region_dev dev[IBP_REGISTRY_MAX_DEVICES];
-  CUcontext ctx;             /* context the pinned shadow was made in */
-  _Atomic int invalidated;   /* written by a copy while compressing */
-  _Atomic unsigned failures; /* substitution errors (degrade on repeat) */
-  int warned;                /* ibp__warn_once flag */
+  CUcontext ctx;                /* context the pinned shadow was made in */
+  _Atomic int invalidated;      /* written by a copy while compressing */
+  _Atomic unsigned failures;    /* substitution errors (degrade on repeat) */
+  _Atomic int refresh_pending;  /* a refresh job is queued */
+  _Atomic int refreshing;       /* busy bits may be set: kernels read them */
+  _Atomic int launching;        /* copies between deciding and launching */
+  _Atomic uint64_t refreshes;   /* refresh jobs run */
+  _Atomic uint64_t dirty_floor; /* dirty_tensors after the last refresh */
+  /* refresh.c, worker only: each tensor's place in the shadow (bytes; a
+   * stream that no longer fits moves to the spill room after the packed
+   * streams, from spill_top on) */
+  uint32_t *room;
+  uint64_t spill_top;
+  int warned; /* ibp__warn_once flag */
 } ibp_region_priv;
 
 /* Sets up r (READY) on device `dev` in the current context: kernels
@@ -273,6 +299,15 @@ int ibp__track_install(void);
  * page dirty (r->dirty, r->dirty_tensors, r->write_faults) and makes the
  * page writable again.  Returns 0, or -1 with nothing protected. */
 int ibp__track_protect(ibp_region_rec *r);
+
+/* Refresh support (refresh.c): protects every page of tracked region r
+ * again without a gap (pages still protected stay so); 0, or -1 when r is
+ * not tracked or mprotect failed.  quiesce waits until no fault or
+ * before_write pass is in flight.  still_protected: nonzero when every page
+ * of r overlapping [a, a+len) is held read-only by the tracker. */
+int ibp__track_reprotect(ibp_region_rec *r);
+void ibp__track_quiesce(void);
+int ibp__track_still_protected(ibp_region_rec *r, uintptr_t a, size_t len);
 
 /* Makes every page of r writable again (remove, degrade).  Idempotent. */
 void ibp__track_unprotect(ibp_region_rec *r);

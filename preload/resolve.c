@@ -81,6 +81,7 @@ static const driver_row driver_rows[] = {
     ROW(cuEventRecord, 2000),
     ROW(cuEventSynchronize, 2000),
     ROW(cuEventDestroy, 4000),
+    ROW(cuCtxSynchronize, 2000),
     ROW(cuLaunchKernel, 4000),
 };
 #undef ROW

@@ -15,11 +15,13 @@
  *                 "saved_fraction", "state", "retired" (bool),
  *                 "copies_served", "copies_passthrough", "copies_fallback",
  *                 "bytes_requested", "bytes_read_pcie", "compress_seconds",
- *                 "write_faults", "dirty_tensors"}, ...],
+ *                 "write_faults", "dirty_tensors",
+ *                 "tensors_recompressed"}, ...],
  *    "totals": {"regions", "bytes", "stored_bytes", "saved_fraction",
  *               "copies_served", "copies_passthrough", "copies_fallback",
  *               "bytes_requested", "bytes_read_pcie", "pcie_saved_fraction",
- *               "compress_seconds", "write_faults", "dirty_tensors"}}
+ *               "compress_seconds", "write_faults", "dirty_tensors",
+ *               "tensors_recompressed"}}
  *
  * Regions in registration order (id).  A region never compressed has
  * chunk_bytes 0, threshold 0, tensors 0 and saved_fraction 0; saved_fraction
@@ -76,7 +78,7 @@ typedef struct stat_row {
   int retired;
   uint64_t copies_served, copies_passed, copies_fallback;
   uint64_t bytes_requested, bytes_pcie, compress_ns;
-  uint64_t write_faults, dirty_tensors;
+  uint64_t write_faults, dirty_tensors, recompressed;
 } stat_row;
 
 typedef struct retired_node {
@@ -138,6 +140,7 @@ static void fill_row(stat_row *w, const ibp_region_rec *r) {
   w->compress_ns = load64(&c->compress_ns);
   w->write_faults = load64(&r->write_faults);
   w->dirty_tensors = load64(&r->dirty_tensors);
+  w->recompressed = load64(&r->tensors_recompressed);
 }
 
 void ibp__stats_retire(const ibp_region_rec *r) {
@@ -219,7 +222,7 @@ typedef struct totals {
   uint64_t bytes, stored_bytes;
   uint64_t copies_served, copies_passed, copies_fallback;
   uint64_t bytes_requested, bytes_pcie, compress_ns;
-  uint64_t write_faults, dirty_tensors;
+  uint64_t write_faults, dirty_tensors, recompressed;
 } totals;
 
 static totals sum_rows(const row_list *l) {
@@ -236,6 +239,7 @@ static totals sum_rows(const row_list *l) {
     t.compress_ns += w->compress_ns;
     t.write_faults += w->write_faults;
     t.dirty_tensors += w->dirty_tensors;
+    t.recompressed += w->recompressed;
   }
   return t;
 }
@@ -520,6 +524,7 @@ static void json_region(sbuf *b, const stat_row *w) {
   json_num(b, "compress_seconds", (double)w->compress_ns / 1e9);
   json_u64(b, "write_faults", w->write_faults);
   json_u64(b, "dirty_tensors", w->dirty_tensors);
+  json_u64(b, "tensors_recompressed", w->recompressed);
   sb_printf(b, "}");
 }
 
@@ -537,6 +542,7 @@ static void json_totals(sbuf *b, const totals *t, size_t n) {
   json_num(b, "compress_seconds", (double)t->compress_ns / 1e9);
   json_u64(b, "write_faults", t->write_faults);
   json_u64(b, "dirty_tensors", t->dirty_tensors);
+  json_u64(b, "tensors_recompressed", t->recompressed);
   sb_printf(b, "}\n");
 }
 

@@ -20,8 +20,28 @@ static void count_passed(ibp_region_rec *r) {
                             memory_order_relaxed);
 }
 
+/* What dirty tensors among [first, last] add: they are read raw. */
+static uint64_t dirty_extra(const ibp_region_rec *r, uint64_t first,
+                            uint64_t last) {
+  const uint64_t R = r->params.tensor_bytes;
+  uint64_t extra = 0;
+  for (uint64_t w = first / 32; w <= last / 32; w++) {
+    uint32_t m = atomic_load_explicit(&r->dirty[w], memory_order_relaxed);
+    if (w == first / 32)
+      m &= UINT32_MAX << (first % 32);
+    if (w == last / 32)
+      m &= UINT32_MAX >> (31 - last % 32);
+    for (; m; m &= m - 1) {
+      uint64_t t = w * 32 + (uint64_t)__builtin_ctz(m);
+      extra += R - (r->prefix[t + 1] - r->prefix[t]);
+    }
+  }
+  return extra;
+}
+
 /* Stored bytes of the tensors the copy touches (+ its share of the raw
- * tail): what the kernel reads over PCIe, up to sector rounding. */
+ * tail; dirty tensors count R): what the kernel reads over PCIe, up to
+ * sector rounding. */
 static uint64_t pcie_bytes(const ibp_region_rec *r, uint64_t off,
                            uint64_t len) {
   const uint64_t R = r->params.tensor_bytes, n = r->summary.tensors;
@@ -30,6 +50,9 @@ static uint64_t pcie_bytes(const ibp_region_rec *r, uint64_t off,
   if (off < body) {
     uint64_t first = off / R, last = ((end < body ? end : body) - 1) / R;
     bytes += r->prefix[last + 1] - r->prefix[first];
+    if (r->dirty &&
+        atomic_load_explicit(&r->dirty_tensors, memory_order_relaxed))
+      bytes += dirty_extra(r, first, last);
   }
   if (end > body)
     bytes += end - (off > body ? off : body);
@@ -59,8 +82,12 @@ static CUresult launch(const ibp_driver *d, ibp_region_rec *r,
   a.first_offset = (uint32_t)(off % a.tensor_bytes);
   a.length = c->bytes;
   a.dst = (uint8_t *)(uintptr_t)c->dst;
-  /* the kernel reads dirty bits over PCIe only when some tensor has one */
-  if (atomic_load_explicit(&r->dirty_tensors, memory_order_acquire) == 0)
+  /* The kernel reads dirty bits over PCIe only when some tensor has one,
+   * and busy bits only while a refresh runs (refresh.c). */
+  ibp_region_priv *p = r->priv;
+  if (atomic_load(&p->refreshing))
+    a.busy = rd->busy;
+  else if (atomic_load(&r->dirty_tensors) == 0)
     a.dirty = NULL;
   ibp_kernel_plan plan = rd->plan;
   ibp_kernels_plan_range(&a, rd->sms, &plan);
@@ -91,21 +118,32 @@ static void make_ready(ibp_region_rec *r, CUcontext ctx, int dev) {
     ibp__worker_wait(r, dev);
 }
 
-/* Dirty tensors are served raw by the kernel; once half of the region is
- * dirty it is rewritten faster than it is copied, and the driver's own copy
- * is the better deal: demote it (and stop tracking its writes). */
+/* Dirty tensors are served raw by the kernel until refresh.c recompresses
+ * them.  A region half dirty regardless, or recompressed more often than
+ * every 4th copy, is rewritten faster than it is copied, and the driver's
+ * own copy is the better deal: demote it (and stop tracking its writes). */
 static int rewritten(ibp_region_rec *r) {
   uint64_t dirty =
       atomic_load_explicit(&r->dirty_tensors, memory_order_relaxed);
-  if (dirty == 0 || 2 * dirty < r->summary.tensors)
+  ibp_region_priv *p = r->priv;
+  uint64_t refreshes =
+      atomic_load_explicit(&p->refreshes, memory_order_relaxed);
+  uint64_t served =
+      atomic_load_explicit(&r->counters.copies_served, memory_order_relaxed);
+  /* half of it dirty, or recompressed more often than every 4th copy */
+  int too_often = refreshes >= 8 && refreshes * 4 > served;
+  if (!too_often && (dirty == 0 || 2 * dirty < r->summary.tensors)) {
+    ibp__refresh_maybe(r);
     return 0;
+  }
   if (ibp_region_transition(r, IBP_REGION_READY, IBP_REGION_DEGRADED)) {
     ibp__track_unprotect(r);
     ibp__log(IBP_LOG_INFO,
-             "region '%s': %llu of %llu tensors rewritten since compression; "
-             "demoted to pass-through",
+             "region '%s': rewritten faster than copied (%llu of %llu "
+             "tensors dirty, %llu recompressions); demoted to pass-through",
              r->name, (unsigned long long)dirty,
-             (unsigned long long)r->summary.tensors);
+             (unsigned long long)r->summary.tensors,
+             (unsigned long long)refreshes);
   }
   return 1;
 }
@@ -140,7 +178,9 @@ static int serve_region(ibp_region_rec *r, const ibp_copy *c) {
     count_passed(r);
     return 1;
   }
+  atomic_fetch_add(&p->launching, 1); /* refresh.c waits for it */
   CUresult e = launch(d, r, rd, c);
+  atomic_fetch_sub(&p->launching, 1);
   if (e != CUDA_SUCCESS) {
     failed(r, p, "kernel launch", e);
     return 1;

@@ -161,10 +161,14 @@ static uint64_t claim(slot *s, uintptr_t a, uintptr_t b) {
       uintptr_t p0 = lo + (w * 64 + (size_t)__builtin_ctzll(set)) * pg;
       uintptr_t p1 = lo + (w * 64 + 64 - (size_t)__builtin_clzll(set)) * pg;
       uint64_t newly = mark_span(&s->g, p0, p1);
-      if (newly)
-        atomic_fetch_add(&s->r->dirty_tensors, newly);
       uint64_t old = atomic_fetch_and(&s->pages[w], ~set);
       claimed += (uint64_t)__builtin_popcountll(old & set);
+      /* Marked again after the bits are clear: a refresh that cleared a
+       * dirty bit between the first mark and the bit clearing either sees
+       * the page unprotected or loses to this mark (refresh.c). */
+      newly += mark_span(&s->g, p0, p1);
+      if (newly)
+        atomic_fetch_add(&s->r->dirty_tensors, newly);
     }
     k = stop;
   }
@@ -577,4 +581,53 @@ void ibp__track_after_fork_child(void) {
   if (atomic_load(&gen) & 1)
     atomic_fetch_add(&gen, 1);
   ibp__sig_after_fork_child();
+}
+
+/* ---- re-protection (refresh.c) --------------------------------------------
+ */
+
+int ibp__track_reprotect(ibp_region_rec *r) {
+  pthread_mutex_lock(&wlock);
+  slot *s = find_live(r);
+  int rc = -1;
+  if (s) {
+    uintptr_t pg = atomic_load(&page);
+    uintptr_t lo = atomic_load(&s->lo), hi = atomic_load(&s->hi);
+    size_t npages = (hi - lo) / pg, words = (npages + 63) / 64;
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, &old);
+    atomic_store(&gen_lo, lo);
+    atomic_store(&gen_hi, hi);
+    atomic_fetch_add(&gen, 1); /* releases on these pages repeat their pass */
+    for (size_t w = 0; w < words; w++)
+      atomic_store(&s->pages[w], w + 1 < words || npages % 64 == 0
+                                     ? UINT64_MAX
+                                     : UINT64_MAX >> (64 - npages % 64));
+    rc = ibp__sys_mprotect((void *)lo, hi - lo, PROT_READ) ? -1 : 0;
+    atomic_fetch_add(&events, 1);
+    atomic_fetch_add(&gen, 1);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+  }
+  pthread_mutex_unlock(&wlock);
+  return rc;
+}
+
+void ibp__track_quiesce(void) {
+  while (atomic_load(&releasing))
+    sched_yield();
+}
+
+int ibp__track_still_protected(ibp_region_rec *r, uintptr_t a, size_t len) {
+  pthread_mutex_lock(&wlock);
+  slot *s = find_live(r);
+  int all = s != NULL;
+  if (s) {
+    uintptr_t pg = atomic_load(&page), lo = atomic_load(&s->lo);
+    size_t k = ((a & ~(pg - 1)) - lo) / pg, kend = (a + len - 1 - lo) / pg;
+    for (; all && k <= kend; k++)
+      all = (atomic_load(&s->pages[k / 64]) >> (k % 64)) & 1;
+  }
+  pthread_mutex_unlock(&wlock);
+  return all;
 }

@@ -17,7 +17,12 @@
 
 #define WAIT_LIMIT_SECONDS 300
 
-typedef enum job_kind { JOB_COMPRESS, JOB_DEVICE, JOB_RELEASE } job_kind;
+typedef enum job_kind {
+  JOB_COMPRESS,
+  JOB_DEVICE,
+  JOB_REFRESH,
+  JOB_RELEASE
+} job_kind;
 
 typedef struct release_data {
   void *shadow;
@@ -25,7 +30,7 @@ typedef struct release_data {
   CUcontext ctx;
   struct {
     CUcontext ctx;
-    CUdeviceptr ptr[4];
+    CUdeviceptr ptr[5];
   } dev[IBP_REGISTRY_MAX_DEVICES];
 } release_data;
 
@@ -100,7 +105,7 @@ static void run_release(const ibp_driver *d, job *j) {
   for (int i = 0; i < IBP_REGISTRY_MAX_DEVICES; i++) {
     if (!rel->dev[i].ctx || !push_ctx(d, rel->dev[i].ctx))
       continue;
-    for (int k = 0; k < 4; k++)
+    for (int k = 0; k < 5; k++)
       if (rel->dev[i].ptr[k])
         d->cuMemFree(rel->dev[i].ptr[k]);
     pop_ctx(d);
@@ -121,6 +126,9 @@ static void run(const ibp_driver *d, job *j) {
     break;
   case JOB_DEVICE:
     run_device(d, j);
+    break;
+  case JOB_REFRESH:
+    ibp__refresh_region(j->r);
     break;
   case JOB_RELEASE:
     run_release(d, j);
@@ -185,6 +193,8 @@ static void submit(job *j) {
                                  "pass through");
   if (j->kind == JOB_COMPRESS)
     ibp_region_transition(j->r, IBP_REGION_COMPRESSING, IBP_REGION_DEGRADED);
+  else if (j->kind == JOB_REFRESH)
+    atomic_store(&((ibp_region_priv *)j->r->priv)->refresh_pending, 0);
   else if (j->kind == JOB_DEVICE)
     ibp_region_device_transition(j->r, (unsigned)j->dev, IBP_DEVICE_UPLOADING,
                                  IBP_DEVICE_FAILED);
@@ -222,14 +232,24 @@ void ibp__worker_setup_device(ibp_region_rec *r, CUcontext ctx, int dev) {
                                  IBP_DEVICE_FAILED);
 }
 
+void ibp__worker_refresh(ibp_region_rec *r) {
+  job *j = new_job(JOB_REFRESH, r, NULL, 0);
+  if (j)
+    submit(j);
+  else
+    atomic_store(&((ibp_region_priv *)r->priv)->refresh_pending, 0);
+}
+
 void ibp__worker_release(ibp_region_rec *r) {
   ibp_region_priv *p = r->priv;
   free(r->flags);
   free(r->prefix);
   free(r->offsets);
+  free(r->lengths);
   r->flags = NULL;
   r->prefix = NULL;
   r->offsets = NULL;
+  r->lengths = NULL;
   job *j = new_job(JOB_RELEASE, NULL, NULL, 0);
   if (j && p) {
     j->rel.shadow = r->shadow;
@@ -243,18 +263,23 @@ void ibp__worker_release(ibp_region_rec *r) {
       j->rel.dev[i].ptr[1] = r->devices[i].bitval;
       j->rel.dev[i].ptr[2] = r->devices[i].flags;
       j->rel.dev[i].ptr[3] = r->devices[i].offsets;
+      j->rel.dev[i].ptr[4] = r->devices[i].lengths;
     }
     submit(j);
   } else {
     free(j); /* nothing to free on the GPU side, or no memory to ask */
   }
+  if (p)
+    free(p->room);
   free(p);
 }
 
 /* ---- waiting ------------------------------------------------------------- */
 
 static int busy(ibp_region_rec *r, int dev) {
-  if (ibp_region_state_get(r) == IBP_REGION_COMPRESSING)
+  ibp_region_priv *p = r->priv;
+  if (ibp_region_state_get(r) == IBP_REGION_COMPRESSING ||
+      (p && atomic_load(&p->refresh_pending)))
     return 1;
   for (int i = 0; i < IBP_REGISTRY_MAX_DEVICES; i++)
     if ((dev < 0 || dev == i) &&

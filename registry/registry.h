@@ -106,7 +106,8 @@ typedef struct ibp_region_device {
   uint64_t mask;     /* R bytes */
   uint64_t bitval;   /* R bytes */
   uint64_t flags;    /* ibp_region_flag_bytes bytes */
-  uint64_t offsets;  /* n+1 stream offsets into the shadow */
+  uint64_t offsets;  /* n stream offsets into the shadow */
+  uint64_t lengths;  /* n stream lengths (uint32) */
   uint64_t dirty;    /* one bit per tensor, 1 = serve raw */
 } ibp_region_device;
 
@@ -125,14 +126,18 @@ typedef struct ibp_region_rec {
 
   /* Host codec data: written only by the thread that moved the region to
    * COMPRESSING; read-only once READY (seen with acquire).  The registry
-   * frees `params`; `shadow`, `flags` and `offsets` belong to the release
-   * hook. */
+   * frees `params`; `shadow`, `flags`, `offsets` and `lengths` belong to
+   * the release hook.  A refresh (preload/refresh.c, on the worker) may
+   * change offsets/lengths of tensors it holds busy. */
   ibp_params params;
-  void *shadow;      /* the compressed streams, packed (docs/FORMAT.md §3;
-                        pinned, device-mapped) */
-  uint8_t *flags;    /* one bit per tensor, 1 = compressed */
-  uint64_t *offsets; /* n+1: tensor i's stream is shadow[offsets[i] ..
-                        offsets[i+1]) */
+  void *shadow;          /* the compressed streams, packed (docs/FORMAT.md §3;
+                            pinned, device-mapped), then room for streams a
+                            refresh moves */
+  uint8_t *flags;        /* one bit per tensor, 1 = compressed */
+  uint64_t *offsets;     /* n+1: tensor i's stream starts at shadow +
+                            offsets[i] (offsets[n]: end of the packed part) */
+  uint32_t *lengths;     /* n: ... and is lengths[i] bytes (0: stored raw) */
+  uint64_t shadow_bytes; /* allocated */
   ibp_region_summary summary;
 
   /* Interposer data (preload/), written by the thread that compresses the
@@ -149,7 +154,11 @@ typedef struct ibp_region_rec {
   uint64_t *prefix;
   _Atomic int protected_;
   _Atomic uint64_t write_faults;
-  _Atomic uint64_t dirty_tensors; /* bits set in dirty (approximate) */
+  _Atomic uint64_t dirty_tensors;        /* bits set in dirty (approximate) */
+  _Atomic uint64_t tensors_recompressed; /* by refreshes (refresh.c) */
+  /* Like dirty (same layout and memory): tensors whose slot a refresh is
+   * rewriting; the kernel serves them raw.  NULL until set. */
+  _Atomic uint32_t *busy;
   void *priv; /* preload-private state; freed by the release hook */
 
   ibp_region_device devices[IBP_REGISTRY_MAX_DEVICES];

@@ -3,7 +3,8 @@
 #   - with IBP_DISABLE=1 and with libibp on (IBP_REGIONS=min=1M,
 #     IBP_WAIT_READY=1) the sample exits 0 and prints the same result line
 #     (bytes, copies, checksum of everything that arrived on the device);
-#   - the stats JSON of the libibp run shows copies served and space saved;
+#   - the stats JSON of the libibp run shows copies served and space saved
+#     (and, for kv_offload, tensors recompressed after being written);
 #   - nothing but "[ibp]"-free output on stderr (no warning).
 # Static-runtime builds reach the driver only through dlsym, so a served
 # copy there proves the dlsym route.
@@ -39,6 +40,13 @@ else
   [ "${served:-0}" -gt 0 ] || fail "no copy served: $(cat "$json")"
   awk -v s="${saved:-0}" 'BEGIN { exit !(s > 0) }' ||
     fail "saved_fraction not > 0: $(cat "$json")"
+  # kv_offload appends blocks into the compressed cache: they must be
+  # recompressed (preload/refresh.c), not only served raw
+  case $name in kv_offload*)
+    again=$(grep -o '"tensors_recompressed": *[0-9]*' "$json" | head -n 1 | grep -o '[0-9]*$')
+    [ "${again:-0}" -gt 0 ] || fail "no tensor recompressed: $(cat "$json")"
+    echo "$name: recompressed=$again" ;;
+  esac
   echo "$name: $got served=$served saved_fraction=$saved"
 fi
 finish

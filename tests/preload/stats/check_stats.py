@@ -17,7 +17,7 @@ REGION_KEYS = {
     "retired": bool, "copies_served": int, "copies_passthrough": int,
     "copies_fallback": int, "bytes_requested": int, "bytes_read_pcie": int,
     "compress_seconds": (int, float), "write_faults": int,
-    "dirty_tensors": int,
+    "dirty_tensors": int, "tensors_recompressed": int,
 }
 TOTAL_KEYS = {
     "regions": int, "bytes": int, "stored_bytes": int,
@@ -25,7 +25,7 @@ TOTAL_KEYS = {
     "copies_passthrough": int, "copies_fallback": int,
     "bytes_requested": int, "bytes_read_pcie": int,
     "pcie_saved_fraction": (int, float), "compress_seconds": (int, float),
-    "write_faults": int, "dirty_tensors": int,
+    "write_faults": int, "dirty_tensors": int, "tensors_recompressed": int,
 }
 
 # The figures of test_stats.c's `regions` table, in registration order.
@@ -36,7 +36,7 @@ EXPECT = [
          retired=True, copies_served=10, copies_passthrough=2,
          copies_fallback=1, bytes_requested=10 * MiB,
          bytes_read_pcie=3 * MiB, compress_seconds=1.5, write_faults=3,
-         dirty_tensors=4),
+         dirty_tensors=4, tensors_recompressed=6),
     dict(id=2, name="emb", base="0x200000000000", bytes=64 * MiB,
          tensor_bytes=1024, tensors=65536, chunk_bytes=2, threshold=0.875,
          compressed_bytes=48 * MiB, saved_fraction=0.25, state="ready",
@@ -58,7 +58,7 @@ TOTALS = dict(regions=4, bytes=75 * MiB, stored_bytes=53 * MiB,
               copies_passthrough=14, copies_fallback=1,
               bytes_requested=655 * MiB, bytes_read_pcie=488 * MiB,
               pcie_saved_fraction=1 - 488 / 655, compress_seconds=1.75,
-              write_faults=3, dirty_tensors=4)
+              write_faults=3, dirty_tensors=4, tensors_recompressed=6)
 
 errors = []
 

@@ -63,20 +63,20 @@ typedef struct fake {
   uint64_t tensors, compressed_bytes;
   ibp_region_state state;
   uint64_t served, passed, fallback, requested, pcie, compress_ns;
-  uint64_t faults, dirty;
+  uint64_t faults, dirty, recompressed;
 } fake;
 
 /* ids follow this order: gone = 1, emb = 2, unnamed = 3, weird = 4.
  * check_stats.py holds the same figures. */
 static const fake regions[] = {
     {0x100000000000, 8 * MiB, "gone", 4096, 4096, 4, 0.75, 2048, 2 * MiB,
-     IBP_REGION_READY, 10, 2, 1, 10 * MiB, 3 * MiB, 1500000000, 3, 4},
+     IBP_REGION_READY, 10, 2, 1, 10 * MiB, 3 * MiB, 1500000000, 3, 4, 6},
     {0x200000000000, 64 * MiB, "emb", 1024, 1024, 2, 0.875, 65536, 48 * MiB,
-     IBP_REGION_READY, 100, 0, 0, 640 * MiB, 480 * MiB, 250000000, 0, 0},
+     IBP_REGION_READY, 100, 0, 0, 640 * MiB, 480 * MiB, 250000000, 0, 0, 0},
     {0x300000000000, 1 * MiB, "", 4096, 0, 0, 0, 0, 0, IBP_REGION_CANDIDATE, 0,
-     5, 0, 5 * MiB, 5 * MiB, 0, 0, 0},
+     5, 0, 5 * MiB, 5 * MiB, 0, 0, 0, 0},
     {0x400000000000, 2 * MiB, "we\"ird\\na\tme\x01", 512, 512, 8, 0.5, 4096,
-     1 * MiB, IBP_REGION_COMPRESSING, 0, 7, 0, 0, 0, 0, 0, 0},
+     1 * MiB, IBP_REGION_COMPRESSING, 0, 7, 0, 0, 0, 0, 0, 0, 0},
 };
 
 static ibp_region_rec *lookup(uintptr_t base) {
@@ -124,6 +124,7 @@ static void set_counters(ibp_region_rec *r, const fake *f, uint64_t served) {
   atomic_store(&r->counters.compress_ns, f->compress_ns);
   atomic_store(&r->write_faults, f->faults);
   atomic_store(&r->dirty_tensors, f->dirty);
+  atomic_store(&r->tensors_recompressed, f->recompressed);
 }
 
 static void add_region(const fake *f) {

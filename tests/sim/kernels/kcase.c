@@ -51,6 +51,10 @@ void kcase_compress(kcase *k) {
   k->packed_bytes = k->offsets[n];
   k->packed = host_alloc(k->packed_bytes, k->packed_misalign, &k->packed_mem);
   CHECK_OK(ibp_region_pack(&reg, k->offsets, k->packed));
+  free(k->lengths);
+  k->lengths = xcalloc((n + 1) * sizeof *k->lengths);
+  for (uint64_t i = 0; i < n; i++)
+    k->lengths[i] = (uint32_t)(k->offsets[i + 1] - k->offsets[i]);
   free(k->flags);
   k->flags = bits32(n);
   for (uint64_t i = 0; i < n; i++)
@@ -58,6 +62,29 @@ void kcase_compress(kcase *k) {
       set_bit(k->flags, i);
   free(flags8);
   free(slots);
+}
+
+/* Moves some streams elsewhere, as libibp's recompression does with a
+ * stream that outgrew its place: to the end of a larger buffer, after
+ * random gaps, their old bytes garbage.  Streams are no longer all
+ * adjacent, and a kernel that assumed so would read the wrong bytes. */
+static void relocate(kcase *k, rng *r) {
+  uint64_t cap = 2 * k->packed_bytes + 64 * k->n + 64, top = k->packed_bytes;
+  uint8_t *mem, *buf = host_alloc(cap, k->packed_misalign, &mem);
+  memcpy(buf, k->packed, k->packed_bytes);
+  for (uint64_t i = 0; i < k->n; i++) {
+    if (!k->lengths[i] || !rng_chance(r, 0.3))
+      continue;
+    top += rng_below(r, 40);
+    memcpy(buf + top, buf + k->offsets[i], k->lengths[i]);
+    rng_fill(r, buf + k->offsets[i], k->lengths[i]);
+    k->offsets[i] = top;
+    top += k->lengths[i];
+  }
+  host_free(k->packed_mem, k->packed_bytes, k->packed_misalign);
+  k->packed_mem = mem;
+  k->packed = buf;
+  k->packed_bytes = cap;
 }
 
 void kcase_build(kcase *k, rng *r, const kcase_shape *s) {
@@ -80,17 +107,20 @@ void kcase_build(kcase *k, rng *r, const kcase_shape *s) {
             k->bitval);
   CHECK_OK(ibp_params_from_masks(s->R, s->c, k->mask, k->bitval, &k->params));
   kcase_compress(k);
+  if (rng_chance(r, 0.3))
+    relocate(k, r);
 
   if (s->dirty_share > 0) {
     k->dirty = bits32(s->n);
+    k->busy = bits32(s->n);
     for (uint64_t i = 0; i < s->n; i++)
       if (rng_chance(r, s->dirty_share))
-        set_bit(k->dirty, i);
+        set_bit(rng_chance(r, 0.5) ? k->dirty : k->busy, i);
   }
-  /* the kernel must serve dirty tensors from the original */
+  /* the kernel must serve dirty and busy tensors from the original */
   for (uint64_t i = 0; i < s->n; i++)
-    if (get_bit(k->dirty, i))
-      rng_fill(r, k->packed + k->offsets[i], k->offsets[i + 1] - k->offsets[i]);
+    if (get_bit(k->dirty, i) || get_bit(k->busy, i))
+      rng_fill(r, k->packed + k->offsets[i], k->lengths[i]);
 }
 
 void kcase_free(kcase *k) {
@@ -98,8 +128,10 @@ void kcase_free(kcase *k) {
   if (k->packed_mem)
     host_free(k->packed_mem, k->packed_bytes, k->packed_misalign);
   free(k->offsets);
+  free(k->lengths);
   free(k->flags);
   free(k->dirty);
+  free(k->busy);
   free(k->mask);
   free(k->bitval);
   ibp_params_free(&k->params);
@@ -107,8 +139,7 @@ void kcase_free(kcase *k) {
 }
 
 uint32_t kcase_stored(const kcase *k, uint64_t i) {
-  return get_bit(k->flags, i) ? (uint32_t)(k->offsets[i + 1] - k->offsets[i])
-                              : k->R;
+  return get_bit(k->flags, i) ? k->lengths[i] : k->R;
 }
 
 int kcase_run(const kcase *k, simt_entry entry, uint64_t off, uint64_t len,
@@ -119,8 +150,10 @@ int kcase_run(const kcase *k, simt_entry entry, uint64_t off, uint64_t len,
   a.packed = k->packed;
   a.original = k->orig;
   a.offsets = k->offsets;
+  a.lengths = k->lengths;
   a.flags = k->flags;
   a.dirty = k->dirty;
+  a.busy = k->busy;
   a.mask = k->mask;
   a.bitval = k->bitval;
   a.tensors = k->n;

@@ -1,7 +1,8 @@
 /*
  * A kernel test case: a random region compressed by the host codec, laid
  * out as libibp lays it out for the GPU (original + packed streams in
- * "pinned" host memory at chosen misalignments; offsets, flags/dirty bits
+ * "pinned" host memory at chosen misalignments, some streams moved away;
+ * offsets, lengths, flags/dirty/busy bits
  * and zero-padded Mask/Bitval in "device" memory), and a copy of a byte
  * range run through an emulated kernel.
  */
@@ -22,8 +23,10 @@ typedef struct kcase {
   uint8_t *orig_mem, *orig;     /* original region (host) */
   uint8_t *packed_mem, *packed; /* the compressed streams (host) */
   uint64_t packed_bytes;
-  uint64_t *offsets;         /* device: n+1 */
+  uint64_t *offsets;         /* device: n+1 (the kernel reads n) */
+  uint32_t *lengths;         /* device: n */
   uint32_t *flags, *dirty;   /* device bits (dirty may be NULL) */
+  uint32_t *busy;            /* device bits, may be NULL: like dirty */
   uint8_t *mask, *bitval;    /* device, padded to a multiple of 8 */
   uint64_t compressed_bytes; /* stored bytes of the tensors + tail */
   unsigned orig_misalign, packed_misalign;
@@ -37,14 +40,16 @@ typedef struct kcase_shape {
   uint64_t n, tail;
   unsigned orig_misalign, packed_misalign; /* bytes past a page boundary */
   int data_kind, mask_kind;                /* gen_data.h kinds */
-  double dirty_share;                      /* tensors marked dirty */
+  double dirty_share; /* tensors marked dirty or busy (half each) */
 } kcase_shape;
 
-/* Builds the case; the streams of dirty tensors are overwritten with
- * garbage so that a kernel reading them instead of the original fails. */
+/* Builds the case; the streams of dirty and busy tensors are overwritten
+ * with garbage so that a kernel reading them instead of the original
+ * fails. */
 void kcase_build(kcase *k, rng *r, const kcase_shape *shape);
-/* (Re)compresses k->orig with k->params into the packed layout, offsets
- * and flags (kcase_build does it; for callers that change the data). */
+/* (Re)compresses k->orig with k->params into the packed layout, offsets,
+ * lengths and flags (kcase_build does it; for callers that change the
+ * data). */
 void kcase_compress(kcase *k);
 void kcase_free(kcase *k);
 

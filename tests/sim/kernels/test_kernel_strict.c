@@ -38,7 +38,8 @@ static int caught(const char *variant, rng *r, int exact_end, int window) {
     kcase k;
     build(&k, r, R, exact_end ? 1 : 1 + rng_below(r, 4));
     /* exact_end: the pinned range ends where tensor 0's stream ends */
-    uint64_t end = exact_end ? kcase_stored(&k, 0) : k.packed_bytes;
+    uint64_t end =
+        exact_end ? k.offsets[0] + kcase_stored(&k, 0) : k.packed_bytes;
     /* the whole region, or (nosync) from inside tensor 0: then the
      * window's payload offset comes from bitmap bytes other lanes staged */
     uint64_t off = window ? 8 + rng_below(r, R - 8) : 0;
