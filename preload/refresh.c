@@ -27,9 +27,11 @@
  *      ones mark after our clear.
  *   4. Compress each kept tensor into its place or the spill room (busy:
  *      kernels serve it raw), put back the dirty bit of any that does not
- *      compress or fit, upload offsets and lengths to every device (a
- *      failed upload: all rewritten tensors dirty again), then clear busy
- *      and `refreshing`.
+ *      compress or fit, upload offsets and lengths to every device, and
+ *      wait for every kernel again: one launched during the refresh may
+ *      have read an old offset or length and must not outlive busy (a
+ *      failure: all rewritten tensors dirty again).  Then clear busy and
+ *      `refreshing`.
  * A region recompressed more often than every 4th copy, or half dirty
  * regardless, is demoted (substitute.c). */
 #include <sched.h>
@@ -214,7 +216,10 @@ void ibp__refresh_region(ibp_region_rec *r) {
     if (ibp__dtoh_wait() == 0) {
       for (uint64_t w = 0; w < words; w++)
         count += s[w] ? rewrite(r, w, &s[w], tmp) : 0;
-      if (count && upload(d, r) != 0) { /* the GPU may be half updated */
+      /* A kernel launched during the refresh may have read a tensor's old
+       * offset or length before the upload and find it no longer busy
+       * after: all such kernels finish before busy is cleared. */
+      if (count && (upload(d, r) != 0 || wait_kernels(d, r) != 0)) {
         for (uint64_t w = 0; w < words; w++)
           if (s[w])
             atomic_fetch_add(&r->dirty_tensors, set_bits(r->dirty, w, s[w]));
