@@ -9,6 +9,8 @@
 # must together have served copies (copies_served > 0) and saved space
 # (saved_fraction > 0 in at least one of them), and none may have fallen
 # back to the real copy (copies_fallback == 0: no error was injected).
+# A name ending in "+" (e.g. stale+) must also show written tensors
+# recompressed (tensors_recompressed > 0 in its entries together).
 cmake_minimum_required(VERSION 3.25)
 
 if(NOT STATS)
@@ -35,6 +37,12 @@ endif()
 string(REPLACE "," ";" REGIONS "${REGIONS}")
 set(failed FALSE)
 foreach(want IN LISTS REGIONS)
+  set(need_again FALSE)
+  if(want MATCHES "\\+$")
+    set(need_again TRUE)
+    string(REGEX REPLACE "\\+$" "" want "${want}")
+  endif()
+  set(again 0)
   set(found 0)
   set(served 0)
   set(saved FALSE)
@@ -52,6 +60,8 @@ foreach(want IN LISTS REGIONS)
       math(EXPR served "${served} + ${n}")
       string(JSON n GET "${json}" regions ${i} copies_fallback)
       math(EXPR fallback "${fallback} + ${n}")
+      string(JSON n GET "${json}" regions ${i} tensors_recompressed)
+      math(EXPR again "${again} + ${n}")
       if(fraction GREATER 0)
         set(saved TRUE)
       endif()
@@ -65,9 +75,13 @@ foreach(want IN LISTS REGIONS)
       "copies_served ${served} (want > 0), saved_fraction > 0: ${saved}, "
       "copies_fallback ${fallback} (want 0)")
     set(failed TRUE)
+  elseif(need_again AND NOT again GREATER 0)
+    message(SEND_ERROR "check_stats: region '${want}': no written tensor "
+      "was recompressed (tensors_recompressed 0)")
+    set(failed TRUE)
   else()
     message(STATUS "check_stats: region '${want}': ${found} entries, "
-      "${served} copies served, space saved")
+      "${served} copies served, space saved, ${again} recompressed")
   endif()
 endforeach()
 if(failed)
