@@ -21,6 +21,9 @@
  * cudaDeviceSynchronize only, so the program itself never calls cuMemHostAlloc,
  * cuMemcpyHtoD*, cuStreamSynchronize or cuStreamCreate (its streams are created
  * with a priority), and the injected failures of those land in libibp's calls.
+ * Between batches it also writes an eighth of a region, so that libibp
+ * serves written tensors raw and recompresses them (preload/refresh.c) under
+ * the injected failures too.
  */
 #include "e2e_util.h"
 
@@ -119,6 +122,7 @@ int main(int argc, char **argv) {
                           .streams = streams,
                           .nstreams = NSTREAMS,
                           .default_kind_only = faults,
+                          .writes = faults,
                           .copies = copies};
   if (e2e_random_copies(&batch, &plan, &rng) == 0)
     for (int i = 0; i < NREGIONS; i++)

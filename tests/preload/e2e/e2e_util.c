@@ -539,6 +539,15 @@ static void copy_straddle(e2e_batch *b, const e2e_region *r, const pick *p,
   free(expect);
 }
 
+/* Stores new bytes over an eighth of a random region of the plan (and its
+ * mirror); no copy is in flight. */
+static void random_write(const e2e_random_plan *plan, e2e_rng *rng) {
+  e2e_region *r = &plan->regions[e2e_rng_below(rng, (uint64_t)plan->nregions)];
+  size_t len = r->size / 8, off = (size_t)e2e_rng_below(rng, r->size - len);
+  e2e_fill(rng, r->mirror + off, len, r->tensor, r->data);
+  memcpy(r->host + off, r->mirror + off, len);
+}
+
 int e2e_random_copies(e2e_batch *b, const e2e_random_plan *plan, e2e_rng *rng) {
   for (unsigned long done = 0; done < plan->copies; done++) {
     pick p = {0};
@@ -561,9 +570,13 @@ int e2e_random_copies(e2e_batch *b, const e2e_random_plan *plan, e2e_rng *rng) {
     cudaStream_t s = 0;
     if ((api == E2E_ASYNC_H2D || api == E2E_ASYNC_DEFAULT) && plan->nstreams)
       s = plan->streams[e2e_rng_below(rng, (uint64_t)plan->nstreams)];
-    if (!e2e_batch_fits(b, p.len) &&
-        e2e_batch_verify(b, plan->streams, plan->nstreams))
-      return 1;
+    /* with writes, also every 4th copy: they follow a verification */
+    if (!e2e_batch_fits(b, p.len) || (plan->writes && done % 4 == 3)) {
+      if (e2e_batch_verify(b, plan->streams, plan->nstreams))
+        return 1;
+      if (plan->writes)
+        random_write(plan, rng);
+    }
     if (straddle)
       copy_straddle(b, p.src, &p, api, s);
     else if (p.src)

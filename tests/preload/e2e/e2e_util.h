@@ -225,6 +225,10 @@ typedef struct e2e_random_plan {
   const cudaStream_t *streams; /* candidates for async copies */
   int nstreams;
   int default_kind_only; /* only cudaMemcpyDefault copies */
+  int writes;            /* verify every 4th copy too, and after each
+                            verification store new bytes over an eighth of
+                            a random region (tensors that libibp must serve
+                            raw, then recompress) */
   unsigned long copies;  /* how many */
 } e2e_random_plan;
 

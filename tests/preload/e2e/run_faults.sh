@@ -26,7 +26,7 @@
 # when ARGS contain --faults the plain shape is also run (nth 1 and "*") for
 # the entries it does not call either.  ENTRY@PREFIX adds SIMCUDA_FAIL items PREFIX (e.g.
 # cuModuleLoadData@cuLibraryLoadData:* reaches the module fallback).
-# Environment: IBP_E2E_FAULT_COPIES (copies per run, default 30),
+# Environment: IBP_E2E_FAULT_COPIES (copies per run, default 48),
 # IBP_E2E_FAULT_MAX_WARNINGS (default 1), IBP_E2E_FAULT_PLAIN=0 (skip the
 # plain shape).
 set -u -f
@@ -39,7 +39,7 @@ shift 5
 entry=${item%%@*}
 prefix=
 [ "$entry" != "$item" ] && prefix="${item#*@},"
-copies=${IBP_E2E_FAULT_COPIES:-30}
+copies=${IBP_E2E_FAULT_COPIES:-48}
 max_warnings=${IBP_E2E_FAULT_MAX_WARNINGS:-1}
 mkdir -p "$work" || exit 2
 failed=0
