@@ -65,3 +65,8 @@ void test_region_check_slots(const test_region *tr, const uint8_t *slots,
   CHECK_MEM(slots + tr->n * R, tr->ref_slots + tr->n * R, tr->tail,
             "region tail");
 }
+
+void test_region_gen_mixed(test_region *tr, rng *r) {
+  uint32_t max_R = rng_chance(r, 0.5) ? 64 : 16384;
+  test_region_gen(tr, r, max_R, max_R == 64 ? 600 : 24);
+}

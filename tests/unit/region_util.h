@@ -24,6 +24,9 @@ typedef struct test_region {
 
 /* R log-uniform in [1, max_R], 1 <= n <= max_n, tail < R. */
 void test_region_gen(test_region *tr, rng *r, uint32_t max_R, uint64_t max_n);
+/* Half the time many tiny tensors (R <= 64, n <= 600), else a few up to
+ * 16 KiB (n <= 24): the mix the region-level tests use. */
+void test_region_gen_mixed(test_region *tr, rng *r);
 void test_region_free(test_region *tr);
 /* Stored length of tensor i in the reference slots. */
 size_t test_region_stored_len(const test_region *tr, uint64_t i);

@@ -88,8 +88,7 @@ int main(void) {
     rng r;
     test_iteration(&r, k);
     test_region tr;
-    uint32_t max_R = rng_chance(&r, 0.5) ? 64 : 16384;
-    test_region_gen(&tr, &r, max_R, max_R == 64 ? 600 : 24);
+    test_region_gen_mixed(&tr, &r);
     check_packed(&tr, &r);
     check_corrupt(&tr);
     test_region_free(&tr);

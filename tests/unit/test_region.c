@@ -53,8 +53,7 @@ int main(void) {
     rng r;
     test_iteration(&r, i);
     test_region tr;
-    uint32_t max_R = rng_chance(&r, 0.5) ? 64 : 16384;
-    test_region_gen(&tr, &r, max_R, max_R == 64 ? 600 : 24);
+    test_region_gen_mixed(&tr, &r);
     CHECK_U64(ibp_region_flag_bytes(&tr.f.lib, tr.bytes), tr.flag_bytes);
     for (size_t t = 0; t < sizeof thread_counts / sizeof *thread_counts; t++)
       check_threads(&tr, thread_counts[t], &flags_buf);
