@@ -24,9 +24,9 @@ RESULT = re.compile(r"^(\S+): ok bytes=(\d+) copies=(\d+) checksum=(0x[0-9a-f]+)
 AB_FIELDS = [
     "backend", "sample", "data", "data_bytes", "tensor_bytes", "run", "mode",
     "checksum", "bytes", "copies", "bytes_pcie", "copies_served",
-    "copies_passthrough", "copies_fallback", "region_bytes",
-    "region_saved_fraction", "metadata_bytes", "compress_seconds",
-    "pcie_gbps_model", "modelled_transfer_s", "measured_gbps",
+    "copies_passthrough", "copies_fallback", "tensors_recompressed",
+    "region_bytes", "region_saved_fraction", "metadata_bytes",
+    "compress_seconds", "pcie_gbps_model", "modelled_transfer_s", "measured_gbps",
     "process_wall_s"]
 
 SUMMARY_FIELDS = [
@@ -36,7 +36,7 @@ SUMMARY_FIELDS = [
     "modelled_b_s", "modelled_speedup", "ideal_speedup", "speedup_vs_ideal",
     "measured_gbps_a", "measured_gbps_b", "measured_speedup",
     "copies_served", "copies_passthrough", "copies_fallback",
-    "compress_seconds", "process_wall_a_s", "process_wall_b_s", "regions",
+    "tensors_recompressed", "compress_seconds", "process_wall_a_s", "process_wall_b_s", "regions",
     "args"]
 
 DATASET_FIELDS = [
@@ -65,7 +65,7 @@ def stats_totals(path):
     doc = read_json(path)
     keys = ["copies_served", "copies_passthrough", "copies_fallback",
             "bytes_requested", "bytes_read_pcie", "metadata_bytes", "bytes",
-            "compressed_bytes"]
+            "compressed_bytes", "tensors_recompressed"]
     t = {k: sum(int(r.get(k, 0)) for r in doc["regions"]) for k in keys}
     t["compress_seconds"] = sum(float(r.get("compress_seconds", 0))
                                 for r in doc["regions"])
@@ -106,6 +106,7 @@ def run_rows(env, meta_path):
                     "copies_served": t["copies_served"],
                     "copies_passthrough": t["copies_passthrough"],
                     "copies_fallback": t["copies_fallback"],
+                    "tensors_recompressed": t["tensors_recompressed"],
                     "region_bytes": t["bytes"],
                     "region_saved_fraction": t["saved_fraction"],
                     "metadata_bytes": t["metadata_bytes"],
@@ -138,6 +139,7 @@ def summarize(rows, meta, env):
         "copies_served": med(b, "copies_served"),
         "copies_passthrough": med(b, "copies_passthrough"),
         "copies_fallback": med(b, "copies_fallback"),
+        "tensors_recompressed": med(b, "tensors_recompressed"),
         "compress_seconds": med(b, "compress_seconds"),
         "process_wall_a_s": med(a, "process_wall_s"),
         "process_wall_b_s": med(b, "process_wall_s"),

@@ -180,7 +180,8 @@ class Results:
             cells += [num(s["ideal_speedup"], 3), num(s["speedup_vs_ideal"], 3),
                       f'{int(float(s["copies_served"]))} / '
                       f'{int(float(s["copies_passthrough"]))} / '
-                      f'{int(float(s["copies_fallback"]))}']
+                      f'{int(float(s["copies_fallback"]))}',
+                      str(int(float(s.get("tensors_recompressed") or 0)))]
             rows.append(cells)
         if self.gpu:
             mid = ["GB/s A", "GB/s B", "speedup (measured)"]
@@ -190,7 +191,8 @@ class Results:
         head = (["sample", "data", "R (B)", "runs", "MB over PCIe A",
                  "MB over PCIe B", "PCIe bytes saved", "region saved"] + mid +
                 ["ideal 1/(1-saved)", "speedup / ideal",
-                 "copies served / passed / fell back"])
+                 "copies served / passed / fell back",
+                 "written tensors recompressed"])
         return table(head, rows, "llrr" + "r" * (len(head) - 4))
 
     def ab_commands(self):
@@ -213,8 +215,9 @@ class Results:
             "= their first SIZE bytes, whole rows) or the sample's generated data "
             "(`gen_*`).  **Bytes over PCIe**: A = every byte the sample copies; "
             "B = libibp's `bytes_read_pcie` for the copies it served (the stored "
-            "bytes of every tensor a copy touches, a partial tensor counted whole; "
-            "in bytes, before real reads round up to 32-byte sectors) plus the "
+            "bytes of every tensor a copy touches, a partial tensor counted whole, "
+            "a tensor written since compression and not yet recompressed counted "
+            "raw; in bytes, before real reads round up to 32-byte sectors) plus the "
             "bytes of copies passed through.  The one-time upload of the region's "
             "metadata (Mask, Bitval, flags) is not in B; it is in `ab.csv` "
             "(`metadata_bytes`).  The warm-up pass/batch is counted in both.  "
