@@ -5,7 +5,9 @@
  * each hook announces the buffers it is about to fill to the tracker
  * (ibp__track_before_write: tensors marked dirty, pages made writable) and
  * then calls the real function with the same arguments, returning its
- * result and errno untouched.
+ * result and errno untouched.  From the announcement until the call returns
+ * (ibp__track_kwrite_begin/end) no recompression may protect pages again
+ * (preload/refresh.c), or the call would fail with EFAULT halfway.
  *
  * Cost when nothing is tracked: one relaxed load (ibp__track_any); user
  * memory (iovecs, msghdr) is only read when something is tracked.  fread
@@ -72,45 +74,60 @@ IBP_EXPORT ssize_t read(int fd, void *buf, size_t n) {
   REAL(read_fn, "read");
   if (!real)
     return -1;
-  if (ibp__track_any())
+  const int kw = ibp__track_kwrite_begin();
+  if (kw)
     ibp__track_before_write(buf, n);
-  return real(fd, buf, n);
+  ssize_t rc = real(fd, buf, n);
+  ibp__track_kwrite_end(kw);
+  return rc;
 }
 
 IBP_EXPORT ssize_t pread(int fd, void *buf, size_t n, off_t off) {
   REAL(pread_fn, "pread");
   if (!real)
     return -1;
-  if (ibp__track_any())
+  const int kw = ibp__track_kwrite_begin();
+  if (kw)
     ibp__track_before_write(buf, n);
-  return real(fd, buf, n, off);
+  ssize_t rc = real(fd, buf, n, off);
+  ibp__track_kwrite_end(kw);
+  return rc;
 }
 
 IBP_EXPORT ssize_t pread64(int fd, void *buf, size_t n, off64_t off) {
   REAL(pread64_fn, "pread64");
   if (!real)
     return -1;
-  if (ibp__track_any())
+  const int kw = ibp__track_kwrite_begin();
+  if (kw)
     ibp__track_before_write(buf, n);
-  return real(fd, buf, n, off);
+  ssize_t rc = real(fd, buf, n, off);
+  ibp__track_kwrite_end(kw);
+  return rc;
 }
 
 IBP_EXPORT ssize_t readv(int fd, const struct iovec *iov, int cnt) {
   REAL(readv_fn, "readv");
   if (!real)
     return -1;
-  if (ibp__track_any() && cnt > 0)
+  const int kw = ibp__track_kwrite_begin();
+  if (kw && cnt > 0)
     before_iov(iov, (size_t)cnt);
-  return real(fd, iov, cnt);
+  ssize_t rc = real(fd, iov, cnt);
+  ibp__track_kwrite_end(kw);
+  return rc;
 }
 
 IBP_EXPORT ssize_t preadv(int fd, const struct iovec *iov, int cnt, off_t off) {
   REAL(preadv_fn, "preadv");
   if (!real)
     return -1;
-  if (ibp__track_any() && cnt > 0)
+  const int kw = ibp__track_kwrite_begin();
+  if (kw && cnt > 0)
     before_iov(iov, (size_t)cnt);
-  return real(fd, iov, cnt, off);
+  ssize_t rc = real(fd, iov, cnt, off);
+  ibp__track_kwrite_end(kw);
+  return rc;
 }
 
 IBP_EXPORT ssize_t preadv64(int fd, const struct iovec *iov, int cnt,
@@ -118,18 +135,24 @@ IBP_EXPORT ssize_t preadv64(int fd, const struct iovec *iov, int cnt,
   REAL(preadv64_fn, "preadv64");
   if (!real)
     return -1;
-  if (ibp__track_any() && cnt > 0)
+  const int kw = ibp__track_kwrite_begin();
+  if (kw && cnt > 0)
     before_iov(iov, (size_t)cnt);
-  return real(fd, iov, cnt, off);
+  ssize_t rc = real(fd, iov, cnt, off);
+  ibp__track_kwrite_end(kw);
+  return rc;
 }
 
 IBP_EXPORT ssize_t recv(int fd, void *buf, size_t n, int flags) {
   REAL(recv_fn, "recv");
   if (!real)
     return -1;
-  if (ibp__track_any())
+  const int kw = ibp__track_kwrite_begin();
+  if (kw)
     ibp__track_before_write(buf, n);
-  return real(fd, buf, n, flags);
+  ssize_t rc = real(fd, buf, n, flags);
+  ibp__track_kwrite_end(kw);
+  return rc;
 }
 
 /* The source address is announced at its largest size: reading *addrlen
@@ -139,7 +162,8 @@ IBP_EXPORT ssize_t recvfrom(int fd, void *restrict buf, size_t n, int flags,
   REAL(recvfrom_fn, "recvfrom");
   if (!real)
     return -1;
-  if (ibp__track_any()) {
+  const int kw = ibp__track_kwrite_begin();
+  if (kw) {
     ibp__track_before_write(buf, n);
     if (addr.__sockaddr__ && alen) {
       ibp__track_before_write(addr.__sockaddr__,
@@ -147,7 +171,9 @@ IBP_EXPORT ssize_t recvfrom(int fd, void *restrict buf, size_t n, int flags,
       ibp__track_before_write(alen, sizeof *alen);
     }
   }
-  return real(fd, buf, n, flags, addr.__sockaddr__, alen);
+  ssize_t rc = real(fd, buf, n, flags, addr.__sockaddr__, alen);
+  ibp__track_kwrite_end(kw);
+  return rc;
 }
 
 /* The kernel writes the iovecs, the name and control buffers, and the
@@ -156,13 +182,16 @@ IBP_EXPORT ssize_t recvmsg(int fd, struct msghdr *msg, int flags) {
   REAL(recvmsg_fn, "recvmsg");
   if (!real)
     return -1;
-  if (ibp__track_any() && msg) {
+  const int kw = ibp__track_kwrite_begin();
+  if (kw && msg) {
     ibp__track_before_write(msg, sizeof *msg);
     ibp__track_before_write(msg->msg_name, msg->msg_namelen);
     ibp__track_before_write(msg->msg_control, msg->msg_controllen);
     before_iov(msg->msg_iov, msg->msg_iovlen);
   }
-  return real(fd, msg, flags);
+  ssize_t rc = real(fd, msg, flags);
+  ibp__track_kwrite_end(kw);
+  return rc;
 }
 
 /* size*n bytes; an overflowing product announces everything above ptr. */
@@ -178,9 +207,12 @@ IBP_EXPORT size_t fread(void *restrict ptr, size_t size, size_t n,
   REAL(fread_fn, "fread");
   if (!real)
     return 0;
-  if (ibp__track_any())
+  const int kw = ibp__track_kwrite_begin();
+  if (kw)
     before_fread(ptr, size, n);
-  return real(ptr, size, n, fp);
+  size_t rc = real(ptr, size, n, fp);
+  ibp__track_kwrite_end(kw);
+  return rc;
 }
 
 /* Parenthesized: glibc defines a fread_unlocked macro when optimizing. */
@@ -189,9 +221,12 @@ IBP_EXPORT size_t(fread_unlocked)(void *restrict ptr, size_t size, size_t n,
   REAL(fread_fn, "fread_unlocked");
   if (!real)
     return 0;
-  if (ibp__track_any())
+  const int kw = ibp__track_kwrite_begin();
+  if (kw)
     before_fread(ptr, size, n);
-  return real(ptr, size, n, fp);
+  size_t rc = real(ptr, size, n, fp);
+  ibp__track_kwrite_end(kw);
+  return rc;
 }
 
 /* ---- _FORTIFY_SOURCE variants (no prototypes without fortify) ------------ */
@@ -223,36 +258,48 @@ ssize_t __read_chk(int fd, void *buf, size_t n, size_t buflen) {
   REAL(read_chk_fn, "__read_chk");
   if (!real)
     return -1;
-  if (ibp__track_any())
+  const int kw = ibp__track_kwrite_begin();
+  if (kw)
     ibp__track_before_write(buf, n);
-  return real(fd, buf, n, buflen);
+  ssize_t rc = real(fd, buf, n, buflen);
+  ibp__track_kwrite_end(kw);
+  return rc;
 }
 
 ssize_t __pread_chk(int fd, void *buf, size_t n, off_t off, size_t buflen) {
   REAL(pread_chk_fn, "__pread_chk");
   if (!real)
     return -1;
-  if (ibp__track_any())
+  const int kw = ibp__track_kwrite_begin();
+  if (kw)
     ibp__track_before_write(buf, n);
-  return real(fd, buf, n, off, buflen);
+  ssize_t rc = real(fd, buf, n, off, buflen);
+  ibp__track_kwrite_end(kw);
+  return rc;
 }
 
 ssize_t __pread64_chk(int fd, void *buf, size_t n, off64_t off, size_t buflen) {
   REAL(pread_chk_fn, "__pread64_chk");
   if (!real)
     return -1;
-  if (ibp__track_any())
+  const int kw = ibp__track_kwrite_begin();
+  if (kw)
     ibp__track_before_write(buf, n);
-  return real(fd, buf, n, off, buflen);
+  ssize_t rc = real(fd, buf, n, off, buflen);
+  ibp__track_kwrite_end(kw);
+  return rc;
 }
 
 ssize_t __recv_chk(int fd, void *buf, size_t n, size_t buflen, int flags) {
   REAL(recv_chk_fn, "__recv_chk");
   if (!real)
     return -1;
-  if (ibp__track_any())
+  const int kw = ibp__track_kwrite_begin();
+  if (kw)
     ibp__track_before_write(buf, n);
-  return real(fd, buf, n, buflen, flags);
+  ssize_t rc = real(fd, buf, n, buflen, flags);
+  ibp__track_kwrite_end(kw);
+  return rc;
 }
 
 ssize_t __recvfrom_chk(int fd, void *buf, size_t n, size_t buflen, int flags,
@@ -260,23 +307,29 @@ ssize_t __recvfrom_chk(int fd, void *buf, size_t n, size_t buflen, int flags,
   REAL(recvfrom_chk_fn, "__recvfrom_chk");
   if (!real)
     return -1;
-  if (ibp__track_any()) {
+  const int kw = ibp__track_kwrite_begin();
+  if (kw) {
     ibp__track_before_write(buf, n);
     if (addr && alen) {
       ibp__track_before_write(addr, sizeof(struct sockaddr_storage));
       ibp__track_before_write(alen, sizeof *alen);
     }
   }
-  return real(fd, buf, n, buflen, flags, addr, alen);
+  ssize_t rc = real(fd, buf, n, buflen, flags, addr, alen);
+  ibp__track_kwrite_end(kw);
+  return rc;
 }
 
 size_t __fread_chk(void *ptr, size_t ptrlen, size_t size, size_t n, FILE *fp) {
   REAL(fread_chk_fn, "__fread_chk");
   if (!real)
     return 0;
-  if (ibp__track_any())
+  const int kw = ibp__track_kwrite_begin();
+  if (kw)
     before_fread(ptr, size, n);
-  return real(ptr, ptrlen, size, n, fp);
+  size_t rc = real(ptr, ptrlen, size, n, fp);
+  ibp__track_kwrite_end(kw);
+  return rc;
 }
 
 size_t __fread_unlocked_chk(void *ptr, size_t ptrlen, size_t size, size_t n,
@@ -284,9 +337,12 @@ size_t __fread_unlocked_chk(void *ptr, size_t ptrlen, size_t size, size_t n,
   REAL(fread_chk_fn, "__fread_unlocked_chk");
   if (!real)
     return 0;
-  if (ibp__track_any())
+  const int kw = ibp__track_kwrite_begin();
+  if (kw)
     before_fread(ptr, size, n);
-  return real(ptr, ptrlen, size, n, fp);
+  size_t rc = real(ptr, ptrlen, size, n, fp);
+  ibp__track_kwrite_end(kw);
+  return rc;
 }
 
 /* ---- recvmmsg, and calls that change a tracked page without a store ----- */
@@ -301,7 +357,8 @@ IBP_EXPORT int recvmmsg(int fd, struct mmsghdr *v, unsigned int n, int flags,
   REAL(recvmmsg_fn, "recvmmsg");
   if (!real)
     return -1;
-  if (ibp__track_any() && v) {
+  const int kw = ibp__track_kwrite_begin();
+  if (kw && v) {
     ibp__track_before_write(v, (size_t)n * sizeof *v);
     for (unsigned i = 0; i < n && i < IOV_MAX; i++) {
       struct msghdr *m = &v[i].msg_hdr;
@@ -310,7 +367,9 @@ IBP_EXPORT int recvmmsg(int fd, struct mmsghdr *v, unsigned int n, int flags,
       before_iov(m->msg_iov, m->msg_iovlen);
     }
   }
-  return real(fd, v, n, flags, timeout);
+  int rc = real(fd, v, n, flags, timeout);
+  ibp__track_kwrite_end(kw);
+  return rc;
 }
 
 /* The application changing the protection of tracked pages takes them out
@@ -321,7 +380,7 @@ IBP_EXPORT int mprotect(void *addr, size_t len, int prot) {
   if (!real)
     return -1;
   if (ibp__track_any())
-    ibp__track_before_write(addr, len);
+    ibp__track_app_protect(addr, len);
   return real(addr, len, prot);
 }
 

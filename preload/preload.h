@@ -302,10 +302,20 @@ int ibp__track_protect(ibp_region_rec *r);
 
 /* Refresh support (refresh.c): protects every page of tracked region r
  * again without a gap (pages still protected stay so); 0, or -1 when r is
- * not tracked or mprotect failed.  quiesce waits until no fault or
+ * not tracked, a kernel-side write is in progress, the application set
+ * protections in r itself, or mprotect failed.  quiesce waits until no fault or
  * before_write pass is in flight.  still_protected: nonzero when every page
  * of r overlapping [a, a+len) is held read-only by the tracker. */
 int ibp__track_reprotect(ibp_region_rec *r);
+/* Around a libc call that writes caller memory from the kernel side:
+ * begin (returns whether anything is tracked; then announce the buffers
+ * with ibp__track_before_write) ... the real call ... end(began).  No
+ * re-protection happens in between. */
+int ibp__track_kwrite_begin(void);
+void ibp__track_kwrite_end(int began);
+/* The application's own mprotect of [addr, addr+len): announced like a
+ * write, and the regions it touches are never re-protected. */
+void ibp__track_app_protect(const void *addr, size_t len);
 void ibp__track_quiesce(void);
 int ibp__track_still_protected(ibp_region_rec *r, uintptr_t a, size_t len);
 

@@ -68,6 +68,8 @@ typedef struct slot {
   geom g;
   _Atomic uint64_t *pages; /* bit k: page lo + k*page still read-only */
   size_t map_bytes;
+  _Atomic int app_owned; /* the application changed protections here: they
+                            hold, so never re-protect (refresh.c) */
 } slot;
 
 _Atomic unsigned ibp__track_live;
@@ -82,6 +84,11 @@ static _Atomic int installed;
 static pthread_mutex_t wlock = PTHREAD_MUTEX_INITIALIZER;
 
 static _Atomic unsigned long events; /* protects and unprotects so far */
+
+/* Calls that write from the kernel side (hooks_libc.c) between announcing
+ * their buffers and returning; while any is, re-protection backs off. */
+static _Atomic int kwrites;
+static _Atomic int reprotecting;
 
 /* The address a stale fault was last retried at on this thread, and
  * `events` then (see track_fault). */
@@ -508,6 +515,7 @@ int ibp__track_protect(ibp_region_rec *r) {
     s->g = geom_of(r);
     s->pages = bits;
     s->map_bytes = map_bytes;
+    atomic_store(&s->app_owned, 0);
     atomic_store(&s->lo, lo);
     atomic_store(&s->hi, hi);
     int err = publish(s);
@@ -578,6 +586,8 @@ void ibp__track_after_fork_child(void) {
   for (int i = 0; i < SLOTS; i++)
     atomic_store(&slots[i].users, 0);
   atomic_store(&releasing, 0);
+  atomic_store(&kwrites, 0);
+  atomic_store(&reprotecting, 0);
   if (atomic_load(&gen) & 1)
     atomic_fetch_add(&gen, 1);
   ibp__sig_after_fork_child();
@@ -586,11 +596,40 @@ void ibp__track_after_fork_child(void) {
 /* ---- re-protection (refresh.c) --------------------------------------------
  */
 
+int ibp__track_kwrite_begin(void) {
+  if (!ibp__track_any())
+    return 0;
+  atomic_fetch_add(&kwrites, 1);
+  /* seq_cst against reprotect's store then load: either it sees us and
+   * backs off, or we see it and wait until it is done, then announce */
+  while (atomic_load(&reprotecting))
+    sched_yield();
+  return 1;
+}
+
+void ibp__track_kwrite_end(int began) {
+  if (began)
+    atomic_fetch_sub(&kwrites, 1);
+}
+
+void ibp__track_app_protect(const void *addr, size_t len) {
+  ibp__track_before_write(addr, len);
+  uintptr_t a = (uintptr_t)addr, e = a + len < a ? UINTPTR_MAX : a + len;
+  int n = atomic_load(&slots_used);
+  for (int i = 0; i < n; i++)
+    if (len && atomic_load(&slots[i].state) == SLOT_LIVE &&
+        covers(&slots[i], a, e))
+      atomic_store(&slots[i].app_owned, 1);
+}
+
 int ibp__track_reprotect(ibp_region_rec *r) {
   pthread_mutex_lock(&wlock);
   slot *s = find_live(r);
   int rc = -1;
-  if (s) {
+  atomic_store(&reprotecting, 1);
+  /* a kernel-side write in progress would fail with EFAULT; an application
+   * that set protections itself keeps them: try again later / never */
+  if (s && !atomic_load(&kwrites) && !atomic_load(&s->app_owned)) {
     uintptr_t pg = atomic_load(&page);
     uintptr_t lo = atomic_load(&s->lo), hi = atomic_load(&s->hi);
     size_t npages = (hi - lo) / pg, words = (npages + 63) / 64;
@@ -609,6 +648,7 @@ int ibp__track_reprotect(ibp_region_rec *r) {
     atomic_fetch_add(&gen, 1);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
   }
+  atomic_store(&reprotecting, 0);
   pthread_mutex_unlock(&wlock);
   return rc;
 }

@@ -1,10 +1,14 @@
 /*
  * The C-library hooks (preload/hooks_libc.c): kernel-side writes into a
  * protected region must succeed with the right bytes, mark the right
- * tensors dirty and never fault; results and errno are the real ones.
+ * tensors dirty and never fault; results and errno are the real ones;
+ * re-protection (a recompression) never makes one fail halfway, and never
+ * undoes the application's own mprotect.
  */
 #include <errno.h>
 #include <limits.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
@@ -286,12 +290,83 @@ static void case_passthrough(void) {
   arena_free(&a);
 }
 
+typedef struct reprotector {
+  ibp_region_rec *r;
+  atomic_int stop;
+  unsigned long done, refused;
+} reprotector;
+
+static void *reprotect_loop(void *p) {
+  reprotector *w = p;
+  while (!atomic_load(&w->stop)) {
+    if (ibp__track_reprotect(w->r) == 0)
+      w->done++;
+    else
+      w->refused++;
+  }
+  return NULL;
+}
+
+/* A refresh re-protects the region over and over while reads into it run:
+ * every read returns all its bytes (none fails with EFAULT halfway). */
+static void case_reprotect(void) {
+  arena a;
+  arena_init(&a, 40);
+  size_t pg = a.pg;
+  ibp_region_rec *r = region_new(&a, 0, 36 * pg, 1000);
+  CHECK(ibp__track_protect(r) == 0);
+  int fd = make_file(32 * pg);
+  FILE *f = fdopen(dup(fd), "rb");
+  CHECK(f);
+  reprotector w = {.r = r};
+  pthread_t t;
+  CHECK(pthread_create(&t, NULL, reprotect_loop, &w) == 0);
+  for (int i = 0; i < 300; i++) {
+    size_t off = (size_t)(i * 7919) % (4 * pg), len = 16 * pg + (size_t)i;
+    CHECK(pread(fd, a.mem + off, len, 0) == (ssize_t)len);
+    got_file(&a, off, len, 0);
+    CHECK(fseek(f, 0, SEEK_SET) == 0);
+    CHECK(fread(a.mem + off + 3, 1, len, f) == len);
+    got_file(&a, off + 3, len, 0);
+    CHECK(memcmp(a.mem, a.want, 36 * pg) == 0);
+    usleep(50); /* room for re-protection between the reads */
+  }
+  atomic_store(&w.stop, 1);
+  pthread_join(t, NULL);
+  printf("reprotect: %lu done, %lu refused while a read ran\n", w.done,
+         w.refused);
+  CHECK(w.done > 0);
+  fclose(f);
+  close(fd);
+  ibp__track_unprotect(r);
+  region_free(r);
+  arena_free(&a);
+}
+
+/* After the application's own mprotect on its pages, the region is never
+ * re-protected: what it set holds. */
+static void case_app_mprotect(void) {
+  arena a;
+  arena_init(&a, 8);
+  ibp_region_rec *r = region_new(&a, 0, 8 * a.pg, 4096);
+  CHECK(ibp__track_protect(r) == 0);
+  CHECK(ibp__track_reprotect(r) == 0);
+  CHECK(mprotect(a.mem + a.pg, a.pg, PROT_READ | PROT_WRITE) == 0);
+  CHECK(ibp__track_reprotect(r) != 0);
+  a.mem[a.pg + 5] = 1; /* no fault needed: the page is the application's */
+  a.want[a.pg + 5] = 1;
+  arena_touch(&a, a.pg, a.pg);
+  region_check(&a, r);
+  ibp__track_unprotect(r);
+  region_free(r);
+  arena_free(&a);
+}
+
 int main(int argc, char **argv) {
   static const test_case cases[] = {
-      {"read", case_read},
-      {"fread", case_fread},
-      {"recv", case_recv},
-      {"passthrough", case_passthrough},
+      {"read", case_read},           {"fread", case_fread},
+      {"recv", case_recv},           {"passthrough", case_passthrough},
+      {"reprotect", case_reprotect}, {"app_mprotect", case_app_mprotect},
   };
   setvbuf(stdout, NULL, _IONBF, 0);
   if (ibp__track_install() != 0) {
