@@ -222,7 +222,10 @@ class Results:
             "metadata (Mask, Bitval, flags) is not in B; it is in `ab.csv` "
             "(`metadata_bytes`).  The warm-up pass/batch is counted in both.  "
             "*Region saved* is libibp's `saved_fraction` of the region, and "
-            "*ideal* the speedup that would give: 1/(1 - saved).")
+            "*ideal* the speedup that would give: 1/(1 - saved).  Where the "
+            "sample writes into the region (kv_offload), written tensors are "
+            "served raw until libibp's background recompression lands, so B "
+            "varies by a few tenths of a percent from run to run.")
         if self.gpu:
             return common + (
                 f"\n\nOn the GPU ({self.env.get('gpu', '?')}): *GB/s* are the "
