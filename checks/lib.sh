@@ -25,12 +25,13 @@ scan() {
   done < "$tmp/hits"
 }
 
-# files DIR...: the C sources and headers (and .def X-macro files) of DIRs.
+# files DIR...: the C sources and headers (and .def X-macro files) of DIRs
+# and their subdirectories.
 files() {
   for d in "$@"; do
-    for f in "$d"/*.c "$d"/*.h "$d"/*.def; do
-      [ -f "$f" ] && printf '%s\n' "$f"
-    done
+    [ -d "$d" ] || continue
+    find "$d" -type f \( -name '*.c' -o -name '*.h' -o -name '*.def' \) |
+      LC_ALL=C sort
   done
 }
 

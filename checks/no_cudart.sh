@@ -1,6 +1,6 @@
 #!/bin/sh
 # check_no_cudart: libibp.so talks only to the driver API, which it opens
-# itself (DESIGN.md section 1: it never links cudart).  In preload/*.c, *.h,
+# itself (docs/ARCHITECTURE.md: it never links cudart).  In preload/*.c, *.h,
 # *.def: no identifier starting with cuda[A-Z] (runtime calls and types;
 # names in string literals are fine), no #include of cuda_runtime*.h or
 # other cudart headers; in preload/CMakeLists.txt: no cudart library.

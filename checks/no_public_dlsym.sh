@@ -1,9 +1,9 @@
 #!/bin/sh
 # check_no_public_dlsym: inside libibp.so the name `dlsym` is our own hook
-# (exported by preload/resolve.c), so calling it -- or taking its address --
+# (exported by preload/hooks/resolve.c), so calling it -- or taking its address --
 # from preload/ code would recurse into the hook.  The C library's dlsym is
-# reached only through ibp__real_dlsym (preload/real.c, found with dlvsym).
-# Allowed: the hook's own definition or declaration in preload/resolve.c,
+# reached only through ibp__real_dlsym (preload/base/real.c, found with dlvsym).
+# Allowed: the hook's own definition or declaration in preload/hooks/resolve.c,
 #   [IBP_EXPORT IBP_NO_SANITIZE ...] void *dlsym(void *handle, const char *name)
 # Anything else naming dlsym in preload/*.c, *.h, *.def is a violation;
 # comments and string literals ("dlsym" as a name to look up) are ignored.
@@ -19,7 +19,7 @@ while read -r f; do
     grep -nE -- "$decl" "$tmp/stripped" | cut -d: -f1 > "$tmp/hits"
     while read -r line; do
       violation "$f" "$line" \
-        "dlsym declared or defined outside preload/resolve.c"
+        "dlsym declared or defined outside preload/hooks/resolve.c"
     done < "$tmp/hits"
   fi
   # blank the declaration form, then look for any other use of the name

@@ -204,7 +204,7 @@ typedef struct parsed {
 
 static ibp_status check_fields(const ibp_container_info *in) {
   if (in->tensor_bytes == 0 || in->tensor_bytes > IBP_MAX_TENSOR_BYTES ||
-      !ibp__chunk_ok(in->chunk_bytes))
+      !ibp_chunk_width_valid(in->chunk_bytes))
     return IBP_ERR_CORRUPT;
   if (in->tensors != in->original_bytes / in->tensor_bytes ||
       in->tail_bytes != in->original_bytes % in->tensor_bytes ||

@@ -92,7 +92,7 @@ const char *ibp_impl_name(ibp_impl impl) {
 /* ---- tables -----------------------------------------------------------------
  */
 
-static uint64_t nonfit[9][256];
+static uint64_t nonfit[IBP_CHUNK_WIDTH_MAX + 1][256]; /* [c][fit bits] */
 static uint8_t pext8[256][256];
 static uint8_t pdep8[256][256];
 static pthread_once_t tables_once = PTHREAD_ONCE_INIT;
@@ -127,10 +127,8 @@ static void build_byte_tables(void) {
 }
 
 static void build_tables(void) {
-  build_nonfit(1);
-  build_nonfit(2);
-  build_nonfit(4);
-  build_nonfit(8);
+  for (unsigned i = 0; i < IBP_CHUNK_WIDTH_COUNT; i++)
+    build_nonfit(ibp_chunk_width(i));
   build_byte_tables();
 }
 

@@ -33,9 +33,19 @@ static inline uint64_t ibp__load_partial(const uint8_t *p, unsigned n) {
   return v;
 }
 
-static inline int ibp__chunk_ok(uint32_t c) {
-  return c == 1 || c == 2 || c == 4 || c == 8;
-}
+/* The word-at-a-time packing (pack_body.h) handles any width that divides
+ * a 64-bit word, with per-width tables of IBP_CHUNK_WIDTH_MAX + 1 entries
+ * indexed by the width. */
+#define IBP__CHUNK_DIVIDES_WORD(c)                                             \
+  _Static_assert((c) >= 1 && IBP_CHUNK_WIDTH_MAX % (c) == 0,                   \
+                 "chunk width " #c " does not divide IBP_CHUNK_WIDTH_MAX");
+IBP_CHUNK_WIDTHS(IBP__CHUNK_DIVIDES_WORD)
+#undef IBP__CHUNK_DIVIDES_WORD
+#define IBP__CHUNK_IS_MAX(c) +((c) == IBP_CHUNK_WIDTH_MAX)
+_Static_assert((0 IBP_CHUNK_WIDTHS(IBP__CHUNK_IS_MAX)) == 1,
+               "IBP_CHUNK_WIDTH_MAX must be one of IBP_CHUNK_WIDTHS");
+_Static_assert(IBP_CHUNK_WIDTH_MAX == 8, "the packing works on 64-bit words");
+#undef IBP__CHUNK_IS_MAX
 
 static inline uint32_t ibp__nchunks(uint32_t tensor_bytes, uint32_t c) {
   return (tensor_bytes + c - 1) / c;

@@ -8,9 +8,10 @@
  *   PACK_PDEP(v, m)    low bits of v scattered to the set bits of m
  *   PACK_POPCNT(x)     number of set bits
  *
- * The tensor is processed one 64-bit word (8 bytes) at a time.  Chunk
- * widths 1, 2, 4 and 8 divide 8, so a word holds k = 8/c whole chunks and
- * its k fit bits never straddle a bitmap byte.  For each word:
+ * The tensor is processed one 64-bit word (8 bytes) at a time.  Every
+ * chunk width (IBP_CHUNK_WIDTHS) divides 8 (checked in internal.h), so a
+ * word holds k = 8/c whole chunks and its k fit bits never straddle a
+ * bitmap byte.  For each word:
  *
  *   x     = (w & mask) ^ bitval        nonzero bytes break their chunk
  *   NF    = 0xFF in the bytes of chunks that do not fit
@@ -41,7 +42,7 @@ static inline uint64_t PACK_NAME(chunk_nonzero)(uint64_t x, uint32_t c) {
   if (c == 8)
     return x ? 0x80 : 0;
   uint64_t h = PACK_NAME(nonzero_bytes)(x);
-  static const uint64_t first_byte[9] = {
+  static const uint64_t first_byte[IBP_CHUNK_WIDTH_MAX + 1] = {
       0, PK_HI,  0x0080008000800080ULL, 0, 0x0000008000000080ULL, 0, 0,
       0, 0x80ULL};
   if (c >= 2)
@@ -70,15 +71,16 @@ static inline uint64_t PACK_NAME(spread_chunks)(uint64_t flagged, uint32_t c) {
 /* The k = 8/c fit bits of a word, chunk 0 in bit 0.  The multiply gathers
  * the per-chunk flags (bit 8*c*i) into bits 64-k+i without carries. */
 static inline uint32_t PACK_NAME(fit_bits)(uint64_t flagged, uint32_t c) {
-  static const uint64_t gather[9] = {0,
-                                     0x0102040810204080ULL,
-                                     0x1000200040008000ULL,
-                                     0,
-                                     0x4000000080000000ULL,
-                                     0,
-                                     0,
-                                     0,
-                                     0x8000000000000000ULL};
+  static const uint64_t gather[IBP_CHUNK_WIDTH_MAX + 1] = {
+      0,
+      0x0102040810204080ULL,
+      0x1000200040008000ULL,
+      0,
+      0x4000000080000000ULL,
+      0,
+      0,
+      0,
+      0x8000000000000000ULL};
   uint32_t k = 8 / c;
   uint32_t nonfit = (uint32_t)(((flagged >> 7) * gather[c]) >> (64 - k));
   return ~nonfit & ((1u << k) - 1);
@@ -348,29 +350,29 @@ PACK_NAME(length_c)(const ibp_params *p, const uint8_t *src, size_t src_len,
 
 /* ---- entry points: dispatch on c so each body sees a constant ------------ */
 
-#define PACK_BY_CHUNK(call, c)                                                 \
+/* One case per chunk width; any other c (params are checked before) takes
+ * the widest. */
+#define PK_CASE(w)                                                             \
+  case w:                                                                      \
+    return PK_CALL(w);
+#define PACK_BY_CHUNK(c)                                                       \
   switch (c) {                                                                 \
-  case 1:                                                                      \
-    return call(1);                                                            \
-  case 2:                                                                      \
-    return call(2);                                                            \
-  case 4:                                                                      \
-    return call(4);                                                            \
+    IBP_CHUNK_WIDTHS(PK_CASE)                                                  \
   default:                                                                     \
-    return call(8);                                                            \
+    return PK_CALL(IBP_CHUNK_WIDTH_MAX);                                       \
   }
 
 PACK_TARGET static size_t PACK_NAME(stored_size)(const ibp_params *p,
                                                  const uint8_t *t){
 #define PK_CALL(c) PACK_NAME(measure)(p, t, c)
-    PACK_BY_CHUNK(PK_CALL, p->chunk_bytes)
+    PACK_BY_CHUNK(p->chunk_bytes)
 #undef PK_CALL
 }
 
 PACK_TARGET static size_t
     PACK_NAME(compress)(const ibp_params *p, const uint8_t *t, uint8_t *slot){
 #define PK_CALL(c) PACK_NAME(compress_c)(p, t, slot, c)
-        PACK_BY_CHUNK(PK_CALL, p->chunk_bytes)
+        PACK_BY_CHUNK(p->chunk_bytes)
 #undef PK_CALL
     }
 
@@ -378,7 +380,7 @@ PACK_TARGET static ibp_status
     PACK_NAME(decode)(const ibp_params *p, const uint8_t *src, size_t src_len,
                       uint32_t off, uint32_t len, uint8_t *dst){
 #define PK_CALL(c) PACK_NAME(decode_c)(p, src, src_len, off, len, dst, c)
-        PACK_BY_CHUNK(PK_CALL, p->chunk_bytes)
+        PACK_BY_CHUNK(p->chunk_bytes)
 #undef PK_CALL
     }
 
@@ -386,11 +388,12 @@ PACK_TARGET static ibp_status
     PACK_NAME(length)(const ibp_params *p, const uint8_t *src, size_t src_len,
                       size_t *out) {
 #define PK_CALL(c) PACK_NAME(length_c)(p, src, src_len, out, c)
-  PACK_BY_CHUNK(PK_CALL, p->chunk_bytes)
+  PACK_BY_CHUNK(p->chunk_bytes)
 #undef PK_CALL
 }
 
 #undef PACK_BY_CHUNK
+#undef PK_CASE
 #undef PK_LO7
 #undef PK_HI
 #undef PK_ONES

@@ -11,7 +11,7 @@ static ibp_status params_alloc(ibp_params *out, uint32_t R, uint32_t c) {
   *out = (ibp_params){0};
   if (R == 0 || R > IBP_MAX_TENSOR_BYTES)
     return IBP_ERR_TENSOR_BYTES;
-  if (!ibp__chunk_ok(c))
+  if (!ibp_chunk_width_valid(c))
     return IBP_ERR_CHUNK_BYTES;
   out->mask = calloc(R, 1);
   out->bitval = calloc(R, 1);
@@ -37,7 +37,7 @@ ibp_status ibp_params_check(const ibp_params *p) {
     return IBP_ERR_INVALID_ARGUMENT;
   if (p->tensor_bytes == 0 || p->tensor_bytes > IBP_MAX_TENSOR_BYTES)
     return IBP_ERR_TENSOR_BYTES;
-  if (!ibp__chunk_ok(p->chunk_bytes))
+  if (!ibp_chunk_width_valid(p->chunk_bytes))
     return IBP_ERR_CHUNK_BYTES;
   for (uint32_t i = 0; i < p->tensor_bytes; i++)
     if (p->bitval[i] & ~p->mask[i])

@@ -91,7 +91,8 @@ ibp_status ibp_decompress_range(const ibp_region *r, uint64_t off, uint64_t len,
     return IBP_ERR_INVALID_ARGUMENT;
   const ibp_params *p = r->params;
   if (!p->mask || !p->bitval || p->tensor_bytes == 0 ||
-      p->tensor_bytes > IBP_MAX_TENSOR_BYTES || !ibp__chunk_ok(p->chunk_bytes))
+      p->tensor_bytes > IBP_MAX_TENSOR_BYTES ||
+      !ibp_chunk_width_valid(p->chunk_bytes))
     return IBP_ERR_INVALID_ARGUMENT;
   if (off > r->bytes || len > r->bytes - off)
     return IBP_ERR_RANGE;

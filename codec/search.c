@@ -23,7 +23,6 @@
 #define SCOUT_MARGIN 50   /* widths within 1/50 of the scout's best go on */
 #define REFINE_STEPS 24
 
-static const uint32_t widths[4] = {1, 2, 4, 8};
 static const double table_t[IBP_REPORT_THRESHOLDS] = {0.5, 0.6,  0.7,  0.8,
                                                       0.9, 0.95, 0.99, 1.0};
 
@@ -254,7 +253,7 @@ static size_t window(const search_ctx *cx, const uint64_t *ks, size_t m,
 /* The search of one chunk width. */
 typedef struct width_search {
   uint32_t c;
-  int wi;     /* index in widths[] and in the report */
+  int wi;     /* index in IBP_CHUNK_WIDTHS and in the report */
   memo scout; /* the whole grid, on the scout sample */
   memo final; /* the window around the scout's best, on the eval sample */
   memo *last; /* the memo the finalists come from */
@@ -308,13 +307,14 @@ static void report_width(const search_ctx *cx, const width_search *ws,
  * finalists. */
 static size_t search_widths(const search_ctx *cx, const ibp_search_options *opt,
                             best_t *fin, ibp_search_report *rep) {
-  width_search ws[4];
+  width_search ws[IBP_CHUNK_WIDTH_COUNT];
   size_t nw = 0, nfin = 0;
   uint64_t top = UINT64_MAX;
-  for (int w = 3; w >= 0; w--) {
-    if (opt->chunk_bytes && opt->chunk_bytes != widths[w])
+  for (int w = (int)IBP_CHUNK_WIDTH_COUNT - 1; w >= 0; w--) {
+    const uint32_t c = ibp_chunk_width((unsigned)w);
+    if (opt->chunk_bytes && opt->chunk_bytes != c)
       continue;
-    ws[nw] = (width_search){.c = widths[w], .wi = w};
+    ws[nw] = (width_search){.c = c, .wi = w};
     search_first(cx, &ws[nw], opt, rep);
     if (ws[nw].best.stored < top)
       top = ws[nw].best.stored;
@@ -358,7 +358,7 @@ static ibp_status check_options(const void *data, uint64_t n, uint32_t R,
     return IBP_ERR_TENSOR_BYTES;
   if (n == 0)
     return IBP_ERR_NO_TENSORS;
-  if (opt->chunk_bytes && !ibp__chunk_ok(opt->chunk_bytes))
+  if (opt->chunk_bytes && !ibp_chunk_width_valid(opt->chunk_bytes))
     return IBP_ERR_CHUNK_BYTES;
   if (opt->threshold >= 0 && !(opt->threshold >= 0.5 && opt->threshold <= 1))
     return IBP_ERR_THRESHOLD;
@@ -369,7 +369,7 @@ static ibp_status check_options(const void *data, uint64_t n, uint32_t R,
 
 static void report_init(ibp_search_report *rep, uint64_t n) {
   *rep = (ibp_search_report){.tensors = n};
-  for (int w = 0; w < 4; w++) {
+  for (unsigned w = 0; w < IBP_CHUNK_WIDTH_COUNT; w++) {
     rep->best_threshold[w] = -1;
     rep->best_saved[w] = -1;
     for (int i = 0; i < IBP_REPORT_THRESHOLDS; i++)
@@ -384,7 +384,7 @@ static ibp_status run_search(search_ctx *cx, const ibp_search_options *opt,
   ibp_status s = collect_agree(cx);
   if (s != IBP_OK)
     return s;
-  best_t fin[4 * FINALISTS_PER_WIDTH];
+  best_t fin[IBP_CHUNK_WIDTH_COUNT * FINALISTS_PER_WIDTH];
   size_t nfin = search_widths(cx, opt, fin, rep);
   best_t best = pick(cx, fin, nfin);
   free(cx->agree_sorted);

@@ -6,7 +6,7 @@
 static int params_usable(const ibp_params *p) {
   return p && p->mask && p->bitval && p->tensor_bytes > 0 &&
          p->tensor_bytes <= IBP_MAX_TENSOR_BYTES &&
-         ibp__chunk_ok(p->chunk_bytes);
+         ibp_chunk_width_valid(p->chunk_bytes);
 }
 
 size_t ibp_compressed_size(const ibp_params *p, const void *tensor) {

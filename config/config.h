@@ -9,7 +9,8 @@
  *     before running as pass-through (DESIGN.md section 4, "fail open");
  *   - never calls malloc itself; storage is fixed (IBP_CONFIG_MAX_RULES);
  *     reading IBP_CONFIG uses stdio (one FILE) and nothing else;
- *   - depends on nothing else of libibp.
+ *   - depends on nothing else of libibp but the header-only list of chunk
+ *     widths (include/ibp/chunk_widths.h).
  * Threading: no global state.  The functions are reentrant; an ibp_config is
  * plain data, safe to share read-only once loaded.
  * The grammar, defaults and examples are in docs/CONFIG.md.
@@ -70,7 +71,7 @@ typedef struct ibp_rule {
   uint64_t nth;                   /* valid when IBP_SELECT_NTH; >= 1 */
   char name[IBP_CONFIG_NAME_MAX]; /* label for logs/stats; "" = none given */
   uint32_t tensor_bytes;          /* 1..IBP_CONFIG_MAX_TENSOR; default 4096 */
-  unsigned chunk;                 /* 1, 2, 4 or 8 bytes; 0 = auto (default) */
+  unsigned chunk;                 /* IBP_CHUNK_WIDTHS; 0 = auto (default) */
   double threshold;               /* 0.5..1.0; 0 = auto (default) */
   double sample;                  /* (0, 1]; 0 = not given (codec default) */
   ibp_mode mode;                  /* default IBP_MODE_SHADOW */

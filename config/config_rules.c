@@ -3,6 +3,8 @@
 
 #include <string.h>
 
+#include "ibp/chunk_widths.h"
+
 /* One key of the grammar: its name and the parser that stores its value. */
 typedef int (*key_parser)(ibp__span value, ibp__span token, const ibp__where *w,
                           ibp_rule *rule);
@@ -73,17 +75,25 @@ static int parse_tensor_key(ibp__span value, ibp__span token,
   return 0;
 }
 
+#define CHUNK_WIDTH_WORD(c) #c,
+
 static int parse_chunk_key(ibp__span value, ibp__span token,
                            const ibp__where *w, ibp_rule *rule) {
-  static const char *const widths[] = {"auto", "1", "2", "", "4",
-                                       "",     "",  "",  "8"};
-  for (unsigned i = 0; i < sizeof widths / sizeof widths[0]; i++)
-    if (widths[i][0] && ibp__word_is(value, widths[i])) {
-      rule->chunk = i;
+  static const char *const widths[] = {IBP_CHUNK_WIDTHS(CHUNK_WIDTH_WORD)};
+  if (ibp__word_is(value, "auto")) {
+    rule->chunk = 0;
+    return 0;
+  }
+  for (unsigned i = 0; i < IBP_CHUNK_WIDTH_COUNT; i++)
+    if (ibp__word_is(value, widths[i])) {
+      rule->chunk = ibp_chunk_width(i);
       return 0;
     }
-  return ibp__fail(w, token, "chunk must be 1, 2, 4, 8 or auto");
+  return ibp__fail(w, token,
+                   "chunk must be " IBP_CHUNK_WIDTHS_COMMAS " or auto");
 }
+
+#undef CHUNK_WIDTH_WORD
 
 static int parse_threshold_key(ibp__span value, ibp__span token,
                                const ibp__where *w, ibp_rule *rule) {

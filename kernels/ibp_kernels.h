@@ -56,7 +56,7 @@ typedef struct ibp_decompress_args {
   uint64_t length;            /* bytes to copy */
   uint32_t first_offset;      /* offset of the first byte in that unit */
   uint32_t tensor_bytes;      /* R */
-  uint32_t chunk_bytes;       /* c: 1, 2, 4 or 8 */
+  uint32_t chunk_bytes;       /* c: IBP_CHUNK_WIDTHS (ibp/chunk_widths.h) */
   uint32_t tail_bytes;        /* region bytes after the last tensor */
   uint32_t walk;              /* tensors per warp walk (>= 1) */
   uint32_t stage_bytes;       /* one staging buffer (shared memory) */

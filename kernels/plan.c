@@ -2,6 +2,8 @@
  * fields of the launch ABI that depend on the parameters, and the grid. */
 #include "ibp_kernels.h"
 
+#include "ibp/chunk_widths.h"
+
 #define WARPS_PER_BLOCK 4u
 #define BLOCKS_PER_SM 16u
 
@@ -44,7 +46,7 @@ static uint32_t walk_for(uint32_t R, uint64_t units, unsigned sms) {
 int ibp_kernels_plan_decompress(ibp_decompress_args *a, unsigned max_shared,
                                 unsigned sms, ibp_kernel_plan *plan) {
   const uint32_t R = a->tensor_bytes, c = a->chunk_bytes;
-  if (R == 0 || !(c == 1 || c == 2 || c == 4 || c == 8))
+  if (R == 0 || !ibp_chunk_width_valid(c))
     return -1;
   /* a whole stream (< R bytes) after up to 15 bytes of alignment, up to 31
    * bytes of the next stream (fetch_end), plus the 16 bytes the 128-bit

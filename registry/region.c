@@ -40,7 +40,6 @@ void ibp_region_release(ibp_region_rec *r) {
     return;
   if (release_hook != NULL)
     release_hook(r, release_ctx);
-  ibp_params_free(&r->params);
   free(r);
 }
 
@@ -78,14 +77,4 @@ const char *ibp_region_state_name(ibp_region_state s) {
   if ((unsigned)s >= sizeof names / sizeof names[0])
     return "unknown";
   return names[s];
-}
-
-int ibp_region_device_transition(ibp_region_rec *r, unsigned dev,
-                                 ibp_device_state from, ibp_device_state to) {
-  if (dev >= IBP_REGISTRY_MAX_DEVICES)
-    return 0;
-  int expected = (int)from;
-  return atomic_compare_exchange_strong_explicit(
-      &r->devices[dev].state, &expected, (int)to, memory_order_acq_rel,
-      memory_order_acquire);
 }

@@ -3,10 +3,12 @@
  * knows about, and everything attached to each one.
  *
  * A region is a pinned host range [base, base+bytes) registered when the
- * application allocates or registers pinned memory (DESIGN.md section 3).
- * Regions never overlap.  Each carries its rule parameters, a state machine
- * (candidate -> compressing -> ready -> degraded), a reference count,
- * statistics counters, the host-side codec data and per-device GPU metadata.
+ * application allocates or registers pinned memory (docs/ARCHITECTURE.md).
+ * Regions never overlap.  A record carries the region's identity (id, range,
+ * name, the rule it matched), its state machine (candidate -> compressing
+ * -> ready -> degraded), a reference count and one opaque owner pointer:
+ * everything the interposer keeps about a region (codec data, write
+ * tracking, per-device state, statistics) is the owner's.
  *
  * Lookup is the interposer's hot path (every host-to-device copy):
  *   - ibp_registry_empty() is one relaxed atomic load, so a copy made while
@@ -31,21 +33,19 @@
  * Ownership: the registry owns the region records.  A record stays valid
  * while a reference is held (ibp_registry_find acquires one, released with
  * ibp_region_release), even after ibp_registry_remove.  When the last
- * reference is dropped the release hook (if set) runs, then `params` is freed
- * with ibp_params_free and the record itself is freed.
+ * reference is dropped the release hook (if set) runs -- it frees the owner
+ * -- and then the record itself is freed.
  *
  * The library never prints, exits or aborts, and makes no CUDA calls.
- * Dependencies: codec/ (include/ibp/codec.h) only.
+ * Dependencies: none of the project's (C11, pthreads).
  */
 #ifndef IBP_REGISTRY_REGISTRY_H
 #define IBP_REGISTRY_REGISTRY_H
 
-#include <ibp/codec.h>
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
-#define IBP_REGISTRY_MAX_DEVICES 16  /* device ordinals 0..15 */
 #define IBP_REGISTRY_NAME_MAX 64     /* name: up to 63 characters + NUL */
 #define IBP_REGISTRY_BUCKET_SHIFT 21 /* 2 MiB address buckets */
 
@@ -62,22 +62,15 @@ typedef enum ibp_registry_error {
 
 typedef enum ibp_region_state {
   IBP_REGION_CANDIDATE = 0,   /* registered; copies pass through */
-  IBP_REGION_COMPRESSING = 1, /* a background thread owns the codec data */
-  IBP_REGION_READY = 2,       /* codec data complete; copies substituted */
+  IBP_REGION_COMPRESSING = 1, /* a background thread owns the owner's data */
+  IBP_REGION_READY = 2,       /* the owner's data complete; copies served */
   IBP_REGION_DEGRADED = 3     /* pass-through for good (terminal) */
 } ibp_region_state;
 
-/* Per-device metadata state (ibp_region_device.state). */
-typedef enum ibp_device_state {
-  IBP_DEVICE_ABSENT = 0,    /* nothing uploaded */
-  IBP_DEVICE_UPLOADING = 1, /* claimed by one thread, which fills the slot */
-  IBP_DEVICE_READY = 2,     /* pointers valid (published with release) */
-  IBP_DEVICE_FAILED = 3     /* substitution disabled on this device */
-} ibp_device_state;
-
 /* Rule parameters copied from the matching config rule (plain fields; the
  * values of mode and track are those of config/config.h's ibp_mode and
- * ibp_track: 0 = shadow / protect, 1 = inplace / trust). */
+ * ibp_track: 0 = shadow / protect, 1 = inplace / trust).  Part of the
+ * region's identity: immutable after ibp_registry_add. */
 typedef struct ibp_region_rule {
   uint32_t tensor_bytes; /* R */
   uint32_t chunk;        /* 1, 2, 4, 8; 0 = auto */
@@ -86,30 +79,6 @@ typedef struct ibp_region_rule {
   uint8_t mode;
   uint8_t track;
 } ibp_region_rule;
-
-/* Statistics; updated with relaxed atomic adds from any thread. */
-typedef struct ibp_region_counters {
-  _Atomic uint64_t copies_served;   /* substituted copies */
-  _Atomic uint64_t copies_passed;   /* copies passed through (not ready) */
-  _Atomic uint64_t copies_fallback; /* substitution failed -> real copy */
-  _Atomic uint64_t bytes_requested; /* bytes the application asked for */
-  _Atomic uint64_t bytes_pcie;      /* bytes actually sent over PCIe */
-  _Atomic uint64_t compress_ns;     /* CPU time spent compressing */
-} ibp_region_counters;
-
-/* GPU metadata of one device.  Device pointers are CUdeviceptr values.
- * Protocol: a thread moves state ABSENT -> UPLOADING with
- * ibp_region_device_transition, fills the pointers, then moves it to READY
- * (release); readers read the pointers only after seeing READY (acquire). */
-typedef struct ibp_region_device {
-  _Atomic int state; /* ibp_device_state */
-  uint64_t mask;     /* R bytes */
-  uint64_t bitval;   /* R bytes */
-  uint64_t flags;    /* ibp_region_flag_bytes bytes */
-  uint64_t offsets;  /* n stream offsets into the shadow */
-  uint64_t lengths;  /* n stream lengths (uint32) */
-  uint64_t dirty;    /* one bit per tensor, 1 = serve raw */
-} ibp_region_device;
 
 typedef struct ibp_region_rec {
   /* Immutable after ibp_registry_add. */
@@ -122,46 +91,12 @@ typedef struct ibp_region_rec {
   _Atomic int state;   /* ibp_region_state; change with ibp_region_transition */
   _Atomic int refs;    /* internal: references held (registry's included) */
   _Atomic int removed; /* 1 once ibp_registry_remove took it out */
-  ibp_region_counters counters;
 
-  /* Host codec data: written only by the thread that moved the region to
-   * COMPRESSING; read-only once READY (seen with acquire).  The registry
-   * frees `params`; `shadow`, `flags`, `offsets` and `lengths` belong to
-   * the release hook.  A refresh (preload/refresh.c, on the worker) may
-   * change offsets/lengths of tensors it holds busy. */
-  ibp_params params;
-  void *shadow;          /* the compressed streams, packed (docs/FORMAT.md §3;
-                            pinned, device-mapped), then room for streams a
-                            refresh moves */
-  uint8_t *flags;        /* one bit per tensor, 1 = compressed */
-  uint64_t *offsets;     /* n+1: tensor i's stream starts at shadow +
-                            offsets[i] (offsets[n]: end of the packed part) */
-  uint32_t *lengths;     /* n: ... and is lengths[i] bytes (0: stored raw) */
-  uint64_t shadow_bytes; /* allocated */
-  ibp_region_summary summary;
-
-  /* Interposer data (preload/), written by the thread that compresses the
-   * region before it becomes READY (except where noted):
-   *   dirty:   one bit per tensor (bit i%32 of dirty[i/32]), 1 = the tensor
-   *            was written since compression and must be served raw; in
-   *            device-mapped pinned host memory so kernels read it; set by
-   *            the write tracker from any thread (atomic OR), NULL until set.
-   *   prefix:  n+1 entries, prefix[i] = stored bytes of tensors 0..i-1
-   *            (bytes a copy of whole tensors reads over PCIe).
-   *   protected_: nonzero while the tracker holds the pages read-only.
-   *   write_faults: writes the tracker caught (any thread). */
-  _Atomic uint32_t *dirty;
-  uint64_t *prefix;
-  _Atomic int protected_;
-  _Atomic uint64_t write_faults;
-  _Atomic uint64_t dirty_tensors;        /* bits set in dirty (approximate) */
-  _Atomic uint64_t tensors_recompressed; /* by refreshes (refresh.c) */
-  /* Like dirty (same layout and memory): tensors whose slot a refresh is
-   * rewriting; the kernel serves them raw.  NULL until set. */
-  _Atomic uint32_t *busy;
-  void *priv; /* preload-private state; freed by the release hook */
-
-  ibp_region_device devices[IBP_REGISTRY_MAX_DEVICES];
+  /* What the module that serves the region keeps about it (preload/:
+   * serve/region.h); the registry never looks inside.  Set once with
+   * ibp_region_set_owner, read with ibp_region_owner; the release hook
+   * frees it. */
+  void *owner;
 } ibp_region_rec;
 
 /* Result of ibp_registry_find. */
@@ -175,7 +110,7 @@ typedef enum ibp_find_result {
  */
 
 /* Called once per record when its last reference is dropped, before the
- * registry frees it; frees shadow/flags and GPU metadata.  It may run in any
+ * registry frees it; frees the owner.  It may run in any
  * thread that releases a reference; it must not call registry functions. */
 typedef void (*ibp_region_release_hook)(ibp_region_rec *r, void *ctx);
 
@@ -265,9 +200,15 @@ ibp_region_state ibp_region_state_get(const ibp_region_rec *r);
 /* "candidate", "compressing", "ready", "degraded"; "unknown" otherwise. */
 const char *ibp_region_state_name(ibp_region_state s);
 
-/* Moves device `dev`'s metadata state from -> to (CAS, acq_rel); any change
- * is allowed.  Returns 1 when it moved, 0 otherwise (or dev out of range). */
-int ibp_region_device_transition(ibp_region_rec *r, unsigned dev,
-                                 ibp_device_state from, ibp_device_state to);
+/* The owner pointer (acquire); NULL until set. */
+static inline void *ibp_region_owner(const ibp_region_rec *r) {
+  return __atomic_load_n(&r->owner, __ATOMIC_ACQUIRE);
+}
+
+/* Publishes the owner (release): everything the owner wrote before is
+ * visible to a thread that reads it with ibp_region_owner. */
+static inline void ibp_region_set_owner(ibp_region_rec *r, void *owner) {
+  __atomic_store_n(&r->owner, owner, __ATOMIC_RELEASE);
+}
 
 #endif /* IBP_REGISTRY_REGISTRY_H */

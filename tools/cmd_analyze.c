@@ -45,8 +45,6 @@ typedef struct analysis {
   double saved_with_metadata; /* the same, metadata counted */
 } analysis;
 
-static const uint32_t chunk_widths[4] = {1, 2, 4, 8};
-
 /* Returns -1 to go on, else the exit code. */
 static int parse_args(int argc, char **argv, analyze_args *a) {
   cli_parser ps;
@@ -124,9 +122,9 @@ static void json_table(json_out *j, const ibp_search_report *r) {
     json_double(j, NULL, r->table_thresholds[t]);
   json_array_end(j);
   json_array_begin(j, "table");
-  for (int c = 0; c < 4; c++) {
+  for (unsigned c = 0; c < IBP_CHUNK_WIDTH_COUNT; c++) {
     json_object_begin(j, NULL);
-    json_u64(j, "chunk_bytes", chunk_widths[c]);
+    json_u64(j, "chunk_bytes", ibp_chunk_width(c));
     json_inline_array_begin(j, "saved");
     for (int t = 0; t < IBP_REPORT_THRESHOLDS; t++)
       json_saved(j, NULL, r->table_saved[c][t]);
@@ -176,8 +174,8 @@ static void print_table(const ibp_search_report *r) {
   for (int t = 0; t < IBP_REPORT_THRESHOLDS; t++)
     printf("  %6.3f", r->table_thresholds[t]);
   printf("   best\n");
-  for (int c = 0; c < 4; c++) {
-    printf("  %3u B", chunk_widths[c]);
+  for (unsigned c = 0; c < IBP_CHUNK_WIDTH_COUNT; c++) {
+    printf("  %3u B", ibp_chunk_width(c));
     for (int t = 0; t < IBP_REPORT_THRESHOLDS; t++) {
       double v = r->table_saved[c][t];
       if (v < 0.0)

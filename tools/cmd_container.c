@@ -241,10 +241,8 @@ static int finish_output(sink *s, ibp_status st, const char *in,
 /* Container size expected from the search, for the progress bar only. */
 static uint64_t expected_size(const ibp_params *p, const ibp_search_report *r,
                               uint64_t bytes) {
-  int c = 0; /* chunk width 1, 2, 4, 8 -> 0 .. 3 */
-  while (c < 3 && (1u << c) < p->chunk_bytes)
-    c++;
-  double saved = r->best_saved[c] > 0.0 ? r->best_saved[c] : 0.0;
+  int c = ibp_chunk_width_index(p->chunk_bytes);
+  double saved = c >= 0 && r->best_saved[c] > 0.0 ? r->best_saved[c] : 0.0;
   return IBP_CONTAINER_HEADER_BYTES + 2ull * p->tensor_bytes +
          (uint64_t)((double)bytes * (1.0 - saved));
 }

@@ -45,9 +45,10 @@ static int take_chunk(codec_opts *o, const char *v) {
     o->chunk_bytes = 0;
     return 1;
   }
-  if (cli_parse_u64(v, &c) != CLI_NUM_OK ||
-      (c != 1 && c != 2 && c != 4 && c != 8)) {
-    cli_usage_error("--chunk must be auto, 1, 2, 4 or 8 (got %s)", v);
+  if (cli_parse_u64(v, &c) != CLI_NUM_OK || c > UINT32_MAX ||
+      !ibp_chunk_width_valid((uint32_t)c)) {
+    cli_usage_error("--chunk must be auto, " IBP_CHUNK_WIDTHS_TEXT " (got %s)",
+                    v);
     return -1;
   }
   o->chunk_bytes = (uint32_t)c;

@@ -29,7 +29,7 @@ typedef struct codec_opts {
 #define CODEC_OPTIONS_HELP                                                     \
   "  --tensor-bytes R   size of one tensor: 1 B .. 1 MiB; K/M suffixes\n"      \
   "                     (powers of 1024), e.g. 4096 or 4K\n"                   \
-  "  --chunk auto|1|2|4|8\n"                                                   \
+  "  --chunk " IBP_CHUNK_WIDTHS_AUTO_BARS "\n"                                 \
   "                     chunk width in bytes (default auto: the one that\n"    \
   "                     saves most)\n"                                         \
   "  --threshold auto|T agreement share for a bit to be invariant, T in\n"     \

@@ -8,6 +8,7 @@
  * defined in docs/FORMAT.md; this header is its host implementation:
  *
  *   statistics  per-bit "ones" counters over (a sample of) the tensors
+ *   widths      the valid chunk widths, one list (ibp/chunk_widths.h)
  *   params      Mask/Bitval + chunk width, built from statistics
  *   search      threshold and chunk width that save the most bytes
  *   tensor      compressed size / compress / decompress of one tensor
@@ -34,6 +35,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "ibp/chunk_widths.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -48,7 +51,8 @@ extern "C" {
   X(IBP_OK, 0, "success")                                                      \
   X(IBP_ERR_INVALID_ARGUMENT, 1, "invalid argument")                           \
   X(IBP_ERR_TENSOR_BYTES, 2, "tensor size must be 1 B to 1 MiB")               \
-  X(IBP_ERR_CHUNK_BYTES, 3, "chunk width must be 1, 2, 4 or 8 bytes")          \
+  X(IBP_ERR_CHUNK_BYTES, 3,                                                    \
+    "chunk width must be " IBP_CHUNK_WIDTHS_TEXT " bytes")                     \
   X(IBP_ERR_THRESHOLD, 4, "threshold must lie in [0.5, 1.0]")                  \
   X(IBP_ERR_SAMPLE, 5, "sample fraction must lie in (0, 1]")                   \
   X(IBP_ERR_NO_TENSORS, 6, "no tensors to work on")                            \
@@ -135,7 +139,7 @@ double ibp_bitstats_invariant_fraction(const ibp_bitstats *st, double share);
 
 typedef struct ibp_params {
   uint32_t tensor_bytes; /* R */
-  uint32_t chunk_bytes;  /* c: 1, 2, 4 or 8 */
+  uint32_t chunk_bytes;  /* c: one of IBP_CHUNK_WIDTHS (ibp/chunk_widths.h) */
   double threshold;      /* agreement share the mask was built with */
   uint8_t *mask;         /* R bytes: 1 = invariant bit */
   uint8_t *bitval;       /* R bytes: value of invariant bits, 0 elsewhere */
@@ -160,9 +164,9 @@ ibp_status ibp_params_check(const ibp_params *p);
 /* ---- threshold and chunk search -------------------------------------------
  */
 
-/* chunk_bytes 0 = choose among 1,2,4,8; threshold < 0 = search.  The search
- * measures the exact bytes stored (bitmap and byte rounding included) for
- * thresholds over [0.50, 1.00]: the whole grid on a scout sample of
+/* chunk_bytes 0 = choose among IBP_CHUNK_WIDTHS; threshold < 0 = search.  The
+ * search measures the exact bytes stored (bitmap and byte rounding included)
+ * for thresholds over [0.50, 1.00]: the whole grid on a scout sample of
  * eval_max_bytes/8 of tensors, then thresholds within 0.05 of the scout's
  * best on eval_max_bytes (0 = 64 MiB) of tensors, then its finalists on 16
  * times as much.  Samples are spread evenly over the data; when the data is
@@ -183,13 +187,14 @@ typedef struct ibp_search_report {
   uint64_t eval_tensors;       /* tensors the final search stage measured */
   uint64_t table_tensors;      /* tensors the table below was measured on */
   double invariant80_fraction; /* bits invariant in >= 80% of tensors */
-  /* saved share of the evaluated tensors' bytes, per chunk width (1,2,4,8)
-   * at the fixed thresholds below; negative when not evaluated. */
+  /* saved share of the evaluated tensors' bytes, per chunk width (index i:
+   * ibp_chunk_width(i)) at the fixed thresholds below; negative when not
+   * evaluated. */
   double table_thresholds[IBP_REPORT_THRESHOLDS];
-  double table_saved[4][IBP_REPORT_THRESHOLDS];
+  double table_saved[IBP_CHUNK_WIDTH_COUNT][IBP_REPORT_THRESHOLDS];
   /* best found per chunk width (threshold, saved share); -1 if skipped */
-  double best_threshold[4];
-  double best_saved[4];
+  double best_threshold[IBP_CHUNK_WIDTH_COUNT];
+  double best_saved[IBP_CHUNK_WIDTH_COUNT];
 } ibp_search_report;
 
 /* Searches Mask/Bitval for the `n` tensors of R bytes at `data`.

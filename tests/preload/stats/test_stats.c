@@ -1,9 +1,10 @@
-/* Unit test of preload/stats.c: the exit report of IBP_STATS.
+/* Unit test of the exit report of IBP_STATS (preload/stats/report.c, rows
+ * from preload/serve/figures.c).
  *
- * Builds stats.c and log.c without the rest of libibp.so, fills the registry
- * with regions whose counters, summary and parameters are set by hand (the
+ * Builds those without the rest of libibp.so, fills the registry with
+ * served regions whose counters, summary and parameters are set by hand (the
  * addresses are never touched), retires one and removes it, then runs each
- * report mode in a child process (ibp__stats_report runs once per process)
+ * report mode in a child process (ibp__figures_report runs once per process)
  * with stderr captured in a file:
  *
  *   test_stats text DIR        text table: columns, sizes, order, totals,
@@ -27,9 +28,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "preload.h"
+#include "base/base.h"
+#include "serve/figures.h"
+#include "serve/region.h"
 
-/* Normally defined in preload/init.c. */
+/* Normally defined in preload/base/config.c. */
 ibp_config ibp__cfg;
 __thread int ibp__guard;
 int ibp__loaded(void) {
@@ -99,32 +102,34 @@ static void move_to(ibp_region_rec *r, ibp_region_state to) {
 static void set_codec(ibp_region_rec *r, const fake *f) {
   if (f->R == 0)
     return;
+  ibp_layout *l = &ibp__served(r)->layout;
   uint8_t *mask = calloc(f->R, 1), *bitval = calloc(f->R, 1);
   if (!mask || !bitval ||
-      ibp_params_from_masks(f->R, f->chunk, mask, bitval, &r->params) !=
+      ibp_params_from_masks(f->R, f->chunk, mask, bitval, &l->params) !=
           IBP_OK) {
     fprintf(stderr, "FAIL: ibp_params_from_masks\n");
     exit(1);
   }
   free(mask);
   free(bitval);
-  r->params.threshold = f->threshold;
-  r->summary.tensors = f->tensors;
-  r->summary.tensors_compressed = f->tensors;
-  r->summary.compressed_bytes = f->compressed_bytes;
-  r->summary.metadata_bytes = 2 * f->R;
+  l->params.threshold = f->threshold;
+  l->summary.tensors = f->tensors;
+  l->summary.tensors_compressed = f->tensors;
+  l->summary.compressed_bytes = f->compressed_bytes;
+  l->summary.metadata_bytes = 2 * f->R;
 }
 
 static void set_counters(ibp_region_rec *r, const fake *f, uint64_t served) {
-  atomic_store(&r->counters.copies_served, served);
-  atomic_store(&r->counters.copies_passed, f->passed);
-  atomic_store(&r->counters.copies_fallback, f->fallback);
-  atomic_store(&r->counters.bytes_requested, f->requested);
-  atomic_store(&r->counters.bytes_pcie, f->pcie);
-  atomic_store(&r->counters.compress_ns, f->compress_ns);
-  atomic_store(&r->write_faults, f->faults);
-  atomic_store(&r->dirty_tensors, f->dirty);
-  atomic_store(&r->tensors_recompressed, f->recompressed);
+  ibp_served_region *s = ibp__served(r);
+  atomic_store(&s->counters.copies_served, served);
+  atomic_store(&s->counters.copies_passthrough, f->passed);
+  atomic_store(&s->counters.copies_fallback, f->fallback);
+  atomic_store(&s->counters.bytes_requested, f->requested);
+  atomic_store(&s->counters.bytes_read_pcie, f->pcie);
+  atomic_store(&s->counters.compress_seconds, f->compress_ns);
+  atomic_store(&s->track.write_faults, f->faults);
+  atomic_store(&s->track.dirty_tensors, f->dirty);
+  atomic_store(&s->counters.tensors_recompressed, f->recompressed);
 }
 
 static void add_region(const fake *f) {
@@ -137,25 +142,38 @@ static void add_region(const fake *f) {
     exit(1);
   }
   ibp_region_rec *r = lookup(f->base);
+  ibp_served_region *s = ibp__served_new(r);
+  if (!s) {
+    fprintf(stderr, "FAIL: ibp__served_new %s\n", f->name);
+    exit(1);
+  }
+  ibp_region_set_owner(r, s);
   set_codec(r, f);
   move_to(r, f->state);
   set_counters(r, f, f->served);
 }
 
+/* What libibp's release hook does for host memory. */
+static void release_owner(ibp_region_rec *r, void *ctx) {
+  (void)ctx;
+  ibp__served_free(ibp__served(r));
+}
+
 /* "gone" is retired twice (the later figures count) and removed; "emb" is
  * retired while still live (its live figures count). */
 static void setup(void) {
+  ibp_registry_init(release_owner, NULL);
   for (size_t i = 0; i < sizeof regions / sizeof regions[0]; i++)
     add_region(&regions[i]);
   ibp_region_rec *gone = lookup(regions[0].base);
   set_counters(gone, &regions[0], 9);
-  ibp__stats_retire(gone);
+  ibp__figures_retire(gone);
   set_counters(gone, &regions[0], regions[0].served);
-  ibp__stats_retire(gone);
+  ibp__figures_retire(gone);
   CHECK(ibp_registry_remove((const void *)regions[0].base) == 0, "remove");
   ibp_region_rec *emb = lookup(regions[1].base);
   set_counters(emb, &regions[1], 50);
-  ibp__stats_retire(emb);
+  ibp__figures_retire(emb);
   set_counters(emb, &regions[1], regions[1].served);
   CHECK(ibp_registry_count() == 3, "3 live regions, got %zu",
         ibp_registry_count());
@@ -177,7 +195,7 @@ static char *read_file(const char *path) {
   return strdup(buf);
 }
 
-/* Runs ibp__stats_report `calls` times in a child with IBP_STATS = mode and
+/* Runs ibp__figures_report `calls` times in a child with IBP_STATS = mode and
  * path; returns what it wrote on stderr (malloc'd). */
 static char *report(ibp_stats_mode mode, const char *path, int calls) {
   char err_path[1100];
@@ -195,7 +213,7 @@ static char *report(ibp_stats_mode mode, const char *path, int calls) {
     ibp__cfg.stats = mode;
     snprintf(ibp__cfg.stats_path, sizeof ibp__cfg.stats_path, "%s", path);
     for (int i = 0; i < calls; i++)
-      ibp__stats_report();
+      ibp__figures_report();
     _exit(ibp__guard == 0 ? 0 : 4);
   }
   int status = 0;

@@ -1,7 +1,7 @@
 /*
- * Write tracking by page faults (preload/track.c): CPU stores to protected
- * regions, exact dirty bits against the model of track_test.h, edge pages,
- * shared pages, unprotect, the slot table, and concurrency.
+ * Write tracking by page faults (preload/track/track.c): CPU stores to
+ * protected regions, exact dirty bits against the model of track_test.h, edge
+ * pages, shared pages, unprotect, the slot table, and concurrency.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -16,7 +16,7 @@ static void stores_with(uint32_t R, size_t bytes) {
   arena a;
   arena_init(&a, bytes / 4096 + 4);
   size_t pg = a.pg;
-  ibp_region_rec *r = region_new(&a, 0, bytes, R);
+  ibp_tracked *r = region_new(&a, 0, bytes, R);
   CHECK(ibp__track_protect(r) == 0);
   CHECK(atomic_load(&r->protected_));
   CHECK(page_prot(a.mem) == 'r');
@@ -56,7 +56,7 @@ static void case_memcpy(void) {
   arena a;
   arena_init(&a, 24);
   size_t pg = a.pg;
-  ibp_region_rec *r = region_new(&a, 0, 20 * pg, 1536);
+  ibp_tracked *r = region_new(&a, 0, 20 * pg, 1536);
   CHECK(ibp__track_protect(r) == 0);
   uint8_t src[3 * 4096 + 100];
   for (size_t i = 0; i < sizeof src; i++)
@@ -81,7 +81,7 @@ static void case_unaligned(void) {
   arena a;
   arena_init(&a, 10);
   size_t pg = a.pg, off = pg + 100, bytes = 4 * pg + 300;
-  ibp_region_rec *r = region_new(&a, off, bytes, 700);
+  ibp_tracked *r = region_new(&a, off, bytes, 700);
   CHECK(ibp__track_protect(r) == 0);
   CHECK(page_prot(a.mem) == 'w');
   CHECK(page_prot(a.mem + pg) == 'r');
@@ -110,8 +110,8 @@ static void case_shared(void) {
   arena a;
   arena_init(&a, 8);
   size_t pg = a.pg, split = 2 * pg + pg / 2;
-  ibp_region_rec *r1 = region_new(&a, 0, split, 300);
-  ibp_region_rec *r2 = region_new(&a, split, 5 * pg - split, 300);
+  ibp_tracked *r1 = region_new(&a, 0, split, 300);
+  ibp_tracked *r2 = region_new(&a, split, 5 * pg - split, 300);
   CHECK(ibp__track_protect(r1) == 0);
   CHECK(ibp__track_protect(r2) == 0);
   arena_store(&a, 2 * pg + 8, 1); /* r1's part of the shared page */
@@ -157,7 +157,7 @@ static void case_unprotect(void) {
   arena a;
   arena_init(&a, 80);
   size_t pg = a.pg;
-  ibp_region_rec *r = region_new(&a, 0, 8 * pg, 2048);
+  ibp_tracked *r = region_new(&a, 0, 8 * pg, 2048);
   CHECK(ibp__track_protect(r) == 0);
   CHECK(ibp__track_protect(r) == 0); /* already: no second slot */
   CHECK_EQ(atomic_load(&ibp__track_live), 1);
@@ -177,12 +177,12 @@ static void case_unprotect(void) {
   memset(a.released, 0, sizeof a.released);
   region_clear_dirty(r);
   CHECK(ibp__track_protect(r) == 0);
-  ibp_region_rec *many[64];
+  ibp_tracked *many[64];
   for (size_t i = 0; i < 63; i++) {
     many[i] = region_new(&a, (10 + i) * pg, pg, 512);
     CHECK(ibp__track_protect(many[i]) == 0);
   }
-  ibp_region_rec *extra = region_new(&a, 75 * pg, pg, 512);
+  ibp_tracked *extra = region_new(&a, 75 * pg, pg, 512);
   CHECK(ibp__track_protect(extra) == -1);
   CHECK(!atomic_load(&extra->protected_));
   CHECK(page_prot(a.mem + 75 * pg) == 'w');
@@ -212,7 +212,7 @@ static void case_mark(void) {
   arena a;
   arena_init(&a, 6);
   size_t pg = a.pg;
-  ibp_region_rec *r = region_new(&a, 10, 4 * pg, 1000); /* n = 16 */
+  ibp_tracked *r = region_new(&a, 10, 4 * pg, 1000); /* n = 16 */
   ibp__track_mark_dirty(r, r->base + 999, 2);
   CHECK(dirty_bit(r, 0) && dirty_bit(r, 1) && !dirty_bit(r, 2));
   CHECK_EQ(atomic_load(&r->dirty_tensors), 2);
@@ -252,7 +252,7 @@ static void case_maplimit(void) {
   arena a;
   arena_init(&a, 40);
   size_t pg = a.pg;
-  ibp_region_rec *r = region_new(&a, 0, 32 * pg, 3000);
+  ibp_tracked *r = region_new(&a, 0, 32 * pg, 3000);
   CHECK(ibp__track_protect(r) == 0);
   /* Fill the mapping table: every other page of a reservation PROT_NONE. */
   size_t k, K = 70000;
@@ -316,7 +316,7 @@ static void case_threads(void) {
   arena *a = &tarena;
   arena_init(a, TPAGES);
   size_t pg = a->pg;
-  ibp_region_rec *r = region_new(a, 0, TPAGES * pg, 6144);
+  ibp_tracked *r = region_new(a, 0, TPAGES * pg, 6144);
   CHECK(ibp__track_protect(r) == 0);
   pthread_t t[4];
   worker w[4];
@@ -372,7 +372,7 @@ static void case_race(void) {
   arena *a = &tarena;
   arena_init(a, 40);
   size_t pg = a->pg;
-  ibp_region_rec *r = region_new(a, 50, 32 * pg - 100, 4000);
+  ibp_tracked *r = region_new(a, 50, 32 * pg - 100, 4000);
   pthread_t t[4];
   for (size_t i = 0; i < 3; i++)
     CHECK(pthread_create(&t[i], NULL, race_store, (void *)i) == 0);

@@ -1,5 +1,5 @@
 /*
- * The C-library hooks (preload/hooks_libc.c): kernel-side writes into a
+ * The C-library hooks (preload/track/hooks_libc.c): kernel-side writes into a
  * protected region must succeed with the right bytes, mark the right
  * tensors dirty and never fault; results and errno are the real ones;
  * re-protection (a recompression) never makes one fail halfway, and never
@@ -55,7 +55,7 @@ static void case_read(void) {
   arena a;
   arena_init(&a, 24);
   size_t pg = a.pg;
-  ibp_region_rec *r = region_new(&a, 0, 20 * pg, 1000);
+  ibp_tracked *r = region_new(&a, 0, 20 * pg, 1000);
   CHECK(ibp__track_protect(r) == 0);
   int fd = make_file(8 * pg);
 
@@ -111,7 +111,7 @@ static void case_fread(void) {
   arena a;
   arena_init(&a, 80);
   size_t pg = a.pg;
-  ibp_region_rec *r = region_new(&a, 0, 76 * pg, 3000);
+  ibp_tracked *r = region_new(&a, 0, 76 * pg, 3000);
   CHECK(ibp__track_protect(r) == 0);
   int fd = make_file(256 * 1024 + 123);
   FILE *f = fdopen(fd, "rb");
@@ -143,7 +143,7 @@ static void case_recv(void) {
   arena a;
   arena_init(&a, 24);
   size_t pg = a.pg;
-  ibp_region_rec *r = region_new(&a, 0, 22 * pg, 512);
+  ibp_tracked *r = region_new(&a, 0, 22 * pg, 512);
   CHECK(ibp__track_protect(r) == 0);
   static uint8_t msg[3 * 4096];
   fill_pattern(msg, sizeof msg, 1);
@@ -279,7 +279,7 @@ static void case_passthrough(void) {
   passthrough_checks(fd);
   arena a;
   arena_init(&a, 4);
-  ibp_region_rec *r = region_new(&a, 0, 2 * a.pg, 4096);
+  ibp_tracked *r = region_new(&a, 0, 2 * a.pg, 4096);
   CHECK(ibp__track_protect(r) == 0);
   CHECK(ibp__track_any());
   passthrough_checks(fd);
@@ -291,7 +291,7 @@ static void case_passthrough(void) {
 }
 
 typedef struct reprotector {
-  ibp_region_rec *r;
+  ibp_tracked *r;
   atomic_int stop;
   unsigned long done, refused;
 } reprotector;
@@ -313,7 +313,7 @@ static void case_reprotect(void) {
   arena a;
   arena_init(&a, 40);
   size_t pg = a.pg;
-  ibp_region_rec *r = region_new(&a, 0, 36 * pg, 1000);
+  ibp_tracked *r = region_new(&a, 0, 36 * pg, 1000);
   CHECK(ibp__track_protect(r) == 0);
   int fd = make_file(32 * pg);
   FILE *f = fdopen(dup(fd), "rb");
@@ -348,7 +348,7 @@ static void case_reprotect(void) {
 static void case_app_mprotect(void) {
   arena a;
   arena_init(&a, 8);
-  ibp_region_rec *r = region_new(&a, 0, 8 * a.pg, 4096);
+  ibp_tracked *r = region_new(&a, 0, 8 * a.pg, 4096);
   CHECK(ibp__track_protect(r) == 0);
   CHECK(ibp__track_reprotect(r) == 0);
   CHECK(mprotect(a.mem + a.pg, a.pg, PROT_READ | PROT_WRITE) == 0);

@@ -1,5 +1,5 @@
 /*
- * sigaction/signal virtualisation (preload/hooks_signal.c) and the chain
+ * sigaction/signal virtualisation (preload/track/hooks_signal.c) and the chain
  * from the tracker's handler to the application's: handlers installed
  * before and after ibp__track_install, oldact, signal(), SA_RESETHAND,
  * SIG_IGN, SIG_DFL (in forked children, checked by the signal they die
@@ -18,7 +18,7 @@ typedef int (*sigaction_fn)(int, const struct sigaction *, struct sigaction *);
 static uint8_t *none_page; /* PROT_NONE: the application's own faults */
 static size_t pg;
 static _Atomic int app_calls, bus_calls, usr_calls;
-static ibp_region_rec *nested_region;
+static ibp_tracked *nested_region;
 
 static void new_none_page(void) {
   pg = (size_t)sysconf(_SC_PAGESIZE);
@@ -100,7 +100,7 @@ static void check_chain_and_tracking(void) {
 
   arena a;
   arena_init(&a, 4);
-  ibp_region_rec *r = region_new(&a, 0, 4 * a.pg, 2048);
+  ibp_tracked *r = region_new(&a, 0, 4 * a.pg, 2048);
   CHECK(ibp__track_protect(r) == 0);
   arena_store(&a, 2 * a.pg + 3, 7);
   region_check(&a, r);
@@ -254,7 +254,7 @@ static void child_track_then_fault(void) {
   set_action(SIGSEGV, SIG_DFL);
   arena a;
   arena_init(&a, 3);
-  ibp_region_rec *r = region_new(&a, 0, 3 * a.pg, 4096);
+  ibp_tracked *r = region_new(&a, 0, 3 * a.pg, 4096);
   if (ibp__track_protect(r) != 0)
     _exit(3);
   arena_store(&a, a.pg, 1);
@@ -314,7 +314,7 @@ static void case_sent(void) {
   CHECK(sigaction(SIGSEGV, &a, NULL) == 0);
   arena ar;
   arena_init(&ar, 2);
-  ibp_region_rec *r = region_new(&ar, 0, 2 * ar.pg, 4096);
+  ibp_tracked *r = region_new(&ar, 0, 2 * ar.pg, 4096);
   CHECK(ibp__track_protect(r) == 0);
   siginfo_t si;
   memset(&si, 0, sizeof si);

@@ -23,8 +23,9 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "preload.h"
-#include "track_private.h"
+#include "base/libc.h"
+#include "track/track.h"
+#include "track/track_private.h"
 
 #define CHECK(c)                                                               \
   do {                                                                         \
@@ -97,42 +98,46 @@ static inline void arena_check_bytes(const arena *a) {
     }
 }
 
-/* A region record for [off, off+bytes) of the arena, tensors of R bytes,
- * with a zeroed dirty bitmap (one spare word to catch stray bits). */
-static inline ibp_region_rec *region_new(arena *a, size_t off, size_t bytes,
-                                         uint32_t R) {
-  ibp_region_rec *r = calloc(1, sizeof *r);
+/* A tracked region for [off, off+bytes) of the arena, tensors of R bytes,
+ * with a zeroed dirty bitmap (one spare word to catch stray bits); its
+ * name is stored right after it. */
+static inline ibp_tracked *region_new(arena *a, size_t off, size_t bytes,
+                                      uint32_t R) {
+  enum { name_max = 32 };
+  ibp_tracked *r = calloc(1, sizeof *r + name_max);
   CHECK(r);
   r->base = (uintptr_t)a->mem + off;
   r->bytes = bytes;
-  r->rule.tensor_bytes = R;
-  snprintf(r->name, sizeof r->name, "test@%zu", off);
+  r->tensor_bytes = R;
+  char *name = (char *)(r + 1);
+  snprintf(name, name_max, "test@%zu", off);
+  r->name = name;
   size_t words = bytes / R / 32 + 2;
   r->dirty = calloc(words, sizeof *r->dirty);
   CHECK(r->dirty);
   return r;
 }
 
-static inline void region_free(ibp_region_rec *r) {
+static inline void region_free(ibp_tracked *r) {
   free((void *)r->dirty);
   free(r);
 }
 
-static inline void region_clear_dirty(ibp_region_rec *r) {
-  size_t words = r->bytes / r->rule.tensor_bytes / 32 + 2;
+static inline void region_clear_dirty(ibp_tracked *r) {
+  size_t words = r->bytes / r->tensor_bytes / 32 + 2;
   for (size_t w = 0; w < words; w++)
     atomic_store(&r->dirty[w], 0);
   atomic_store(&r->dirty_tensors, 0);
 }
 
-static inline bool dirty_bit(const ibp_region_rec *r, size_t i) {
+static inline bool dirty_bit(const ibp_tracked *r, size_t i) {
   return atomic_load(&r->dirty[i / 32]) >> (i % 32) & 1;
 }
 
 /* Compares every dirty bit of r (and the spare bits past the last tensor)
  * with the model; also r->dirty_tensors. */
-static inline void region_check(const arena *a, const ibp_region_rec *r) {
-  size_t R = r->rule.tensor_bytes, n = r->bytes / R, set = 0;
+static inline void region_check(const arena *a, const ibp_tracked *r) {
+  size_t R = r->tensor_bytes, n = r->bytes / R, set = 0;
   size_t off = r->base - (uintptr_t)a->mem;
   for (size_t i = 0; i < n; i++) {
     bool want = false;

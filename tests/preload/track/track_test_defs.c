@@ -1,6 +1,6 @@
 /* What preload/init.c defines for libibp.so; the track tests link the
  * tracker's files without it (configuration never loaded: log at warn). */
-#include "preload.h"
+#include "base/base.h"
 
 ibp_config ibp__cfg;
 __thread int ibp__guard;

@@ -1,0 +1,55 @@
+/*
+ * What every file of libibp.so (preload/) relies on: visibility macros, the
+ * thread-local recursion guard and the configuration.  Internal: nothing
+ * here is exported (the library's exports are listed in libibp.map).
+ *
+ * preload/ is split by concern (docs/ARCHITECTURE.md, "preload/ layout"):
+ * base/ (this header, logging, the C library and the driver entry table),
+ * track/ (write tracking), stats/ (figures and the exit report), serve/
+ * (regions: compression, devices, substitution) and hooks/ (the exported
+ * entry points and the library's lifetime).  A directory includes only
+ * headers of directories before it in that list.
+ *
+ * Rules every file follows:
+ *   - fail open: an error returns to the caller's real function; it is
+ *     logged once (ibp__warn_once) and never aborts;
+ *   - no CUDA call before the application's own first driver call, none in
+ *     constructors or in the exit path;
+ *   - every hook runs its body under the thread-local recursion guard, so
+ *     driver calls libibp makes itself are never intercepted again.
+ */
+#ifndef IBP_PRELOAD_BASE_H
+#define IBP_PRELOAD_BASE_H
+
+#include "config/config.h"
+
+#define IBP_HIDDEN __attribute__((visibility("hidden")))
+#define IBP_EXPORT __attribute__((visibility("default")))
+/* For code an ASan runtime may call before it is initialised (it resolves
+ * its interceptors through our dlsym hook): no sanitizer instrumentation. */
+#define IBP_NO_SANITIZE __attribute__((no_sanitize("address", "undefined")))
+
+/* ---- config.c: configuration --------------------------------------------- */
+
+/* The configuration, loaded once by ibp__config_load.  Read-only
+ * afterwards. */
+extern ibp_config ibp__cfg;
+
+/* Loads the configuration once (idempotent, thread-safe, no CUDA call); a
+ * bad configuration is reported once on stderr and leaves libibp passing
+ * everything through.  Returns nonzero when interception is on:
+ * configuration loaded, not disabled, at least one rule. */
+int ibp__config_load(void);
+
+/* Nonzero once the configuration is loaded (ibp__cfg valid). */
+int ibp__loaded(void);
+
+/* Nonzero when IBP_WAIT_READY=1: the first copy from a region waits until
+ * the worker made it ready (tests, benchmarks). */
+int ibp__wait_ready(void);
+
+/* Thread-local recursion guard: nonzero while this thread runs libibp code
+ * that may call the driver or the C library. */
+extern __thread int ibp__guard;
+
+#endif /* IBP_PRELOAD_BASE_H */

@@ -1,0 +1,56 @@
+/* The configuration, loaded lazily (base/base.h).
+ *
+ * Nothing runs at load time (no constructor): the configuration is read at
+ * the first hook call that needs it, under pthread_once, and makes no CUDA
+ * call.  A bad configuration is reported once and leaves libibp passing
+ * everything through. */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "base/base.h"
+
+ibp_config ibp__cfg;
+__thread int ibp__guard __attribute__((tls_model("initial-exec")));
+
+static pthread_once_t load_once = PTHREAD_ONCE_INIT;
+static _Atomic int loaded;
+static int active;
+static int wait_ready;
+
+static void report_config_error(const ibp_config_error *e) {
+  char buf[512];
+  ibp_config_format_error(e, buf, sizeof buf - 1);
+  size_t n = strlen(buf);
+  buf[n++] = '\n';
+  ssize_t w = write(STDERR_FILENO, buf, n);
+  (void)w;
+}
+
+static void load(void) {
+  ibp_config_error err;
+  ibp__guard++;
+  if (ibp_config_load(&ibp__cfg, NULL, &err) != 0)
+    report_config_error(&err);
+  active = !ibp__cfg.disabled && ibp__cfg.n_rules > 0;
+  const char *w = getenv("IBP_WAIT_READY");
+  wait_ready = w && strcmp(w, "1") == 0;
+  atomic_store(&loaded, 1);
+  ibp__guard--;
+}
+
+int ibp__config_load(void) {
+  pthread_once(&load_once, load);
+  return active;
+}
+
+int ibp__loaded(void) {
+  return atomic_load(&loaded);
+}
+
+int ibp__wait_ready(void) {
+  ibp__config_load();
+  return wait_ready;
+}

@@ -1,0 +1,133 @@
+/* Hooks of the copy entry points (hooks.def).
+ *
+ * Each hook makes stream 0 explicit for its variant (legacy or per-thread
+ * default stream), offers the copy to ibp__serve_htod, and otherwise calls
+ * the driver's own function.  The fast path for a copy outside every region
+ * is the thread-local guard plus one relaxed load (ibp_registry_empty), or
+ * a lock-free lookup once regions exist. */
+#include "base/base.h"
+#include "hooks/hooks.h"
+#include "registry/registry.h"
+#include "serve/dtoh.h"
+#include "serve/substitute.h"
+
+static inline CUstream legacy(CUstream s) {
+  return s ? s : CU_STREAM_LEGACY;
+}
+static inline CUstream per_thread(CUstream s) {
+  return s ? s : CU_STREAM_PER_THREAD;
+}
+
+static inline int quiet(void) {
+  return ibp__guard || ibp_registry_empty();
+}
+
+/* 0 when served; 1 when the real copy must run. */
+static int htod(CUdeviceptr dst, const void *src, size_t n, CUstream s,
+                int sync, int unified) {
+  if (quiet())
+    return 1;
+  ibp_copy c = {dst, src, n, s, sync, unified};
+  return ibp__serve_htod(&c);
+}
+
+/* A copy into host memory: regions it overlaps are invalidated before it
+ * is queued; an asynchronous one gets an event so a recompression can wait
+ * until its bytes have landed (ibp__dtoh_end). */
+static int dtoh(const void *dst, size_t n) {
+  return quiet() ? 0 : ibp__dtoh_begin(dst, n);
+}
+
+static CUresult dtoh_done(int touched, CUresult res, CUstream s, int async) {
+  if (touched)
+    ibp__dtoh_end(res == CUDA_SUCCESS && async ? s : NULL, async);
+  return res;
+}
+
+/* ---- host to device ------------------------------------------------------ */
+
+CUresult ibp__hook_cuMemcpyHtoD_v2(CUdeviceptr dst, const void *src, size_t n) {
+  if (htod(dst, src, n, CU_STREAM_LEGACY, 1, 0) == 0)
+    return CUDA_SUCCESS;
+  return ibp__real_cuMemcpyHtoD_v2(dst, src, n);
+}
+
+CUresult ibp__hook_cuMemcpyHtoD_v2_ptds(CUdeviceptr dst, const void *src,
+                                        size_t n) {
+  if (htod(dst, src, n, CU_STREAM_PER_THREAD, 1, 0) == 0)
+    return CUDA_SUCCESS;
+  return ibp__real_cuMemcpyHtoD_v2_ptds(dst, src, n);
+}
+
+CUresult ibp__hook_cuMemcpyHtoDAsync_v2(CUdeviceptr dst, const void *src,
+                                        size_t n, CUstream s) {
+  if (htod(dst, src, n, legacy(s), 0, 0) == 0)
+    return CUDA_SUCCESS;
+  return ibp__real_cuMemcpyHtoDAsync_v2(dst, src, n, s);
+}
+
+CUresult ibp__hook_cuMemcpyHtoDAsync_v2_ptsz(CUdeviceptr dst, const void *src,
+                                             size_t n, CUstream s) {
+  if (htod(dst, src, n, per_thread(s), 0, 0) == 0)
+    return CUDA_SUCCESS;
+  return ibp__real_cuMemcpyHtoDAsync_v2_ptsz(dst, src, n, s);
+}
+
+/* ---- unified: classify both pointers ------------------------------------- */
+
+CUresult ibp__hook_cuMemcpy(CUdeviceptr dst, CUdeviceptr src, size_t n) {
+  int t = dtoh((const void *)dst, n);
+  if (htod(dst, (const void *)src, n, CU_STREAM_LEGACY, 1, 1) == 0)
+    return dtoh_done(t, CUDA_SUCCESS, NULL, 0);
+  return dtoh_done(t, ibp__real_cuMemcpy(dst, src, n), NULL, 0);
+}
+
+CUresult ibp__hook_cuMemcpy_ptds(CUdeviceptr dst, CUdeviceptr src, size_t n) {
+  int t = dtoh((const void *)dst, n);
+  if (htod(dst, (const void *)src, n, CU_STREAM_PER_THREAD, 1, 1) == 0)
+    return dtoh_done(t, CUDA_SUCCESS, NULL, 0);
+  return dtoh_done(t, ibp__real_cuMemcpy_ptds(dst, src, n), NULL, 0);
+}
+
+CUresult ibp__hook_cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src, size_t n,
+                                 CUstream s) {
+  int t = dtoh((const void *)dst, n);
+  if (htod(dst, (const void *)src, n, legacy(s), 0, 1) == 0)
+    return dtoh_done(t, CUDA_SUCCESS, NULL, 0);
+  return dtoh_done(t, ibp__real_cuMemcpyAsync(dst, src, n, s), legacy(s), 1);
+}
+
+CUresult ibp__hook_cuMemcpyAsync_ptsz(CUdeviceptr dst, CUdeviceptr src,
+                                      size_t n, CUstream s) {
+  int t = dtoh((const void *)dst, n);
+  if (htod(dst, (const void *)src, n, per_thread(s), 0, 1) == 0)
+    return dtoh_done(t, CUDA_SUCCESS, NULL, 0);
+  return dtoh_done(t, ibp__real_cuMemcpyAsync_ptsz(dst, src, n, s),
+                   per_thread(s), 1);
+}
+
+/* ---- device to host: invalidate, then copy ------------------------------- */
+
+CUresult ibp__hook_cuMemcpyDtoH_v2(void *dst, CUdeviceptr src, size_t n) {
+  int t = dtoh(dst, n);
+  return dtoh_done(t, ibp__real_cuMemcpyDtoH_v2(dst, src, n), NULL, 0);
+}
+
+CUresult ibp__hook_cuMemcpyDtoH_v2_ptds(void *dst, CUdeviceptr src, size_t n) {
+  int t = dtoh(dst, n);
+  return dtoh_done(t, ibp__real_cuMemcpyDtoH_v2_ptds(dst, src, n), NULL, 0);
+}
+
+CUresult ibp__hook_cuMemcpyDtoHAsync_v2(void *dst, CUdeviceptr src, size_t n,
+                                        CUstream s) {
+  int t = dtoh(dst, n);
+  return dtoh_done(t, ibp__real_cuMemcpyDtoHAsync_v2(dst, src, n, s), legacy(s),
+                   1);
+}
+
+CUresult ibp__hook_cuMemcpyDtoHAsync_v2_ptsz(void *dst, CUdeviceptr src,
+                                             size_t n, CUstream s) {
+  int t = dtoh(dst, n);
+  return dtoh_done(t, ibp__real_cuMemcpyDtoHAsync_v2_ptsz(dst, src, n, s),
+                   per_thread(s), 1);
+}

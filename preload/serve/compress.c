@@ -1,0 +1,187 @@
+/* Compressing a region on the worker thread (serve/compress.h,
+ * docs/ARCHITECTURE.md "No stale byte").
+ *
+ * Order matters for "no stale byte": the dirty bitmap exists and the pages
+ * are write-protected BEFORE the data is read, so a write racing with the
+ * compression marks its tensors dirty (served raw from the original).  A
+ * device-to-host copy into the region while we compress sets
+ * `invalidated`, and then every tensor is marked dirty. */
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "serve/compress.h"
+
+#include "base/driver.h"
+#include "base/log.h"
+#include "serve/dtoh.h"
+#include "serve/region.h"
+
+static uint64_t now_ns(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+static void *pinned(const ibp_driver *d, size_t bytes) {
+  void *p = NULL;
+  if (d->cuMemHostAlloc(&p, bytes,
+                        CU_MEMHOSTALLOC_DEVICEMAP | CU_MEMHOSTALLOC_PORTABLE) !=
+      CUDA_SUCCESS)
+    return NULL;
+  return p;
+}
+
+/* One warning per process; later regions failing the same way say so at
+ * info level (a persistent failure must not flood stderr). */
+static int fail(ibp_region_rec *r, const char *why) {
+  static int warned;
+  ibp__warn_first(&warned, "region '%s': %s; it passes through", r->name, why);
+  return -1;
+}
+
+/* Dirty bitmap (zero) and, unless track=trust, write protection. */
+static int start_tracking(const ibp_driver *d, ibp_region_rec *r,
+                          ibp_served_region *s) {
+  size_t bytes = (size_t)((s->geometry.tensors + 31) / 32) * 4;
+  uint8_t *bits = pinned(d, 2 * bytes); /* dirty, then busy (refresh.c) */
+  if (!bits)
+    return fail(r, "cannot allocate its dirty bitmap");
+  memset(bits, 0, 2 * bytes);
+  s->refresh.busy = (_Atomic uint32_t *)(bits + bytes);
+  __atomic_store_n(&s->track.dirty, (_Atomic uint32_t *)bits, __ATOMIC_RELEASE);
+  if (r->rule.track == IBP_TRACK_TRUST)
+    return 0;
+  if (ibp__track_install() != 0 || ibp__track_protect(&s->track) != 0)
+    return fail(r, "cannot write-protect it (track=trust skips that)");
+  return 0;
+}
+
+/* prefix[i]: stored bytes of tensors 0..i-1 (raw ones count R). */
+static int build_prefix(ibp_layout *l, uint64_t n, uint32_t R) {
+  uint64_t *prefix = malloc((size_t)(n + 1) * sizeof *prefix);
+  if (!prefix)
+    return -1;
+  prefix[0] = 0;
+  for (uint64_t i = 0; i < n; i++)
+    prefix[i + 1] = prefix[i] + (l->lengths[i] ? l->lengths[i] : R);
+  l->prefix = prefix;
+  return 0;
+}
+
+static int all_zero(const uint8_t *p, uint32_t len) {
+  for (uint32_t i = 0; i < len; i++)
+    if (p[i])
+      return 0;
+  return 1;
+}
+
+/* Room after the packed streams for streams a refresh moves (refresh.c):
+ * a quarter of the packed bytes, plus R for every tensor that is all zero
+ * now (not written yet: a KV cache's free blocks), whose stream will grow
+ * once it is. */
+static uint64_t spill_room(const uint8_t *data, uint64_t n, uint32_t R,
+                           uint64_t packed) {
+  uint64_t room = packed / 4;
+  for (uint64_t i = 0; i < n; i++)
+    if (all_zero(data + i * R, R))
+      room += R;
+  return room;
+}
+
+/* Compresses the region into slots (a temporary copy of its layout) and
+ * packs the streams into a pinned, device-mapped shadow (docs/FORMAT.md
+ * §3) followed by the spill room. */
+static ibp_status compress_packed(const ibp_driver *d, const ibp_region_rec *r,
+                                  ibp_layout *l, const ibp_params *params,
+                                  uint64_t n, ibp_region_summary *summary) {
+  const uint32_t R = params->tensor_bytes;
+  const void *data = (const void *)r->base;
+  uint8_t *slots = malloc(r->bytes);
+  l->offsets = malloc((size_t)(n + 1) * sizeof *l->offsets);
+  l->lengths = malloc((size_t)n * sizeof *l->lengths);
+  if (!slots || !l->offsets || !l->lengths) {
+    free(slots);
+    return IBP_ERR_NO_MEMORY;
+  }
+  ibp_status st =
+      ibp_compress_region(params, data, r->bytes, slots, l->flags, 0, summary);
+  ibp_region reg = {params, slots, r->bytes, l->flags};
+  if (st == IBP_OK)
+    st = ibp_region_pack_offsets(&reg, l->offsets);
+  if (st == IBP_OK) {
+    for (uint64_t i = 0; i < n; i++)
+      l->lengths[i] = (uint32_t)(l->offsets[i + 1] - l->offsets[i]);
+    uint64_t packed = l->offsets[n];
+    uint64_t cap = packed + spill_room(data, n, R, packed);
+    /* never 0 bytes: the kernel's host pointer must be a real mapping */
+    l->shadow = pinned(d, cap ? cap : 1);
+    l->shadow_bytes = cap;
+    st = l->shadow ? ibp_region_pack(&reg, l->offsets, l->shadow)
+                   : IBP_ERR_NO_MEMORY;
+  }
+  free(slots);
+  return st;
+}
+
+static void mark_all_dirty(ibp_tracked *t, uint64_t n) {
+  for (uint64_t w = 0; w < (n + 31) / 32; w++)
+    atomic_fetch_or(&t->dirty[w], 0xffffffffu);
+  atomic_store(&t->dirty_tensors, n);
+}
+
+int ibp__compress_region(ibp_region_rec *r) {
+  const ibp_driver *d = ibp__driver();
+  ibp_served_region *s = ibp__served(r);
+  ibp_layout *l = &s->layout;
+  const uint64_t t0 = now_ns();
+  const uint32_t R = s->geometry.tensor_bytes;
+  const uint64_t n = s->geometry.tensors;
+  const void *data = (const void *)r->base;
+  if (n == 0)
+    return fail(r, "it is smaller than one tensor");
+  if (start_tracking(d, r, s) != 0)
+    return -1;
+  /* copies into the region queued before now (even while it was only a
+   * candidate) must have landed before we read it; later ones set
+   * `invalidated` */
+  if (ibp__dtoh_wait() != 0)
+    return fail(r, "a device-to-host copy into pinned memory could not be "
+                   "followed (e.g. under stream capture)");
+  ibp_search_options opt = {
+      .chunk_bytes = r->rule.chunk,
+      .threshold = r->rule.threshold > 0 ? r->rule.threshold : -1,
+      .sampling = {.fraction = r->rule.sample},
+  };
+  ibp_params params;
+  ibp_status st = ibp_search(data, n, R, &opt, &params, NULL);
+  if (st != IBP_OK)
+    return fail(r, ibp_status_message(st));
+  uint64_t flag_bytes = (ibp_region_flag_bytes(&params, r->bytes) + 3) & ~3ull;
+  l->flags = calloc(1, flag_bytes ? flag_bytes : 4);
+  ibp_region_summary summary;
+  st = l->flags ? compress_packed(d, r, l, &params, n, &summary)
+                : IBP_ERR_NO_MEMORY;
+  if (st != IBP_OK) {
+    ibp_params_free(&params);
+    return fail(r, ibp_status_message(st));
+  }
+  /* published for the stats and the device setup; freed with s */
+  l->params = params;
+  l->summary = summary;
+  /* on the GPU: Mask, Bitval, flags and the streams' offsets and lengths */
+  l->summary.metadata_bytes += n * (sizeof *l->offsets + sizeof *l->lengths);
+  if (build_prefix(l, n, R) != 0)
+    return fail(r, "out of memory");
+  if (atomic_load(&s->invalidated))
+    mark_all_dirty(&s->track, n);
+  ibp__count(&s->counters, compress_seconds, now_ns() - t0);
+  ibp__log(
+      IBP_LOG_INFO,
+      "region '%s': %llu tensors of %u B, chunk %u, threshold %.3f, "
+      "%.1f%% saved",
+      r->name, (unsigned long long)n, R, params.chunk_bytes, params.threshold,
+      100.0 * (1.0 - (double)l->summary.compressed_bytes / (double)r->bytes));
+  return 0;
+}

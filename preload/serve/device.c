@@ -1,0 +1,362 @@
+/* Per-device work on the worker thread (serve/device.h): loading the
+ * kernels, the built-in self-test, and uploading a region's metadata.
+ *
+ * The kernels come from the embedded fatbin, loaded once per process with
+ * cuLibraryLoadData (context-independent; cuModuleLoadData per context when
+ * the driver lacks it).  Before the first region is served on a device, a
+ * built-in vector is compressed on the CPU, decompressed by the kernel on
+ * that device (whole and a partial range) and compared byte for byte; a
+ * mismatch disables substitution on the device for good. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "serve/device.h"
+
+#include "base/driver.h"
+#include "base/log.h"
+#include "kernels/ibp_fatbin.h"
+#include "serve/region.h"
+
+#define MAX_CONTEXTS 64
+#define SHARED_DEFAULT_LIMIT (48 * 1024)
+
+static CUlibrary library;
+static CUkernel kernel;
+static int library_tried;
+static int load_failed; /* no kernels in any context: give up for good */
+static int warned;      /* one warning per process */
+static int selftest[IBP_MAX_DEVICES]; /* 0 not run, 1 ok, -1 bad */
+static struct {
+  CUcontext ctx;
+  CUfunction fn;
+} functions[MAX_CONTEXTS];
+
+/* ---- kernels ------------------------------------------------------------- */
+
+static CUfunction module_function(const ibp_driver *d) {
+  CUmodule m;
+  CUfunction fn = NULL;
+  if (d->cuModuleLoadData &&
+      d->cuModuleLoadData(&m, ibp_kernels_fatbin) == CUDA_SUCCESS)
+    d->cuModuleGetFunction(&fn, m, IBP_KERNEL_DECOMPRESS);
+  return fn;
+}
+
+/* ibp_decompress in the current context (cached per context). */
+static CUfunction decompress_function(const ibp_driver *d) {
+  CUcontext ctx = NULL;
+  if (d->cuCtxGetCurrent(&ctx) != CUDA_SUCCESS || !ctx)
+    return NULL;
+  unsigned i = 0;
+  for (; i < MAX_CONTEXTS && functions[i].ctx; i++)
+    if (functions[i].ctx == ctx)
+      return functions[i].fn;
+  if (i == MAX_CONTEXTS)
+    return NULL;
+  if (!library_tried) {
+    library_tried = 1;
+    if (!d->cuLibraryLoadData ||
+        d->cuLibraryLoadData(&library, ibp_kernels_fatbin, NULL, NULL, 0, NULL,
+                             NULL, 0) != CUDA_SUCCESS ||
+        d->cuLibraryGetKernel(&kernel, library, IBP_KERNEL_DECOMPRESS) !=
+            CUDA_SUCCESS)
+      kernel = NULL;
+  }
+  CUfunction fn = NULL;
+  if (!kernel || !d->cuKernelGetFunction ||
+      d->cuKernelGetFunction(&fn, kernel) != CUDA_SUCCESS)
+    fn = module_function(d);
+  if (fn) {
+    functions[i].ctx = ctx;
+    functions[i].fn = fn;
+  }
+  return fn;
+}
+
+/* ---- memory helpers ------------------------------------------------------ */
+
+/* Device copy of `bytes` host bytes, zero-padded to `padded`; 0 on error. */
+static CUdeviceptr upload(const ibp_driver *d, CUstream s, const void *host,
+                          size_t bytes, size_t padded) {
+  CUdeviceptr p = 0;
+  uint8_t *tmp = calloc(1, padded);
+  if (!tmp || d->cuMemAlloc(&p, padded) != CUDA_SUCCESS) {
+    free(tmp);
+    return 0;
+  }
+  memcpy(tmp, host, bytes);
+  if (d->cuMemcpyHtoDAsync(p, tmp, padded, s) != CUDA_SUCCESS ||
+      d->cuStreamSynchronize(s) != CUDA_SUCCESS) {
+    d->cuMemFree(p);
+    p = 0;
+  }
+  free(tmp);
+  return p;
+}
+
+static CUdeviceptr mapped(const ibp_driver *d, const void *host) {
+  CUdeviceptr p = 0;
+  if (d->cuMemHostGetDevicePointer(&p, (void *)host, 0) != CUDA_SUCCESS)
+    return 0;
+  return p;
+}
+
+static size_t round_up(size_t v, size_t to) {
+  return (v + to - 1) / to * to;
+}
+
+/* ---- launch template ----------------------------------------------------- */
+
+static void free_metadata(const ibp_driver *d, ibp_device_memory *m) {
+  if (m->mask)
+    d->cuMemFree(m->mask);
+  if (m->bitval)
+    d->cuMemFree(m->bitval);
+  if (m->flags)
+    d->cuMemFree(m->flags);
+  if (m->offsets)
+    d->cuMemFree(m->offsets);
+  if (m->lengths)
+    d->cuMemFree(m->lengths);
+  *m = (ibp_device_memory){0};
+}
+
+static int upload_metadata(const ibp_driver *d, CUstream s, const ibp_params *p,
+                           const uint8_t *flags, const uint64_t *offsets,
+                           const uint32_t *lengths, uint64_t bytes,
+                           ibp_device_memory *m) {
+  const uint64_t n = bytes / p->tensor_bytes;
+  size_t masks = round_up(p->tensor_bytes, 16);
+  size_t flag_bytes = ibp_region_flag_bytes(p, bytes);
+  m->mask = upload(d, s, p->mask, p->tensor_bytes, masks);
+  m->bitval = upload(d, s, p->bitval, p->tensor_bytes, masks);
+  m->flags = upload(d, s, flags, flag_bytes, round_up(flag_bytes + 1, 4));
+  m->offsets =
+      upload(d, s, offsets, n * sizeof *offsets, (n + 1) * sizeof *offsets);
+  m->lengths =
+      upload(d, s, lengths, n * sizeof *lengths, (n + 1) * sizeof *lengths);
+  if (m->mask && m->bitval && m->flags && m->offsets && m->lengths)
+    return 0;
+  free_metadata(d, m);
+  return -1;
+}
+
+/* Fills the launch template of a region in the current context. */
+static int plan(const ibp_driver *d, int dev, CUfunction fn,
+                const ibp_params *p, const ibp_device_memory *m,
+                const void *packed, const void *original, const void *dirty,
+                uint64_t bytes, ibp_device_slot *out) {
+  int sms = 0, smem = 0;
+  if (d->cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
+                              dev) != CUDA_SUCCESS ||
+      d->cuDeviceGetAttribute(
+          &smem, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, dev) !=
+          CUDA_SUCCESS)
+    return -1;
+  ibp_decompress_args *a = &out->args;
+  *a = (ibp_decompress_args){
+      .packed = (const uint8_t *)(uintptr_t)mapped(d, packed),
+      .original = (const uint8_t *)(uintptr_t)mapped(d, original),
+      .offsets = (const uint64_t *)(uintptr_t)m->offsets,
+      .lengths = (const uint32_t *)(uintptr_t)m->lengths,
+      .flags = (const uint32_t *)(uintptr_t)m->flags,
+      .dirty = dirty ? (const uint32_t *)(uintptr_t)mapped(d, dirty) : NULL,
+      .mask = (const uint8_t *)(uintptr_t)m->mask,
+      .bitval = (const uint8_t *)(uintptr_t)m->bitval,
+      .tensors = bytes / p->tensor_bytes,
+      .length = bytes,
+      .tensor_bytes = p->tensor_bytes,
+      .chunk_bytes = p->chunk_bytes,
+      .tail_bytes = (uint32_t)(bytes % p->tensor_bytes),
+  };
+  if (!a->packed || !a->original || (dirty && !a->dirty))
+    return -1;
+  if (ibp_kernels_plan_decompress(a, (unsigned)smem, (unsigned)sms,
+                                  &out->plan) != 0)
+    return -1;
+  if (out->plan.dynamic_shared > SHARED_DEFAULT_LIMIT &&
+      d->cuFuncSetAttribute(fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                            (int)out->plan.dynamic_shared) != CUDA_SUCCESS)
+    return -1;
+  CUcontext ctx = NULL;
+  d->cuCtxGetCurrent(&ctx);
+  out->ctx = ctx;
+  out->fn = fn;
+  out->sms = (unsigned)sms;
+  out->mem = *m;
+  return 0;
+}
+
+/* Runs the template over [off, off+len) into dst and waits. */
+static CUresult run_range(const ibp_driver *d, CUstream s,
+                          const ibp_device_slot *rd, uint64_t off, uint64_t len,
+                          CUdeviceptr dst) {
+  ibp_decompress_args a = rd->args;
+  a.first_tensor = off / a.tensor_bytes;
+  a.first_offset = (uint32_t)(off % a.tensor_bytes);
+  a.length = len;
+  a.dst = (uint8_t *)(uintptr_t)dst;
+  ibp_kernel_plan pl = rd->plan;
+  ibp_kernels_plan_range(&a, rd->sms, &pl);
+  void *params[] = {&a};
+  CUresult e = d->cuLaunchKernel(rd->fn, pl.grid, 1, 1, pl.block, 1, 1,
+                                 pl.dynamic_shared, s, params, NULL);
+  return e == CUDA_SUCCESS ? d->cuStreamSynchronize(s) : e;
+}
+
+/* ---- the self-test ------------------------------------------------------- */
+
+/* A vector that exercises what regions use: R not a multiple of 16, a raw
+ * (incompressible) tensor, a raw tail, a range with partial tensors. */
+#define ST_R 200u
+#define ST_N 24u
+#define ST_TAIL 56u
+#define ST_BYTES (ST_R * ST_N + ST_TAIL)
+
+static void selftest_data(uint8_t *data) {
+  uint32_t x = 0x9e3779b9u;
+  for (unsigned i = 0; i < ST_BYTES / 4; i++) {
+    x = x * 1664525u + 1013904223u;
+    uint32_t w = (i / (ST_R / 4)) == 5 ? x : 0x3f800000u | (x >> 16);
+    memcpy(data + 4 * i, &w, 4);
+  }
+}
+
+typedef struct selftest_mem {
+  uint8_t *orig, *slots, *shadow, *back;
+  CUdeviceptr dst;
+  ibp_device_memory m;
+} selftest_mem;
+
+static int selftest_compare(const ibp_driver *d, CUstream s,
+                            const ibp_device_slot *rd, const selftest_mem *t,
+                            uint64_t off, uint64_t len) {
+  memset(t->back, 0xa5, ST_BYTES);
+  return run_range(d, s, rd, off, len, t->dst) == CUDA_SUCCESS &&
+                 d->cuMemcpyDtoH(t->back, t->dst, len) == CUDA_SUCCESS &&
+                 memcmp(t->back, t->orig + off, len) == 0
+             ? 0
+             : -1;
+}
+
+static int selftest_run(const ibp_driver *d, CUstream s, int dev, CUfunction fn,
+                        selftest_mem *t) {
+  ibp_bitstats st;
+  ibp_params p = {0};
+  uint8_t flags[ST_N / 8 + 1];
+  uint64_t offsets[ST_N + 1];
+  uint32_t lengths[ST_N];
+  ibp_device_slot rd;
+  ibp_region reg = {&p, t->slots, ST_BYTES, flags};
+  selftest_data(t->orig);
+  int ok = ibp_bitstats_init(&st, ST_R) == IBP_OK;
+  ok = ok && ibp_bitstats_add(&st, t->orig, ST_N, NULL, 1) == IBP_OK &&
+       ibp_params_build(&st, 0.9, 4, &p) == IBP_OK;
+  ibp_bitstats_free(&st);
+  ok = ok && ibp_compress_region(&p, t->orig, ST_BYTES, t->slots, flags, 1,
+                                 NULL) == IBP_OK;
+  /* the shadow has room for every tensor stored compressed */
+  ok = ok && ibp_region_pack_offsets(&reg, offsets) == IBP_OK &&
+       ibp_region_pack(&reg, offsets, t->shadow) == IBP_OK;
+  for (unsigned i = 0; ok && i < ST_N; i++)
+    lengths[i] = (uint32_t)(offsets[i + 1] - offsets[i]);
+  ok = ok &&
+       upload_metadata(d, s, &p, flags, offsets, lengths, ST_BYTES, &t->m) == 0;
+  ok = ok && plan(d, dev, fn, &p, &t->m, t->shadow, t->orig, NULL, ST_BYTES,
+                  &rd) == 0;
+  ok = ok && selftest_compare(d, s, &rd, t, 0, ST_BYTES) == 0 &&
+       selftest_compare(d, s, &rd, t, 333, 3000) == 0;
+  ibp_params_free(&p);
+  return ok ? 0 : -1;
+}
+
+static int device_selftest(const ibp_driver *d, CUstream s, int dev,
+                           CUfunction fn) {
+  selftest_mem t = {0};
+  int rc = -1;
+  void *o = NULL, *sh = NULL;
+  unsigned fl = CU_MEMHOSTALLOC_DEVICEMAP | CU_MEMHOSTALLOC_PORTABLE;
+  t.back = malloc(ST_BYTES);
+  t.slots = malloc(ST_BYTES);
+  if (t.back && t.slots &&
+      d->cuMemHostAlloc(&o, ST_BYTES, fl) == CUDA_SUCCESS &&
+      d->cuMemHostAlloc(&sh, ST_BYTES, fl) == CUDA_SUCCESS &&
+      d->cuMemAlloc(&t.dst, ST_BYTES) == CUDA_SUCCESS) {
+    t.orig = o;
+    t.shadow = sh;
+    rc = selftest_run(d, s, dev, fn, &t);
+  }
+  free_metadata(d, &t.m);
+  if (t.dst)
+    d->cuMemFree(t.dst);
+  if (sh)
+    d->cuMemFreeHost(sh);
+  if (o)
+    d->cuMemFreeHost(o);
+  free(t.back);
+  free(t.slots);
+  if (rc != 0)
+    ibp__warn_first(&warned,
+                    "device %d: the decompress self-test failed; "
+                    "libibp passes every copy through on it",
+                    dev);
+  return rc;
+}
+
+/* ---- regions ------------------------------------------------------------- */
+
+int ibp__device_setup(ibp_region_rec *r, int dev, CUstream s) {
+  const ibp_driver *d = ibp__driver();
+  ibp_served_region *sr = ibp__served(r);
+  const ibp_layout *l = &sr->layout;
+  ibp_device_slot *slot = &sr->dev[dev];
+  CUfunction fn = load_failed ? NULL : decompress_function(d);
+  if (!fn) {
+    if (!load_failed)
+      ibp__warn_first(&warned,
+                      "device %d: cannot load libibp's kernels; copies "
+                      "pass through",
+                      dev);
+    load_failed = 1;
+    return -1;
+  }
+  if (selftest[dev] == 0)
+    selftest[dev] = device_selftest(d, s, dev, fn) == 0 ? 1 : -1;
+  if (selftest[dev] < 0)
+    return -1;
+  ibp_device_memory m;
+  if (upload_metadata(d, s, &l->params, l->flags, l->offsets, l->lengths,
+                      r->bytes, &m) != 0) {
+    ibp__warn_first(&warned,
+                    "region '%s': cannot upload its metadata to "
+                    "device %d; it passes through there",
+                    r->name, dev);
+    return -1;
+  }
+  if (plan(d, dev, fn, &l->params, &m, l->shadow, (const void *)r->base,
+           (const void *)sr->track.dirty, r->bytes, slot) != 0) {
+    free_metadata(d, &m);
+    ibp__warn_first(&warned,
+                    "region '%s': cannot plan the kernel on device "
+                    "%d; it passes through there",
+                    r->name, dev);
+    return -1;
+  }
+  /* busy lies right after dirty in the same mapped allocation */
+  slot->busy = sr->refresh.busy
+                   ? (const uint32_t *)((const uint8_t *)slot->args.dirty +
+                                        ((uintptr_t)sr->refresh.busy -
+                                         (uintptr_t)sr->track.dirty))
+                   : NULL;
+  ibp__log(IBP_LOG_INFO, "region '%s': ready on device %d", r->name, dev);
+  return 0;
+}
+
+void ibp__device_after_fork_child(void) {
+  library = NULL;
+  kernel = NULL;
+  library_tried = 0;
+  memset(selftest, 0, sizeof selftest);
+  memset(functions, 0, sizeof functions);
+  load_failed = 0;
+}

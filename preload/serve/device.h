@@ -1,0 +1,21 @@
+/*
+ * Per-device work on the worker thread (device.c): loading the kernels,
+ * the built-in self-test, and uploading a region's metadata.
+ */
+#ifndef IBP_PRELOAD_DEVICE_H
+#define IBP_PRELOAD_DEVICE_H
+
+#include <cuda.h>
+
+#include "registry/registry.h"
+
+/* Sets up r (READY) on device `dev` in the current context: kernels
+ * loaded, device self-test passed, Mask/Bitval/flags/offsets/lengths
+ * uploaded, launch template planned (r's served region, dev[dev]).  Worker
+ * thread only.  Returns 0, or -1 (logged). */
+int ibp__device_setup(ibp_region_rec *r, int dev, CUstream stream);
+
+/* Child after fork: forgets loaded kernels and self-test results. */
+void ibp__device_after_fork_child(void);
+
+#endif /* IBP_PRELOAD_DEVICE_H */

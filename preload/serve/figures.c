@@ -1,0 +1,114 @@
+/* The statistics of served regions (serve/figures.h): one ibp_stat_row per
+ * region, from its registry record and its served region.
+ *
+ * Fields written by the compressing thread (layout.params, layout.summary)
+ * are read only when the region is not COMPRESSING (acquire load of the
+ * state); a region still compressing at exit is reported as not
+ * compressed.  The live regions are read with ibp_registry_foreach, which
+ * takes the registry's writer mutex; that mutex is only ever held inside
+ * registry calls (never across a call into the application), and
+ * ibp_registry_reset_after_fork re-initialises it in a child, so the wait
+ * is bounded. */
+#include "serve/figures.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/base.h"
+#include "serve/region.h"
+#include "stats/stats.h"
+
+static uint64_t load64(const _Atomic uint64_t *p) {
+  return atomic_load_explicit((_Atomic uint64_t *)p, memory_order_relaxed);
+}
+
+/* Compressed: the summary counts tensors, or (a region smaller than one
+ * tensor) Mask/Bitval exist and the summary counts its raw tail.  A
+ * compression that failed half-way leaves no summary: not compressed. */
+static void fill_codec(ibp_stat_row *w, const ibp_layout *l) {
+  w->compressed = l->summary.tensors > 0 ||
+                  (l->params.mask != NULL && l->summary.compressed_bytes > 0);
+  if (!w->compressed)
+    return;
+  if (l->params.tensor_bytes)
+    w->tensor_bytes = l->params.tensor_bytes;
+  w->chunk_bytes = l->params.chunk_bytes;
+  w->threshold = l->params.threshold;
+  w->tensors = l->summary.tensors;
+  w->tensors_compressed = l->summary.tensors_compressed;
+  w->compressed_bytes = l->summary.compressed_bytes;
+  w->metadata_bytes = l->summary.metadata_bytes;
+  w->saved_fraction = 1.0 - (double)w->compressed_bytes / (double)w->bytes;
+}
+
+static void fill_row(ibp_stat_row *w, const ibp_region_rec *r) {
+  memset(w, 0, sizeof *w);
+  w->id = r->id;
+  w->seq = UINT64_MAX;
+  w->base = r->base;
+  w->bytes = r->bytes ? r->bytes : 1;
+  if (r->name[0])
+    snprintf(w->name, sizeof w->name, "%.*s", IBP_REGISTRY_NAME_MAX - 1,
+             r->name);
+  else
+    snprintf(w->name, sizeof w->name, "region@0x%" PRIxPTR, r->base);
+  w->rule_chunk = r->rule.chunk;
+  w->rule_threshold = r->rule.threshold;
+  w->state = ibp_region_state_get(r);
+  const ibp_served_region *s = ibp__served(r);
+  if (!s)
+    return;
+  w->tensor_bytes = s->geometry.tensor_bytes;
+  if (w->state != IBP_REGION_COMPRESSING)
+    fill_codec(w, &s->layout);
+#define IBP_COUNTER(key, unit, column) w->key = load64(&s->counters.key);
+#define IBP_GAUGE(key, unit, column, from) w->key = load64(&s->from);
+#include "stats/stats.def"
+#undef IBP_COUNTER
+#undef IBP_GAUGE
+}
+
+void ibp__figures_retire(const ibp_region_rec *r) {
+  if (r == NULL)
+    return;
+  ibp_stat_row row;
+  fill_row(&row, r);
+  ibp__stats_keep_retired(&row);
+}
+
+typedef struct live_rows {
+  ibp_stat_row *v;
+  size_t n, cap;
+  int oom;
+} live_rows;
+
+static void collect_live(const ibp_region_rec *r, void *ctx) {
+  live_rows *l = ctx;
+  if (l->n == l->cap) {
+    size_t cap = l->cap ? 2 * l->cap : 16;
+    ibp_stat_row *v = realloc(l->v, cap * sizeof *v);
+    if (v == NULL) {
+      l->oom = 1;
+      return;
+    }
+    l->v = v;
+    l->cap = cap;
+  }
+  fill_row(&l->v[l->n++], r);
+}
+
+void ibp__figures_report(void) {
+  if (!ibp__stats_wanted())
+    return;
+  int saved_errno = errno;
+  ibp__guard++;
+  live_rows l = {0};
+  ibp_registry_foreach(collect_live, &l);
+  ibp__stats_write(l.v, l.n, l.oom);
+  free(l.v);
+  ibp__guard--;
+  errno = saved_errno;
+}

@@ -1,0 +1,144 @@
+/*
+ * A served region: everything libibp keeps about one pinned region beyond
+ * the registry's record (identity, range, state, references), which points
+ * to it as its owner.  One sub-struct per concern, each with one writer
+ * (docs/ARCHITECTURE.md, "Who owns what"):
+ *
+ *   geometry  fixed at creation, from the rule: the one source of the
+ *             tensor size
+ *   layout    the codec's result and the packed shadow (compress.c; the
+ *             offsets and lengths of busy tensors also by refresh.c)
+ *   track     write tracking (track/track.h)
+ *   refresh   recompressing written tensors (refresh.c)
+ *   dev       per-device state (device.c)
+ *   counters  statistics (stats/stats.def)
+ *
+ * Created with the registry record (hooks/hooks_pinned.c) and freed by the
+ * release hook (worker.c), which hands its pinned and device memory to the
+ * worker first.
+ */
+#ifndef IBP_PRELOAD_SERVE_REGION_H
+#define IBP_PRELOAD_SERVE_REGION_H
+
+#include <cuda.h>
+#include <ibp/codec.h>
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "kernels/ibp_kernels.h"
+#include "registry/registry.h"
+#include "stats/stats.h"
+#include "track/track.h"
+
+#define IBP_MAX_DEVICES 16 /* device ordinals 0..15 */
+
+/* Where a region's tensors lie; immutable after creation. */
+typedef struct ibp_geometry {
+  uint32_t tensor_bytes; /* R: tensor i is [base + i*R, base + (i+1)*R) */
+  uint64_t tensors;      /* n = bytes / R (0: smaller than one tensor) */
+} ibp_geometry;
+
+/* The codec's result: written only by the thread that moved the region to
+ * COMPRESSING; read-only once READY (seen with acquire), except that a
+ * refresh (refresh.c, on the worker) changes offsets/lengths of tensors it
+ * holds busy. */
+typedef struct ibp_layout {
+  ibp_params params;
+  ibp_region_summary summary;
+  void *shadow;          /* the compressed streams, packed (docs/FORMAT.md §3;
+                            pinned, device-mapped), then room for streams a
+                            refresh moves */
+  uint64_t shadow_bytes; /* allocated */
+  CUcontext ctx;         /* the context the shadow was allocated in */
+  uint8_t *flags;        /* one bit per tensor, 1 = compressed */
+  uint64_t *offsets;     /* n+1: tensor i's stream starts at shadow +
+                            offsets[i] (offsets[n]: end of the packed part) */
+  uint32_t *lengths;     /* n: ... and is lengths[i] bytes (0: stored raw) */
+  uint64_t *prefix;      /* n+1: stored bytes of tensors 0..i-1 (raw ones
+                            count R): what a copy reads over PCIe */
+} ibp_layout;
+
+/* Recompression of written tensors (refresh.c). */
+typedef struct ibp_refresh {
+  /* Like track.dirty (same layout, same mapped allocation, right after
+   * it): tensors whose stream a refresh is rewriting; the kernel serves
+   * them raw.  NULL until compression allocated it. */
+  _Atomic uint32_t *busy;
+  _Atomic int pending;          /* a refresh job is queued */
+  _Atomic int refreshing;       /* busy bits may be set: kernels read them */
+  _Atomic int launching;        /* copies between deciding and launching */
+  _Atomic uint64_t runs;        /* refresh jobs run */
+  _Atomic uint64_t dirty_floor; /* dirty_tensors after the last refresh */
+  /* Worker only: each tensor's room in the shadow (bytes; a stream that no
+   * longer fits moves to the spill room after the packed streams, from
+   * spill_top on). */
+  uint32_t *room;
+  uint64_t spill_top;
+} ibp_refresh;
+
+/* Per-device state (ibp_device_slot.state). */
+typedef enum ibp_device_state {
+  IBP_DEVICE_ABSENT = 0,    /* nothing uploaded */
+  IBP_DEVICE_UPLOADING = 1, /* claimed by one thread, which fills the slot */
+  IBP_DEVICE_READY = 2,     /* fields valid (published with release) */
+  IBP_DEVICE_FAILED = 3     /* substitution disabled on this device */
+} ibp_device_state;
+
+/* A region's metadata in one device's memory (device.c allocates it, the
+ * worker frees it with the region). */
+typedef struct ibp_device_memory {
+  CUdeviceptr mask, bitval; /* R bytes each */
+  CUdeviceptr flags;        /* one bit per tensor */
+  CUdeviceptr offsets;      /* n stream offsets into the shadow */
+  CUdeviceptr lengths;      /* n stream lengths (uint32) */
+} ibp_device_memory;
+
+/* One device.  Protocol: a thread moves state ABSENT -> UPLOADING with
+ * ibp__device_transition, fills the rest, then moves it to READY
+ * (release); readers read the rest only after seeing READY (acquire). */
+typedef struct ibp_device_slot {
+  _Atomic int state; /* ibp_device_state */
+  CUcontext ctx;     /* the context the device memory was allocated in */
+  CUfunction fn;     /* ibp_decompress in that context */
+  unsigned sms;
+  ibp_device_memory mem;
+  ibp_kernel_plan plan;
+  ibp_decompress_args args; /* launch template: region geometry filled,
+                               range fields per copy */
+  const uint32_t *busy;     /* device address of refresh.busy */
+} ibp_device_slot;
+
+typedef struct ibp_served_region {
+  ibp_geometry geometry;
+  ibp_layout layout;
+  ibp_tracked track;
+  ibp_refresh refresh;
+  ibp_device_slot dev[IBP_MAX_DEVICES];
+  ibp_counters counters;
+  _Atomic int invalidated;   /* written by a copy while compressing */
+  _Atomic unsigned failures; /* substitution errors (degrade on repeat) */
+} ibp_served_region;
+
+/* The served region of record r; NULL until attached. */
+static inline ibp_served_region *ibp__served(const ibp_region_rec *r) {
+  return (ibp_served_region *)ibp_region_owner(r);
+}
+
+/* A served region for r (geometry from r's rule, tracking described), not
+ * yet attached.  NULL on out of memory. */
+ibp_served_region *ibp__served_new(const ibp_region_rec *r);
+
+/* Frees the host memory of s (layout arrays, refresh rooms, codec
+ * parameters) and s itself; pinned and device memory are the worker's
+ * (worker.c).  NULL is ignored. */
+void ibp__served_free(ibp_served_region *s);
+
+/* Moves device `dev`'s slot from -> to (CAS, acq_rel); any change is
+ * allowed.  Returns 1 when it moved, 0 otherwise (or dev out of range). */
+int ibp__device_transition(ibp_served_region *s, unsigned dev,
+                           ibp_device_state from, ibp_device_state to);
+
+/* Device `dev`'s state (acquire); IBP_DEVICE_FAILED when out of range. */
+ibp_device_state ibp__device_state(const ibp_served_region *s, unsigned dev);
+
+#endif /* IBP_PRELOAD_SERVE_REGION_H */

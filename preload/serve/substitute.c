@@ -1,0 +1,216 @@
+/* Serving a host-to-device copy from a ready region (serve/substitute.h,
+ * docs/ARCHITECTURE.md "The copy path"): the decompress kernel, launched on
+ * the caller's stream, reads the packed compressed streams over PCIe and
+ * writes the original bytes to dst.
+ *
+ * Anything short of "region ready on this device, stream not capturing,
+ * launch accepted" returns 1 and the caller runs the driver's own copy:
+ * fail open.  A region whose launches keep failing is degraded. */
+#include <stdatomic.h>
+
+#include "serve/substitute.h"
+
+#include "base/base.h"
+#include "base/driver.h"
+#include "base/log.h"
+#include "serve/refresh.h"
+#include "serve/region.h"
+#include "serve/worker.h"
+
+#define FAILURES_BEFORE_DEGRADE 3
+
+static void count_passed(ibp_served_region *s) {
+  ibp__count(&s->counters, copies_passthrough, 1);
+}
+
+/* What dirty tensors among [first, last] add: they are read raw. */
+static uint64_t dirty_extra(const ibp_served_region *s, uint64_t first,
+                            uint64_t last) {
+  const uint64_t R = s->geometry.tensor_bytes;
+  const uint64_t *prefix = s->layout.prefix;
+  uint64_t extra = 0;
+  for (uint64_t w = first / 32; w <= last / 32; w++) {
+    uint32_t m = atomic_load_explicit(&s->track.dirty[w], memory_order_relaxed);
+    if (w == first / 32)
+      m &= UINT32_MAX << (first % 32);
+    if (w == last / 32)
+      m &= UINT32_MAX >> (31 - last % 32);
+    for (; m; m &= m - 1) {
+      uint64_t t = w * 32 + (uint64_t)__builtin_ctz(m);
+      extra += R - (prefix[t + 1] - prefix[t]);
+    }
+  }
+  return extra;
+}
+
+/* Stored bytes of the tensors the copy touches (+ its share of the raw
+ * tail; dirty tensors count R): what the kernel reads over PCIe, up to
+ * sector rounding. */
+static uint64_t pcie_bytes(const ibp_served_region *s, uint64_t off,
+                           uint64_t len) {
+  const uint64_t R = s->geometry.tensor_bytes, n = s->geometry.tensors;
+  const uint64_t end = off + len, body = n * R;
+  uint64_t bytes = 0;
+  if (off < body) {
+    uint64_t first = off / R, last = ((end < body ? end : body) - 1) / R;
+    bytes += s->layout.prefix[last + 1] - s->layout.prefix[first];
+    if (s->track.dirty &&
+        atomic_load_explicit(&s->track.dirty_tensors, memory_order_relaxed))
+      bytes += dirty_extra(s, first, last);
+  }
+  if (end > body)
+    bytes += end - (off > body ? off : body);
+  return bytes;
+}
+
+static void failed(ibp_region_rec *r, ibp_served_region *s, const char *what,
+                   CUresult e) {
+  ibp__count(&s->counters, copies_fallback, 1);
+  static int warned;
+  ibp__warn_first(&warned,
+                  "region '%s': %s failed (CUresult %d); copying without "
+                  "libibp",
+                  r->name, what, (int)e);
+  if (atomic_fetch_add(&s->failures, 1) + 1 >= FAILURES_BEFORE_DEGRADE &&
+      ibp_region_transition(r, IBP_REGION_READY, IBP_REGION_DEGRADED))
+    ibp__log(IBP_LOG_INFO, "region '%s': degraded to pass-through", r->name);
+}
+
+static CUresult launch(const ibp_driver *d, ibp_region_rec *r,
+                       const ibp_served_region *s, const ibp_device_slot *slot,
+                       const ibp_copy *c) {
+  ibp_decompress_args a = slot->args;
+  const uint64_t off = (uintptr_t)c->src - r->base;
+  a.first_tensor = off / a.tensor_bytes;
+  a.first_offset = (uint32_t)(off % a.tensor_bytes);
+  a.length = c->bytes;
+  a.dst = (uint8_t *)(uintptr_t)c->dst;
+  /* The kernel reads dirty bits over PCIe only when some tensor has one,
+   * and busy bits only while a refresh runs (refresh.c). */
+  if (atomic_load(&s->refresh.refreshing))
+    a.busy = slot->busy;
+  else if (atomic_load(&s->track.dirty_tensors) == 0)
+    a.dirty = NULL;
+  ibp_kernel_plan plan = slot->plan;
+  ibp_kernels_plan_range(&a, slot->sms, &plan);
+  void *params[] = {&a};
+  return d->cuLaunchKernel(slot->fn, plan.grid, 1, 1, plan.block, 1, 1,
+                           plan.dynamic_shared, c->stream, params, NULL);
+}
+
+static int dst_is_device(const ibp_driver *d, CUdeviceptr dst) {
+  CUmemorytype t = 0;
+  return d->cuPointerGetAttribute(&t, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, dst) ==
+             CUDA_SUCCESS &&
+         t == CU_MEMORYTYPE_DEVICE;
+}
+
+/* Moves a candidate region to compression (once), and the device slot of
+ * a ready one to setup; waits for either when IBP_WAIT_READY=1. */
+static void make_ready(ibp_region_rec *r, ibp_served_region *s, CUcontext ctx,
+                       int dev) {
+  ibp_region_state st = ibp_region_state_get(r);
+  if (st == IBP_REGION_CANDIDATE &&
+      ibp_region_transition(r, IBP_REGION_CANDIDATE, IBP_REGION_COMPRESSING))
+    ibp__worker_compress(r, ctx, dev);
+  else if (st == IBP_REGION_READY &&
+           ibp__device_transition(s, (unsigned)dev, IBP_DEVICE_ABSENT,
+                                  IBP_DEVICE_UPLOADING))
+    ibp__worker_setup_device(r, ctx, dev);
+  if (ibp__wait_ready())
+    ibp__worker_wait(r, dev);
+}
+
+/* Dirty tensors are served raw by the kernel until refresh.c recompresses
+ * them.  A region half dirty regardless, or recompressed more often than
+ * every 4th copy, is rewritten faster than it is copied, and the driver's
+ * own copy is the better deal: demote it (and stop tracking its writes). */
+static int rewritten(ibp_region_rec *r, ibp_served_region *s) {
+  uint64_t dirty =
+      atomic_load_explicit(&s->track.dirty_tensors, memory_order_relaxed);
+  uint64_t refreshes =
+      atomic_load_explicit(&s->refresh.runs, memory_order_relaxed);
+  uint64_t served =
+      atomic_load_explicit(&s->counters.copies_served, memory_order_relaxed);
+  /* half of it dirty, or recompressed more often than every 4th copy */
+  int too_often = refreshes >= 8 && refreshes * 4 > served;
+  if (!too_often && (dirty == 0 || 2 * dirty < s->geometry.tensors)) {
+    ibp__refresh_maybe(r);
+    return 0;
+  }
+  if (ibp_region_transition(r, IBP_REGION_READY, IBP_REGION_DEGRADED)) {
+    ibp__track_unprotect(&s->track);
+    ibp__log(IBP_LOG_INFO,
+             "region '%s': rewritten faster than copied (%llu of %llu "
+             "tensors dirty, %llu recompressions); demoted to pass-through",
+             r->name, (unsigned long long)dirty,
+             (unsigned long long)s->geometry.tensors,
+             (unsigned long long)refreshes);
+  }
+  return 1;
+}
+
+static int serve_region(ibp_region_rec *r, const ibp_copy *c) {
+  const ibp_driver *d = ibp__driver();
+  ibp_served_region *s = ibp__served(r);
+  if (!d || !s)
+    return 1;
+  if (c->unified && !dst_is_device(d, c->dst))
+    return 1; /* host to host: not ours */
+  CUcontext ctx = NULL;
+  CUdevice dev = -1;
+  if (d->cuCtxGetCurrent(&ctx) != CUDA_SUCCESS || !ctx ||
+      d->cuCtxGetDevice(&dev) != CUDA_SUCCESS || dev < 0 ||
+      dev >= IBP_MAX_DEVICES) {
+    count_passed(s);
+    return 1;
+  }
+  if (ibp_region_state_get(r) != IBP_REGION_READY ||
+      ibp__device_state(s, (unsigned)dev) != IBP_DEVICE_READY)
+    make_ready(r, s, ctx, dev);
+  const ibp_device_slot *slot = &s->dev[dev];
+  CUstreamCaptureStatus cs = CU_STREAM_CAPTURE_STATUS_NONE;
+  if (ibp_region_state_get(r) != IBP_REGION_READY ||
+      ibp__device_state(s, (unsigned)dev) != IBP_DEVICE_READY ||
+      slot->ctx != ctx || rewritten(r, s) ||
+      d->cuStreamIsCapturing(c->stream, &cs) != CUDA_SUCCESS ||
+      cs != CU_STREAM_CAPTURE_STATUS_NONE) {
+    count_passed(s);
+    return 1;
+  }
+  atomic_fetch_add(&s->refresh.launching, 1); /* refresh.c waits for it */
+  CUresult e = launch(d, r, s, slot, c);
+  atomic_fetch_sub(&s->refresh.launching, 1);
+  if (e != CUDA_SUCCESS) {
+    failed(r, s, "kernel launch", e);
+    return 1;
+  }
+  if (c->sync && (e = d->cuStreamSynchronize(c->stream)) != CUDA_SUCCESS) {
+    failed(r, s, "synchronizing the copy", e);
+    return 1; /* the real copy rewrites dst with the right bytes */
+  }
+  const uint64_t off = (uintptr_t)c->src - r->base;
+  ibp__count(&s->counters, copies_served, 1);
+  ibp__count(&s->counters, bytes_requested, c->bytes);
+  ibp__count(&s->counters, bytes_read_pcie, pcie_bytes(s, off, c->bytes));
+  return 0;
+}
+
+int ibp__serve_htod(const ibp_copy *c) {
+  if (c->bytes == 0 || c->bytes < ibp__cfg.min_copy_bytes)
+    return 1;
+  ibp_region_rec *r = NULL;
+  ibp_find_result f = ibp_registry_find(c->src, c->bytes, &r);
+  if (f == IBP_FIND_NONE)
+    return 1;
+  int rc = 1;
+  ibp__guard++;
+  ibp_served_region *s = ibp__served(r);
+  if (f == IBP_FIND_FOUND)
+    rc = serve_region(r, c);
+  else if (s)
+    count_passed(s);
+  ibp__guard--;
+  ibp_region_release(r);
+  return rc;
+}

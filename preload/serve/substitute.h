@@ -1,0 +1,29 @@
+/*
+ * Serving a host-to-device copy from a ready region (substitute.c): the
+ * decompress kernel, launched on the caller's stream, reads the packed
+ * compressed streams over PCIe and writes the original bytes to dst.
+ */
+#ifndef IBP_PRELOAD_SUBSTITUTE_H
+#define IBP_PRELOAD_SUBSTITUTE_H
+
+#include <cuda.h>
+#include <stddef.h>
+
+/* One host-to-device copy as the application asked for it.  `stream` is
+ * already explicit: 0 was mapped to CU_STREAM_LEGACY or
+ * CU_STREAM_PER_THREAD by the hook according to its variant. */
+typedef struct ibp_copy {
+  CUdeviceptr dst;
+  const void *src;
+  size_t bytes;
+  CUstream stream;
+  int sync;    /* host-synchronous entry point */
+  int unified; /* cuMemcpy*: dst may be host memory; check it is device */
+} ibp_copy;
+
+/* Serves the copy from a ready region with the kernel.  Returns 0 when
+ * served (the copy is done or queued on c->stream), 1 when the caller must
+ * run the real copy (outside every region, not ready, capturing, error). */
+int ibp__serve_htod(const ibp_copy *c);
+
+#endif /* IBP_PRELOAD_SUBSTITUTE_H */

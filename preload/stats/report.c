@@ -1,0 +1,637 @@
+/* Statistics: the exit report IBP_STATS asks for (docs/ARCHITECTURE.md,
+ * "Statistics").
+ *
+ * Per region: name, size, tensors, codec parameters, space saved, copies
+ * served / passed through / fallen back, bytes requested vs bytes read over
+ * PCIe, compression time, write tracking.  IBP_STATS=1 prints an aligned
+ * table on stderr; IBP_STATS=<path> writes JSON through a temporary file in
+ * the same directory and rename, so a reader never sees half a file (a path
+ * that exists and is not a regular file, e.g. /dev/stderr, is written in
+ * place).  The JSON document:
+ *
+ *   {"version": 1,
+ *    "regions": [{"id", "name", "base" ("0x..."), "bytes", "tensor_bytes",
+ *                 "tensors", "tensors_compressed", "chunk_bytes",
+ *                 "threshold", "compressed_bytes", "metadata_bytes",
+ *                 "saved_fraction", "state", "retired" (bool),
+ *                 "copies_served", "copies_passthrough", "copies_fallback",
+ *                 "bytes_requested", "bytes_read_pcie", "compress_seconds",
+ *                 "write_faults", "dirty_tensors",
+ *                 "tensors_recompressed"}, ...],
+ *    "totals": {"regions", "bytes", "stored_bytes", "saved_fraction",
+ *               "copies_served", "copies_passthrough", "copies_fallback",
+ *               "bytes_requested", "bytes_read_pcie", "pcie_saved_fraction",
+ *               "compress_seconds", "write_faults", "dirty_tensors",
+ *               "tensors_recompressed"}}
+ *
+ * Regions in registration order (id).  A region never compressed has
+ * chunk_bytes 0, threshold 0, tensors 0 and saved_fraction 0; saved_fraction
+ * is 1 - compressed_bytes / bytes (Mask/Bitval/flags not counted);
+ * stored_bytes counts compressed regions at compressed_bytes, others at
+ * bytes.  Integers are exact; fractions are the shortest decimal that reads
+ * back as the same double; nothing is NaN or infinite.
+ *
+ * The figures after the codec's are the rows of stats.def, in its order.
+ *
+ * Regions that leave the registry before exit are kept by
+ * ibp__stats_keep_retired on a lock-free list (a CAS push; nodes are never
+ * freed): no mutex, so neither a thread that dies inside it nor a fork() taken
+ * while another thread holds it can block the exit path.  The live regions'
+ * rows come from serve/figures.c.
+ *
+ * The report makes no CUDA call, never aborts, and reports a failure (out of
+ * memory, unwritable path) with one warning.  Numbers never depend on the
+ * application's locale. */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <locale.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "base/log.h"
+#include "stats/stats.h"
+
+typedef struct retired_node {
+  struct retired_node *next;
+  ibp_stat_row row;
+} retired_node;
+
+static _Atomic(retired_node *) retired_head;
+static atomic_uint_fast64_t retired_seq;
+static atomic_int retired_lost; /* retire calls that found no memory */
+static atomic_int reported;
+
+void ibp__stats_keep_retired(const ibp_stat_row *row) {
+  retired_node *n = malloc(sizeof *n);
+  if (n == NULL) {
+    atomic_fetch_add(&retired_lost, 1);
+    return;
+  }
+  n->row = *row;
+  n->row.retired = 1;
+  n->row.seq = atomic_fetch_add(&retired_seq, 1);
+  n->next = atomic_load_explicit(&retired_head, memory_order_relaxed);
+  while (!atomic_compare_exchange_weak_explicit(
+      &retired_head, &n->next, n, memory_order_release, memory_order_relaxed))
+    ;
+}
+
+/* ---- collecting the rows ------------------------------------------------- */
+
+typedef struct row_list {
+  ibp_stat_row *v;
+  size_t n, cap;
+  int oom;
+} row_list;
+
+static ibp_stat_row *row_push(row_list *l) {
+  if (l->n == l->cap) {
+    size_t cap = l->cap ? 2 * l->cap : 16;
+    ibp_stat_row *v = realloc(l->v, cap * sizeof *v);
+    if (v == NULL) {
+      l->oom = 1;
+      return NULL;
+    }
+    l->v = v;
+    l->cap = cap;
+  }
+  return &l->v[l->n++];
+}
+
+static int by_id_then_seq(const void *a, const void *b) {
+  const ibp_stat_row *x = a, *y = b;
+  if (x->id != y->id)
+    return x->id < y->id ? -1 : 1;
+  return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+/* Retired and live rows in registration order; a region listed twice (live
+ * and retired, or retired twice) keeps its latest figures. */
+static void collect(row_list *l, const ibp_stat_row *live, size_t n_live) {
+  const retired_node *n =
+      atomic_load_explicit(&retired_head, memory_order_acquire);
+  for (; n != NULL; n = n->next) {
+    ibp_stat_row *w = row_push(l);
+    if (w != NULL)
+      *w = n->row;
+  }
+  for (size_t i = 0; i < n_live; i++) {
+    ibp_stat_row *w = row_push(l);
+    if (w != NULL)
+      *w = live[i];
+  }
+  if (l->n == 0)
+    return;
+  qsort(l->v, l->n, sizeof *l->v, by_id_then_seq);
+  size_t k = 0;
+  for (size_t i = 0; i < l->n; i++) {
+    if (k > 0 && l->v[k - 1].id == l->v[i].id)
+      k--;
+    l->v[k++] = l->v[i];
+  }
+  l->n = k;
+}
+
+/* The figures of stats.def: how each is shown, and where it lies in a
+ * row. */
+typedef enum unit { COUNT, BYTES, NANOSECONDS } unit;
+typedef struct figure {
+  const char *key;
+  unit unit;
+  const char *column; /* "" = JSON only */
+  size_t offset;      /* in ibp_stat_row */
+} figure;
+
+static const figure figures[] = {
+#define IBP_COUNTER(key, unit, column)                                         \
+  {#key, unit, column, offsetof(ibp_stat_row, key)},
+#define IBP_GAUGE(key, unit, column, from)                                     \
+  {#key, unit, column, offsetof(ibp_stat_row, key)},
+#include "stats/stats.def"
+#undef IBP_COUNTER
+#undef IBP_GAUGE
+};
+#define N_FIGURES (sizeof figures / sizeof figures[0])
+
+static uint64_t figure_value(const ibp_stat_row *w, const figure *f) {
+  uint64_t v;
+  memcpy(&v, (const char *)w + f->offset, sizeof v);
+  return v;
+}
+
+/* The sums over every row: bytes, stored bytes, and each figure (in a
+ * row, so figure_value reads them). */
+typedef struct totals {
+  uint64_t bytes, stored_bytes;
+  ibp_stat_row sum;
+} totals;
+
+static totals sum_rows(const row_list *l) {
+  totals t;
+  memset(&t, 0, sizeof t);
+  for (size_t i = 0; i < l->n; i++) {
+    const ibp_stat_row *w = &l->v[i];
+    t.bytes += w->bytes;
+    t.stored_bytes += w->compressed ? w->compressed_bytes : w->bytes;
+    for (size_t k = 0; k < N_FIGURES; k++) {
+      uint64_t v =
+          figure_value(&t.sum, &figures[k]) + figure_value(w, &figures[k]);
+      memcpy((char *)&t.sum + figures[k].offset, &v, sizeof v);
+    }
+  }
+  return t;
+}
+
+static double saving(uint64_t after, uint64_t before) {
+  return before ? 1.0 - (double)after / (double)before : 0.0;
+}
+
+/* ---- text ---------------------------------------------------------------- */
+
+typedef struct sbuf {
+  char *p;
+  size_t n, cap;
+  int oom;
+} sbuf;
+
+__attribute__((format(printf, 2, 3))) static void
+sb_printf(sbuf *b, const char *fmt, ...) {
+  for (int pass = 0; pass < 2 && !b->oom; pass++) {
+    va_list ap;
+    va_start(ap, fmt);
+    int m = vsnprintf(b->p ? b->p + b->n : NULL, b->cap - b->n, fmt, ap);
+    va_end(ap);
+    if (m < 0) {
+      b->oom = 1;
+      return;
+    }
+    if ((size_t)m < b->cap - b->n) {
+      b->n += (size_t)m;
+      return;
+    }
+    size_t cap = 2 * b->cap + (size_t)m + 256;
+    char *p = realloc(b->p, cap);
+    if (p == NULL)
+      b->oom = 1;
+    else {
+      b->p = p;
+      b->cap = cap;
+    }
+  }
+}
+
+/* Formats a finite double with printf format `fmt` (one conversion) in the
+ * C locale's notation whatever the application's locale: the decimal
+ * separator, which may be several bytes, becomes '.'.  Non-finite -> 0. */
+static void fmt_double(char *out, size_t cap, const char *fmt, double v) {
+  char tmp[64];
+  if (!isfinite(v))
+    v = 0.0;
+  snprintf(tmp, sizeof tmp, fmt, v);
+  size_t k = 0;
+  int sep = 0;
+  for (const char *s = tmp; *s && k + 1 < cap; s++) {
+    if (strchr("0123456789+-eE", *s)) {
+      out[k++] = *s;
+      sep = 0;
+    } else if (!sep) {
+      out[k++] = '.';
+      sep = 1;
+    }
+  }
+  out[k] = '\0';
+}
+
+/* Shortest of %.15g .. %.17g that reads back as v (C locale). */
+static void json_double(char *out, size_t cap, double v) {
+  static locale_t c_locale;
+  if (c_locale == (locale_t)0)
+    c_locale = newlocale(LC_ALL_MASK, "C", (locale_t)0);
+  static const char *const fmts[] = {"%.15g", "%.16g", "%.17g"};
+  for (int i = 0; i < 3; i++) {
+    fmt_double(out, cap, fmts[i], v);
+    if (c_locale != (locale_t)0 && strtod_l(out, NULL, c_locale) == v)
+      return;
+  }
+}
+
+/* 64.0 MiB; whole bytes below 1 KiB. */
+static void human(char *out, size_t cap, uint64_t bytes) {
+  static const char *const units[] = {"KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+  if (bytes < 1024) {
+    snprintf(out, cap, "%" PRIu64 " B", bytes);
+    return;
+  }
+  double v = (double)bytes / 1024.0;
+  int u = 0;
+  while (v >= 1023.95 && u < 5) {
+    v /= 1024.0;
+    u++;
+  }
+  char num[32];
+  fmt_double(num, sizeof num, "%.1f", v);
+  snprintf(out, cap, "%s %s", num, units[u]);
+}
+
+static void percent(char *out, size_t cap, double f) {
+  char num[24];
+  fmt_double(num, sizeof num, "%.1f", 100.0 * f);
+  snprintf(out, cap, "%s%%", num);
+}
+
+/* The codec's columns, then one per stats.def figure with a heading. */
+#define HAS_COLUMN(column) (sizeof(column) > 1)
+enum {
+  codec_cols = 8,
+  n_cols = codec_cols
+#define IBP_COUNTER(key, unit, column) +HAS_COLUMN(column)
+#define IBP_GAUGE(key, unit, column, from) +HAS_COLUMN(column)
+#include "stats/stats.def"
+#undef IBP_COUNTER
+#undef IBP_GAUGE
+  ,
+  cell_max = IBP_REGISTRY_NAME_MAX + 32
+};
+typedef char text_row[n_cols][cell_max];
+
+static const char *const codec_head[codec_cols] = {
+    "region", "state", "size", "tensor", "tensors", "chunk", "thresh", "saved"};
+
+static void cell_u64(char *out, uint64_t v) {
+  snprintf(out, cell_max, "%" PRIu64, v);
+}
+
+static void cell_seconds(char *out, uint64_t ns) {
+  char num[32];
+  fmt_double(num, sizeof num, "%.3f", (double)ns / 1e9);
+  snprintf(out, cell_max, "%s s", num);
+}
+
+/* The name with anything but printable ASCII shown as '?'. */
+static void cell_name(char *out, const char *name) {
+  size_t k = 0;
+  for (; name[k] && k + 1 < cell_max; k++)
+    out[k] = (name[k] > ' ' && name[k] < 127) ? name[k] : '?';
+  out[k] = '\0';
+}
+
+static void figure_cell(char *out, const figure *f, uint64_t v) {
+  if (f->unit == BYTES)
+    human(out, cell_max, v);
+  else if (f->unit == NANOSECONDS)
+    cell_seconds(out, v);
+  else
+    cell_u64(out, v);
+}
+
+/* The cells of the figures with a column, from c[codec_cols] on. */
+static void figure_cells(text_row c, const ibp_stat_row *w) {
+  int k = codec_cols;
+  for (size_t i = 0; i < N_FIGURES; i++)
+    if (figures[i].column[0])
+      figure_cell(c[k++], &figures[i], figure_value(w, &figures[i]));
+}
+
+static void head_cells(text_row c) {
+  for (int k = 0; k < codec_cols; k++)
+    snprintf(c[k], cell_max, "%s", codec_head[k]);
+  int k = codec_cols;
+  for (size_t i = 0; i < N_FIGURES; i++)
+    if (figures[i].column[0])
+      snprintf(c[k++], cell_max, "%s", figures[i].column);
+}
+
+static void text_cells(text_row c, const ibp_stat_row *w) {
+  cell_name(c[0], w->name);
+  snprintf(c[1], cell_max, "%s%s", ibp_region_state_name(w->state),
+           w->retired ? "*" : "");
+  human(c[2], cell_max, w->bytes);
+  human(c[3], cell_max, w->tensor_bytes);
+  cell_u64(c[4], w->tensors);
+  unsigned chunk = w->compressed ? w->chunk_bytes : w->rule_chunk;
+  double thr = w->compressed ? w->threshold : w->rule_threshold;
+  if (chunk)
+    snprintf(c[5], cell_max, "%u", chunk);
+  else
+    snprintf(c[5], cell_max, "auto");
+  if (thr > 0)
+    fmt_double(c[6], cell_max, "%.3f", thr);
+  else
+    snprintf(c[6], cell_max, "auto");
+  if (w->compressed)
+    percent(c[7], cell_max, w->saved_fraction);
+  else
+    snprintf(c[7], cell_max, "-");
+  figure_cells(c, w);
+}
+
+static void total_cells(text_row c, const totals *t, size_t n) {
+  snprintf(c[0], cell_max, "total (%zu)", n);
+  human(c[2], cell_max, t->bytes);
+  for (int k = 1; k < codec_cols; k++)
+    if (k != 2 && k != 7)
+      snprintf(c[k], cell_max, " ");
+  percent(c[7], cell_max, saving(t->stored_bytes, t->bytes));
+  figure_cells(c, &t->sum);
+}
+
+static void text_line(sbuf *b, text_row c, const size_t *width) {
+  sb_printf(b, "[ibp]  ");
+  for (int k = 0; k < n_cols; k++) {
+    int left = k < 2; /* name and state left-aligned, numbers right */
+    sb_printf(b, left ? " %-*s" : " %*s", (int)width[k], c[k]);
+  }
+  while (b->n > 0 && b->p[b->n - 1] == ' ')
+    b->n--;
+  sb_printf(b, "\n");
+}
+
+static void write_all(int fd, const char *p, size_t n) {
+  while (n > 0) {
+    ssize_t w = write(fd, p, n);
+    if (w < 0 && errno == EINTR)
+      continue;
+    if (w <= 0)
+      return;
+    p += w;
+    n -= (size_t)w;
+  }
+}
+
+static void report_text(const row_list *l, const totals *t) {
+  text_row *cells = calloc(l->n + 2, sizeof *cells);
+  if (cells == NULL) {
+    ibp__log(IBP_LOG_WARN, "stats: out of memory; no report");
+    return;
+  }
+  size_t width[n_cols] = {0};
+  head_cells(cells[0]);
+  for (size_t i = 0; i < l->n; i++)
+    text_cells(cells[i + 1], &l->v[i]);
+  total_cells(cells[l->n + 1], t, l->n);
+  for (size_t i = 0; i < l->n + 2; i++)
+    for (int k = 0; k < n_cols; k++) {
+      size_t len = strlen(cells[i][k]);
+      width[k] = len > width[k] ? len : width[k];
+    }
+  sbuf b = {0};
+  sb_printf(&b, "[ibp] stats: %zu region%s (* = freed before exit)\n", l->n,
+            l->n == 1 ? "" : "s");
+  for (size_t i = 0; i < l->n + 2; i++)
+    text_line(&b, cells[i], width);
+  char req[32], pcie[32], pct[32];
+  human(req, sizeof req, t->sum.bytes_requested);
+  human(pcie, sizeof pcie, t->sum.bytes_read_pcie);
+  percent(pct, sizeof pct,
+          saving(t->sum.bytes_read_pcie, t->sum.bytes_requested));
+  sb_printf(&b, "[ibp] stats: requested %s, read over PCIe %s, saved %s\n", req,
+            pcie, pct);
+  if (b.oom)
+    ibp__log(IBP_LOG_WARN, "stats: out of memory; no report");
+  else
+    write_all(STDERR_FILENO, b.p, b.n);
+  free(b.p);
+  free(cells);
+}
+
+/* ---- JSON ------------------------------------------------------------------
+ */
+
+/* A JSON string; bytes outside printable ASCII become \u00XX escapes. */
+static void json_string(sbuf *b, const char *s) {
+  sb_printf(b, "\"");
+  for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+    if (*p == '"' || *p == '\\')
+      sb_printf(b, "\\%c", *p);
+    else if (*p < 0x20 || *p >= 0x7f)
+      sb_printf(b, "\\u%04x", *p);
+    else
+      sb_printf(b, "%c", *p);
+  }
+  sb_printf(b, "\"");
+}
+
+static void json_u64(sbuf *b, const char *key, uint64_t v) {
+  sb_printf(b, ", \"%s\": %" PRIu64, key, v);
+}
+
+static void json_num(sbuf *b, const char *key, double v) {
+  char num[64];
+  json_double(num, sizeof num, v);
+  sb_printf(b, ", \"%s\": %s", key, num);
+}
+
+static void json_figures(sbuf *b, const ibp_stat_row *w) {
+  for (size_t i = 0; i < N_FIGURES; i++) {
+    uint64_t v = figure_value(w, &figures[i]);
+    if (figures[i].unit == NANOSECONDS)
+      json_num(b, figures[i].key, (double)v / 1e9);
+    else
+      json_u64(b, figures[i].key, v);
+  }
+}
+
+static void json_region(sbuf *b, const ibp_stat_row *w) {
+  sb_printf(b, "    {\"id\": %" PRIu64 ", \"name\": ", w->id);
+  json_string(b, w->name);
+  sb_printf(b, ", \"base\": \"0x%" PRIxPTR "\"", w->base);
+  json_u64(b, "bytes", w->bytes);
+  json_u64(b, "tensor_bytes", w->tensor_bytes);
+  json_u64(b, "tensors", w->tensors);
+  json_u64(b, "tensors_compressed", w->tensors_compressed);
+  json_u64(b, "chunk_bytes", w->chunk_bytes);
+  json_num(b, "threshold", w->threshold);
+  json_u64(b, "compressed_bytes", w->compressed_bytes);
+  json_u64(b, "metadata_bytes", w->metadata_bytes);
+  json_num(b, "saved_fraction", w->saved_fraction);
+  sb_printf(b, ", \"state\": \"%s\"", ibp_region_state_name(w->state));
+  sb_printf(b, ", \"retired\": %s", w->retired ? "true" : "false");
+  json_figures(b, w);
+  sb_printf(b, "}");
+}
+
+static void json_totals(sbuf *b, const totals *t, size_t n) {
+  sb_printf(b, "  \"totals\": {\"regions\": %zu", n);
+  json_u64(b, "bytes", t->bytes);
+  json_u64(b, "stored_bytes", t->stored_bytes);
+  json_num(b, "saved_fraction", saving(t->stored_bytes, t->bytes));
+  json_figures(b, &t->sum);
+  json_num(b, "pcie_saved_fraction",
+           saving(t->sum.bytes_read_pcie, t->sum.bytes_requested));
+  sb_printf(b, "}\n");
+}
+
+static void json_document(sbuf *b, const row_list *l, const totals *t) {
+  sb_printf(b, "{\n  \"version\": 1,\n  \"regions\": [");
+  for (size_t i = 0; i < l->n; i++) {
+    sb_printf(b, i ? ",\n" : "\n");
+    json_region(b, &l->v[i]);
+  }
+  sb_printf(b, l->n ? "\n  ],\n" : "],\n");
+  json_totals(b, t, l->n);
+  sb_printf(b, "}\n");
+}
+
+static void warn_unwritable(const char *what, int err) {
+  char msg[128];
+  const char *s = strerror_r(err, msg, sizeof msg);
+  ibp__log(IBP_LOG_WARN, "IBP_STATS, path '%s': %s: %s; statistics not written",
+           ibp__cfg.stats_path, what, s);
+}
+
+static int write_fd(int fd, const char *p, size_t n) {
+  while (n > 0) {
+    ssize_t w = write(fd, p, n);
+    if (w < 0 && errno == EINTR)
+      continue;
+    if (w < 0)
+      return -1;
+    p += w;
+    n -= (size_t)w;
+  }
+  return 0;
+}
+
+/* Creates "<path>.<pid>.<n>.tmp" exclusively (mode 0666 & ~umask). */
+static int open_temp(const char *path, char *tmp, size_t cap) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  for (unsigned i = 0; i < 16; i++) {
+    snprintf(tmp, cap, "%s.%ld.%lx.tmp", path, (long)getpid(),
+             (unsigned long)ts.tv_nsec + i);
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    if (fd >= 0 || errno != EEXIST)
+      return fd;
+  }
+  return -1;
+}
+
+/* A path that exists and is no regular file (/dev/stderr, a FIFO) is written
+ * in place: renaming over it would replace the device node or link. */
+static void write_in_place(const char *path, const sbuf *b) {
+  int fd = open(path, O_WRONLY | O_CLOEXEC);
+  if (fd < 0) {
+    warn_unwritable("cannot open", errno);
+    return;
+  }
+  if (write_fd(fd, b->p, b->n) != 0)
+    warn_unwritable("cannot write", errno);
+  close(fd);
+}
+
+/* Regular files: a temporary file beside the target, then rename, so a
+ * reader sees the old file or the whole new one. */
+static void write_replace(const char *path, const sbuf *b) {
+  char tmp[IBP_CONFIG_PATH_MAX + 64];
+  int fd = open_temp(path, tmp, sizeof tmp);
+  if (fd < 0) {
+    warn_unwritable("cannot create a file in its directory", errno);
+    return;
+  }
+  const char *what = "cannot write";
+  int rc = write_fd(fd, b->p, b->n);
+  int err = errno;
+  if (rc == 0 && fsync(fd) != 0 && errno != EINVAL && errno != EROFS)
+    rc = -1, err = errno;
+  if (close(fd) != 0 && rc == 0)
+    rc = -1, err = errno;
+  if (rc == 0 && rename(tmp, path) != 0)
+    rc = -1, err = errno, what = "cannot replace it";
+  if (rc != 0) {
+    unlink(tmp);
+    warn_unwritable(what, err);
+  }
+}
+
+static void report_json(const row_list *l, const totals *t) {
+  sbuf b = {0};
+  json_document(&b, l, t);
+  const char *path = ibp__cfg.stats_path;
+  struct stat st;
+  if (b.oom)
+    warn_unwritable("cannot build the report", ENOMEM);
+  else if (stat(path, &st) == 0 && !S_ISREG(st.st_mode))
+    write_in_place(path, &b);
+  else
+    write_replace(path, &b);
+  free(b.p);
+}
+
+int ibp__stats_wanted(void) {
+  return !atomic_load(&reported) && (ibp__cfg.stats == IBP_STATS_STDERR ||
+                                     ibp__cfg.stats == IBP_STATS_JSON);
+}
+
+void ibp__stats_write(ibp_stat_row *live, size_t n, int live_incomplete) {
+  if (atomic_exchange(&reported, 1))
+    return;
+  if (ibp__cfg.stats != IBP_STATS_STDERR && ibp__cfg.stats != IBP_STATS_JSON)
+    return;
+  int saved_errno = errno;
+  ibp__guard++;
+  row_list l = {0};
+  collect(&l, live, n);
+  int lost = atomic_load(&retired_lost);
+  if (l.oom || lost || live_incomplete)
+    ibp__log(IBP_LOG_WARN, "stats: out of memory; some regions not listed");
+  totals t = sum_rows(&l);
+  if (ibp__cfg.stats == IBP_STATS_STDERR)
+    report_text(&l, &t);
+  else
+    report_json(&l, &t);
+  free(l.v);
+  ibp__guard--;
+  errno = saved_errno;
+}
+
+void ibp__stats_after_fork_child(void) {
+  atomic_store(&reported, 1);
+}

@@ -1,0 +1,73 @@
+/*
+ * Statistics (stats/): the per-region figures of stats.def, and the exit
+ * report IBP_STATS asks for (report.c): a text table on stderr or a JSON
+ * file (its document is described in report.c).
+ *
+ * This directory depends on base/ and the registry only.  The rows come
+ * from the owner of the regions (serve/figures.c), which fills an
+ * ibp_stat_row per region and hands them over.
+ */
+#ifndef IBP_PRELOAD_STATS_H
+#define IBP_PRELOAD_STATS_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "registry/registry.h"
+
+/* The counters of one region (the IBP_COUNTER rows); relaxed atomic adds
+ * from any thread. */
+typedef struct ibp_counters {
+#define IBP_COUNTER(key, unit, column) _Atomic uint64_t key;
+#define IBP_GAUGE(key, unit, column, from)
+#include "stats/stats.def"
+#undef IBP_COUNTER
+#undef IBP_GAUGE
+} ibp_counters;
+
+/* Adds v to counter `key` of an ibp_counters (relaxed). */
+#define ibp__count(counters, key, v)                                           \
+  atomic_fetch_add_explicit(&(counters)->key, (v), memory_order_relaxed)
+
+/* The figures of one region, copied out of its records. */
+typedef struct ibp_stat_row {
+  uint64_t id;
+  uint64_t seq; /* retire order; UINT64_MAX for a live region */
+  uintptr_t base;
+  uint64_t bytes;
+  char name[IBP_REGISTRY_NAME_MAX + 32];
+  uint32_t tensor_bytes, chunk_bytes, rule_chunk;
+  double threshold, rule_threshold;
+  int compressed; /* the codec fields below are valid */
+  uint64_t tensors, tensors_compressed, compressed_bytes, metadata_bytes;
+  double saved_fraction;
+  ibp_region_state state;
+  int retired;
+#define IBP_COUNTER(key, unit, column) uint64_t key;
+#define IBP_GAUGE(key, unit, column, from) uint64_t key;
+#include "stats/stats.def"
+#undef IBP_COUNTER
+#undef IBP_GAUGE
+} ibp_stat_row;
+
+/* Keeps the final figures of a region about to leave the registry (freed,
+ * unregistered) so the exit report still lists it; `row` is copied.
+ * Lock-free and thread-safe. */
+void ibp__stats_keep_retired(const ibp_stat_row *row);
+
+/* Writes the report IBP_STATS asks for (nothing when it is off): every
+ * retired row, then the `n` live rows of `live` (a region listed more than
+ * once keeps its latest figures).  Makes no CUDA call; a failure (out of
+ * memory, unwritable path) is one warning.  Runs once per process; later
+ * calls do nothing. */
+void ibp__stats_write(ibp_stat_row *live, size_t n, int live_incomplete);
+
+/* Nonzero when a report will be written (IBP_STATS set, not yet written). */
+int ibp__stats_wanted(void);
+
+/* In the child after fork: the exit report is the parent's; the child
+ * writes none. */
+void ibp__stats_after_fork_child(void);
+
+#endif /* IBP_PRELOAD_STATS_H */

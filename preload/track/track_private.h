@@ -1,0 +1,49 @@
+/*
+ * What the write tracker (track.c) shares with its two hook files
+ * (hooks_signal.c, hooks_libc.c) beyond track/track.h.  Internal to track/.
+ */
+#ifndef IBP_PRELOAD_TRACK_PRIVATE_H
+#define IBP_PRELOAD_TRACK_PRIVATE_H
+
+#include <signal.h>
+#include <stdatomic.h>
+
+#include "base/base.h"
+
+/* mprotect by system call: libibp exports an `mprotect` hook (hooks_libc.c),
+ * which the tracker's own calls must not reach.  Async-signal-safe; sets
+ * errno like mprotect. */
+#include <sys/syscall.h>
+#include <unistd.h>
+static inline int ibp__sys_mprotect(void *addr, size_t len, int prot) {
+  return (int)syscall(SYS_mprotect, addr, len, prot);
+}
+
+/* ---- track.c ------------------------------------------------------------- */
+
+/* Number of regions whose pages the tracker holds read-only now. */
+extern IBP_HIDDEN _Atomic unsigned ibp__track_live;
+
+/* Nonzero while anything is protected: one relaxed load, so the libc hooks
+ * cost nothing measurable when tracking is off. */
+static inline int ibp__track_any(void) {
+  return atomic_load_explicit(&ibp__track_live, memory_order_relaxed) != 0;
+}
+
+/* ---- hooks_signal.c ------------------------------------------------------ */
+
+/* Installs `ours` for SIGSEGV and SIGBUS with the real sigaction and from
+ * then on virtualises both in the exported sigaction/signal: what was
+ * installed before becomes "the application's action".  Idempotent per
+ * signal.  Returns 0, or -1 with nothing changed. */
+IBP_HIDDEN int ibp__sig_take_over(const struct sigaction *ours);
+
+/* Delivers a SIGSEGV/SIGBUS that is not the tracker's to the application's
+ * action (handler, SIG_IGN or SIG_DFL), from inside our handler.
+ * Async-signal-safe; takes no lock. */
+IBP_HIDDEN void ibp__sig_chain(int sig, siginfo_t *si, void *uc);
+
+/* In the child after fork: clears the writer lock and reader counts. */
+IBP_HIDDEN void ibp__sig_after_fork_child(void);
+
+#endif /* IBP_PRELOAD_TRACK_PRIVATE_H */
