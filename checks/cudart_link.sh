@@ -2,7 +2,7 @@
 # preload_no_cudart_link: the built libibp.so neither needs the CUDA runtime
 # or driver library (DT_NEEDED) nor references a CUDA symbol to be bound by
 # the dynamic linker: the driver is opened with dlopen and reached through
-# cuGetProcAddress (DESIGN.md sections 1 and 4).
+# cuGetProcAddress (docs/ARCHITECTURE.md, "Interception").
 #   cudart_link.sh <nm> <readelf> <libibp.so>
 . "$(CDPATH= cd -- "$(dirname -- "$0")" && pwd)/lib.sh"
 nm=$1 readelf=$2 lib=$3

@@ -1,7 +1,7 @@
 #!/bin/sh
 # check_no_constructors: nothing of libibp.so may run at load time
-# (DESIGN.md section 4: lazy init under pthread_once, no CUDA call in a
-# constructor).  Scans every directory linked into libibp.so for
+# (docs/ARCHITECTURE.md, "Interception": lazy init under pthread_once, no
+# CUDA call in a constructor).  Scans every directory linked into libibp.so for
 #   - __attribute__((constructor)), __constructor__, [[gnu::constructor]];
 #   - a function placed in .init_array / .preinit_array / .ctors by hand;
 #   - a linker -init= option in preload/CMakeLists.txt.

@@ -1,6 +1,6 @@
 #!/bin/sh
-# check_no_exit: library code never ends the process (DESIGN.md section 4,
-# "fail open"; STYLE.md "Errors and logging").  Scans the C sources and
+# check_no_exit: library code never ends the process (docs/ARCHITECTURE.md,
+# "Fail open").  Scans the C sources and
 # headers of codec/, config/, registry/, preload/ and the host C files of
 # kernels/ for calls to exit, _exit, _Exit, quick_exit, abort, assert and
 # __builtin_trap, and for <err.h> (err/errx exit).  static_assert and

@@ -29,34 +29,30 @@ static void vlog(const char *fmt, va_list ap) {
   }
 }
 
+static void vlog_at(ibp_log_level level, const char *fmt, va_list ap) {
+  if (level <= current_level())
+    vlog(fmt, ap);
+}
+
+/* The variadic entry points below: their arguments logged at `level`. */
+#define LOG_ARGS_AT(level)                                                     \
+  do {                                                                         \
+    va_list ap;                                                                \
+    va_start(ap, fmt);                                                         \
+    vlog_at(level, fmt, ap);                                                   \
+    va_end(ap);                                                                \
+  } while (0)
+
 void ibp__log(ibp_log_level level, const char *fmt, ...) {
-  if (level > current_level())
-    return;
-  va_list ap;
-  va_start(ap, fmt);
-  vlog(fmt, ap);
-  va_end(ap);
+  LOG_ARGS_AT(level);
 }
 
 void ibp__warn_once(int *once, const char *fmt, ...) {
-  if (__atomic_exchange_n(once, 1, __ATOMIC_RELAXED))
-    return;
-  if (IBP_LOG_WARN > current_level())
-    return;
-  va_list ap;
-  va_start(ap, fmt);
-  vlog(fmt, ap);
-  va_end(ap);
+  if (!__atomic_exchange_n(once, 1, __ATOMIC_RELAXED))
+    LOG_ARGS_AT(IBP_LOG_WARN);
 }
 
 void ibp__warn_first(int *once, const char *fmt, ...) {
-  ibp_log_level level = __atomic_exchange_n(once, 1, __ATOMIC_RELAXED)
-                            ? IBP_LOG_INFO
-                            : IBP_LOG_WARN;
-  if (level > current_level())
-    return;
-  va_list ap;
-  va_start(ap, fmt);
-  vlog(fmt, ap);
-  va_end(ap);
+  LOG_ARGS_AT(__atomic_exchange_n(once, 1, __ATOMIC_RELAXED) ? IBP_LOG_INFO
+                                                             : IBP_LOG_WARN);
 }

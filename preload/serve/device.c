@@ -107,17 +107,12 @@ static size_t round_up(size_t v, size_t to) {
 
 /* ---- launch template ----------------------------------------------------- */
 
-static void free_metadata(const ibp_driver *d, ibp_device_memory *m) {
-  if (m->mask)
-    d->cuMemFree(m->mask);
-  if (m->bitval)
-    d->cuMemFree(m->bitval);
-  if (m->flags)
-    d->cuMemFree(m->flags);
-  if (m->offsets)
-    d->cuMemFree(m->offsets);
-  if (m->lengths)
-    d->cuMemFree(m->lengths);
+void ibp__device_memory_free(const ibp_driver *d, ibp_device_memory *m) {
+  const CUdeviceptr ptrs[] = {m->mask, m->bitval, m->flags, m->offsets,
+                              m->lengths};
+  for (size_t k = 0; k < sizeof ptrs / sizeof ptrs[0]; k++)
+    if (ptrs[k])
+      d->cuMemFree(ptrs[k]);
   *m = (ibp_device_memory){0};
 }
 
@@ -137,7 +132,7 @@ static int upload_metadata(const ibp_driver *d, CUstream s, const ibp_params *p,
       upload(d, s, lengths, n * sizeof *lengths, (n + 1) * sizeof *lengths);
   if (m->mask && m->bitval && m->flags && m->offsets && m->lengths)
     return 0;
-  free_metadata(d, m);
+  ibp__device_memory_free(d, m);
   return -1;
 }
 
@@ -286,7 +281,7 @@ static int device_selftest(const ibp_driver *d, CUstream s, int dev,
     t.shadow = sh;
     rc = selftest_run(d, s, dev, fn, &t);
   }
-  free_metadata(d, &t.m);
+  ibp__device_memory_free(d, &t.m);
   if (t.dst)
     d->cuMemFree(t.dst);
   if (sh)
@@ -335,7 +330,7 @@ int ibp__device_setup(ibp_region_rec *r, int dev, CUstream s) {
   }
   if (plan(d, dev, fn, &l->params, &m, l->shadow, (const void *)r->base,
            (const void *)sr->track.dirty, r->bytes, slot) != 0) {
-    free_metadata(d, &m);
+    ibp__device_memory_free(d, &m);
     ibp__warn_first(&warned,
                     "region '%s': cannot plan the kernel on device "
                     "%d; it passes through there",

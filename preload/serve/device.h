@@ -7,13 +7,19 @@
 
 #include <cuda.h>
 
+#include "base/driver.h"
 #include "registry/registry.h"
+#include "serve/region.h"
 
 /* Sets up r (READY) on device `dev` in the current context: kernels
  * loaded, device self-test passed, Mask/Bitval/flags/offsets/lengths
  * uploaded, launch template planned (r's served region, dev[dev]).  Worker
  * thread only.  Returns 0, or -1 (logged). */
 int ibp__device_setup(ibp_region_rec *r, int dev, CUstream stream);
+
+/* Frees the device memory of m (in the current context, the one it was
+ * allocated in) and zeroes m. */
+void ibp__device_memory_free(const ibp_driver *d, ibp_device_memory *m);
 
 /* Child after fork: forgets loaded kernels and self-test results. */
 void ibp__device_after_fork_child(void);

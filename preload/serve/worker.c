@@ -107,21 +107,12 @@ static void run_device(const ibp_driver *d, job *j) {
   pop_ctx(d);
 }
 
-static void free_device_memory(const ibp_driver *d,
-                               const ibp_device_memory *m) {
-  const CUdeviceptr ptrs[] = {m->mask, m->bitval, m->flags, m->offsets,
-                              m->lengths};
-  for (size_t k = 0; k < sizeof ptrs / sizeof ptrs[0]; k++)
-    if (ptrs[k])
-      d->cuMemFree(ptrs[k]);
-}
-
 static void run_release(const ibp_driver *d, job *j) {
   release_data *rel = &j->rel;
   for (int i = 0; i < IBP_MAX_DEVICES; i++) {
     if (!rel->dev[i].ctx || !push_ctx(d, rel->dev[i].ctx))
       continue;
-    free_device_memory(d, &rel->dev[i].mem);
+    ibp__device_memory_free(d, &rel->dev[i].mem);
     pop_ctx(d);
   }
   if ((rel->shadow || rel->dirty) && push_ctx(d, rel->ctx)) {
