@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The cost libibp adds to copies outside every region (DESIGN.md section 9,
-# target <= 50 ns per call), on the simulated driver: bench_passthrough with
+# The cost libibp adds to copies outside every region (target: bench/README.md,
+# "Targets"), on the simulated driver: bench_passthrough with
 # and without LD_PRELOAD=libibp.so, alternating, 5 times each; prints the
 # median of each and the difference.
 #   bash bench/interpose.sh [build-dir]        (default build/release)

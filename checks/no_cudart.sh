@@ -1,9 +1,10 @@
 #!/bin/sh
 # check_no_cudart: libibp.so talks only to the driver API, which it opens
-# itself (docs/ARCHITECTURE.md: it never links cudart).  In preload/*.c, *.h,
-# *.def: no identifier starting with cuda[A-Z] (runtime calls and types;
-# names in string literals are fine), no #include of cuda_runtime*.h or
-# other cudart headers; in preload/CMakeLists.txt: no cudart library.
+# itself (docs/ARCHITECTURE.md, "Interception": it never links cudart).  In
+# preload/'s *.c, *.h, *.def: no identifier starting with cuda[A-Z]
+# (runtime calls and types; names in string literals are fine), no
+# #include of cuda_runtime*.h or other cudart headers; in
+# preload/CMakeLists.txt: no cudart library.
 # The built library is checked by preload_no_cudart_link.
 #   no_cudart.sh <source root>
 . "$(CDPATH= cd -- "$(dirname -- "$0")" && pwd)/lib.sh"

@@ -1,11 +1,12 @@
 #!/bin/sh
 # check_no_public_dlsym: inside libibp.so the name `dlsym` is our own hook
-# (exported by preload/hooks/resolve.c), so calling it -- or taking its address --
-# from preload/ code would recurse into the hook.  The C library's dlsym is
-# reached only through ibp__real_dlsym (preload/base/real.c, found with dlvsym).
-# Allowed: the hook's own definition or declaration in preload/hooks/resolve.c,
+# (exported by preload/hooks/resolve.c), so calling it -- or taking its
+# address -- from preload/ code would recurse into the hook.  The C
+# library's dlsym is reached only through ibp__real_dlsym
+# (preload/base/real.c, found with dlvsym).  Allowed: the hook's own
+# definition or declaration in preload/hooks/resolve.c,
 #   [IBP_EXPORT IBP_NO_SANITIZE ...] void *dlsym(void *handle, const char *name)
-# Anything else naming dlsym in preload/*.c, *.h, *.def is a violation;
+# Anything else naming dlsym in preload/'s *.c, *.h, *.def is a violation;
 # comments and string literals ("dlsym" as a name to look up) are ignored.
 #   no_public_dlsym.sh <source root>
 . "$(CDPATH= cd -- "$(dirname -- "$0")" && pwd)/lib.sh"

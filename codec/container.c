@@ -97,8 +97,7 @@ static void out_put(out_buf *o, const void *data, size_t len) {
   }
 }
 
-/* ---- writer -----------------------------------------------------------------
- */
+/* ---- writer -------------------------------------------------------------- */
 
 /* Compresses the tensors block by block and appends each stored slot. */
 static ibp_status write_payload(const ibp_params *p, const uint8_t *src,
@@ -192,8 +191,7 @@ ibp_status ibp_container_write(const ibp_params *p, const void *src,
   return s;
 }
 
-/* ---- reader -----------------------------------------------------------------
- */
+/* ---- reader -------------------------------------------------------------- */
 
 typedef struct parsed {
   ibp_container_info info;

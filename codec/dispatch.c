@@ -7,8 +7,7 @@
 
 #include "internal.h"
 
-/* ---- CPUID ----------------------------------------------------------------
- */
+/* ---- CPUID --------------------------------------------------------------- */
 
 static int cpu_has_bmi2(void) {
   unsigned a, b, c, d;
@@ -89,8 +88,7 @@ const char *ibp_impl_name(ibp_impl impl) {
   return "unknown";
 }
 
-/* ---- tables -----------------------------------------------------------------
- */
+/* ---- tables -------------------------------------------------------------- */
 
 static uint64_t nonfit[IBP_CHUNK_WIDTH_MAX + 1][256]; /* [c][fit bits] */
 static uint8_t pext8[256][256];

@@ -167,8 +167,7 @@ static inline int PACK_NAME(get)(const uint8_t *src, size_t len, size_t *pos,
   return 1;
 }
 
-/* ---- word geometry --------------------------------------------------------
- */
+/* ---- word geometry ------------------------------------------------------- */
 
 /* The word at byte b of tensor, mask or bitval; partial words zero-padded. */
 static inline uint64_t PACK_NAME(word)(const uint8_t *p, uint32_t b,
@@ -188,8 +187,7 @@ static inline uint32_t PACK_NAME(word_chunks)(uint32_t b, uint32_t R,
   return (bytes + c - 1) / c;
 }
 
-/* ---- size and compress ----------------------------------------------------
- */
+/* ---- size and compress --------------------------------------------------- */
 
 /* Stored length of the tensor: its compressed length if < R, else R.
  * Counts payload bits only; stops as soon as the tensor cannot save. */
@@ -254,8 +252,7 @@ PACK_NAME(compress_c)(const ibp_params *p, const uint8_t *t, uint8_t *slot,
   return (size_t)((bits + 7) / 8);
 }
 
-/* ---- decode ----------------------------------------------------------------
- */
+/* ---- decode -------------------------------------------------------------- */
 
 /* keep for the word at byte b, from its fit bits in the bitmap. */
 static inline uint64_t PACK_NAME(keep_from_bitmap)(const uint8_t *src,

@@ -140,8 +140,7 @@ static size_t grid(const search_ctx *cx, uint64_t *ks) {
   return m;
 }
 
-/* ---- the search ------------------------------------------------------------
- */
+/* ---- the search ---------------------------------------------------------- */
 
 typedef struct best_t {
   uint64_t stored;

@@ -6,7 +6,7 @@
  * the application's process.  Therefore this module:
  *   - never prints, exits or aborts: every problem comes back as an
  *     ibp_config_error, which the caller logs once (ibp_config_format_error)
- *     before running as pass-through (DESIGN.md section 4, "fail open");
+ *     before running as pass-through (docs/ARCHITECTURE.md, "Fail open");
  *   - never calls malloc itself; storage is fixed (IBP_CONFIG_MAX_RULES);
  *     reading IBP_CONFIG uses stdio (one FILE) and nothing else;
  *   - depends on nothing else of libibp but the header-only list of chunk

@@ -110,8 +110,7 @@ IBP_DEV void warp_stage(uint8_t *stage, const uint8_t *s_p, uint32_t lo,
   ibp_dev_cp_async_commit();
 }
 
-/* ---- decoding one compressed tensor ----------------------------------------
- */
+/* ---- decoding one compressed tensor -------------------------------------- */
 
 typedef struct tensor_job {
   const uint8_t *mask, *bitval; /* device, from the launch */

@@ -3,7 +3,8 @@
  * knows about, and everything attached to each one.
  *
  * A region is a pinned host range [base, base+bytes) registered when the
- * application allocates or registers pinned memory (docs/ARCHITECTURE.md).
+ * application allocates or registers pinned memory (docs/ARCHITECTURE.md,
+ * "config/ and registry/").
  * Regions never overlap.  A record carries the region's identity (id, range,
  * name, the rule it matched), its state machine (candidate -> compressing
  * -> ready -> degraded), a reference count and one opaque owner pointer:
@@ -106,8 +107,7 @@ typedef enum ibp_find_result {
   IBP_FIND_STRADDLES = 2 /* the range overlaps a region only partly */
 } ibp_find_result;
 
-/* ---- lifetime -------------------------------------------------------------
- */
+/* ---- lifetime ------------------------------------------------------------ */
 
 /* Called once per record when its last reference is dropped, before the
  * registry frees it; frees the owner.  It may run in any
@@ -126,11 +126,11 @@ void ibp_registry_fini(void);
 /* In a child after fork(): re-initialises the writer mutex and the reader
  * counters (threads that were inside the registry do not exist there).
  * Regions are kept; call it before any other registry function in the
- * child.  GPU metadata in the records is meaningless in the child. */
+ * child.  What the owners keep (GPU state, page protection) is the
+ * owner's to reset. */
 void ibp_registry_reset_after_fork(void);
 
-/* ---- writers --------------------------------------------------------------
- */
+/* ---- writers ------------------------------------------------------------- */
 
 /* Registers [base, base+bytes) in state CANDIDATE.
  *   base:  not NULL; base+bytes must not wrap.
@@ -156,8 +156,7 @@ size_t ibp_registry_foreach(void (*fn)(const ibp_region_rec *r, void *ctx),
 /* Number of registered regions. */
 size_t ibp_registry_count(void);
 
-/* ---- readers (lock-free) --------------------------------------------------
- */
+/* ---- readers (lock-free) ------------------------------------------------- */
 
 /* Nonzero when no region is registered: one relaxed load.  A racing add may
  * be missed, as any lookup racing an add may miss it. */
@@ -172,8 +171,7 @@ int ibp_registry_empty(void);
 ibp_find_result ibp_registry_find(const void *addr, size_t len,
                                   ibp_region_rec **out);
 
-/* ---- region operations ------------------------------------------------------
- */
+/* ---- region operations --------------------------------------------------- */
 
 /* Takes another reference on a record already referenced by the caller. */
 void ibp_region_acquire(ibp_region_rec *r);

@@ -64,7 +64,7 @@ if (system("test -s " . dir . "/plot_speedup.dat && echo 1") eq "1") {
   n = STATS_records
   labels = system("awk '!/^#/ { print $3 }' " . f . " | tr -d '\"' | tr '\n' ' '")
   plot ideal(x) title "ideal 1/(1 - saved)" lc rgb "#2ca02c" lw 2, \
-       0.95 * ideal(x) title "0.95 x ideal (DESIGN.md 9 target)" lc rgb "#2ca02c" dt 2, \
+       0.95 * ideal(x) title "0.95 x ideal (target)" lc rgb "#2ca02c" dt 2, \
        for [i = 0:n - 1] f every ::i::i using 1:2 with points pt 5 + 2 * (i % 5) \
          ps 1.6 lc rgb word(colors, i % 8 + 1) title word(labels, i + 1)
   unset logscale y

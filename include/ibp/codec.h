@@ -113,8 +113,7 @@ typedef struct ibp_sampling {
   uint64_t stride;
 } ibp_sampling;
 
-/* ---- per-bit statistics ----------------------------------------------------
- */
+/* ---- per-bit statistics -------------------------------------------------- */
 
 typedef struct ibp_bitstats {
   uint32_t tensor_bytes; /* R */
@@ -161,8 +160,7 @@ void ibp_params_free(ibp_params *p);
  */
 ibp_status ibp_params_check(const ibp_params *p);
 
-/* ---- threshold and chunk search -------------------------------------------
- */
+/* ---- threshold and chunk search ------------------------------------------ */
 
 /* chunk_bytes 0 = choose among IBP_CHUNK_WIDTHS; threshold < 0 = search.  The
  * search measures the exact bytes stored (bitmap and byte rounding included)
@@ -203,8 +201,7 @@ ibp_status ibp_search(const void *data, uint64_t n, uint32_t tensor_bytes,
                       const ibp_search_options *opt, ibp_params *out,
                       ibp_search_report *report);
 
-/* ---- one tensor ------------------------------------------------------------
- */
+/* ---- one tensor ---------------------------------------------------------- */
 
 /* Bytes the tensor takes in its slot: its compressed length when that is
  * strictly shorter than R, else R (stored raw). */
@@ -236,8 +233,7 @@ ibp_status ibp_decompress_tensor_part(const ibp_params *p, const void *src,
                                       size_t src_len, int compressed,
                                       uint32_t off, uint32_t len, void *dst);
 
-/* ---- region ----------------------------------------------------------------
- */
+/* ---- region -------------------------------------------------------------- */
 
 /* A compressed region as the GPU sees it: `bytes` bytes of slots laid out
  * like the original (slot i at i*R, the tail raw at n*R), and one flag bit
@@ -272,8 +268,7 @@ ibp_status ibp_compress_region(const ibp_params *p, const void *src,
 ibp_status ibp_decompress_range(const ibp_region *r, uint64_t off, uint64_t len,
                                 void *dst);
 
-/* ---- the GPU layout (packed) -------------------------------------------
- */
+/* ---- the GPU layout (packed) --------------------------------------------- */
 
 /* Offsets of the packed GPU layout (docs/FORMAT.md §3) of a compressed
  * region: offsets[i] (n+1 entries, n = bytes / R) is where tensor i's

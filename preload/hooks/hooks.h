@@ -16,14 +16,12 @@
 #include "hooks/hooks.def"
 #undef IBP_HOOK
 
-/* ---- resolve.c -------------------------------------------------------------
- */
+/* ---- resolve.c ----------------------------------------------------------- */
 
 /* Child after fork: re-initialises the lock guarding the hooks' binding. */
 void ibp__resolve_after_fork_child(void);
 
-/* ---- init.c ----------------------------------------------------------------
- */
+/* ---- init.c -------------------------------------------------------------- */
 
 /* Nonzero when interception is on (base/base.h's ibp__config_load); the
  * first call also sets up the library's lifetime: the registry's release

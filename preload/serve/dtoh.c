@@ -32,8 +32,7 @@ static _Atomic int unknown;  /* a copy we cannot wait for was queued */
 static pthread_mutex_t events_lock = PTHREAD_MUTEX_INITIALIZER;
 static pending_event *events; /* recorded after async copies into regions */
 
-/* ---- device-to-host copies ------------------------------------------------
- */
+/* ---- device-to-host copies ----------------------------------------------- */
 
 /* Invalidates every region [dst, dst+bytes) overlaps (lowest first).
  * Returns the number of regions touched. */

@@ -14,15 +14,9 @@
  *                 "tensors", "tensors_compressed", "chunk_bytes",
  *                 "threshold", "compressed_bytes", "metadata_bytes",
  *                 "saved_fraction", "state", "retired" (bool),
- *                 "copies_served", "copies_passthrough", "copies_fallback",
- *                 "bytes_requested", "bytes_read_pcie", "compress_seconds",
- *                 "write_faults", "dirty_tensors",
- *                 "tensors_recompressed"}, ...],
+ *                 <one key per row of stats.def>}, ...],
  *    "totals": {"regions", "bytes", "stored_bytes", "saved_fraction",
- *               "copies_served", "copies_passthrough", "copies_fallback",
- *               "bytes_requested", "bytes_read_pcie", "pcie_saved_fraction",
- *               "compress_seconds", "write_faults", "dirty_tensors",
- *               "tensors_recompressed"}}
+ *               <one key per row of stats.def>, "pcie_saved_fraction"}}
  *
  * Regions in registration order (id).  A region never compressed has
  * chunk_bytes 0, threshold 0, tensors 0 and saved_fraction 0; saved_fraction
@@ -31,7 +25,8 @@
  * bytes.  Integers are exact; fractions are the shortest decimal that reads
  * back as the same double; nothing is NaN or infinite.
  *
- * The figures after the codec's are the rows of stats.def, in its order.
+ * The figures after the codec's are the rows of stats.def, in its order
+ * (NANOSECONDS figures in seconds, as JSON numbers).
  *
  * Regions that leave the registry before exit are kept by
  * ibp__stats_keep_retired on a lock-free list (a CAS push; nodes are never
@@ -442,8 +437,7 @@ static void report_text(const row_list *l, const totals *t) {
   free(cells);
 }
 
-/* ---- JSON ------------------------------------------------------------------
- */
+/* ---- JSON ---------------------------------------------------------------- */
 
 /* A JSON string; bytes outside printable ASCII become \u00XX escapes. */
 static void json_string(sbuf *b, const char *s) {

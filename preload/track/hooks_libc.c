@@ -1,6 +1,6 @@
 /*
  * C-library calls that write into caller memory from the kernel side
- * (docs/ARCHITECTURE.md, "preload/": write tracking).  The kernel does not
+ * (docs/ARCHITECTURE.md, "No stale byte").  The kernel does not
  * fault on a read-only page the way a CPU store does: read(2) into a
  * tracked page fails with EFAULT.  So each hook announces the buffers it is
  * about to fill to the tracker (ibp__track_before_write: tensors marked
@@ -19,6 +19,14 @@
  * is hooked because glibc reads large requests straight into the caller's
  * buffer with its internal read; small ones go through the FILE buffer and
  * memcpy, which faults and is handled like any CPU store.
+ *
+ * mprotect and madvise (the IBP_LIBC_CHANGE rows) change tracked pages
+ * without a store: advice that discards or replaces page contents is
+ * announced as a write; the application's mprotect goes to
+ * ibp__track_app_protect first (its tensors dirty, the tracker's pages
+ * there released, the region never re-protected), and its protection then
+ * holds -- but a write fault on the region's pages is still the tracker's
+ * (track.c, "The application's own mprotect").
  *
  * A row takes effect only when its symbol is listed in libibp.map (CTest
  * check_libc_hooks_listed).

@@ -1,7 +1,7 @@
 /*
  * sigaction and signal, virtualised for SIGSEGV and SIGBUS once the write
  * tracker installed its handler: the fault handler must survive the
- * application (docs/ARCHITECTURE.md, "preload/": write tracking).
+ * application (docs/ARCHITECTURE.md, "No stale byte").
  *
  * From ibp__sig_take_over on, the kernel keeps our handler; what the
  * application installs is only recorded as "the application's action" and

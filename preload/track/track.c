@@ -1,11 +1,11 @@
 /*
- * Write tracking for shadow mode (DESIGN.md section 3): the pages of a
- * compressed region are held read-only; the first write to a page faults,
- * the tensors of every tracked region on that page are marked dirty (served
- * raw from then on) and the page is made writable, so the store retries and
- * succeeds.  Kernel-side writes (read(2) ...) are announced by the libc
- * hooks through ibp__track_before_write, which does the same without a
- * fault.
+ * Write tracking for shadow mode (docs/ARCHITECTURE.md, "No stale byte"):
+ * the pages of a compressed region are held read-only; the first write to a
+ * page faults, the tensors of every tracked region on that page are marked
+ * dirty (served raw from then on) and the page is made writable, so the
+ * store retries and succeeds.  Kernel-side writes (read(2) ...) are
+ * announced by the libc hooks through ibp__track_before_write, which does
+ * the same without a fault.
  *
  * The table.  SLOTS fixed slots, one per protected region, so the SIGSEGV
  * handler never locks or allocates.  A slot is FREE, BUSY (a writer fills
@@ -13,10 +13,11 @@
  * track_fault).  Writers (protect, unprotect) serialize on `wlock`; readers
  * (the handler, before_write) never block on them:
  *   - a reader enters a LIVE slot by incrementing `users` and re-reading the
- *     state (seq_cst, Dekker style); only then does it touch the region
- *     record or the slot's page bitmap;
+ *     state (seq_cst, Dekker style); only then does it touch the region's
+ *     ibp_tracked or the slot's page bitmap;
  *   - unprotect makes the pages writable, stores RETIRED, then waits until
- *     `users` drains.  After it returns no reader dereferences the region.
+ *     `users` drains.  After it returns no reader dereferences the
+ *     ibp_tracked.
  * Per page the slot keeps one bit, "still protected by us".  Invariant:
  * a bit is cleared only after the tensors on its page were marked dirty,
  * and a page is made writable only after its bit was cleared -- so a page
@@ -29,11 +30,20 @@
  * protect that races with a release of a shared page is caught by `gen`
  * (odd while protect changes protections; see release).
  *
- * Limits.  SLOTS regions at once (protect fails beyond).  An application
- * that mprotects a tracked region itself is not supported (a write fault
- * there makes the page writable).  When page-by-page release runs into
- * vm.max_map_count, the whole region is marked dirty and made writable
- * (widen); the core then demotes it as rewritten.
+ * The application's own mprotect.  The mprotect hook (hooks_libc.c)
+ * calls ibp__track_app_protect before the real mprotect: the range is
+ * announced like a write (its tensors marked dirty, the tracker's pages
+ * there released and made writable), then the application's protection
+ * applies.  The slot is marked app_owned, and ibp__track_reprotect never
+ * protects that region again, so what the application set holds.  A write
+ * fault on a page of a LIVE slot is still taken as the tracker's (see
+ * track_fault): one the application provoked by making such a page
+ * read-only itself makes the page writable and never reaches its handler.
+ *
+ * Limits.  SLOTS regions at once (protect fails beyond).  When
+ * page-by-page release runs into vm.max_map_count, the whole region is
+ * marked dirty and made writable (widen); serve/substitute.c then demotes
+ * it as rewritten.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -308,9 +318,10 @@ static int in_tombstone(uintptr_t p) {
 /*
  * 1 when the write fault at addr is the tracker's (the store may retry).
  *   - A page of a LIVE slot is made writable (release): a fault there is
- *     always ours, even when another thread cleared the page's bit first.
- *     An application that mprotects a tracked region itself is not
- *     supported.
+ *     always ours, even when another thread cleared the page's bit first,
+ *     or when the application's own mprotect (ibp__track_app_protect) made
+ *     the page read-only: its tensors are dirty already, and the fault is
+ *     not chained to the application.
  *   - A page of a RETIRED slot only: unprotect ran between the fault and
  *     this handler and has made it writable since; retry.  Retried again at
  *     the same address only after a tracker event (protect or unprotect:
@@ -346,7 +357,7 @@ static int track_fault(uintptr_t addr) {
  *               handler on the alternate stack it set up (ignored without);
  *   SA_NODEFER  a fault inside this handler or inside the application's
  *               handler we chain to -- e.g. a write to a tracked page, or
- *               to a region record sharing an edge page -- must reach us
+ *               to an ibp_tracked sharing an edge page -- must reach us
  *               again rather than hit a blocked SIGSEGV, which the kernel
  *               turns into death;
  *   SA_RESTART  an asynchronous kill -SEGV to a handler that returns
@@ -594,8 +605,7 @@ void ibp__track_after_fork_child(void) {
   ibp__sig_after_fork_child();
 }
 
-/* ---- re-protection (refresh.c) --------------------------------------------
- */
+/* ---- re-protection (refresh.c) ------------------------------------------- */
 
 int ibp__track_kwrite_begin(void) {
   if (!ibp__track_any())

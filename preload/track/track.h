@@ -48,13 +48,6 @@ int ibp__track_protect(ibp_tracked *t);
 /* Makes every page of t writable again (remove, degrade).  Idempotent. */
 void ibp__track_unprotect(ibp_tracked *t);
 
-/* Called before something other than a CPU store writes [addr, addr+len):
- * the C library or the kernel (read(2) into the buffer ...), or a
- * device-to-host copy.  Every tracked region overlapping the range gets the
- * overlapped tensors marked dirty and those pages made writable.  One
- * relaxed atomic load when nothing is protected; async-signal-safe. */
-void ibp__track_before_write(const void *addr, size_t len);
-
 /* Marks tensors of t overlapping [addr, addr+len) dirty without touching
  * page protection (device-to-host copies into a region). */
 void ibp__track_mark_dirty(ibp_tracked *t, uintptr_t addr, size_t len);
@@ -73,20 +66,6 @@ void ibp__track_quiesce(void);
 /* Nonzero when every page of t overlapping [a, a+len) is held read-only by
  * the tracker. */
 int ibp__track_still_protected(ibp_tracked *t, uintptr_t a, size_t len);
-
-/* ---- for the libc hooks ----------------------------------------------------
- */
-
-/* Around a libc call that writes caller memory from the kernel side:
- * begin (returns whether anything is tracked; then announce the buffers
- * with ibp__track_before_write) ... the real call ... end(began).  No
- * re-protection happens in between. */
-int ibp__track_kwrite_begin(void);
-void ibp__track_kwrite_end(int began);
-
-/* The application's own mprotect of [addr, addr+len): announced like a
- * write, and the regions it touches are never re-protected. */
-void ibp__track_app_protect(const void *addr, size_t len);
 
 /* In the child after fork: the tracker's lock-free state stays valid; this
  * re-initialises anything lock-based. */

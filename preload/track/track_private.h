@@ -30,6 +30,26 @@ static inline int ibp__track_any(void) {
   return atomic_load_explicit(&ibp__track_live, memory_order_relaxed) != 0;
 }
 
+/* ---- track.c, for the libc hooks ----------------------------------------- */
+
+/* Called before something other than a CPU store writes [addr, addr+len):
+ * the C library or the kernel (read(2) into the buffer ...).  Every tracked
+ * region overlapping the range gets the overlapped tensors marked dirty and
+ * those pages made writable.  One relaxed atomic load when nothing is
+ * protected; async-signal-safe. */
+void ibp__track_before_write(const void *addr, size_t len);
+
+/* Around a libc call that writes caller memory from the kernel side:
+ * begin (returns whether anything is tracked; then announce the buffers
+ * with ibp__track_before_write) ... the real call ... end(began).  No
+ * re-protection happens in between. */
+int ibp__track_kwrite_begin(void);
+void ibp__track_kwrite_end(int began);
+
+/* The application's own mprotect of [addr, addr+len): announced like a
+ * write, and the regions it touches are never re-protected. */
+void ibp__track_app_protect(const void *addr, size_t len);
+
 /* ---- hooks_signal.c ------------------------------------------------------ */
 
 /* Installs `ours` for SIGSEGV and SIGBUS with the real sigaction and from

@@ -202,8 +202,7 @@ uint64_t sample_fnv1a(uint64_t h, const void *p, size_t n) {
   return h;
 }
 
-/* ---- files ----------------------------------------------------------------
- */
+/* ---- files --------------------------------------------------------------- */
 
 static void file_error(const char *path, const char *why) {
   fprintf(stderr, "%s: %s: %s\n", sample_prog, path, why);

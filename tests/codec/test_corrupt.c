@@ -122,8 +122,7 @@ static void run_tensor_inputs(rng *r, bufs *b, const fixture *f,
   free(raw);
 }
 
-/* ---- whole regions of random slots and flags ------------------------------
- */
+/* ---- whole regions of random slots and flags ----------------------------- */
 
 static void check_random_region(rng *r, bufs *b, test_region *tr) {
   uint32_t R = tr->f.R;

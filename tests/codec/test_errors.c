@@ -229,8 +229,7 @@ static void check_search_args(void) {
   ibp_params_free(&p);
 }
 
-/* ---- tensors, regions, containers -----------------------------------------
- */
+/* ---- tensors, regions, containers ---------------------------------------- */
 
 static void check_codec_args(void) {
   uint8_t mask[16] = {0}, buf[64] = {0}, slots[64], flags[8] = {0};

@@ -341,8 +341,7 @@ static void test_load_errors(void) {
   CHECK(load(l1, &c, NULL) == -1 && c.disabled);
 }
 
-/* ---- IBP_CONFIG files -----------------------------------------------------
- */
+/* ---- IBP_CONFIG files ---------------------------------------------------- */
 
 static void write_file(char *path, const char *text) {
   strcpy(path, "/tmp/ibp_config_test_XXXXXX");

@@ -77,10 +77,10 @@ ibp_case(config_after_good_regions ENV "IBP_REGIONS=min=1M"
   "IBP_CONFIG={WORK}/ibp.conf" FILE "min=2M, sample=0\n"
   EXPECT "IBP_CONFIG line 1, token 'sample=0'" "${pass}")
 
-# ---- not configuration errors ---------------------------------------------------
+# ---- not configuration errors ------------------------------------------------
 # IBP_STATS may name any path; a directory that is missing at exit is a
-# failure to write the report: one warning from stats.c, naming the
-# variable and the path, while the regions worked normally.
+# failure to write the report: one warning from preload/stats/report.c,
+# naming the variable and the path, while the regions worked normally.
 ibp_case(stats_missing_dir
   ENV "IBP_REGIONS=min=1M" "IBP_STATS={WORK}/no-such-dir/stats.json"
   EXPECT "IBP_STATS" "{WORK}/no-such-dir/stats.json")

@@ -1,5 +1,5 @@
 /* Micro-benchmark, not a test: the cost libibp adds to copies outside
- * every region (DESIGN.md section 9, target <= 50 ns per call).
+ * every region (target: bench/README.md, "Targets").
  *
  * Reaches the driver as cudart 13 does (dlopen + dlsym of
  * cuGetProcAddress_v2 + lookup), so under LD_PRELOAD=libibp.so the copy

@@ -1,5 +1,5 @@
-/* libibp and stream capture: "never synchronize or allocate while a stream
- * is capturing" (DESIGN.md section 4).
+/* libibp and stream capture: never synchronize or allocate while a stream
+ * is capturing (docs/ARCHITECTURE.md, "Nothing under capture").
  *
  * Reaches the driver as cudart does (dlopen + cuGetProcAddress_v2).  Region
  * A is made ready before the capture; then, inside a GLOBAL-mode capture on

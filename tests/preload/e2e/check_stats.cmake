@@ -1,5 +1,5 @@
-# Checks the JSON report libibp wrote at exit (IBP_STATS=<file>, docs and
-# DESIGN.md section 8) after an end-to-end program:
+# Checks the JSON report libibp wrote at exit (IBP_STATS=<file>;
+# docs/CONFIG.md, "Statistics: IBP_STATS") after an end-to-end program:
 #
 #   cmake -DSTATS=<file> -DREGIONS=name1,name2 -P check_stats.cmake
 #

@@ -49,8 +49,7 @@ static e2e_region regions[] = {
      .data = E2E_BF16},
 };
 
-/* ---- the C library paths libibp hooks --------------------------------------
- */
+/* ---- the C library paths libibp hooks ------------------------------------ */
 
 static void on_usr1(int sig) {
   (void)sig;
@@ -122,8 +121,7 @@ static void *reader(void *arg) {
   return NULL;
 }
 
-/* ---- the CUDA workload
- * ---------------------------------------------------------- */
+/* ---- the CUDA workload --------------------------------------------------- */
 
 static void workload(const char *who, uint64_t stream_no) {
   e2e_region *r = &regions[0];
@@ -160,8 +158,7 @@ static void workload(const char *who, uint64_t stream_no) {
   e2e_region_free(r);
 }
 
-/* ---- fork with CUDA initialised
- * ----------------------------------------------- */
+/* ---- fork with CUDA initialised ------------------------------------------ */
 
 static void child_libc_only(e2e_region *reg) {
   unsigned before = e2e_failures(); /* the parent's, inherited */

@@ -508,8 +508,7 @@ static void register_cycles(ctx *c, e2e_region *r) {
   e2e_region_free(r);
 }
 
-/* ---- the application's own SIGSEGV handler ----------------------------------
- */
+/* ---- the application's own SIGSEGV handler ------------------------------- */
 
 static unsigned char *own_page;
 static size_t own_len;
@@ -573,8 +572,7 @@ static void own_fault(int use_signal, const char *when) {
              when, (int)app_calls, (int)app_expected);
 }
 
-/* ---- writes page protection cannot see ------------------------------------
- */
+/* ---- writes page protection cannot see ----------------------------------- */
 
 /* A forked child copies c->next[off, off+len) to `to` (a MAP_SHARED
  * mapping of the region's memory).  Returns 0 when it did. */
@@ -694,8 +692,7 @@ static void private_writes(ctx *c) {
   e2e_region_free(r);
 }
 
-/* ---- main
- * ----------------------------------------------------------------------- */
+/* ---- main ---------------------------------------------------------------- */
 
 int main(int argc, char **argv) {
   e2e_begin("e2e_stale");

@@ -127,8 +127,7 @@ void e2e_ck_(cudaError_t e, const char *what, const char *file, int line) {
   exit(E2E_EXIT_CUDA);
 }
 
-/* ---- PRNG
- * -------------------------------------------------------------------- */
+/* ---- PRNG ---------------------------------------------------------------- */
 
 static uint64_t splitmix64(uint64_t *x) {
   uint64_t z = (*x += 0x9E3779B97F4A7C15ull);
@@ -181,8 +180,7 @@ void e2e_rng_bytes(e2e_rng *r, void *buf, size_t n) {
   }
 }
 
-/* ---- data
- * -------------------------------------------------------------------- */
+/* ---- data ---------------------------------------------------------------- */
 
 static float normal(e2e_rng *r) {
   double u1 = ((double)(e2e_rng_next(r) >> 11) + 1.0) / 9007199254740993.0;
@@ -220,8 +218,7 @@ void e2e_fill(e2e_rng *r, void *buf, size_t n, size_t tensor, e2e_data kind) {
   }
 }
 
-/* ---- regions
- * ----------------------------------------------------------------- */
+/* ---- regions ------------------------------------------------------------- */
 
 void e2e_region_alloc(e2e_region *r) {
   void *p = NULL;
@@ -313,8 +310,7 @@ const char *e2e_regions_env(const e2e_region *regs, int n) {
   return spec;
 }
 
-/* ---- copies
- * ------------------------------------------------------------------ */
+/* ---- copies -------------------------------------------------------------- */
 
 const char *e2e_api_name(e2e_api api) {
   static const char *const names[] = {"cudaMemcpy(H2D)", "cudaMemcpy(Default)",
@@ -477,8 +473,7 @@ int e2e_batch_verify(e2e_batch *b, const cudaStream_t *streams, int nstreams) {
   return bad;
 }
 
-/* ---- random copies
- * -------------------------------------------------------------- */
+/* ---- random copies ------------------------------------------------------- */
 
 typedef struct pick {
   const e2e_region *src; /* NULL: the pageable buffer */
@@ -589,8 +584,7 @@ int e2e_random_copies(e2e_batch *b, const e2e_random_plan *plan, e2e_rng *rng) {
   return e2e_batch_verify(b, plan->streams, plan->nstreams);
 }
 
-/* ---- files
- * ----------------------------------------------------------------------- */
+/* ---- files --------------------------------------------------------------- */
 
 int e2e_temp_file(const void *data, size_t n) {
   const char *dir = getenv("TMPDIR");

@@ -77,8 +77,7 @@ void e2e_ck_(cudaError_t e, const char *what, const char *file, int line);
       e2e_die_errno(#cond);                                                    \
   } while (0)
 
-/* ---- PRNG: xoshiro256** seeded with splitmix64 ------------------------------
- */
+/* ---- PRNG: xoshiro256** seeded with splitmix64 --------------------------- */
 
 typedef struct e2e_rng {
   uint64_t s[4];
@@ -95,8 +94,7 @@ int e2e_rng_pct(e2e_rng *r, unsigned percent);
 size_t e2e_rng_len(e2e_rng *r, size_t max);
 void e2e_rng_bytes(e2e_rng *r, void *buf, size_t n);
 
-/* ---- data ------------------------------------------------------------------
- */
+/* ---- data ---------------------------------------------------------------- */
 
 typedef enum e2e_data {
   E2E_F32, /* float32 ~ N(0,1): sign random, exponent mostly 0x7x */
@@ -108,8 +106,7 @@ typedef enum e2e_data {
  * tensors get random bytes (incompressible), 1% zeros, the rest `kind`. */
 void e2e_fill(e2e_rng *r, void *buf, size_t n, size_t tensor, e2e_data kind);
 
-/* ---- pinned allocations (regions) ------------------------------------------
- */
+/* ---- pinned allocations (regions) ---------------------------------------- */
 
 typedef enum e2e_alloc {
   E2E_MALLOC_HOST, /* cudaMallocHost */
@@ -153,8 +150,7 @@ int e2e_region_check_host(const e2e_region *r, const char *when);
  * set to something else a note says so.  Returns the static string. */
 const char *e2e_regions_env(const e2e_region *regs, int n);
 
-/* ---- copies
- * ------------------------------------------------------------------ */
+/* ---- copies -------------------------------------------------------------- */
 
 typedef enum e2e_api {
   E2E_SYNC_H2D,      /* cudaMemcpy(cudaMemcpyHostToDevice) */
@@ -214,8 +210,7 @@ void e2e_batch_copy_buf(e2e_batch *b, const char *what, size_t off,
  * new batch with a fresh canary.  Returns 0, or 1 on a mismatch. */
 int e2e_batch_verify(e2e_batch *b, const cudaStream_t *streams, int nstreams);
 
-/* ---- random copies
- * ------------------------------------------------------------ */
+/* ---- random copies ------------------------------------------------------- */
 
 typedef struct e2e_random_plan {
   e2e_region *regions; /* sources; entries with name NULL are not regions */
@@ -240,8 +235,7 @@ typedef struct e2e_random_plan {
  * verifications (the caller may stop at the first). */
 int e2e_random_copies(e2e_batch *b, const e2e_random_plan *plan, e2e_rng *rng);
 
-/* ---- files
- * -------------------------------------------------------------------- */
+/* ---- files --------------------------------------------------------------- */
 
 /* A temporary file (already unlinked) holding data[0, n), offset 0. */
 int e2e_temp_file(const void *data, size_t n);

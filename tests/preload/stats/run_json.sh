@@ -1,5 +1,5 @@
 #!/bin/sh
-# preload_stats_json: the JSON report of preload/stats.c, checked with
+# preload_stats_json: the JSON report of preload/stats/report.c, checked with
 # Python's strict parser.  Skips (77) only when python3 is absent.
 #   run_json.sh <test_stats> <check_stats.py> <work dir>
 # With localedef available, the JSON and the text report are repeated under

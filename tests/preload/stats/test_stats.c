@@ -53,8 +53,7 @@ static int failures;
 
 #define MiB (UINT64_C(1) << 20)
 
-/* ---- the regions ----------------------------------------------------------
- */
+/* ---- the regions --------------------------------------------------------- */
 
 typedef struct fake {
   uintptr_t base;
@@ -179,8 +178,7 @@ static void setup(void) {
         ibp_registry_count());
 }
 
-/* ---- running one report in a child ------------------------------------------
- */
+/* ---- running one report in a child --------------------------------------- */
 
 static char dir[1024];
 
@@ -248,8 +246,7 @@ static int line_with(const char *text, const char *needle, char *out,
   return 1;
 }
 
-/* ---- the cases --------------------------------------------------------------
- */
+/* ---- the cases ----------------------------------------------------------- */
 
 static void test_off(void) {
   char path[1100];

@@ -284,7 +284,7 @@ static void case_maplimit(void) {
   arena_free(&a);
 }
 
-/* ---- threads ---------------------------------------------------------- */
+/* ---- threads ------------------------------------------------------------- */
 
 #define TPAGES 256
 static arena tarena;

@@ -204,7 +204,7 @@ static void case_resethand(void) {
   check_kernel_has_ours(SIGSEGV, NULL);
 }
 
-/* ---- children that must die of a signal ----------------------------- */
+/* ---- children that must die of a signal ---------------------------------- */
 
 /* Runs fn in a child; returns the signal it died of, or -1. */
 static int dies_of(void (*fn)(void)) {

@@ -1,4 +1,4 @@
-/* What preload/init.c defines for libibp.so; the track tests link the
+/* What preload/base/config.c defines for libibp.so; the track tests link the
  * tracker's files without it (configuration never loaded: log at warn). */
 #include "base/base.h"
 

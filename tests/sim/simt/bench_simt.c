@@ -2,8 +2,9 @@
  * SIMT emulator micro-benchmark: the cost of a bare context switch, of warp
  * collectives and __syncthreads per participating thread, and the output
  * rate of a kernel shaped like the warp-per-tensor decompress kernel
- * (DESIGN.md section 5: cp.async staging of host reads in a 2-stage ring, a
- * warp exclusive scan of bit widths, one output word per lane).
+ * (docs/ARCHITECTURE.md, "kernels/": cp.async staging of host reads in a
+ * 2-stage ring, a warp exclusive scan of bit widths, one output word per
+ * lane).
  *
  *   bench_simt [--quick] [switch|syncwarp|shfl|syncthreads|decompress]
  *

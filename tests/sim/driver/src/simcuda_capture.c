@@ -101,8 +101,7 @@ scu_op *scu_op_clone(const scu_op *op) {
   return c;
 }
 
-/* ---- the list of active captures ------------------------------------------
- */
+/* ---- the list of active captures ----------------------------------------- */
 
 static void active_add(scu_stream *s) {
   pthread_mutex_lock(&cap_lock);
@@ -484,8 +483,7 @@ CUresult CUDAAPI cuThreadExchangeStreamCaptureMode(CUstreamCaptureMode *mode) {
   SCU_RETURN(CUDA_SUCCESS);
 }
 
-/* ---- graphs: instantiate, launch, destroy ---------------------------------
- */
+/* ---- graphs: instantiate, launch, destroy -------------------------------- */
 
 static void exec_free(scu_obj *o) {
   scu_graphexec *e = (scu_graphexec *)o;

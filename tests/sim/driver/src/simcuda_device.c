@@ -105,8 +105,7 @@ CUresult scu_check_device(CUdevice dev) {
   return dev == 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_DEVICE;
 }
 
-/* ---- device queries -------------------------------------------------------
- */
+/* ---- device queries ------------------------------------------------------ */
 
 CUresult CUDAAPI cuDeviceGet(CUdevice *device, int ordinal) {
   SCU_API("cuDeviceGet");

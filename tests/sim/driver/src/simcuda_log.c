@@ -82,8 +82,7 @@ static CUresult parse_error(const char *s) {
   return CUDA_SUCCESS;
 }
 
-/* ---- fault injection ------------------------------------------------------
- */
+/* ---- fault injection ----------------------------------------------------- */
 
 #define MAX_FAULTS 32
 

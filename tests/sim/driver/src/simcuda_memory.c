@@ -700,8 +700,7 @@ CUresult CUDAAPI cuMemHostGetFlags(unsigned int *pFlags, void *p) {
   SCU_RETURN(ok ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE);
 }
 
-/* ---- pointer attributes ---------------------------------------------------
- */
+/* ---- pointer attributes -------------------------------------------------- */
 
 typedef struct ptr_info {
   bool known; /* device or pinned */
@@ -831,8 +830,7 @@ CUresult CUDAAPI cuPointerGetAttributes(unsigned int numAttributes,
   SCU_RETURN(CUDA_SUCCESS);
 }
 
-/* ---- stream-ordered allocation and the memory pool ------------------------
- */
+/* ---- stream-ordered allocation and the memory pool ----------------------- */
 
 static CUresult get_pool(CUmemoryPool *pool, CUdevice dev) {
   if (!pool)
@@ -945,8 +943,7 @@ CUresult CUDAAPI cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream hStream) {
   SCU_RETURN(free_async(dptr, hStream, true));
 }
 
-/* ---- managed-memory hints: checked, then nothing to do --------------------
- */
+/* ---- managed-memory hints: checked, then nothing to do ------------------- */
 
 static CUresult check_managed(CUdeviceptr p, size_t count) {
   ptr_info pi = classify(p);

@@ -516,8 +516,7 @@ CUresult CUDAAPI cuLibraryGetManaged(CUdeviceptr *dptr, size_t *bytes,
   SCU_RETURN(no_global(dptr, bytes, library, name));
 }
 
-/* ---- function and kernel attributes ----------------------------------------
- */
+/* ---- function and kernel attributes -------------------------------------- */
 
 static CUresult get_attr(int *pi, CUfunction_attribute a, scu_func *f) {
   switch (a) {

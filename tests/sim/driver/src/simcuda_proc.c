@@ -120,7 +120,8 @@ CUresult CUDAAPI cuGetProcAddress(const char *symbol, void **pfn,
   SCU_RETURN(lookup(symbol, pfn, cudaVersion, flags, NULL));
 }
 
-/* NVIDIA's private tables are never reimplemented (DESIGN.md section 6). */
+/* NVIDIA's private tables are never reimplemented (docs/ARCHITECTURE.md,
+ * "The GPU-less substrate"). */
 CUresult CUDAAPI cuGetExportTable(const void **ppExportTable,
                                   const CUuuid *pExportTableId) {
   SCU_API_NOINIT("cuGetExportTable");

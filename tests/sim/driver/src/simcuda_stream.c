@@ -148,8 +148,7 @@ static CUresult execute(scu_stream *s, scu_op *op, CUresult prior) {
   }
 }
 
-/* ---- streams --------------------------------------------------------------
- */
+/* ---- streams ------------------------------------------------------------- */
 
 static void stream_free(scu_obj *o) {
   scu_stream *s = (scu_stream *)o;
@@ -629,8 +628,7 @@ CUresult scu_stream_resolve(CUstream h, bool ptds, scu_stream **out) {
   return r;
 }
 
-/* ---- entry points ----------------------------------------------------------
- */
+/* ---- entry points -------------------------------------------------------- */
 
 static CUresult stream_create(CUstream *ph, unsigned flags, int priority) {
   if (!ph || (flags & ~(unsigned)CU_STREAM_NON_BLOCKING))
@@ -818,8 +816,7 @@ CUresult CUDAAPI cuLaunchHostFunc_ptsz(CUstream hStream, CUhostFn fn,
   SCU_RETURN(launch_host_func(hStream, fn, userData, true));
 }
 
-/* ---- stream properties ----------------------------------------------------
- */
+/* ---- stream properties --------------------------------------------------- */
 
 typedef enum { P_FLAGS, P_PRIORITY, P_ID, P_CTX, P_DEVICE } prop;
 

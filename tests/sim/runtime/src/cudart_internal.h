@@ -50,8 +50,7 @@ extern struct cudartsim__driver cudartsim__drv;
 #define DRV(slot) (cudartsim__drv.slot[CUDARTSIM_LEGACY])
 #define DRV_PT(slot, pt) (cudartsim__drv.slot[(pt)])
 
-/* ---- loader.c -------------------------------------------------------------
- */
+/* ---- loader.c ------------------------------------------------------------ */
 
 /* Loads the driver and fills cudartsim__drv, once per process.  Returns
  * cudaSuccess, or cudaErrorInsufficientDriver when libcuda.so.1 or
@@ -70,8 +69,7 @@ int cudartsim__device_count(void);
 /* Writes a "[cudart-sim] ..." line on stderr when CUDARTSIM_LOG is set. */
 void cudartsim__log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
-/* ---- errors.c -------------------------------------------------------------
- */
+/* ---- errors.c ------------------------------------------------------------ */
 
 /* Maps a driver result to the runtime's code (curesult_map.def). */
 cudaError_t cudartsim__from_cu(CUresult r);
@@ -84,8 +82,7 @@ cudaError_t cudartsim__ret(cudaError_t e);
 /* 1 when `e` corrupts the device context (cudart_errors.def), else 0. */
 int cudartsim__is_sticky(cudaError_t e);
 
-/* ---- device.c -------------------------------------------------------------
- */
+/* ---- device.c ------------------------------------------------------------ */
 
 /* The entry of every API function that needs a context: initializes the
  * runtime, returns the current device's sticky error if there is one, and

@@ -12,8 +12,9 @@
  * RTLD_NEXT instead of its own dlopen(RTLD_NOLOAD) handle fails here.
  *
  * All lookups happen at first use, under pthread_once; no constructor runs
- * CUDA code.  libibp intercepts exactly at this boundary (DESIGN.md §4), so
- * nothing here may take a shortcut around it.
+ * CUDA code.  libibp intercepts exactly at this boundary
+ * (docs/ARCHITECTURE.md, "Interception"), so nothing here may take a
+ * shortcut around it.
  */
 #include "cudart_internal.h"
 

@@ -1,8 +1,9 @@
 /* LD_PRELOAD shim that watches the runtime/driver boundary, the way libibp
- * intercepts it (DESIGN.md §4): it hooks dlsym (the real one comes from
- * dlvsym), wraps the cuGetProcAddress_v2 it hands out -- also when the runtime
- * looks up "cuGetProcAddress" through it -- and substitutes counting wrappers
- * for the copy and set entry points.  It writes to $RT_BOUNDARY_LOG:
+ * intercepts it (docs/ARCHITECTURE.md, "Interception"): it hooks dlsym (the
+ * real one comes from dlvsym), wraps the cuGetProcAddress_v2 it hands out --
+ * also when the runtime looks up "cuGetProcAddress" through it -- and
+ * substitutes counting wrappers for the copy and set entry points.  It writes
+ * to $RT_BOUNDARY_LOG:
  *
  *   dlsym <library> <symbol>                  every dlsym call on a library
  *                                             handle, and of any cu* name

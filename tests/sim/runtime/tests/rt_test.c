@@ -58,8 +58,7 @@ static atomic_int failures;
 
 #define CK(call) EXPECT(call, cudaSuccess)
 
-/* ---- helpers ----------------------------------------------------------------
- */
+/* ---- helpers ------------------------------------------------------------- */
 
 static void fill(void *buf, size_t n, uint64_t seed) {
   unsigned char *p = buf;
