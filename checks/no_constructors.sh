@@ -11,7 +11,7 @@
 . "$(CDPATH= cd -- "$(dirname -- "$0")" && pwd)/lib.sh"
 root=$1
 files "$root/preload" "$root/codec" "$root/config" "$root/registry" \
-  "$root/kernels" > "$tmp/files"
+  "$root/profile" "$root/kernels" > "$tmp/files"
 while read -r f; do
   scan "$f" "${B}(__)?constructor(__)?([^A-Za-z0-9_]|$)" \
     "constructor: runs at load time; initialise lazily (pthread_once)"

@@ -4,7 +4,8 @@
 #   base < track < stats < serve < hooks
 # and a file may include the headers of its own directory and of the
 # directories before it, never of one after it.  registry/ depends on
-# nothing of the project's: it includes only its own headers.  Includes are
+# nothing of the project's: it includes only its own headers; nor does
+# profile/ (its headers are included as "profile/...").  Includes are
 # read from the source with comments stripped.
 #   preload_layers.sh <source root>
 . "$(CDPATH= cd -- "$(dirname -- "$0")" && pwd)/lib.sh"
@@ -52,4 +53,15 @@ while read -r f; do
     violation "$f" "$line" "registry/ depends on nothing of the project's"
   done < "$tmp/hits"
 done < "$tmp/files"
-finish check_preload_layers "preload/ layers: $layers; registry/ stands alone"
+files "$root/profile" > "$tmp/files"
+while read -r f; do
+  strip "$f" 1 | grep -nE -- "$inc" |
+    grep -vE -- '^[0-9]+:[[:space:]]*#[[:space:]]*include[[:space:]]*"profile/' |
+    cut -d: -f1 > "$tmp/hits"
+  strip "$f" 1 | grep -nE -- '^[[:space:]]*#[[:space:]]*include[[:space:]]*<ibp/' |
+    cut -d: -f1 >> "$tmp/hits"
+  while read -r line; do
+    violation "$f" "$line" "profile/ depends on nothing of the project's"
+  done < "$tmp/hits"
+done < "$tmp/files"
+finish check_preload_layers "preload/ layers: $layers; registry/ and profile/ stand alone"

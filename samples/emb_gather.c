@@ -153,12 +153,12 @@ static double copy_batch(run *r, uint64_t *state) {
     r->ids[j] = sample_rand(state) % r->rows;
     memcpy(r->expected + j * rb, r->table + r->ids[j] * rb, rb);
   }
-  double t0 = sample_now();
+  sample_timer t;
+  sample_timer_begin(&t, &r->stream, 1);
   for (size_t j = 0; j < k; j++)
     CK(cudaMemcpyAsync(r->dev + j * rb, r->table + r->ids[j] * rb, rb,
                        cudaMemcpyHostToDevice, r->stream));
-  CK(cudaStreamSynchronize(r->stream));
-  return sample_now() - t0;
+  return sample_timer_end(&t, &r->stream, 1);
 }
 
 /* Copies the batch back; on a difference prints it and exits 1. */

@@ -144,14 +144,13 @@ static void scrub(run *r) {
 
 /* One pass: every layer, streams alternating.  Returns its seconds. */
 static double copy_pass(run *r) {
-  double t0 = sample_now();
+  sample_timer t;
+  sample_timer_begin(&t, r->stream, 2);
   for (size_t i = 0; i < r->a.layers; i++)
     CK(cudaMemcpyAsync(r->dev[i], r->host + r->off[i],
                        r->off[i + 1] - r->off[i], cudaMemcpyHostToDevice,
                        r->stream[i % 2]));
-  CK(cudaStreamSynchronize(r->stream[0]));
-  CK(cudaStreamSynchronize(r->stream[1]));
-  return sample_now() - t0;
+  return sample_timer_end(&t, r->stream, 2);
 }
 
 /* --corrupt: one device byte made to differ from the host's. */

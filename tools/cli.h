@@ -29,6 +29,7 @@ int cmd_decompress(int argc, char **argv);
 int cmd_verify(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_run(int argc, char **argv);
+int cmd_profile(int argc, char **argv);
 
 /* "ibp" or "ibp CMD" followed by ": " and the message, on stderr. */
 void cli_error(const char *scope, const char *fmt, ...)

@@ -23,6 +23,7 @@ static const command commands[] = {
     {"verify", cmd_verify, "check an ibp container (and compare it)"},
     {"bench", cmd_bench, "measure codec throughput"},
     {"run", cmd_run, "run a program with libibp preloaded"},
+    {"profile", cmd_profile, "list or print device cost profiles"},
 };
 #define COMMAND_COUNT (sizeof commands / sizeof commands[0])
 

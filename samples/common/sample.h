@@ -182,8 +182,16 @@ size_t sample_check_device(const void *dev, const void *expected, size_t n,
  * happen shows in the next check. */
 void sample_scrub_device(void *dev, size_t n);
 
-/* Seconds from CLOCK_MONOTONIC. */
-double sample_now(void);
+/* Timing of GPU work by CUDA events, so that one program measures real
+ * time on a GPU and modelled time on the simulated one (docs/PROFILE.md).
+ * begin records `start` on streams[0] and makes the other n-1 streams wait
+ * for it; end makes streams[0] wait for the others' work, records `stop`
+ * there, waits for it and returns the seconds between the two events. */
+typedef struct sample_timer {
+  cudaEvent_t start, stop, join[2];
+} sample_timer;
+void sample_timer_begin(sample_timer *t, const cudaStream_t *streams, size_t n);
+double sample_timer_end(sample_timer *t, const cudaStream_t *streams, size_t n);
 
 /* ---- gathers -------------------------------------------------------------
  * A gather is a list of pieces of one host buffer -- piece k is `len[k]`
@@ -214,7 +222,7 @@ void sample_gather_copy(const sample_gather *g, void *dev, const void *host,
                         cudaStream_t stream);
 /* The timed part of a gather step: scrubs dev[0, g->bytes) (so a missing
  * copy shows), then copies the pieces on the default stream and waits.
- * Returns the seconds of the copies. */
+ * Returns the seconds of the copies (sample_timer). */
 double sample_gather_timed(const sample_gather *g, void *dev, const void *host);
 /* The piece holding byte `at` (< g->bytes) of the gathered bytes; *within
  * is the byte's offset in that piece. */
@@ -233,8 +241,8 @@ void sample_print_kv(int quiet, const char *key, const char *fmt, ...)
 void sample_print_device(int quiet);
 /* "timed_bytes=B" and "h2d_seconds=S" (unless quiet), and always
  * "throughput_gbps=G": 1e9 bytes per second of the timed host-to-device
- * copies (those of the passes or batches after the warm-up, each timed
- * from its first enqueue to the end of its last synchronize). */
+ * copies (those of the passes or batches after the warm-up, each timed by
+ * CUDA events from before its first copy to after its last: sample_timer). */
 void sample_print_throughput(int quiet, uint64_t bytes, double seconds);
 
 #endif /* IBP_SAMPLES_SAMPLE_H */

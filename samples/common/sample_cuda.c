@@ -7,7 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <time.h>
 
 #include "sample.h"
 
@@ -148,12 +147,6 @@ size_t sample_gather_piece(const sample_gather *g, size_t at, size_t *within) {
   return k;
 }
 
-double sample_now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 void sample_print_ok(uint64_t bytes, uint64_t copies, uint64_t checksum) {
   printf("%s: ok bytes=%llu copies=%llu checksum=0x%016llx\n", sample_prog,
          (unsigned long long)bytes, (unsigned long long)copies,
@@ -188,11 +181,42 @@ void sample_print_throughput(int quiet, uint64_t bytes, double seconds) {
          seconds > 0 ? (double)bytes / seconds / 1e9 : 0.0);
 }
 
+void sample_timer_begin(sample_timer *t, const cudaStream_t *streams,
+                        size_t n) {
+  if (n < 1 || n > 1 + sizeof t->join / sizeof t->join[0])
+    sample_usage_error("sample_timer: %zu streams", n);
+  CK(cudaEventCreate(&t->start));
+  CK(cudaEventCreate(&t->stop));
+  for (size_t i = 1; i < n; i++)
+    CK(cudaEventCreateWithFlags(&t->join[i - 1], cudaEventDisableTiming));
+  CK(cudaEventRecord(t->start, streams[0]));
+  for (size_t i = 1; i < n; i++)
+    CK(cudaStreamWaitEvent(streams[i], t->start, 0));
+}
+
+double sample_timer_end(sample_timer *t, const cudaStream_t *streams,
+                        size_t n) {
+  for (size_t i = 1; i < n; i++) {
+    CK(cudaEventRecord(t->join[i - 1], streams[i]));
+    CK(cudaStreamWaitEvent(streams[0], t->join[i - 1], 0));
+  }
+  CK(cudaEventRecord(t->stop, streams[0]));
+  CK(cudaEventSynchronize(t->stop));
+  float ms = 0;
+  CK(cudaEventElapsedTime(&ms, t->start, t->stop));
+  CK(cudaEventDestroy(t->start));
+  CK(cudaEventDestroy(t->stop));
+  for (size_t i = 1; i < n; i++)
+    CK(cudaEventDestroy(t->join[i - 1]));
+  return (double)ms / 1e3;
+}
+
 double sample_gather_timed(const sample_gather *g, void *dev,
                            const void *host) {
   sample_scrub_device(dev, g->bytes);
-  double t0 = sample_now();
-  sample_gather_copy(g, dev, host, 0);
-  CK(cudaStreamSynchronize(0));
-  return sample_now() - t0;
+  const cudaStream_t stream = 0;
+  sample_timer t;
+  sample_timer_begin(&t, &stream, 1);
+  sample_gather_copy(g, dev, host, stream);
+  return sample_timer_end(&t, &stream, 1);
 }

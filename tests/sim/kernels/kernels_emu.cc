@@ -15,9 +15,24 @@ void gather_entry(const void *args) {
   ibp_gather(*static_cast<const ibp_gather_args *>(args));
 }
 
+// What each launch writes to device memory (the virtual clock's model).
+uint64_t decompress_out(const void *args) {
+  return static_cast<const ibp_decompress_args *>(args)->length;
+}
+
+// The ranges live in (simulated) device memory, which the host can read.
+uint64_t gather_out(const void *args) {
+  const ibp_gather_args *a = static_cast<const ibp_gather_args *>(args);
+  uint64_t bytes = 0;
+  for (uint64_t i = 0; i < a->count; i++)
+    bytes += a->ranges[i].length;
+  return bytes;
+}
+
 const simt_kernel kernels[] = {
-    {IBP_KERNEL_DECOMPRESS, decompress_entry, sizeof(ibp_decompress_args)},
-    {IBP_KERNEL_GATHER, gather_entry, sizeof(ibp_gather_args)},
+    {IBP_KERNEL_DECOMPRESS, decompress_entry, sizeof(ibp_decompress_args),
+     decompress_out},
+    {IBP_KERNEL_GATHER, gather_entry, sizeof(ibp_gather_args), gather_out},
 };
 
 // Test infrastructure, not libibp: a constructor is the simplest way for a

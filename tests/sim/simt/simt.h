@@ -48,6 +48,9 @@ typedef struct simt_kernel {
   const char *name;
   simt_entry entry;
   size_t args_bytes; /* size of the parameter block */
+  /* The bytes a launch with these arguments writes to device memory, for
+   * the simulated driver's time model (docs/PROFILE.md); NULL: none. */
+  uint64_t (*out_bytes)(const void *args);
 } simt_kernel;
 
 /* Kernel libraries register their kernels (e.g. from a constructor). */

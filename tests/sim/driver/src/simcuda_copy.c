@@ -16,7 +16,21 @@
  */
 #include "simcuda_internal.h"
 
+#include "simclock.h"
+
 typedef enum dir { HTOD, DTOH, DTOD, ANY } dir;
+
+/* The PCIe direction a copy between these operands crosses (the virtual
+ * clock's link), SCU_LINK_NONE when both are on one side. */
+static uint8_t link_of(const scu_span *dst, const scu_span *src) {
+  bool dst_dev = dst->kind == SCU_MEM_DEVICE,
+       src_dev = src->kind == SCU_MEM_DEVICE;
+  if (dst_dev && !src_dev)
+    return SIMCLOCK_LINK_H2D;
+  if (src_dev && !dst_dev)
+    return SIMCLOCK_LINK_D2H;
+  return SCU_LINK_NONE;
+}
 
 /* Queues op on the stream named by h (ptds: 0 is the per-thread stream);
  * waits when `sync`. */
@@ -72,6 +86,7 @@ static CUresult copy1d(uintptr_t dst, uintptr_t src, size_t n, CUstream h,
   op->u.copy.dst = ds.access;
   op->u.copy.src = ss.access;
   op->u.copy.bytes = n;
+  op->link = link_of(&ds, &ss);
   op->ranges[0] = (scu_range){dst, n, d == HTOD || d == DTOD, ds.access};
   op->ranges[1] = (scu_range){src, n, d == DTOH || d == DTOD, ss.access};
   op->nranges = 2;
@@ -200,6 +215,7 @@ static CUresult copy2d(const CUDA_MEMCPY2D *p, CUstream h, bool ptds,
     return CUDA_ERROR_OUT_OF_MEMORY;
   op->u.copy2d.dst = ds.access;
   op->u.copy2d.src = ss.access;
+  op->link = link_of(&ds, &ss);
   op->u.copy2d.dpitch = p->dstPitch;
   op->u.copy2d.spitch = p->srcPitch;
   op->u.copy2d.width = p->WidthInBytes;

@@ -1,12 +1,15 @@
 /*
  * Events: an event remembers the (stream, sequence number) of its last
  * record; it is complete when that stream has completed that far.  The
- * record operation stamps CLOCK_MONOTONIC when the stream's worker reaches
- * it, so cuEventElapsedTime measures the emulated work between two records.
+ * record operation stamps the virtual time at which the stream reaches it
+ * (simcuda_vclock.c), so cuEventElapsedTime measures the modelled time of
+ * the work between two records.
  * cuStreamWaitEvent is an operation whose dependency is the event's last
  * record.  An event never recorded is complete.
  */
 #include "simcuda_internal.h"
+
+#include "simclock.h"
 
 #include <stdlib.h>
 
@@ -22,14 +25,20 @@ void scu_event_put(scu_event *ev) {
     scu_obj_put(&ev->hdr);
 }
 
-void scu_event_fire(scu_event *ev, uint64_t gen) {
-  uint64_t now = scu_now_ns();
+void scu_event_fire(scu_event *ev, uint64_t gen, double t) {
   pthread_mutex_lock(&ev->m);
   if (gen > ev->time_gen) {
     ev->time_gen = gen;
-    ev->time_ns = now;
+    ev->time_ns = t;
   }
   pthread_mutex_unlock(&ev->m);
+}
+
+double scu_event_time(scu_event *ev) {
+  pthread_mutex_lock(&ev->m);
+  double t = ev->time_ns;
+  pthread_mutex_unlock(&ev->m);
+  return t;
 }
 
 static scu_event *get_event(CUevent h) {
@@ -152,6 +161,8 @@ CUresult CUDAAPI cuEventQuery(CUevent hEvent) {
     CUresult err;
     bool done = scu_stream_done(s, seq, &err);
     r = err != CUDA_SUCCESS ? err : done ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
+    if (done) /* the caller has seen it happen */
+      simclock_reach(scu_event_time(ev));
     scu_stream_put(s);
   }
   scu_event_put(ev);
@@ -176,7 +187,7 @@ CUresult CUDAAPI cuEventSynchronize(CUevent hEvent) {
 
 /* The time of an event's last record: INVALID_HANDLE when it has no timing
  * or was never recorded, NOT_READY when that record has not run yet. */
-static CUresult stamp(scu_event *ev, uint64_t *ns) {
+static CUresult stamp(scu_event *ev, double *ns) {
   if (ev->flags & CU_EVENT_DISABLE_TIMING)
     return CUDA_ERROR_INVALID_HANDLE;
   pthread_mutex_lock(&ev->m);
@@ -193,7 +204,7 @@ static CUresult elapsed(float *ms, CUevent hstart, CUevent hend) {
     return CUDA_ERROR_INVALID_VALUE;
   scu_event *a = get_event(hstart), *b = get_event(hend);
   CUresult r = CUDA_ERROR_INVALID_HANDLE;
-  uint64_t ta, tb;
+  double ta, tb;
   if (a && b) {
     CUresult ra = stamp(a, &ta), rb = stamp(b, &tb);
     r = ra == CUDA_ERROR_INVALID_HANDLE || rb == CUDA_ERROR_INVALID_HANDLE
@@ -202,7 +213,7 @@ static CUresult elapsed(float *ms, CUevent hstart, CUevent hend) {
                              : rb;
   }
   if (r == CUDA_SUCCESS)
-    *ms = (float)(((double)tb - (double)ta) / 1e6);
+    *ms = (float)((tb - ta) / 1e6);
   scu_event_put(a);
   scu_event_put(b);
   return r;

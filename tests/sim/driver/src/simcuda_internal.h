@@ -259,6 +259,11 @@ struct scu_op {
   scu_opkind kind;
   uint64_t seq;
   bool is_inline; /* host-synchronous: run by the caller, not the worker */
+  /* The virtual clock (simcuda_vclock.c): the submitting thread's time
+   * once the call's cost is charged, and which PCIe direction a copy
+   * crosses (SCU_LINK_NONE: none). */
+  double vt_submit;
+  uint8_t link;
   scu_dep *deps;
   unsigned ndeps, capdeps;
   /* Owned buffer freed with the op (kernel parameters). */
@@ -285,6 +290,8 @@ struct scu_op {
     struct {
       simt_launch l;
       const char *name;
+      uint64_t out_bytes; /* what the kernel writes (simt_kernel.out_bytes) */
+      simt_pcie pcie;     /* its host reads, filled when it ran */
     } launch;
     struct {
       CUhostFn fn;
@@ -304,6 +311,19 @@ struct scu_op {
     } free;
   } u;
 };
+
+#define SCU_LINK_NONE 0xff
+
+/* The virtual end times of a stream's last operations, by sequence number
+ * (simcuda_vclock.c). */
+#define SCU_VT_RING 64
+typedef struct scu_vt {
+  double end; /* of the last completed operation */
+  struct {
+    uint64_t seq;
+    double end;
+  } ring[SCU_VT_RING];
+} scu_vt;
 
 typedef enum scu_streamkind {
   SCU_STREAM_USER,
@@ -326,6 +346,7 @@ struct scu_stream {
   pthread_cond_t work_cv, done_cv;
   scu_op *head, *tail;
   uint64_t submitted, completed;
+  scu_vt vt;
   CUresult error;
   uint64_t error_seq;
   bool worker_started, closing, worker_done;
@@ -373,6 +394,24 @@ SCU_HIDDEN void scu_ctx_close_streams(scu_ctx *c);
 SCU_HIDDEN CUresult scu_ctx_sync(scu_ctx *c);
 SCU_HIDDEN void scu_ptds_forget_thread(void);
 
+/* ---- the virtual clock (simcuda_vclock.c) ------------------------------ */
+
+/* Charges the submitting thread the CPU cost of queuing op (by its kind,
+ * profile/profile.def) and stamps op->vt_submit. */
+SCU_HIDDEN void scu_vclock_submit(scu_op *op);
+/* When op may start on s: after its submission, s's previous operation and
+ * its dependencies (which have completed). */
+SCU_HIDDEN double scu_vclock_start(scu_stream *s, const scu_op *op);
+/* When op, started at `start` and executed, ends (copies by bytes and
+ * setup on the link, kernels by the host reads the emulator counted,
+ * host functions by their real duration `host_ns`). */
+SCU_HIDDEN double scu_vclock_end(const scu_op *op, double start,
+                                 double host_ns);
+/* Records that s completed seq at virtual time `end` (s->m held). */
+SCU_HIDDEN void scu_vclock_complete(scu_stream *s, uint64_t seq, double end);
+/* The virtual end of s's operation seq, which has completed (s->m held). */
+SCU_HIDDEN double scu_vclock_end_of(const scu_stream *s, uint64_t seq);
+
 /* ---- events (simcuda_event.c) ------------------------------------------ */
 
 struct scu_event {
@@ -383,10 +422,12 @@ struct scu_event {
   uint64_t seq;  /* ... and its sequence number */
   uint64_t gen;  /* records so far */
   uint64_t time_gen;
-  uint64_t time_ns;
+  double time_ns; /* virtual */
 };
-/* Executes an event operation (stamps the time). */
-SCU_HIDDEN void scu_event_fire(scu_event *ev, uint64_t gen);
+/* Executes an event operation: stamps virtual time `t` (ns). */
+SCU_HIDDEN void scu_event_fire(scu_event *ev, uint64_t gen, double t);
+/* The virtual time of ev's last record once it ran (0 before). */
+SCU_HIDDEN double scu_event_time(scu_event *ev);
 SCU_HIDDEN void scu_event_put(scu_event *ev);
 
 /* ---- modules and kernels (simcuda_module.c) ---------------------------- */

@@ -24,6 +24,8 @@
  */
 #include "simcuda_internal.h"
 
+#include "simclock.h"
+
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,8 +46,10 @@ static void read_delay(void) {
 
 scu_op *scu_op_new(scu_opkind kind) {
   scu_op *op = calloc(1, sizeof *op);
-  if (op)
+  if (op) {
     op->kind = kind;
+    op->link = SCU_LINK_NONE;
+  }
   return op;
 }
 
@@ -96,21 +100,22 @@ static void fill(char *dst, size_t count, unsigned value, unsigned elem) {
   }
 }
 
-static CUresult run_launch(const scu_op *op) {
+static CUresult run_launch(scu_op *op) {
   char err[512] = "";
-  simt_pcie pcie;
-  if (simt_run(&op->u.launch.l, &pcie, err, sizeof err) == 0)
+  if (simt_run(&op->u.launch.l, &op->u.launch.pcie, err, sizeof err) == 0)
     return CUDA_SUCCESS;
   scu_log("kernel '%s' failed: %s", op->u.launch.name,
           err[0] ? err : "(no message)");
   return CUDA_ERROR_LAUNCH_FAILED;
 }
 
-/* Runs one operation on the worker; `prior` is the stream's sticky error. */
-static CUresult execute(scu_stream *s, scu_op *op, CUresult prior) {
+/* Runs one operation on the worker; `prior` is the stream's sticky error,
+ * `start` its virtual start time. */
+static CUresult execute(scu_stream *s, scu_op *op, CUresult prior,
+                        double start) {
   switch (op->kind) {
   case SCU_OP_EVENT:
-    scu_event_fire(op->u.event.ev, op->u.event.gen);
+    scu_event_fire(op->u.event.ev, op->u.event.gen, start);
     return CUDA_SUCCESS;
   case SCU_OP_CALLBACK:
     op->u.cb.fn(op->u.cb.handle, prior, op->u.cb.data);
@@ -236,7 +241,10 @@ static void run_head(scu_stream *s, scu_op *op, CUresult prior) {
     wait_dep(&op->deps[i]);
   if (delay_us)
     usleep(delay_us);
-  CUresult r = execute(s, op, prior);
+  double start = scu_vclock_start(s, op);
+  uint64_t host0 = scu_now_ns();
+  CUresult r = execute(s, op, prior, start);
+  double end = scu_vclock_end(op, start, (double)(scu_now_ns() - host0));
   if (r != CUDA_SUCCESS) /* visible before anyone sees the op complete */
     scu_ctx_set_sticky(s->ctx, r);
   pthread_mutex_lock(&s->m);
@@ -248,6 +256,7 @@ static void run_head(scu_stream *s, scu_op *op, CUresult prior) {
     s->error_seq = op->seq;
   }
   s->completed = op->seq;
+  scu_vclock_complete(s, op->seq, end);
   pthread_cond_broadcast(&s->done_cv);
   if (s->head || s->closing)
     pthread_cond_signal(&s->work_cv);
@@ -372,6 +381,7 @@ CUresult scu_stream_submit(scu_stream *s, scu_op *op, uint64_t *seq) {
   *seq = 0;
   if (!op)
     return CUDA_ERROR_OUT_OF_MEMORY;
+  scu_vclock_submit(op);
   pthread_mutex_lock(&c->sched);
   pthread_mutex_lock(&s->m);
   CUresult r = state_error(s);
@@ -424,7 +434,9 @@ CUresult scu_stream_wait(scu_stream *s, uint64_t seq) {
     pthread_cond_wait(&s->done_cv, &s->m);
   CUresult r =
       s->error != CUDA_SUCCESS && s->error_seq <= seq ? s->error : CUDA_SUCCESS;
+  double end = scu_vclock_end_of(s, seq);
   pthread_mutex_unlock(&s->m);
+  simclock_reach(end); /* the caller waited for it */
   return r;
 }
 
@@ -703,11 +715,16 @@ CUresult CUDAAPI cuStreamSynchronize_ptsz(CUstream hStream) {
   SCU_RETURN(stream_synchronize(hStream, true));
 }
 
+/* A query that finds s done has seen its work end: the caller's clock
+ * reaches it. */
 static bool idle(scu_stream *s, CUresult *err) {
   pthread_mutex_lock(&s->m);
   bool done = s->completed == s->submitted;
   *err = s->error;
+  double end = s->vt.end;
   pthread_mutex_unlock(&s->m);
+  if (done)
+    simclock_reach(end);
   return done;
 }
 

@@ -51,10 +51,10 @@ void trap(const void *p) {
 }
 
 const simt_kernel kernels[] = {
-    {"sim_fill_u32", fill_u32, sizeof(sim_fill_args)},
-    {"sim_copy_host_u32", copy_host_u32, sizeof(sim_copy_args)},
-    {"sim_warp_sum", warp_sum, sizeof(sim_fill_args)},
-    {"sim_trap", trap, sizeof(sim_fill_args)},
+    {"sim_fill_u32", fill_u32, sizeof(sim_fill_args), nullptr},
+    {"sim_copy_host_u32", copy_host_u32, sizeof(sim_copy_args), nullptr},
+    {"sim_warp_sum", warp_sum, sizeof(sim_fill_args), nullptr},
+    {"sim_trap", trap, sizeof(sim_fill_args), nullptr},
 };
 
 __attribute__((constructor)) void register_kernels() {

@@ -90,6 +90,11 @@ int cudartsim__is_sticky(cudaError_t e);
  * application made a context of its own current through the driver API. */
 cudaError_t cudartsim__enter(void);
 
+/* vclock.c: charges the calling thread the runtime's share of a queued
+ * call's CPU cost on the simulated GPU's virtual clock (runtime_call_us of
+ * the profile; the driver charges its own share). */
+void cudartsim__charge_call(void);
+
 /* The calling thread's current device (0 until cudaSetDevice). */
 int cudartsim__current_device(void);
 

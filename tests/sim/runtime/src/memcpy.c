@@ -59,6 +59,7 @@ cudaError_t cudartsim__memcpy(void *dst, const void *src, size_t count,
   cudaError_t e = cudartsim__enter();
   if (e != cudaSuccess || count == 0)
     return e;
+  cudartsim__charge_call();
   if (async)
     return copy_async(dst, src, count, kind, (CUstream)stream, pt);
   return copy_sync(dst, src, count, kind, pt);
@@ -69,6 +70,7 @@ cudaError_t cudartsim__memset(void *dst, int value, size_t count,
   cudaError_t e = cudartsim__enter();
   if (e != cudaSuccess || count == 0)
     return e;
+  cudartsim__charge_call();
   unsigned char byte = (unsigned char)value;
   if (async)
     return CUDARTSIM_CALL(DRV_PT(MemsetD8Async, pt), dptr(dst), byte, count,

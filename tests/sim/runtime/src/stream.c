@@ -77,6 +77,7 @@ cudaError_t cudartsim__stream_wait_event(cudaStream_t stream, cudaEvent_t event,
   cudaError_t e = cudartsim__enter();
   if (e != cudaSuccess)
     return e;
+  cudartsim__charge_call();
   return CUDARTSIM_CALL(DRV_PT(StreamWaitEvent, pt), (CUstream)stream,
                         (CUevent)event, flags);
 }
@@ -109,6 +110,7 @@ cudaError_t cudartsim__launch_host_func(cudaStream_t stream, cudaHostFn_t fn,
   cudaError_t e = cudartsim__enter();
   if (e != cudaSuccess)
     return e;
+  cudartsim__charge_call();
   return CUDARTSIM_CALL(DRV_PT(LaunchHostFunc, pt), (CUstream)stream,
                         (CUhostFn)fn, user_data);
 }
@@ -119,6 +121,7 @@ cudaError_t cudartsim__event_record(cudaEvent_t event, cudaStream_t stream,
   cudaError_t e = cudartsim__enter();
   if (e != cudaSuccess)
     return e;
+  cudartsim__charge_call();
   if (with_flags)
     return CUDARTSIM_CALL(DRV_PT(EventRecordWithFlags, pt), (CUevent)event,
                           (CUstream)stream, flags);

@@ -1,0 +1,91 @@
+/*
+ * Device cost profiles (profile/): the named parameters of profile.def,
+ * read from a small text format, and the time model built on them
+ * (docs/PROFILE.md).  One profile drives both the simulated driver's
+ * virtual clock (tests/sim/driver) and libibp's choice of a transfer path,
+ * so a modelled speedup charges every per-operation cost to both sides.
+ *
+ * Text format: one `key = value` per line (at most IBP_PROFILE_LINE_MAX
+ * bytes); `#` starts a comment (to the end of the line); blank lines are
+ * ignored.  Keys: `name` (1..63 printable ASCII characters, no spaces) and
+ * every parameter of profile.def, each exactly once; values are decimal
+ * numbers whatever the program's locale (e.g. 25.5, 2e-3), within the
+ * parameter's range, and whole for a size ("B") or a count.
+ *
+ * Built-in profiles (ibp_profile_builtin_names): `a100-pcie4`,
+ * `h100-pcie5`; their text cites a published source for every value or
+ * marks it as an assumption with its reasoning.
+ *
+ * No function here prints, allocates beyond the call, exits or touches
+ * global state (the calling thread's locale is C during a parse or format,
+ * then restored); all are thread-safe.  Depends on nothing of the
+ * project's.
+ */
+#ifndef IBP_PROFILE_H
+#define IBP_PROFILE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define IBP_PROFILE_NAME_MAX 64          /* name: up to 63 characters + NUL */
+#define IBP_PROFILE_FILE_MAX (64 * 1024) /* a profile file is at most this */
+#define IBP_PROFILE_LINE_MAX 1024 /* bytes of one line, without its '\n' */
+
+typedef struct ibp_profile {
+  char name[IBP_PROFILE_NAME_MAX];
+#define IBP_PROFILE_PARAM(key, unit, lo, hi, what) double key;
+#include "profile/profile.def"
+#undef IBP_PROFILE_PARAM
+} ibp_profile;
+
+/* ---- reading ------------------------------------------------------------ */
+
+/* Parses profile text (`len` bytes, NUL not needed).  `origin` names it in
+ * messages (a path or "built-in a100-pcie4").  Returns 0 with *out filled,
+ * or -1 with a one-line message in err (origin, line number, key, what is
+ * wrong: unknown key, repeated key, missing key, bad number, out of range,
+ * NUL byte, line too long) and *out unspecified. */
+int ibp_profile_parse(const char *text, size_t len, const char *origin,
+                      ibp_profile *out, char *err, size_t errlen);
+
+/* The text of built-in profile `name`, or NULL when there is none. */
+const char *ibp_profile_builtin_text(const char *name);
+
+/* The built-in profiles' names, NULL-terminated. */
+const char *const *ibp_profile_builtin_names(void);
+
+/* Loads `spec`: a built-in name, else a file path (a regular file of at
+ * most IBP_PROFILE_FILE_MAX bytes; a device, FIFO or directory is refused
+ * without reading it).  Returns 0, or -1 with a one-line message. */
+int ibp_profile_load(const char *spec, ibp_profile *out, char *err,
+                     size_t errlen);
+
+/* Writes p in the text format (every parameter, with its unit and meaning
+ * as a comment); returns the length it needs (excluding the NUL), like
+ * snprintf.  ibp_profile_parse reads it back to the same values. */
+size_t ibp_profile_format(const ibp_profile *p, char *buf, size_t cap);
+
+/* ---- the model (microseconds) ------------------------------------------ */
+
+/* p must be a profile ibp_profile_parse accepted.  GB/s = 1e9 bytes per
+ * second. */
+
+/* GPU-side time of a copy-engine copy of `bytes` (setup + bytes at the
+ * direction's bandwidth; h2d nonzero: host to device). */
+double ibp_profile_ce_copy_us(const ibp_profile *p, uint64_t bytes, int h2d);
+
+/* Bandwidth (GB/s) of SM-initiated host reads by `sms` SMs at once
+ * (1..p->sms; clamped): the bytes they keep in flight per round trip, at
+ * most sm_h2d_gbps. */
+double ibp_profile_sm_read_gbps(const ibp_profile *p, unsigned sms);
+
+/* GPU-side time of a kernel on `sms` SMs (1..p->sms; clamped) that reads
+ * `host_bytes` of pinned host memory (already rounded to sectors) and
+ * writes `out_bytes` to device memory: launch latency, plus one host-read
+ * round trip when it reads host memory at all, plus the slowest of its
+ * host reads (ibp_profile_sm_read_gbps), its decode rate
+ * (decode_gbps_per_sm x sms) and its device-memory writes (dram_gbps). */
+double ibp_profile_kernel_us(const ibp_profile *p, uint64_t host_bytes,
+                             uint64_t out_bytes, unsigned sms);
+
+#endif /* IBP_PROFILE_H */

@@ -1,0 +1,50 @@
+# `ibp profile`: the built-in list, printing a profile (built-in or file,
+# which read back the same), and one message for a profile that cannot be
+# read.
+. "$(dirname "$0")/common.sh"
+
+expect_ok profile --help
+grep -q '^Usage: ibp profile \[NAME|FILE\]' "$OUT" || fail "ibp profile --help: no usage line"
+expect_ok help profile
+grep -q '^Usage: ibp profile' "$OUT" || fail "ibp help profile: no usage line"
+expect_ok --help
+grep -q '^  profile ' "$OUT" || fail "ibp --help does not list profile"
+
+# The built-in names, one a line.
+expect_ok profile
+expect_eq "built-in list" "$(cat "$OUT")" "a100-pcie4
+h100-pcie5"
+
+# A built-in printed, then read back from a file: the same text.
+for name in a100-pcie4 h100-pcie5; do
+  expect_ok profile "$name"
+  cp "$OUT" "$name.prof"
+  expect_eq "name line of $name" "$(grep '^name = ' "$OUT")" "name = $name"
+  expect_eq "parameter lines of $name" "$(grep -c '^[a-z0-9_]* = ' "$OUT")" 16
+  expect_ok profile "./$name.prof"
+  cmp -s "$OUT" "$name.prof" || fail "ibp profile ./$name.prof differs from ibp profile $name"
+done
+grep -qx 'ce_h2d_gbps = 25.5' a100-pcie4.prof || fail "a100-pcie4: ce_h2d_gbps"
+grep -qx 'sms = 114' h100-pcie5.prof || fail "h100-pcie5: sms"
+
+# An edited copy: the parser's message, with the file and the line.
+sed 's/^sms = 108$/sms = 0/' a100-pcie4.prof >edited.prof
+line=$(grep -n '^sms = 0$' edited.prof | cut -d: -f1)
+expect_error 1 "ibp: edited.prof:$line: sms: 0 is out of range [1, 4096]" profile edited.prof
+printf 'name = x\nfoo = 1\n' >bad.prof
+expect_error 1 "ibp: bad.prof:2: foo: unknown key" profile bad.prof
+
+# Not a profile at all.
+expect_error 1 "ibp: nosuch: not a built-in profile, and cannot be opened: No such file or directory" \
+  profile nosuch
+mkdir adir
+expect_error 1 "ibp: adir: not a regular file (a directory)" profile adir
+expect_error 1 "ibp: /dev/null: not a regular file (a character device)" profile /dev/null
+
+# Usage errors.
+expect_error 2 "ibp: unexpected argument 'b' (see 'ibp profile --help')" profile a b
+expect_error 2 "ibp: unknown option '--frob' (see 'ibp profile --help')" profile --frob
+
+rm -r a100-pcie4.prof h100-pcie5.prof edited.prof bad.prof adir
+expect_files
+finish

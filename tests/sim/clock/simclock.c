@@ -1,0 +1,151 @@
+/* The simulated GPU's virtual clock (simclock.h). */
+#include "simclock.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define DEFAULT_PROFILE "a100-pcie4"
+/* Busy intervals kept per link; the oldest are merged into `floor` (no
+ * reservation starts before it) when the list is full. */
+#define LINK_INTERVALS 512
+
+static ibp_profile profile;
+static pthread_once_t profile_once = PTHREAD_ONCE_INIT;
+
+static void load_profile(void) {
+  const char *spec = getenv("IBP_PROFILE");
+  char err[512];
+  if (spec && *spec && ibp_profile_load(spec, &profile, err, sizeof err) == 0)
+    return;
+  if (spec && *spec) {
+    char msg[700];
+    int n = snprintf(msg, sizeof msg, "[simclock] IBP_PROFILE: %s; using %s\n",
+                     err, DEFAULT_PROFILE);
+    if (n > 0 && write(STDERR_FILENO, msg, (size_t)n) < 0)
+      n = 0;
+  }
+  const char *text = ibp_profile_builtin_text(DEFAULT_PROFILE);
+  if (!text || ibp_profile_parse(text, strlen(text), DEFAULT_PROFILE, &profile,
+                                 err, sizeof err) != 0)
+    memset(&profile, 0, sizeof profile); /* cannot happen: tested */
+}
+
+const ibp_profile *simclock_profile(void) {
+  pthread_once(&profile_once, load_profile);
+  return &profile;
+}
+
+/* ---- host threads ----------------------------------------------------------
+ */
+
+/* The latest time any thread reached, in whole ns (for new threads). */
+static atomic_ullong frontier;
+
+static _Thread_local double host_ns;
+static _Thread_local int host_started;
+
+static void raise_frontier(double t) {
+  unsigned long long v = (unsigned long long)t;
+  unsigned long long cur =
+      atomic_load_explicit(&frontier, memory_order_relaxed);
+  while (cur < v &&
+         !atomic_compare_exchange_weak_explicit(
+             &frontier, &cur, v, memory_order_relaxed, memory_order_relaxed))
+    ;
+}
+
+static double *thread_clock(void) {
+  if (!host_started) {
+    host_started = 1;
+    host_ns = (double)atomic_load(&frontier);
+  }
+  return &host_ns;
+}
+
+double simclock_now(void) {
+  return *thread_clock();
+}
+
+void simclock_charge_us(double us) {
+  double *t = thread_clock();
+  *t += us * 1e3;
+  raise_frontier(*t);
+}
+
+void simclock_reach(double t) {
+  double *c = thread_clock();
+  if (t > *c)
+    *c = t;
+  raise_frontier(*c);
+}
+
+/* ---- the link
+ * ---------------------------------------------------------------- */
+
+typedef struct interval {
+  double lo, hi;
+} interval;
+
+typedef struct timeline {
+  pthread_mutex_t m;
+  double floor;
+  size_t n;
+  interval busy[LINK_INTERVALS]; /* sorted, disjoint */
+} timeline;
+
+static timeline links[SIMCLOCK_LINKS] = {{.m = PTHREAD_MUTEX_INITIALIZER},
+                                         {.m = PTHREAD_MUTEX_INITIALIZER}};
+
+/* Where [start, start+dur) fits first, at or after `ready`. */
+static double first_fit(const timeline *l, double ready, double dur,
+                        size_t *at) {
+  double start = ready > l->floor ? ready : l->floor;
+  size_t i = 0;
+  for (; i < l->n; i++) {
+    if (l->busy[i].hi <= start)
+      continue;
+    if (start + dur <= l->busy[i].lo)
+      break;
+    start = l->busy[i].hi;
+  }
+  *at = i;
+  return start;
+}
+
+double simclock_link_reserve(simclock_link link, double ready, double dur) {
+  if ((unsigned)link >= SIMCLOCK_LINKS || !(dur > 0))
+    return ready;
+  timeline *l = &links[link];
+  pthread_mutex_lock(&l->m);
+  size_t at;
+  double start = first_fit(l, ready, dur, &at);
+  if (l->n == LINK_INTERVALS) { /* the oldest becomes the floor */
+    l->floor = l->busy[0].hi;
+    memmove(l->busy, l->busy + 1, (l->n - 1) * sizeof *l->busy);
+    l->n--;
+    at = at ? at - 1 : 0;
+    if (start < l->floor)
+      start = first_fit(l, l->floor, dur, &at);
+  }
+  memmove(l->busy + at + 1, l->busy + at, (l->n - at) * sizeof *l->busy);
+  l->busy[at] = (interval){start, start + dur};
+  l->n++;
+  pthread_mutex_unlock(&l->m);
+  return start + dur;
+}
+
+void simclock_reset(void) {
+  for (int i = 0; i < SIMCLOCK_LINKS; i++) {
+    pthread_mutex_lock(&links[i].m);
+    links[i].floor = 0;
+    links[i].n = 0;
+    pthread_mutex_unlock(&links[i].m);
+  }
+  atomic_store(&frontier, 0);
+  host_ns = 0;
+  host_started = 1;
+}

@@ -1,0 +1,57 @@
+/*
+ * The simulated GPU's virtual clock (libsimclock.so), shared by the
+ * simulated driver and runtime: the device cost profile they model time
+ * with, each host thread's virtual time, and the PCIe link's timeline
+ * (docs/PROFILE.md, "The virtual clock").
+ *
+ * Times are virtual nanoseconds (double).  A host thread's clock advances
+ * only by the modelled cost of the API calls it makes (simclock_charge_us)
+ * and by waiting for modelled work (simclock_reach); a thread starts at
+ * the latest time any thread has reached.  The link has one timeline per
+ * direction: a transfer occupies it for its duration, in the first gap at
+ * or after the time it is ready, so streams share its bandwidth.
+ *
+ * The profile comes from IBP_PROFILE (a built-in name or a file,
+ * profile/profile.h), else `a100-pcie4`; a bad one is reported once on
+ * stderr and the default is used.  Thread-safe; never exits.
+ */
+#ifndef IBP_SIMCLOCK_H
+#define IBP_SIMCLOCK_H
+
+#include "profile/profile.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum simclock_link {
+  SIMCLOCK_LINK_H2D = 0, /* host memory read by the device */
+  SIMCLOCK_LINK_D2H = 1, /* device writes to host memory */
+  SIMCLOCK_LINKS
+} simclock_link;
+
+/* The profile in use (loaded at the first call). */
+const ibp_profile *simclock_profile(void);
+
+/* The calling thread's virtual time. */
+double simclock_now(void);
+
+/* Advances the calling thread's clock by `us` microseconds (an API call's
+ * CPU cost). */
+void simclock_charge_us(double us);
+
+/* The calling thread waited for modelled work that ends at `t`: its clock
+ * becomes max(its clock, t). */
+void simclock_reach(double t);
+
+/* Reserves `dur` ns of `link` in its first free gap at or after `ready`;
+ * returns the end of the reservation. */
+double simclock_link_reserve(simclock_link link, double ready, double dur);
+
+/* Forgets the link timelines and the threads' starting point (tests). */
+void simclock_reset(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* IBP_SIMCLOCK_H */

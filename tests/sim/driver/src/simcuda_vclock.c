@@ -1,0 +1,139 @@
+/*
+ * The virtual clock of the simulated GPU (docs/PROFILE.md, "The virtual
+ * clock"): every operation gets a modelled start and end time from the
+ * device cost profile (tests/sim/clock/simclock.h), so that events, their
+ * elapsed time and every synchronisation report modelled time, not the
+ * emulator's.
+ *
+ *   submission   the calling thread is charged the CPU cost of the call
+ *                (driver_copy_call_us, driver_launch_call_us,
+ *                driver_call_us); the operation cannot start before that
+ *   start        max(submission, the stream's previous operation, its
+ *                dependencies)
+ *   copies       host<->device: ce_setup_us, then bytes at the copy
+ *                engine's bandwidth on the PCIe link (shared by all
+ *                streams, one timeline per direction); device to device:
+ *                read + write at dram_gbps
+ *   sets         bytes at dram_gbps
+ *   kernels      ibp_profile_kernel_us from the sectors the emulator
+ *                counted and the bytes the kernel writes; its host reads
+ *                occupy the host-to-device link
+ *   host work    host functions and callbacks take their real time
+ *   events       stamped with their start
+ */
+#include "simcuda_internal.h"
+
+#include "simclock.h"
+
+static double us_to_ns(double us) {
+  return us * 1e3;
+}
+
+static double call_us(const ibp_profile *p, scu_opkind kind) {
+  switch (kind) {
+  case SCU_OP_COPY:
+  case SCU_OP_COPY2D:
+    return p->driver_copy_call_us;
+  case SCU_OP_LAUNCH:
+    return p->driver_launch_call_us;
+  case SCU_OP_NOP:
+  case SCU_OP_FREE:
+    return 0;
+  default:
+    return p->driver_call_us;
+  }
+}
+
+void scu_vclock_submit(scu_op *op) {
+  simclock_charge_us(call_us(simclock_profile(), op->kind));
+  op->vt_submit = simclock_now();
+}
+
+double scu_vclock_end_of(const scu_stream *s, uint64_t seq) {
+  const scu_vt *v = &s->vt;
+  if (v->ring[seq % SCU_VT_RING].seq == seq)
+    return v->ring[seq % SCU_VT_RING].end;
+  return v->end; /* long gone: at most the stream's latest end */
+}
+
+void scu_vclock_complete(scu_stream *s, uint64_t seq, double end) {
+  scu_vt *v = &s->vt;
+  if (end > v->end)
+    v->end = end;
+  v->ring[seq % SCU_VT_RING].seq = seq;
+  v->ring[seq % SCU_VT_RING].end = end;
+}
+
+double scu_vclock_start(scu_stream *s, const scu_op *op) {
+  double t = op->vt_submit;
+  pthread_mutex_lock(&s->m);
+  if (s->vt.end > t)
+    t = s->vt.end;
+  pthread_mutex_unlock(&s->m);
+  for (unsigned i = 0; i < op->ndeps; i++) {
+    scu_stream *d = op->deps[i].s;
+    pthread_mutex_lock(&d->m);
+    double e = scu_vclock_end_of(d, op->deps[i].seq);
+    pthread_mutex_unlock(&d->m);
+    if (e > t)
+      t = e;
+  }
+  return t;
+}
+
+static double copy_end(const ibp_profile *p, unsigned link, uint64_t bytes,
+                       double start) {
+  if (link == SCU_LINK_NONE) /* device to device: read and write */
+    return start + us_to_ns(p->ce_setup_us) +
+           2.0 * (double)bytes / p->dram_gbps;
+  int h2d = link == SIMCLOCK_LINK_H2D;
+  double ready = start + us_to_ns(p->ce_setup_us);
+  double dur = (double)bytes / (h2d ? p->ce_h2d_gbps : p->ce_d2h_gbps);
+  return simclock_link_reserve((simclock_link)link, ready, dur);
+}
+
+static unsigned launch_sms(const ibp_profile *p, const simt_launch *l) {
+  uint64_t blocks = (uint64_t)l->grid.x * l->grid.y * l->grid.z;
+  return blocks < (uint64_t)p->sms ? (unsigned)(blocks ? blocks : 1)
+                                   : (unsigned)p->sms;
+}
+
+/* The model's kernel time, with its host reads placed on the link: they
+ * start after the launch latency and one round trip. */
+static double launch_end(const ibp_profile *p, const scu_op *op, double start) {
+  const simt_launch *l = &op->u.launch.l;
+  unsigned sms = launch_sms(p, l);
+  uint64_t host = op->u.launch.pcie.sectors * 32; /* simt's sectors */
+  double alone =
+      us_to_ns(ibp_profile_kernel_us(p, host, op->u.launch.out_bytes, sms));
+  if (!host)
+    return start + alone;
+  double reads_ready =
+      start + us_to_ns(p->launch_latency_us) + us_to_ns(p->sm_read_rtt_us);
+  double reads = (double)host / ibp_profile_sm_read_gbps(p, sms);
+  double reads_end =
+      simclock_link_reserve(SIMCLOCK_LINK_H2D, reads_ready, reads);
+  return reads_end > start + alone ? reads_end : start + alone;
+}
+
+double scu_vclock_end(const scu_op *op, double start, double host_ns) {
+  const ibp_profile *p = simclock_profile();
+  switch (op->kind) {
+  case SCU_OP_COPY:
+    return copy_end(p, op->link, op->u.copy.bytes, start);
+  case SCU_OP_COPY2D:
+    return copy_end(p, op->link,
+                    (uint64_t)op->u.copy2d.width * op->u.copy2d.height, start);
+  case SCU_OP_SET:
+    return start + us_to_ns(p->ce_setup_us) +
+           (double)(op->u.set.width * op->u.set.elem * op->u.set.height) /
+               p->dram_gbps;
+  case SCU_OP_LAUNCH:
+    return launch_end(p, op, start);
+  case SCU_OP_HOSTFN:
+  case SCU_OP_CALLBACK:
+    return start + host_ns;
+  default:
+    return start;
+  }
+}

@@ -1,0 +1,18 @@
+# Round numbers for test_simcuda_vclock (hand-computed expectations there);
+# not a device.
+name = vclock-test
+ce_h2d_gbps = 10
+ce_d2h_gbps = 5
+ce_setup_us = 1
+runtime_call_us = 0.25
+driver_copy_call_us = 2
+driver_launch_call_us = 3
+driver_call_us = 0.5
+launch_latency_us = 4
+sm_h2d_gbps = 8
+sm_read_rtt_us = 1
+sm_inflight_bytes = 1000
+sector_bytes = 32
+dram_gbps = 1000
+decode_gbps_per_sm = 100
+sms = 16
