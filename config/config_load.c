@@ -141,6 +141,17 @@ static int load_min_copy(ibp__span v, ibp__where *w, uint64_t *bytes) {
   return ibp__parse_size(v, v, w, bytes);
 }
 
+/* The profile is only named here: the interposer reads it (profile/). */
+static int load_profile(ibp__span v, ibp__where *w, ibp_config *out) {
+  if (v.n == 0)
+    return 0;
+  if (v.n >= sizeof out->profile)
+    return ibp__fail(w, v, "name or path too long (at most 255 bytes)");
+  memcpy(out->profile, v.p, v.n);
+  out->profile[v.n] = '\0';
+  return 0;
+}
+
 /* ---- ibp_config_load ----------------------------------------------------- */
 
 static const char *libc_getenv(const char *name) {
@@ -182,6 +193,8 @@ static int load_all(env_reader *r, ibp_config *out) {
     return -1;
   if (load_min_copy(read_var(r, "IBP_MIN_COPY"), &r->where,
                     &out->min_copy_bytes))
+    return -1;
+  if (load_profile(read_var(r, "IBP_PROFILE"), &r->where, out))
     return -1;
   return load_rules(r, out);
 }

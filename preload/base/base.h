@@ -22,6 +22,7 @@
 #define IBP_PRELOAD_BASE_H
 
 #include "config/config.h"
+#include "profile/profile.h"
 
 #define IBP_HIDDEN __attribute__((visibility("hidden")))
 #define IBP_EXPORT __attribute__((visibility("default")))
@@ -47,6 +48,16 @@ int ibp__loaded(void);
 /* Nonzero when IBP_WAIT_READY=1: the first copy from a region waits until
  * the worker made it ready (tests, benchmarks). */
 int ibp__wait_ready(void);
+
+/* ---- profile.c: IBP_PROFILE ---------------------------------------------- */
+
+/* Loads the profile IBP_PROFILE names (config.c, once, after the
+ * configuration).  Returns 0 (also when it is unset), or -1 after one
+ * message in the configuration errors' form. */
+int ibp__profile_load_override(void);
+
+/* That profile, or NULL when IBP_PROFILE is unset (or failed). */
+const ibp_profile *ibp__profile_override(void);
 
 /* Thread-local recursion guard: nonzero while this thread runs libibp code
  * that may call the driver or the C library. */

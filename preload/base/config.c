@@ -34,6 +34,8 @@ static void load(void) {
   ibp__guard++;
   if (ibp_config_load(&ibp__cfg, NULL, &err) != 0)
     report_config_error(&err);
+  else if (!ibp__cfg.disabled && ibp__profile_load_override() != 0)
+    ibp__cfg.disabled = 1;
   active = !ibp__cfg.disabled && ibp__cfg.n_rules > 0;
   const char *w = getenv("IBP_WAIT_READY");
   wait_ready = w && strcmp(w, "1") == 0;

@@ -15,6 +15,7 @@
 #include "base/driver.h"
 #include "base/log.h"
 #include "kernels/ibp_fatbin.h"
+#include "serve/gate.h"
 #include "serve/region.h"
 
 #define MAX_CONTEXTS 64
@@ -315,6 +316,7 @@ int ibp__device_setup(ibp_region_rec *r, int dev, CUstream s) {
     load_failed = 1;
     return -1;
   }
+  ibp__gate_setup_device(dev);
   if (selftest[dev] == 0)
     selftest[dev] = device_selftest(d, s, dev, fn) == 0 ? 1 : -1;
   if (selftest[dev] < 0)

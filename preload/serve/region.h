@@ -11,6 +11,7 @@
  *   track     write tracking (track/track.h)
  *   refresh   recompressing written tensors (refresh.c)
  *   dev       per-device state (device.c)
+ *   gate      what the gate saw of the copies (gate.c)
  *   counters  statistics (stats/stats.def)
  *
  * Created with the registry record (hooks/hooks_pinned.c) and freed by the
@@ -108,12 +109,23 @@ typedef struct ibp_device_slot {
   const uint32_t *busy;     /* device address of refresh.busy */
 } ibp_device_slot;
 
+/* What the gate saw of the region's copies (gate.c): whether its tensor
+ * size fits them.  Relaxed atomics, any copying thread. */
+typedef struct ibp_gate_seen {
+  _Atomic uint64_t copies;
+  _Atomic uint64_t requested;  /* bytes */
+  _Atomic uint64_t host_bytes; /* what the kernel would read for them */
+  _Atomic uint64_t min_len, max_len;
+  _Atomic uint64_t gcd; /* of every copy's length and offset */
+} ibp_gate_seen;
+
 typedef struct ibp_served_region {
   ibp_geometry geometry;
   ibp_layout layout;
   ibp_tracked track;
   ibp_refresh refresh;
   ibp_device_slot dev[IBP_MAX_DEVICES];
+  ibp_gate_seen gate;
   ibp_counters counters;
   _Atomic int invalidated;   /* written by a copy while compressing */
   _Atomic unsigned failures; /* substitution errors (degrade on repeat) */

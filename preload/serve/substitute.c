@@ -13,11 +13,15 @@
 #include "base/base.h"
 #include "base/driver.h"
 #include "base/log.h"
+#include "serve/gate.h"
 #include "serve/refresh.h"
 #include "serve/region.h"
 #include "serve/worker.h"
 
 #define FAILURES_BEFORE_DEGRADE 3
+/* Over the stored bytes, what a copy's first and last partial sectors
+ * add to its PCIe reads, on average (bench/README.md, bench_pcie). */
+#define SECTOR_SLACK 32
 
 static void count_passed(ibp_served_region *s) {
   ibp__count(&s->counters, copies_passthrough, 1);
@@ -76,26 +80,58 @@ static void failed(ibp_region_rec *r, ibp_served_region *s, const char *what,
     ibp__log(IBP_LOG_INFO, "region '%s': degraded to pass-through", r->name);
 }
 
-static CUresult launch(const ibp_driver *d, ibp_region_rec *r,
-                       const ibp_served_region *s, const ibp_device_slot *slot,
-                       const ibp_copy *c) {
-  ibp_decompress_args a = slot->args;
+/* The launch of the copy: the region's template with the copy's range,
+ * and its grid.  Between a copy's decision and its launch (refresh.c waits
+ * for those: `launching`). */
+static void prepare(ibp_region_rec *r, const ibp_served_region *s,
+                    const ibp_device_slot *slot, const ibp_copy *c,
+                    ibp_decompress_args *a, ibp_kernel_plan *plan) {
+  *a = slot->args;
   const uint64_t off = (uintptr_t)c->src - r->base;
-  a.first_tensor = off / a.tensor_bytes;
-  a.first_offset = (uint32_t)(off % a.tensor_bytes);
-  a.length = c->bytes;
-  a.dst = (uint8_t *)(uintptr_t)c->dst;
+  a->first_tensor = off / a->tensor_bytes;
+  a->first_offset = (uint32_t)(off % a->tensor_bytes);
+  a->length = c->bytes;
+  a->dst = (uint8_t *)(uintptr_t)c->dst;
   /* The kernel reads dirty bits over PCIe only when some tensor has one,
    * and busy bits only while a refresh runs (refresh.c). */
   if (atomic_load(&s->refresh.refreshing))
-    a.busy = slot->busy;
+    a->busy = slot->busy;
   else if (atomic_load(&s->track.dirty_tensors) == 0)
-    a.dirty = NULL;
-  ibp_kernel_plan plan = slot->plan;
-  ibp_kernels_plan_range(&a, slot->sms, &plan);
-  void *params[] = {&a};
-  return d->cuLaunchKernel(slot->fn, plan.grid, 1, 1, plan.block, 1, 1,
-                           plan.dynamic_shared, c->stream, params, NULL);
+    a->dirty = NULL;
+  *plan = slot->plan;
+  ibp_kernels_plan_range(a, slot->sms, plan);
+}
+
+static CUresult launch(const ibp_driver *d, const ibp_device_slot *slot,
+                       ibp_decompress_args *a, const ibp_kernel_plan *plan,
+                       CUstream stream) {
+  void *params[] = {a};
+  return d->cuLaunchKernel(slot->fn, plan->grid, 1, 1, plan->block, 1, 1,
+                           plan->dynamic_shared, stream, params, NULL);
+}
+
+/* Whether the kernel is the faster path for this copy (gate.c); counts a
+ * copy the gate sends to the driver, or demotes a region whose tensor size
+ * does not fit its copies.  *saved_ns: what the kernel saves. */
+static int kernel_wins(ibp_region_rec *r, ibp_served_region *s, int dev,
+                       const ibp_copy *c, uint64_t pcie,
+                       const ibp_kernel_plan *plan, double *saved_ns) {
+  const ibp_profile *p = ibp__gate_profile(dev);
+  const uint64_t off = (uintptr_t)c->src - r->base;
+  /* the streams' ends rarely fall on sector boundaries */
+  ibp_gate_copy g = {c->bytes, pcie + SECTOR_SLACK, plan->grid};
+  if (!p || ibp__gate_mismatch(r, off, &g)) {
+    count_passed(s);
+    return 0;
+  }
+  double pass = ibp__gate_pass_ns(p, &g), kernel = ibp__gate_kernel_ns(p, &g);
+  if (kernel < pass) {
+    *saved_ns = pass - kernel;
+    return 1;
+  }
+  ibp__count(&s->counters, copies_gated, 1);
+  ibp__count(&s->counters, bytes_gated, c->bytes);
+  return 0;
 }
 
 static int dst_is_device(const ibp_driver *d, CUdeviceptr dst) {
@@ -178,9 +214,18 @@ static int serve_region(ibp_region_rec *r, const ibp_copy *c) {
     count_passed(s);
     return 1;
   }
+  const uint64_t off = (uintptr_t)c->src - r->base;
+  const uint64_t pcie = pcie_bytes(s, off, c->bytes);
+  ibp_decompress_args a;
+  ibp_kernel_plan plan;
+  double saved_ns = 0;
   atomic_fetch_add(&s->refresh.launching, 1); /* refresh.c waits for it */
-  CUresult e = launch(d, r, s, slot, c);
+  prepare(r, s, slot, c, &a, &plan);
+  int go = kernel_wins(r, s, dev, c, pcie, &plan, &saved_ns);
+  CUresult e = go ? launch(d, slot, &a, &plan, c->stream) : CUDA_SUCCESS;
   atomic_fetch_sub(&s->refresh.launching, 1);
+  if (!go)
+    return 1;
   if (e != CUDA_SUCCESS) {
     failed(r, s, "kernel launch", e);
     return 1;
@@ -189,10 +234,10 @@ static int serve_region(ibp_region_rec *r, const ibp_copy *c) {
     failed(r, s, "synchronizing the copy", e);
     return 1; /* the real copy rewrites dst with the right bytes */
   }
-  const uint64_t off = (uintptr_t)c->src - r->base;
   ibp__count(&s->counters, copies_served, 1);
   ibp__count(&s->counters, bytes_requested, c->bytes);
-  ibp__count(&s->counters, bytes_read_pcie, pcie_bytes(s, off, c->bytes));
+  ibp__count(&s->counters, bytes_read_pcie, pcie);
+  ibp__count(&s->counters, modelled_seconds_saved, (uint64_t)saved_ns);
   return 0;
 }
 

@@ -1,16 +1,21 @@
 # Usage: check_libibp.sh LIBIBP STATS_DIR NAME EXE ARGS...
 # One sample build under LD_PRELOAD=libibp.so (the issue's A/B contract):
-#   - with IBP_DISABLE=1 and with libibp on (IBP_REGIONS=min=1M,
-#     IBP_WAIT_READY=1) the sample exits 0 and prints the same result line
+#   - with IBP_DISABLE=1 and with libibp on (IBP_REGIONS=$SAMPLE_REGIONS,
+#     default min=1M,name=sample; IBP_WAIT_READY=1) the sample exits 0 and prints the same result line
 #     (bytes, copies, checksum of everything that arrived on the device);
 #   - the stats JSON of the libibp run shows copies served and space saved
 #     (and, for kv_offload, tensors recompressed after being written);
-#   - nothing but "[ibp]"-free output on stderr (no warning).
+#   - nothing but "[ibp]"-free output on stderr (no warning);
+#   - the libibp run uses tests/preload/kernel_path.profile, under which the
+#     gate serves every copy with the kernel; a third run under each
+#     built-in profile (the gate choosing by its model) prints the same
+#     result line too.
 # Static-runtime builds reach the driver only through dlsym, so a served
 # copy there proves the dlsym route.
 . "$(dirname "$0")/common.sh"
 lib=$1 stats_dir=$2 name=$3
 shift 3
+regions=${SAMPLE_REGIONS:-min=1M,name=sample}
 mkdir -p "$stats_dir"
 TMP_OUT=$stats_dir/$name.out
 TMP_ERR=$stats_dir/$name.err
@@ -21,8 +26,9 @@ IBP_DISABLE=1 LD_PRELOAD=$lib run "$@"
 [ "$rc" -eq 0 ] || fail "IBP_DISABLE=1 run: exit $rc: $(cat "$TMP_ERR")"
 base=$(head -n 1 "$TMP_OUT")
 
-IBP_REGIONS=min=1M,name=sample IBP_WAIT_READY=1 IBP_STATS=$json \
-  LD_PRELOAD=$lib run "$@"
+kernel_path=$(dirname "$0")/../preload/kernel_path.profile
+IBP_REGIONS=$regions IBP_WAIT_READY=1 IBP_STATS=$json \
+  IBP_PROFILE=$kernel_path LD_PRELOAD=$lib run "$@"
 [ "$rc" -eq 0 ] || fail "libibp run: exit $rc: $(cat "$TMP_ERR")"
 got=$(head -n 1 "$TMP_OUT")
 [ "$got" = "$base" ] || fail "result differs: '$got' vs '$base'"
@@ -49,4 +55,13 @@ else
   esac
   echo "$name: $got served=$served saved_fraction=$saved"
 fi
+
+# The gate on the built-in profiles: whatever it chooses, the same bytes.
+for profile in a100-pcie4 h100-pcie5; do
+  IBP_REGIONS=$regions IBP_WAIT_READY=1 IBP_PROFILE=$profile \
+    LD_PRELOAD=$lib run "$@"
+  [ "$rc" -eq 0 ] || fail "libibp run ($profile): exit $rc: $(cat "$TMP_ERR")"
+  got=$(head -n 1 "$TMP_OUT")
+  [ "$got" = "$base" ] || fail "result differs ($profile): '$got' vs '$base'"
+done
 finish

@@ -92,17 +92,20 @@ endif()
 # ---- under libibp (issue C): every build of each sample, A/B against
 # IBP_DISABLE=1, stats must show copies served and space saved.
 if(TARGET ibp_preload AND NOT samples_gpu)
+  # sample|IBP_REGIONS rule|arguments: the tensor size fits the copies
+  # (rows of 64 floats: 256 B), as the gate requires (docs/ARCHITECTURE.md)
   set(libibp_cases
-    "weight_stream|--size 4M --layers 8 --epochs 3"
-    "emb_gather|--rows 20000 --dim 64 --batches 4 --batch-rows 512"
+    "weight_stream|min=1M,name=sample|--size 4M --layers 8 --epochs 3"
+    "emb_gather|min=1M,name=sample,tensor=256|--rows 20000 --dim 64 --batches 4 --batch-rows 512"
     # compressed at the first fetch, with 48 of 64 blocks made; then blocks
     # are appended into the rest and over the oldest (written tensors)
-    "kv_offload|--blocks 64 --block-bytes 64K --prefill 48 --steps 32 --window 8"
-    "feature_gather|--rows 4096 --dim 256 --batches 4 --batch-nodes 64 --fanout 8")
+    "kv_offload|min=1M,name=sample|--blocks 64 --block-bytes 64K --prefill 48 --steps 32 --window 8"
+    "feature_gather|min=1M,name=sample|--rows 4096 --dim 256 --batches 4 --batch-nodes 64 --fanout 8")
   foreach(case IN LISTS libibp_cases)
     string(REPLACE "|" ";" parts "${case}")
     list(GET parts 0 sample)
-    list(GET parts 1 args)
+    list(GET parts 1 rule)
+    list(GET parts 2 args)
     separate_arguments(args UNIX_COMMAND "${args}")
     foreach(t IN LISTS IBP_SAMPLE_VARIANTS_${sample})
       add_test(NAME preload_sample_${t}
@@ -111,7 +114,14 @@ if(TARGET ibp_preload AND NOT samples_gpu)
           ${t} $<TARGET_FILE:${t}> ${args})
       set_tests_properties(preload_sample_${t} PROPERTIES
         LABELS "sim;preload;samples" TIMEOUT 300 SKIP_RETURN_CODE 77
-        ENVIRONMENT "${samples_env}")
+        ENVIRONMENT "${samples_env};SAMPLE_REGIONS=${rule}")
     endforeach()
   endforeach()
+  # the gate's choices on the built-in profiles
+  add_test(NAME preload_sample_gate
+    COMMAND sh ${samples_test_dir}/check_gate.sh $<TARGET_FILE:ibp_preload>
+      ${CMAKE_CURRENT_BINARY_DIR}/libibp-work $<TARGET_FILE:weight_stream>
+      $<TARGET_FILE:emb_gather>)
+  set_tests_properties(preload_sample_gate PROPERTIES
+    LABELS "sim;preload;samples" TIMEOUT 300 ENVIRONMENT "${samples_env}")
 endif()

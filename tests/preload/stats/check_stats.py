@@ -15,17 +15,19 @@ REGION_KEYS = {
     "threshold": (int, float), "compressed_bytes": int,
     "metadata_bytes": int, "saved_fraction": (int, float), "state": str,
     "retired": bool, "copies_served": int, "copies_passthrough": int,
-    "copies_fallback": int, "bytes_requested": int, "bytes_read_pcie": int,
-    "compress_seconds": (int, float), "write_faults": int,
-    "dirty_tensors": int, "tensors_recompressed": int,
+    "copies_fallback": int, "copies_gated": int, "bytes_requested": int,
+    "bytes_read_pcie": int, "compress_seconds": (int, float),
+    "write_faults": int, "dirty_tensors": int, "tensors_recompressed": int,
+    "bytes_gated": int, "modelled_seconds_saved": (int, float),
 }
 TOTAL_KEYS = {
     "regions": int, "bytes": int, "stored_bytes": int,
     "saved_fraction": (int, float), "copies_served": int,
-    "copies_passthrough": int, "copies_fallback": int,
+    "copies_passthrough": int, "copies_fallback": int, "copies_gated": int,
     "bytes_requested": int, "bytes_read_pcie": int,
     "pcie_saved_fraction": (int, float), "compress_seconds": (int, float),
     "write_faults": int, "dirty_tensors": int, "tensors_recompressed": int,
+    "bytes_gated": int, "modelled_seconds_saved": (int, float),
 }
 
 # The figures of test_stats.c's `regions` table, in registration order.

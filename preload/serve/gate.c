@@ -1,0 +1,167 @@
+/* The gate (serve/gate.h; docs/ARCHITECTURE.md "The gate").
+ *
+ * Per copy, two modelled times on the device's profile:
+ *
+ *   pass    CPU: runtime_call_us + driver_copy_call_us
+ *           GPU: ce_setup_us + bytes / ce_h2d_gbps
+ *   kernel  CPU: runtime_call_us + driver_launch_call_us
+ *           GPU: ibp_profile_kernel_us(host bytes, bytes, blocks)
+ *
+ * each the larger of the two (copies queued back to back overlap the CPU's
+ * and the GPU's work), the same model the simulated GPU's virtual clock
+ * runs (tests/sim/driver/src/simcuda_vclock.c).  The kernel is taken only
+ * when its time is strictly smaller. */
+#include "serve/gate.h"
+
+#include <stdatomic.h>
+#include <string.h>
+
+#include "base/base.h"
+#include "base/driver.h"
+#include "base/log.h"
+#include "serve/region.h"
+
+#define DEFAULT_PROFILE "a100-pcie4"
+/* Copies seen before a region's fit is judged. */
+#define MISMATCH_AFTER 32
+
+static ibp_profile profiles[IBP_MAX_DEVICES];
+static _Atomic int ready[IBP_MAX_DEVICES];
+
+/* The built-in whose GPU the device's name names. */
+static const char *builtin_for(const char *device) {
+  if (strstr(device, "H100"))
+    return "h100-pcie5";
+  if (strstr(device, "A100"))
+    return "a100-pcie4";
+  return NULL;
+}
+
+static void load_builtin(ibp_profile *p, const char *name) {
+  const char *text = ibp_profile_builtin_text(name);
+  char err[256];
+  if (!text ||
+      ibp_profile_parse(text, strlen(text), name, p, err, sizeof err) != 0)
+    memset(p, 0, sizeof *p); /* cannot happen: the built-ins are tested */
+}
+
+void ibp__gate_setup_device(int dev) {
+  if (dev < 0 || dev >= IBP_MAX_DEVICES ||
+      atomic_load_explicit(&ready[dev], memory_order_acquire))
+    return;
+  const ibp_profile *o = ibp__profile_override();
+  if (o) {
+    profiles[dev] = *o;
+  } else {
+    char name[256] = "";
+    const ibp_driver *d = ibp__driver();
+    if (d && d->cuDeviceGetName)
+      d->cuDeviceGetName(name, (int)sizeof name - 1, dev);
+    const char *b = builtin_for(name);
+    if (!b)
+      ibp__log(IBP_LOG_INFO,
+               "device %d ('%s'): no built-in cost profile names it; "
+               "modelling it as %s (IBP_PROFILE chooses another, "
+               "docs/PROFILE.md)",
+               dev, name, DEFAULT_PROFILE);
+    load_builtin(&profiles[dev], b ? b : DEFAULT_PROFILE);
+  }
+  atomic_store_explicit(&ready[dev], 1, memory_order_release);
+}
+
+const ibp_profile *ibp__gate_profile(int dev) {
+  if (dev < 0 || dev >= IBP_MAX_DEVICES ||
+      !atomic_load_explicit(&ready[dev], memory_order_acquire))
+    return NULL;
+  return &profiles[dev];
+}
+
+static double max2(double a, double b) {
+  return a > b ? a : b;
+}
+
+double ibp__gate_pass_ns(const ibp_profile *p, const ibp_gate_copy *c) {
+  double cpu = p->runtime_call_us + p->driver_copy_call_us;
+  double gpu = ibp_profile_ce_copy_us(p, c->bytes, 1);
+  return 1e3 * max2(cpu, gpu);
+}
+
+double ibp__gate_kernel_ns(const ibp_profile *p, const ibp_gate_copy *c) {
+  double cpu = p->runtime_call_us + p->driver_launch_call_us;
+  double gpu = ibp_profile_kernel_us(p, c->host_bytes, c->bytes,
+                                     c->blocks ? c->blocks : 1);
+  return 1e3 * max2(cpu, gpu);
+}
+
+/* ---- tensor size against the copies ------------------------------------ */
+
+static uint64_t gcd(uint64_t a, uint64_t b) {
+  while (b) {
+    uint64_t t = a % b;
+    a = b;
+    b = t;
+  }
+  return a;
+}
+
+static void fold_gcd(_Atomic uint64_t *g, uint64_t v) {
+  uint64_t cur = atomic_load_explicit(g, memory_order_relaxed);
+  while (!atomic_compare_exchange_weak_explicit(
+      g, &cur, gcd(cur, v), memory_order_relaxed, memory_order_relaxed))
+    ;
+}
+
+static void fold_min(_Atomic uint64_t *m, uint64_t v) {
+  uint64_t cur = atomic_load_explicit(m, memory_order_relaxed);
+  while ((cur == 0 || v < cur) &&
+         !atomic_compare_exchange_weak_explicit(
+             m, &cur, v, memory_order_relaxed, memory_order_relaxed))
+    ;
+}
+
+static void fold_max(_Atomic uint64_t *m, uint64_t v) {
+  uint64_t cur = atomic_load_explicit(m, memory_order_relaxed);
+  while (v > cur && !atomic_compare_exchange_weak_explicit(
+                        m, &cur, v, memory_order_relaxed, memory_order_relaxed))
+    ;
+}
+
+/* A tensor size every copy seen starts and ends on: the gcd of their
+ * offsets and lengths, at most the largest copy. */
+static uint64_t fitting_tensor(const ibp_gate_seen *g) {
+  uint64_t t = atomic_load_explicit(&g->gcd, memory_order_relaxed);
+  uint64_t most = atomic_load_explicit(&g->max_len, memory_order_relaxed);
+  return t && t <= most ? t : most;
+}
+
+int ibp__gate_mismatch(ibp_region_rec *r, uint64_t offset,
+                       const ibp_gate_copy *c) {
+  ibp_served_region *s = ibp__served(r);
+  ibp_gate_seen *g = &s->gate;
+  uint64_t n = atomic_fetch_add_explicit(&g->copies, 1, memory_order_relaxed);
+  atomic_fetch_add_explicit(&g->requested, c->bytes, memory_order_relaxed);
+  atomic_fetch_add_explicit(&g->host_bytes, c->host_bytes,
+                            memory_order_relaxed);
+  fold_min(&g->min_len, c->bytes);
+  fold_max(&g->max_len, c->bytes);
+  fold_gcd(&g->gcd, c->bytes);
+  fold_gcd(&g->gcd, offset);
+  if (n + 1 != MISMATCH_AFTER)
+    return 0; /* judged once */
+  uint64_t req = atomic_load_explicit(&g->requested, memory_order_relaxed);
+  uint64_t host = atomic_load_explicit(&g->host_bytes, memory_order_relaxed);
+  if (host <= req ||
+      !ibp_region_transition(r, IBP_REGION_READY, IBP_REGION_DEGRADED))
+    return 0;
+  ibp__track_unprotect(&s->track);
+  ibp__log(IBP_LOG_WARN,
+           "region '%s': its %u-byte tensors do not fit its copies (%llu to "
+           "%llu bytes): they would read %llu bytes over PCIe for %llu "
+           "requested; it passes through -- try tensor=%llu in its rule",
+           r->name, s->geometry.tensor_bytes,
+           (unsigned long long)atomic_load(&g->min_len),
+           (unsigned long long)atomic_load(&g->max_len),
+           (unsigned long long)host, (unsigned long long)req,
+           (unsigned long long)fitting_tensor(g));
+  return 1;
+}

@@ -1,0 +1,46 @@
+/*
+ * The gate (gate.c; docs/ARCHITECTURE.md "The gate"): for every copy from a
+ * ready region, the modelled time of each path on the device's cost
+ * profile (docs/PROFILE.md), and the choice: the decompress kernel only
+ * where the model says it is faster than the driver's own copy.
+ */
+#ifndef IBP_PRELOAD_GATE_H
+#define IBP_PRELOAD_GATE_H
+
+#include <stdint.h>
+
+#include "profile/profile.h"
+#include "registry/registry.h"
+
+/* Worker, before the first region is set up on device `dev` (in its
+ * context): chooses the device's profile -- IBP_PROFILE, else the
+ * built-in whose GPU the device's name names ("A100", "H100"), else
+ * a100-pcie4 (one info line).  Idempotent. */
+void ibp__gate_setup_device(int dev);
+
+/* The profile of a device set up by ibp__gate_setup_device (a region
+ * READY on it implies that); NULL otherwise. */
+const ibp_profile *ibp__gate_profile(int dev);
+
+/* One copy as the gate sees it. */
+typedef struct ibp_gate_copy {
+  uint64_t bytes;      /* requested */
+  uint64_t host_bytes; /* what the kernel would read over PCIe */
+  unsigned blocks;     /* the kernel's grid */
+} ibp_gate_copy;
+
+/* Modelled steady-state time of a copy by each path (ns): the larger of
+ * the calling thread's CPU time and the GPU's time, as copies queue up
+ * back to back.  The runtime's share of the call is paid either way. */
+double ibp__gate_pass_ns(const ibp_profile *p, const ibp_gate_copy *c);
+double ibp__gate_kernel_ns(const ibp_profile *p, const ibp_gate_copy *c);
+
+/* Observes a copy of region r's served region before the choice: a region
+ * whose copies would read more over PCIe than they request (its tensor
+ * size does not fit the copies) is demoted, with one line naming the
+ * region, the copy sizes seen and a tensor= value that would fit.
+ * Returns nonzero when r was demoted. */
+int ibp__gate_mismatch(ibp_region_rec *r, uint64_t offset,
+                       const ibp_gate_copy *c);
+
+#endif /* IBP_PRELOAD_GATE_H */

@@ -1,0 +1,22 @@
+# A device cost profile for the tests of libibp's kernel path (not a
+# device): the copy engine is modelled so slow, and a launch so cheap, that
+# the gate (docs/ARCHITECTURE.md, "The gate") serves every copy it can with
+# the decompress kernel.  Tests that check what the kernel writes, or that
+# copies are served, run under it (IBP_PROFILE); tests of the gate's choice
+# use the built-in profiles.
+name = kernel-path-test
+ce_h2d_gbps = 0.1
+ce_d2h_gbps = 0.1
+ce_setup_us = 1000
+runtime_call_us = 0.3
+driver_copy_call_us = 100
+driver_launch_call_us = 0.1
+driver_call_us = 0.1
+launch_latency_us = 0.1
+sm_h2d_gbps = 1000
+sm_read_rtt_us = 0.01
+sm_inflight_bytes = 1000000
+sector_bytes = 32
+dram_gbps = 10000
+decode_gbps_per_sm = 1000
+sms = 132
