@@ -30,6 +30,7 @@ int cmd_verify(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_run(int argc, char **argv);
 int cmd_profile(int argc, char **argv);
+int cmd_calibrate(int argc, char **argv);
 
 /* "ibp" or "ibp CMD" followed by ": " and the message, on stderr. */
 void cli_error(const char *scope, const char *fmt, ...)
@@ -47,6 +48,15 @@ int cli_file_error(const char *path, const char *message);
  * container (bad magic)" or "ibp: PATH: <status message>".  Returns
  * CLI_EXIT_DATA. */
 int cli_container_error(const char *path, ibp_status st);
+
+/* The directory of the simulated driver's libcuda.so.1, absolute, into
+ * out (PATH_MAX bytes): $IBP_SIM_LIB_DIR, else this build's sim/lib, else
+ * ../sim/lib beside the ibp executable (cmd_run.c).  Returns -1 when
+ * found; else prints why (`scope`: "ibp run") and returns CLI_EXIT_USAGE. */
+int cli_find_sim_dir(const char *scope, char *out);
+/* Environment variable `name` = front, followed by sep and its old value
+ * when it had one (LD_LIBRARY_PATH and the like).  0, or -1 with errno. */
+int cli_prepend_env(const char *name, const char *front, char sep);
 
 /* Online CPUs (>= 1). */
 unsigned cli_cpu_count(void);

@@ -173,7 +173,7 @@ static int sim_dir_at(const char *dir, char *out) {
              : -1;
 }
 
-static int find_sim_dir(char *out) {
+int cli_find_sim_dir(const char *scope, char *out) {
   const char *env = getenv("IBP_SIM_LIB_DIR");
   if (env != NULL && env[0] != '\0') {
     if (sim_dir_at(env, out) != 0) {
@@ -188,9 +188,9 @@ static int find_sim_dir(char *out) {
       found = sim_dir_at(cand, out) == 0;
     }
     if (!found) {
-      cli_error("ibp run", "no GPU driver and no simulated one (build the "
-                           "simcuda and simcudart targets, or set "
-                           "IBP_SIM_LIB_DIR)");
+      cli_error(scope, "no GPU driver and no simulated one (build the "
+                       "simcuda and simcudart targets, or set "
+                       "IBP_SIM_LIB_DIR)");
       return CLI_EXIT_USAGE;
     }
   }
@@ -214,8 +214,7 @@ static int real_driver_present(void) {
 
 /* ---- the environment ---------------------------------------------------- */
 
-/* name=front[:old value]; 0 on success. */
-static int prepend(const char *name, const char *front, char sep) {
+int cli_prepend_env(const char *name, const char *front, char sep) {
   const char *old = getenv(name);
   if (old == NULL || old[0] == '\0')
     return setenv(name, front, 1);
@@ -231,9 +230,9 @@ static int prepend(const char *name, const char *front, char sep) {
 
 static int set_environment(const run_args *a, const char *preload,
                            const char *sim_dir) {
-  int rc = prepend("LD_PRELOAD", preload, ':');
+  int rc = cli_prepend_env("LD_PRELOAD", preload, ':');
   if (rc == 0 && sim_dir != NULL)
-    rc = prepend("LD_LIBRARY_PATH", sim_dir, ':');
+    rc = cli_prepend_env("LD_LIBRARY_PATH", sim_dir, ':');
   if (rc == 0 && a->regions != NULL)
     rc = setenv("IBP_REGIONS", a->regions, 1);
   if (rc == 0 && a->stats != NULL)
@@ -254,7 +253,7 @@ int cmd_run(int argc, char **argv) {
   if ((rc = find_preload(preload)) >= 0)
     return rc;
   int sim = a.sim || !real_driver_present();
-  if (sim && (rc = find_sim_dir(sim_dir)) >= 0)
+  if (sim && (rc = cli_find_sim_dir("ibp run", sim_dir)) >= 0)
     return rc;
   if ((rc = set_environment(&a, preload, sim ? sim_dir : NULL)) >= 0)
     return rc;

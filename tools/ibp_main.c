@@ -24,6 +24,7 @@ static const command commands[] = {
     {"bench", cmd_bench, "measure codec throughput"},
     {"run", cmd_run, "run a program with libibp preloaded"},
     {"profile", cmd_profile, "list or print device cost profiles"},
+    {"calibrate", cmd_calibrate, "measure a device cost profile on a GPU"},
 };
 #define COMMAND_COUNT (sizeof commands / sizeof commands[0])
 
