@@ -13,7 +13,7 @@ PROG=results
 
 out=${1:-build/ab}
 out=${out%/}
-for f in meta.env datasets.csv codecs.csv codecs/meta.env ab_summary.csv \
+for f in meta.env datasets.csv codecs.csv codecs/meta.env ab.csv \
   ab_bytes.png ab_speedup.png codecs_saved.png; do
   [[ -s $out/$f ]] || die "$out/$f is missing: run bench/ab first"
 done

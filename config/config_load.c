@@ -3,9 +3,12 @@
 #include "config_internal.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 void ibp_rule_init(ibp_rule *rule) {
   memset(rule, 0, sizeof *rule);
@@ -22,17 +25,35 @@ void ibp_config_init(ibp_config *out) {
 
 /* ---- IBP_CONFIG ---------------------------------------------------------- */
 
+/* A rule file is read only when it is a regular file of at most this many
+ * bytes: a device (/dev/zero), a FIFO or a huge file would hang or stall
+ * the application's first CUDA call. */
+#define FILE_MAX ((off_t)1 << 20)
+
 static const char *errno_text(int e) {
   switch (e) {
   case ENOENT:
     return "cannot open file: no such file or directory";
   case EACCES:
     return "cannot open file: permission denied";
-  case EISDIR:
-    return "cannot read file: it is a directory";
   default:
     return "cannot read file";
   }
+}
+
+/* Why st is no file to read rules from, or NULL. */
+static const char *not_a_rule_file(const struct stat *st) {
+  if (S_ISDIR(st->st_mode))
+    return "cannot read file: it is a directory";
+  if (S_ISFIFO(st->st_mode))
+    return "not a regular file (a FIFO): not read";
+  if (S_ISCHR(st->st_mode) || S_ISBLK(st->st_mode))
+    return "not a regular file (a device): not read";
+  if (!S_ISREG(st->st_mode))
+    return "not a regular file: not read";
+  if (st->st_size > FILE_MAX)
+    return "larger than 1 MiB: not read";
+  return NULL;
 }
 
 /* Parses one line (without its newline); '#' starts a comment. */
@@ -44,54 +65,96 @@ static int parse_line(const char *line, ibp_config *out, ibp__where *w) {
   return ibp__parse_rule_list(text, out, w);
 }
 
-/* Reads the next line into buf; returns 1, 0 at end of file, -1 when the
- * line does not fit (the rest of the line is not consumed). */
-static int read_line(FILE *f, char *buf, size_t cap) {
-  if (!fgets(buf, (int)cap, f))
-    return 0;
-  size_t n = strlen(buf);
-  if (n > 0 && buf[n - 1] == '\n') {
-    buf[n - 1] = '\0';
-    return 1;
+/* The lines of a file, split from fixed-size reads (no allocation). */
+typedef struct line_reader {
+  int fd;
+  char buf[4096];
+  size_t at, n;
+  int eof, error;
+} line_reader;
+
+/* The next byte, or -1 at the end (or on a read error: error set). */
+static int next_byte(line_reader *r) {
+  if (r->at == r->n) {
+    if (r->eof)
+      return -1;
+    ssize_t got;
+    do
+      got = read(r->fd, r->buf, sizeof r->buf);
+    while (got < 0 && errno == EINTR);
+    if (got <= 0) {
+      r->eof = 1;
+      r->error = got < 0 ? errno : 0;
+      return -1;
+    }
+    r->at = 0;
+    r->n = (size_t)got;
   }
-  return (n + 1 < cap || feof(f)) ? 1 : -1;
+  return (unsigned char)r->buf[r->at++];
+}
+
+/* Reads the next line into line; returns 1, 0 at the end, -1 when it does
+ * not fit, -2 for a NUL byte. */
+static int read_line(line_reader *r, char *line, size_t cap) {
+  size_t n = 0;
+  int c = next_byte(r);
+  if (c < 0)
+    return 0;
+  for (; c >= 0 && c != '\n'; c = next_byte(r)) {
+    if (c == 0)
+      return -2;
+    if (n + 1 == cap)
+      return -1;
+    line[n++] = (char)c;
+  }
+  line[n] = '\0';
+  return 1;
 }
 
 /* Returns 0, -1 for a bad line (error filled) or -2 for a read error. */
-static int parse_stream(FILE *f, ibp_config *out, ibp__where *w) {
+static int parse_lines(line_reader *r, ibp_config *out, ibp__where *w) {
   char line[IBP_CONFIG_LINE_MAX];
   int got;
-  while ((got = read_line(f, line, sizeof line)) != 0) {
+  while ((got = read_line(r, line, sizeof line)) != 0) {
     w->line++;
     w->rule = 0;
-    if (got < 0)
+    if (got == -1)
       return ibp__fail(w, ibp__span_of(line),
-                       "line too long (at most 1023 "
-                       "characters)");
+                       "line too long (at most 1023 characters)");
+    if (got == -2)
+      return ibp__fail(w, ibp__span_of(""), "NUL byte: not a text file");
     if (parse_line(line, out, w) != 0)
       return -1;
   }
-  return ferror(f) ? -2 : 0;
+  return r->error ? -2 : 0;
 }
 
 int ibp_config_parse_file(const char *path, ibp_config *out,
                           ibp_config_error *err) {
   ibp__where w = {"IBP_CONFIG", 0, 0, err};
   unsigned n_before = out->n_rules;
-  errno = 0;
-  FILE *f = fopen(path, "re");
-  if (!f)
+  int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0)
     return ibp__fail(&w, ibp__span_of(path), errno_text(errno));
-  errno = 0;
-  int rc = parse_stream(f, out, &w);
-  int read_errno = errno;
-  fclose(f);
+  struct stat st;
+  const char *why =
+      fstat(fd, &st) != 0 ? "cannot read file" : not_a_rule_file(&st);
+  if (why) {
+    close(fd);
+    return ibp__fail(&w, ibp__span_of(path), why);
+  }
+  static line_reader reader; /* one load at a time (pthread_once) */
+  line_reader *r = &reader;
+  memset(r, 0, sizeof *r);
+  r->fd = fd;
+  int rc = parse_lines(r, out, &w);
+  close(fd);
   if (rc == 0)
     return 0;
   out->n_rules = n_before;
   if (rc == -2) {
     w.line = 0;
-    ibp__fail(&w, ibp__span_of(path), errno_text(read_errno));
+    ibp__fail(&w, ibp__span_of(path), errno_text(r->error));
   }
   return -1;
 }

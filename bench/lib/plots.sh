@@ -4,12 +4,12 @@
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 out=${1:?usage: plots.sh OUT}
-gpu=0 gbps=25
+gpu=0 profiles=''
 if [[ -f $out/meta.env ]]; then
   grep -q '^backend=gpu$' "$out/meta.env" && gpu=1
-  gbps=$(sed -n 's/^pcie_gbps=//p' "$out/meta.env")
+  profiles=$(sed -n 's/^profiles=//p' "$out/meta.env" | tr , ' ')
 fi
 term=png # gnuplot-nox has pngcairo; a build without cairo has libgd's png
 gnuplot -e 'set terminal pngcairo' >/dev/null 2>&1 && term=pngcairo
 rm -f "$out"/ab_bytes.png "$out"/ab_speedup.png "$out"/codecs_saved.png
-gnuplot -e "dir='$out'; term='$term'; gpu=$gpu; gbps=${gbps:-25}" "$here/plots.gp"
+gnuplot -e "dir='$out'; term='$term'; gpu=$gpu; profiles='$profiles'" "$here/plots.gp"

@@ -2,7 +2,7 @@
    results_md.py results OUT IMG_DIR    -- docs/RESULTS.md on stdout
 
 Every figure comes from the files bench/ab wrote into OUT (meta.env,
-datasets.csv, codecs.csv, codecs/meta.env, ab_summary.csv) and from
+datasets.csv, codecs.csv, codecs/meta.env, ab.csv) and from
 bench/lib/paper.tsv; nothing here is typed in by hand.  IMG_DIR is where
 the page finds the PNG files, relative to it."""
 
@@ -41,11 +41,19 @@ class Results:
         self.cenv = read_env(os.path.join(out, "codecs", "meta.env"))
         self.sets = read_csv(os.path.join(out, "datasets.csv"))
         self.codecs = read_csv(os.path.join(out, "codecs.csv"))
-        self.ab = read_csv(os.path.join(out, "ab_summary.csv"))
+        self.ab = read_csv(os.path.join(out, "ab.csv"))
         self.paper = read_paper(os.path.join(HERE, "paper.tsv"))
         self.gpu = self.env.get("backend") == "gpu"
 
     # ------------------------------------------------------- data sets
+    @staticmethod
+    def generated(s):
+        """A generated control (bench/data: random_u8), not real data."""
+        return s["package"].startswith("generated")
+
+    def real_sets(self):
+        return [s for s in self.sets if not self.generated(s)]
+
     def saved_of(self, name):
         for s in self.sets:
             if s["name"] == name:
@@ -164,81 +172,146 @@ class Results:
             "decoder; libibp decodes on the GPU, which is not measured here.")
 
     # -------------------------------------------------------------- A/B
-    def ab_table(self):
-        rows = []
+    def profiles(self):
+        return [p for p in self.env.get("profiles", "").split(",") if p]
+
+    def ab_of(self, profile):
+        return [s for s in self.ab if s["profile"] == profile]
+
+    def lines(self):
+        """One ab.csv row per plan line (its first profile)."""
+        seen, out = set(), []
         for s in self.ab:
-            cells = [s["sample"], f'`{s["data"]}`', s["tensor_bytes"], s["runs"],
-                     mb(s["bytes_pcie_a"]), mb(s["bytes_pcie_b"]),
-                     pct(s["pcie_saved_fraction"]), pct(s["region_saved_fraction"])]
-            if self.gpu:
-                cells += [num(s["measured_gbps_a"]), num(s["measured_gbps_b"]),
-                          num(s["measured_speedup"], 3)]
-            else:
-                cells += [num(1e3 * float(s["modelled_a_s"]), 3),
-                          num(1e3 * float(s["modelled_b_s"]), 3),
-                          num(s["modelled_speedup"], 3)]
-            cells += [num(s["ideal_speedup"], 3), num(s["speedup_vs_ideal"], 3),
-                      f'{int(float(s["copies_served"]))} / '
-                      f'{int(float(s["copies_passthrough"]))} / '
-                      f'{int(float(s["copies_fallback"]))}',
-                      str(int(float(s.get("tensors_recompressed") or 0)))]
-            rows.append(cells)
-        if self.gpu:
-            mid = ["GB/s A", "GB/s B", "speedup (measured)"]
-        else:
-            g = self.env.get("pcie_gbps", "?")
-            mid = [f"ms A at {g} GB/s", f"ms B at {g} GB/s", "speedup (modelled)"]
-        head = (["sample", "data", "R (B)", "runs", "MB over PCIe A",
-                 "MB over PCIe B", "PCIe bytes saved", "region saved"] + mid +
-                ["ideal 1/(1-saved)", "speedup / ideal",
-                 "copies served / passed / fell back",
-                 "written tensors recompressed"])
-        return table(head, rows, "llrr" + "r" * (len(head) - 4))
+            if s["line"] not in seen:
+                seen.add(s["line"])
+                out.append(s)
+        return out
+
+    def time_word(self):
+        return "measured" if self.gpu else "modelled"
+
+    def gate_cell(self, s):
+        cell = (f'{int(float(s["copies_served"]))} / {int(float(s["copies_gated"]))} / '
+                f'{int(float(s["copies_passthrough"]))} / {int(float(s["copies_fallback"]))}')
+        return cell
+
+    def ab_table(self, profile):
+        rows = []
+        for s in self.ab_of(profile):
+            rows.append([
+                s["line"], s["sample"], f'`{s["data"]}`', s["tensor_bytes"],
+                num(s["modelled_ms_a"], 3), num(s["modelled_ms_b"], 3),
+                f'{pct(s["spread_a"], 0)} / {pct(s["spread_b"], 0)}',
+                num(s["speedup"], 3), pct(s["region_saved"]),
+                num(s["ideal"], 3), num(s["speedup_vs_ideal"], 3),
+                mb(s["bytes_a"]), mb(s["bytes_b"]), self.gate_cell(s),
+                s["degraded"]])
+        w = self.time_word()
+        head = ["#", "sample", "data", "R (B)", f"ms A ({w})", f"ms B ({w})",
+                "spread of runs A / B", "speedup A/B", "region saved", "ideal 1/(1-saved)",
+                "speedup / ideal", "MB over PCIe A", "MB over PCIe B",
+                "copies served / gated / passed / fell back", "degraded"]
+        return table(head, rows, "rllr" + "r" * 10 + "l")
+
+    def acceptance(self, profile):
+        """(holds, worst row) of the rule: no line more than 2 % slower."""
+        rows = [s for s in self.ab_of(profile) if s["speedup"] not in ("", None)]
+        if not rows:
+            return None, None
+        worst = min(rows, key=lambda s: float(s["speedup"]))
+        return all(s["slower_over_2pct"] == "no" for s in rows), worst
+
+    def acceptance_lines(self):
+        w = self.time_word()
+        out = [f"Acceptance (issue G): under every profile, no line {w} slower "
+               "with libibp than without by more than 2 % (reported, never a "
+               "failure of the benchmark):"]
+        for p in self.profiles():
+            holds, worst = self.acceptance(p)
+            if worst is None:
+                out.append(f"- `{p}`: no line")
+                continue
+            slow = [s["line"] for s in self.ab_of(p) if s["slower_over_2pct"] != "no"]
+            ratio = float(worst["modelled_ms_b"]) / float(worst["modelled_ms_a"])
+            out.append(
+                f"- `{p}`: **{'holds' if holds else 'does not hold'}**; worst "
+                f"speedup {num(worst['speedup'], 3)} (line {worst['line']}, "
+                f"{worst['sample']} on `{worst['data']}`: B takes "
+                f"{100 * (ratio - 1):+.1f} % of A's time)"
+                + (f"; over 2 % slower: lines {', '.join(slow)}" if slow else ""))
+        return "\n".join(out)
+
+    def ab_tables(self, img=None):
+        parts = [f"<!-- acceptance -->\n{self.acceptance_lines()}\n<!-- /acceptance -->"]
+        for p in self.profiles():
+            parts += [f"### Profile `{p}`", self.ab_table(p)]
+        if img is not None:
+            parts += [f"![{self.time_word()} speedup vs space saved]({img}/ab_speedup.png)",
+                      f"![bytes over PCIe, A vs B]({img}/ab_bytes.png)"]
+        return "\n\n".join(parts)
 
     def ab_commands(self):
-        rows = [[s["sample"], f'`{s["data"]}`', f'`{s["regions"]}`', f'`{s["args"]}`']
-                for s in self.ab]
-        return table(["sample", "data", "IBP_REGIONS (B)", "arguments (A and B)"],
-                     rows, "llll")
+        rows = [[s["line"], s["sample"], f'`{s["data"]}`', f'`{s["regions"]}`',
+                 f'`{s["args"]}`'] for s in self.lines()]
+        return table(["#", "sample", "data", "IBP_REGIONS (B)", "arguments (A and B)"],
+                     rows, "rllll")
+
+    def profile_list(self):
+        specs = self.env.get("profile_specs", "").split(",")
+        out = []
+        for label, spec in zip(self.profiles(), specs):
+            out.append(f"`{label}`" + ("" if spec == label else f" (`{spec}`)"))
+        return ", ".join(out)
 
     def ab_method(self):
         n = self.env.get("runs", "?")
         common = (
-            f"`bench/ab` runs every sample of `bench/lib/ab_plan.tsv` {n} times "
-            "without (A: `ibp run --disable`, libibp loaded and off) and with "
-            "libibp (B: `ibp run --regions ... --stats FILE` with "
-            "`IBP_WAIT_READY=1`, so the first copy waits for the compression and "
-            "every copy is served), alternating A and B.  The result lines "
-            "(bytes, copies, FNV-1a checksum of every byte that reached the "
-            "device) of A and B and of every run are identical -- the bench stops "
-            "on any difference.  Data: real data sets of `bench/data` (`NAME:SIZE` "
-            "= their first SIZE bytes, whole rows) or the sample's generated data "
-            "(`gen_*`).  **Bytes over PCIe**: A = every byte the sample copies; "
-            "B = libibp's `bytes_read_pcie` for the copies it served (the stored "
-            "bytes of every tensor a copy touches, a partial tensor counted whole, "
-            "a tensor written since compression and not yet recompressed counted "
-            "raw; in bytes, before real reads round up to 32-byte sectors) plus the "
-            "bytes of copies passed through.  The one-time upload of the region's "
-            "metadata (Mask, Bitval, flags) is not in B; it is in `ab.csv` "
-            "(`metadata_bytes`).  The warm-up pass/batch is counted in both.  "
-            "*Region saved* is libibp's `saved_fraction` of the region, and "
-            "*ideal* the speedup that would give: 1/(1 - saved).  Where the "
-            "sample writes into the region (kv_offload), written tensors are "
-            "served raw until libibp's background recompression lands, so B "
-            "varies by a few tenths of a percent from run to run.")
+            f"`bench/ab` runs every line of `bench/lib/ab_plan.tsv` under each "
+            f"device cost profile ({self.profile_list()}; docs/PROFILE.md), {n} "
+            "times without (A: `ibp run --disable`, libibp loaded and off) and "
+            "with libibp (B: `ibp run --regions ... --stats FILE` with "
+            "`IBP_WAIT_READY=1`, so the first copy waits for the compression), "
+            "alternating A and B, with `IBP_PROFILE` set to the profile for both.  "
+            "The result lines (bytes, copies, FNV-1a checksum of every byte that "
+            "reached the device) of A and B, of every run and every profile are "
+            "identical -- the bench stops on any difference.  Data: data sets of "
+            "`bench/data` (`NAME:SIZE` = their first SIZE bytes, whole rows; "
+            "`random_u8` is the incompressible control) or the sample's generated "
+            "data (`gen_*`).\n\n"
+            "- **ms A, ms B**: the samples' own CUDA event timing of their copies "
+            "after the warm-up pass (`h2d_seconds`), median of the runs; "
+            "speedup = ms A / ms B; *spread*: (max - min) / median of the runs.\n"
+            "- **What the gate chose** (libibp's statistics, median of the B runs): "
+            "copies *served* by the decompress kernel; *gated*: left to the "
+            "driver's copy because the profile models that faster; *passed*: "
+            "passed through (e.g. a region the gate demoted because its tensor "
+            "size does not fit its copies: *degraded*); *fell back*: the kernel "
+            "path failed and the copy ran.\n"
+            "- **Region saved** is libibp's `saved_fraction` of the region, and "
+            "*ideal* the speedup that would give: 1/(1 - saved).\n"
+            "- **MB over PCIe**: A = every byte the sample copies; B = libibp's "
+            "`bytes_read_pcie` for the copies it served (the stored bytes of every "
+            "tensor a copy touches, before real reads round up to 32-byte sectors) "
+            "plus the bytes of the copies left to the driver.  The one-time upload "
+            "of the region's metadata is not in B (`metadata_bytes` in `ab.csv`).  "
+            "The warm-up pass is counted in both.")
         if self.gpu:
             return common + (
-                f"\n\nOn the GPU ({self.env.get('gpu', '?')}): *GB/s* are the "
-                "samples' `throughput_gbps` (CUDA event timing of the copies after "
-                "warm-up), median of the runs; speedup = B / A.")
+                f"\n\nOn the GPU ({self.env.get('gpu', '?')}) the times are "
+                "**measured**.  The profile only steers libibp's gate there; A is "
+                "the same under every profile.")
         return common + (
             "\n\n**No GPU here: the runs are on the simulated GPU** (`tests/sim`: "
             "the real decompress kernel compiled for a CPU SIMT emulator).  The "
-            "emulator's time says nothing about a GPU, so no time is measured: "
-            "the *ms* columns are a **model**, time = bytes over PCIe / "
-            f"{self.env.get('pcie_gbps', '?')} GB/s (`--pcie-gbps`), and the "
-            "modelled speedup is the ratio of bytes A / B -- it assumes the "
-            "transfer is bound by PCIe bandwidth and that the kernel keeps up.")
+            "times are **modelled**: the simulated driver's virtual clock charges "
+            "every copy, launch and API call its cost on the profile "
+            "(docs/PROFILE.md, \"The model\"), with the kernel's host reads taken "
+            "from the emulator's sector counts, and CUDA events read that clock.  "
+            "The emulator's own speed is never reported.  A and B are modelled by "
+            "the same clock, so per-call costs count on both sides.  Two streams' "
+            "copies share the modelled PCIe link in the order the simulator runs "
+            "them, so a pass of `weight_stream` varies by a few percent from run "
+            "to run (the spread column; its lines time 4 passes).")
 
     # ----------------------------------------------------------- pages
     def machine(self):
@@ -260,13 +333,16 @@ class Results:
 
     def key_figures(self):
         lines = []
-        if self.sets:
-            lo = min(self.sets, key=lambda s: float(s["saved_fraction"]))
-            hi = max(self.sets, key=lambda s: float(s["saved_fraction"]))
+        real = self.real_sets()
+        if real:
+            lo = min(real, key=lambda s: float(s["saved_fraction"]))
+            hi = max(real, key=lambda s: float(s["saved_fraction"]))
             lines.append(
                 f"- IBP saves {pct(lo['saved_fraction'])} (`{lo['name']}`) to "
                 f"{pct(hi['saved_fraction'])} (`{hi['name']}`) on the "
-                f"{len(self.sets)} real data sets (`ibp analyze`, whole files).")
+                f"{len(real)} real data sets (`ibp analyze`, whole files)"
+                + "".join(f"; {pct(g['saved_fraction'])} on the generated control `{g['name']}`"
+                          for g in self.sets if self.generated(g)) + ".")
         cats = []
         for p in self.paper:
             if p["category"] not in cats:
@@ -277,31 +353,37 @@ class Results:
                              for p in ps if self.saved_of(p["data_set"]) is not None)
             lines.append(f"- Paper, {c}: IBP saves {ps[0]['paper_saved_percent']} %; "
                          f"here, closest kind of data: {here or 'not built'}.")
-        names = self.codec_names()
+        gen = {s["name"] for s in self.sets if self.generated(s)}
+        names = [n for n in self.codec_names() if n not in gen]
         if names:
             wins = [n for n in names if float(self.codec(n, "ibp", "row")["saved_fraction"]) >
                     max(float(self.codec(n, c, "row")["saved_fraction"])
                         for c in ("zstd-1", "zstd-3", "lz4-1"))]
             lines.append(
                 f"- Per row (random access), IBP saves more than zstd -1, zstd -3 and "
-                f"lz4 on {len(wins)} of {len(names)} data sets "
+                f"lz4 on {len(wins)} of {len(names)} real data sets "
                 f"({', '.join(f'`{n}`' for n in wins)}); zstd or lz4 saves as much or more on the others.")
         if self.ab:
-            if self.gpu:
-                lines.append(f"- A/B on the GPU ({self.env.get('gpu', '?')}), "
-                             "measured (CUDA events), outputs identical in A and B:")
-            else:
-                lines.append("- A/B on the **simulated GPU** (no GPU here): bytes over "
-                             "PCIe counted, transfer time **modelled** at "
-                             f"{self.env.get('pcie_gbps', '?')} GB/s, no GPU time "
-                             "measured; outputs identical in A and B:")
-            key = "measured_speedup" if self.gpu else "modelled_speedup"
-            for s in self.ab:
-                lines.append(
-                    f"  - {s['sample']} on `{s['data']}`: "
-                    f"{pct(s['pcie_saved_fraction'])} fewer bytes over PCIe, "
-                    f"{'measured' if self.gpu else 'modelled'} speedup "
-                    f"{num(s[key], 3)} (ideal 1/(1-saved) {num(s['ideal_speedup'], 3)})")
+            w = self.time_word()
+            where = (f"on the GPU ({self.env.get('gpu', '?')})" if self.gpu else
+                     "on the **simulated GPU** (no GPU here; times modelled by its "
+                     "virtual clock)")
+            lines.append(f"- A/B {where}, outputs identical in A and B; {w} "
+                         "speedup A/B (ideal 1/(1-saved)) per profile:")
+            for s in self.lines():
+                per = "; ".join(
+                    f"{x['profile']} {num(x['speedup'], 3)}"
+                    + (" (degraded)" if x["degraded"] != "no" else "")
+                    for x in self.ab if x["line"] == s["line"])
+                lines.append(f"  - {s['line']} {s['sample']} on `{s['data']}`"
+                             f" (`{s['regions']}`): {per} (ideal {num(s['ideal'], 3)})")
+            for p in self.profiles():
+                holds, worst = self.acceptance(p)
+                if worst is not None:
+                    lines.append(
+                        f"- No line more than 2 % slower with libibp on `{p}`: "
+                        f"**{'holds' if holds else 'does not hold'}** (worst speedup "
+                        f"{num(worst['speedup'], 3)}, line {worst['line']}).")
         return "\n".join(lines)
 
     def not_measured(self):
@@ -310,23 +392,18 @@ class Results:
                     "`bytes_read_pcie`, before sector rounding.")
         return (
             "This machine has no GPU (`nvidia-smi` finds none), so:\n\n"
-            "- **GPU time was not measured**: no throughput, latency or speedup "
-            "of real copies or of the decompress kernel on a GPU.  The samples' "
-            "`throughput_gbps` on the simulated GPU is the speed of host memcpy "
-            "and of the CPU emulator, and is not reported.  The end-to-end "
-            "target (bench/README.md, \"Targets\": transfer speedup >= 0.95 x "
-            "1/(1-saved) at >= 1 KB tensors, on a GPU) is therefore **not "
-            "verified**; the modelled "
-            "speedup above only says what the bytes allow.\n"
+            "- **GPU time was not measured**: every time above is modelled by "
+            "the simulated GPU's virtual clock from a device cost profile "
+            "(docs/PROFILE.md), whose values are partly published figures and "
+            "partly marked assumptions.  The end-to-end target (bench/README.md, "
+            "\"Targets\": transfer speedup >= 0.95 x 1/(1-saved) at >= 1 KB "
+            "tensors, on a GPU) is therefore **not verified**.\n"
             "- **Real PCIe** was not measured: bandwidth, latency, the cost of "
-            "GPU-initiated zero-copy reads against DMA copies.  B counts bytes; "
-            "real reads move whole 32-byte sectors, which adds most where a "
-            "tensor compresses to a few sectors, as the sparse rows do (the "
-            "emulator counts sectors per tensor size: "
-            "`build/release/tests/sim/kernels/bench_pcie`, bench/README.md).\n"
-            "- Whether the kernel keeps up with PCIe: the model assumes it does.\n"
-            "- On a machine with a GPU, `bench/ab` measures these itself "
-            "(CUDA event timing in the samples, NVIDIA's runtime).")
+            "GPU-initiated zero-copy reads against DMA copies.  The model reads "
+            "these from the profile; the emulator counts the sectors the kernel "
+            "reads (`build/release/tests/sim/kernels/bench_pcie`, bench/README.md).\n"
+            "- On a machine with a GPU, `bash bench/gpu.sh` measures these "
+            "(bench/README.md, \"On a GPU\").")
 
     def results_page(self, img):
         e = self.env
@@ -356,7 +433,8 @@ class Results:
             "",
             "Real data sets built by `bench/data/build.sh` from Debian and npm "
             "packages (provenance and licences: `MANIFEST.tsv`, "
-            "bench/data/README.md).  *ibp saved* is `ibp analyze FILE "
+            "bench/data/README.md), and one generated control, `random_u8` "
+            "(seeded random bytes: nothing to save).  *ibp saved* is `ibp analyze FILE "
             "--tensor-bytes R --json` on the whole file: `saved_fraction` "
             "(1 - stored bytes / bytes), and `saved_fraction_with_metadata`.",
             "",
@@ -386,11 +464,7 @@ class Results:
             "",
             self.ab_method(),
             "",
-            self.ab_table(),
-            "",
-            f"![bytes over PCIe, A vs B]({img}/ab_bytes.png)",
-            "",
-            f"![speedup vs space saved]({img}/ab_speedup.png)",
+            self.ab_tables(img),
             "",
             "How each line ran (`bench/lib/ab_plan.tsv`; `{file}`, `{R}`, `{bytes}` "
             "filled in):",
@@ -411,8 +485,8 @@ class Results:
         return "\n".join([
             f"# bench/ab summary ({self.env.get('mode')}, "
             f"{'real GPU' if self.gpu else 'simulated GPU'})", "",
-            self.key_figures(), "", self.ab_table(), "",
-            "![bytes](ab_bytes.png)", "", "![speedup](ab_speedup.png)", "",
+            self.key_figures(), "", self.ab_tables("."), "",
+            self.ab_commands(), "",
             self.codec_saved_table(), "", "![codecs](codecs_saved.png)", "",
             self.machine(), ""])
 

@@ -134,17 +134,16 @@ static uint64_t fitting_tensor(const ibp_gate_seen *g) {
   return t && t <= most ? t : most;
 }
 
-int ibp__gate_mismatch(ibp_region_rec *r, uint64_t offset,
-                       const ibp_gate_copy *c) {
+int ibp__gate_mismatch(ibp_region_rec *r, uint64_t offset, uint64_t bytes,
+                       uint64_t stored) {
   ibp_served_region *s = ibp__served(r);
   ibp_gate_seen *g = &s->gate;
   uint64_t n = atomic_fetch_add_explicit(&g->copies, 1, memory_order_relaxed);
-  atomic_fetch_add_explicit(&g->requested, c->bytes, memory_order_relaxed);
-  atomic_fetch_add_explicit(&g->host_bytes, c->host_bytes,
-                            memory_order_relaxed);
-  fold_min(&g->min_len, c->bytes);
-  fold_max(&g->max_len, c->bytes);
-  fold_gcd(&g->gcd, c->bytes);
+  atomic_fetch_add_explicit(&g->requested, bytes, memory_order_relaxed);
+  atomic_fetch_add_explicit(&g->host_bytes, stored, memory_order_relaxed);
+  fold_min(&g->min_len, bytes);
+  fold_max(&g->max_len, bytes);
+  fold_gcd(&g->gcd, bytes);
   fold_gcd(&g->gcd, offset);
   if (n + 1 != MISMATCH_AFTER)
     return 0; /* judged once */

@@ -35,12 +35,13 @@ typedef struct ibp_gate_copy {
 double ibp__gate_pass_ns(const ibp_profile *p, const ibp_gate_copy *c);
 double ibp__gate_kernel_ns(const ibp_profile *p, const ibp_gate_copy *c);
 
-/* Observes a copy of region r's served region before the choice: a region
- * whose copies would read more over PCIe than they request (its tensor
- * size does not fit the copies) is demoted, with one line naming the
- * region, the copy sizes seen and a tensor= value that would fit.
- * Returns nonzero when r was demoted. */
-int ibp__gate_mismatch(ibp_region_rec *r, uint64_t offset,
-                       const ibp_gate_copy *c);
+/* Observes a copy of region r's served region before the choice, with
+ * `stored` the stored bytes of the tensors it touches (what the kernel
+ * reads, before sector rounding): a region whose copies touch more stored
+ * bytes than they request (its tensor size does not fit the copies) is
+ * demoted, with one line naming the region, the copy sizes seen and a
+ * tensor= value that would fit.  Returns nonzero when r was demoted. */
+int ibp__gate_mismatch(ibp_region_rec *r, uint64_t offset, uint64_t bytes,
+                       uint64_t stored);
 
 #endif /* IBP_PRELOAD_GATE_H */

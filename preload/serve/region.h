@@ -114,7 +114,7 @@ typedef struct ibp_device_slot {
 typedef struct ibp_gate_seen {
   _Atomic uint64_t copies;
   _Atomic uint64_t requested;  /* bytes */
-  _Atomic uint64_t host_bytes; /* what the kernel would read for them */
+  _Atomic uint64_t host_bytes; /* stored bytes of the tensors they touch */
   _Atomic uint64_t min_len, max_len;
   _Atomic uint64_t gcd; /* of every copy's length and offset */
 } ibp_gate_seen;

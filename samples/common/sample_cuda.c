@@ -176,7 +176,7 @@ void sample_print_device(int quiet) {
 
 void sample_print_throughput(int quiet, uint64_t bytes, double seconds) {
   sample_print_kv(quiet, "timed_bytes", "%llu", (unsigned long long)bytes);
-  sample_print_kv(quiet, "h2d_seconds", "%.6f", seconds);
+  sample_print_kv(quiet, "h2d_seconds", "%.9f", seconds);
   printf("throughput_gbps=%.3f\n",
          seconds > 0 ? (double)bytes / seconds / 1e9 : 0.0);
 }

@@ -3,10 +3,12 @@
  *   test_config --robustness  random byte strings into the parsers */
 #include "config/config.h"
 
+#include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static int failures;
@@ -411,6 +413,48 @@ static void test_file_errors(void) {
   CHECK(strstr(e.message, "directory") != NULL);
 }
 
+/* Files a rule file must not be: one message each, nothing read (a
+ * device or a FIFO would hang the application's first CUDA call). */
+static void expect_not_read(const char *path, const char *message) {
+  ibp_config c;
+  ibp_config_error e;
+  const char *env[] = {"IBP_REGIONS", "min=1M", "IBP_CONFIG", path, NULL};
+  int ok = load(env, &c, &e) == -1 && c.disabled && c.n_rules == 0 &&
+           strcmp(e.variable, "IBP_CONFIG") == 0 &&
+           strstr(e.message, message) != NULL;
+  if (!ok) {
+    fprintf(stderr, "%s: message '%s', want '%s'\n", path, e.message, message);
+    failures++;
+  }
+}
+
+static void test_file_not_text(void) {
+  expect_not_read("/dev/zero", "not a regular file (a device)");
+  char dir[] = "/tmp/ibp_config_fifo_XXXXXX", fifo[64];
+  CHECK(mkdtemp(dir) != NULL);
+  snprintf(fifo, sizeof fifo, "%s/fifo", dir);
+  CHECK(mkfifo(fifo, 0600) == 0); /* nobody writes: a read would block */
+  expect_not_read(fifo, "not a regular file (a FIFO)");
+  unlink(fifo);
+  rmdir(dir);
+  char path[64];
+  write_file(path, "min=1M\n");
+  CHECK(truncate(path, (1 << 20) + 1) == 0); /* NUL bytes past 1 MiB */
+  expect_not_read(path, "larger than 1 MiB");
+  unlink(path);
+  /* a NUL byte in a small file: not a text file, at its line */
+  write_file(path, "min=1M\nsize=4");
+  int fd = open(path, O_WRONLY | O_APPEND);
+  CHECK(fd >= 0 && write(fd, "\0\n", 2) == 2);
+  close(fd);
+  ibp_config c;
+  ibp_config_error e;
+  const char *env[] = {"IBP_CONFIG", path, NULL};
+  CHECK(load(env, &c, &e) == -1 && e.line == 2 &&
+        strstr(e.message, "NUL byte") != NULL);
+  unlink(path);
+}
+
 static void test_file_too_long_line(void) {
   char path[64];
   static char text[IBP_CONFIG_LINE_MAX + 100];
@@ -546,6 +590,7 @@ int main(int argc, char **argv) {
   test_load_errors();
   test_file_good();
   test_file_errors();
+  test_file_not_text();
   test_file_too_long_line();
   if (failures) {
     fprintf(stderr, "%d check(s) failed\n", failures);

@@ -69,6 +69,9 @@ ibp_case(config_missing ENV "IBP_CONFIG=/nonexistent/ibp.conf"
          "no such file or directory" "${pass}")
 ibp_case(config_is_directory ENV "IBP_CONFIG={WORK}"
   EXPECT "IBP_CONFIG, token '" "it is a directory" "${pass}")
+ibp_case(config_is_device ENV "IBP_CONFIG=/dev/zero"
+  EXPECT "IBP_CONFIG, token '/dev/zero'" "not a regular file (a device)"
+         "${pass}")
 ibp_case(config_bad_line ENV "IBP_CONFIG={WORK}/ibp.conf"
   FILE "# weights\nmin=64M, name=weights\n\nmin=1M, chunk=3   # bad\nauto\n"
   EXPECT "IBP_CONFIG line 4, token 'chunk=3'"

@@ -100,42 +100,68 @@ typedef struct timeline {
 static timeline links[SIMCLOCK_LINKS] = {{.m = PTHREAD_MUTEX_INITIALIZER},
                                          {.m = PTHREAD_MUTEX_INITIALIZER}};
 
-/* Where [start, start+dur) fits first, at or after `ready`. */
-static double first_fit(const timeline *l, double ready, double dur,
-                        size_t *at) {
-  double start = ready > l->floor ? ready : l->floor;
-  size_t i = 0;
-  for (; i < l->n; i++) {
-    if (l->busy[i].hi <= start)
-      continue;
-    if (start + dur <= l->busy[i].lo)
-      break;
-    start = l->busy[i].hi;
+/* Inserts busy [lo, hi) at index `at` (sorted, disjoint), merging with
+ * neighbours it touches; when the list is full the oldest interval
+ * becomes the floor. */
+static void occupy(timeline *l, size_t at, double lo, double hi) {
+  if (at > 0 && l->busy[at - 1].hi >= lo) {
+    l->busy[at - 1].hi = hi;
+    if (at < l->n && l->busy[at].lo <= hi) { /* fills the gap exactly */
+      l->busy[at - 1].hi = l->busy[at].hi;
+      memmove(l->busy + at, l->busy + at + 1,
+              (l->n - at - 1) * sizeof *l->busy);
+      l->n--;
+    }
+    return;
   }
-  *at = i;
-  return start;
+  if (at < l->n && l->busy[at].lo <= hi) {
+    l->busy[at].lo = lo;
+    return;
+  }
+  if (l->n == LINK_INTERVALS) {
+    l->floor = l->busy[0].hi;
+    memmove(l->busy, l->busy + 1, (l->n - 1) * sizeof *l->busy);
+    l->n--;
+    at = at ? at - 1 : 0;
+  }
+  memmove(l->busy + at + 1, l->busy + at, (l->n - at) * sizeof *l->busy);
+  l->busy[at] = (interval){lo, hi};
+  l->n++;
 }
 
+/* The transfer takes the link's free time from `ready` on, gap after gap,
+ * until it has had `dur` (transfers of several streams interleave, as a
+ * DMA engine interleaves their packets): the link's busy time is the sum
+ * of the transfers whatever order the streams' workers run them in. */
 double simclock_link_reserve(simclock_link link, double ready, double dur) {
   if ((unsigned)link >= SIMCLOCK_LINKS || !(dur > 0))
     return ready;
   timeline *l = &links[link];
   pthread_mutex_lock(&l->m);
-  size_t at;
-  double start = first_fit(l, ready, dur, &at);
-  if (l->n == LINK_INTERVALS) { /* the oldest becomes the floor */
-    l->floor = l->busy[0].hi;
-    memmove(l->busy, l->busy + 1, (l->n - 1) * sizeof *l->busy);
-    l->n--;
-    at = at ? at - 1 : 0;
-    if (start < l->floor)
-      start = first_fit(l, l->floor, dur, &at);
+  double t = ready > l->floor ? ready : l->floor, left = dur;
+  size_t i = 0;
+  while (i < l->n && l->busy[i].hi <= t)
+    i++;
+  while (left > 0) {
+    if (i < l->n && l->busy[i].lo <= t) { /* busy: skip it */
+      t = l->busy[i].hi;
+      i++;
+      continue;
+    }
+    /* the free time up to the next busy interval, or all that is left
+     * (exactly: t + left may round, and then the rest would never end) */
+    int gap = i < l->n && l->busy[i].lo - t < left;
+    double take = gap ? l->busy[i].lo - t : left;
+    double end = gap ? l->busy[i].lo : t + left;
+    occupy(l, i, t, end);
+    t = end;
+    left = gap ? left - take : 0;
+    i = 0; /* the list changed: the first interval ending after t */
+    while (i < l->n && l->busy[i].hi <= t)
+      i++;
   }
-  memmove(l->busy + at + 1, l->busy + at, (l->n - at) * sizeof *l->busy);
-  l->busy[at] = (interval){start, start + dur};
-  l->n++;
   pthread_mutex_unlock(&l->m);
-  return start + dur;
+  return t;
 }
 
 void simclock_reset(void) {

@@ -8,8 +8,9 @@
  * only by the modelled cost of the API calls it makes (simclock_charge_us)
  * and by waiting for modelled work (simclock_reach); a thread starts at
  * the latest time any thread has reached.  The link has one timeline per
- * direction: a transfer occupies it for its duration, in the first gap at
- * or after the time it is ready, so streams share its bandwidth.
+ * direction: a transfer takes the free time after it is ready, gap after
+ * gap, until it has had its duration, so streams share its bandwidth and
+ * its busy time does not depend on the order their workers run in.
  *
  * The profile comes from IBP_PROFILE (a built-in name or a file,
  * profile/profile.h), else `a100-pcie4`; a bad one is reported once on
@@ -44,8 +45,8 @@ void simclock_charge_us(double us);
  * becomes max(its clock, t). */
 void simclock_reach(double t);
 
-/* Reserves `dur` ns of `link` in its first free gap at or after `ready`;
- * returns the end of the reservation. */
+/* Reserves `dur` ns of `link`'s free time at or after `ready` (in one or
+ * more pieces); returns when the last piece ends. */
 double simclock_link_reserve(simclock_link link, double ready, double dur);
 
 /* Forgets the link timelines and the threads' starting point (tests). */
