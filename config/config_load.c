@@ -161,11 +161,12 @@ int ibp_config_parse_file(const char *path, ibp_config *out,
 
 /* ---- the scalar variables ------------------------------------------------ */
 
-static int load_disable(ibp__span v, ibp__where *w, int *disabled) {
+/* IBP_DISABLE, IBP_WAIT_READY: 0 (or unset, empty) or 1. */
+static int load_flag(ibp__span v, ibp__where *w, int *flag) {
   if (v.n == 0 || ibp__word_is(v, "0"))
-    *disabled = 0;
+    *flag = 0;
   else if (ibp__word_is(v, "1"))
-    *disabled = 1;
+    *flag = 1;
   else
     return ibp__fail(w, v, "must be 0 or 1");
   return 0;
@@ -246,7 +247,7 @@ static int load_rules(env_reader *r, ibp_config *out) {
 }
 
 static int load_all(env_reader *r, ibp_config *out) {
-  if (load_disable(read_var(r, "IBP_DISABLE"), &r->where, &out->disabled))
+  if (load_flag(read_var(r, "IBP_DISABLE"), &r->where, &out->disabled))
     return -1;
   if (out->disabled)
     return 0;
@@ -256,6 +257,8 @@ static int load_all(env_reader *r, ibp_config *out) {
     return -1;
   if (load_min_copy(read_var(r, "IBP_MIN_COPY"), &r->where,
                     &out->min_copy_bytes))
+    return -1;
+  if (load_flag(read_var(r, "IBP_WAIT_READY"), &r->where, &out->wait_ready))
     return -1;
   if (load_profile(read_var(r, "IBP_PROFILE"), &r->where, out))
     return -1;

@@ -45,8 +45,8 @@ int ibp__config_load(void);
 /* Nonzero once the configuration is loaded (ibp__cfg valid). */
 int ibp__loaded(void);
 
-/* Nonzero when IBP_WAIT_READY=1: the first copy from a region waits until
- * the worker made it ready (tests, benchmarks). */
+/* Nonzero when IBP_WAIT_READY=1 (config/): the first copy from a region
+ * waits until the worker made it ready (tests, benchmarks). */
 int ibp__wait_ready(void);
 
 /* ---- profile.c: IBP_PROFILE ---------------------------------------------- */

@@ -37,8 +37,7 @@ static void load(void) {
   else if (!ibp__cfg.disabled && ibp__profile_load_override() != 0)
     ibp__cfg.disabled = 1;
   active = !ibp__cfg.disabled && ibp__cfg.n_rules > 0;
-  const char *w = getenv("IBP_WAIT_READY");
-  wait_ready = w && strcmp(w, "1") == 0;
+  wait_ready = ibp__cfg.wait_ready;
   atomic_store(&loaded, 1);
   ibp__guard--;
 }

@@ -23,8 +23,9 @@
  * add to its PCIe reads, on average (bench/README.md, bench_pcie). */
 #define SECTOR_SLACK 32
 
-static void count_passed(ibp_served_region *s) {
+static void count_passed(ibp_served_region *s, uint64_t bytes) {
   ibp__count(&s->counters, copies_passthrough, 1);
+  ibp__count(&s->counters, bytes_passthrough, bytes);
 }
 
 /* What dirty tensors among [first, last] add: they are read raw. */
@@ -121,7 +122,7 @@ static int kernel_wins(ibp_region_rec *r, ibp_served_region *s, int dev,
   /* the streams' ends rarely fall on sector boundaries */
   ibp_gate_copy g = {c->bytes, pcie + SECTOR_SLACK, plan->grid};
   if (!p || ibp__gate_mismatch(r, off, c->bytes, pcie)) {
-    count_passed(s);
+    count_passed(s, c->bytes);
     return 0;
   }
   double pass = ibp__gate_pass_ns(p, &g), kernel = ibp__gate_kernel_ns(p, &g);
@@ -198,7 +199,7 @@ static int serve_region(ibp_region_rec *r, const ibp_copy *c) {
   if (d->cuCtxGetCurrent(&ctx) != CUDA_SUCCESS || !ctx ||
       d->cuCtxGetDevice(&dev) != CUDA_SUCCESS || dev < 0 ||
       dev >= IBP_MAX_DEVICES) {
-    count_passed(s);
+    count_passed(s, c->bytes);
     return 1;
   }
   if (ibp_region_state_get(r) != IBP_REGION_READY ||
@@ -211,7 +212,7 @@ static int serve_region(ibp_region_rec *r, const ibp_copy *c) {
       slot->ctx != ctx || rewritten(r, s) ||
       d->cuStreamIsCapturing(c->stream, &cs) != CUDA_SUCCESS ||
       cs != CU_STREAM_CAPTURE_STATUS_NONE) {
-    count_passed(s);
+    count_passed(s, c->bytes);
     return 1;
   }
   const uint64_t off = (uintptr_t)c->src - r->base;
@@ -254,7 +255,7 @@ int ibp__serve_htod(const ibp_copy *c) {
   if (f == IBP_FIND_FOUND)
     rc = serve_region(r, c);
   else if (s)
-    count_passed(s);
+    count_passed(s, c->bytes);
   ibp__guard--;
   ibp_region_release(r);
   return rc;

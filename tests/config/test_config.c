@@ -306,6 +306,11 @@ static void test_load_scalars(void) {
   CHECK(c.stats == IBP_STATS_OFF);
   const char *warn[] = {"IBP_LOG", "warn", "IBP_STATS", "", NULL};
   CHECK(load(warn, &c, &e) == 0 && c.log_level == IBP_LOG_WARN);
+  CHECK(!c.wait_ready && c.profile[0] == '\0');
+  const char *wait[] = {"IBP_WAIT_READY", " 1 ", "IBP_PROFILE", "h100-pcie5",
+                        NULL};
+  CHECK(load(wait, &c, &e) == 0 && c.wait_ready &&
+        strcmp(c.profile, "h100-pcie5") == 0);
   /* IBP_DISABLE=1 wins and hides everything else, even bad values. */
   const char *off[] = {"IBP_DISABLE", "1", "IBP_REGIONS", "junk", NULL};
   CHECK(load(off, &c, &e) == 0 && c.disabled && c.n_rules == 0);
@@ -317,6 +322,16 @@ static void test_load_errors(void) {
   expect_load_error(d1, "IBP_DISABLE", "yes", "0 or 1");
   const char *d2[] = {"IBP_DISABLE", "2", NULL};
   expect_load_error(d2, "IBP_DISABLE", "2", "0 or 1");
+  const char *w1[] = {"IBP_WAIT_READY", "yes", NULL};
+  expect_load_error(w1, "IBP_WAIT_READY", "yes", "0 or 1");
+  char long_name[300];
+  memset(long_name, 'n', sizeof long_name - 1);
+  long_name[sizeof long_name - 1] = '\0';
+  const char *p1[] = {"IBP_PROFILE", long_name, NULL};
+  expect_load_error(p1, "IBP_PROFILE",
+                    "nnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnn"
+                    "nnnnn...",
+                    "too long");
   const char *l1[] = {"IBP_LOG", "verbose", NULL};
   expect_load_error(l1, "IBP_LOG", "verbose", "error, warn, info or debug");
   const char *m1[] = {"IBP_MIN_COPY", "4Q", NULL};

@@ -59,6 +59,8 @@ ibp_case(min_copy_abc ENV "IBP_MIN_COPY=abc" "IBP_REGIONS=min=1M"
   EXPECT "IBP_MIN_COPY, token 'abc'" "size must be a whole number" "${pass}")
 ibp_case(disable_2 ENV "IBP_DISABLE=2" "IBP_REGIONS=min=1M"
   EXPECT "IBP_DISABLE, token '2'" "must be 0 or 1" "${pass}")
+ibp_case(wait_ready_yes ENV "IBP_WAIT_READY=yes" "IBP_REGIONS=min=1M"
+  EXPECT "IBP_WAIT_READY, token 'yes'" "must be 0 or 1" "${pass}")
 string(REPEAT "x" 300 long)
 ibp_case(stats_path_too_long ENV "IBP_STATS=/tmp/${long}.json"
   EXPECT "IBP_STATS, token '/tmp/xxx" "path too long" "${pass}")

@@ -18,7 +18,8 @@ REGION_KEYS = {
     "copies_fallback": int, "copies_gated": int, "bytes_requested": int,
     "bytes_read_pcie": int, "compress_seconds": (int, float),
     "write_faults": int, "dirty_tensors": int, "tensors_recompressed": int,
-    "bytes_gated": int, "modelled_seconds_saved": (int, float),
+    "bytes_gated": int, "bytes_passthrough": int,
+    "modelled_seconds_saved": (int, float),
 }
 TOTAL_KEYS = {
     "regions": int, "bytes": int, "stored_bytes": int,
@@ -27,7 +28,8 @@ TOTAL_KEYS = {
     "bytes_requested": int, "bytes_read_pcie": int,
     "pcie_saved_fraction": (int, float), "compress_seconds": (int, float),
     "write_faults": int, "dirty_tensors": int, "tensors_recompressed": int,
-    "bytes_gated": int, "modelled_seconds_saved": (int, float),
+    "bytes_gated": int, "bytes_passthrough": int,
+    "modelled_seconds_saved": (int, float),
 }
 
 # The figures of test_stats.c's `regions` table, in registration order.
