@@ -79,6 +79,7 @@ typedef struct ibp_region_rule {
   double sample;         /* (0, 1]; 0 = codec default */
   uint8_t mode;
   uint8_t track;
+  uint32_t index; /* 1-based number of the rule (docs/CONFIG.md); 0 = none */
 } ibp_region_rule;
 
 typedef struct ibp_region_rec {

@@ -36,6 +36,7 @@ static void region_from_rule(const ibp_rule *rule, ibp_region_rule *out) {
       .sample = rule->sample,
       .mode = (uint8_t)rule->mode,
       .track = (uint8_t)rule->track,
+      .index = rule->index,
   };
 }
 

@@ -154,13 +154,13 @@ int ibp__gate_mismatch(ibp_region_rec *r, uint64_t offset, uint64_t bytes,
     return 0;
   ibp__track_unprotect(&s->track);
   ibp__log(IBP_LOG_WARN,
-           "region '%s': its %u-byte tensors do not fit its copies (%llu to "
-           "%llu bytes): they would read %llu bytes over PCIe for %llu "
-           "requested; it passes through -- try tensor=%llu in its rule",
-           r->name, s->geometry.tensor_bytes,
+           "region '%s' (rule %u): its %u-byte tensors do not fit its copies "
+           "(%llu to %llu bytes): they would read %llu bytes over PCIe for "
+           "%llu requested; it passes through -- try tensor=%llu in rule %u",
+           r->name, r->rule.index, s->geometry.tensor_bytes,
            (unsigned long long)atomic_load(&g->min_len),
            (unsigned long long)atomic_load(&g->max_len),
            (unsigned long long)host, (unsigned long long)req,
-           (unsigned long long)fitting_tensor(g));
+           (unsigned long long)fitting_tensor(g), r->rule.index);
   return 1;
 }

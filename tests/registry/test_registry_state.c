@@ -41,7 +41,7 @@ static ibp_region_rec *find_one(uintptr_t a) {
 }
 
 static void transitions(void) {
-  ibp_region_rule rule = {4096, 4, 0.9, 0.5, 0, 1};
+  ibp_region_rule rule = {4096, 4, 0.9, 0.5, 0, 1, 0};
   CHECK(ibp_registry_add((void *)0x10000, 1 << 20, &rule, "emb") >= 1);
   ibp_region_rec *r = find_one(0x10000);
   CHECK(r->rule.tensor_bytes == 4096 && r->rule.track == 1);

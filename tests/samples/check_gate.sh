@@ -44,8 +44,8 @@ libibp_run h100-pcie5 min=1M "$ws" "$@"
 set -- --rows 20000 --dim 64 --batches 2 --batch-rows 256
 IBP_DISABLE=1 LD_PRELOAD=$lib run "$emb" "$@"
 base=$(head -n 1 "$TMP_OUT")
-libibp_run a100-pcie4 min=1M,tensor=4K "$emb" "$@"
-n=$(grep -c '^\[ibp\].*do not fit its copies.*try tensor=256 ' "$TMP_ERR")
+libibp_run a100-pcie4 min=1M,tensor=4K,name=sample "$emb" "$@"
+n=$(grep -c '^\[ibp\] region .sample. (rule 1).*do not fit its copies.*try tensor=256 in rule 1$' "$TMP_ERR")
 [ "$n" -eq 1 ] || fail "expected one mismatch warning naming tensor=256: $(cat "$TMP_ERR")"
 grep -q '"state": *"degraded"' "$json" || fail "region not demoted: $(cat "$json")"
 finish

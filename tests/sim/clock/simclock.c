@@ -11,7 +11,7 @@
 #define DEFAULT_PROFILE "a100-pcie4"
 /* Busy intervals kept per link; the oldest are merged into `floor` (no
  * reservation starts before it) when the list is full. */
-#define LINK_INTERVALS 512
+#define LINK_INTERVALS 128
 
 static ibp_profile profile;
 static pthread_once_t profile_once = PTHREAD_ONCE_INIT;
@@ -129,6 +129,20 @@ static void occupy(timeline *l, size_t at, double lo, double hi) {
   l->n++;
 }
 
+/* The index of the first interval ending after t (binary search: the
+ * list is sorted and disjoint). */
+static size_t first_after(const timeline *l, double t) {
+  size_t lo = 0, hi = l->n;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (l->busy[mid].hi <= t)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return lo;
+}
+
 /* The transfer takes the link's free time from `ready` on, gap after gap,
  * until it has had `dur` (transfers of several streams interleave, as a
  * DMA engine interleaves their packets): the link's busy time is the sum
@@ -139,9 +153,7 @@ double simclock_link_reserve(simclock_link link, double ready, double dur) {
   timeline *l = &links[link];
   pthread_mutex_lock(&l->m);
   double t = ready > l->floor ? ready : l->floor, left = dur;
-  size_t i = 0;
-  while (i < l->n && l->busy[i].hi <= t)
-    i++;
+  size_t i = first_after(l, t);
   while (left > 0) {
     if (i < l->n && l->busy[i].lo <= t) { /* busy: skip it */
       t = l->busy[i].hi;
@@ -156,9 +168,7 @@ double simclock_link_reserve(simclock_link link, double ready, double dur) {
     occupy(l, i, t, end);
     t = end;
     left = gap ? left - take : 0;
-    i = 0; /* the list changed: the first interval ending after t */
-    while (i < l->n && l->busy[i].hi <= t)
-      i++;
+    i = first_after(l, t); /* the list changed */
   }
   pthread_mutex_unlock(&l->m);
   return t;
