@@ -135,11 +135,23 @@ static int kernel_wins(ibp_region_rec *r, ibp_served_region *s, int dev,
   return 0;
 }
 
-static int dst_is_device(const ibp_driver *d, CUdeviceptr dst) {
-  CUmemorytype t = 0;
-  return d->cuPointerGetAttribute(&t, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, dst) ==
-             CUDA_SUCCESS &&
-         t == CU_MEMORYTYPE_DEVICE;
+/* [dst, dst+bytes) lies inside one device allocation.  Otherwise -- NULL,
+ * an address in no allocation, a range running past its allocation's end,
+ * host memory -- the driver's own copy runs and returns its own error: a
+ * kernel would fault or write into a neighbouring allocation. */
+static int dst_fits(const ibp_driver *d, CUdeviceptr dst, size_t bytes) {
+  unsigned type = 0;
+  CUdeviceptr base = 0;
+  size_t size = 0;
+  CUpointer_attribute what[] = {CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
+                                CU_POINTER_ATTRIBUTE_RANGE_START_ADDR,
+                                CU_POINTER_ATTRIBUTE_RANGE_SIZE};
+  void *out[] = {&type, &base, &size};
+  if (!dst || !d->cuPointerGetAttributes ||
+      d->cuPointerGetAttributes(3, what, out, dst) != CUDA_SUCCESS)
+    return 0;
+  return type == CU_MEMORYTYPE_DEVICE && dst >= base && bytes <= size &&
+         dst - base <= size - bytes;
 }
 
 /* Moves a candidate region to compression (once), and the device slot of
@@ -192,8 +204,8 @@ static int serve_region(ibp_region_rec *r, const ibp_copy *c) {
   ibp_served_region *s = ibp__served(r);
   if (!d || !s)
     return 1;
-  if (c->unified && !dst_is_device(d, c->dst))
-    return 1; /* host to host: not ours */
+  if (!dst_fits(d, c->dst, c->bytes))
+    return 1; /* host to host, or a bad destination: the driver's answer */
   CUcontext ctx = NULL;
   CUdevice dev = -1;
   if (d->cuCtxGetCurrent(&ctx) != CUDA_SUCCESS || !ctx ||

@@ -18,7 +18,8 @@ typedef struct ibp_copy {
   size_t bytes;
   CUstream stream;
   int sync;    /* host-synchronous entry point */
-  int unified; /* cuMemcpy*: dst may be host memory; check it is device */
+  int unified; /* cuMemcpy*: dst may be host memory (every destination is
+                  checked to lie in one device allocation anyway) */
 } ibp_copy;
 
 /* Serves the copy from a ready region with the kernel.  Returns 0 when
