@@ -8,11 +8,11 @@
 #include <stdlib.h>
 
 #include "base/base.h"
+#include "base/driver.h"
 #include "base/log.h"
 #include "hooks/hooks.h"
-#include "serve/figures.h"
+#include "serve/context.h"
 #include "serve/region.h"
-#include "serve/worker.h"
 
 static _Atomic uint64_t pinned_allocations; /* for rules with nth= */
 static int warned_inplace, warned_add, warned_shared;
@@ -57,6 +57,16 @@ static int shared_mapping(const void *p, size_t n) {
   return shared;
 }
 
+/* The context (and device) current while the memory is pinned: the memory
+ * goes when it ends (serve/context.c). */
+static void home_of(ibp_served_region *s) {
+  const ibp_driver *d = ibp__driver();
+  CUdevice dev = -1;
+  if (d && d->cuCtxGetCurrent(&s->home_ctx) == CUDA_SUCCESS && s->home_ctx &&
+      d->cuCtxGetDevice(&dev) == CUDA_SUCCESS)
+    s->home_dev = dev;
+}
+
 /* A pinned range [p, p+n) now exists: make it a region if a rule says so.
  * `registered`: the application's own memory (cuMemHostRegister). */
 static void pinned_created(void *p, size_t n, int registered) {
@@ -94,6 +104,7 @@ static void pinned_created(void *p, size_t n, int registered) {
   ibp_served_region *s = NULL;
   if (id > 0 && ibp_registry_find(p, n, &r) == IBP_FIND_FOUND &&
       (s = ibp__served_new(r)) != NULL) {
+    home_of(s);
     ibp_region_set_owner(r, s);
     char size[32];
     human_bytes(n, size, sizeof size);
@@ -111,26 +122,12 @@ static void pinned_created(void *p, size_t n, int registered) {
   ibp__guard--;
 }
 
-/* [p, ...) is about to stop being pinned: the region must be gone, with
- * its compression finished and its pages writable, before the driver frees
- * or unregisters the memory. */
+/* [p, ...) is about to stop being pinned (serve/context.c). */
 static void pinned_released(void *p) {
   if (ibp__guard || ibp_registry_empty() || !p)
     return;
-  ibp_region_rec *r = NULL;
   ibp__guard++;
-  if (ibp_registry_find(p, 1, &r) == IBP_FIND_FOUND &&
-      r->base == (uintptr_t)p) {
-    ibp_registry_remove(p); /* no new compression can start now */
-    ibp__worker_wait(r, -1);
-    ibp_served_region *s = ibp__served(r);
-    if (s)
-      ibp__track_unprotect(&s->track);
-    ibp__figures_retire(r);
-    ibp_region_transition(r, IBP_REGION_READY, IBP_REGION_DEGRADED);
-    ibp__log(IBP_LOG_INFO, "region '%s': released", r->name);
-  }
-  ibp_region_release(r);
+  ibp__region_released(p);
   ibp__guard--;
 }
 

@@ -7,6 +7,7 @@
  * built-in vector is compressed on the CPU, decompressed by the kernel on
  * that device (whole and a partial range) and compared byte for byte; a
  * mismatch disables substitution on the device for good. */
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -21,6 +22,7 @@
 #define MAX_CONTEXTS 64
 #define SHARED_DEFAULT_LIMIT (48 * 1024)
 
+static CUfunction cached_function(const ibp_driver *d);
 static CUlibrary library;
 static CUkernel kernel;
 static int library_tried;
@@ -43,8 +45,24 @@ static CUfunction module_function(const ibp_driver *d) {
   return fn;
 }
 
+/* Guards `functions` (the worker fills it, a context's end empties it). */
+static pthread_mutex_t functions_lock = PTHREAD_MUTEX_INITIALIZER;
+
+void ibp__device_forget_contexts(void) {
+  pthread_mutex_lock(&functions_lock);
+  memset(functions, 0, sizeof functions);
+  pthread_mutex_unlock(&functions_lock);
+}
+
 /* ibp_decompress in the current context (cached per context). */
 static CUfunction decompress_function(const ibp_driver *d) {
+  pthread_mutex_lock(&functions_lock);
+  CUfunction fn = cached_function(d);
+  pthread_mutex_unlock(&functions_lock);
+  return fn;
+}
+
+static CUfunction cached_function(const ibp_driver *d) {
   CUcontext ctx = NULL;
   if (d->cuCtxGetCurrent(&ctx) != CUDA_SUCCESS || !ctx)
     return NULL;
@@ -355,5 +373,6 @@ void ibp__device_after_fork_child(void) {
   library_tried = 0;
   memset(selftest, 0, sizeof selftest);
   memset(functions, 0, sizeof functions);
+  pthread_mutex_init(&functions_lock, NULL);
   load_failed = 0;
 }

@@ -21,6 +21,10 @@ int ibp__device_setup(ibp_region_rec *r, int dev, CUstream stream);
  * allocated in) and zeroes m. */
 void ibp__device_memory_free(const ibp_driver *d, ibp_device_memory *m);
 
+/* A context is about to end (context.c): forgets the kernels found in
+ * every context (they are looked up again at the next setup). */
+void ibp__device_forget_contexts(void);
+
 /* Child after fork: forgets loaded kernels and self-test results. */
 void ibp__device_after_fork_child(void);
 

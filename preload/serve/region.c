@@ -18,6 +18,7 @@ ibp_served_region *ibp__served_new(const ibp_region_rec *r) {
   s->track.bytes = r->bytes;
   s->track.tensor_bytes = R;
   s->track.name = r->name;
+  s->home_dev = -1;
   return s;
 }
 

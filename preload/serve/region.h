@@ -127,7 +127,9 @@ typedef struct ibp_served_region {
   ibp_device_slot dev[IBP_MAX_DEVICES];
   ibp_gate_seen gate;
   ibp_counters counters;
-  _Atomic int invalidated;   /* written by a copy while compressing */
+  CUcontext home_ctx;      /* current when the memory was pinned (its owner) */
+  int home_dev;            /* ... and its device; -1 when unknown */
+  _Atomic int invalidated; /* written by a copy while compressing */
   _Atomic unsigned failures; /* substitution errors (degrade on repeat) */
 } ibp_served_region;
 
