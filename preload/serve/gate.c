@@ -138,6 +138,9 @@ int ibp__gate_mismatch(ibp_region_rec *r, uint64_t offset, uint64_t bytes,
                        uint64_t stored) {
   ibp_served_region *s = ibp__served(r);
   ibp_gate_seen *g = &s->gate;
+  /* judged once, on the first copies: after that, one relaxed load */
+  if (atomic_load_explicit(&g->copies, memory_order_relaxed) >= MISMATCH_AFTER)
+    return 0;
   uint64_t n = atomic_fetch_add_explicit(&g->copies, 1, memory_order_relaxed);
   atomic_fetch_add_explicit(&g->requested, bytes, memory_order_relaxed);
   atomic_fetch_add_explicit(&g->host_bytes, stored, memory_order_relaxed);
@@ -146,7 +149,7 @@ int ibp__gate_mismatch(ibp_region_rec *r, uint64_t offset, uint64_t bytes,
   fold_gcd(&g->gcd, bytes);
   fold_gcd(&g->gcd, offset);
   if (n + 1 != MISMATCH_AFTER)
-    return 0; /* judged once */
+    return 0;
   uint64_t req = atomic_load_explicit(&g->requested, memory_order_relaxed);
   uint64_t host = atomic_load_explicit(&g->host_bytes, memory_order_relaxed);
   if (host <= req ||

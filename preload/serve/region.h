@@ -109,8 +109,8 @@ typedef struct ibp_device_slot {
   const uint32_t *busy;     /* device address of refresh.busy */
 } ibp_device_slot;
 
-/* What the gate saw of the region's copies (gate.c): whether its tensor
- * size fits them.  Relaxed atomics, any copying thread. */
+/* What the gate saw of the region's first copies (gate.c): whether its
+ * tensor size fits them.  Relaxed atomics, any copying thread. */
 typedef struct ibp_gate_seen {
   _Atomic uint64_t copies;
   _Atomic uint64_t requested;  /* bytes */
