@@ -1,10 +1,12 @@
-/* Hooks of the copy entry points (hooks.def).
+/* Hooks of the copy and set entry points (hooks.def).
  *
  * Each hook makes stream 0 explicit for its variant (legacy or per-thread
  * default stream), offers the copy to ibp__serve_htod, and otherwise calls
  * the driver's own function.  The fast path for a copy outside every region
  * is the thread-local guard plus one relaxed load (ibp_registry_empty), or
  * a lock-free lookup once regions exist. */
+#include <stdint.h>
+
 #include "base/base.h"
 #include "hooks/hooks.h"
 #include "registry/registry.h"
@@ -131,3 +133,41 @@ CUresult ibp__hook_cuMemcpyDtoHAsync_v2_ptsz(void *dst, CUdeviceptr src,
   return dtoh_done(t, ibp__real_cuMemcpyDtoHAsync_v2_ptsz(dst, src, n, s),
                    per_thread(s), 1);
 }
+
+/* ---- device-side writes: invalidate, then write ------------------------- */
+
+/* n elements of `width` bytes, saturated. */
+static size_t written(size_t n, size_t width) {
+  size_t bytes;
+  return __builtin_mul_overflow(n, width, &bytes) ? SIZE_MAX : bytes;
+}
+
+/* The hooks of hooks.def's device-side writes: (dst, value or source, n)
+ * and the asynchronous ones with their stream. */
+#define DEVICE_WRITE(sym, vtype, width)                                        \
+  CUresult ibp__hook_##sym(CUdeviceptr dst, vtype v, size_t n) {               \
+    int t = dtoh((const void *)dst, written(n, width));                        \
+    return dtoh_done(t, ibp__real_##sym(dst, v, n), NULL, 0);                  \
+  }
+#define DEVICE_WRITE_ASYNC(sym, vtype, width, explicit_stream)                 \
+  CUresult ibp__hook_##sym(CUdeviceptr dst, vtype v, size_t n, CUstream s) {   \
+    int t = dtoh((const void *)dst, written(n, width));                        \
+    return dtoh_done(t, ibp__real_##sym(dst, v, n, s), explicit_stream(s), 1); \
+  }
+
+DEVICE_WRITE(cuMemsetD8_v2, unsigned char, 1)
+DEVICE_WRITE(cuMemsetD8_v2_ptds, unsigned char, 1)
+DEVICE_WRITE_ASYNC(cuMemsetD8Async, unsigned char, 1, legacy)
+DEVICE_WRITE_ASYNC(cuMemsetD8Async_ptsz, unsigned char, 1, per_thread)
+DEVICE_WRITE(cuMemsetD16_v2, unsigned short, 2)
+DEVICE_WRITE(cuMemsetD16_v2_ptds, unsigned short, 2)
+DEVICE_WRITE_ASYNC(cuMemsetD16Async, unsigned short, 2, legacy)
+DEVICE_WRITE_ASYNC(cuMemsetD16Async_ptsz, unsigned short, 2, per_thread)
+DEVICE_WRITE(cuMemsetD32_v2, unsigned int, 4)
+DEVICE_WRITE(cuMemsetD32_v2_ptds, unsigned int, 4)
+DEVICE_WRITE_ASYNC(cuMemsetD32Async, unsigned int, 4, legacy)
+DEVICE_WRITE_ASYNC(cuMemsetD32Async_ptsz, unsigned int, 4, per_thread)
+DEVICE_WRITE(cuMemcpyDtoD_v2, CUdeviceptr, 1)
+DEVICE_WRITE(cuMemcpyDtoD_v2_ptds, CUdeviceptr, 1)
+DEVICE_WRITE_ASYNC(cuMemcpyDtoDAsync_v2, CUdeviceptr, 1, legacy)
+DEVICE_WRITE_ASYNC(cuMemcpyDtoDAsync_v2_ptsz, CUdeviceptr, 1, per_thread)
