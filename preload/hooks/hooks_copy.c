@@ -171,3 +171,64 @@ DEVICE_WRITE(cuMemcpyDtoD_v2, CUdeviceptr, 1)
 DEVICE_WRITE(cuMemcpyDtoD_v2_ptds, CUdeviceptr, 1)
 DEVICE_WRITE_ASYNC(cuMemcpyDtoDAsync_v2, CUdeviceptr, 1, legacy)
 DEVICE_WRITE_ASYNC(cuMemcpyDtoDAsync_v2_ptsz, CUdeviceptr, 1, per_thread)
+
+/* ---- 2D copies ------------------------------------------------------------
+ */
+
+/* The bytes a 2D copy's destination spans: from its first row's first byte
+ * to its last row's end (the rows between included: a superset).  Host or
+ * unified destinations by their host address, device ones by theirs (a
+ * region's mapped pointer is its host address); 0 bytes when it writes
+ * nothing or an array. */
+static size_t span_2d(const CUDA_MEMCPY2D *p, const void **dst) {
+  size_t bytes = 0, off = 0, last = 0;
+  if (!p || !p->WidthInBytes || !p->Height ||
+      p->dstMemoryType == CU_MEMORYTYPE_ARRAY ||
+      __builtin_mul_overflow(p->dstY, p->dstPitch, &off) ||
+      __builtin_add_overflow(off, p->dstXInBytes, &off) ||
+      __builtin_mul_overflow(p->Height - 1, p->dstPitch, &last) ||
+      __builtin_add_overflow(last, p->WidthInBytes, &bytes))
+    return 0;
+  uintptr_t base = p->dstMemoryType == CU_MEMORYTYPE_HOST
+                       ? (uintptr_t)p->dstHost
+                       : (uintptr_t)p->dstDevice;
+  *dst = (const void *)(base + off);
+  return bytes;
+}
+
+static int dtoh_2d(const CUDA_MEMCPY2D *p) {
+  const void *dst = NULL;
+  size_t bytes = quiet() ? 0 : span_2d(p, &dst);
+  return bytes ? ibp__dtoh_begin(dst, bytes) : 0;
+}
+
+CUresult ibp__hook_cuMemcpy2D_v2(const CUDA_MEMCPY2D *p) {
+  int t = dtoh_2d(p);
+  return dtoh_done(t, ibp__real_cuMemcpy2D_v2(p), NULL, 0);
+}
+
+CUresult ibp__hook_cuMemcpy2D_v2_ptds(const CUDA_MEMCPY2D *p) {
+  int t = dtoh_2d(p);
+  return dtoh_done(t, ibp__real_cuMemcpy2D_v2_ptds(p), NULL, 0);
+}
+
+CUresult ibp__hook_cuMemcpy2DUnaligned_v2(const CUDA_MEMCPY2D *p) {
+  int t = dtoh_2d(p);
+  return dtoh_done(t, ibp__real_cuMemcpy2DUnaligned_v2(p), NULL, 0);
+}
+
+CUresult ibp__hook_cuMemcpy2DUnaligned_v2_ptds(const CUDA_MEMCPY2D *p) {
+  int t = dtoh_2d(p);
+  return dtoh_done(t, ibp__real_cuMemcpy2DUnaligned_v2_ptds(p), NULL, 0);
+}
+
+CUresult ibp__hook_cuMemcpy2DAsync_v2(const CUDA_MEMCPY2D *p, CUstream s) {
+  int t = dtoh_2d(p);
+  return dtoh_done(t, ibp__real_cuMemcpy2DAsync_v2(p, s), legacy(s), 1);
+}
+
+CUresult ibp__hook_cuMemcpy2DAsync_v2_ptsz(const CUDA_MEMCPY2D *p, CUstream s) {
+  int t = dtoh_2d(p);
+  return dtoh_done(t, ibp__real_cuMemcpy2DAsync_v2_ptsz(p, s), per_thread(s),
+                   1);
+}

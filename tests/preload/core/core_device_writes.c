@@ -3,9 +3,13 @@
  * pointer (cudaHostGetDevicePointer; its host address under unified
  * addressing) change the host bytes without a CPU store, so write
  * protection does not see them.  Every copy from the region afterwards
- * must bring the new bytes, not the compressed old ones.  Run under
+ * must bring the new bytes, not the compressed old ones.  A 2D copy from
+ * the device into rows of the region too (cuMemcpy2D, reached the way
+ * cudart reaches the driver: cuGetProcAddress).  Run under
  * LD_PRELOAD=libibp.so with IBP_WAIT_READY=1 (passes without libibp too). */
+#include <cuda.h>
 #include <cuda_runtime_api.h>
+#include <dlfcn.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -61,6 +65,35 @@ int main(void) {
                      s));
   CK(cudaStreamSynchronize(s));
   check(5 * COPY, "an asynchronous device-to-device copy");
+  /* rows of a 2D copy, through the driver as cudart reaches it */
+  void *drv = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+  CUresult (*gpa)(const char *, void **, int, cuuint64_t,
+                  CUdriverProcAddressQueryResult *) =
+      drv ? (CUresult(*)(const char *, void **, int, cuuint64_t,
+                         CUdriverProcAddressQueryResult *))
+                dlsym(drv, "cuGetProcAddress_v2")
+          : NULL;
+  CUresult (*copy2d)(const CUDA_MEMCPY2D *) = NULL;
+  CUdriverProcAddressQueryResult st;
+  if (!gpa || gpa("cuMemcpy2D", (void **)&copy2d, 3020, 0, &st) != 0 ||
+      !copy2d) {
+    fprintf(stderr, "cuMemcpy2D not found\n");
+    return 2;
+  }
+  CUDA_MEMCPY2D p = {0};
+  p.srcMemoryType = CU_MEMORYTYPE_DEVICE;
+  p.srcDevice = (CUdeviceptr)(uintptr_t)dev2;
+  p.srcPitch = 300;
+  p.dstMemoryType = CU_MEMORYTYPE_HOST;
+  p.dstHost = host + 6 * COPY + 5;
+  p.dstPitch = 1000;
+  p.WidthInBytes = 300;
+  p.Height = 50;
+  if (copy2d(&p) != CUDA_SUCCESS) {
+    fprintf(stderr, "cuMemcpy2D failed\n");
+    return 2;
+  }
+  check(6 * COPY, "a 2D copy");
   if (failures)
     return 1;
   puts("core_device_writes: ok");
