@@ -18,6 +18,11 @@
 
 /* ---- resolve.c ----------------------------------------------------------- */
 
+/* Records the driver's address of every hooked variant (the hooks'
+ * ibp__real_<sym>), once the application has loaded libcuda.so.1.
+ * Returns nonzero once done. */
+int ibp__hooks_bind(void);
+
 /* Child after fork: re-initialises the lock guarding the hooks' binding. */
 void ibp__resolve_after_fork_child(void);
 

@@ -38,9 +38,7 @@ static const hook_row hook_rows[] = {
 static pthread_mutex_t bind_lock = PTHREAD_MUTEX_INITIALIZER;
 static _Atomic int bound; /* 1 once the driver's addresses are known */
 
-/* Records the driver's address of every hooked variant, once the
- * application has loaded libcuda.so.1. */
-static int bind_hooks(void) {
+int ibp__hooks_bind(void) {
   if (atomic_load_explicit(&bound, memory_order_acquire))
     return 1;
   void *h = ibp__driver_library();
@@ -58,7 +56,7 @@ static int bind_hooks(void) {
 
 /* Our hook for the driver's function at `p`, or p itself. */
 static void *substitute(void *p) {
-  if (!p || !bind_hooks())
+  if (!p || !ibp__hooks_bind())
     return p;
   for (size_t i = 0; i < N_HOOKS; i++)
     if (*hook_rows[i].real == p)
