@@ -202,33 +202,21 @@ static int dtoh_2d(const CUDA_MEMCPY2D *p) {
   return bytes ? ibp__dtoh_begin(dst, bytes) : 0;
 }
 
-CUresult ibp__hook_cuMemcpy2D_v2(const CUDA_MEMCPY2D *p) {
-  int t = dtoh_2d(p);
-  return dtoh_done(t, ibp__real_cuMemcpy2D_v2(p), NULL, 0);
-}
+/* The hooks of hooks.def's 2D copies. */
+#define COPY_2D(sym)                                                           \
+  CUresult ibp__hook_##sym(const CUDA_MEMCPY2D *p) {                           \
+    int t = dtoh_2d(p);                                                        \
+    return dtoh_done(t, ibp__real_##sym(p), NULL, 0);                          \
+  }
+#define COPY_2D_ASYNC(sym, explicit_stream)                                    \
+  CUresult ibp__hook_##sym(const CUDA_MEMCPY2D *p, CUstream s) {               \
+    int t = dtoh_2d(p);                                                        \
+    return dtoh_done(t, ibp__real_##sym(p, s), explicit_stream(s), 1);         \
+  }
 
-CUresult ibp__hook_cuMemcpy2D_v2_ptds(const CUDA_MEMCPY2D *p) {
-  int t = dtoh_2d(p);
-  return dtoh_done(t, ibp__real_cuMemcpy2D_v2_ptds(p), NULL, 0);
-}
-
-CUresult ibp__hook_cuMemcpy2DUnaligned_v2(const CUDA_MEMCPY2D *p) {
-  int t = dtoh_2d(p);
-  return dtoh_done(t, ibp__real_cuMemcpy2DUnaligned_v2(p), NULL, 0);
-}
-
-CUresult ibp__hook_cuMemcpy2DUnaligned_v2_ptds(const CUDA_MEMCPY2D *p) {
-  int t = dtoh_2d(p);
-  return dtoh_done(t, ibp__real_cuMemcpy2DUnaligned_v2_ptds(p), NULL, 0);
-}
-
-CUresult ibp__hook_cuMemcpy2DAsync_v2(const CUDA_MEMCPY2D *p, CUstream s) {
-  int t = dtoh_2d(p);
-  return dtoh_done(t, ibp__real_cuMemcpy2DAsync_v2(p, s), legacy(s), 1);
-}
-
-CUresult ibp__hook_cuMemcpy2DAsync_v2_ptsz(const CUDA_MEMCPY2D *p, CUstream s) {
-  int t = dtoh_2d(p);
-  return dtoh_done(t, ibp__real_cuMemcpy2DAsync_v2_ptsz(p, s), per_thread(s),
-                   1);
-}
+COPY_2D(cuMemcpy2D_v2)
+COPY_2D(cuMemcpy2D_v2_ptds)
+COPY_2D(cuMemcpy2DUnaligned_v2)
+COPY_2D(cuMemcpy2DUnaligned_v2_ptds)
+COPY_2D_ASYNC(cuMemcpy2DAsync_v2, legacy)
+COPY_2D_ASYNC(cuMemcpy2DAsync_v2_ptsz, per_thread)
