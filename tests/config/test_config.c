@@ -317,6 +317,18 @@ static void test_load_scalars(void) {
   CHECK(ibp_config_match(&c, 1u << 30, 1) == NULL);
 }
 
+/* A 299-character value of `variable`: "too long", the token cut to 60
+ * characters and "...". */
+static void expect_too_long(const char *variable, char fill) {
+  char value[300], token[64];
+  memset(value, fill, sizeof value - 1);
+  value[sizeof value - 1] = '\0';
+  memset(token, fill, 60);
+  memcpy(token + 60, "...", 4);
+  const char *env[] = {variable, value, NULL};
+  expect_load_error(env, variable, token, "too long");
+}
+
 static void test_load_errors(void) {
   const char *d1[] = {"IBP_DISABLE", "yes", NULL};
   expect_load_error(d1, "IBP_DISABLE", "yes", "0 or 1");
@@ -324,28 +336,14 @@ static void test_load_errors(void) {
   expect_load_error(d2, "IBP_DISABLE", "2", "0 or 1");
   const char *w1[] = {"IBP_WAIT_READY", "yes", NULL};
   expect_load_error(w1, "IBP_WAIT_READY", "yes", "0 or 1");
-  char long_name[300];
-  memset(long_name, 'n', sizeof long_name - 1);
-  long_name[sizeof long_name - 1] = '\0';
-  const char *p1[] = {"IBP_PROFILE", long_name, NULL};
-  expect_load_error(p1, "IBP_PROFILE",
-                    "nnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnn"
-                    "nnnnn...",
-                    "too long");
+  expect_too_long("IBP_PROFILE", 'n');
   const char *l1[] = {"IBP_LOG", "verbose", NULL};
   expect_load_error(l1, "IBP_LOG", "verbose", "error, warn, info or debug");
   const char *m1[] = {"IBP_MIN_COPY", "4Q", NULL};
   expect_load_error(m1, "IBP_MIN_COPY", "4Q", "suffix");
   const char *m2[] = {"IBP_MIN_COPY", "-1", NULL};
   expect_load_error(m2, "IBP_MIN_COPY", "-1", "negative");
-  char long_path[300];
-  memset(long_path, 'p', sizeof long_path - 1);
-  long_path[sizeof long_path - 1] = '\0';
-  const char *s1[] = {"IBP_STATS", long_path, NULL};
-  expect_load_error(s1, "IBP_STATS",
-                    "ppppppppppppppppppppppppppppppppppppppppppppppppppppppp"
-                    "ppppp...",
-                    "too long");
+  expect_too_long("IBP_STATS", 'p');
   const char *r1[] = {"IBP_LOG", "debug", "IBP_REGIONS", "min=1;min=1,x=2",
                       NULL};
   expect_load_error(r1, "IBP_REGIONS", "x=2", "unknown key");
