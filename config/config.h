@@ -50,6 +50,13 @@ typedef enum ibp_track {
   IBP_TRACK_TRUST = 1
 } ibp_track;
 
+/* IBP_TRACKER: which write tracker holds regions (docs/CONFIG.md). */
+typedef enum ibp_tracker {
+  IBP_TRACKER_AUTO = 0,    /* the default: userfaultfd where it works */
+  IBP_TRACKER_USERFAULTFD, /* userfaultfd only: elsewhere pass through */
+  IBP_TRACKER_MPROTECT     /* the mprotect + SIGSEGV tracker only */
+} ibp_tracker;
+
 typedef enum ibp_stats_mode {
   IBP_STATS_OFF = 0,    /* IBP_STATS unset, empty or 0 */
   IBP_STATS_STDERR = 1, /* IBP_STATS=1: text table on stderr at exit */
@@ -85,8 +92,9 @@ typedef struct ibp_config {
   ibp_stats_mode stats;    /* IBP_STATS */
   char stats_path[IBP_CONFIG_PATH_MAX]; /* set when stats == IBP_STATS_JSON */
   uint64_t min_copy_bytes; /* IBP_MIN_COPY; copies smaller pass through */
-  int wait_ready; /* IBP_WAIT_READY=1: a region's first copy waits until it
-                     is ready (tests, benchmarks) */
+  int wait_ready;      /* IBP_WAIT_READY=1: a region's first copy waits until it
+                          is ready (tests, benchmarks) */
+  ibp_tracker tracker; /* IBP_TRACKER */
   /* IBP_PROFILE: a built-in device cost profile or a profile file
    * (docs/PROFILE.md), read by the interposer; "" = chosen per device */
   char profile[IBP_CONFIG_PATH_MAX];
@@ -113,13 +121,13 @@ void ibp_config_init(ibp_config *out);
 void ibp_rule_init(ibp_rule *rule);
 
 /* Reads IBP_DISABLE, IBP_LOG, IBP_STATS, IBP_MIN_COPY, IBP_WAIT_READY,
- * IBP_PROFILE, IBP_REGIONS and IBP_CONFIG through getenv_fn (NULL = the C
- * library's getenv) and fills *out.  If IBP_DISABLE=1 the other variables are
- * not read (nothing of them is reported).  Unset and empty variables take their
- * defaults. out: must not be NULL; fully overwritten. err: may be NULL; on
- * error it names the variable, rule or line, and token. Returns 0 on success.
- * Returns -1 on the first bad value; *out is then the fail-open configuration:
- * defaults with disabled = 1 and no rules. */
+ * IBP_TRACKER, IBP_PROFILE, IBP_REGIONS and IBP_CONFIG through getenv_fn (NULL
+ * = the C library's getenv) and fills *out.  If IBP_DISABLE=1 the other
+ * variables are not read (nothing of them is reported).  Unset and empty
+ * variables take their defaults. out: must not be NULL; fully overwritten. err:
+ * may be NULL; on error it names the variable, rule or line, and token. Returns
+ * 0 on success. Returns -1 on the first bad value; *out is then the fail-open
+ * configuration: defaults with disabled = 1 and no rules. */
 int ibp_config_load(ibp_config *out, const char *(*getenv_fn)(const char *),
                     ibp_config_error *err);
 

@@ -184,6 +184,18 @@ static int load_log(ibp__span v, ibp__where *w, ibp_log_level *level) {
   return ibp__fail(w, v, "must be error, warn, info or debug");
 }
 
+static int load_tracker(ibp__span v, ibp__where *w, ibp_tracker *out) {
+  static const char *const names[] = {"auto", "userfaultfd", "mprotect"};
+  if (v.n == 0)
+    return 0;
+  for (int i = 0; i < 3; i++)
+    if (ibp__word_is(v, names[i])) {
+      *out = (ibp_tracker)i;
+      return 0;
+    }
+  return ibp__fail(w, v, "must be auto, userfaultfd or mprotect");
+}
+
 static int load_stats(ibp__span v, ibp__where *w, ibp_config *out) {
   if (v.n == 0 || ibp__word_is(v, "0"))
     return 0;
@@ -259,6 +271,8 @@ static int load_all(env_reader *r, ibp_config *out) {
                     &out->min_copy_bytes))
     return -1;
   if (load_flag(read_var(r, "IBP_WAIT_READY"), &r->where, &out->wait_ready))
+    return -1;
+  if (load_tracker(read_var(r, "IBP_TRACKER"), &r->where, &out->tracker))
     return -1;
   if (load_profile(read_var(r, "IBP_PROFILE"), &r->where, out))
     return -1;

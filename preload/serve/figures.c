@@ -58,9 +58,11 @@ static void fill_row(ibp_stat_row *w, const ibp_region_rec *r) {
   w->rule_chunk = r->rule.chunk;
   w->rule_threshold = r->rule.threshold;
   w->state = ibp_region_state_get(r);
+  w->tracker = "none";
   const ibp_served_region *s = ibp__served(r);
   if (!s)
     return;
+  w->tracker = ibp__track_kind_name(&s->track);
   w->tensor_bytes = s->geometry.tensor_bytes;
   if (w->state != IBP_REGION_COMPRESSING)
     fill_codec(w, &s->layout);

@@ -219,6 +219,10 @@ static int serve_region(ibp_region_rec *r, const ibp_copy *c) {
     make_ready(r, s, ctx, dev);
   const ibp_device_slot *slot = &s->dev[dev];
   CUstreamCaptureStatus cs = CU_STREAM_CAPTURE_STATUS_NONE;
+  /* writes the kernel recorded in the span count before the dirty bits are
+   * judged (a region whose memory was remapped counts as all written) */
+  if (ibp_region_state_get(r) == IBP_REGION_READY)
+    (void)ibp__track_sync(&s->track, (uintptr_t)c->src, c->bytes);
   if (ibp_region_state_get(r) != IBP_REGION_READY ||
       ibp__device_state(s, (unsigned)dev) != IBP_DEVICE_READY ||
       slot->ctx != ctx || rewritten(r, s) ||

@@ -13,7 +13,8 @@
  *    "regions": [{"id", "name", "base" ("0x..."), "bytes", "tensor_bytes",
  *                 "tensors", "tensors_compressed", "chunk_bytes",
  *                 "threshold", "compressed_bytes", "metadata_bytes",
- *                 "saved_fraction", "state", "retired" (bool),
+ *                 "saved_fraction", "state", "retired" (bool), "tracker"
+ *                 ("userfaultfd", "mprotect" or "none"),
  *                 <one key per row of stats.def>}, ...],
  *    "totals": {"regions", "bytes", "stored_bytes", "saved_fraction",
  *               <one key per row of stats.def>, "pcie_saved_fraction"}}
@@ -488,6 +489,7 @@ static void json_region(sbuf *b, const ibp_stat_row *w) {
   json_num(b, "saved_fraction", w->saved_fraction);
   sb_printf(b, ", \"state\": \"%s\"", ibp_region_state_name(w->state));
   sb_printf(b, ", \"retired\": %s", w->retired ? "true" : "false");
+  sb_printf(b, ", \"tracker\": \"%s\"", w->tracker ? w->tracker : "none");
   json_figures(b, w);
   sb_printf(b, "}");
 }

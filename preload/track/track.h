@@ -1,14 +1,25 @@
 /*
  * Write tracking (track/): which tensors of a region were written since
- * they were compressed.  Shadow mode, track=protect: the region's pages are
- * held read-only; the first write to a page marks the tensors on it dirty
- * and makes the page writable (track.c, docs/ARCHITECTURE.md "No stale
- * byte").  Kernel-side writes the C library makes into caller memory
- * (read(2) ...) are announced by the libc hooks (hooks_libc.c), and the
- * application's own SIGSEGV/SIGBUS handlers are chained (hooks_signal.c).
+ * they were compressed (docs/ARCHITECTURE.md "No stale byte", "Write
+ * tracking").  Two trackers, chosen per region when it is protected:
  *
- * The tracker depends on base/ only: a region is described to it by an
- * ibp_tracked, which the owner (serve/region.h) embeds.
+ *   userfaultfd (track_uffd.c, Linux >= 6.7): the kernel keeps the record.
+ *     The region's pages are write-protected in asynchronous mode; a write
+ *     -- a CPU store or the kernel writing on the application's behalf
+ *     (read(2), io_uring, /proc/self/mem ...) -- only marks its page, and
+ *     nothing the application can observe happens.  ibp__track_sync reads
+ *     the marks (PAGEMAP_SCAN) before a copy judges the dirty bits.
+ *   mprotect (track_protect.c, the fallback): the pages are held
+ *     read-only; the first write to a page faults, marks the tensors on it
+ *     dirty and makes the page writable.  Kernel-side writes the C library
+ *     makes are announced by the libc hooks (hooks_libc.c), and the
+ *     application's own SIGSEGV/SIGBUS handlers are chained
+ *     (hooks_signal.c).
+ *
+ * IBP_TRACKER (config/) forces either; by default userfaultfd where the
+ * kernel and the memory allow it.  The tracker depends on base/ only: a
+ * region is described to it by an ibp_tracked, which the owner
+ * (serve/region.h) embeds.
  */
 #ifndef IBP_PRELOAD_TRACK_H
 #define IBP_PRELOAD_TRACK_H
@@ -32,20 +43,53 @@ typedef struct ibp_tracked {
   _Atomic uint64_t dirty_tensors; /* bits set in dirty (approximate) */
   _Atomic uint64_t write_faults;  /* writes the tracker caught */
   _Atomic int protected_;         /* the tracker holds the pages read-only */
+  _Atomic int kind;               /* ibp_tracker_kind holding it, or 0 */
+  /* userfaultfd tracker (track_uffd.c) */
+  _Atomic unsigned uffd_seq;   /* odd while re-protection consumes marks */
+  _Atomic unsigned uffd_epoch; /* the tracker's epoch when protected */
 } ibp_tracked;
 
-/* Installs the SIGSEGV/SIGBUS handler through the real sigaction, once.
- * The handler chains to whatever was installed before and to what the
+typedef enum ibp_tracker_kind {
+  IBP_TRACKER_NONE = 0,
+  IBP_TRACKER_KIND_UFFD,
+  IBP_TRACKER_KIND_MPROTECT
+} ibp_tracker_kind;
+
+/* "userfaultfd", "mprotect" or "none": which tracker holds t (stats). */
+static inline const char *ibp__track_kind_name(const ibp_tracked *t) {
+  switch (atomic_load_explicit(&t->kind, memory_order_acquire)) {
+  case IBP_TRACKER_KIND_UFFD:
+    return "userfaultfd";
+  case IBP_TRACKER_KIND_MPROTECT:
+    return "mprotect";
+  default:
+    return "none";
+  }
+}
+
+/* Chooses the tracker (IBP_TRACKER) and, for the mprotect one, installs
+ * the SIGSEGV/SIGBUS handler through the real sigaction, once.  The
+ * handler chains to whatever was installed before and to what the
  * application installs later (hooks_signal.c).  Returns 0, or -1. */
 int ibp__track_install(void);
 
-/* Write-protects the pages of t (PROT_READ).  Precondition: t->dirty is set
- * and zero.  A write to a protected page marks the tensors of t on that
- * page dirty (dirty, dirty_tensors, write_faults) and makes the page
- * writable again.  Returns 0, or -1 with nothing protected. */
+/* Write-protects the pages of t.  Precondition: t->dirty is set and zero.
+ * From then on a write to t marks the tensors it touches dirty (dirty,
+ * dirty_tensors, write_faults): at once (mprotect), or at the next
+ * ibp__track_sync over it (userfaultfd).  Returns 0, or -1 with nothing
+ * protected. */
 int ibp__track_protect(ibp_tracked *t);
 
-/* Makes every page of t writable again (remove, degrade).  Idempotent. */
+/* Before a copy reads t's dirty bits for [addr, addr+len): brings in the
+ * writes the kernel recorded there (userfaultfd; nothing to do for
+ * mprotect).  Returns 0, or -1 when t's memory is no longer tracked (it
+ * was remapped, or the process forked): then every tensor of t is marked
+ * dirty. */
+int ibp__track_sync(ibp_tracked *t, uintptr_t addr, size_t len);
+
+/* Stops tracking t (remove, degrade): its pages are writable again
+ * (mprotect), or left protected in the asynchronous mode, where a write
+ * costs one minor fault per page once (userfaultfd).  Idempotent. */
 void ibp__track_unprotect(ibp_tracked *t);
 
 /* Marks tensors of t overlapping [addr, addr+len) dirty without touching
@@ -55,20 +99,22 @@ void ibp__track_mark_dirty(ibp_tracked *t, uintptr_t addr, size_t len);
 /* ---- re-protection (serve/refresh.c) ------------------------------------- */
 
 /* Protects every page of tracked t again without a gap (pages still
- * protected stay so); 0, or -1 when t is not tracked, a kernel-side write
- * is in progress, the application set protections in t itself, or mprotect
- * failed. */
+ * protected stay so); every write recorded until then has marked its
+ * tensors dirty when it returns.  0, or -1 when t is not tracked, a
+ * kernel-side write is in progress, the application set protections in t
+ * itself, or mprotect / the scan failed. */
 int ibp__track_reprotect(ibp_tracked *t);
 
 /* Waits until no fault or before_write pass is in flight. */
 void ibp__track_quiesce(void);
 
-/* Nonzero when every page of t overlapping [a, a+len) is held read-only by
- * the tracker. */
+/* Nonzero when no page of t overlapping [a, a+len) was written since the
+ * last ibp__track_reprotect (held read-only by the tracker). */
 int ibp__track_still_protected(ibp_tracked *t, uintptr_t a, size_t len);
 
 /* In the child after fork: the tracker's lock-free state stays valid; this
- * re-initialises anything lock-based. */
+ * re-initialises anything lock-based.  The child has no userfaultfd
+ * registration: its regions held by that tracker count as untracked. */
 void ibp__track_after_fork_child(void);
 
 #endif /* IBP_PRELOAD_TRACK_H */

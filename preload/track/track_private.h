@@ -9,6 +9,7 @@
 #include <stdatomic.h>
 
 #include "base/base.h"
+#include "track/track.h"
 
 /* mprotect by system call: libibp exports an `mprotect` hook (hooks_libc.c),
  * which the tracker's own calls must not reach.  Async-signal-safe; sets
@@ -19,7 +20,49 @@ static inline int ibp__sys_mprotect(void *addr, size_t len, int prot) {
   return (int)syscall(SYS_mprotect, addr, len, prot);
 }
 
-/* ---- track.c ------------------------------------------------------------- */
+/* ---- track.c: what both trackers share ---------------------------------- */
+
+/* Where the dirty bits of a region live and how its tensors lie. */
+typedef struct ibp__geom {
+  _Atomic uint32_t *dirty;
+  uintptr_t base; /* tensor 0 */
+  uintptr_t tend; /* end of the last whole tensor (the tail has no bit) */
+  uint64_t R;
+} ibp__geom;
+
+IBP_HIDDEN ibp__geom ibp__geom_of(const ibp_tracked *r);
+
+/* Sets the dirty bits of the tensors overlapping [lo, hi); returns how many
+ * were newly set.  The seq_cst OR orders the bits before whatever the
+ * caller does next (an mprotect that makes the page writable). */
+IBP_HIDDEN uint64_t ibp__mark_span(const ibp__geom *g, uintptr_t lo,
+                                   uintptr_t hi);
+
+/* ---- track_protect.c: the mprotect + SIGSEGV tracker ----------------------
+ * ibp__prot_X is track.h's ibp__track_X for regions it holds. */
+IBP_HIDDEN int ibp__prot_install(void);
+IBP_HIDDEN int ibp__prot_protect(ibp_tracked *t);
+IBP_HIDDEN void ibp__prot_unprotect(ibp_tracked *t);
+IBP_HIDDEN int ibp__prot_reprotect(ibp_tracked *t);
+IBP_HIDDEN void ibp__prot_quiesce(void);
+IBP_HIDDEN int ibp__prot_still_protected(ibp_tracked *t, uintptr_t a,
+                                         size_t len);
+IBP_HIDDEN void ibp__prot_after_fork_child(void);
+
+/* ---- track_uffd.c: the userfaultfd tracker --------------------------------
+ * ibp__uffd_X is track.h's ibp__track_X for regions it holds. */
+
+/* 1 when this kernel offers asynchronous userfaultfd write protection and
+ * PAGEMAP_SCAN (probed once: a page protected, written, scanned). */
+IBP_HIDDEN int ibp__uffd_available(void);
+IBP_HIDDEN int ibp__uffd_protect(ibp_tracked *t);
+IBP_HIDDEN int ibp__uffd_sync(ibp_tracked *t, uintptr_t a, size_t len);
+IBP_HIDDEN int ibp__uffd_reprotect(ibp_tracked *t);
+IBP_HIDDEN int ibp__uffd_still_protected(ibp_tracked *t, uintptr_t a,
+                                         size_t len);
+IBP_HIDDEN void ibp__uffd_after_fork_child(void);
+
+/* ---- track_protect.c ----------------------------------------------------- */
 
 /* Number of regions whose pages the tracker holds read-only now. */
 extern IBP_HIDDEN _Atomic unsigned ibp__track_live;

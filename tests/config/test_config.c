@@ -311,6 +311,12 @@ static void test_load_scalars(void) {
                         NULL};
   CHECK(load(wait, &c, &e) == 0 && c.wait_ready &&
         strcmp(c.profile, "h100-pcie5") == 0);
+  CHECK(c.tracker == IBP_TRACKER_AUTO);
+  const char *trackers[] = {"auto", "userfaultfd", "mprotect"};
+  for (int i = 0; i < 3; i++) {
+    const char *t[] = {"IBP_TRACKER", trackers[i], NULL};
+    CHECK(load(t, &c, &e) == 0 && c.tracker == (ibp_tracker)i);
+  }
   /* IBP_DISABLE=1 wins and hides everything else, even bad values. */
   const char *off[] = {"IBP_DISABLE", "1", "IBP_REGIONS", "junk", NULL};
   CHECK(load(off, &c, &e) == 0 && c.disabled && c.n_rules == 0);
@@ -336,6 +342,8 @@ static void test_load_errors(void) {
   expect_load_error(d2, "IBP_DISABLE", "2", "0 or 1");
   const char *w1[] = {"IBP_WAIT_READY", "yes", NULL};
   expect_load_error(w1, "IBP_WAIT_READY", "yes", "0 or 1");
+  const char *t1[] = {"IBP_TRACKER", "uffd", NULL};
+  expect_load_error(t1, "IBP_TRACKER", "uffd", "auto, userfaultfd or mprotect");
   expect_too_long("IBP_PROFILE", 'n');
   const char *l1[] = {"IBP_LOG", "verbose", NULL};
   expect_load_error(l1, "IBP_LOG", "verbose", "error, warn, info or debug");

@@ -10,7 +10,9 @@
 # (saved_fraction > 0 in at least one of them), and none may have fallen
 # back to the real copy (copies_fallback == 0: no error was injected).
 # A name ending in "+" (e.g. stale+) must also show written tensors
-# recompressed (tensors_recompressed > 0 in its entries together).
+# recompressed (tensors_recompressed > 0 in its entries together).  When
+# the environment forces a tracker (IBP_TRACKER=mprotect or userfaultfd),
+# every entry that was tracked must name it ("tracker").
 cmake_minimum_required(VERSION 3.25)
 
 if(NOT STATS)
@@ -55,6 +57,15 @@ foreach(want IN LISTS REGIONS)
         continue()
       endif()
       math(EXPR found "${found} + 1")
+      string(JSON tracker GET "${json}" regions ${i} tracker)
+      if(("$ENV{IBP_TRACKER}" STREQUAL "mprotect" OR
+          "$ENV{IBP_TRACKER}" STREQUAL "userfaultfd") AND
+         NOT tracker STREQUAL "none" AND
+         NOT tracker STREQUAL "$ENV{IBP_TRACKER}")
+        message(SEND_ERROR "check_stats: region '${want}' was tracked by "
+          "${tracker}, IBP_TRACKER=$ENV{IBP_TRACKER}")
+        set(failed TRUE)
+      endif()
       string(JSON n GET "${json}" regions ${i} copies_served)
       string(JSON fraction GET "${json}" regions ${i} saved_fraction)
       math(EXPR served "${served} + ${n}")

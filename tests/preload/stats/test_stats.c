@@ -129,6 +129,10 @@ static void set_counters(ibp_region_rec *r, const fake *f, uint64_t served) {
   atomic_store(&s->track.write_faults, f->faults);
   atomic_store(&s->track.dirty_tensors, f->dirty);
   atomic_store(&s->counters.tensors_recompressed, f->recompressed);
+  /* which tracker held it: reported by name (check_stats.py) */
+  atomic_store(&s->track.kind, f->faults ? IBP_TRACKER_KIND_MPROTECT
+                               : served  ? IBP_TRACKER_KIND_UFFD
+                                         : IBP_TRACKER_NONE);
 }
 
 static void add_region(const fake *f) {

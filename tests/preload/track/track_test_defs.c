@@ -1,8 +1,19 @@
 /* What preload/base/config.c defines for libibp.so; the track tests link the
- * tracker's files without it (configuration never loaded: log at warn). */
+ * tracker's files without it (configuration never loaded: log at warn).
+ * The tracker is the mprotect one unless TRACK_TEST_TRACKER=userfaultfd
+ * (test_track_uffd sets it). */
+#include <stdlib.h>
+#include <string.h>
+
 #include "base/base.h"
 
 ibp_config ibp__cfg;
+
+__attribute__((constructor)) static void choose_tracker(void) {
+  const char *t = getenv("TRACK_TEST_TRACKER");
+  ibp__cfg.tracker = t && !strcmp(t, "userfaultfd") ? IBP_TRACKER_USERFAULTFD
+                                                    : IBP_TRACKER_MPROTECT;
+}
 __thread int ibp__guard;
 
 int ibp__loaded(void) {

@@ -1,0 +1,362 @@
+/*
+ * The userfaultfd write tracker (track/track.h; docs/ARCHITECTURE.md,
+ * "Write tracking").  The kernel keeps the record:
+ *
+ *   - protect: the region's pages are registered with our userfaultfd in
+ *     write-protect mode and write-protected.  The descriptor was opened
+ *     with UFFD_FEATURE_WP_ASYNC, so a write to such a page -- a CPU store,
+ *     or the kernel writing for the application (read(2), io_uring, AIO,
+ *     process_vm_writev, /proc/self/mem ...) -- is resolved by the kernel
+ *     itself: the page loses its protection and counts as written.  No
+ *     signal, no EFAULT, no message to read.
+ *   - sync (before a copy judges the dirty bits of its span): PAGEMAP_SCAN
+ *     lists the written pages of the span; their tensors are marked dirty.
+ *     The scan only reads: a page stays "written" until re-protection, as
+ *     a page the mprotect tracker released stays writable.
+ *   - reprotect (serve/refresh.c): one scan over the region with
+ *     PM_SCAN_WP_MATCHING marks the written pages' tensors dirty and
+ *     protects those pages again, atomically per page.  While it runs
+ *     `uffd_seq` is odd, and a sync that overlapped it scans again: it
+ *     could have missed a page the scan had already re-protected but whose
+ *     tensors were not marked yet.
+ *   - still_protected: a scan finds no written page in the range.
+ *
+ * Every scan asks PM_SCAN_CHECK_WPASYNC: memory that is no longer ours
+ * (mmap MAP_FIXED or mremap over the region, a forked child's copy) fails
+ * the scan, and the region counts as written throughout (`lost`).  The
+ * registration is never undone while the memory lives: a neighbouring
+ * region may share an edge page, and a page no longer scanned costs one
+ * minor fault at its next write.  The memory must be such that the scan
+ * walks it (not VM_PFNMAP): protect checks that every page of the region
+ * is reported write-protectable, else the mprotect tracker takes it.
+ *
+ * Linux >= 6.7; Debian 12's headers predate the constants, defined here.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/userfaultfd.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "base/log.h"
+#include "track/track.h"
+#include "track/track_private.h"
+
+/* ---- the kernel interface (linux/userfaultfd.h, linux/fs.h of 6.7) ------ */
+
+#define UFFD_FEATURE_WP_UNPOPULATED_ (1ull << 13)
+#define UFFD_FEATURE_WP_ASYNC_ (1ull << 15)
+#define USER_MODE_ONLY 1 /* UFFD_USER_MODE_ONLY (5.11) */
+
+typedef struct page_run {
+  uint64_t start, end, categories;
+} page_run;
+
+typedef struct pm_scan {
+  uint64_t size, flags, start, end, walk_end, vec, vec_len, max_pages;
+  uint64_t category_inverted, category_mask, category_anyof_mask, return_mask;
+} pm_scan;
+
+#define PAGEMAP_SCAN_ _IOWR('f', 16, pm_scan)
+#define PAGE_IS_WPALLOWED_ (1ull << 0)
+#define PAGE_IS_WRITTEN_ (1ull << 1)
+#define PM_SCAN_WP_MATCHING_ (1ull << 0)
+#define PM_SCAN_CHECK_WPASYNC_ (1ull << 1)
+
+/* ---- the descriptors ----------------------------------------------------- */
+
+enum { UNKNOWN = 0, AVAILABLE, UNAVAILABLE };
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static _Atomic int availability;
+static int uffd = -1, pagemap = -1;
+/* Regions protected in another epoch (before a fork) are not tracked. */
+static _Atomic unsigned epoch = 1;
+
+static int open_uffd(void) {
+  int fd =
+      (int)syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK | USER_MODE_ONLY);
+  if (fd < 0 && errno == EINVAL) /* before 5.11: no user-mode-only flag */
+    fd = (int)syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0)
+    return -1;
+  struct uffdio_api api = {.api = UFFD_API,
+                           .features = UFFD_FEATURE_WP_ASYNC_ |
+                                       UFFD_FEATURE_WP_UNPOPULATED_};
+  if (ioctl(fd, UFFDIO_API, &api) != 0 ||
+      !(api.features & UFFD_FEATURE_WP_ASYNC_)) {
+    close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+/* One PAGEMAP_SCAN of [lo, hi) for pages with `want`; up to n runs. */
+static long scan_once(pm_scan *a, uintptr_t lo, uintptr_t hi, uint64_t flags,
+                      uint64_t want, page_run *v, size_t n) {
+  memset(a, 0, sizeof *a);
+  a->size = sizeof *a;
+  a->flags = flags | PM_SCAN_CHECK_WPASYNC_;
+  a->start = lo;
+  a->end = hi;
+  a->vec = (uintptr_t)v;
+  a->vec_len = n;
+  a->category_anyof_mask = want;
+  a->return_mask = want;
+  return ioctl(pagemap, PAGEMAP_SCAN_, a);
+}
+
+static int wp_range(uintptr_t lo, uintptr_t hi) {
+  struct uffdio_writeprotect w = {.range = {lo, hi - lo},
+                                  .mode = UFFDIO_WRITEPROTECT_MODE_WP};
+  return ioctl(uffd, UFFDIO_WRITEPROTECT, &w);
+}
+
+static int register_range(uintptr_t lo, uintptr_t hi) {
+  struct uffdio_register r = {.range = {lo, hi - lo},
+                              .mode = UFFDIO_REGISTER_MODE_WP};
+  return ioctl(uffd, UFFDIO_REGISTER, &r);
+}
+
+/* A page of our own, protected, written, scanned: the kernel does what
+ * this file relies on, or the mprotect tracker is used. */
+static int probe(void) {
+  long pg = sysconf(_SC_PAGESIZE);
+  char *p = mmap(NULL, (size_t)pg, PROT_READ | PROT_WRITE,
+                 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED)
+    return -1;
+  uintptr_t lo = (uintptr_t)p, hi = lo + (uintptr_t)pg;
+  page_run v[2];
+  pm_scan a;
+  int ok = register_range(lo, hi) == 0 && wp_range(lo, hi) == 0 &&
+           scan_once(&a, lo, hi, 0, PAGE_IS_WRITTEN_, v, 2) == 0;
+  if (ok) {
+    *(volatile char *)p = 1;
+    ok = scan_once(&a, lo, hi, PM_SCAN_WP_MATCHING_, PAGE_IS_WRITTEN_, v, 2) ==
+             1 &&
+         scan_once(&a, lo, hi, 0, PAGE_IS_WRITTEN_, v, 2) == 0;
+  }
+  munmap(p, (size_t)pg);
+  return ok ? 0 : -1;
+}
+
+static void start(void) {
+  int saved = errno;
+  uffd = open_uffd();
+  if (uffd >= 0)
+    pagemap = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
+  int ok = uffd >= 0 && pagemap >= 0 && probe() == 0;
+  if (!ok) {
+    if (uffd >= 0)
+      close(uffd);
+    if (pagemap >= 0)
+      close(pagemap);
+    uffd = pagemap = -1;
+  }
+  ibp__log(IBP_LOG_INFO, "write tracking: %s",
+           ok ? "userfaultfd (asynchronous write protection)"
+              : "mprotect (no asynchronous userfaultfd write protection "
+                "or PAGEMAP_SCAN here)");
+  atomic_store(&availability, ok ? AVAILABLE : UNAVAILABLE);
+  errno = saved;
+}
+
+int ibp__uffd_available(void) {
+  int a = atomic_load_explicit(&availability, memory_order_acquire);
+  if (a == UNKNOWN) {
+    pthread_mutex_lock(&lock);
+    if (atomic_load(&availability) == UNKNOWN)
+      start();
+    pthread_mutex_unlock(&lock);
+    a = atomic_load(&availability);
+  }
+  return a == AVAILABLE;
+}
+
+/* ---- regions ------------------------------------------------------------- */
+
+static uintptr_t page_size(void) {
+  static _Atomic uintptr_t pg;
+  uintptr_t p = atomic_load_explicit(&pg, memory_order_relaxed);
+  if (!p) {
+    p = (uintptr_t)sysconf(_SC_PAGESIZE);
+    atomic_store_explicit(&pg, p, memory_order_relaxed);
+  }
+  return p;
+}
+
+/* t's pages, [*lo, *hi). */
+static void pages_of(const ibp_tracked *t, uintptr_t *lo, uintptr_t *hi) {
+  uintptr_t pg = page_size();
+  *lo = t->base & ~(pg - 1);
+  *hi = (t->base + (uintptr_t)t->bytes + pg - 1) & ~(pg - 1);
+}
+
+/* Every page of [lo, hi) is write-protectable in asynchronous mode and
+ * walked by the scan (not VM_PFNMAP memory, which it skips). */
+static int covered(uintptr_t lo, uintptr_t hi) {
+  page_run v[8];
+  pm_scan a;
+  uintptr_t at = lo;
+  while (at < hi) {
+    long n = scan_once(&a, at, hi, 0, PAGE_IS_WPALLOWED_, v, 8);
+    if (n <= 0)
+      return 0;
+    for (long i = 0; i < n; i++) {
+      if (v[i].start != at || v[i].end <= at)
+        return 0;
+      at = v[i].end;
+    }
+  }
+  return 1;
+}
+
+int ibp__uffd_protect(ibp_tracked *t) {
+  if (!t->dirty || !t->bytes || !ibp__uffd_available())
+    return -1;
+  uintptr_t lo, hi;
+  pages_of(t, &lo, &hi);
+  if (hi <= lo)
+    return -1;
+  int saved = errno;
+  pthread_mutex_lock(&lock);
+  int ok = uffd >= 0 && register_range(lo, hi) == 0;
+  ok = ok && covered(lo, hi) && wp_range(lo, hi) == 0;
+  pthread_mutex_unlock(&lock);
+  errno = saved;
+  if (!ok)
+    return -1;
+  atomic_store(&t->uffd_seq, 0);
+  atomic_store(&t->uffd_epoch, atomic_load(&epoch));
+  atomic_store(&t->protected_, 1);
+  return 0;
+}
+
+/* t's memory is no longer ours to watch: every tensor dirty from now on
+ * (and serve/ demotes a region half dirty).  Returns -1. */
+static int lost(ibp_tracked *t) {
+  unsigned e = atomic_exchange(&t->uffd_epoch, 0);
+  ibp__track_mark_dirty(t, t->base, (size_t)t->bytes);
+  if (e == atomic_load(&epoch))
+    ibp__log(IBP_LOG_INFO,
+             "region '%s': its memory is no longer write-protected "
+             "(remapped?); every tensor counts as written",
+             t->name);
+  return -1;
+}
+
+/* Scans [lo, hi) of t for written pages, marks their tensors dirty and, when
+ * `flags` has PM_SCAN_WP_MATCHING_, protects them again.  0, or -1 when the
+ * memory is no longer registered (or the scan failed). */
+static int scan_mark(ibp_tracked *t, uintptr_t lo, uintptr_t hi,
+                     uint64_t flags) {
+  ibp__geom g = ibp__geom_of(t);
+  page_run v[32];
+  pm_scan a;
+  uint64_t newly = 0;
+  while (lo < hi) {
+    long n = scan_once(&a, lo, hi, flags, PAGE_IS_WRITTEN_, v, 32);
+    if (n < 0)
+      return -1;
+    for (long i = 0; i < n; i++)
+      newly += ibp__mark_span(&g, v[i].start, v[i].end);
+    if (a.walk_end <= lo)
+      break;
+    lo = a.walk_end;
+  }
+  if (newly) {
+    atomic_fetch_add(&t->dirty_tensors, newly);
+    atomic_fetch_add_explicit(&t->write_faults, newly, memory_order_relaxed);
+  }
+  return 0;
+}
+
+static int tracked(const ibp_tracked *t) {
+  unsigned e = atomic_load_explicit(&t->uffd_epoch, memory_order_relaxed);
+  return e != 0 && e == atomic_load_explicit(&epoch, memory_order_relaxed);
+}
+
+/* [a, a+len) as t's pages. */
+static void span_pages(const ibp_tracked *t, uintptr_t a, size_t len,
+                       uintptr_t *lo, uintptr_t *hi) {
+  uintptr_t pg = page_size(), rlo, rhi;
+  pages_of(t, &rlo, &rhi);
+  uintptr_t e = a + len < a ? UINTPTR_MAX : a + len;
+  *lo = a & ~(pg - 1);
+  *hi = e > UINTPTR_MAX - pg ? rhi : (e + pg - 1) & ~(pg - 1);
+  *lo = *lo < rlo ? rlo : *lo;
+  *hi = *hi > rhi ? rhi : *hi;
+}
+
+int ibp__uffd_sync(ibp_tracked *t, uintptr_t a, size_t len) {
+  if (!tracked(t))
+    return lost(t);
+  uintptr_t lo, hi;
+  span_pages(t, a, len, &lo, &hi);
+  if (lo >= hi)
+    return 0;
+  int saved = errno, rc = 0;
+  for (;;) {
+    unsigned s0 = atomic_load(&t->uffd_seq);
+    if (s0 & 1) {
+      sched_yield(); /* a re-protection is marking what it consumed */
+      continue;
+    }
+    if (scan_mark(t, lo, hi, 0) != 0) {
+      rc = lost(t);
+      break;
+    }
+    if (atomic_load(&t->uffd_seq) == s0)
+      break;
+  }
+  errno = saved;
+  return rc;
+}
+
+int ibp__uffd_reprotect(ibp_tracked *t) {
+  if (!tracked(t))
+    return lost(t);
+  unsigned s0 = atomic_load(&t->uffd_seq);
+  if ((s0 & 1) || !atomic_compare_exchange_strong(&t->uffd_seq, &s0, s0 + 1))
+    return -1; /* another re-protection runs: try later */
+  uintptr_t lo, hi;
+  pages_of(t, &lo, &hi);
+  int saved = errno;
+  int rc = scan_mark(t, lo, hi, PM_SCAN_WP_MATCHING_);
+  atomic_fetch_add(&t->uffd_seq, 1);
+  errno = saved;
+  return rc == 0 ? 0 : lost(t);
+}
+
+int ibp__uffd_still_protected(ibp_tracked *t, uintptr_t a, size_t len) {
+  if (!tracked(t))
+    return 0;
+  uintptr_t lo, hi;
+  span_pages(t, a, len, &lo, &hi);
+  page_run v[1];
+  pm_scan s;
+  int saved = errno;
+  long n = lo < hi ? scan_once(&s, lo, hi, 0, PAGE_IS_WRITTEN_, v, 1) : 0;
+  errno = saved;
+  return n == 0;
+}
+
+void ibp__uffd_after_fork_child(void) {
+  /* the child's copy of the memory is not registered, and the descriptors
+   * speak of the parent's address space */
+  atomic_fetch_add(&epoch, 1);
+  pthread_mutex_init(&lock, NULL);
+  if (uffd >= 0)
+    close(uffd);
+  if (pagemap >= 0)
+    close(pagemap);
+  uffd = pagemap = -1;
+  atomic_store(&availability, UNKNOWN);
+}

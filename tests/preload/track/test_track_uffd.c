@@ -1,0 +1,338 @@
+/*
+ * The userfaultfd tracker (preload/track/track_uffd.c): CPU stores and
+ * writes the kernel makes for the application land without a fault or an
+ * error and are found by ibp__track_sync; re-protection consumes them
+ * without losing one; remapped memory and a forked child count as all
+ * written.  Exact dirty bits against the model of track_test.h.
+ *
+ * Runs with TRACK_TEST_TRACKER=userfaultfd (track_test_defs.c); exits 77
+ * (skipped) where the kernel lacks asynchronous userfaultfd write
+ * protection or PAGEMAP_SCAN (Linux < 6.7, or userfaultfd refused).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <sched.h>
+#include <sys/msg.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <sys/wait.h>
+
+#include "track_test.h"
+
+static ibp_tracked *protected_region(arena *a, size_t off, size_t bytes,
+                                     uint32_t R) {
+  ibp_tracked *r = region_new(a, off, bytes, R);
+  CHECK(ibp__track_protect(r) == 0);
+  CHECK(!strcmp(ibp__track_kind_name(r), "userfaultfd"));
+  return r;
+}
+
+static void sync_all(ibp_tracked *r) {
+  CHECK(ibp__track_sync(r, r->base, r->bytes) == 0);
+}
+
+static void stores_with(uint32_t R, size_t bytes) {
+  arena a;
+  arena_init(&a, bytes / 4096 + 4);
+  size_t pg = a.pg;
+  ibp_tracked *r = protected_region(&a, 0, bytes, R);
+  sync_all(r);
+  region_check(&a, r);
+  size_t last = (bytes - 1) / pg;
+  size_t spots[] = {0,         1,      3 * pg + 17, 5 * pg - 1, last * pg,
+                    bytes - 1, 2 * pg, 3 * pg + 18, 5 * pg - 2};
+  for (size_t k = 0; k < sizeof spots / sizeof spots[0]; k++) {
+    arena_store(&a, spots[k], (uint8_t)(k + 1));
+    sync_all(r);
+    region_check(&a, r);
+  }
+  /* the page past the region is not ours */
+  arena_store(&a, (last + 1) * pg, 99);
+  a.released[last + 1] = false;
+  sync_all(r);
+  region_check(&a, r);
+  arena_check_bytes(&a);
+  ibp__track_unprotect(r);
+  region_free(r);
+  arena_free(&a);
+}
+
+static void case_stores(void) {
+  stores_with(1000, 16 * 4096 + 1234);
+  stores_with(8192, 5 * 8192 + 5000);
+  stores_with(4096, 12 * 4096);
+  stores_with(100, 7 * 4096 + 50);
+}
+
+/* A sync over a span finds only the writes inside the span's pages. */
+static void case_span(void) {
+  arena a;
+  arena_init(&a, 20);
+  size_t pg = a.pg;
+  ibp_tracked *r = protected_region(&a, 0, 16 * pg, 2048);
+  a.mem[3 * pg] = 1;
+  a.mem[10 * pg + 5] = 2;
+  CHECK(ibp__track_sync(r, r->base + 9 * pg, 3 * pg) == 0);
+  arena_touch(&a, 10 * pg, 1);
+  region_check(&a, r); /* page 3 not seen yet */
+  CHECK(ibp__track_sync(r, r->base + 3 * pg + 100, 1) == 0);
+  arena_touch(&a, 3 * pg, 1);
+  region_check(&a, r);
+  ibp__track_unprotect(r);
+  region_free(r);
+  arena_free(&a);
+}
+
+/* Writes the kernel makes into the region on the application's behalf:
+ * each returns what it returns without libibp (no EFAULT, no EIO). */
+static void case_kernel(void) {
+  arena a;
+  arena_init(&a, 24);
+  size_t pg = a.pg;
+  ibp_tracked *r = protected_region(&a, 0, 22 * pg, 4096);
+  uint8_t *m = a.mem;
+
+  int fds[2];
+  CHECK(pipe(fds) == 0);
+  CHECK(write(fds[1], "abcdefgh", 8) == 8);
+  CHECK(syscall(SYS_read, fds[0], m + 1 * pg + 10, 8) == 8);
+  memcpy(a.want + 1 * pg + 10, "abcdefgh", 8);
+  arena_touch(&a, 1 * pg + 10, 8);
+
+  CHECK(getrandom(m + 2 * pg, 64, 0) == 64);
+  memcpy(a.want + 2 * pg, m + 2 * pg, 64);
+  arena_touch(&a, 2 * pg, 64);
+
+  CHECK(write(fds[1], "ijkl", 4) == 4);
+  struct iovec iov = {m + 3 * pg + 4000, 200}; /* crosses into page 4 */
+  CHECK(preadv2(fds[0], &iov, 1, -1, 0) == 4); /* not hooked */
+  memcpy(a.want + 3 * pg + 4000, "ijkl", 4);
+  arena_touch(&a, 3 * pg + 4000, 4);
+
+  char src[300];
+  memset(src, 0x3c, sizeof src);
+  struct iovec local = {src, sizeof src}, remote = {m + 5 * pg + 7, 300};
+  CHECK(process_vm_writev(getpid(), &local, 1, &remote, 1, 0) == 300);
+  memcpy(a.want + 5 * pg + 7, src, 300);
+  arena_touch(&a, 5 * pg + 7, 300);
+
+  struct iovec out = {m + 6 * pg, 100};
+  struct iovec in = {src, 100};
+  CHECK(process_vm_readv(getpid(), &out, 1, &in, 1, 0) == 100);
+  memcpy(a.want + 6 * pg, src, 100);
+  arena_touch(&a, 6 * pg, 100);
+
+  int mem = open("/proc/self/mem", O_RDWR);
+  CHECK(mem >= 0);
+  CHECK(pwrite(mem, "XYZ", 3, (off_t)(uintptr_t)(m + 7 * pg + 1)) == 3);
+  close(mem);
+  memcpy(a.want + 7 * pg + 1, "XYZ", 3);
+  arena_touch(&a, 7 * pg + 1, 3);
+
+  struct stat st;
+  CHECK(fstat(fds[0], &st) == 0);
+  CHECK(fstat(fds[0], (struct stat *)(m + 8 * pg)) == 0);
+  memcpy(a.want + 8 * pg, m + 8 * pg, sizeof st);
+  arena_touch(&a, 8 * pg, sizeof st);
+
+  /* vmsplice from a pipe into user memory copies the pipe's bytes */
+  CHECK(write(fds[1], "vmspl", 5) == 5);
+  struct iovec vs = {m + 9 * pg + 50, 5};
+  CHECK(vmsplice(fds[0], &vs, 1, 0) == 5);
+  memcpy(a.want + 9 * pg + 50, "vmspl", 5);
+  arena_touch(&a, 9 * pg + 50, 5);
+
+  int q = msgget(IPC_PRIVATE, IPC_CREAT | 0600);
+  if (q >= 0) {
+    struct {
+      long type;
+      char text[16];
+    } msg = {1, "message-queue"};
+    CHECK(msgsnd(q, &msg, sizeof msg.text, 0) == 0);
+    CHECK(msgrcv(q, m + 10 * pg + 8, sizeof msg.text, 0, 0) ==
+          (ssize_t)sizeof msg.text);
+    memcpy(a.want + 10 * pg + 8, &msg, sizeof msg);
+    arena_touch(&a, 10 * pg + 8, sizeof msg);
+    msgctl(q, IPC_RMID, NULL);
+  }
+
+  close(fds[0]);
+  close(fds[1]);
+  sync_all(r);
+  region_check(&a, r);
+  arena_check_bytes(&a);
+  CHECK_EQ(atomic_load(&r->protected_), 1);
+  ibp__track_unprotect(r);
+  region_free(r);
+  arena_free(&a);
+}
+
+/* Re-protection marks what it consumes; afterwards a page counts as
+ * protected until written again. */
+static void case_reprotect(void) {
+  arena a;
+  arena_init(&a, 12);
+  size_t pg = a.pg;
+  ibp_tracked *r = protected_region(&a, 0, 10 * pg, 1024);
+  arena_store(&a, 2 * pg + 3, 5);
+  CHECK(!ibp__track_still_protected(r, r->base + 2 * pg, 1024));
+  CHECK(ibp__track_still_protected(r, r->base + 4 * pg, 1024));
+  CHECK(ibp__track_reprotect(r) == 0); /* no sync before: it marks */
+  region_check(&a, r);
+  CHECK(ibp__track_still_protected(r, r->base, 10 * pg));
+  region_clear_dirty(r);
+  memset(a.released, 0, sizeof a.released);
+  arena_store(&a, 7 * pg, 6);
+  CHECK(!ibp__track_still_protected(r, r->base + 7 * pg, 1024));
+  CHECK(ibp__track_still_protected(r, r->base, 7 * pg));
+  sync_all(r);
+  region_check(&a, r);
+  ibp__track_unprotect(r);
+  region_free(r);
+  arena_free(&a);
+}
+
+/* Memory mapped over the region is no longer protected: the scan refuses
+ * it and every tensor counts as written. */
+static void case_remap(void) {
+  arena a;
+  arena_init(&a, 12);
+  size_t pg = a.pg;
+  ibp_tracked *r = protected_region(&a, 0, 10 * pg, 4096);
+  void *p = mmap(a.mem + 4 * pg, pg, PROT_READ | PROT_WRITE,
+                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+  CHECK(p == a.mem + 4 * pg);
+  CHECK(ibp__track_sync(r, r->base, r->bytes) == -1);
+  for (size_t i = 0; i < 10; i++)
+    a.released[i] = true;
+  region_check(&a, r);
+  CHECK(ibp__track_reprotect(r) == -1);
+  CHECK(!ibp__track_still_protected(r, r->base, pg));
+  ibp__track_unprotect(r);
+  region_free(r);
+  arena_free(&a);
+}
+
+/* Two regions share an edge page: a write there is found by both. */
+static void case_shared(void) {
+  arena a;
+  arena_init(&a, 12);
+  size_t pg = a.pg;
+  ibp_tracked *r1 = protected_region(&a, 100, 5 * pg + 900, 500);
+  ibp_tracked *r2 = protected_region(&a, 5 * pg + 1000, 5 * pg, 700);
+  arena_store(&a, 5 * pg + 2000, 1);
+  arena_store(&a, 2 * pg, 2);
+  sync_all(r1);
+  sync_all(r2);
+  region_check(&a, r1);
+  region_check(&a, r2);
+  ibp__track_unprotect(r1);
+  arena_store(&a, 5 * pg + 50, 3); /* r2 still tracks the shared page */
+  sync_all(r2);
+  region_check(&a, r2);
+  ibp__track_unprotect(r2);
+  region_free(r1);
+  region_free(r2);
+  arena_free(&a);
+}
+
+/* Writers store into random pages while a re-protecting thread consumes
+ * the marks and a syncing thread reads them; no write is lost. */
+enum { RACE_PAGES = 256, RACE_WRITERS = 2 };
+static arena race_arena;
+static ibp_tracked *race_region;
+static _Atomic int race_stop;
+static _Atomic uint8_t race_written[RACE_PAGES];
+
+static void *race_writer(void *arg) {
+  unsigned seed = (unsigned)(uintptr_t)arg;
+  for (int i = 0; i < 20000; i++) {
+    size_t p = (size_t)rand_r(&seed) % RACE_PAGES;
+    race_arena.mem[p * race_arena.pg + (size_t)rand_r(&seed) % 4096] = 1;
+    atomic_store(&race_written[p], 1);
+  }
+  return NULL;
+}
+
+static void *race_reprotect(void *arg) {
+  (void)arg;
+  while (!atomic_load(&race_stop))
+    (void)ibp__track_reprotect(race_region);
+  return NULL;
+}
+
+/* After each sync, every page written before it began is dirty: a page
+ * the re-protection consumed must be marked by the time sync returns. */
+static void *race_sync(void *arg) {
+  (void)arg;
+  uint8_t before[RACE_PAGES];
+  while (!atomic_load(&race_stop)) {
+    for (size_t p = 0; p < RACE_PAGES; p++)
+      before[p] = atomic_load(&race_written[p]);
+    CHECK(ibp__track_sync(race_region, race_region->base, race_region->bytes) ==
+          0);
+    for (size_t p = 0; p < RACE_PAGES; p++)
+      CHECK(!before[p] || dirty_bit(race_region, p));
+  }
+  return NULL;
+}
+
+static void case_race(void) {
+  arena_init(&race_arena, RACE_PAGES);
+  race_region = protected_region(&race_arena, 0, RACE_PAGES * race_arena.pg,
+                                 (uint32_t)race_arena.pg);
+  pthread_t w[RACE_WRITERS], rp, sy;
+  CHECK(pthread_create(&rp, NULL, race_reprotect, NULL) == 0);
+  CHECK(pthread_create(&sy, NULL, race_sync, NULL) == 0);
+  for (uintptr_t i = 0; i < RACE_WRITERS; i++)
+    CHECK(pthread_create(&w[i], NULL, race_writer, (void *)(i + 1)) == 0);
+  for (int i = 0; i < RACE_WRITERS; i++)
+    pthread_join(w[i], NULL);
+  atomic_store(&race_stop, 1);
+  pthread_join(rp, NULL);
+  pthread_join(sy, NULL);
+  sync_all(race_region);
+  for (size_t p = 0; p < RACE_PAGES; p++)
+    race_arena.released[p] = atomic_load(&race_written[p]);
+  region_check(&race_arena, race_region);
+}
+
+/* In a forked child the memory is not registered: all written. */
+static void case_fork(void) {
+  arena a;
+  arena_init(&a, 6);
+  ibp_tracked *r = protected_region(&a, 0, 4 * a.pg, 4096);
+  pid_t pid = fork();
+  CHECK(pid >= 0);
+  if (pid == 0) {
+    ibp__track_after_fork_child();
+    a.mem[0] = 9; /* the child's own copy */
+    CHECK(ibp__track_sync(r, r->base, r->bytes) == -1);
+    for (size_t i = 0; i < 4; i++)
+      a.released[i] = true;
+    region_check(&a, r);
+    _exit(0);
+  }
+  int status;
+  CHECK(waitpid(pid, &status, 0) == pid);
+  CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  sync_all(r); /* the parent's region is untouched */
+  region_check(&a, r);
+}
+
+int main(int argc, char **argv) {
+  static const test_case cases[] = {
+      {"stores", case_stores}, {"span", case_span},
+      {"kernel", case_kernel}, {"reprotect", case_reprotect},
+      {"remap", case_remap},   {"shared", case_shared},
+      {"race", case_race},     {"fork", case_fork},
+  };
+  if (!ibp__uffd_available()) {
+    printf("userfaultfd write protection unavailable: skipped\n");
+    return 77;
+  }
+  return run_case(cases, sizeof cases / sizeof cases[0], argc, argv);
+}
