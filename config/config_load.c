@@ -196,6 +196,22 @@ static int load_tracker(ibp__span v, ibp__where *w, ibp_tracker *out) {
   return ibp__fail(w, v, "must be auto, userfaultfd or mprotect");
 }
 
+/* IBP_THREADS: a whole number 1..64 (empty: auto). */
+static int load_threads(ibp__span v, ibp__where *w, unsigned *out) {
+  if (v.n == 0)
+    return 0;
+  unsigned t = 0;
+  for (size_t i = 0; i < v.n; i++) {
+    if (v.p[i] < '0' || v.p[i] > '9' || t > 64)
+      return ibp__fail(w, v, "must be a whole number from 1 to 64");
+    t = t * 10 + (unsigned)(v.p[i] - '0');
+  }
+  if (t < 1 || t > 64)
+    return ibp__fail(w, v, "must be a whole number from 1 to 64");
+  *out = t;
+  return 0;
+}
+
 static int load_stats(ibp__span v, ibp__where *w, ibp_config *out) {
   if (v.n == 0 || ibp__word_is(v, "0"))
     return 0;
@@ -273,6 +289,8 @@ static int load_all(env_reader *r, ibp_config *out) {
   if (load_flag(read_var(r, "IBP_WAIT_READY"), &r->where, &out->wait_ready))
     return -1;
   if (load_tracker(read_var(r, "IBP_TRACKER"), &r->where, &out->tracker))
+    return -1;
+  if (load_threads(read_var(r, "IBP_THREADS"), &r->where, &out->threads))
     return -1;
   if (load_profile(read_var(r, "IBP_PROFILE"), &r->where, out))
     return -1;

@@ -16,7 +16,11 @@
 #include "base/driver.h"
 #include "base/log.h"
 #include "serve/dtoh.h"
+#include "serve/pack.h"
 #include "serve/region.h"
+
+#define SEARCH_STATS_BYTES (32ull << 20)
+#define SEARCH_EVAL_BYTES (4ull << 20)
 
 static uint64_t now_ns(void) {
   struct timespec t;
@@ -70,59 +74,62 @@ static int build_prefix(ibp_layout *l, uint64_t n, uint32_t R) {
   return 0;
 }
 
-static int all_zero(const uint8_t *p, uint32_t len) {
-  for (uint32_t i = 0; i < len; i++)
-    if (p[i])
-      return 0;
-  return 1;
-}
-
-/* Room after the packed streams for streams a refresh moves (refresh.c):
- * a quarter of the packed bytes, plus R for every tensor that is all zero
- * now (not written yet: a KV cache's free blocks), whose stream will grow
- * once it is. */
-static uint64_t spill_room(const uint8_t *data, uint64_t n, uint32_t R,
-                           uint64_t packed) {
-  uint64_t room = packed / 4;
-  for (uint64_t i = 0; i < n; i++)
-    if (all_zero(data + i * R, R))
-      room += R;
-  return room;
-}
-
-/* Compresses the region into slots (a temporary copy of its layout) and
- * packs the streams into a pinned, device-mapped shadow (docs/FORMAT.md
- * §3) followed by the spill room. */
+/* Compresses the region straight into a pinned, device-mapped shadow
+ * (docs/FORMAT.md §3; serve/pack.h): sizes first, then the streams in
+ * place, followed by room for streams a refresh moves (refresh.c): a
+ * quarter of the packed bytes, plus R for every tensor that is all zero now
+ * (not written yet: a KV cache's free blocks), whose stream will grow once
+ * it is.  Nothing as large as the region is allocated but the shadow. */
 static ibp_status compress_packed(const ibp_driver *d, const ibp_region_rec *r,
-                                  ibp_layout *l, const ibp_params *params,
-                                  uint64_t n, ibp_region_summary *summary) {
+                                  ibp_served_region *s,
+                                  const ibp_params *params, uint64_t n,
+                                  ibp_region_summary *summary) {
+  ibp_layout *l = &s->layout;
   const uint32_t R = params->tensor_bytes;
-  const void *data = (const void *)r->base;
-  uint8_t *slots = malloc(r->bytes);
   l->offsets = malloc((size_t)(n + 1) * sizeof *l->offsets);
   l->lengths = malloc((size_t)n * sizeof *l->lengths);
-  if (!slots || !l->offsets || !l->lengths) {
-    free(slots);
+  if (!l->offsets || !l->lengths)
     return IBP_ERR_NO_MEMORY;
+  ibp_pack p = {.params = params,
+                .data = (const uint8_t *)r->base,
+                .n = n,
+                .flags = l->flags,
+                .lengths = l->lengths,
+                .offsets = l->offsets,
+                .track = &s->track};
+  if (ibp__pack_sizes(&p) != 0)
+    return IBP_ERR_NO_MEMORY;
+  uint64_t at = 0, stored = 0;
+  for (uint64_t i = 0; i < n; i++) {
+    l->offsets[i] = at;
+    at += l->lengths[i];
+    stored += l->lengths[i] ? l->lengths[i] : R;
   }
-  ibp_status st =
-      ibp_compress_region(params, data, r->bytes, slots, l->flags, 0, summary);
-  ibp_region reg = {params, slots, r->bytes, l->flags};
-  if (st == IBP_OK)
-    st = ibp_region_pack_offsets(&reg, l->offsets);
-  if (st == IBP_OK) {
-    for (uint64_t i = 0; i < n; i++)
-      l->lengths[i] = (uint32_t)(l->offsets[i + 1] - l->offsets[i]);
-    uint64_t packed = l->offsets[n];
-    uint64_t cap = packed + spill_room(data, n, R, packed);
-    /* never 0 bytes: the kernel's host pointer must be a real mapping */
-    l->shadow = pinned(d, cap ? cap : 1);
-    l->shadow_bytes = cap;
-    st = l->shadow ? ibp_region_pack(&reg, l->offsets, l->shadow)
-                   : IBP_ERR_NO_MEMORY;
-  }
-  free(slots);
-  return st;
+  l->offsets[n] = at;
+  uint64_t cap = at + at / 4 + p.zero_tensors * R;
+  /* never 0 bytes: the kernel's host pointer must be a real mapping */
+  l->shadow = pinned(d, cap ? cap : 1);
+  l->shadow_bytes = cap;
+  if (!l->shadow)
+    return IBP_ERR_NO_MEMORY;
+  p.shadow = l->shadow;
+  if (ibp__pack_streams(&p) != 0)
+    return IBP_ERR_NO_MEMORY;
+  const uint64_t tail = r->bytes % R;
+  *summary =
+      (ibp_region_summary){.tensors = n,
+                           .tail_bytes = tail,
+                           .tensors_compressed = p.compressed_tensors,
+                           .compressed_bytes = stored + tail,
+                           .metadata_bytes = 2 * (uint64_t)R + (n + 7) / 8};
+  /* what preparing it took beyond the region: the shadow, its tables and
+   * the bitmaps, one tensor per thread */
+  uint64_t words = (n + 31) / 32;
+  ibp__count(&s->counters, prepare_peak_bytes,
+             cap + (n + 1) * (sizeof *l->offsets + sizeof *l->prefix) +
+                 n * sizeof *l->lengths + 3 * 4 * words +
+                 (uint64_t)ibp__pack_threads() * (R + 16));
+  return IBP_OK;
 }
 
 static void mark_all_dirty(ibp_tracked *t, uint64_t n) {
@@ -149,10 +156,19 @@ int ibp__compress_region(ibp_region_rec *r) {
   if (ibp__dtoh_wait() != 0)
     return fail(r, "a device-to-host copy into pinned memory could not be "
                    "followed (e.g. under stream capture)");
+  /* the search looks at a bounded sample: its statistics on at most
+   * SEARCH_STATS_BYTES of tensors unless the rule says sample=, its
+   * measurements on SEARCH_EVAL_BYTES (docs/ARCHITECTURE.md, "Preparing a
+   * region") */
+  double fraction = r->rule.sample;
+  if (fraction <= 0 && r->bytes > SEARCH_STATS_BYTES)
+    fraction = (double)SEARCH_STATS_BYTES / (double)r->bytes;
   ibp_search_options opt = {
       .chunk_bytes = r->rule.chunk,
       .threshold = r->rule.threshold > 0 ? r->rule.threshold : -1,
-      .sampling = {.fraction = r->rule.sample},
+      .sampling = {.fraction = fraction},
+      .eval_max_bytes = SEARCH_EVAL_BYTES,
+      .threads = ibp__pack_threads(),
   };
   ibp_params params;
   ibp_status st = ibp_search(data, n, R, &opt, &params, NULL);
@@ -161,7 +177,7 @@ int ibp__compress_region(ibp_region_rec *r) {
   uint64_t flag_bytes = (ibp_region_flag_bytes(&params, r->bytes) + 3) & ~3ull;
   l->flags = calloc(1, flag_bytes ? flag_bytes : 4);
   ibp_region_summary summary;
-  st = l->flags ? compress_packed(d, r, l, &params, n, &summary)
+  st = l->flags ? compress_packed(d, r, s, &params, n, &summary)
                 : IBP_ERR_NO_MEMORY;
   if (st != IBP_OK) {
     ibp_params_free(&params);

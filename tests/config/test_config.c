@@ -311,7 +311,11 @@ static void test_load_scalars(void) {
                         NULL};
   CHECK(load(wait, &c, &e) == 0 && c.wait_ready &&
         strcmp(c.profile, "h100-pcie5") == 0);
-  CHECK(c.tracker == IBP_TRACKER_AUTO);
+  CHECK(c.tracker == IBP_TRACKER_AUTO && c.threads == 0);
+  const char *th[] = {"IBP_THREADS", " 2 ", NULL};
+  CHECK(load(th, &c, &e) == 0 && c.threads == 2);
+  const char *th64[] = {"IBP_THREADS", "64", NULL};
+  CHECK(load(th64, &c, &e) == 0 && c.threads == 64);
   const char *trackers[] = {"auto", "userfaultfd", "mprotect"};
   for (int i = 0; i < 3; i++) {
     const char *t[] = {"IBP_TRACKER", trackers[i], NULL};
@@ -342,6 +346,11 @@ static void test_load_errors(void) {
   expect_load_error(d2, "IBP_DISABLE", "2", "0 or 1");
   const char *w1[] = {"IBP_WAIT_READY", "yes", NULL};
   expect_load_error(w1, "IBP_WAIT_READY", "yes", "0 or 1");
+  const char *bad_threads[] = {"0", "65", "2x", "-1", "99999999999"};
+  for (int i = 0; i < 5; i++) {
+    const char *th[] = {"IBP_THREADS", bad_threads[i], NULL};
+    expect_load_error(th, "IBP_THREADS", bad_threads[i], "1 to 64");
+  }
   const char *t1[] = {"IBP_TRACKER", "uffd", NULL};
   expect_load_error(t1, "IBP_TRACKER", "uffd", "auto, userfaultfd or mprotect");
   expect_too_long("IBP_PROFILE", 'n');

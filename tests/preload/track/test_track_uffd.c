@@ -11,8 +11,10 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/userfaultfd.h>
 #include <pthread.h>
 #include <sched.h>
+#include <sys/ioctl.h>
 #include <sys/msg.h>
 #include <sys/random.h>
 #include <sys/stat.h>
@@ -298,6 +300,9 @@ static void case_race(void) {
   for (size_t p = 0; p < RACE_PAGES; p++)
     race_arena.released[p] = atomic_load(&race_written[p]);
   region_check(&race_arena, race_region);
+  ibp__track_unprotect(race_region);
+  region_free(race_region);
+  arena_free(&race_arena);
 }
 
 /* In a forked child the memory is not registered: all written. */
@@ -321,14 +326,54 @@ static void case_fork(void) {
   CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
   sync_all(r); /* the parent's region is untouched */
   region_check(&a, r);
+  ibp__track_unprotect(r);
+  region_free(r);
+  arena_free(&a);
+}
+
+/* Memory userfaultfd refuses (here: registered by another userfaultfd of
+ * the application) goes to the mprotect tracker under IBP_TRACKER=auto
+ * (this case runs with TRACK_TEST_TRACKER=auto) and is not tracked at all
+ * under IBP_TRACKER=userfaultfd. */
+static void case_fallback(void) {
+  arena a;
+  arena_init(&a, 8);
+  int other = (int)syscall(SYS_userfaultfd, O_CLOEXEC | 1 /* user only */);
+  CHECK(other >= 0);
+  struct uffdio_api api = {.api = UFFD_API};
+  CHECK(ioctl(other, UFFDIO_API, &api) == 0);
+  struct uffdio_register reg = {.range = {(uintptr_t)a.mem, 4 * a.pg},
+                                .mode = UFFDIO_REGISTER_MODE_MISSING};
+  CHECK(ioctl(other, UFFDIO_REGISTER, &reg) == 0);
+  ibp_tracked *r = region_new(&a, 0, 4 * a.pg, 4096);
+  ibp__cfg.tracker = IBP_TRACKER_USERFAULTFD;
+  CHECK(ibp__track_protect(r) == -1);
+  CHECK(!strcmp(ibp__track_kind_name(r), "none"));
+  ibp__cfg.tracker = IBP_TRACKER_AUTO;
+  CHECK(ibp__track_protect(r) == 0);
+  CHECK(!strcmp(ibp__track_kind_name(r), "mprotect"));
+  arena_store(&a, a.pg + 5, 1); /* a fault, counted at once */
+  CHECK_EQ(atomic_load(&r->write_faults), 1);
+  region_check(&a, r);
+  ibp__track_unprotect(r);
+  /* the rest of the arena is userfaultfd's */
+  ibp_tracked *r2 = region_new(&a, 4 * a.pg, 4 * a.pg, 4096);
+  CHECK(ibp__track_protect(r2) == 0);
+  CHECK(!strcmp(ibp__track_kind_name(r2), "userfaultfd"));
+  ibp__track_unprotect(r2);
+  close(other);
+  region_free(r);
+  region_free(r2);
+  arena_free(&a);
 }
 
 int main(int argc, char **argv) {
   static const test_case cases[] = {
-      {"stores", case_stores}, {"span", case_span},
-      {"kernel", case_kernel}, {"reprotect", case_reprotect},
-      {"remap", case_remap},   {"shared", case_shared},
-      {"race", case_race},     {"fork", case_fork},
+      {"stores", case_stores},     {"span", case_span},
+      {"kernel", case_kernel},     {"reprotect", case_reprotect},
+      {"remap", case_remap},       {"shared", case_shared},
+      {"race", case_race},         {"fork", case_fork},
+      {"fallback", case_fallback},
   };
   if (!ibp__uffd_available()) {
     printf("userfaultfd write protection unavailable: skipped\n");

@@ -1,7 +1,7 @@
 /* What preload/base/config.c defines for libibp.so; the track tests link the
  * tracker's files without it (configuration never loaded: log at warn).
- * The tracker is the mprotect one unless TRACK_TEST_TRACKER=userfaultfd
- * (test_track_uffd sets it). */
+ * The tracker is the mprotect one unless TRACK_TEST_TRACKER says
+ * userfaultfd or auto (test_track_uffd's cases). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -11,8 +11,10 @@ ibp_config ibp__cfg;
 
 __attribute__((constructor)) static void choose_tracker(void) {
   const char *t = getenv("TRACK_TEST_TRACKER");
-  ibp__cfg.tracker = t && !strcmp(t, "userfaultfd") ? IBP_TRACKER_USERFAULTFD
-                                                    : IBP_TRACKER_MPROTECT;
+  ibp__cfg.tracker = !t                          ? IBP_TRACKER_MPROTECT
+                     : !strcmp(t, "userfaultfd") ? IBP_TRACKER_USERFAULTFD
+                     : !strcmp(t, "auto")        ? IBP_TRACKER_AUTO
+                                                 : IBP_TRACKER_MPROTECT;
 }
 __thread int ibp__guard;
 
