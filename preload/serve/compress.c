@@ -74,16 +74,17 @@ static int build_prefix(ibp_layout *l, uint64_t n, uint32_t R) {
   return 0;
 }
 
-/* Compresses the region straight into a pinned, device-mapped shadow
- * (docs/FORMAT.md §3; serve/pack.h): sizes first, then the streams in
- * place, followed by room for streams a refresh moves (refresh.c): a
- * quarter of the packed bytes, plus R for every tensor that is all zero now
- * (not written yet: a KV cache's free blocks), whose stream will grow once
- * it is.  Nothing as large as the region is allocated but the shadow. */
-static ibp_status compress_packed(const ibp_driver *d, const ibp_region_rec *r,
-                                  ibp_served_region *s,
-                                  const ibp_params *params, uint64_t n,
-                                  ibp_region_summary *summary) {
+/* Lays the region out in a pinned, device-mapped shadow (docs/FORMAT.md
+ * §3; serve/pack.h): every tensor's size, flag and offset, the shadow
+ * allocated at its final size -- the packed streams followed by room for
+ * streams a refresh moves (refresh.c): a quarter of the packed bytes, plus
+ * R for every tensor that is all zero now (not written yet: a KV cache's
+ * free blocks), whose stream will grow once it is.  The streams are
+ * written by ibp__compress_fill.  Nothing as large as the region is
+ * allocated but the shadow. */
+static ibp_status lay_out(const ibp_driver *d, const ibp_region_rec *r,
+                          ibp_served_region *s, const ibp_params *params,
+                          uint64_t n, ibp_region_summary *summary) {
   ibp_layout *l = &s->layout;
   const uint32_t R = params->tensor_bytes;
   l->offsets = malloc((size_t)(n + 1) * sizeof *l->offsets);
@@ -111,9 +112,6 @@ static ibp_status compress_packed(const ibp_driver *d, const ibp_region_rec *r,
   l->shadow = pinned(d, cap ? cap : 1);
   l->shadow_bytes = cap;
   if (!l->shadow)
-    return IBP_ERR_NO_MEMORY;
-  p.shadow = l->shadow;
-  if (ibp__pack_streams(&p) != 0)
     return IBP_ERR_NO_MEMORY;
   const uint64_t tail = r->bytes % R;
   *summary =
@@ -177,8 +175,7 @@ int ibp__compress_region(ibp_region_rec *r) {
   uint64_t flag_bytes = (ibp_region_flag_bytes(&params, r->bytes) + 3) & ~3ull;
   l->flags = calloc(1, flag_bytes ? flag_bytes : 4);
   ibp_region_summary summary;
-  st = l->flags ? compress_packed(d, r, s, &params, n, &summary)
-                : IBP_ERR_NO_MEMORY;
+  st = l->flags ? lay_out(d, r, s, &params, n, &summary) : IBP_ERR_NO_MEMORY;
   if (st != IBP_OK) {
     ibp_params_free(&params);
     return fail(r, ibp_status_message(st));
@@ -192,6 +189,14 @@ int ibp__compress_region(ibp_region_rec *r) {
     return fail(r, "out of memory");
   if (atomic_load(&s->invalidated))
     mark_all_dirty(&s->track, n);
+  /* every tensor busy until ibp__compress_fill wrote its stream: kernels
+   * serve it raw meanwhile, and no refresh starts */
+  for (uint64_t w = 0; w < (n + 31) / 32; w++)
+    atomic_store(&s->refresh.busy[w], UINT32_MAX);
+  s->refresh.fill_started_ns = t0;
+  atomic_store(&s->refresh.pending, 1);
+  atomic_store(&s->refresh.filling, 1);
+  atomic_store(&s->refresh.refreshing, 1);
   ibp__count(&s->counters, compress_seconds, now_ns() - t0);
   ibp__log(
       IBP_LOG_INFO,
@@ -200,4 +205,34 @@ int ibp__compress_region(ibp_region_rec *r) {
       r->name, (unsigned long long)n, R, params.chunk_bytes, params.threshold,
       100.0 * (1.0 - (double)l->summary.compressed_bytes / (double)r->bytes));
   return 0;
+}
+
+int ibp__compress_fill(ibp_region_rec *r) {
+  ibp_served_region *s = ibp__served(r);
+  ibp_layout *l = &s->layout;
+  const uint64_t t1 = now_ns();
+  ibp_pack p = {.params = &l->params,
+                .data = (const uint8_t *)r->base,
+                .n = s->geometry.tensors,
+                .flags = l->flags,
+                .lengths = l->lengths,
+                .offsets = l->offsets,
+                .shadow = l->shadow,
+                .track = &s->track,
+                .busy = s->refresh.busy,
+                .stop = &r->removed};
+  int rc = ibp__pack_streams(&p);
+  const uint64_t t2 = now_ns(), t0 = s->refresh.fill_started_ns;
+  uint64_t first = atomic_load(&p.first_word_ns);
+  ibp__count(&s->counters, compress_seconds, t2 - t1);
+  ibp__count(&s->counters, first_chunk_seconds, (first ? first : t2) - t0);
+  ibp__count(&s->counters, ready_seconds, t2 - t0);
+  if (rc == 0) { /* busy bits are all clear: kernels may stop reading them */
+    atomic_store(&s->refresh.refreshing, 0);
+    atomic_store(&s->refresh.filling, 0);
+  }
+  atomic_store(&s->refresh.pending, 0);
+  if (rc != 0 && !atomic_load(&r->removed))
+    return fail(r, "out of memory while compressing");
+  return rc;
 }

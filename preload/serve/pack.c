@@ -5,6 +5,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "serve/pack.h"
@@ -52,8 +53,25 @@ static void sizes(job *j) {
   }
 }
 
+static uint64_t now_ns(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+/* The streams of word w's tensors are in place: the kernel may read them
+ * (the release store orders the streams before the bit). */
+static void publish(ibp_pack *p, uint64_t w) {
+  if (!p->busy)
+    return;
+  atomic_store_explicit(&p->busy[w], 0, memory_order_release);
+  uint64_t zero = 0;
+  if (!atomic_load_explicit(&p->first_word_ns, memory_order_relaxed))
+    atomic_compare_exchange_strong(&p->first_word_ns, &zero, now_ns());
+}
+
 static void streams(job *j) {
-  const ibp_pack *p = j->p;
+  ibp_pack *p = j->p;
   const uint32_t R = p->params->tensor_bytes;
   uint8_t *tmp = malloc((size_t)R + 16);
   if (!tmp) {
@@ -61,16 +79,24 @@ static void streams(job *j) {
     return;
   }
   for (uint64_t i = j->i0; i < j->i1; i++) {
-    if (!p->lengths[i])
-      continue; /* raw: the kernel reads the original */
+    if (i % 32 == 0 && p->stop && atomic_load(p->stop)) {
+      j->failed = 1; /* the region is going away */
+      break;
+    }
     int c = 0;
-    size_t len = ibp_compress_tensor(p->params, p->data + i * R, tmp, &c);
-    if (c && len == p->lengths[i]) {
+    size_t len = p->lengths[i]
+                     ? ibp_compress_tensor(p->params, p->data + i * R, tmp, &c)
+                     : 0; /* raw: the kernel reads the original */
+    if (!p->lengths[i]) {
+      /* nothing to write */
+    } else if (c && len == p->lengths[i]) {
       memcpy(p->shadow + p->offsets[i], tmp, len);
     } else { /* written since pass 1: served raw until recompressed */
       ibp__track_mark_dirty(p->track, (uintptr_t)p->data + i * R, R);
       j->rewritten++;
     }
+    if (i % 32 == 31 || i + 1 == j->i1)
+      publish(p, i / 32);
   }
   free(tmp);
 }

@@ -31,6 +31,13 @@ typedef struct ibp_pack {
   uint64_t *offsets;  /* n + 1: laid out by the caller after pass 1 */
   uint8_t *shadow;    /* pass 2 writes here */
   ibp_tracked *track; /* tensors found rewritten are marked dirty here */
+  /* pass 3: bit i set while tensor i's stream is not written yet; each
+   * 32-tensor word is cleared (release) once its streams are in place.
+   * NULL: none. */
+  _Atomic uint32_t *busy;
+  const _Atomic int *stop;        /* nonzero: pass 3 stops (NULL: never) */
+  _Atomic uint64_t first_word_ns; /* CLOCK_MONOTONIC when the first word
+                                     was cleared; 0 before */
   /* results of pass 1 */
   uint64_t compressed_tensors, zero_tensors;
   /* results of pass 2: tensors rewritten between the passes */
@@ -43,7 +50,8 @@ unsigned ibp__pack_threads(void);
 /* Pass 1.  Returns 0, or -1 (out of memory, no thread). */
 int ibp__pack_sizes(ibp_pack *p);
 
-/* Pass 3 (after offsets and shadow are set).  Returns 0 or -1. */
+/* Pass 3 (after offsets and shadow are set).  Returns 0, or -1 (out of
+ * memory, or stopped: some tensors stay busy). */
 int ibp__pack_streams(ibp_pack *p);
 
 #endif /* IBP_PRELOAD_SERVE_PACK_H */

@@ -62,11 +62,15 @@ typedef struct ibp_layout {
 /* Recompression of written tensors (refresh.c). */
 typedef struct ibp_refresh {
   /* Like track.dirty (same layout, same mapped allocation, right after
-   * it): tensors whose stream a refresh is rewriting; the kernel serves
-   * them raw.  NULL until compression allocated it. */
+   * it): tensors whose stream a refresh is rewriting, or that the first
+   * compression has not written yet (compress.c, "filling"); the kernel
+   * serves them raw.  NULL until compression allocated it. */
   _Atomic uint32_t *busy;
-  _Atomic int pending;          /* a refresh job is queued */
+  _Atomic int pending;          /* a refresh job is queued, or the region is
+                                   still filling: no refresh may start */
   _Atomic int refreshing;       /* busy bits may be set: kernels read them */
+  _Atomic int filling;          /* streams still being written (compress.c) */
+  uint64_t fill_started_ns;     /* worker only: when compression began */
   _Atomic int launching;        /* copies between deciding and launching */
   _Atomic uint64_t runs;        /* refresh jobs run */
   _Atomic uint64_t dirty_floor; /* dirty_tensors after the last refresh */

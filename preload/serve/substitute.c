@@ -28,14 +28,18 @@ static void count_passed(ibp_served_region *s, uint64_t bytes) {
   ibp__count(&s->counters, bytes_passthrough, bytes);
 }
 
-/* What dirty tensors among [first, last] add: they are read raw. */
-static uint64_t dirty_extra(const ibp_served_region *s, uint64_t first,
-                            uint64_t last) {
+/* What raw-served tensors among [first, last] add: dirty ones, and busy
+ * ones while busy bits are in use (`busy` non-NULL). */
+static uint64_t raw_extra(const ibp_served_region *s,
+                          const _Atomic uint32_t *busy, uint64_t first,
+                          uint64_t last) {
   const uint64_t R = s->geometry.tensor_bytes;
   const uint64_t *prefix = s->layout.prefix;
   uint64_t extra = 0;
   for (uint64_t w = first / 32; w <= last / 32; w++) {
     uint32_t m = atomic_load_explicit(&s->track.dirty[w], memory_order_relaxed);
+    if (busy)
+      m |= atomic_load_explicit(&busy[w], memory_order_relaxed);
     if (w == first / 32)
       m &= UINT32_MAX << (first % 32);
     if (w == last / 32)
@@ -49,7 +53,7 @@ static uint64_t dirty_extra(const ibp_served_region *s, uint64_t first,
 }
 
 /* Stored bytes of the tensors the copy touches (+ its share of the raw
- * tail; dirty tensors count R): what the kernel reads over PCIe, up to
+ * tail; dirty and busy tensors count R): what the kernel reads over PCIe, up to
  * sector rounding. */
 static uint64_t pcie_bytes(const ibp_served_region *s, uint64_t off,
                            uint64_t len) {
@@ -59,9 +63,13 @@ static uint64_t pcie_bytes(const ibp_served_region *s, uint64_t off,
   if (off < body) {
     uint64_t first = off / R, last = ((end < body ? end : body) - 1) / R;
     bytes += s->layout.prefix[last + 1] - s->layout.prefix[first];
-    if (s->track.dirty &&
-        atomic_load_explicit(&s->track.dirty_tensors, memory_order_relaxed))
-      bytes += dirty_extra(s, first, last);
+    const _Atomic uint32_t *busy =
+        atomic_load_explicit(&s->refresh.refreshing, memory_order_relaxed)
+            ? s->refresh.busy
+            : NULL;
+    if (s->track.dirty && (busy || atomic_load_explicit(&s->track.dirty_tensors,
+                                                        memory_order_relaxed)))
+      bytes += raw_extra(s, busy, first, last);
   }
   if (end > body)
     bytes += end - (off > body ? off : body);

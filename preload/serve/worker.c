@@ -94,6 +94,10 @@ static void run_compress(const ibp_driver *d, job *j) {
   if (ok && ibp__device_transition(s, (unsigned)j->dev, IBP_DEVICE_ABSENT,
                                    IBP_DEVICE_UPLOADING))
     setup_device(d, r, j->dev);
+  /* served from here on: tensors not written yet are read raw */
+  if (ok && ibp__compress_fill(r) != 0 &&
+      ibp_region_transition(r, IBP_REGION_READY, IBP_REGION_DEGRADED))
+    ibp__track_unprotect(&s->track);
   pop_ctx(d);
 }
 
