@@ -6,6 +6,7 @@
  * lanes are flushed into the 64-bit counters every 255 tensors.  Threads
  * split the tensors (each with private counters) when R is small, and the
  * bytes of the tensor (disjoint counters) when it is large. */
+#include <math.h>
 #include <stdlib.h>
 
 #include "internal.h"
@@ -176,4 +177,17 @@ double ibp_bitstats_invariant_fraction(const ibp_bitstats *st, double share) {
     hits += agree >= need;
   }
   return (double)hits / (double)(8 * (uint64_t)st->tensor_bytes);
+}
+
+double ibp_bitstats_entropy_bits(const ibp_bitstats *st) {
+  if (!st || !st->ones || st->tensors == 0 || st->tensor_bytes == 0)
+    return 0.0;
+  const double n = (double)st->tensors;
+  double bits = 0.0;
+  for (size_t k = 0; k < 8 * (size_t)st->tensor_bytes; k++) {
+    double p = (double)st->ones[k] / n;
+    if (p > 0.0 && p < 1.0)
+      bits -= p * log2(p) + (1.0 - p) * log2(1.0 - p);
+  }
+  return bits;
 }

@@ -7,6 +7,8 @@
 
 #define HDR IBP_CONTAINER_HEADER_BYTES
 #define META_SUM_AT 80
+#define CLUSTERS_AT 88 /* version 2: K */
+#define RESERVED_AT(version) ((version) >= 2 ? 92u : 88u)
 #define BLOCK_SOURCE_BYTES (32u << 20) /* source bytes compressed per step */
 #define OUT_BUFFER_BYTES (4u << 20)
 
@@ -38,7 +40,7 @@ static void encode_header(const ibp_container_info *in, uint8_t *h) {
   memcpy(&thr, &in->threshold, 8);
   memset(h, 0, HDR);
   memcpy(h, IBP_CONTAINER_MAGIC, 8);
-  put32(h + 8, IBP_FORMAT_VERSION);
+  put32(h + 8, in->version);
   put32(h + 12, HDR);
   put32(h + 16, in->tensor_bytes);
   put32(h + 20, in->chunk_bytes);
@@ -49,18 +51,25 @@ static void encode_header(const ibp_container_info *in, uint8_t *h) {
   put64(h + 56, in->tensors_compressed);
   put64(h + 64, in->payload_bytes);
   put64(h + 72, in->data_checksum);
+  if (in->version >= 2)
+    put32(h + CLUSTERS_AT, in->clusters);
 }
 
-/* Checksum of the header (without its own field) and the metadata. */
-static uint64_t meta_checksum(const uint8_t *h, const uint8_t *mask,
-                              const uint8_t *bitval, uint32_t R,
+/* Checksum of the header (without its own field) and the metadata: each
+ * cluster's Mask and Bitval, the ids, the flags. */
+static uint64_t meta_checksum(const uint8_t *h, const ibp_params *p, uint32_t k,
+                              const uint8_t *ids, uint64_t id_bytes,
                               const uint8_t *flags, uint64_t flag_bytes) {
   ibp__hash x;
   ibp__hash_init(&x);
   ibp__hash_update(&x, h, META_SUM_AT);
   ibp__hash_update(&x, h + META_SUM_AT + 8, HDR - META_SUM_AT - 8);
-  ibp__hash_update(&x, mask, R);
-  ibp__hash_update(&x, bitval, R);
+  for (uint32_t c = 0; c < k; c++) {
+    ibp__hash_update(&x, p[c].mask, p[c].tensor_bytes);
+    ibp__hash_update(&x, p[c].bitval, p[c].tensor_bytes);
+  }
+  if (id_bytes) /* version 2 only */
+    ibp__hash_update(&x, ids, id_bytes);
   ibp__hash_update(&x, flags, flag_bytes);
   return ibp__hash_final(&x);
 }
@@ -100,11 +109,12 @@ static void out_put(out_buf *o, const void *data, size_t len) {
 /* ---- writer -------------------------------------------------------------- */
 
 /* Compresses the tensors block by block and appends each stored slot. */
-static ibp_status write_payload(const ibp_params *p, const uint8_t *src,
-                                uint64_t n, unsigned threads, uint8_t *flags,
+static ibp_status write_payload(const ibp_params *p, uint32_t k,
+                                const uint8_t *src, uint64_t n,
+                                unsigned threads, uint8_t *flags, uint8_t *ids,
                                 out_buf *o, ibp_container_info *info,
                                 ibp__hash *data_sum) {
-  const uint32_t R = p->tensor_bytes;
+  const uint32_t R = p->tensor_bytes, bits = ibp_cluster_id_bits(k);
   uint64_t per_block = BLOCK_SOURCE_BYTES / R / 8 * 8;
   if (per_block < 8)
     per_block = 8;
@@ -115,12 +125,14 @@ static ibp_status write_payload(const ibp_params *p, const uint8_t *src,
   for (uint64_t i0 = 0; i0 < n && s == IBP_OK; i0 += per_block) {
     uint64_t cnt = n - i0 < per_block ? n - i0 : per_block;
     ibp_region_summary sum;
-    s = ibp_compress_region(p, src + i0 * R, cnt * R, slots, flags + i0 / 8,
-                            threads, &sum);
+    s = ibp_compress_region_clustered(
+        p, k, src + i0 * R, cnt * R, slots, flags + i0 / 8,
+        ids ? ids + i0 * bits / 8 : NULL, threads, &sum);
     for (uint64_t i = 0; i < cnt && s == IBP_OK; i++) {
       size_t len = R;
+      uint32_t id = ibp_cluster_id(ids, k, i0 + i);
       if ((flags[(i0 + i) / 8] >> ((i0 + i) % 8)) & 1)
-        s = ibp_compressed_length(p, slots + i * R, R, &len);
+        s = ibp_compressed_length(&p[id], slots + i * R, R, &len);
       out_put(o, slots + i * R, len);
       info->payload_bytes += len;
     }
@@ -131,39 +143,63 @@ static ibp_status write_payload(const ibp_params *p, const uint8_t *src,
   return s;
 }
 
-ibp_status ibp_container_write(const ibp_params *p, const void *src,
-                               uint64_t bytes, unsigned threads,
-                               ibp_write_fn write, void *ctx,
-                               ibp_container_info *info) {
-  ibp_status s = ibp_params_check(p);
+/* Writes the header and the metadata (after the payload: the header
+ * carries its sizes and checksums). */
+static int write_meta(const ibp_container_info *in, const ibp_params *p,
+                      uint32_t k, const uint8_t *ids, uint64_t id_bytes,
+                      const uint8_t *flags, uint64_t flag_bytes,
+                      ibp_write_fn write, void *ctx) {
+  const uint32_t R = p->tensor_bytes;
+  uint8_t h[HDR];
+  encode_header(in, h);
+  put64(h + META_SUM_AT,
+        meta_checksum(h, p, k, ids, id_bytes, flags, flag_bytes));
+  int failed = write(ctx, 0, h, HDR);
+  uint64_t at = HDR;
+  for (uint32_t c = 0; c < k && !failed; c++, at += 2 * (uint64_t)R)
+    failed = write(ctx, at, p[c].mask, R) || write(ctx, at + R, p[c].bitval, R);
+  if (!failed && id_bytes)
+    failed = write(ctx, at, ids, (size_t)id_bytes);
+  at += id_bytes;
+  if (!failed && flag_bytes)
+    failed = write(ctx, at, flags, (size_t)flag_bytes);
+  return failed;
+}
+
+ibp_status ibp_container_write_clustered(const ibp_params *p, uint32_t k,
+                                         const void *src, uint64_t bytes,
+                                         unsigned threads, ibp_write_fn write,
+                                         void *ctx, ibp_container_info *info) {
+  ibp_status s = ibp_clusters_check(p, k);
   if (s != IBP_OK)
     return s;
   if (!write || (!src && bytes))
     return IBP_ERR_INVALID_ARGUMENT;
   const uint32_t R = p->tensor_bytes;
   const uint64_t n = bytes / R, flag_bytes = (n + 7) / 8;
-  ibp_container_info in = {IBP_FORMAT_VERSION,
-                           R,
-                           p->chunk_bytes,
-                           p->threshold,
-                           bytes,
-                           n,
-                           bytes % R,
-                           0,
-                           0,
-                           0,
-                           0};
-  const uint64_t payload_at = HDR + 2 * (uint64_t)R + flag_bytes;
+  const uint64_t id_bytes = ibp_cluster_id_bytes(k, n);
+  ibp_container_info in = {.version = k > 1 ? IBP_FORMAT_VERSION
+                                            : IBP_FORMAT_VERSION_SINGLE,
+                           .tensor_bytes = R,
+                           .chunk_bytes = p->chunk_bytes,
+                           .threshold = p->threshold,
+                           .original_bytes = bytes,
+                           .tensors = n,
+                           .tail_bytes = bytes % R,
+                           .clusters = k};
+  const uint64_t payload_at = HDR + 2 * (uint64_t)R * k + id_bytes + flag_bytes;
   uint8_t *flags = calloc(flag_bytes + 1, 1);
+  uint8_t *ids = k > 1 ? calloc(id_bytes + 1, 1) : NULL;
   out_buf o = {write, ctx, payload_at, malloc(OUT_BUFFER_BYTES), 0, 0};
   ibp__hash data_sum;
   ibp__hash_init(&data_sum);
-  if (!flags || !o.buf) {
+  if (!flags || !o.buf || (k > 1 && !ids)) {
     free(flags);
+    free(ids);
     free(o.buf);
     return IBP_ERR_NO_MEMORY;
   }
-  s = write_payload(p, src, n, threads, flags, &o, &in, &data_sum);
+  s = write_payload(p, k, src, n, threads, flags, ids, &o, &in, &data_sum);
   if (s == IBP_OK) {
     const uint8_t *tail = (const uint8_t *)src + n * R;
     out_put(&o, tail, in.tail_bytes);
@@ -172,30 +208,33 @@ ibp_status ibp_container_write(const ibp_params *p, const void *src,
     in.data_checksum = ibp__hash_final(&data_sum);
     in.container_bytes = payload_at + in.payload_bytes;
     out_flush(&o);
-    uint8_t h[HDR];
-    encode_header(&in, h);
-    put64(h + META_SUM_AT,
-          meta_checksum(h, p->mask, p->bitval, R, flags, flag_bytes));
-    o.failed = o.failed || write(ctx, 0, h, HDR) ||
-               write(ctx, HDR, p->mask, R) ||
-               write(ctx, HDR + R, p->bitval, R) ||
-               (flag_bytes &&
-                write(ctx, HDR + 2 * (uint64_t)R, flags, (size_t)flag_bytes));
+    o.failed = o.failed || write_meta(&in, p, k, ids, id_bytes, flags,
+                                      flag_bytes, write, ctx);
     if (o.failed)
       s = IBP_ERR_IO;
   }
   free(flags);
+  free(ids);
   free(o.buf);
   if (s == IBP_OK && info)
     *info = in;
   return s;
 }
 
+ibp_status ibp_container_write(const ibp_params *p, const void *src,
+                               uint64_t bytes, unsigned threads,
+                               ibp_write_fn write, void *ctx,
+                               ibp_container_info *info) {
+  return ibp_container_write_clustered(p, 1, src, bytes, threads, write, ctx,
+                                       info);
+}
+
 /* ---- reader -------------------------------------------------------------- */
 
 typedef struct parsed {
   ibp_container_info info;
-  ibp_params params; /* points into the buffer */
+  ibp_params params[IBP_MAX_CLUSTERS]; /* point into the buffer */
+  const uint8_t *ids;                  /* NULL when K = 1 */
   const uint8_t *flags;
   const uint8_t *payload;
 } parsed;
@@ -204,6 +243,8 @@ static ibp_status check_fields(const ibp_container_info *in) {
   if (in->tensor_bytes == 0 || in->tensor_bytes > IBP_MAX_TENSOR_BYTES ||
       !ibp_chunk_width_valid(in->chunk_bytes))
     return IBP_ERR_CORRUPT;
+  if (in->version >= 2 && (in->clusters < 2 || in->clusters > IBP_MAX_CLUSTERS))
+    return IBP_ERR_CORRUPT; /* one cluster is written as version 1 */
   if (in->tensors != in->original_bytes / in->tensor_bytes ||
       in->tail_bytes != in->original_bytes % in->tensor_bytes ||
       in->tensors_compressed > in->tensors)
@@ -224,21 +265,29 @@ static ibp_status check_flags(const uint8_t *flags, uint64_t n,
   return set == expected ? IBP_OK : IBP_ERR_CORRUPT;
 }
 
-static ibp_status parse(const uint8_t *b, uint64_t len, parsed *out) {
-  if (len < 8 || memcmp(b, IBP_CONTAINER_MAGIC, 8) != 0)
-    return len < 8 && memcmp(b, IBP_CONTAINER_MAGIC, len) == 0
-               ? IBP_ERR_TRUNCATED
-               : IBP_ERR_BAD_MAGIC;
-  if (len < HDR)
-    return IBP_ERR_TRUNCATED;
-  ibp_container_info *in = &out->info;
+/* Every id names a cluster; unused bits of the last id byte are zero. */
+static ibp_status check_ids(const uint8_t *ids, uint32_t k, uint64_t n) {
+  const uint32_t bits = ibp_cluster_id_bits(k);
+  if (!ids)
+    return IBP_OK;
+  for (uint64_t i = 0; i < n; i++)
+    if (ibp_cluster_id(ids, k, i) >= k)
+      return IBP_ERR_CORRUPT;
+  if ((n * bits) % 8 && (ids[n * bits / 8] >> ((n * bits) % 8)))
+    return IBP_ERR_CORRUPT;
+  return IBP_OK;
+}
+
+/* The header fields; their consistency is checked by check_fields. */
+static ibp_status read_header(const uint8_t *b, ibp_container_info *in) {
   uint64_t thr = get64(b + 24);
   in->version = get32(b + 8);
-  if (in->version != IBP_FORMAT_VERSION)
+  if (in->version != IBP_FORMAT_VERSION_SINGLE &&
+      in->version != IBP_FORMAT_VERSION)
     return IBP_ERR_VERSION;
   if (get32(b + 12) != HDR)
     return IBP_ERR_CORRUPT;
-  for (unsigned i = 88; i < HDR; i++)
+  for (unsigned i = RESERVED_AT(in->version); i < HDR; i++)
     if (b[i])
       return IBP_ERR_CORRUPT; /* reserved bytes */
   in->tensor_bytes = get32(b + 16);
@@ -250,27 +299,44 @@ static ibp_status parse(const uint8_t *b, uint64_t len, parsed *out) {
   in->tensors_compressed = get64(b + 56);
   in->payload_bytes = get64(b + 64);
   in->data_checksum = get64(b + 72);
-  ibp_status s = check_fields(in);
+  in->clusters = in->version >= 2 ? get32(b + CLUSTERS_AT) : 1;
+  return check_fields(in);
+}
+
+static ibp_status parse(const uint8_t *b, uint64_t len, parsed *out) {
+  if (len < 8 || memcmp(b, IBP_CONTAINER_MAGIC, 8) != 0)
+    return len < 8 && memcmp(b, IBP_CONTAINER_MAGIC, len) == 0
+               ? IBP_ERR_TRUNCATED
+               : IBP_ERR_BAD_MAGIC;
+  if (len < HDR)
+    return IBP_ERR_TRUNCATED;
+  ibp_container_info *in = &out->info;
+  ibp_status s = read_header(b, in);
   if (s != IBP_OK)
     return s;
-  const uint32_t R = in->tensor_bytes;
+  const uint32_t R = in->tensor_bytes, k = in->clusters;
   const uint64_t flag_bytes = (in->tensors + 7) / 8;
-  in->container_bytes = HDR + 2 * (uint64_t)R + flag_bytes + in->payload_bytes;
+  const uint64_t id_bytes = ibp_cluster_id_bytes(k, in->tensors);
+  const uint64_t meta = 2 * (uint64_t)R * k + id_bytes + flag_bytes;
+  in->container_bytes = HDR + meta + in->payload_bytes;
   if (len < in->container_bytes)
     return IBP_ERR_TRUNCATED;
   if (len > in->container_bytes)
     return IBP_ERR_CORRUPT; /* trailing bytes */
-  out->params = (ibp_params){R, in->chunk_bytes, in->threshold,
-                             (uint8_t *)(uintptr_t)(b + HDR),
-                             (uint8_t *)(uintptr_t)(b + HDR + R)};
-  out->flags = b + HDR + 2 * (uint64_t)R;
+  for (uint32_t c = 0; c < k; c++) {
+    const uint8_t *m = b + HDR + 2 * (uint64_t)R * c;
+    out->params[c] =
+        (ibp_params){R, in->chunk_bytes, in->threshold, (uint8_t *)(uintptr_t)m,
+                     (uint8_t *)(uintptr_t)(m + R)};
+  }
+  out->ids = k > 1 ? b + HDR + 2 * (uint64_t)R * k : NULL;
+  out->flags = b + HDR + 2 * (uint64_t)R * k + id_bytes;
   out->payload = out->flags + flag_bytes;
-  if (get64(b + META_SUM_AT) != meta_checksum(b, out->params.mask,
-                                              out->params.bitval, R, out->flags,
-                                              flag_bytes))
+  if (get64(b + META_SUM_AT) != meta_checksum(b, out->params, k, out->ids,
+                                              id_bytes, out->flags, flag_bytes))
     return IBP_ERR_CHECKSUM;
-  s = ibp_params_check(&out->params);
-  if (s != IBP_OK)
+  if (ibp_clusters_check(out->params, k) != IBP_OK ||
+      check_ids(out->ids, k, in->tensors) != IBP_OK)
     return IBP_ERR_CORRUPT;
   return check_flags(out->flags, in->tensors, in->tensors_compressed);
 }
@@ -296,13 +362,15 @@ static ibp_status decode_tensors(const parsed *pc, out_buf *o, ibp__hash *sum,
   for (uint64_t i = 0; i < pc->info.tensors && s == IBP_OK && !o->failed; i++) {
     const uint8_t *src = pc->payload + *pos;
     int compressed = (pc->flags[i / 8] >> (i % 8)) & 1;
+    const ibp_params *p =
+        &pc->params[ibp_cluster_id(pc->ids, pc->info.clusters, i)];
     size_t avail = (size_t)(slots_end - *pos), len = R;
     if (compressed)
-      s = ibp_compressed_length(&pc->params, src, avail, &len);
+      s = ibp_compressed_length(p, src, avail, &len);
     else if (avail < R)
       s = IBP_ERR_CORRUPT;
     if (s == IBP_OK)
-      s = ibp_decompress_tensor(&pc->params, src, len, compressed, tensor);
+      s = ibp_decompress_tensor(p, src, len, compressed, tensor);
     if (s == IBP_OK) {
       ibp__hash_update(sum, tensor, R);
       out_put(o, tensor, R);

@@ -80,6 +80,11 @@ const uint64_t *ibp__nonfit_table(uint32_t c);
 const uint8_t (*ibp__pext8_table(void))[256];
 const uint8_t (*ibp__pdep8_table(void))[256];
 
+/* The cluster of the k params p[0..k-1] that stores tensor t in the
+ * fewest bytes (ties: the lowest id), and that size (cluster.c). */
+uint32_t ibp__best_cluster(const ibp__pack_ops *pack, const ibp_params *p,
+                           uint32_t k, const uint8_t *t, size_t *stored);
+
 /* Number of worker threads to use for `requested` (0 = one per CPU). */
 unsigned ibp__threads(unsigned requested);
 

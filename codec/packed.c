@@ -6,14 +6,15 @@
 
 #include "internal.h"
 
-static ibp_status check_region(const ibp_region *r) {
+static ibp_status check_region(const ibp_region *r, const uint8_t *ids,
+                               uint32_t k) {
   if (!r || !r->params || !r->params->mask || !r->params->bitval)
     return IBP_ERR_INVALID_ARGUMENT;
-  ibp_status s = ibp_params_check(r->params);
+  ibp_status s = ibp_clusters_check(r->params, k);
   if (s != IBP_OK)
     return s;
   const uint64_t n = r->bytes / r->params->tensor_bytes;
-  if (n && (!r->slots || !r->flags))
+  if (n && (!r->slots || !r->flags || (k > 1 && !ids)))
     return IBP_ERR_INVALID_ARGUMENT;
   return IBP_OK;
 }
@@ -23,7 +24,13 @@ static int compressed(const ibp_region *r, uint64_t i) {
 }
 
 ibp_status ibp_region_pack_offsets(const ibp_region *r, uint64_t *offsets) {
-  ibp_status s = check_region(r);
+  return ibp_region_pack_offsets_clustered(r, NULL, 1, offsets);
+}
+
+ibp_status ibp_region_pack_offsets_clustered(const ibp_region *r,
+                                             const uint8_t *ids, uint32_t k,
+                                             uint64_t *offsets) {
+  ibp_status s = check_region(r, ids, k);
   if (s != IBP_OK || !offsets)
     return s != IBP_OK ? s : IBP_ERR_INVALID_ARGUMENT;
   const uint32_t R = r->params->tensor_bytes;
@@ -34,7 +41,10 @@ ibp_status ibp_region_pack_offsets(const ibp_region *r, uint64_t *offsets) {
     if (!compressed(r, i))
       continue;
     size_t len = 0;
-    s = ibp_compressed_length(r->params, r->slots + i * R, R, &len);
+    uint32_t id = ibp_cluster_id(ids, k, i);
+    if (id >= k)
+      return IBP_ERR_CORRUPT;
+    s = ibp_compressed_length(&r->params[id], r->slots + i * R, R, &len);
     if (s != IBP_OK)
       return s;
     at += len;
@@ -45,7 +55,7 @@ ibp_status ibp_region_pack_offsets(const ibp_region *r, uint64_t *offsets) {
 
 ibp_status ibp_region_pack(const ibp_region *r, const uint64_t *offsets,
                            void *packed) {
-  ibp_status s = check_region(r);
+  ibp_status s = check_region(r, NULL, 1); /* the first params suffice */
   if (s != IBP_OK || !offsets)
     return s != IBP_OK ? s : IBP_ERR_INVALID_ARGUMENT;
   const uint32_t R = r->params->tensor_bytes;

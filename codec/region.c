@@ -1,6 +1,7 @@
-/* Whole regions: compress every tensor into its slot (threads split the
- * tensors in blocks of 8 so that each owns whole flag bytes), and decode
- * any byte range of the original from slots + flags. */
+/* Whole regions: compress every tensor into its slot with the cluster
+ * that stores it in the fewest bytes (threads split the tensors in blocks
+ * of 8 so that each owns whole flag bytes and whole id bytes), and decode
+ * any byte range of the original from slots + flags + ids. */
 #include <stdlib.h>
 
 #include "internal.h"
@@ -12,30 +13,49 @@ uint64_t ibp_region_flag_bytes(const ibp_params *p, uint64_t bytes) {
 }
 
 typedef struct compress_job {
-  const ibp_params *p;
+  const ibp_params *p; /* k params */
+  uint32_t k;
   const uint8_t *src;
   uint8_t *slots;
   uint8_t *flags;
+  uint8_t *ids;          /* NULL when k == 1 */
   uint64_t i0, i1;       /* tensors [i0, i1); i0 % 8 == 0 */
   uint64_t n_compressed; /* out */
   uint64_t stored_bytes; /* out */
 } compress_job;
 
+/* Writes tensor i's id; ids of a block of 8 tensors fill whole bytes. */
+static void put_id(uint8_t *ids, uint32_t bits, uint64_t i, uint32_t id) {
+  uint64_t at = i * bits;
+  uint8_t m = (uint8_t)(((1u << bits) - 1) << (at % 8));
+  ids[at / 8] = (uint8_t)((ids[at / 8] & ~m) | (id << (at % 8)));
+}
+
+/* Compresses (or, without slots, only measures) tensors [i0, i1). */
 static void compress_task(void *arg) {
   compress_job *jb = arg;
   const ibp__pack_ops *pack = ibp__pack();
   const uint32_t R = jb->p->tensor_bytes;
-  uint8_t bits = 0;
+  const uint32_t bits = ibp_cluster_id_bits(jb->k);
+  uint8_t flag = 0;
   for (uint64_t i = jb->i0; i < jb->i1; i++) {
-    size_t len = pack->compress(jb->p, jb->src + i * R, jb->slots + i * R);
+    const uint8_t *t = jb->src + i * R;
+    size_t len = 0;
+    uint32_t id = 0; /* one cluster: no need to measure before compressing */
+    if (jb->k > 1 || !jb->slots)
+      id = ibp__best_cluster(pack, jb->p, jb->k, t, &len);
+    if (jb->slots)
+      len = pack->compress(&jb->p[id], t, jb->slots + i * R);
+    if (jb->ids)
+      put_id(jb->ids, bits, i, id);
     jb->stored_bytes += len;
     if (len < R) {
       jb->n_compressed++;
-      bits |= (uint8_t)(1u << (i % 8));
+      flag |= (uint8_t)(1u << (i % 8));
     }
-    if (i % 8 == 7 || i + 1 == jb->i1) {
-      jb->flags[i / 8] = bits;
-      bits = 0;
+    if (jb->flags && (i % 8 == 7 || i + 1 == jb->i1)) {
+      jb->flags[i / 8] = flag;
+      flag = 0;
     }
   }
 }
@@ -45,20 +65,14 @@ static int overlaps(const void *a, const void *b, uint64_t len) {
   return len && x < y + len && y < x + len;
 }
 
-ibp_status ibp_compress_region(const ibp_params *p, const void *src,
-                               uint64_t bytes, void *slots, uint8_t *flags,
-                               unsigned threads, ibp_region_summary *summary) {
-  ibp_status s = ibp_params_check(p);
-  if (s != IBP_OK)
-    return s;
-  if ((!src || !slots) && bytes)
-    return IBP_ERR_INVALID_ARGUMENT;
-  if (overlaps(src, slots, bytes))
-    return IBP_ERR_INVALID_ARGUMENT;
+/* Runs compress_task over the region's tensors on `threads` threads;
+ * slots, flags and ids may all be NULL (measure only). */
+static ibp_status run_region(const ibp_params *p, uint32_t k, const void *src,
+                             uint64_t bytes, void *slots, uint8_t *flags,
+                             uint8_t *ids, unsigned threads,
+                             ibp_region_summary *summary) {
   const uint32_t R = p->tensor_bytes;
   const uint64_t n = bytes / R, tail = bytes % R;
-  if (n && !flags)
-    return IBP_ERR_INVALID_ARGUMENT;
   uint64_t blocks = (n + 7) / 8;
   unsigned t = ibp__threads(threads);
   if (t > blocks)
@@ -66,34 +80,86 @@ ibp_status ibp_compress_region(const ibp_params *p, const void *src,
   compress_job *jobs = calloc(t, sizeof *jobs);
   if (!jobs)
     return IBP_ERR_NO_MEMORY;
+  if (ids && n) /* unused bits of the last id byte are 0 */
+    ids[ibp_cluster_id_bytes(k, n) - 1] = 0;
   for (unsigned i = 0; i < t; i++) {
     uint64_t b0 = blocks * i / t, b1 = blocks * (i + 1) / t;
     jobs[i] = (compress_job){
-        p, src, slots, flags, 8 * b0, 8 * b1 < n ? 8 * b1 : n, 0, 0};
+        p, k, src, slots, flags, ids, 8 * b0, 8 * b1 < n ? 8 * b1 : n, 0, 0};
   }
-  s = ibp__run_parallel(compress_task, jobs, sizeof *jobs, t);
-  ibp_region_summary sum = {n, tail, 0, tail, 2 * (uint64_t)R + blocks};
+  ibp_status s = ibp__run_parallel(compress_task, jobs, sizeof *jobs, t);
+  ibp_region_summary sum = {n, tail, 0, tail,
+                            ibp_cluster_metadata_bytes(k, R, n)};
   for (unsigned i = 0; i < t; i++) {
     sum.tensors_compressed += jobs[i].n_compressed;
     sum.compressed_bytes += jobs[i].stored_bytes;
   }
   free(jobs);
-  if (tail)
+  if (tail && slots)
     memcpy((uint8_t *)slots + n * R, (const uint8_t *)src + n * R, tail);
   if (summary)
     *summary = sum;
   return s;
 }
 
+ibp_status ibp_compress_region_clustered(const ibp_params *p, uint32_t k,
+                                         const void *src, uint64_t bytes,
+                                         void *slots, uint8_t *flags,
+                                         uint8_t *ids, unsigned threads,
+                                         ibp_region_summary *summary) {
+  ibp_status s = ibp_clusters_check(p, k);
+  if (s != IBP_OK)
+    return s;
+  if ((!src || !slots) && bytes)
+    return IBP_ERR_INVALID_ARGUMENT;
+  if (overlaps(src, slots, bytes))
+    return IBP_ERR_INVALID_ARGUMENT;
+  const uint64_t n = bytes / p->tensor_bytes;
+  if (n && (!flags || (k > 1 && !ids)))
+    return IBP_ERR_INVALID_ARGUMENT;
+  return run_region(p, k, src, bytes, slots, flags, k > 1 ? ids : NULL, threads,
+                    summary);
+}
+
+ibp_status ibp_measure_region_clustered(const ibp_params *p, uint32_t k,
+                                        const void *src, uint64_t bytes,
+                                        unsigned threads,
+                                        ibp_region_summary *summary) {
+  ibp_status s = ibp_clusters_check(p, k);
+  if (s != IBP_OK)
+    return s;
+  if (!src && bytes)
+    return IBP_ERR_INVALID_ARGUMENT;
+  return run_region(p, k, src, bytes, NULL, NULL, NULL, threads, summary);
+}
+
+ibp_status ibp_compress_region(const ibp_params *p, const void *src,
+                               uint64_t bytes, void *slots, uint8_t *flags,
+                               unsigned threads, ibp_region_summary *summary) {
+  return ibp_compress_region_clustered(p, 1, src, bytes, slots, flags, NULL,
+                                       threads, summary);
+}
+
 ibp_status ibp_decompress_range(const ibp_region *r, uint64_t off, uint64_t len,
                                 void *dst) {
+  return ibp_decompress_range_clustered(r, NULL, 1, off, len, dst);
+}
+
+ibp_status ibp_decompress_range_clustered(const ibp_region *r,
+                                          const uint8_t *ids, uint32_t k,
+                                          uint64_t off, uint64_t len,
+                                          void *dst) {
   if (!r || !r->params || (!r->slots && r->bytes) || (!dst && len))
     return IBP_ERR_INVALID_ARGUMENT;
   const ibp_params *p = r->params;
-  if (!p->mask || !p->bitval || p->tensor_bytes == 0 ||
-      p->tensor_bytes > IBP_MAX_TENSOR_BYTES ||
-      !ibp_chunk_width_valid(p->chunk_bytes))
+  if (k == 0 || k > IBP_MAX_CLUSTERS ||
+      (k > 1 && !ids && r->bytes >= p->tensor_bytes))
     return IBP_ERR_INVALID_ARGUMENT;
+  for (uint32_t c = 0; c < k; c++)
+    if (!p[c].mask || !p[c].bitval || p[c].tensor_bytes != p->tensor_bytes ||
+        p->tensor_bytes == 0 || p->tensor_bytes > IBP_MAX_TENSOR_BYTES ||
+        !ibp_chunk_width_valid(p[c].chunk_bytes))
+      return IBP_ERR_INVALID_ARGUMENT;
   if (off > r->bytes || len > r->bytes - off)
     return IBP_ERR_RANGE;
   const uint32_t R = p->tensor_bytes;
@@ -106,7 +172,10 @@ ibp_status ibp_decompress_range(const ibp_region *r, uint64_t off, uint64_t len,
     uint32_t in = (uint32_t)(off % R);
     uint32_t part = len < (uint64_t)(R - in) ? (uint32_t)len : R - in;
     int compressed = (r->flags[i / 8] >> (i % 8)) & 1;
-    ibp_status s = ibp_decompress_tensor_part(p, r->slots + i * R, R,
+    uint32_t id = ibp_cluster_id(ids, k, i);
+    if (id >= k)
+      return IBP_ERR_CORRUPT;
+    ibp_status s = ibp_decompress_tensor_part(&p[id], r->slots + i * R, R,
                                               compressed, in, part, out);
     if (s != IBP_OK)
       return s;

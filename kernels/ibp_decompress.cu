@@ -258,6 +258,18 @@ IBP_DEV int bit_set(const uint32_t *bits, uint64_t i) {
   return bits && ((ibp_dev_ldg_u32(bits + (i >> 5)) >> (i & 31)) & 1);
 }
 
+/* Tensor t's cluster id (docs/FORMAT.md §4): b = 1, 2, 4 or 8 bits per
+ * tensor, so an id never straddles a 32-bit word. */
+IBP_DEV uint32_t cluster_of(const uint32_t *ids, uint32_t k, uint64_t t) {
+  if (k <= 1)
+    return 0;
+  const uint32_t b = k <= 2 ? 1 : k <= 4 ? 2 : k <= 16 ? 4 : 8;
+  const uint64_t at = t * b;
+  uint32_t id =
+      (ibp_dev_ldg_u32(ids + (at >> 5)) >> (at & 31)) & ((1u << b) - 1);
+  return id < k ? id : 0; /* never outside the Masks */
+}
+
 /* The job for unit t of the region (t == tensors: the tail); returns 1
  * when it is a compressed tensor the warp decodes, 0 when it is copied
  * raw from the original.  (The launch's arguments pass by value: taking
@@ -269,13 +281,14 @@ IBP_DEV int unit_job(ibp_decompress_args a, uint64_t t, uint8_t *stage,
   const uint64_t start = t * R;
   const uint64_t size = t < a.tensors ? R : a.tail_bytes;
   const uint64_t lo = max_u64(g0, start), hi = min_u64(g1, start + size);
-  uint64_t off = 0, len = 0;
+  uint64_t off = 0, len = 0, mo = 0;
   if (t < a.tensors) {
     off = ibp_dev_ldg_u64((const uint8_t *)(a.offsets + t));
     len = ibp_dev_ldg_u32(a.lengths + t);
+    mo = (uint64_t)cluster_of(a.cluster_ids, a.clusters, t) * a.mask_stride;
   }
-  *j = (tensor_job){a.mask,
-                    a.bitval,
+  *j = (tensor_job){a.mask + mo,
+                    a.bitval + mo,
                     a.tensor_bytes,
                     a.chunk_bytes,
                     a.packed + off,

@@ -48,7 +48,9 @@ typedef struct ibp_decompress_args {
   const uint32_t *busy;       /* device or NULL: bit i = serve i raw (its
                                  slot is being rewritten) */
   const uint8_t *mask;        /* device: R bytes, zero-padded to a multiple
-                                 of 16 bytes (the kernel reads whole words) */
+                                 of 16 bytes (the kernel reads whole words);
+                                 with K clusters, K such Masks, cluster k's
+                                 at mask + k * mask_stride */
   const uint8_t *bitval;      /* device: likewise */
   uint8_t *dst;               /* device: length bytes */
   uint64_t tensors;           /* n: tensors in the region */
@@ -64,8 +66,16 @@ typedef struct ibp_decompress_args {
                                  one decodes; 1 = no prefetch */
   uint32_t mask_shared_bytes; /* 0: Mask/Bitval are read from global
                                  memory; else both are copied (this many
-                                 bytes each) to the start of the block's
-                                 dynamic shared memory */
+                                 bytes each: every cluster's) to the start
+                                 of the block's dynamic shared memory */
+  /* Clusters (docs/FORMAT.md §4); all zero = one Mask/Bitval. */
+  const uint32_t *cluster_ids; /* device, NULL when clusters <= 1: tensor
+                                  i's id is bits [i*b, (i+1)*b) (b =
+                                  ibp_cluster_id_bits(clusters)), padded to
+                                  a multiple of 4 bytes */
+  uint32_t clusters;           /* K; 0 or 1 = one Mask/Bitval */
+  uint32_t mask_stride;        /* bytes from one cluster's Mask (Bitval) to
+                                  the next: (R + 15) & ~15 */
 } ibp_decompress_args;
 
 typedef struct ibp_gather_range {

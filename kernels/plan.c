@@ -61,10 +61,16 @@ int ibp_kernels_plan_decompress(ibp_decompress_args *a, unsigned max_shared,
     a->stage_buffers = 1;
   if ((uint64_t)warps * a->stage_buffers * a->stage_bytes > max_shared)
     return -1;
-  /* Mask/Bitval in shared memory when they fit beside the buffers */
-  const uint32_t masks = (R + 15) & ~15u;
+  /* every cluster's Mask/Bitval in shared memory when they fit beside the
+   * buffers */
+  const uint32_t k = a->clusters > 1 ? a->clusters : 1;
+  if (k > 1 && (!a->cluster_ids || k > 256))
+    return -1;
+  a->mask_stride = (R + 15) & ~15u;
+  const uint64_t masks = (uint64_t)k * a->mask_stride;
   uint64_t staging = (uint64_t)warps * a->stage_buffers * a->stage_bytes;
-  a->mask_shared_bytes = staging + 2ull * masks <= max_shared ? masks : 0;
+  a->mask_shared_bytes =
+      staging + 2 * masks <= max_shared ? (uint32_t)masks : 0;
   plan->block = warps * 32;
   plan->dynamic_shared = (unsigned)(staging + 2ull * a->mask_shared_bytes);
   ibp_kernels_plan_range(a, sms, plan);

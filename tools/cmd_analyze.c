@@ -21,18 +21,24 @@ static const char help[] =
     "chosen, the exact space saved over every tensor of the file, the\n"
     "metadata size (Mask + Bitval + one flag bit per tensor), and the saved\n"
     "share for each chunk width and threshold the search evaluated.\n"
+    "With --clusters, also the same figures with K Mask/Bitval pairs and\n"
+    "the saved share against K; with --entropy, the per-bit entropy limit\n"
+    "(every bit position coded at its own empirical entropy).\n"
     "\n"
-    "Options:\n" CODEC_OPTIONS_HELP
+    "Options:\n" CODEC_OPTIONS_HELP CODEC_CLUSTER_HELP
+    "  --entropy          also report the per-bit entropy limit\n"
     "  --json             print one JSON object instead of the report\n"
     "  -h, --help         show this help\n";
 
-static const cli_option options[] = {
-    CODEC_CLI_OPTIONS, {"json", 0, 0}, {"help", 'h', 0}, {NULL, 0, 0}};
+static const cli_option options[] = {CODEC_CLI_OPTIONS, CODEC_CLUSTER_OPTION,
+                                     {"entropy", 0, 0}, {"json", 0, 0},
+                                     {"help", 'h', 0},  {NULL, 0, 0}};
 
 typedef struct analyze_args {
   const char *path;
   codec_opts codec;
   int json;
+  int entropy;
 } analyze_args;
 
 typedef struct analysis {
@@ -43,6 +49,15 @@ typedef struct analysis {
   uint64_t metadata_bytes;
   double saved_fraction;      /* 1 - compressed / original */
   double saved_with_metadata; /* the same, metadata counted */
+  /* with --clusters other than 1 */
+  int clustered;
+  ibp_clusters clusters;
+  ibp_cluster_report cluster_report;
+  ibp_region_summary cluster_exact;
+  double cluster_saved;               /* 1 - compressed / original */
+  double cluster_saved_with_metadata; /* the same, metadata counted */
+  /* with --entropy */
+  double entropy_saved; /* per-bit entropy limit, share of the file */
 } analysis;
 
 /* Returns -1 to go on, else the exit code. */
@@ -70,6 +85,8 @@ static int parse_args(int argc, char **argv, analyze_args *a) {
     }
     if (strcmp(name, "json") == 0) {
       a->json = 1;
+    } else if (strcmp(name, "entropy") == 0) {
+      a->entropy = 1;
     } else if (codec_opts_take(&a->codec, name, it.value) < 0) {
       return CLI_EXIT_USAGE;
     }
@@ -107,7 +124,83 @@ static int measure(const analyze_args *a, const mapped_file *in, analysis *an) {
   return CLI_EXIT_OK;
 }
 
+/* The same figures with K clusters, exact over the whole file. */
+static int measure_clusters(const analyze_args *a, const mapped_file *in,
+                            analysis *an) {
+  int rc = codec_opts_cluster("ibp analyze", &a->codec, in->data, in->size,
+                              &an->params, !a->json, &an->clusters,
+                              &an->cluster_report);
+  if (rc != CLI_EXIT_OK)
+    return rc;
+  ibp_region_summary *x = &an->cluster_exact;
+  ibp_status st =
+      ibp_measure_region_clustered(an->clusters.params, an->clusters.count,
+                                   in->data, in->size, a->codec.threads, x);
+  if (st != IBP_OK) {
+    cli_error("ibp analyze", "%s", ibp_status_message(st));
+    return CLI_EXIT_DATA;
+  }
+  an->clustered = 1;
+  an->cluster_saved = 1.0 - (double)x->compressed_bytes / (double)in->size;
+  an->cluster_saved_with_metadata =
+      1.0 -
+      (double)(x->compressed_bytes + x->metadata_bytes) / (double)in->size;
+  return CLI_EXIT_OK;
+}
+
+/* The per-bit entropy limit over every tensor of the file (the tail is
+ * stored raw in every case). */
+static int measure_entropy(const analyze_args *a, const mapped_file *in,
+                           analysis *an) {
+  const uint32_t r = an->params.tensor_bytes;
+  const uint64_t n = in->size / r;
+  ibp_bitstats st;
+  ibp_status s = ibp_bitstats_init(&st, r);
+  if (s == IBP_OK)
+    s = ibp_bitstats_add(&st, in->data, n, NULL, a->codec.threads);
+  if (s == IBP_OK)
+    an->entropy_saved = (8.0 * r - ibp_bitstats_entropy_bits(&st)) * (double)n /
+                        8.0 / (double)in->size;
+  ibp_bitstats_free(&st);
+  if (s != IBP_OK) {
+    cli_error("ibp analyze", "%s", ibp_status_message(s));
+    return CLI_EXIT_DATA;
+  }
+  return CLI_EXIT_OK;
+}
+
+/* Saved share against K from the cluster search (estimates on its
+ * evaluation sample, metadata counted). */
+static double step_saved(const analysis *an, uint32_t i) {
+  const ibp_cluster_report *r = &an->cluster_report;
+  return 1.0 - (double)(r->stored[i] + an->exact.tail_bytes + r->metadata[i]) /
+                   (double)an->file_bytes;
+}
+
 /* ---- JSON --------------------------------------------------------------- */
+
+static void json_clusters(json_out *j, const analysis *an) {
+  const ibp_region_summary *x = &an->cluster_exact;
+  json_object_begin(j, "clusters");
+  json_u64(j, "k", an->clusters.count);
+  json_u64(j, "compressed_bytes", x->compressed_bytes);
+  json_double(j, "saved_fraction", an->cluster_saved);
+  json_u64(j, "metadata_bytes", x->metadata_bytes);
+  json_double(j, "saved_fraction_with_metadata",
+              an->cluster_saved_with_metadata);
+  json_u64(j, "tensors_compressed", x->tensors_compressed);
+  json_u64(j, "eval_tensors", an->cluster_report.eval_tensors);
+  json_array_begin(j, "by_k");
+  for (uint32_t i = 0; i < an->cluster_report.steps; i++) {
+    json_object_begin(j, NULL);
+    json_u64(j, "k", an->cluster_report.k[i]);
+    json_u64(j, "metadata_bytes", an->cluster_report.metadata[i]);
+    json_double(j, "saved_fraction_with_metadata", step_saved(an, i));
+    json_object_end(j);
+  }
+  json_array_end(j);
+  json_object_end(j);
+}
 
 static void json_saved(json_out *j, const char *key, double v) {
   if (v < 0.0)
@@ -159,6 +252,10 @@ static void print_json(const analyze_args *a, const analysis *an) {
   json_u64(&j, "eval_tensors", an->report.eval_tensors);
   json_u64(&j, "table_tensors", an->report.table_tensors);
   json_string(&j, "impl", ibp_impl_name(ibp_impl_active()));
+  if (an->clustered)
+    json_clusters(&j, an);
+  if (a->entropy)
+    json_double(&j, "entropy_limit_saved_fraction", an->entropy_saved);
   json_table(&j, &an->report);
   json_object_end(&j);
 }
@@ -191,6 +288,23 @@ static void print_table(const ibp_search_report *r) {
   }
 }
 
+static void print_clusters(const analyze_args *a, const analysis *an) {
+  const ibp_region_summary *x = &an->cluster_exact;
+  const ibp_cluster_report *r = &an->cluster_report;
+  printf("clusters            %u (%s)\n", an->clusters.count,
+         a->codec.clusters == 0 ? "searched" : "given");
+  printf("clustered saved     %.2f%% (exact; %.2f%% counting metadata: "
+         "%llu B)\n",
+         100.0 * an->cluster_saved, 100.0 * an->cluster_saved_with_metadata,
+         (unsigned long long)x->metadata_bytes);
+  printf("\nsaved share against K (metadata counted; measured on %llu "
+         "tensors):\n",
+         (unsigned long long)r->eval_tensors);
+  for (uint32_t i = 0; i < r->steps; i++)
+    printf("  K = %3u  %6.2f%%  metadata %llu B\n", r->k[i],
+           100.0 * step_saved(an, i), (unsigned long long)r->metadata[i]);
+}
+
 static void print_text(const analyze_args *a, const analysis *an) {
   char h[32];
   const region_measure *m = &an->exact;
@@ -218,7 +332,13 @@ static void print_text(const analyze_args *a, const analysis *an) {
   printf("metadata            %llu B (Mask + Bitval 2 x %u B, flags %llu B)\n",
          (unsigned long long)an->metadata_bytes, r,
          (unsigned long long)(m->tensors + 7) / 8);
+  if (a->entropy)
+    printf("entropy limit       %.2f%% (each bit position at its own "
+           "entropy)\n",
+           100.0 * an->entropy_saved);
   printf("implementation      %s\n", ibp_impl_name(ibp_impl_active()));
+  if (an->clustered)
+    print_clusters(a, an);
   print_table(&an->report);
   if (m->tail_bytes != 0)
     printf("\nnote: the file size is not a multiple of %u B: the last %llu B "
@@ -241,6 +361,10 @@ int cmd_analyze(int argc, char **argv) {
                          &an.params, &an.report);
   if (rc == CLI_EXIT_OK)
     rc = measure(&a, &in, &an);
+  if (rc == CLI_EXIT_OK && a.codec.clusters != 1)
+    rc = measure_clusters(&a, &in, &an);
+  if (rc == CLI_EXIT_OK && a.entropy)
+    rc = measure_entropy(&a, &in, &an);
   if (rc == CLI_EXIT_OK) {
     if (a.json)
       print_json(&a, &an);
@@ -248,6 +372,7 @@ int cmd_analyze(int argc, char **argv) {
       print_text(&a, &an);
   }
   ibp_params_free(&an.params);
+  ibp_clusters_free(&an.clusters);
   mapped_file_close(&in);
   return rc;
 }

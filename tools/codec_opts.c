@@ -15,6 +15,7 @@ void codec_opts_init(codec_opts *o) {
   o->threshold = -1.0;
   o->sample = 0.0;
   o->threads = 0;
+  o->clusters = 1;
 }
 
 static int take_tensor_bytes(codec_opts *o, const char *v) {
@@ -97,6 +98,22 @@ static int take_threads(codec_opts *o, const char *v) {
   return 1;
 }
 
+static int take_clusters(codec_opts *o, const char *v) {
+  uint64_t k;
+  if (strcmp(v, "auto") == 0) {
+    o->clusters = 0;
+    return 1;
+  }
+  if (cli_parse_u64(v, &k) != CLI_NUM_OK || k < 1 || k > IBP_MAX_CLUSTERS) {
+    cli_usage_error("--clusters must be auto or a whole number from 1 to "
+                    "%u (got %s)",
+                    IBP_MAX_CLUSTERS, v);
+    return -1;
+  }
+  o->clusters = (uint32_t)k;
+  return 1;
+}
+
 int codec_opts_take(codec_opts *o, const char *name, const char *value) {
   if (strcmp(name, "tensor-bytes") == 0)
     return take_tensor_bytes(o, value);
@@ -108,6 +125,8 @@ int codec_opts_take(codec_opts *o, const char *name, const char *value) {
     return take_sample(o, value);
   if (strcmp(name, "threads") == 0)
     return take_threads(o, value);
+  if (strcmp(name, "clusters") == 0)
+    return take_clusters(o, value);
   return 0;
 }
 
@@ -132,6 +151,26 @@ int codec_opts_search(const char *cmd, const codec_opts *o, const void *data,
   progress_ticker_stop(&ticker);
   if (st != IBP_OK) {
     cli_error(cmd, "parameter search failed: %s", ibp_status_message(st));
+    return CLI_EXIT_DATA;
+  }
+  return CLI_EXIT_OK;
+}
+
+int codec_opts_cluster(const char *cmd, const codec_opts *o, const void *data,
+                       uint64_t bytes, const ibp_params *base,
+                       int show_progress, ibp_clusters *out,
+                       ibp_cluster_report *report) {
+  ibp_cluster_options co;
+  memset(&co, 0, sizeof co);
+  co.clusters = o->clusters;
+  co.threads = o->threads;
+  progress_ticker ticker;
+  progress_ticker_start(&ticker, "clustering", show_progress);
+  ibp_status st = ibp_cluster_search(data, bytes / base->tensor_bytes, base,
+                                     &co, out, report);
+  progress_ticker_stop(&ticker);
+  if (st != IBP_OK) {
+    cli_error(cmd, "cluster search failed: %s", ibp_status_message(st));
     return CLI_EXIT_DATA;
   }
   return CLI_EXIT_OK;

@@ -16,6 +16,7 @@ typedef struct codec_opts {
   double threshold;      /* < 0 = auto */
   double sample;         /* 0 = every tensor */
   unsigned threads;      /* 0 = one per CPU */
+  uint32_t clusters;     /* Mask/Bitval pairs: 0 = auto, else K (default 1) */
 } codec_opts;
 
 /* Table entries for the options above (inside a cli_option table). */
@@ -24,6 +25,15 @@ typedef struct codec_opts {
       {"sample", 0, 1}, {                                                      \
     "threads", 0, 1                                                            \
   }
+
+/* --clusters, for the commands that use codec_opts_cluster. */
+#define CODEC_CLUSTER_OPTION                                                   \
+  { "clusters", 0, 1 }
+#define CODEC_CLUSTER_HELP                                                     \
+  "  --clusters auto|K  Mask/Bitval pairs, each tensor stored with the one\n"  \
+  "                     that stores it best: K in [1, 256], or auto (the K\n"  \
+  "                     of 1, 2, 4 .. 16 that saves most, metadata\n"          \
+  "                     included); default 1\n"
 
 /* Help lines for the options above. */
 #define CODEC_OPTIONS_HELP                                                     \
@@ -52,5 +62,14 @@ int codec_opts_take(codec_opts *o, const char *name, const char *value);
 int codec_opts_search(const char *cmd, const codec_opts *o, const void *data,
                       uint64_t bytes, int show_progress, ibp_params *p,
                       ibp_search_report *report);
+
+/* Learns o->clusters Mask/Bitval pairs (auto: the best K) from `base`, the
+ * result of codec_opts_search, over the same data.  `report` may be NULL.
+ * Returns a CLI exit code; on success `out` must be freed
+ * (ibp_clusters_free). */
+int codec_opts_cluster(const char *cmd, const codec_opts *o, const void *data,
+                       uint64_t bytes, const ibp_params *base,
+                       int show_progress, ibp_clusters *out,
+                       ibp_cluster_report *report);
 
 #endif /* IBP_TOOLS_CODEC_OPTS_H */

@@ -41,7 +41,12 @@
 extern "C" {
 #endif
 
-#define IBP_FORMAT_VERSION 1u
+/* The newest format version this library reads and writes (docs/FORMAT.md
+ * §8): version 1 is one Mask/Bitval per region, version 2 adds clusters
+ * (K > 1 Mask/Bitval pairs and a cluster id per tensor).  A region with one
+ * cluster is always written as version 1. */
+#define IBP_FORMAT_VERSION 2u
+#define IBP_FORMAT_VERSION_SINGLE 1u
 #define IBP_MAX_TENSOR_BYTES (1u << 20) /* 1 MiB */
 
 /* ---- errors -------------------------------------------------------------- */
@@ -133,6 +138,13 @@ ibp_status ibp_bitstats_add(ibp_bitstats *st, const void *data, uint64_t n,
 /* Share of bits whose majority value is held by >= `share` of the counted
  * tensors (e.g. 0.8 for the paper's "80p-invariant" bits). */
 double ibp_bitstats_invariant_fraction(const ibp_bitstats *st, double share);
+
+/* The per-bit entropy limit: the sum over the 8R bit positions of the
+ * binary entropy of each position's empirical share of ones, in bits per
+ * tensor.  Coding every bit position at its own entropy would store a
+ * tensor in this many bits; 1 - limit / (8R) is the share it would save.
+ * 0 when no tensor was counted. */
+double ibp_bitstats_entropy_bits(const ibp_bitstats *st);
 
 /* ---- parameters (Mask / Bitval) ------------------------------------------ */
 
@@ -239,7 +251,7 @@ ibp_status ibp_decompress_tensor_part(const ibp_params *p, const void *src,
  * like the original (slot i at i*R, the tail raw at n*R), and one flag bit
  * per tensor (bit i%8 of flags[i/8], 1 = compressed). */
 typedef struct ibp_region {
-  const ibp_params *params;
+  const ibp_params *params; /* K params for the *_clustered functions */
   const uint8_t *slots;
   uint64_t bytes;
   const uint8_t *flags;
@@ -250,7 +262,7 @@ typedef struct ibp_region_summary {
   uint64_t tail_bytes; /* bytes % R, kept raw */
   uint64_t tensors_compressed;
   uint64_t compressed_bytes; /* sum of slot lengths + tail */
-  uint64_t metadata_bytes;   /* Mask + Bitval + flag bits */
+  uint64_t metadata_bytes;   /* K x (Mask + Bitval) + flag bits + ids */
 } ibp_region_summary;
 
 /* Number of flag bytes for a region of `bytes` bytes: ceil(n / 8). */
@@ -263,10 +275,108 @@ ibp_status ibp_compress_region(const ibp_params *p, const void *src,
                                uint64_t bytes, void *slots, uint8_t *flags,
                                unsigned threads, ibp_region_summary *summary);
 
+/* The same with K >= 1 Mask/Bitval pairs params[0..k-1] (same R and chunk
+ * width): each tensor is stored with the pair that stores it in the fewest
+ * bytes (ties: the lowest id), and its id is written to `ids`
+ * (ibp_cluster_id_bytes(k, n) bytes, fully written; may be NULL when
+ * k == 1).  k == 1 gives exactly the bytes of ibp_compress_region. */
+ibp_status ibp_compress_region_clustered(const ibp_params *params, uint32_t k,
+                                         const void *src, uint64_t bytes,
+                                         void *slots, uint8_t *flags,
+                                         uint8_t *ids, unsigned threads,
+                                         ibp_region_summary *summary);
+
+/* What ibp_compress_region_clustered would store, without writing
+ * anything: fills `summary` (its compressed_bytes is the exact figure). */
+ibp_status ibp_measure_region_clustered(const ibp_params *params, uint32_t k,
+                                        const void *src, uint64_t bytes,
+                                        unsigned threads,
+                                        ibp_region_summary *summary);
+
 /* Decodes bytes [off, off+len) of the original region into dst: partial
  * first and last tensors, raw tensors and the raw tail included. */
 ibp_status ibp_decompress_range(const ibp_region *r, uint64_t off, uint64_t len,
                                 void *dst);
+
+/* The same for a region compressed with k clusters (r->params: k params;
+ * ids: the cluster ids, NULL only when k == 1).  IBP_ERR_CORRUPT for an id
+ * >= k. */
+ibp_status ibp_decompress_range_clustered(const ibp_region *r,
+                                          const uint8_t *ids, uint32_t k,
+                                          uint64_t off, uint64_t len,
+                                          void *dst);
+
+/* ---- clusters (docs/FORMAT.md §4) --------------------------------------- */
+
+/* A region may carry K Mask/Bitval pairs ("clusters", 1 <= K <=
+ * IBP_MAX_CLUSTERS) and, when K > 1, one cluster id per tensor saying
+ * which pair stores it.  Ids are ibp_cluster_id_bits(K) bits each, packed
+ * LSB-first: tensor i's id is bits [i*b, (i+1)*b) of the id bytes. */
+#define IBP_MAX_CLUSTERS 256u
+
+/* 0 for K = 1, else the smallest of 1, 2, 4, 8 with 2^bits >= K; 0 also
+ * for K outside [1, IBP_MAX_CLUSTERS]. */
+uint32_t ibp_cluster_id_bits(uint32_t k);
+/* Bytes of the ids of n tensors: ceil(n * ibp_cluster_id_bits(k) / 8). */
+uint64_t ibp_cluster_id_bytes(uint32_t k, uint64_t n);
+/* Tensor i's cluster id (0 when k <= 1 or ids is NULL). */
+uint32_t ibp_cluster_id(const uint8_t *ids, uint32_t k, uint64_t i);
+
+/* K params with the same R and chunk width, owned. */
+typedef struct ibp_clusters {
+  uint32_t count;
+  ibp_params *params;
+} ibp_clusters;
+
+void ibp_clusters_free(ibp_clusters *cl);
+
+/* IBP_OK when the k params are well formed and share R and chunk width
+ * (IBP_ERR_INVALID_ARGUMENT when k is 0 or above IBP_MAX_CLUSTERS). */
+ibp_status ibp_clusters_check(const ibp_params *params, uint32_t k);
+
+/* Metadata bytes of a region of n tensors with K clusters: K x 2R, the
+ * flags and the ids. */
+uint64_t ibp_cluster_metadata_bytes(uint32_t k, uint32_t tensor_bytes,
+                                    uint64_t n);
+
+typedef struct ibp_cluster_options {
+  uint32_t clusters;        /* 0 = auto (the K of 1, 2, 4, ... up to
+                               max_clusters that stores the region in the
+                               fewest bytes, metadata included); else
+                               exactly this many (1 .. IBP_MAX_CLUSTERS)
+                               unless they would store it in more bytes
+                               than one cluster does */
+  uint32_t max_clusters;    /* auto's bound; 0 = 16 */
+  uint64_t train_max_bytes; /* tensors the clustering learns on; 0 = 8 MiB */
+  uint64_t eval_max_bytes;  /* tensors each K is measured on (4 times as
+                               many confirm the winner); 0 = 16 MiB */
+  unsigned threads;         /* 0 = one per CPU */
+} ibp_cluster_options;
+
+#define IBP_REPORT_CLUSTER_STEPS 9 /* K = 1, 2, 4, ..., 256 */
+
+typedef struct ibp_cluster_report {
+  uint32_t steps;                            /* entries below */
+  uint32_t k[IBP_REPORT_CLUSTER_STEPS];      /* K tried, ascending (1 first) */
+  uint64_t stored[IBP_REPORT_CLUSTER_STEPS]; /* estimated stored bytes of
+                                                the n tensors, from the
+                                                eval sample */
+  uint64_t metadata[IBP_REPORT_CLUSTER_STEPS]; /* metadata bytes at K */
+  uint64_t eval_tensors; /* tensors each K was measured on */
+  uint32_t chosen;       /* K returned */
+} ibp_cluster_report;
+
+/* Learns K Mask/Bitval pairs for the n tensors of R bytes at data, starting
+ * from `base` (the single-cluster result of ibp_search, whose chunk width
+ * every cluster keeps).  Tensors are split by bit similarity and then
+ * re-assigned, over a few rounds, to the pair that stores them in the
+ * fewest bytes while each pair is rebuilt from its tensors; each K is
+ * measured in exact stored bytes.  out->params[0] .. [count-1]; count 1
+ * (a copy of base) when no K > 1 saves bytes.  `report` may be NULL. */
+ibp_status ibp_cluster_search(const void *data, uint64_t n,
+                              const ibp_params *base,
+                              const ibp_cluster_options *opt, ibp_clusters *out,
+                              ibp_cluster_report *report);
 
 /* ---- the GPU layout (packed) --------------------------------------------- */
 
@@ -276,6 +386,12 @@ ibp_status ibp_decompress_range(const ibp_region *r, uint64_t off, uint64_t len,
  * stored raw), offsets[n] the packed size.  IBP_ERR_CORRUPT when a slot
  * marked compressed does not hold a valid stream. */
 ibp_status ibp_region_pack_offsets(const ibp_region *r, uint64_t *offsets);
+
+/* The same for a region compressed with k clusters (as for
+ * ibp_decompress_range_clustered).  ibp_region_pack needs no ids. */
+ibp_status ibp_region_pack_offsets_clustered(const ibp_region *r,
+                                             const uint8_t *ids, uint32_t k,
+                                             uint64_t *offsets);
 
 /* Copies the compressed streams of r to packed (offsets[n] bytes) at the
  * offsets ibp_region_pack_offsets computed. */

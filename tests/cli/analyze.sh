@@ -95,5 +95,53 @@ expect_ok analyze tail.bin --tensor-bytes 1000
 grep -qx 'note: the file size is not a multiple of 1000 B: the last 3 B are kept raw' "$OUT" ||
   fail "analyze: no tail note"
 
-expect_files even.bin tail.bin random.bin
+# Clusters and the entropy limit (docs/FORMAT.md §4).  Clustering never
+# stores more than one Mask/Bitval, metadata included; the per-bit entropy
+# limit is a share in [0, 1).
+# nested_get KEY: value of a member of the "clusters" object in $OUT.
+nested_get() {
+  sed -n "s/^    \"$1\": \(.*\)\$/\1/p" "$OUT" | sed 's/,$//'
+}
+expect_ok analyze even.bin --tensor-bytes 1024 --clusters auto --entropy --json
+check_json even.bin 1024 1024 0
+k=$(nested_get k)
+cm=$(nested_get saved_fraction_with_metadata)
+expect_true "clusters: K $k in [1, 16]" "$k >= 1 && $k <= 16"
+expect_true "clusters never worse: $cm >= $(json_get saved_fraction_with_metadata)" \
+  "$cm >= $(json_get saved_fraction_with_metadata)"
+e=$(json_get entropy_limit_saved_fraction)
+expect_true "entropy limit $e" "$e > 0 && $e < 1"
+expect_ok analyze even.bin --tensor-bytes 1024 --clusters 1 --json
+[ -z "$(json_get entropy_limit_saved_fraction)" ] || fail "entropy limit without --entropy"
+grep -q '"clusters"' "$OUT" && fail "analyze --clusters 1 reports clusters"
+expect_ok analyze even.bin --tensor-bytes 1024 --clusters 4 --entropy
+for label in 'clusters  ' 'clustered saved  ' 'entropy limit  ' '  K =   1 '; do
+  grep -q "^$label" "$OUT" || fail "analyze --clusters: no '$label' line"
+done
+expect_error_like 2 'ibp: --clusters must be auto or a whole number from 1 to 256 \(got 0\).*' \
+  analyze even.bin --tensor-bytes 1024 --clusters 0
+expect_error_like 2 'ibp: --clusters must be auto or a whole number from 1 to 256 \(got 257\).*' \
+  analyze even.bin --tensor-bytes 1024 --clusters 257
+
+# Tensors of two kinds, alternating (floats / all-zero rows): clusters pay,
+# compress writes a version-2 container and it decodes to the original.
+"$GEN" floats 65536 4 >f.bin || exit 1
+head -c 65536 /dev/zero >z.bin
+i=0
+while [ $i -lt 64 ]; do
+  dd if=f.bin bs=1024 skip=$i count=1 2>/dev/null
+  dd if=z.bin bs=1024 count=1 2>/dev/null
+  i=$((i + 1))
+done >mixed.bin
+expect_ok analyze mixed.bin --tensor-bytes 1024 --clusters auto --json
+expect_true "mixed: clusters found" "$(nested_get k) >= 2"
+expect_true "mixed: clusters save more" \
+  "$(nested_get saved_fraction_with_metadata) > $(json_get saved_fraction_with_metadata)"
+expect_ok compress mixed.bin mixed.ibp --tensor-bytes 1024 --clusters auto --quiet
+expect_eq "mixed: container version" "$(od -A n -t u4 -j 8 -N 4 mixed.ibp | tr -d ' ')" 2
+expect_ok decompress mixed.ibp mixed.out --quiet
+cmp -s mixed.bin mixed.out || fail "mixed: decompressed bytes differ"
+rm -f f.bin z.bin mixed.ibp mixed.out
+
+expect_files even.bin tail.bin random.bin mixed.bin
 finish

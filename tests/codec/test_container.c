@@ -74,7 +74,7 @@ static void check_layout(const test_region *tr, const uint8_t *c,
                          const ibp_container_info *info) {
   uint32_t R = tr->f.R;
   CHECK_MEM(c, IBP_CONTAINER_MAGIC, 8, "magic");
-  CHECK_U64(info->version, IBP_FORMAT_VERSION);
+  CHECK_U64(info->version, IBP_FORMAT_VERSION_SINGLE);
   CHECK_U64(info->tensor_bytes, R);
   CHECK_U64(info->chunk_bytes, tr->f.c);
   CHECK_U64(info->original_bytes, tr->bytes);

@@ -7,7 +7,11 @@
  *   - ibp_decompress_tensor_part matches on a seeded sub-range when the
  *     stream is valid;
  *   - ibp_decompress_range over the source viewed as a region (seeded flag
- *     bits) decodes every tensor as the reference does.
+ *     bits) decodes every tensor as the reference does;
+ *   - ibp_decompress_range_clustered over the same region with K = 3 pairs
+ *     (the input's, its complement, none) and seeded 2-bit cluster ids
+ *     decodes each tensor with its pair as the reference does, and rejects
+ *     the region when an id is 3 (docs/FORMAT.md §4).
  * Any disagreement aborts; ASan catches reads past the input.
  */
 #include <stdio.h>
@@ -86,6 +90,60 @@ static void check_region(const tensor_input *in, const ibp_params *p,
   free(dst);
 }
 
+/* The same region with three pairs: the input's Mask/Bitval, the
+ * complement Mask with seeded Bitval, and the empty Mask. */
+static void check_clustered(const tensor_input *in, const ibp_params *p,
+                            uint64_t *rng) {
+  const uint32_t R = in->R, K = 3;
+  uint64_t bytes = in->src_len, n = bytes / R;
+  uint8_t *m = calloc(3 * (size_t)R, 1), *v = calloc(3 * (size_t)R, 1);
+  uint8_t *ids = calloc((size_t)(n * 2 + 8) / 8, 1);
+  uint8_t *flags = calloc((size_t)(n + 8) / 8, 1);
+  uint8_t *want = malloc((size_t)bytes + 1), *dst = malloc((size_t)bytes + 1);
+  FUZZ_ASSERT(m && v && ids && flags && want && dst);
+  memcpy(m, p->mask, R);
+  memcpy(v, p->bitval, R);
+  for (uint32_t b = 0; b < R; b++) {
+    m[R + b] = (uint8_t)~p->mask[b];
+    v[R + b] = (uint8_t)tensor_input_next(rng) & m[R + b];
+  }
+  ibp_params ps[3] = {{0}, {0}, {0}};
+  for (uint32_t k = 0; k < K; k++)
+    FUZZ_ASSERT(ibp_params_from_masks(R, in->c, m + k * R, v + k * R, &ps[k]) ==
+                IBP_OK);
+  int all_ok = 1;
+  for (uint64_t i = 0; i < n; i++) {
+    const uint8_t *slot = in->src + i * R;
+    uint32_t id = (uint32_t)(tensor_input_next(rng) & 3);
+    int comp = (int)(tensor_input_next(rng) & 1);
+    ref_put_bit(flags, i, comp);
+    ref_put_bit(ids, 2 * i, (int)(id & 1));
+    ref_put_bit(ids, 2 * i + 1, (int)(id >> 1));
+    ref_params rp = {R, in->c, m + (id < K ? id : 0) * R,
+                     v + (id < K ? id : 0) * R};
+    if (id >= K)
+      all_ok = 0;
+    else if (!comp)
+      memcpy(want + i * R, slot, R);
+    else if (ref_decode(&rp, slot, R, want + i * R, NULL) != 0)
+      all_ok = 0;
+  }
+  memcpy(want + n * R, in->src + n * R, (size_t)(bytes - n * R));
+  ibp_region reg = {ps, in->src, bytes, flags};
+  ibp_status st = ibp_decompress_range_clustered(&reg, ids, K, 0, bytes, dst);
+  FUZZ_ASSERT(st == (all_ok ? IBP_OK : IBP_ERR_CORRUPT));
+  if (all_ok)
+    FUZZ_ASSERT(memcmp(dst, want, (size_t)bytes) == 0);
+  for (uint32_t k = 0; k < K; k++)
+    ibp_params_free(&ps[k]);
+  free(m);
+  free(v);
+  free(ids);
+  free(flags);
+  free(want);
+  free(dst);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   tensor_input in;
   if (tensor_input_parse(data, size, &in) != 0)
@@ -99,6 +157,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   uint64_t rng = 0x51ED270B27F1A3C5ull ^ in.seed;
   check_tensor(&in, &p, &rp, dst, want, &rng);
   check_region(&in, &p, &rp, &rng);
+  check_clustered(&in, &p, &rng);
   free(dst);
   free(want);
   ibp_params_free(&p);

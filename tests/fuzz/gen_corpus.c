@@ -3,7 +3,8 @@
  *   fuzz_tensor/     valid compressed and raw tensors in the tensor_input.h
  *                    layout (encoded with the reference codec), a few sizes,
  *                    every chunk width and mask mode;
- *   fuzz_container/  small valid containers written by the library.
+ *   fuzz_container/  small valid containers written by the library: one
+ *                    Mask/Bitval (version 1) and K clusters (version 2).
  * Usage: gen_fuzz_corpus <corpus dir>   (the subdirectories must exist)
  */
 #include <stdio.h>
@@ -83,8 +84,34 @@ static int mem_write(void *ctx, uint64_t off, const void *buf, size_t len) {
   return 0;
 }
 
+/* K = 1: base; else one pair per K-th of the tensors (threshold 0.9). */
+static ibp_status clusters_of(const uint8_t *data, uint64_t n,
+                              const ibp_params *base, uint32_t k,
+                              ibp_clusters *out) {
+  const uint32_t R = base->tensor_bytes;
+  out->params = calloc(k, sizeof *out->params);
+  out->count = k;
+  if (!out->params)
+    return IBP_ERR_NO_MEMORY;
+  if (k == 1)
+    return ibp_params_from_masks(R, base->chunk_bytes, base->mask, base->bitval,
+                                 &out->params[0]);
+  ibp_status s = IBP_OK;
+  for (uint32_t c = 0; c < k && s == IBP_OK; c++) {
+    uint64_t i0 = n * c / k, i1 = n * (c + 1) / k;
+    ibp_bitstats st;
+    s = ibp_bitstats_init(&st, R);
+    if (s == IBP_OK)
+      s = ibp_bitstats_add(&st, data + i0 * R, i1 - i0, NULL, 1);
+    if (s == IBP_OK)
+      s = ibp_params_build(&st, 0.9, base->chunk_bytes, &out->params[c]);
+    ibp_bitstats_free(&st);
+  }
+  return s;
+}
+
 static void container_seed(const char *dir, rng *r, uint32_t R, uint64_t n,
-                           uint64_t tail, data_kind dk) {
+                           uint64_t tail, data_kind dk, uint32_t k) {
   uint64_t bytes = n * R + tail;
   uint8_t *data = malloc((size_t)bytes);
   gen_data(r, dk, R, n, data);
@@ -94,14 +121,24 @@ static void container_seed(const char *dir, rng *r, uint32_t R, uint64_t n,
   opt.threshold = -1;
   opt.threads = 1;
   membuf m = {0};
+  ibp_clusters cl = {0};
   if (ibp_search(data, n, R, &opt, &p, NULL) != IBP_OK ||
-      ibp_container_write(&p, data, bytes, 1, mem_write, &m, NULL) != IBP_OK) {
+      clusters_of(data, n, &p, k, &cl) != IBP_OK ||
+      ibp_container_write_clustered(cl.params, cl.count, data, bytes, 1,
+                                    mem_write, &m, NULL) != IBP_OK) {
     fprintf(stderr, "container R=%u n=%llu failed\n", R, (unsigned long long)n);
     exit(1);
   }
   char name[64];
-  snprintf(name, sizeof name, "R%u_n%llu_tail%llu_%s", R, (unsigned long long)n,
-           (unsigned long long)tail, data_kind_name(dk));
+  if (cl.count > 1)
+    snprintf(name, sizeof name, "R%u_n%llu_tail%llu_%s_k%u", R,
+             (unsigned long long)n, (unsigned long long)tail,
+             data_kind_name(dk), cl.count);
+  else
+    snprintf(name, sizeof name, "R%u_n%llu_tail%llu_%s", R,
+             (unsigned long long)n, (unsigned long long)tail,
+             data_kind_name(dk));
+  ibp_clusters_free(&cl);
   write_file(dir, name, m.buf, (size_t)m.len);
   free(m.buf);
   free(data);
@@ -122,11 +159,15 @@ int main(int argc, char **argv) {
     for (unsigned mode = 0; mode < 8; mode++)
       tensor_seed(dir, &r, sizes[s], 1u << ((s + mode) % 4), mode);
   snprintf(dir, sizeof dir, "%s/fuzz_container", argv[1]);
-  container_seed(dir, &r, 1, 40, 0, DATA_INTS);
-  container_seed(dir, &r, 7, 9, 3, DATA_FLIPS);
-  container_seed(dir, &r, 64, 16, 0, DATA_FLOAT);
-  container_seed(dir, &r, 100, 5, 99, DATA_SPARSE);
-  container_seed(dir, &r, 256, 8, 17, DATA_CONST);
-  container_seed(dir, &r, 1000, 3, 1, DATA_RANDOM);
+  container_seed(dir, &r, 1, 40, 0, DATA_INTS, 1);
+  container_seed(dir, &r, 7, 9, 3, DATA_FLIPS, 1);
+  container_seed(dir, &r, 64, 16, 0, DATA_FLOAT, 1);
+  container_seed(dir, &r, 100, 5, 99, DATA_SPARSE, 1);
+  container_seed(dir, &r, 256, 8, 17, DATA_CONST, 1);
+  container_seed(dir, &r, 1000, 3, 1, DATA_RANDOM, 1);
+  /* version 2: ids of 1, 2 and 4 bits (a given K that beats one pair) */
+  container_seed(dir, &r, 16, 200, 5, DATA_FLIPS, 2);
+  container_seed(dir, &r, 24, 300, 0, DATA_INTS, 3);
+  container_seed(dir, &r, 8, 640, 1, DATA_FLOAT, 5);
   return 0;
 }

@@ -4,10 +4,11 @@
  * (32-byte sectors x 32) / compressed bytes, 128-byte lines per tensor, and
  * the emulator's throughput (decompressed bytes per second, one core); and
  * fetched / compressed when each tensor is copied on its own.
- *   bench_pcie [--tensors N] [--csv]
+ *   bench_pcie [--tensors N] [--clusters K] [--csv]
  * The region is page-aligned; a share s of each tensor's bits is invariant
  * (random positions, chunk 8) and 0-2 chunks per tensor break it, so
  * tensors compress to about (1 - s) of their size with lengths that vary.
+ * With --clusters K, tensor i follows the i % K-th of K Mask/Bitval pairs.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,42 +41,59 @@ static double now(void) {
   return t.tv_sec + t.tv_nsec * 1e-9;
 }
 
-/* Tensors with a share `inv` of invariant bits, all chunks fitting. */
-static void build(kcase *k, rng *r, uint32_t R, uint64_t n, double inv) {
-  kcase_shape s = {R, 8, n, 0, 0, 0, 0, 0, 0};
+/* Tensors with a share `inv` of invariant bits, all chunks fitting; with
+ * K > 1 clusters, tensor i's bits follow cluster i % K's Mask/Bitval. */
+static void build(kcase *k, rng *r, uint32_t R, uint64_t n, double inv,
+                  unsigned K) {
+  kcase_shape s = {R, 8, n, 0, 0, 0, 0, 0, 0, K};
   kcase_build(k, r, &s); /* geometry and buffers; contents replaced below */
-  for (uint32_t b = 0; b < R; b++) {
-    uint8_t m = 0;
-    for (int bit = 0; bit < 8; bit++)
-      m |= (uint8_t)(rng_chance(r, inv) << bit);
-    k->mask[b] = m;
-    k->bitval[b] = (uint8_t)rng_next(r) & m;
+  const uint32_t stride = (R + 15) & ~15u;
+  for (unsigned c = 0; c < K; c++)
+    for (uint32_t b = 0; b < R; b++) {
+      uint8_t m = 0;
+      for (int bit = 0; bit < 8; bit++)
+        m |= (uint8_t)(rng_chance(r, inv) << bit);
+      k->mask[c * stride + b] = m;
+      k->bitval[c * stride + b] = (uint8_t)rng_next(r) & m;
+    }
+  for (uint64_t i = 0; i < n * R; i++) {
+    size_t at = (size_t)(i / R % K) * stride + i % R;
+    k->orig[i] = (uint8_t)((rng_next(r) & ~k->mask[at]) | k->bitval[at]);
   }
-  for (uint64_t i = 0; i < n * R; i++)
-    k->orig[i] = (uint8_t)((rng_next(r) & ~k->mask[i % R]) | k->bitval[i % R]);
   /* like real data, some chunks do not fit: 0-2 per tensor, so that the
    * compressed lengths (and where they end in a sector) vary */
   for (uint64_t i = 0; i < n; i++)
     for (uint64_t f = rng_below(r, 3); f > 0; f--) {
       uint32_t b = (uint32_t)rng_below(r, R);
-      if (k->mask[b])
-        k->orig[i * R + b] ^= k->mask[b] & (uint8_t)(0 - k->mask[b]);
+      uint8_t m = k->mask[(size_t)(i % K) * stride + b];
+      if (m)
+        k->orig[i * R + b] ^= m & (uint8_t)(0 - m);
     }
   ibp_params_free(&k->params);
   CHECK_OK(ibp_params_from_masks(R, 8, k->mask, k->bitval, &k->params));
+  for (unsigned c = 0; K > 1 && c < K; c++) {
+    ibp_params_free(&k->cl[c]);
+    CHECK_OK(ibp_params_from_masks(R, 8, k->mask + c * stride,
+                                   k->bitval + c * stride, &k->cl[c]));
+  }
   kcase_compress(k);
 }
 
 int main(int argc, char **argv) {
   uint64_t n = 512;
+  unsigned clusters = 1;
   int csv = 0;
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--tensors") && i + 1 < argc)
       n = strtoull(argv[++i], NULL, 10);
     else if (!strcmp(argv[i], "--csv"))
       csv = 1;
+    else if (!strcmp(argv[i], "--clusters") && i + 1 < argc &&
+             atoi(argv[i + 1]) >= 1 && atoi(argv[i + 1]) <= KCASE_MAX_CLUSTERS)
+      clusters = (unsigned)atoi(argv[++i]);
     else {
-      fprintf(stderr, "usage: bench_pcie [--tensors N] [--csv]\n");
+      fprintf(stderr,
+              "usage: bench_pcie [--tensors N] [--clusters K] [--csv]\n");
       return 2;
     }
   }
@@ -95,7 +113,7 @@ int main(int argc, char **argv) {
       /* invariant share that saves `saved` after the 1/64 bitmap cost */
       double inv = saved[vi] + 1.0 / 64;
       kcase k;
-      build(&k, &r, R, n, inv > 1 ? 1 : inv);
+      build(&k, &r, R, n, inv > 1 ? 1 : inv, clusters);
       simt_pcie p;
       uint64_t mismatch;
       char err[512];

@@ -39,15 +39,20 @@ void kcase_compress(kcase *k) {
   if (k->packed_mem)
     host_free(k->packed_mem, k->packed_bytes, k->packed_misalign);
   free(k->offsets);
+  const uint32_t K = k->clusters > 1 ? k->clusters : 1;
+  const ibp_params *p = K > 1 ? k->cl : &k->params;
   uint8_t *slots = xmalloc(k->bytes + 1);
-  uint8_t *flags8 = xcalloc(ibp_region_flag_bytes(&k->params, k->bytes) + 1);
+  uint8_t *flags8 = xcalloc(ibp_region_flag_bytes(p, k->bytes) + 1);
+  uint64_t id_bytes = ibp_cluster_id_bytes(K, n);
+  uint8_t *ids8 = xcalloc((id_bytes + 3) / 4 * 4 + 4);
   ibp_region_summary sum;
-  CHECK_OK(ibp_compress_region(&k->params, k->orig, k->bytes, slots, flags8, 1,
-                               &sum));
+  CHECK_OK(ibp_compress_region_clustered(p, K, k->orig, k->bytes, slots, flags8,
+                                         ids8, 1, &sum));
   k->compressed_bytes = sum.compressed_bytes;
-  ibp_region reg = {&k->params, slots, k->bytes, flags8};
+  ibp_region reg = {p, slots, k->bytes, flags8};
   k->offsets = xmalloc((n + 1) * sizeof *k->offsets);
-  CHECK_OK(ibp_region_pack_offsets(&reg, k->offsets));
+  CHECK_OK(ibp_region_pack_offsets_clustered(&reg, K > 1 ? ids8 : NULL, K,
+                                             k->offsets));
   k->packed_bytes = k->offsets[n];
   k->packed = host_alloc(k->packed_bytes, k->packed_misalign, &k->packed_mem);
   CHECK_OK(ibp_region_pack(&reg, k->offsets, k->packed));
@@ -62,6 +67,12 @@ void kcase_compress(kcase *k) {
       set_bit(k->flags, i);
   free(flags8);
   free(slots);
+  free(k->ids);
+  k->ids = NULL;
+  if (K > 1)
+    k->ids = (uint32_t *)ids8; /* little-endian: the same bits as words */
+  else
+    free(ids8);
 }
 
 /* Moves some streams elsewhere, as libibp's recompression does with a
@@ -100,12 +111,22 @@ void kcase_build(kcase *k, rng *r, const kcase_shape *s) {
   gen_data(r, (data_kind)s->data_kind, s->R, s->n, k->orig);
   rng_fill(r, k->orig + s->n * s->R, s->tail);
 
-  uint32_t padded = (s->R + 7) & ~7u;
-  k->mask = xcalloc(padded + 8);
-  k->bitval = xcalloc(padded + 8);
+  const uint32_t stride = (s->R + 15) & ~15u, K = s->clusters ? s->clusters : 1;
+  CHECK(K <= KCASE_MAX_CLUSTERS);
+  k->clusters = K;
+  k->mask = xcalloc((size_t)K * stride + 16);
+  k->bitval = xcalloc((size_t)K * stride + 16);
   gen_masks(r, (mask_kind)s->mask_kind, s->R, s->c, k->orig, s->n, k->mask,
             k->bitval);
   CHECK_OK(ibp_params_from_masks(s->R, s->c, k->mask, k->bitval, &k->params));
+  for (uint32_t c = 0; K > 1 && c < K; c++) {
+    uint8_t *m = k->mask + (size_t)c * stride,
+            *v = k->bitval + (size_t)c * stride;
+    if (c > 0) /* each cluster its own kind of mask, over its own tensors */
+      gen_masks(r, (mask_kind)rng_below(r, MASK_KINDS), s->R, s->c,
+                k->orig + rng_below(r, s->n) * s->R, 1, m, v);
+    CHECK_OK(ibp_params_from_masks(s->R, s->c, m, v, &k->cl[c]));
+  }
   kcase_compress(k);
   if (rng_chance(r, 0.3))
     relocate(k, r);
@@ -134,7 +155,10 @@ void kcase_free(kcase *k) {
   free(k->busy);
   free(k->mask);
   free(k->bitval);
+  free(k->ids);
   ibp_params_free(&k->params);
+  for (uint32_t c = 0; c < KCASE_MAX_CLUSTERS; c++)
+    ibp_params_free(&k->cl[c]);
   memset(k, 0, sizeof *k);
 }
 
@@ -156,6 +180,8 @@ int kcase_run(const kcase *k, simt_entry entry, uint64_t off, uint64_t len,
   a.busy = k->busy;
   a.mask = k->mask;
   a.bitval = k->bitval;
+  a.clusters = k->clusters;
+  a.cluster_ids = k->ids;
   a.tensors = k->n;
   a.first_tensor = off / R < k->n ? off / R : k->n;
   a.first_offset = (uint32_t)(off - a.first_tensor * R);

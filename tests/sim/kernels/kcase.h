@@ -3,8 +3,9 @@
  * out as libibp lays it out for the GPU (original + packed streams in
  * "pinned" host memory at chosen misalignments, some streams moved away;
  * offsets, lengths, flags/dirty/busy bits
- * and zero-padded Mask/Bitval in "device" memory), and a copy of a byte
- * range run through an emulated kernel.
+ * and zero-padded Mask/Bitval in "device" memory, with K clusters K of
+ * each and a cluster id per tensor), and a copy of a byte range run
+ * through an emulated kernel.
  */
 #ifndef IBP_KCASE_H
 #define IBP_KCASE_H
@@ -16,18 +17,23 @@
 #include "simt.h"
 #include "test_util.h"
 
+#define KCASE_MAX_CLUSTERS 40
+
 typedef struct kcase {
   uint32_t R, c;
   uint64_t n, tail, bytes;
-  ibp_params params;
-  uint8_t *orig_mem, *orig;     /* original region (host) */
-  uint8_t *packed_mem, *packed; /* the compressed streams (host) */
+  ibp_params params;                 /* one cluster */
+  uint32_t clusters;                 /* K (1: params) */
+  ibp_params cl[KCASE_MAX_CLUSTERS]; /* K > 1: each cluster's */
+  uint32_t *ids;                     /* device, K > 1: cluster ids */
+  uint8_t *orig_mem, *orig;          /* original region (host) */
+  uint8_t *packed_mem, *packed;      /* the compressed streams (host) */
   uint64_t packed_bytes;
   uint64_t *offsets;         /* device: n+1 (the kernel reads n) */
   uint32_t *lengths;         /* device: n */
   uint32_t *flags, *dirty;   /* device bits (dirty may be NULL) */
   uint32_t *busy;            /* device bits, may be NULL: like dirty */
-  uint8_t *mask, *bitval;    /* device, padded to a multiple of 8 */
+  uint8_t *mask, *bitval;    /* device: K of each, (R + 15) & ~15 apart */
   uint64_t compressed_bytes; /* stored bytes of the tensors + tail */
   unsigned orig_misalign, packed_misalign;
   unsigned grid_cap; /* 0, or at most this many blocks (so warps take
@@ -41,15 +47,17 @@ typedef struct kcase_shape {
   unsigned orig_misalign, packed_misalign; /* bytes past a page boundary */
   int data_kind, mask_kind;                /* gen_data.h kinds */
   double dirty_share; /* tensors marked dirty or busy (half each) */
+  unsigned clusters;  /* K, 0 or 1 = one Mask/Bitval; at most
+                         KCASE_MAX_CLUSTERS */
 } kcase_shape;
 
 /* Builds the case; the streams of dirty and busy tensors are overwritten
  * with garbage so that a kernel reading them instead of the original
  * fails. */
 void kcase_build(kcase *k, rng *r, const kcase_shape *shape);
-/* (Re)compresses k->orig with k->params into the packed layout, offsets,
- * lengths and flags (kcase_build does it; for callers that change the
- * data). */
+/* (Re)compresses k->orig with k->params (K > 1: k->cl) into the packed
+ * layout, offsets, lengths, flags and ids (kcase_build does it; for
+ * callers that change the data). */
 void kcase_compress(kcase *k);
 void kcase_free(kcase *k);
 

@@ -3,8 +3,11 @@
  * against the host codec that compressed them): random tensor sizes
  * 1 B - 64 KiB, every chunk width, every data and mask kind, random copy
  * ranges (whole region, partial first/last tensor, the raw tail, single
- * bytes), raw and dirty tensors, host bases misaligned to 128 B.
- * IBP_TEST_ITERATIONS = cases (default 10^4); SIMT_SEED / IBP_TEST_SEED.
+ * bytes), raw and dirty tensors, host bases misaligned to 128 B, one
+ * Mask/Bitval pair (even cases) or K = 2 .. 40 with a cluster id per
+ * tensor (odd cases).
+ * IBP_TEST_ITERATIONS = cases (default 2 x 10^4: 10^4 with one pair, 10^4
+ * with clusters); SIMT_SEED / IBP_TEST_SEED.
  */
 #include <stdio.h>
 
@@ -46,10 +49,13 @@ static void shape_for(rng *r, kcase_shape *s) {
   s->data_kind = (int)rng_below(r, DATA_KINDS);
   s->mask_kind = (int)rng_below(r, MASK_KINDS);
   s->dirty_share = rng_chance(r, 0.2) ? 0.3 : 0;
+  /* clusters: ids of 1, 2, 4 and 8 bits (main keeps K = 1 in even cases) */
+  static const unsigned ks[] = {2, 3, 4, 5, 9, 16, 17, 40};
+  s->clusters = ks[rng_below(r, 8)];
 }
 
 int main(void) {
-  uint64_t iters = test_begin("test_kernel_decode", 10000);
+  uint64_t iters = test_begin("test_kernel_decode", 20000);
   simt_entry entry = ibp_emu_entry(IBP_KERNEL_DECOMPRESS);
   CHECK(entry != NULL);
   uint64_t bytes_out = 0;
@@ -58,6 +64,8 @@ int main(void) {
     test_iteration(&r, i);
     kcase_shape s;
     shape_for(&r, &s);
+    if (i % 2 == 0)
+      s.clusters = 1;
     kcase k;
     kcase_build(&k, &r, &s);
     uint64_t off, len, mismatch;
@@ -65,11 +73,11 @@ int main(void) {
     k.grid_cap = rng_chance(&r, 0.5) ? 1 : 0; /* one block: 4 warps share */
     k.walk = rng_chance(&r, 0.5) ? (unsigned)rng_range(&r, 1, s.n + 2) : 0;
     test_case("R=%u c=%u n=%llu tail=%llu misalign=%u/%u data=%s mask=%s "
-              "dirty=%.1f copy [%llu, +%llu) grid_cap=%u walk=%u",
+              "dirty=%.1f K=%u copy [%llu, +%llu) grid_cap=%u walk=%u",
               s.R, s.c, (unsigned long long)s.n, (unsigned long long)s.tail,
               s.orig_misalign, s.packed_misalign,
               data_kind_name((data_kind)s.data_kind),
-              mask_kind_name((mask_kind)s.mask_kind), s.dirty_share,
+              mask_kind_name((mask_kind)s.mask_kind), s.dirty_share, s.clusters,
               (unsigned long long)off, (unsigned long long)len, k.grid_cap,
               k.walk);
     char err[512] = "";
