@@ -1,6 +1,8 @@
 /* Hooks of the calls that end a context (hooks.def): the regions and
  * device state that live in it are forgotten before the driver frees its
- * memory (serve/context.c).  The driver's call always runs. */
+ * memory (serve/context.c).  A primary context's retains and releases are
+ * counted, so the release of the application's last reference -- which
+ * destroys it -- is seen too.  The driver's call always runs. */
 #include "base/base.h"
 #include "hooks/hooks.h"
 #include "registry/registry.h"
@@ -20,12 +22,40 @@ CUresult ibp__hook_cuCtxDestroy_v2(CUcontext ctx) {
   return ibp__real_cuCtxDestroy_v2(ctx);
 }
 
+/* A primary context ends at its reset, or when the application's last
+ * reference is released (cudaDeviceReset does both, in that order). */
+static CUresult reset(CUdevice dev, CUresult res) {
+  if (res == CUDA_SUCCESS)
+    ibp__primary_released(dev, 1);
+  return res;
+}
+
 CUresult ibp__hook_cuDevicePrimaryCtxReset(CUdevice dev) {
   ending(NULL, dev);
-  return ibp__real_cuDevicePrimaryCtxReset(dev);
+  return reset(dev, ibp__real_cuDevicePrimaryCtxReset(dev));
 }
 
 CUresult ibp__hook_cuDevicePrimaryCtxReset_v2(CUdevice dev) {
   ending(NULL, dev);
-  return ibp__real_cuDevicePrimaryCtxReset_v2(dev);
+  return reset(dev, ibp__real_cuDevicePrimaryCtxReset_v2(dev));
 }
+
+CUresult ibp__hook_cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev) {
+  CUresult res = ibp__real_cuDevicePrimaryCtxRetain(pctx, dev);
+  if (res == CUDA_SUCCESS && !ibp__guard)
+    ibp__primary_retained(dev);
+  return res;
+}
+
+#define RELEASE(sym)                                                           \
+  CUresult ibp__hook_##sym(CUdevice dev) {                                     \
+    if (!ibp__guard && ibp__primary_last(dev))                                 \
+      ending(NULL, dev);                                                       \
+    CUresult res = ibp__real_##sym(dev);                                       \
+    if (res == CUDA_SUCCESS && !ibp__guard)                                    \
+      ibp__primary_released(dev, 0);                                           \
+    return res;                                                                \
+  }
+
+RELEASE(cuDevicePrimaryCtxRelease)
+RELEASE(cuDevicePrimaryCtxRelease_v2)

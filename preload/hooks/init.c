@@ -12,6 +12,7 @@
 #include "serve/device.h"
 #include "serve/dtoh.h"
 #include "serve/figures.h"
+#include "serve/graph.h"
 #include "serve/region.h"
 #include "serve/worker.h"
 #include "stats/stats.h"
@@ -45,6 +46,7 @@ static void after_fork_child(void) {
   ibp__track_after_fork_child();
   ibp__stats_after_fork_child();
   ibp__dtoh_after_fork_child();
+  ibp__graph_after_fork_child();
   ibp_registry_foreach(forget_region, NULL);
 }
 

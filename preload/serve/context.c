@@ -7,6 +7,7 @@
  * served from freed memory. */
 #include "serve/context.h"
 
+#include <stdatomic.h>
 #include <stdlib.h>
 
 #include "base/driver.h"
@@ -125,4 +126,27 @@ void ibp__forget_context(CUcontext ctx, int dev) {
   }
   free(d.v);
   ibp__device_forget_contexts();
+}
+
+/* ---- the application's references on primary contexts ------------------- */
+
+static _Atomic int primary_refs[IBP_MAX_DEVICES];
+
+void ibp__primary_retained(int dev) {
+  if (dev >= 0 && dev < IBP_MAX_DEVICES)
+    atomic_fetch_add(&primary_refs[dev], 1);
+}
+
+int ibp__primary_last(int dev) {
+  return dev >= 0 && dev < IBP_MAX_DEVICES &&
+         atomic_load(&primary_refs[dev]) == 1;
+}
+
+void ibp__primary_released(int dev, int all) {
+  if (dev < 0 || dev >= IBP_MAX_DEVICES)
+    return;
+  if (all)
+    atomic_store(&primary_refs[dev], 0);
+  else if (atomic_fetch_sub(&primary_refs[dev], 1) <= 0)
+    atomic_store(&primary_refs[dev], 0); /* retained before we counted */
 }

@@ -22,4 +22,15 @@ void ibp__region_released(void *p);
  * before the real destroy or reset, under the recursion guard. */
 void ibp__forget_context(CUcontext ctx, int dev);
 
+/* The application's references on each device's primary context
+ * (cuDevicePrimaryCtxRetain / Release; a reset drops them all): a release
+ * that drops the last one destroys the context and frees its memory, like
+ * a reset.  retained: after a successful retain; last: before a release,
+ * nonzero when it would drop the last reference; released: after a
+ * successful release (reset: every reference).  Devices past
+ * IBP_MAX_DEVICES are not counted (last says 0). */
+void ibp__primary_retained(int dev);
+int ibp__primary_last(int dev);
+void ibp__primary_released(int dev, int all);
+
 #endif /* IBP_PRELOAD_CONTEXT_H */

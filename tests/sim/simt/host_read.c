@@ -56,7 +56,7 @@ int simt_host_try_register(const void *base, size_t bytes) {
   }
   if (!overlaps && reg_n < reg_cap) {
     memmove(&reg[i + 2], &reg[i + 1], (reg_n - (size_t)(i + 1)) * sizeof *reg);
-    reg[i + 1] = (struct simt_range){lo, lo + bytes};
+    reg[i + 1] = (struct simt_range){lo, lo + bytes, 0};
     reg_n++;
     atomic_fetch_add(&reg_version, 1);
     rc = 0;
@@ -72,6 +72,19 @@ int simt_host_try_unregister(const void *base) {
   if (i >= 0 && reg[i].lo == (uintptr_t)base) {
     memmove(&reg[i], &reg[i + 1], (reg_n - (size_t)i - 1) * sizeof *reg);
     reg_n--;
+    atomic_fetch_add(&reg_version, 1);
+    rc = 0;
+  }
+  pthread_rwlock_unlock(&reg_lock);
+  return rc;
+}
+
+int simt_host_set_alias(const void *base, void *alias) {
+  int rc = -1;
+  pthread_rwlock_wrlock(&reg_lock);
+  long i = find_floor(reg, reg_n, (uintptr_t)base);
+  if (i >= 0 && reg[i].lo == (uintptr_t)base) {
+    reg[i].alias = (uintptr_t)alias;
     atomic_fetch_add(&reg_version, 1);
     rc = 0;
   }
@@ -124,7 +137,7 @@ int simt__hostmap_sync(struct simt_hostmap *m) {
     rc = -1;
   }
   pthread_rwlock_unlock(&reg_lock);
-  m->last = (struct simt_range){0, 0};
+  m->last = (struct simt_range){0, 0, 0};
   return rc;
 }
 
@@ -181,4 +194,19 @@ void simt_read_host(void *dst, const void *src, unsigned bytes) {
   if (simt__host_check(f, a, bytes))
     simt__pcie_record(f, a, bytes);
   memcpy(dst, src, bytes);
+}
+
+/* A device-side store into pinned host memory goes over the bus like DMA:
+ * through the range's alias when it has one, so the CPU's page protection
+ * of the application's mapping does not see it. */
+void simt_write_host(void *dst, const void *src, unsigned bytes) {
+  struct simt_fiber *f = simt__self();
+  uintptr_t a = (uintptr_t)dst;
+  if (bytes == 0 || bytes > 16 || (bytes & (bytes - 1)) || a % bytes)
+    simt__fail(f, "host write of %u bytes at %p: not an aligned 1/2/4/8/16",
+               bytes, dst);
+  char *to = dst;
+  if (simt__host_check(f, a, bytes) && f->run->hosts.last.alias)
+    to = (char *)f->run->hosts.last.alias + (a - f->run->hosts.last.lo);
+  memcpy(to, src, bytes);
 }

@@ -87,6 +87,11 @@ void simt_host_unregister(const void *base);
 int simt_host_try_register(const void *base, size_t bytes);
 int simt_host_try_unregister(const void *base);
 
+/* Where device-side writes into the range starting at base land
+ * (simt_write_host): another mapping of the same pages.  0, or -1 when no
+ * range starts at base. */
+int simt_host_set_alias(const void *base, void *alias);
+
 /* Strict host reads (process-wide; also env SIMT_STRICT_HOST=1): when on,
  * every simt_read_host / simt_cp_async source must lie in a registered
  * pinned range; one that touches none is an error instead of a device

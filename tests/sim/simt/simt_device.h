@@ -58,6 +58,11 @@ void simt_cp_async_wait(unsigned n);
  * host memory: bounds-checked and counted when it does. */
 void simt_read_host(void *dst, const void *src, unsigned bytes);
 
+/* A store of `bytes` (as simt_read_host) that may write pinned host memory:
+ * bounds-checked, and through the driver's alias of the range when it set
+ * one (simt_host_set_alias), as a GPU's writes over the bus would land. */
+void simt_write_host(void *dst, const void *src, unsigned bytes);
+
 /* Stops the launch with an error (a failed device-side check). */
 void simt_trap(const char *what);
 

@@ -196,6 +196,7 @@ SIMT_HIDDEN int simt__shmem_contains(const struct simt_shmem *m, const void *p,
 
 struct simt_range {
   uintptr_t lo, hi;
+  uintptr_t alias; /* where device-side writes land (simt_host_set_alias) */
 };
 
 /* A launch's private copy of the registry: lookups take no lock. */

@@ -35,7 +35,9 @@ struct scu_graph {
 
 typedef struct scu_graphexec {
   scu_obj hdr;
+  pthread_mutex_t m; /* ops against cuGraphExec*NodeSetParams */
   scu_op **ops;
+  const scu_op **nodes; /* the graph's node each op was made from */
   size_t n;
 } scu_graphexec;
 
@@ -490,6 +492,8 @@ static void exec_free(scu_obj *o) {
   for (size_t i = 0; i < e->n; i++)
     scu_op_free(e->ops[i]);
   free(e->ops);
+  free(e->nodes);
+  pthread_mutex_destroy(&e->m);
   free(e);
 }
 
@@ -502,7 +506,9 @@ static CUresult instantiate(CUgraphExec *pexec, CUgraph hgraph) {
   CUresult r = CUDA_SUCCESS;
   scu_graphexec *e = calloc(1, sizeof *e);
   pthread_mutex_lock(&g->m);
-  if (e && g->n && !(e->ops = calloc(g->n, sizeof *e->ops)))
+  if (e && g->n &&
+      (!(e->ops = calloc(g->n, sizeof *e->ops)) ||
+       !(e->nodes = calloc(g->n, sizeof *e->nodes))))
     r = CUDA_ERROR_OUT_OF_MEMORY;
   if (!e)
     r = CUDA_ERROR_OUT_OF_MEMORY;
@@ -510,13 +516,14 @@ static CUresult instantiate(CUgraphExec *pexec, CUgraph hgraph) {
     if (!(e->ops[i] = scu_op_clone(g->ops[i])))
       r = CUDA_ERROR_OUT_OF_MEMORY;
     else
-      e->n++;
+      e->nodes[e->n++] = g->ops[i];
   }
   pthread_mutex_unlock(&g->m);
   scu_graph_put(g);
   if (!e)
     return r;
   scu_obj_init(&e->hdr, SCU_T_GRAPHEXEC, exec_free);
+  pthread_mutex_init(&e->m, NULL);
   void *h = r == CUDA_SUCCESS ? scu_obj_publish(&e->hdr, NULL) : NULL;
   scu_obj_put(&e->hdr);
   if (!h)
@@ -599,6 +606,7 @@ static CUresult graph_launch(CUgraphExec hexec, CUstream h, bool ptds) {
     return CUDA_ERROR_INVALID_HANDLE;
   scu_stream *s = NULL;
   CUresult r = scu_stream_resolve(h, ptds, &s);
+  pthread_mutex_lock(&e->m);
   for (size_t i = 0; r == CUDA_SUCCESS && i < e->n; i++)
     r = recheck(e->ops[i]);
   for (size_t i = 0; r == CUDA_SUCCESS && i < e->n; i++) {
@@ -606,6 +614,7 @@ static CUresult graph_launch(CUgraphExec hexec, CUstream h, bool ptds) {
     scu_op *op = scu_op_clone(e->ops[i]);
     r = op ? scu_stream_submit(s, op, &seq) : CUDA_ERROR_OUT_OF_MEMORY;
   }
+  pthread_mutex_unlock(&e->m);
   scu_stream_put(s);
   scu_obj_put(&e->hdr);
   return r;
@@ -637,4 +646,371 @@ CUresult CUDAAPI cuGraphDestroy(CUgraph hGraph) {
     SCU_RETURN(CUDA_ERROR_INVALID_HANDLE);
   scu_obj_put(g);
   SCU_RETURN(CUDA_SUCCESS);
+}
+
+/* ---- graphs built node by node -------------------------------------------
+ *
+ * A graph is a list run in order; a node is its operation (the handle is
+ * the operation's address, valid while its graph lives: a made-up node
+ * handle is not caught).  Dependencies name nodes already in the graph, so
+ * the list order honours them. */
+
+static scu_graph *graph_new(void) {
+  scu_graph *g = calloc(1, sizeof *g);
+  if (!g)
+    return NULL;
+  scu_obj_init(&g->hdr, SCU_T_GRAPH, graph_free);
+  pthread_mutex_init(&g->m, NULL);
+  return g;
+}
+
+CUresult CUDAAPI cuGraphCreate(CUgraph *phGraph, unsigned int flags) {
+  SCU_API("cuGraphCreate");
+  if (!phGraph || flags)
+    SCU_RETURN(CUDA_ERROR_INVALID_VALUE);
+  scu_graph *g = graph_new();
+  void *h = g ? scu_obj_publish(&g->hdr, NULL) : NULL;
+  scu_graph_put(g);
+  if (!h)
+    SCU_RETURN(CUDA_ERROR_OUT_OF_MEMORY);
+  *phGraph = h;
+  SCU_RETURN(CUDA_SUCCESS);
+}
+
+/* Appends op (owned whatever the result) to the graph behind hgraph. */
+static CUresult add_node(CUgraphNode *pnode, CUgraph hgraph,
+                         const CUgraphNode *deps, size_t ndeps, scu_op *op) {
+  if (!pnode || (ndeps && !deps)) {
+    scu_op_free(op);
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  scu_graph *g = (scu_graph *)scu_obj_get(hgraph, SCU_MASK(SCU_T_GRAPH));
+  if (!g) {
+    scu_op_free(op);
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  CUresult r = CUDA_SUCCESS;
+  pthread_mutex_lock(&g->m);
+  for (size_t d = 0; d < ndeps && r == CUDA_SUCCESS; d++) {
+    bool found = false;
+    for (size_t i = 0; i < g->n && !found; i++)
+      found = (CUgraphNode)g->ops[i] == deps[d];
+    if (!found)
+      r = CUDA_ERROR_INVALID_VALUE;
+  }
+  if (r == CUDA_SUCCESS && g->n == g->cap) {
+    size_t cap = g->cap ? g->cap * 2 : 16;
+    scu_op **v = realloc(g->ops, cap * sizeof *v);
+    if (v)
+      g->ops = v, g->cap = cap;
+    else
+      r = CUDA_ERROR_OUT_OF_MEMORY;
+  }
+  if (r == CUDA_SUCCESS) {
+    g->ops[g->n++] = op;
+    *pnode = (CUgraphNode)op;
+    op = NULL;
+  }
+  pthread_mutex_unlock(&g->m);
+  scu_graph_put(g);
+  scu_op_free(op);
+  return r;
+}
+
+/* The node's context must be live (NULL: the current one). */
+static CUresult node_ctx(CUcontext c) {
+  scu_ctx *x;
+  CUresult r = scu_ctx_resolve(c, &x);
+  if (r == CUDA_SUCCESS)
+    scu_ctx_put(x);
+  return r;
+}
+
+CUresult CUDAAPI cuGraphAddMemcpyNode(CUgraphNode *phGraphNode, CUgraph hGraph,
+                                      const CUgraphNode *dependencies,
+                                      size_t numDependencies,
+                                      const CUDA_MEMCPY3D *copyParams,
+                                      CUcontext ctx) {
+  SCU_API("cuGraphAddMemcpyNode");
+  scu_op *op = NULL;
+  CUresult r = node_ctx(ctx);
+  if (r == CUDA_SUCCESS)
+    r = scu_copy3d_op(copyParams, &op);
+  if (r != CUDA_SUCCESS)
+    SCU_RETURN(r);
+  SCU_RETURN(add_node(phGraphNode, hGraph, dependencies, numDependencies, op));
+}
+
+CUresult CUDAAPI cuGraphAddMemsetNode(
+    CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies,
+    size_t numDependencies, const CUDA_MEMSET_NODE_PARAMS *memsetParams,
+    CUcontext ctx) {
+  SCU_API("cuGraphAddMemsetNode");
+  scu_op *op = NULL;
+  CUresult r = node_ctx(ctx);
+  if (r == CUDA_SUCCESS)
+    r = scu_memset_op(memsetParams, &op);
+  if (r != CUDA_SUCCESS)
+    SCU_RETURN(r);
+  SCU_RETURN(add_node(phGraphNode, hGraph, dependencies, numDependencies, op));
+}
+
+CUresult CUDAAPI cuGraphGetNodes(CUgraph hGraph, CUgraphNode *nodes,
+                                 size_t *numNodes) {
+  SCU_API("cuGraphGetNodes");
+  if (!numNodes)
+    SCU_RETURN(CUDA_ERROR_INVALID_VALUE);
+  scu_graph *g = (scu_graph *)scu_obj_get(hGraph, SCU_MASK(SCU_T_GRAPH));
+  if (!g)
+    SCU_RETURN(CUDA_ERROR_INVALID_VALUE);
+  pthread_mutex_lock(&g->m);
+  if (nodes) {
+    size_t n = *numNodes < g->n ? *numNodes : g->n;
+    for (size_t i = 0; i < n; i++)
+      nodes[i] = (CUgraphNode)g->ops[i];
+    for (size_t i = n; i < *numNodes; i++)
+      nodes[i] = NULL;
+    *numNodes = n;
+  } else {
+    *numNodes = g->n;
+  }
+  pthread_mutex_unlock(&g->m);
+  scu_graph_put(g);
+  SCU_RETURN(CUDA_SUCCESS);
+}
+
+CUresult CUDAAPI cuGraphNodeGetType(CUgraphNode hNode, CUgraphNodeType *type) {
+  SCU_API("cuGraphNodeGetType");
+  const scu_op *op = (const scu_op *)hNode;
+  if (!op || !type)
+    SCU_RETURN(CUDA_ERROR_INVALID_VALUE);
+  switch (op->kind) {
+  case SCU_OP_COPY:
+  case SCU_OP_COPY2D:
+    *type = CU_GRAPH_NODE_TYPE_MEMCPY;
+    break;
+  case SCU_OP_SET:
+    *type = CU_GRAPH_NODE_TYPE_MEMSET;
+    break;
+  case SCU_OP_LAUNCH:
+    *type = CU_GRAPH_NODE_TYPE_KERNEL;
+    break;
+  case SCU_OP_HOSTFN:
+    *type = CU_GRAPH_NODE_TYPE_HOST;
+    break;
+  default:
+    *type = CU_GRAPH_NODE_TYPE_EMPTY;
+    break;
+  }
+  SCU_RETURN(CUDA_SUCCESS);
+}
+
+/* A memcpy node's parameters, both operands as unified pointers (what the
+ * operation was checked with). */
+static void memcpy_params(const scu_op *op, CUDA_MEMCPY3D *p) {
+  memset(p, 0, sizeof *p);
+  p->dstMemoryType = p->srcMemoryType = CU_MEMORYTYPE_UNIFIED;
+  p->dstDevice = op->ranges[0].p;
+  p->srcDevice = op->ranges[1].p;
+  if (op->kind == SCU_OP_COPY) {
+    p->WidthInBytes = p->dstPitch = p->srcPitch = op->u.copy.bytes;
+    p->Height = p->Depth = p->dstHeight = p->srcHeight = 1;
+    return;
+  }
+  p->WidthInBytes = op->u.copy2d.width;
+  p->Height = op->u.copy2d.height;
+  p->Depth = op->u.copy2d.depth;
+  p->dstPitch = op->u.copy2d.dpitch;
+  p->srcPitch = op->u.copy2d.spitch;
+  p->dstHeight = op->u.copy2d.dpitch && op->u.copy2d.dslice
+                     ? op->u.copy2d.dslice / op->u.copy2d.dpitch
+                     : op->u.copy2d.height;
+  p->srcHeight = op->u.copy2d.spitch && op->u.copy2d.sslice
+                     ? op->u.copy2d.sslice / op->u.copy2d.spitch
+                     : op->u.copy2d.height;
+}
+
+CUresult CUDAAPI cuGraphMemcpyNodeGetParams(CUgraphNode hNode,
+                                            CUDA_MEMCPY3D *nodeParams) {
+  SCU_API("cuGraphMemcpyNodeGetParams");
+  const scu_op *op = (const scu_op *)hNode;
+  if (!op || !nodeParams ||
+      (op->kind != SCU_OP_COPY && op->kind != SCU_OP_COPY2D))
+    SCU_RETURN(CUDA_ERROR_INVALID_VALUE);
+  memcpy_params(op, nodeParams);
+  SCU_RETURN(CUDA_SUCCESS);
+}
+
+CUresult CUDAAPI cuGraphMemsetNodeGetParams(
+    CUgraphNode hNode, CUDA_MEMSET_NODE_PARAMS *nodeParams) {
+  SCU_API("cuGraphMemsetNodeGetParams");
+  const scu_op *op = (const scu_op *)hNode;
+  if (!op || !nodeParams || op->kind != SCU_OP_SET)
+    SCU_RETURN(CUDA_ERROR_INVALID_VALUE);
+  *nodeParams = (CUDA_MEMSET_NODE_PARAMS){
+      .dst = op->ranges[0].p,
+      .pitch = op->u.set.pitch,
+      .value = op->u.set.value,
+      .elementSize = op->u.set.elem,
+      .width = op->u.set.width,
+      .height = op->u.set.height,
+  };
+  SCU_RETURN(CUDA_SUCCESS);
+}
+
+/* Replaces the operation an executable graph made from `node` by op
+ * (owned whatever the result), which must be of the same kind of node. */
+static CUresult exec_set(CUgraphExec hexec, CUgraphNode node, scu_op *op) {
+  scu_graphexec *e =
+      (scu_graphexec *)scu_obj_get(hexec, SCU_MASK(SCU_T_GRAPHEXEC));
+  if (!e) {
+    scu_op_free(op);
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  CUresult r = CUDA_ERROR_INVALID_VALUE;
+  pthread_mutex_lock(&e->m);
+  for (size_t i = 0; i < e->n; i++) {
+    if ((CUgraphNode)e->nodes[i] != node)
+      continue;
+    bool copy = op->kind == SCU_OP_COPY2D || op->kind == SCU_OP_NOP;
+    bool was_copy =
+        e->ops[i]->kind == SCU_OP_COPY || e->ops[i]->kind == SCU_OP_COPY2D;
+    if ((copy && was_copy) ||
+        (op->kind == SCU_OP_SET && e->ops[i]->kind == SCU_OP_SET)) {
+      scu_op_free(e->ops[i]);
+      e->ops[i] = op;
+      op = NULL;
+      r = CUDA_SUCCESS;
+    }
+    break;
+  }
+  pthread_mutex_unlock(&e->m);
+  scu_obj_put(&e->hdr);
+  scu_op_free(op);
+  return r;
+}
+
+CUresult CUDAAPI cuGraphExecMemcpyNodeSetParams(CUgraphExec hGraphExec,
+                                                CUgraphNode hNode,
+                                                const CUDA_MEMCPY3D *copyParams,
+                                                CUcontext ctx) {
+  SCU_API("cuGraphExecMemcpyNodeSetParams");
+  scu_op *op = NULL;
+  CUresult r = node_ctx(ctx);
+  if (r == CUDA_SUCCESS)
+    r = scu_copy3d_op(copyParams, &op);
+  if (r != CUDA_SUCCESS)
+    SCU_RETURN(r);
+  SCU_RETURN(exec_set(hGraphExec, hNode, op));
+}
+
+CUresult CUDAAPI cuGraphExecMemsetNodeSetParams(
+    CUgraphExec hGraphExec, CUgraphNode hNode,
+    const CUDA_MEMSET_NODE_PARAMS *memsetParams, CUcontext ctx) {
+  SCU_API("cuGraphExecMemsetNodeSetParams");
+  scu_op *op = NULL;
+  CUresult r = node_ctx(ctx);
+  if (r == CUDA_SUCCESS)
+    r = scu_memset_op(memsetParams, &op);
+  if (r != CUDA_SUCCESS)
+    SCU_RETURN(r);
+  SCU_RETURN(exec_set(hGraphExec, hNode, op));
+}
+
+CUresult CUDAAPI cuGraphKernelNodeGetParams_v2(
+    CUgraphNode hNode, CUDA_KERNEL_NODE_PARAMS *nodeParams) {
+  SCU_API("cuGraphKernelNodeGetParams");
+  scu_op *op = (scu_op *)hNode;
+  if (!op || !nodeParams || op->kind != SCU_OP_LAUNCH)
+    SCU_RETURN(CUDA_ERROR_INVALID_VALUE);
+  const simt_launch *l = &op->u.launch.l;
+  memset(nodeParams, 0, sizeof *nodeParams);
+  nodeParams->func = op->u.launch.func;
+  nodeParams->gridDimX = l->grid.x;
+  nodeParams->gridDimY = l->grid.y;
+  nodeParams->gridDimZ = l->grid.z;
+  nodeParams->blockDimX = l->block.x;
+  nodeParams->blockDimY = l->block.y;
+  nodeParams->blockDimZ = l->block.z;
+  nodeParams->sharedMemBytes = (unsigned)l->dynamic_shared;
+  /* the one parameter, the argument struct the node keeps */
+  nodeParams->kernelParams = (void **)&op->u.launch.l.args;
+  SCU_RETURN(CUDA_SUCCESS);
+}
+
+/* The generic form: memcpy and memset nodes (others: not simulated). */
+CUresult CUDAAPI cuGraphExecNodeSetParams(CUgraphExec hGraphExec,
+                                          CUgraphNode hNode,
+                                          CUgraphNodeParams *nodeParams) {
+  SCU_API("cuGraphExecNodeSetParams");
+  if (!nodeParams)
+    SCU_RETURN(CUDA_ERROR_INVALID_VALUE);
+  scu_op *op = NULL;
+  CUresult r;
+  if (nodeParams->type == CU_GRAPH_NODE_TYPE_MEMCPY) {
+    r = nodeParams->memcpy.flags ? CUDA_ERROR_INVALID_VALUE
+                                 : node_ctx(nodeParams->memcpy.copyCtx);
+    if (r == CUDA_SUCCESS)
+      r = scu_copy3d_op(&nodeParams->memcpy.copyParams, &op);
+  } else if (nodeParams->type == CU_GRAPH_NODE_TYPE_MEMSET) {
+    const CUDA_MEMSET_NODE_PARAMS_v2 *m = &nodeParams->memset;
+    CUDA_MEMSET_NODE_PARAMS v1 = {m->dst,         m->pitch, m->value,
+                                  m->elementSize, m->width, m->height};
+    r = node_ctx(m->ctx);
+    if (r == CUDA_SUCCESS)
+      r = scu_memset_op(&v1, &op);
+  } else {
+    r = CUDA_ERROR_NOT_SUPPORTED;
+  }
+  if (r != CUDA_SUCCESS)
+    SCU_RETURN(r);
+  SCU_RETURN(exec_set(hGraphExec, hNode, op));
+}
+
+/* Same topology (as many nodes, each of the same kind): the executable
+ * graph takes the graph's operations. */
+CUresult CUDAAPI cuGraphExecUpdate_v2(CUgraphExec hGraphExec, CUgraph hGraph,
+                                      CUgraphExecUpdateResultInfo *resultInfo) {
+  SCU_API("cuGraphExecUpdate");
+  if (!resultInfo)
+    SCU_RETURN(CUDA_ERROR_INVALID_VALUE);
+  memset(resultInfo, 0, sizeof *resultInfo);
+  scu_graphexec *e =
+      (scu_graphexec *)scu_obj_get(hGraphExec, SCU_MASK(SCU_T_GRAPHEXEC));
+  scu_graph *g = (scu_graph *)scu_obj_get(hGraph, SCU_MASK(SCU_T_GRAPH));
+  CUresult r = e && g ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+  if (r == CUDA_SUCCESS) {
+    pthread_mutex_lock(&g->m);
+    pthread_mutex_lock(&e->m);
+    bool same = g->n == e->n;
+    for (size_t i = 0; same && i < g->n; i++)
+      same = g->ops[i]->kind == e->ops[i]->kind;
+    scu_op **fresh = same && g->n ? calloc(g->n, sizeof *fresh) : NULL;
+    for (size_t i = 0; fresh && i < g->n; i++)
+      if (!(fresh[i] = scu_op_clone(g->ops[i]))) {
+        for (size_t j = 0; j < i; j++)
+          scu_op_free(fresh[j]);
+        free(fresh);
+        fresh = NULL;
+        r = CUDA_ERROR_OUT_OF_MEMORY;
+      }
+    if (!same) {
+      r = CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE;
+      resultInfo->result = CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED;
+    } else if (fresh) {
+      for (size_t i = 0; i < e->n; i++) {
+        scu_op_free(e->ops[i]);
+        e->ops[i] = fresh[i];
+        e->nodes[i] = g->ops[i];
+      }
+      free(fresh);
+      resultInfo->result = CU_GRAPH_EXEC_UPDATE_SUCCESS;
+    }
+    pthread_mutex_unlock(&e->m);
+    pthread_mutex_unlock(&g->m);
+  }
+  if (e)
+    scu_obj_put(&e->hdr);
+  scu_graph_put(g);
+  SCU_RETURN(r);
 }

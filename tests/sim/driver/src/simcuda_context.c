@@ -1,9 +1,9 @@
 /*
- * Contexts: the device's primary context (retain / release / reset / flags),
- * contexts made by cuCtxCreate, and the per-thread stack of current
- * contexts.
+ * Contexts: each device's primary context (retain / release / reset /
+ * flags), contexts made by cuCtxCreate, the per-thread stack of current
+ * contexts, and peer access between contexts of different devices.
  *
- * The primary context is one object for the life of the process, so its
+ * A primary context is one object for the life of the process, so its
  * handle stays valid across resets; it is "active" between its first retain
  * and its last release (or a reset).  Deactivating or destroying a context
  * drains and closes its streams, destroys the objects it owns (streams,
@@ -19,8 +19,8 @@
 static _Thread_local void *tls_stack[STACK_MAX];
 static _Thread_local int tls_depth;
 
-static scu_ctx *primary;
-static void *primary_handle;
+static scu_ctx *primaries[SCU_MAX_DEVICES];
+static void *primary_handles[SCU_MAX_DEVICES];
 static pthread_mutex_t primary_lock = PTHREAD_MUTEX_INITIALIZER;
 static scu_ctx *contexts; /* g_lock */
 static atomic_ullong next_ctx_uid = 1;
@@ -42,12 +42,13 @@ static void ctx_destroy(scu_obj *o) {
   free(c);
 }
 
-static scu_ctx *ctx_new(bool is_primary, unsigned flags) {
+static scu_ctx *ctx_new(bool is_primary, unsigned flags, CUdevice dev) {
   scu_ctx *c = calloc(1, sizeof *c);
   if (!c)
     return NULL;
   scu_obj_init(&c->hdr, SCU_T_CTX, ctx_destroy);
   c->primary = is_primary;
+  c->device = dev;
   c->flags = flags;
   c->uid = atomic_fetch_add(&next_ctx_uid, 1);
   pthread_mutex_init(&c->sched, NULL);
@@ -75,6 +76,9 @@ static CUresult activate(scu_ctx *c) {
 /* Drains and drops everything the context holds.  No lock held. */
 static void deactivate(scu_ctx *c) {
   c->active = false;
+  scu_glock();
+  c->peers = 0;
+  scu_gunlock();
   scu_obj_release_owned(c, ~0u, NULL); /* user streams, events, modules... */
   scu_ctx_close_streams(c);            /* ... and waits for their work */
   scu_stream *legacy = c->legacy;
@@ -85,16 +89,18 @@ static void deactivate(scu_ctx *c) {
 }
 
 CUresult scu_ctx_init(void) {
-  primary = ctx_new(true, 0);
-  if (!primary)
-    return CUDA_ERROR_OUT_OF_MEMORY;
-  primary_handle = scu_obj_publish(&primary->hdr, NULL);
-  if (!primary_handle)
-    return CUDA_ERROR_OUT_OF_MEMORY;
-  scu_glock();
-  primary->next_ctx = contexts;
-  contexts = primary;
-  scu_gunlock();
+  for (int d = 0; d < scu_device_count(); d++) {
+    scu_ctx *p = primaries[d] = ctx_new(true, 0, d);
+    if (!p)
+      return CUDA_ERROR_OUT_OF_MEMORY;
+    primary_handles[d] = scu_obj_publish(&p->hdr, NULL);
+    if (!primary_handles[d])
+      return CUDA_ERROR_OUT_OF_MEMORY;
+    scu_glock();
+    p->next_ctx = contexts;
+    contexts = p;
+    scu_gunlock();
+  }
   return CUDA_SUCCESS;
 }
 
@@ -170,11 +176,12 @@ CUresult CUDAAPI cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev) {
   if (r != CUDA_SUCCESS)
     SCU_RETURN(r);
   pthread_mutex_lock(&primary_lock);
+  scu_ctx *primary = primaries[dev];
   if (!primary->active)
     r = activate(primary);
   if (r == CUDA_SUCCESS) {
     primary->retains++;
-    *pctx = primary_handle;
+    *pctx = primary_handles[dev];
   }
   pthread_mutex_unlock(&primary_lock);
   SCU_RETURN(r);
@@ -185,6 +192,7 @@ static CUresult primary_release(CUdevice dev) {
   if (r != CUDA_SUCCESS)
     return r;
   pthread_mutex_lock(&primary_lock);
+  scu_ctx *primary = primaries[dev];
   if (primary->retains == 0) {
     r = CUDA_ERROR_INVALID_CONTEXT;
   } else if (--primary->retains == 0) {
@@ -209,6 +217,7 @@ static CUresult primary_reset(CUdevice dev) {
   if (r != CUDA_SUCCESS)
     return r;
   pthread_mutex_lock(&primary_lock);
+  scu_ctx *primary = primaries[dev];
   if (primary->active)
     deactivate(primary);
   primary->retains = 0;
@@ -237,7 +246,7 @@ static CUresult primary_set_flags(CUdevice dev, unsigned flags) {
       (flags & CU_CTX_SCHED_MASK) > CU_CTX_SCHED_BLOCKING_SYNC)
     return CUDA_ERROR_INVALID_VALUE;
   pthread_mutex_lock(&primary_lock);
-  primary->flags = flags;
+  primaries[dev]->flags = flags;
   pthread_mutex_unlock(&primary_lock);
   return CUDA_SUCCESS;
 }
@@ -262,8 +271,8 @@ CUresult CUDAAPI cuDevicePrimaryCtxGetState(CUdevice dev, unsigned int *flags,
   if (r != CUDA_SUCCESS)
     SCU_RETURN(r);
   pthread_mutex_lock(&primary_lock);
-  *flags = primary->flags;
-  *active = primary->active ? 1 : 0;
+  *flags = primaries[dev]->flags;
+  *active = primaries[dev]->active ? 1 : 0;
   pthread_mutex_unlock(&primary_lock);
   SCU_RETURN(CUDA_SUCCESS);
 }
@@ -286,7 +295,7 @@ static CUresult ctx_create(CUcontext *pctx, unsigned flags, CUdevice dev) {
     return r;
   if (tls_depth == STACK_MAX)
     return CUDA_ERROR_OUT_OF_MEMORY;
-  scu_ctx *c = ctx_new(false, flags);
+  scu_ctx *c = ctx_new(false, flags, dev);
   if (!c)
     return CUDA_ERROR_OUT_OF_MEMORY;
   r = activate(c);
@@ -414,7 +423,7 @@ static CUresult ctx_get_device(CUdevice *device, CUcontext ctx) {
   CUresult r = scu_ctx_resolve(ctx, &c);
   if (r != CUDA_SUCCESS)
     return r;
-  *device = 0;
+  *device = c->device;
   scu_ctx_put(c);
   return CUDA_SUCCESS;
 }
@@ -575,4 +584,52 @@ CUresult CUDAAPI cuCtxGetStreamPriorityRange(int *leastPriority,
   if (greatestPriority)
     *greatestPriority = SCU_PRIORITY_GREATEST;
   SCU_RETURN(CUDA_SUCCESS);
+}
+
+/* ---- peer access ---------------------------------------------------------
+ *
+ * The current context may access the memory of another device's context
+ * once it enabled it: one bit per peer device in `peers` (g_lock), cleared
+ * when the context stops taking work.  Copies between devices work either
+ * way (unified addressing); access governs what kernels may touch, which
+ * the emulator cannot see, so it is bookkeeping with the driver's errors. */
+
+static CUresult peer_access(CUcontext peer, unsigned flags, bool enable) {
+  if (enable && flags)
+    return CUDA_ERROR_INVALID_VALUE;
+  scu_ctx *c, *p;
+  CUresult r = scu_ctx_current(&c);
+  if (r != CUDA_SUCCESS)
+    return r;
+  if (!peer || ctx_from_handle(peer, &p) != CUDA_SUCCESS) {
+    scu_ctx_put(c);
+    return CUDA_ERROR_INVALID_CONTEXT;
+  }
+  unsigned bit = 1u << p->device;
+  if (p->device == c->device) {
+    r = CUDA_ERROR_INVALID_DEVICE; /* not a peer: the same device */
+  } else {
+    scu_glock();
+    if (enable && (c->peers & bit))
+      r = CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED;
+    else if (!enable && !(c->peers & bit))
+      r = CUDA_ERROR_PEER_ACCESS_NOT_ENABLED;
+    else
+      c->peers ^= bit;
+    scu_gunlock();
+  }
+  scu_ctx_put(p);
+  scu_ctx_put(c);
+  return r;
+}
+
+CUresult CUDAAPI cuCtxEnablePeerAccess(CUcontext peerContext,
+                                       unsigned int Flags) {
+  SCU_API("cuCtxEnablePeerAccess");
+  SCU_RETURN(peer_access(peerContext, Flags, true));
+}
+
+CUresult CUDAAPI cuCtxDisablePeerAccess(CUcontext peerContext) {
+  SCU_API("cuCtxDisablePeerAccess");
+  SCU_RETURN(peer_access(peerContext, 0, false));
 }

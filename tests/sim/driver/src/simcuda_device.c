@@ -64,10 +64,31 @@ static void load_kernel_libraries(void) {
   free(copy);
 }
 
+static int ndevices = 1;
+
+int scu_device_count(void) {
+  return ndevices;
+}
+
+/* SIMCUDA_DEVICES: 1 .. SCU_MAX_DEVICES; anything else is reported once
+ * and means 1. */
+static void read_device_count(void) {
+  const char *e = getenv("SIMCUDA_DEVICES");
+  if (!e || !*e)
+    return;
+  char *end;
+  long n = strtol(e, &end, 10);
+  if (*end || n < 1 || n > SCU_MAX_DEVICES)
+    scu_log("SIMCUDA_DEVICES=%s: not 1..%d; one device", e, SCU_MAX_DEVICES);
+  else
+    ndevices = (int)n;
+}
+
 static CUresult init_once(void) {
   const char *nodev = getenv("SIMCUDA_NO_DEVICE");
   if (nodev && *nodev && strcmp(nodev, "0") != 0)
     return CUDA_ERROR_NO_DEVICE;
+  read_device_count();
   CUresult r = scu_mem_init();
   if (r == CUDA_SUCCESS)
     r = scu_ctx_init();
@@ -102,7 +123,7 @@ CUresult CUDAAPI cuDriverGetVersion(int *driverVersion) {
 }
 
 CUresult scu_check_device(CUdevice dev) {
-  return dev == 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_DEVICE;
+  return dev >= 0 && dev < ndevices ? CUDA_SUCCESS : CUDA_ERROR_INVALID_DEVICE;
 }
 
 /* ---- device queries ------------------------------------------------------ */
@@ -111,9 +132,9 @@ CUresult CUDAAPI cuDeviceGet(CUdevice *device, int ordinal) {
   SCU_API("cuDeviceGet");
   if (!device)
     SCU_RETURN(CUDA_ERROR_INVALID_VALUE);
-  if (ordinal != 0)
+  if (scu_check_device(ordinal) != CUDA_SUCCESS)
     SCU_RETURN(CUDA_ERROR_INVALID_DEVICE);
-  *device = 0;
+  *device = ordinal;
   SCU_RETURN(CUDA_SUCCESS);
 }
 
@@ -121,7 +142,7 @@ CUresult CUDAAPI cuDeviceGetCount(int *count) {
   SCU_API("cuDeviceGetCount");
   if (!count)
     SCU_RETURN(CUDA_ERROR_INVALID_VALUE);
-  *count = 1;
+  *count = ndevices;
   SCU_RETURN(CUDA_SUCCESS);
 }
 
@@ -296,8 +317,10 @@ static CUresult get_uuid(CUuuid *uuid, CUdevice dev) {
   if (!uuid)
     return CUDA_ERROR_INVALID_VALUE;
   CUresult r = scu_check_device(dev);
-  if (r == CUDA_SUCCESS)
+  if (r == CUDA_SUCCESS) {
     *uuid = device_uuid;
+    uuid->bytes[15] = (char)(dev + 1);
+  }
   return r;
 }
 
@@ -318,7 +341,7 @@ CUresult CUDAAPI cuDeviceGetPCIBusId(char *pciBusId, int len, CUdevice dev) {
   CUresult r = scu_check_device(dev);
   if (r == CUDA_SUCCESS)
     snprintf(pciBusId, (size_t)len, "%08X:%02X:%02X.0", SCU_PCI_DOMAIN,
-             SCU_PCI_BUS, SCU_PCI_DEVICE);
+             SCU_PCI_BUS + dev, SCU_PCI_DEVICE);
   SCU_RETURN(r);
 }
 
@@ -339,10 +362,11 @@ CUresult CUDAAPI cuDeviceGetByPCIBusId(CUdevice *dev, const char *pciBusId) {
       SCU_RETURN(CUDA_ERROR_INVALID_VALUE);
     domain = 0, bus = a, device = b;
   }
-  if (domain != SCU_PCI_DOMAIN || bus != SCU_PCI_BUS ||
+  if (domain != SCU_PCI_DOMAIN || bus < SCU_PCI_BUS ||
+      scu_check_device((CUdevice)(bus - SCU_PCI_BUS)) != CUDA_SUCCESS ||
       device != SCU_PCI_DEVICE || fn != 0)
     SCU_RETURN(CUDA_ERROR_INVALID_DEVICE);
-  *dev = 0;
+  *dev = (CUdevice)(bus - SCU_PCI_BUS);
   SCU_RETURN(CUDA_SUCCESS);
 }
 
@@ -351,14 +375,27 @@ CUresult CUDAAPI cuDeviceGetP2PAttribute(int *value,
                                          CUdevice srcDevice,
                                          CUdevice dstDevice) {
   SCU_API("cuDeviceGetP2PAttribute");
-  (void)attrib;
   if (!value)
     SCU_RETURN(CUDA_ERROR_INVALID_VALUE);
   CUresult r = scu_check_device(srcDevice);
   if (r == CUDA_SUCCESS)
     r = scu_check_device(dstDevice);
-  /* One device: there is no peer to ask about. */
-  SCU_RETURN(r == CUDA_SUCCESS ? CUDA_ERROR_INVALID_DEVICE : r);
+  if (r == CUDA_SUCCESS && srcDevice == dstDevice)
+    r = CUDA_ERROR_INVALID_DEVICE; /* a device is not its own peer */
+  if (r != CUDA_SUCCESS)
+    SCU_RETURN(r);
+  switch (attrib) { /* every pair is peer-capable over the same switch */
+  case CU_DEVICE_P2P_ATTRIBUTE_PERFORMANCE_RANK:
+    *value = 0;
+    break;
+  case CU_DEVICE_P2P_ATTRIBUTE_ACCESS_SUPPORTED:
+    *value = 1;
+    break;
+  default: /* atomics, CUDA arrays: not simulated */
+    *value = 0;
+    break;
+  }
+  SCU_RETURN(CUDA_SUCCESS);
 }
 
 CUresult CUDAAPI cuDeviceCanAccessPeer(int *canAccessPeer, CUdevice dev,
@@ -370,6 +407,6 @@ CUresult CUDAAPI cuDeviceCanAccessPeer(int *canAccessPeer, CUdevice dev,
   if (r == CUDA_SUCCESS)
     r = scu_check_device(peerDev);
   if (r == CUDA_SUCCESS)
-    *canAccessPeer = 0;
+    *canAccessPeer = dev != peerDev;
   SCU_RETURN(r);
 }

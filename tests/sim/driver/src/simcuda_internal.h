@@ -95,6 +95,11 @@ SCU_HIDDEN bool scu_forked(void);
 /* 1 on a stream's worker thread (where API calls are not permitted). */
 SCU_HIDDEN extern _Thread_local int scu_tls_worker;
 SCU_HIDDEN CUresult scu_check_device(CUdevice dev);
+/* Devices exposed: SIMCUDA_DEVICES (1 .. SCU_MAX_DEVICES, default 1), read
+ * at cuInit.  They share the one address space (unified addressing); each
+ * has its own contexts, streams and allocations. */
+#define SCU_MAX_DEVICES 8
+SCU_HIDDEN int scu_device_count(void);
 SCU_HIDDEN uint64_t scu_now_ns(void);
 
 /* ---- handles (simcuda_handle.c) ------------------------------------------ */
@@ -162,6 +167,8 @@ typedef struct scu_stream scu_stream;
 struct scu_ctx {
   scu_obj hdr;
   bool primary;
+  CUdevice device;    /* its device, 0 .. scu_device_count() - 1 */
+  unsigned peers;     /* devices whose contexts it may access; g_lock */
   atomic_bool active; /* taking work (primary: retained since last reset) */
   unsigned retains;   /* primary only; g_lock */
   unsigned flags;
@@ -224,12 +231,21 @@ SCU_HIDDEN CUresult scu_mem_alloc_device(scu_ctx *c, size_t bytes,
 #define SCU_ALLOC_ASYNC 2u
 SCU_HIDDEN size_t scu_mem_total(void);
 
+/* ---- copies and sets (simcuda_copy.c) ---------------------------------- */
+
+typedef struct scu_op scu_op;
+/* The operation of a graph's memcpy or memset node, its operands checked
+ * (pinned or device memory only); *out NULL on error. */
+SCU_HIDDEN CUresult scu_copy3d_op(const CUDA_MEMCPY3D *p, scu_op **out);
+SCU_HIDDEN CUresult scu_memset_op(const CUDA_MEMSET_NODE_PARAMS *p,
+                                  scu_op **out);
+
 /* ---- operations and streams (simcuda_stream.c) ------------------------- */
 
 typedef enum scu_opkind {
   SCU_OP_NOP,
   SCU_OP_COPY,   /* memmove */
-  SCU_OP_COPY2D, /* rows */
+  SCU_OP_COPY2D, /* rows, in one or more slices (3D) */
   SCU_OP_SET,    /* 1, 2 or 4-byte pattern, 2D */
   SCU_OP_LAUNCH,
   SCU_OP_HOSTFN,
@@ -281,15 +297,18 @@ struct scu_op {
       char *dst;
       const char *src;
       size_t dpitch, spitch, width, height;
+      size_t depth, dslice, sslice; /* slices of rows; depth 1 for 2D */
     } copy2d;
     struct {
       char *dst;
       size_t pitch, width, height; /* width in elements */
-      unsigned value, elem;
+      uint64_t value;              /* the low `elem` bytes */
+      unsigned elem;               /* 1, 2, 4 or 8 */
     } set;
     struct {
       simt_launch l;
       const char *name;
+      CUfunction func;    /* the handle it was launched with */
       uint64_t out_bytes; /* what the kernel writes (simt_kernel.out_bytes) */
       simt_pcie pcie;     /* its host reads, filled when it ran */
     } launch;

@@ -310,7 +310,9 @@ static CUresult host_insert(const hrange *h) {
     r = CUDA_ERROR_OUT_OF_MEMORY;
   if (r == CUDA_SUCCESS &&
       simt_host_try_register((const void *)h->base, h->bytes) != 0)
-    r = CUDA_ERROR_OUT_OF_MEMORY; /* the emulator's table */
+    r = CUDA_ERROR_OUT_OF_MEMORY;    /* the emulator's table */
+  if (r == CUDA_SUCCESS && h->alias) /* kernels' stores land like DMA */
+    (void)simt_host_set_alias((const void *)h->base, h->alias);
   if (r == CUDA_SUCCESS) {
     size_t i = host_upper(h->base);
     memmove(&host[i + 1], &host[i], (nhost - i) * sizeof *host);
@@ -771,7 +773,7 @@ static CUresult attribute(void *data, CUpointer_attribute attr,
     *(int *)data = pi->managed ? 1 : 0;
     return CUDA_SUCCESS;
   case CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL:
-    *(int *)data = pi->known ? 0 : -2;
+    *(int *)data = !pi->known ? -2 : pi->ctx ? (int)pi->ctx->device : 0;
     return CUDA_SUCCESS;
   case CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE:
   case CU_POINTER_ATTRIBUTE_IS_GPU_DIRECT_RDMA_CAPABLE:

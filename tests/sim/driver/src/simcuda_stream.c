@@ -86,18 +86,13 @@ CUresult scu_op_add_dep(scu_op *op, scu_stream *s, uint64_t seq) {
   return CUDA_SUCCESS;
 }
 
-static void fill(char *dst, size_t count, unsigned value, unsigned elem) {
+static void fill(char *dst, size_t count, uint64_t value, unsigned elem) {
   if (elem == 1) {
     memset(dst, (int)(value & 0xff), count);
-  } else if (elem == 2) {
-    uint16_t v = (uint16_t)value;
-    for (size_t i = 0; i < count; i++)
-      memcpy(dst + 2 * i, &v, 2);
-  } else {
-    uint32_t v = value;
-    for (size_t i = 0; i < count; i++)
-      memcpy(dst + 4 * i, &v, 4);
+    return;
   }
+  for (size_t i = 0; i < count; i++) /* little-endian: the low bytes */
+    memcpy(dst + elem * i, &value, elem);
 }
 
 static CUresult run_launch(scu_op *op) {
@@ -134,9 +129,13 @@ static CUresult execute(scu_stream *s, scu_op *op, CUresult prior,
     memmove(op->u.copy.dst, op->u.copy.src, op->u.copy.bytes);
     return CUDA_SUCCESS;
   case SCU_OP_COPY2D:
-    for (size_t y = 0; y < op->u.copy2d.height; y++)
-      memmove(op->u.copy2d.dst + y * op->u.copy2d.dpitch,
-              op->u.copy2d.src + y * op->u.copy2d.spitch, op->u.copy2d.width);
+    for (size_t z = 0; z < op->u.copy2d.depth; z++)
+      for (size_t y = 0; y < op->u.copy2d.height; y++)
+        memmove(op->u.copy2d.dst + z * op->u.copy2d.dslice +
+                    y * op->u.copy2d.dpitch,
+                op->u.copy2d.src + z * op->u.copy2d.sslice +
+                    y * op->u.copy2d.spitch,
+                op->u.copy2d.width);
     return CUDA_SUCCESS;
   case SCU_OP_SET:
     for (size_t y = 0; y < op->u.set.height; y++)

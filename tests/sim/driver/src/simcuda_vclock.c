@@ -123,7 +123,9 @@ double scu_vclock_end(const scu_op *op, double start, double host_ns) {
     return copy_end(p, op->link, op->u.copy.bytes, start);
   case SCU_OP_COPY2D:
     return copy_end(p, op->link,
-                    (uint64_t)op->u.copy2d.width * op->u.copy2d.height, start);
+                    (uint64_t)op->u.copy2d.width * op->u.copy2d.height *
+                        op->u.copy2d.depth,
+                    start);
   case SCU_OP_SET:
     return start + us_to_ns(p->ce_setup_us) +
            (double)(op->u.set.width * op->u.set.elem * op->u.set.height) /

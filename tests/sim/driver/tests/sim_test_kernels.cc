@@ -33,6 +33,16 @@ void copy_host_u32(const void *p) {
   }
 }
 
+// dst[i] = value + i, dst in pinned host memory (a GPU's store over the
+// bus: the CPU's page protection does not see it)
+void store_host_u32(const void *p) {
+  const sim_fill_args *a = static_cast<const sim_fill_args *>(p);
+  for (unsigned i = global_index(); i < a->n; i += grid_threads()) {
+    uint32_t v = a->value + i;
+    simt_write_host(&a->dst[i], &v, sizeof v);
+  }
+}
+
 // Every warp sums its lanes' indices with shuffles; lane 0 writes it.
 void warp_sum(const void *p) {
   const sim_fill_args *a = static_cast<const sim_fill_args *>(p);
@@ -53,6 +63,7 @@ void trap(const void *p) {
 const simt_kernel kernels[] = {
     {"sim_fill_u32", fill_u32, sizeof(sim_fill_args), nullptr},
     {"sim_copy_host_u32", copy_host_u32, sizeof(sim_copy_args), nullptr},
+    {"sim_store_host_u32", store_host_u32, sizeof(sim_fill_args), nullptr},
     {"sim_warp_sum", warp_sum, sizeof(sim_fill_args), nullptr},
     {"sim_trap", trap, sizeof(sim_fill_args), nullptr},
 };

@@ -5,6 +5,8 @@
 #include <stdint.h>
 
 /* sim_fill_u32: dst[i] = value + i for i < n.
+ * sim_store_host_u32: the same into pinned host memory, as a GPU's stores
+ * over the bus (simt_write_host).
  * sim_warp_sum: dst[w] = sum of the global thread indices of warp w (< n).
  * sim_trap: the thread whose global index is `value` traps. */
 typedef struct sim_fill_args {

@@ -98,6 +98,10 @@ void cudartsim__charge_call(void);
 /* The calling thread's current device (0 until cudaSetDevice). */
 int cudartsim__current_device(void);
 
+/* The primary context of device `dev` (retained on first use), or
+ * cudaErrorInvalidDevice. */
+cudaError_t cudartsim__primary_of(int dev, CUcontext *out);
+
 /* Records sticky error `e` on device `dev` (first one wins). */
 void cudartsim__set_sticky(int dev, cudaError_t e);
 

@@ -360,3 +360,53 @@ CUDARTSIM_API cudaError_t cudaDeviceReset(void) {
   pthread_mutex_unlock(&retain_lock);
   return cudartsim__ret(e);
 }
+
+/* ---- peer access between devices ------------------------------------------
+ */
+
+cudaError_t cudartsim__primary_of(int dev, CUcontext *out) {
+  cudaError_t e = check_device(dev);
+  return e == cudaSuccess ? primary_ctx(dev, out) : e;
+}
+
+CUDARTSIM_API cudaError_t cudaDeviceCanAccessPeer(int *canAccessPeer,
+                                                  int device, int peerDevice) {
+  if (!canAccessPeer)
+    return cudartsim__ret(cudaErrorInvalidValue);
+  cudaError_t e = check_device(device);
+  if (e == cudaSuccess)
+    e = check_device(peerDevice);
+  CUdevice a, b;
+  if (e == cudaSuccess)
+    e = CUDARTSIM_CALL(DRV(DeviceGet), &a, device);
+  if (e == cudaSuccess)
+    e = CUDARTSIM_CALL(DRV(DeviceGet), &b, peerDevice);
+  if (e == cudaSuccess)
+    e = CUDARTSIM_CALL(DRV(DeviceCanAccessPeer), canAccessPeer, a, b);
+  return cudartsim__ret(e);
+}
+
+/* The current device's context gains (or loses) access to peerDevice's
+ * primary context. */
+static cudaError_t peer_access(int peer, unsigned flags, int enable) {
+  cudaError_t e = cudartsim__enter();
+  CUcontext pc = NULL;
+  if (e == cudaSuccess && peer == current_device)
+    e = cudaErrorInvalidDevice;
+  if (e == cudaSuccess)
+    e = cudartsim__primary_of(peer, &pc);
+  if (e != cudaSuccess)
+    return e;
+  if (enable)
+    return CUDARTSIM_CALL(DRV(CtxEnablePeerAccess), pc, flags);
+  return CUDARTSIM_CALL(DRV(CtxDisablePeerAccess), pc);
+}
+
+CUDARTSIM_API cudaError_t cudaDeviceEnablePeerAccess(int peerDevice,
+                                                     unsigned int flags) {
+  return cudartsim__ret(peer_access(peerDevice, flags, 1));
+}
+
+CUDARTSIM_API cudaError_t cudaDeviceDisablePeerAccess(int peerDevice) {
+  return cudartsim__ret(peer_access(peerDevice, 0, 0));
+}

@@ -102,3 +102,36 @@ CUDARTSIM_API cudaError_t cudaMemsetAsync(void *devPtr, int value, size_t count,
   return cudartsim__ret(
       cudartsim__memset(devPtr, value, count, stream, 1, CUDARTSIM_LEGACY));
 }
+
+/* Between devices: cuMemcpyPeer(Async) with both devices' primary
+ * contexts, as cudart does. */
+static cudaError_t copy_peer(void *dst, int ddev, const void *src, int sdev,
+                             size_t count, cudaStream_t stream, int async) {
+  cudaError_t e = cudartsim__enter();
+  CUcontext dc = NULL, sc = NULL;
+  if (e == cudaSuccess)
+    e = cudartsim__primary_of(ddev, &dc);
+  if (e == cudaSuccess)
+    e = cudartsim__primary_of(sdev, &sc);
+  if (e != cudaSuccess || count == 0)
+    return e;
+  cudartsim__charge_call();
+  if (async)
+    return CUDARTSIM_CALL(DRV(MemcpyPeerAsync), dptr(dst), dc, dptr(src), sc,
+                          count, (CUstream)stream);
+  return CUDARTSIM_CALL(DRV(MemcpyPeer), dptr(dst), dc, dptr(src), sc, count);
+}
+
+CUDARTSIM_API cudaError_t cudaMemcpyPeer(void *dst, int dstDevice,
+                                         const void *src, int srcDevice,
+                                         size_t count) {
+  return cudartsim__ret(copy_peer(dst, dstDevice, src, srcDevice, count, 0, 0));
+}
+
+CUDARTSIM_API cudaError_t cudaMemcpyPeerAsync(void *dst, int dstDevice,
+                                              const void *src, int srcDevice,
+                                              size_t count,
+                                              cudaStream_t stream) {
+  return cudartsim__ret(
+      copy_peer(dst, dstDevice, src, srcDevice, count, stream, 1));
+}
