@@ -49,11 +49,19 @@ int cli_file_error(const char *path, const char *message);
  * CLI_EXIT_DATA. */
 int cli_container_error(const char *path, ibp_status st);
 
+/* libibp.so, absolute, into out (PATH_MAX bytes): $IBP_PRELOAD_LIB, else
+ * ../preload/libibp.so or the installed library directory's beside the ibp
+ * executable, else this build's (run_paths.c).  Returns -1 when found;
+ * else prints why and returns CLI_EXIT_USAGE. */
+int cli_find_preload(char *out);
 /* The directory of the simulated driver's libcuda.so.1, absolute, into
  * out (PATH_MAX bytes): $IBP_SIM_LIB_DIR, else this build's sim/lib, else
- * ../sim/lib beside the ibp executable (cmd_run.c).  Returns -1 when
+ * ../sim/lib beside the ibp executable (run_paths.c).  Returns -1 when
  * found; else prints why (`scope`: "ibp run") and returns CLI_EXIT_USAGE. */
 int cli_find_sim_dir(const char *scope, char *out);
+/* Nonzero when libcuda.so.1, as a command would find it, is NVIDIA's (not
+ * missing, not the simulated one). */
+int cli_real_driver_present(void);
 /* Environment variable `name` = front, followed by sep and its old value
  * when it had one (LD_LIBRARY_PATH and the like).  0, or -1 with errno. */
 int cli_prepend_env(const char *name, const char *front, char sep);

@@ -249,7 +249,10 @@ static ibp_status stage_compress(bench_data *d, const bench_args *a,
 
 static ibp_status stage_decompress(bench_data *d, const bench_args *a,
                                    unsigned threads, double *secs) {
-  ibp_region reg = {&d->params, d->slots, d->bytes, d->flags};
+  ibp_region reg = {.params = &d->params,
+                    .slots = d->slots,
+                    .bytes = d->bytes,
+                    .flags = d->flags};
   ibp_status st;
   (void)a;
   double t0 = cli_now();
@@ -454,7 +457,7 @@ int cmd_bench(int argc, char **argv) {
     return rc;
   bench_data d;
   memset(&d, 0, sizeof d);
-  mapped_file in = {NULL, 0};
+  mapped_file in = {.data = NULL};
   uint8_t *generated = NULL;
   if (a.path != NULL) {
     int err = mapped_file_open(&in, a.path);

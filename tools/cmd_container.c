@@ -18,9 +18,12 @@ static const char compress_help[] =
     "Searches the chunk width and threshold that save most on IN (taken as\n"
     "tensors of R bytes; a tail shorter than R is kept raw) and writes IN\n"
     "compressed into the ibp container OUT.  OUT appears only when complete:\n"
-    "on any error nothing is left behind.\n"
+    "on any error nothing is left behind.  An existing OUT is replaced only\n"
+    "with -f.  IN '-' is standard input, OUT '-' standard output (the\n"
+    "summary then goes to standard error).\n"
     "\n"
-    "Options:\n" CODEC_OPTIONS_HELP
+    "Options:\n" CODEC_OPTIONS_HELP CODEC_CLUSTER_HELP
+    "  -f, --force        replace OUT if it exists\n"
     "  -q, --quiet        print nothing on success\n"
     "  -h, --help         show this help\n";
 
@@ -29,9 +32,12 @@ static const char decompress_help[] =
     "\n"
     "Decodes the ibp container IN into OUT, checking every tensor and the\n"
     "checksum of the original bytes.  OUT appears only when complete: on any\n"
-    "error nothing is left behind.\n"
+    "error nothing is left behind.  An existing OUT is replaced only with\n"
+    "-f.  IN '-' is standard input, OUT '-' standard output (the summary\n"
+    "then goes to standard error).\n"
     "\n"
     "Options:\n"
+    "  -f, --force        replace OUT if it exists\n"
     "  -q, --quiet        print nothing on success\n"
     "  -h, --help         show this help\n";
 
@@ -41,6 +47,7 @@ static const char verify_help[] =
     "Checks the ibp container IN: header, metadata, every tensor and the\n"
     "checksum of the original bytes.  With --original, also compares every\n"
     "decoded byte with FILE.  Prints \"OK ...\" and exits 0 when all is well.\n"
+    "IN '-' is standard input.\n"
     "\n"
     "Options:\n"
     "  --original FILE    compare the decoded bytes with FILE\n"
@@ -48,9 +55,10 @@ static const char verify_help[] =
     "  -h, --help         show this help\n";
 
 static const cli_option compress_options[] = {
-    CODEC_CLI_OPTIONS, {"quiet", 'q', 0}, {"help", 'h', 0}, {NULL, 0, 0}};
+    CODEC_CLI_OPTIONS, CODEC_CLUSTER_OPTION, {"force", 'f', 0},
+    {"quiet", 'q', 0}, {"help", 'h', 0},     {NULL, 0, 0}};
 static const cli_option decompress_options[] = {
-    {"quiet", 'q', 0}, {"help", 'h', 0}, {NULL, 0, 0}};
+    {"force", 'f', 0}, {"quiet", 'q', 0}, {"help", 'h', 0}, {NULL, 0, 0}};
 static const cli_option verify_options[] = {
     {"original", 0, 1}, {"quiet", 'q', 0}, {"help", 'h', 0}, {NULL, 0, 0}};
 
@@ -64,6 +72,7 @@ typedef struct container_args {
   const char *out;      /* compress, decompress */
   const char *original; /* verify */
   int quiet;
+  int force; /* replace an existing OUT */
   codec_opts codec;
 } container_args;
 
@@ -88,6 +97,8 @@ static int take_option(container_args *a, const char *name, const char *v) {
   }
   if (strcmp(name, "quiet") == 0)
     a->quiet = 1;
+  else if (strcmp(name, "force") == 0)
+    a->force = 1;
   else if (strcmp(name, "original") == 0)
     a->original = v;
   else if (codec_opts_take(&a->codec, name, v) < 0)
@@ -129,6 +140,9 @@ static int parse_args(int argc, char **argv, container_args *a) {
     return cli_syntax_error(a->cmd, "missing OUT");
   if (a->want_codec && a->codec.tensor_bytes == 0)
     return cli_syntax_error(a->cmd, "--tensor-bytes R is required");
+  /* before any work: a long search must not end in a refusal */
+  if (a->want_out && !a->force && out_file_would_replace(a->out))
+    return cli_file_error(a->out, "exists (-f replaces it)");
   return -1;
 }
 
@@ -247,28 +261,44 @@ static uint64_t expected_size(const ibp_params *p, const ibp_search_report *r,
          (uint64_t)((double)bytes * (1.0 - saved));
 }
 
+/* Where the summary goes: standard error when OUT is standard output. */
+static FILE *summary_stream(const container_args *a) {
+  return strcmp(a->out, "-") == 0 ? stderr : stdout;
+}
+
 static void print_compress_summary(const container_args *a,
                                    const ibp_container_info *info) {
   double ratio = (double)info->original_bytes / (double)info->container_bytes;
-  printf("%s -> %s: %llu B -> %llu B (ratio %.3f, saved %.2f%%), "
-         "chunk %u B, threshold %.3f\n",
-         a->in, a->out, (unsigned long long)info->original_bytes,
-         (unsigned long long)info->container_bytes, ratio,
-         100.0 * (1.0 - 1.0 / ratio), info->chunk_bytes, info->threshold);
+  FILE *f = summary_stream(a);
+  fprintf(f,
+          "%s -> %s: %llu B -> %llu B (ratio %.3f, saved %.2f%%), "
+          "chunk %u B, threshold %.3f\n",
+          a->in, a->out, (unsigned long long)info->original_bytes,
+          (unsigned long long)info->container_bytes, ratio,
+          100.0 * (1.0 - 1.0 / ratio), info->chunk_bytes, info->threshold);
+  if (info->clusters > 1)
+    fprintf(f, "%s: %u clusters (Mask/Bitval pairs)\n", a->out, info->clusters);
   if (info->tail_bytes != 0)
-    printf("note: %s: size is not a multiple of %u B: the last %llu B are "
-           "kept raw\n",
-           a->in, info->tensor_bytes, (unsigned long long)info->tail_bytes);
+    fprintf(f,
+            "note: %s: size is not a multiple of %u B: the last %llu B are "
+            "kept raw\n",
+            a->in, info->tensor_bytes, (unsigned long long)info->tail_bytes);
 }
 
 static int compress_file(const container_args *a, const mapped_file *in) {
   ibp_params p;
   ibp_search_report report;
+  ibp_clusters cl = {0};
   memset(&p, 0, sizeof p);
   int rc = codec_opts_search("ibp compress", &a->codec, in->data, in->size,
                              !a->quiet, &p, &report);
-  if (rc != CLI_EXIT_OK)
+  if (rc == CLI_EXIT_OK && a->codec.clusters != 1)
+    rc = codec_opts_cluster("ibp compress", &a->codec, in->data, in->size, &p,
+                            !a->quiet, &cl, NULL);
+  if (rc != CLI_EXIT_OK) {
+    ibp_params_free(&p);
     return rc;
+  }
   out_file of;
   rc = open_output(a->out, &of);
   if (rc == CLI_EXIT_OK) {
@@ -277,14 +307,15 @@ static int compress_file(const container_args *a, const mapped_file *in) {
     memset(&info, 0, sizeof info);
     sink_init(&s, &of, "compress", expected_size(&p, &report, in->size),
               a->quiet);
-    ibp_status st = ibp_container_write(&p, in->data, in->size,
-                                        cli_threads(a->codec.threads),
-                                        sink_write, &s, &info);
+    ibp_status st = ibp_container_write_clustered(
+        cl.count ? cl.params : &p, cl.count ? cl.count : 1, in->data, in->size,
+        cli_threads(a->codec.threads), sink_write, &s, &info);
     rc = finish_output(&s, st, NULL, a->out, info.container_bytes);
     if (rc == CLI_EXIT_OK && !a->quiet)
       print_compress_summary(a, &info);
   }
   ibp_params_free(&p);
+  ibp_clusters_free(&cl);
   return rc;
 }
 
@@ -325,9 +356,9 @@ int cmd_decompress(int argc, char **argv) {
     rc = finish_output(&s, st, a.in, a.out, info.original_bytes);
   }
   if (rc == CLI_EXIT_OK && !a.quiet)
-    printf("%s -> %s: %llu B -> %llu B\n", a.in, a.out,
-           (unsigned long long)in.size,
-           (unsigned long long)info.original_bytes);
+    fprintf(summary_stream(&a), "%s -> %s: %llu B -> %llu B\n", a.in, a.out,
+            (unsigned long long)in.size,
+            (unsigned long long)info.original_bytes);
   mapped_file_close(&in);
   return rc;
 }

@@ -2,16 +2,20 @@
  * Read-only memory mapping of an input file.  Files of any size (tens of GB)
  * are mapped, never read into memory; the mapping is advised sequential.
  *
- * Only regular, non-empty files are accepted.  Nothing here prints.
+ * Only regular, non-empty files are accepted, and "-": standard input,
+ * mapped when it is a regular file, else read whole into memory.  Nothing
+ * here prints.
  */
 #ifndef IBP_TOOLS_MAPPED_FILE_H
 #define IBP_TOOLS_MAPPED_FILE_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 typedef struct mapped_file {
   const uint8_t *data; /* NULL when closed */
   uint64_t size;
+  size_t heap_cap; /* nonzero: data is malloc'd (standard input read whole) */
 } mapped_file;
 
 /* Error codes beyond errno values (returned negated errno-style). */

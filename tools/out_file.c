@@ -49,10 +49,27 @@ static char *temp_template(const char *path) {
   return t;
 }
 
+int out_file_would_replace(const char *path) {
+  struct stat st;
+  return strcmp(path, "-") != 0 && stat(path, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+/* An unnamed temporary file: nothing to remove, whatever happens. */
+static int open_unnamed(out_file *of) {
+  const char *dir = getenv("TMPDIR");
+  of->to_stdout = 1;
+  of->fd =
+      open(dir && dir[0] ? dir : "/tmp", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+  return of->fd < 0 ? errno : 0;
+}
+
 int out_file_open(out_file *of, const char *path) {
   of->fd = -1;
   of->tmp_path = NULL;
   of->path = NULL;
+  of->to_stdout = 0;
+  if (strcmp(path, "-") == 0)
+    return open_unnamed(of);
   struct stat st;
   if (stat(path, &st) == 0) {
     if (S_ISDIR(st.st_mode))
@@ -114,7 +131,35 @@ static int finish(out_file *of, uint64_t size) {
   return 0;
 }
 
+/* The first `size` bytes of the unnamed file, in order, to stdout. */
+static int copy_to_stdout(int fd, uint64_t size) {
+  char buf[1 << 16];
+  for (uint64_t off = 0; off < size;) {
+    size_t want = size - off < sizeof buf ? (size_t)(size - off) : sizeof buf;
+    ssize_t n = pread(fd, buf, want, (off_t)off);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0)
+      return n == 0 ? EIO : errno;
+    for (ssize_t done = 0; done < n;) {
+      ssize_t w = write(STDOUT_FILENO, buf + done, (size_t)(n - done));
+      if (w < 0 && errno == EINTR)
+        continue;
+      if (w <= 0)
+        return w == 0 ? EIO : errno;
+      done += w;
+    }
+    off += (uint64_t)n;
+  }
+  return 0;
+}
+
 int out_file_commit(out_file *of, uint64_t size) {
+  if (of->to_stdout) {
+    int err = copy_to_stdout(of->fd, size);
+    out_file_abort(of);
+    return err;
+  }
   if (of->tmp_path == NULL) { /* written directly */
     int err = close(of->fd) != 0 ? errno : 0;
     of->fd = -1;

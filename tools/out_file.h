@@ -6,7 +6,9 @@
  * output is ever left behind.
  *
  * A destination that exists and is not a regular file (/dev/null, a
- * device) is written directly, since it cannot be replaced.
+ * device) is written directly, since it cannot be replaced.  The path "-"
+ * is standard output: the bytes go to an unnamed temporary file and are
+ * copied to standard output, in order, at commit.
  *
  * One out_file may be open at a time per process.  Nothing here prints.
  */
@@ -20,10 +22,15 @@ typedef struct out_file {
   int fd;         /* -1 when closed */
   char *tmp_path; /* "<dir>/.<name>.XXXXXX"; NULL when writing directly */
   char *path;     /* destination */
+  int to_stdout;  /* "-": copied to standard output at commit */
 } out_file;
 
 /* Fails up front with EISDIR when `path` is a directory.  Returns 0 or an
  * errno value. */
+/* Nonzero when `path` names an existing regular file that OUT would
+ * replace ("-" never does). */
+int out_file_would_replace(const char *path);
+
 int out_file_open(out_file *of, const char *path);
 
 /* ibp_write_fn over the temporary file: ctx is the out_file.  Writes all of

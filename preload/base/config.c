@@ -36,7 +36,11 @@ static void load(void) {
     report_config_error(&err);
   else if (!ibp__cfg.disabled && ibp__profile_load_override() != 0)
     ibp__cfg.disabled = 1;
-  active = !ibp__cfg.disabled && ibp__cfg.n_rules > 0;
+  /* discovery (stats/discover.c) needs the hooks even without a rule */
+  const char *discover = getenv("IBP_DISCOVER");
+  active = !ibp__cfg.disabled &&
+           (ibp__cfg.n_rules > 0 ||
+            (discover && discover[0] && strcmp(discover, "0") != 0));
   wait_ready = ibp__cfg.wait_ready;
   atomic_store(&loaded, 1);
   ibp__guard--;

@@ -12,6 +12,7 @@
 #include "registry/registry.h"
 #include "serve/dtoh.h"
 #include "serve/substitute.h"
+#include "stats/discover.h"
 
 static inline CUstream legacy(CUstream s) {
   return s ? s : CU_STREAM_LEGACY;
@@ -27,6 +28,7 @@ static inline int quiet(void) {
 /* 0 when served; 1 when the real copy must run. */
 static int htod(CUdeviceptr dst, const void *src, size_t n, CUstream s,
                 int sync, int unified) {
+  ibp__discover_copy(src, n);
   if (quiet())
     return 1;
   ibp_copy c = {dst, src, n, s, sync, unified};
@@ -220,3 +222,227 @@ COPY_2D(cuMemcpy2DUnaligned_v2)
 COPY_2D(cuMemcpy2DUnaligned_v2_ptds)
 COPY_2D_ASYNC(cuMemcpy2DAsync_v2, legacy)
 COPY_2D_ASYNC(cuMemcpy2DAsync_v2_ptsz, per_thread)
+
+/* ---- 2D memsets, 3D, peer and batch copies -------------------------------
+ */
+
+static int dtoh_rows(uintptr_t base, size_t pitch, size_t width,
+                     size_t height) {
+  const void *dst = NULL;
+  size_t bytes =
+      quiet() ? 0
+              : ibp__span_rows(base, 0, 0, 0, pitch, 0, width, height, 1, &dst);
+  return bytes ? ibp__dtoh_begin(dst, bytes) : 0;
+}
+
+/* The hooks of hooks.def's 2D memsets: (dst, pitch, value, width in
+ * elements, height) and the asynchronous ones with their stream. */
+#define MEMSET_2D(sym, vtype, width)                                           \
+  CUresult ibp__hook_##sym(CUdeviceptr dst, size_t pitch, vtype v, size_t w,   \
+                           size_t h) {                                         \
+    int t = dtoh_rows(dst, pitch, written(w, width), h);                       \
+    return dtoh_done(t, ibp__real_##sym(dst, pitch, v, w, h), NULL, 0);        \
+  }
+#define MEMSET_2D_ASYNC(sym, vtype, width, explicit_stream)                    \
+  CUresult ibp__hook_##sym(CUdeviceptr dst, size_t pitch, vtype v, size_t w,   \
+                           size_t h, CUstream s) {                             \
+    int t = dtoh_rows(dst, pitch, written(w, width), h);                       \
+    return dtoh_done(t, ibp__real_##sym(dst, pitch, v, w, h, s),               \
+                     explicit_stream(s), 1);                                   \
+  }
+
+MEMSET_2D(cuMemsetD2D8_v2, unsigned char, 1)
+MEMSET_2D(cuMemsetD2D8_v2_ptds, unsigned char, 1)
+MEMSET_2D_ASYNC(cuMemsetD2D8Async, unsigned char, 1, legacy)
+MEMSET_2D_ASYNC(cuMemsetD2D8Async_ptsz, unsigned char, 1, per_thread)
+MEMSET_2D(cuMemsetD2D16_v2, unsigned short, 2)
+MEMSET_2D(cuMemsetD2D16_v2_ptds, unsigned short, 2)
+MEMSET_2D_ASYNC(cuMemsetD2D16Async, unsigned short, 2, legacy)
+MEMSET_2D_ASYNC(cuMemsetD2D16Async_ptsz, unsigned short, 2, per_thread)
+MEMSET_2D(cuMemsetD2D32_v2, unsigned int, 4)
+MEMSET_2D(cuMemsetD2D32_v2_ptds, unsigned int, 4)
+MEMSET_2D_ASYNC(cuMemsetD2D32Async, unsigned int, 4, legacy)
+MEMSET_2D_ASYNC(cuMemsetD2D32Async_ptsz, unsigned int, 4, per_thread)
+
+/* A CUDA_MEMCPY3D or CUDA_MEMCPY3D_PEER (the same destination fields):
+ * the destination's span, by its host address or its device pointer (a
+ * region's mapped pointer is its host address); none for an array. */
+#define DTOH_3D(p)                                                             \
+  ((p) && !quiet() && (p)->dstMemoryType != CU_MEMORYTYPE_ARRAY                \
+       ? dtoh_3d_span((p)->dstMemoryType == CU_MEMORYTYPE_HOST                 \
+                          ? (uintptr_t)(p)->dstHost                            \
+                          : (uintptr_t)(p)->dstDevice,                         \
+                      (p)->dstXInBytes, (p)->dstY, (p)->dstZ, (p)->dstPitch,   \
+                      (p)->dstHeight, (p)->WidthInBytes, (p)->Height,          \
+                      (p)->Depth)                                              \
+       : 0)
+
+static int dtoh_3d_span(uintptr_t base, size_t x, size_t y, size_t z,
+                        size_t pitch, size_t slice_rows, size_t width,
+                        size_t height, size_t depth) {
+  const void *dst = NULL;
+  size_t bytes = ibp__span_rows(base, x, y, z, pitch, slice_rows, width, height,
+                                depth, &dst);
+  return bytes ? ibp__dtoh_begin(dst, bytes) : 0;
+}
+
+#define COPY_3D(sym, type)                                                     \
+  CUresult ibp__hook_##sym(const type *p) {                                    \
+    int t = DTOH_3D(p);                                                        \
+    return dtoh_done(t, ibp__real_##sym(p), NULL, 0);                          \
+  }
+#define COPY_3D_ASYNC(sym, type, explicit_stream)                              \
+  CUresult ibp__hook_##sym(const type *p, CUstream s) {                        \
+    int t = DTOH_3D(p);                                                        \
+    return dtoh_done(t, ibp__real_##sym(p, s), explicit_stream(s), 1);         \
+  }
+
+COPY_3D(cuMemcpy3D_v2, CUDA_MEMCPY3D)
+COPY_3D(cuMemcpy3D_v2_ptds, CUDA_MEMCPY3D)
+COPY_3D_ASYNC(cuMemcpy3DAsync_v2, CUDA_MEMCPY3D, legacy)
+COPY_3D_ASYNC(cuMemcpy3DAsync_v2_ptsz, CUDA_MEMCPY3D, per_thread)
+COPY_3D(cuMemcpy3DPeer, CUDA_MEMCPY3D_PEER)
+COPY_3D(cuMemcpy3DPeer_ptds, CUDA_MEMCPY3D_PEER)
+COPY_3D_ASYNC(cuMemcpy3DPeerAsync, CUDA_MEMCPY3D_PEER, legacy)
+COPY_3D_ASYNC(cuMemcpy3DPeerAsync_ptsz, CUDA_MEMCPY3D_PEER, per_thread)
+
+#define COPY_PEER(sym)                                                         \
+  CUresult ibp__hook_##sym(CUdeviceptr dst, CUcontext dctx, CUdeviceptr src,   \
+                           CUcontext sctx, size_t n) {                         \
+    int t = dtoh((const void *)dst, n);                                        \
+    return dtoh_done(t, ibp__real_##sym(dst, dctx, src, sctx, n), NULL, 0);    \
+  }
+#define COPY_PEER_ASYNC(sym, explicit_stream)                                  \
+  CUresult ibp__hook_##sym(CUdeviceptr dst, CUcontext dctx, CUdeviceptr src,   \
+                           CUcontext sctx, size_t n, CUstream s) {             \
+    int t = dtoh((const void *)dst, n);                                        \
+    return dtoh_done(t, ibp__real_##sym(dst, dctx, src, sctx, n, s),           \
+                     explicit_stream(s), 1);                                   \
+  }
+
+COPY_PEER(cuMemcpyPeer)
+COPY_PEER(cuMemcpyPeer_ptds)
+COPY_PEER_ASYNC(cuMemcpyPeerAsync, legacy)
+COPY_PEER_ASYNC(cuMemcpyPeerAsync_ptsz, per_thread)
+
+/* Batches: every destination in a region is invalidated (count of regions'
+ * destinations touched returned); after the call one event follows the
+ * batch on its stream and the other touches end. */
+static size_t dtoh_batch(const CUdeviceptr *dsts, const size_t *sizes,
+                         size_t count) {
+  size_t t = 0;
+  for (size_t i = 0; dsts && sizes && !quiet() && i < count; i++)
+    t += dtoh((const void *)dsts[i], sizes[i]);
+  return t;
+}
+
+static size_t dtoh_batch_3d(const CUDA_MEMCPY3D_BATCH_OP *ops, size_t n) {
+  size_t t = 0;
+  for (size_t i = 0; ops && !quiet() && i < n; i++) {
+    const CUDA_MEMCPY3D_BATCH_OP *o = &ops[i];
+    if (o->dst.type != CU_MEMCPY_OPERAND_TYPE_POINTER)
+      continue;
+    size_t row = o->dst.op.ptr.rowLength ? o->dst.op.ptr.rowLength
+                                         : o->extent.width,
+           layer = o->dst.op.ptr.layerHeight ? o->dst.op.ptr.layerHeight
+                                             : o->extent.height;
+    t += dtoh_3d_span(o->dst.op.ptr.ptr, 0, 0, 0, row, layer, o->extent.width,
+                      o->extent.height, o->extent.depth);
+  }
+  return t;
+}
+
+static CUresult batch_done(size_t touched, CUresult res, CUstream s) {
+  for (size_t i = 0; i < touched; i++)
+    ibp__dtoh_end(i == 0 && res == CUDA_SUCCESS ? s : NULL, i == 0);
+  return res;
+}
+
+#define COPY_BATCH(sym, explicit_stream)                                       \
+  CUresult ibp__hook_##sym(CUdeviceptr *dsts, CUdeviceptr *srcs,               \
+                           size_t *sizes, size_t count,                        \
+                           CUmemcpyAttributes *attrs, size_t *idxs,            \
+                           size_t nattrs, size_t *fail, CUstream s) {          \
+    size_t t = dtoh_batch(dsts, sizes, count);                                 \
+    return batch_done(t,                                                       \
+                      ibp__real_##sym(dsts, srcs, sizes, count, attrs, idxs,   \
+                                      nattrs, fail, s),                        \
+                      explicit_stream(s));                                     \
+  }
+#define COPY_BATCH_V2(sym, explicit_stream)                                    \
+  CUresult ibp__hook_##sym(                                                    \
+      CUdeviceptr *dsts, CUdeviceptr *srcs, size_t *sizes, size_t count,       \
+      CUmemcpyAttributes *attrs, size_t *idxs, size_t nattrs, CUstream s) {    \
+    size_t t = dtoh_batch(dsts, sizes, count);                                 \
+    return batch_done(                                                         \
+        t, ibp__real_##sym(dsts, srcs, sizes, count, attrs, idxs, nattrs, s),  \
+        explicit_stream(s));                                                   \
+  }
+#define COPY_BATCH_3D(sym, explicit_stream)                                    \
+  CUresult ibp__hook_##sym(size_t n, CUDA_MEMCPY3D_BATCH_OP *ops,              \
+                           size_t *fail, unsigned long long flags,             \
+                           CUstream s) {                                       \
+    size_t t = dtoh_batch_3d(ops, n);                                          \
+    return batch_done(t, ibp__real_##sym(n, ops, fail, flags, s),              \
+                      explicit_stream(s));                                     \
+  }
+#define COPY_BATCH_3D_V2(sym, explicit_stream)                                 \
+  CUresult ibp__hook_##sym(size_t n, CUDA_MEMCPY3D_BATCH_OP *ops,              \
+                           unsigned long long flags, CUstream s) {             \
+    size_t t = dtoh_batch_3d(ops, n);                                          \
+    return batch_done(t, ibp__real_##sym(n, ops, flags, s),                    \
+                      explicit_stream(s));                                     \
+  }
+
+COPY_BATCH(cuMemcpyBatchAsync, legacy)
+COPY_BATCH(cuMemcpyBatchAsync_ptsz, per_thread)
+COPY_BATCH_V2(cuMemcpyBatchAsync_v2, legacy)
+COPY_BATCH_V2(cuMemcpyBatchAsync_v2_ptsz, per_thread)
+COPY_BATCH_3D(cuMemcpy3DBatchAsync, legacy)
+COPY_BATCH_3D(cuMemcpy3DBatchAsync_ptsz, per_thread)
+COPY_BATCH_3D_V2(cuMemcpy3DBatchAsync_v2, legacy)
+COPY_BATCH_3D_V2(cuMemcpy3DBatchAsync_v2_ptsz, per_thread)
+
+/* ---- stream memory operations --------------------------------------------
+ */
+
+#define WRITE_VALUE(sym, vtype, explicit_stream)                               \
+  CUresult ibp__hook_##sym(CUstream s, CUdeviceptr addr, vtype v,              \
+                           unsigned flags) {                                   \
+    int t = dtoh((const void *)addr, sizeof(vtype));                           \
+    return dtoh_done(t, ibp__real_##sym(s, addr, v, flags),                    \
+                     explicit_stream(s), 1);                                   \
+  }
+
+WRITE_VALUE(cuStreamWriteValue32, cuuint32_t, legacy)
+WRITE_VALUE(cuStreamWriteValue32_ptsz, cuuint32_t, per_thread)
+WRITE_VALUE(cuStreamWriteValue32_v2, cuuint32_t, legacy)
+WRITE_VALUE(cuStreamWriteValue64, cuuint64_t, legacy)
+WRITE_VALUE(cuStreamWriteValue64_ptsz, cuuint64_t, per_thread)
+WRITE_VALUE(cuStreamWriteValue64_v2, cuuint64_t, legacy)
+
+/* The write operations of a batch (waits, flushes and barriers write
+ * nothing). */
+static size_t dtoh_mem_ops(const CUstreamBatchMemOpParams *ops, unsigned n) {
+  size_t t = 0;
+  for (unsigned i = 0; ops && !quiet() && i < n; i++) {
+    CUstreamBatchMemOpType op = ops[i].operation;
+    if (op == CU_STREAM_MEM_OP_WRITE_VALUE_32 ||
+        op == CU_STREAM_MEM_OP_WRITE_VALUE_64)
+      t += dtoh((const void *)ops[i].writeValue.address,
+                op == CU_STREAM_MEM_OP_WRITE_VALUE_64 ? 8 : 4);
+  }
+  return t;
+}
+
+#define BATCH_MEM_OP(sym, explicit_stream)                                     \
+  CUresult ibp__hook_##sym(CUstream s, unsigned n,                             \
+                           CUstreamBatchMemOpParams *ops, unsigned flags) {    \
+    size_t t = dtoh_mem_ops(ops, n);                                           \
+    return batch_done(t, ibp__real_##sym(s, n, ops, flags),                    \
+                      explicit_stream(s));                                     \
+  }
+
+BATCH_MEM_OP(cuStreamBatchMemOp, legacy)
+BATCH_MEM_OP(cuStreamBatchMemOp_ptsz, per_thread)
+BATCH_MEM_OP(cuStreamBatchMemOp_v2, legacy)

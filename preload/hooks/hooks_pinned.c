@@ -13,6 +13,7 @@
 #include "hooks/hooks.h"
 #include "serve/context.h"
 #include "serve/region.h"
+#include "stats/discover.h"
 
 static _Atomic uint64_t pinned_allocations; /* for rules with nth= */
 static int warned_inplace, warned_add, warned_shared;
@@ -70,6 +71,7 @@ static void home_of(ibp_served_region *s) {
 /* A pinned range [p, p+n) now exists: make it a region if a rule says so.
  * `registered`: the application's own memory (cuMemHostRegister). */
 static void pinned_created(void *p, size_t n, int registered) {
+  ibp__discover_pinned(p, n);
   if (ibp__guard || !ibp__active() || !p || n == 0)
     return;
   uint64_t nth = atomic_fetch_add(&pinned_allocations, 1) + 1;
@@ -124,6 +126,7 @@ static void pinned_created(void *p, size_t n, int registered) {
 
 /* [p, ...) is about to stop being pinned (serve/context.c). */
 static void pinned_released(void *p) {
+  ibp__discover_released(p);
   if (ibp__guard || ibp_registry_empty() || !p)
     return;
   ibp__guard++;

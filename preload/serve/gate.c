@@ -20,6 +20,7 @@
 #include "base/driver.h"
 #include "base/log.h"
 #include "serve/region.h"
+#include "stats/discover.h"
 
 #define DEFAULT_PROFILE "a100-pcie4"
 /* Copies seen before a region's fit is judged. */
@@ -126,12 +127,14 @@ static void fold_max(_Atomic uint64_t *m, uint64_t v) {
     ;
 }
 
-/* A tensor size every copy seen starts and ends on: the gcd of their
- * offsets and lengths, at most the largest copy. */
+/* A tensor size every copy seen starts and ends on -- from the gcd of
+ * their offsets and lengths (at most the largest copy), chosen as
+ * discovery chooses it (stats/discover.h), so the warning and
+ * `ibp run --discover` name the same size. */
 static uint64_t fitting_tensor(const ibp_gate_seen *g) {
   uint64_t t = atomic_load_explicit(&g->gcd, memory_order_relaxed);
   uint64_t most = atomic_load_explicit(&g->max_len, memory_order_relaxed);
-  return t && t <= most ? t : most;
+  return ibp__discover_fit_tensor(t && t <= most ? t : most);
 }
 
 int ibp__gate_mismatch(ibp_region_rec *r, uint64_t offset, uint64_t bytes,

@@ -135,6 +135,7 @@ typedef struct ibp_served_region {
   int home_dev;            /* ... and its device; -1 when unknown */
   _Atomic int invalidated; /* written by a copy while compressing */
   _Atomic unsigned failures; /* substitution errors (degrade on repeat) */
+  _Atomic int kernel_args;   /* an application kernel got a pointer into it */
 } ibp_served_region;
 
 /* The served region of record r; NULL until attached. */

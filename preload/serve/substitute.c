@@ -14,6 +14,7 @@
 #include "base/driver.h"
 #include "base/log.h"
 #include "serve/gate.h"
+#include "serve/nvtx.h"
 #include "serve/refresh.h"
 #include "serve/region.h"
 #include "serve/worker.h"
@@ -26,6 +27,16 @@
 static void count_passed(ibp_served_region *s, uint64_t bytes) {
   ibp__count(&s->counters, copies_passthrough, 1);
   ibp__count(&s->counters, bytes_passthrough, bytes);
+}
+
+/* A copy passed because the region or its device setup is not finished
+ * (the exit report's note, stats/report.c). */
+static void count_not_ready(ibp_region_rec *r, ibp_served_region *s, int dev) {
+  ibp_region_state st = ibp_region_state_get(r);
+  if (st == IBP_REGION_CANDIDATE || st == IBP_REGION_COMPRESSING ||
+      (st == IBP_REGION_READY &&
+       ibp__device_state(s, (unsigned)dev) <= IBP_DEVICE_UPLOADING))
+    ibp__count(&s->counters, copies_not_ready, 1);
 }
 
 /* What raw-served tensors among [first, last] add: dirty ones, and busy
@@ -212,6 +223,10 @@ static int serve_region(ibp_region_rec *r, const ibp_copy *c) {
   ibp_served_region *s = ibp__served(r);
   if (!d || !s)
     return 1;
+  if (atomic_load_explicit(&s->kernel_args, memory_order_relaxed)) {
+    count_passed(s, c->bytes); /* kernel_args.c: it may be written unseen */
+    return 1;
+  }
   if (!dst_fits(d, c->dst, c->bytes))
     return 1; /* host to host, or a bad destination: the driver's answer */
   CUcontext ctx = NULL;
@@ -237,6 +252,7 @@ static int serve_region(ibp_region_rec *r, const ibp_copy *c) {
       d->cuStreamIsCapturing(c->stream, &cs) != CUDA_SUCCESS ||
       cs != CU_STREAM_CAPTURE_STATUS_NONE) {
     count_passed(s, c->bytes);
+    count_not_ready(r, s, dev);
     return 1;
   }
   const uint64_t off = (uintptr_t)c->src - r->base;
@@ -247,7 +263,11 @@ static int serve_region(ibp_region_rec *r, const ibp_copy *c) {
   atomic_fetch_add(&s->refresh.launching, 1); /* refresh.c waits for it */
   prepare(r, s, slot, c, &a, &plan);
   int go = kernel_wins(r, s, dev, c, pcie, &plan, &saved_ns);
+  if (go)
+    ibp__nvtx_copy_begin(r->name, c->bytes); /* serve/nvtx.h: for nsys */
   CUresult e = go ? launch(d, slot, &a, &plan, c->stream) : CUDA_SUCCESS;
+  if (go)
+    ibp__nvtx_copy_end();
   atomic_fetch_sub(&s->refresh.launching, 1);
   if (!go)
     return 1;

@@ -53,6 +53,7 @@
 #include <unistd.h>
 
 #include "base/log.h"
+#include "stats/path.h"
 #include "stats/stats.h"
 
 typedef struct retired_node {
@@ -590,7 +591,8 @@ static void write_replace(const char *path, const sbuf *b) {
 static void report_json(const row_list *l, const totals *t) {
   sbuf b = {0};
   json_document(&b, l, t);
-  const char *path = ibp__cfg.stats_path;
+  char path[IBP_CONFIG_PATH_MAX];
+  ibp__stats_path_expand(ibp__cfg.stats_path, path, sizeof path);
   struct stat st;
   if (b.oom)
     warn_unwritable("cannot build the report", ENOMEM);
@@ -599,6 +601,30 @@ static void report_json(const row_list *l, const totals *t) {
   else
     write_replace(path, &b);
   free(b.p);
+}
+
+/* Copies that passed through because a region was still being compressed
+ * (or set up on the device) when they came: a program that ends before
+ * compression finished got nothing from libibp, and this says why. */
+static void note_not_ready(const row_list *l, const totals *t) {
+  uint64_t n = t->sum.copies_not_ready;
+  const ibp_stat_row *first = NULL;
+  size_t regions = 0;
+  for (size_t i = 0; i < l->n; i++)
+    if (l->v[i].copies_not_ready) {
+      regions++;
+      if (!first || l->v[i].copies_not_ready > first->copies_not_ready)
+        first = &l->v[i];
+    }
+  if (!first)
+    return;
+  ibp__log(IBP_LOG_WARN,
+           "stats: %" PRIu64 " cop%s passed through uncompressed because "
+           "compression had not finished (region '%s'%s): for short runs "
+           "and benchmarks set IBP_WAIT_READY=1, so that the first copy "
+           "waits for it (docs/CONFIG.md)",
+           n, n == 1 ? "y" : "ies", first->name,
+           regions > 1 ? " and others" : "");
 }
 
 int ibp__stats_wanted(void) {
@@ -623,6 +649,7 @@ void ibp__stats_write(ibp_stat_row *live, size_t n, int live_incomplete) {
     report_text(&l, &t);
   else
     report_json(&l, &t);
+  note_not_ready(&l, &t);
   free(l.v);
   ibp__guard--;
   errno = saved_errno;

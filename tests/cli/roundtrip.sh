@@ -63,11 +63,34 @@ cmp -s mid.bin mid.out || fail "mid.bin: decompressed bytes differ"
 expect_ok verify mid.ibp --original mid.out -q
 expect_eq "verify -q output" "$(cat "$OUT")" ""
 
-# An existing output file is replaced (atomically, by rename).
+# An existing output file is kept unless -f, then replaced (atomically,
+# by rename).
 echo old >mid2.out
-expect_ok decompress mid.ibp mid2.out -q
+expect_error 1 "ibp: mid2.out: exists (-f replaces it)" decompress mid.ibp mid2.out -q
+expect_eq "existing output kept" "$(cat mid2.out)" "old"
+expect_error 1 "ibp: mid2.out: exists (-f replaces it)" compress mid.bin mid2.out --tensor-bytes 4K
+expect_eq "existing output kept" "$(cat mid2.out)" "old"
+expect_ok decompress mid.ibp mid2.out -q -f
 checks=$((checks + 1))
 cmp -s mid.bin mid2.out || fail "existing output not replaced"
+cp mid.ibp mid3.ibp
+expect_ok compress mid.bin mid3.ibp --tensor-bytes 4K --force -q
+expect_ok verify mid3.ibp --original mid.bin -q
+rm mid3.ibp
+
+# '-': standard input and output.  The summary goes to stderr when the
+# container itself goes to stdout.
+checks=$((checks + 1))
+"$IBP" compress - - --tensor-bytes 4K <mid.bin >pipe.ibp 2>"$ERR" &&
+  grep -q '^- -> -: 3000000 B -> ' "$ERR" || fail "compress - -: $(cat "$ERR")"
+checks=$((checks + 1))
+cat pipe.ibp | "$IBP" verify - --original mid.bin -q 2>"$ERR" || fail "verify - (pipe): $(cat "$ERR")"
+checks=$((checks + 1))
+"$IBP" decompress - - -q <pipe.ibp | cmp -s - mid.bin || fail "decompress - - differs"
+checks=$((checks + 1))
+cat mid.bin | "$IBP" compress - piped.ibp --tensor-bytes 4K -q &&
+  "$IBP" decompress piped.ibp - -q | cmp -s - mid.bin || fail "compress from a pipe, decompress to a pipe"
+rm pipe.ibp piped.ibp
 # Output files get the usual permissions (umask), not mkstemp's 0600.
 checks=$((checks + 1))
 perm=$(ls -l mid.out | cut -c1-10)

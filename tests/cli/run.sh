@@ -76,6 +76,52 @@ expect_error 127 "ibp: no-such-command-here: No such file or directory" run --si
 : >not-executable
 expect_error 126 "ibp: ./not-executable: Permission denied" run --sim -- ./not-executable
 
+# ---- the configuration is checked before the command starts --------------------
+# (the command would print "ran": a bad rule stops ibp run first)
+expect_error_like 2 "ibp run: IBP_REGIONS rule 1, token 'mim=1M': unknown key; .*" \
+  run --sim --regions 'mim=1M' -- sh -c 'echo ran'
+expect_error 2 "ibp run: IBP_REGIONS rule 1, token 'min=64MB': size suffix must be K, M or G" \
+  run --sim --regions 'min=64MB' -- sh -c 'echo ran'
+IBP_REGIONS='min=1M; tensor=5X' expect_error_like 2 "ibp run: IBP_REGIONS rule 2, token 'tensor=5X': .*" \
+  run --sim -- sh -c 'echo ran'
+printf 'min=1M  # fine\nchunk=3,min=0\n' >rules.conf
+IBP_CONFIG=rules.conf expect_error_like 2 "ibp run: IBP_CONFIG line 2, token 'chunk=3': .*" \
+  run --sim -- sh -c 'echo ran'
+IBP_LOG=verbose expect_error_like 2 "ibp run: IBP_LOG, token 'verbose': .*" \
+  run --sim --regions 'min=1M' -- sh -c 'echo ran'
+IBP_WAIT_READY=yes expect_error_like 2 "ibp run: IBP_WAIT_READY, token 'yes': .*" \
+  run --sim -- sh -c 'echo ran'
+expect_error_like 2 "ibp run: IBP_REGIONS rule 1, token 'mim=1M': .*" \
+  run --print-env --sim --regions 'mim=1M'
+# The rules come first: checked even before libibp.so is looked for.
+IBP_PRELOAD_LIB=nofile.so expect_error_like 2 "ibp run: IBP_REGIONS rule 1, token 'mim=1M': .*" \
+  run --regions 'mim=1M' -- true
+# Disabled, libibp reads nothing else, and neither does ibp run.
+expect_ok run --sim --disable --regions 'mim=1M' -- sh -c 'echo ran'
+expect_eq "--disable with a bad rule" "$(cat "$OUT")" "ran"
+IBP_DISABLE=1 expect_ok run --sim --regions 'mim=1M' -- sh -c 'echo ran'
+expect_eq "IBP_DISABLE=1 with a bad rule" "$(cat "$OUT")" "ran"
+# Good rules and files go through.
+: >empty.conf
+IBP_CONFIG=empty.conf expect_ok run --sim --regions 'min=64M,name=weights; nth=3,tensor=256' -- sh -c 'echo ran'
+expect_eq "good rules" "$(cat "$OUT")" "ran"
+rm rules.conf empty.conf
+
+# ---- --print-env: export lines for a job script, nothing run -----------------------
+IBP_PROFILE="it's" LD_LIBRARY_PATH= expect_ok run --print-env --sim --regions 'min=1M,name=w' \
+  --stats 's-%r-%p.json' --discover
+expect_eq "--print-env" "$(grep -v '^export IBP_\(TEST\|LOG\|MIN_COPY\|WAIT_READY\|CONFIG\)=' "$OUT" | sort)" \
+  "$(printf '%s\n' "export IBP_DISCOVER='1'" "export IBP_PROFILE='it'\\''s'" \
+    "export IBP_REGIONS='min=1M,name=w'" "export IBP_STATS='s-%r-%p.json'" \
+    "export LD_LIBRARY_PATH='$FILES/fakesim'" "export LD_PRELOAD='$stub'" | sort)"
+# the lines read back in a shell give the same values
+( eval "$(cat "$OUT")" && [ "$IBP_PROFILE" = "it's" ] && [ "$LD_PRELOAD" = "$stub" ] ) ||
+  fail "--print-env output does not read back: $(cat "$OUT")"
+expect_ok run --print-env --sim -- sh -c 'echo ran'
+grep -q '^export LD_PRELOAD=' "$OUT" && ! grep -q '^ran$' "$OUT" ||
+  fail "--print-env with a command: $(cat "$OUT")"
+expect_error 2 "ibp: no command after '--' (see 'ibp run --help')" run --print-env --sim --
+
 # ---- without --sim: the simulated driver only where there is no real one --------
 # libcuda.so.1 as the command would find it is the simulated one: sim.
 if [ -e "$SIMDIR/libcuda.so.1" ]; then

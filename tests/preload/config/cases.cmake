@@ -86,8 +86,11 @@ ibp_case(config_after_good_regions ENV "IBP_REGIONS=min=1M"
 # IBP_STATS may name any path; a directory that is missing at exit is a
 # failure to write the report: one warning from preload/stats/report.c,
 # naming the variable and the path, while the regions worked normally.
+# (IBP_WAIT_READY=1: copies made before compression finished would add
+# the report's note on them, a second line.)
 ibp_case(stats_missing_dir
   ENV "IBP_REGIONS=min=1M" "IBP_STATS={WORK}/no-such-dir/stats.json"
+      "IBP_WAIT_READY=1"
   EXPECT "IBP_STATS" "{WORK}/no-such-dir/stats.json")
 # IBP_DISABLE=1: nothing else is read, so nothing is reported.
 ibp_case(disable_hides_errors LINES 0

@@ -19,7 +19,8 @@ REGION_KEYS = {
     "bytes_read_pcie": int, "compress_seconds": (int, float),
     "write_faults": int, "dirty_tensors": int, "tensors_recompressed": int,
     "bytes_gated": int, "bytes_passthrough": int,
-    "modelled_seconds_saved": (int, float), "prepare_peak_bytes": int, "first_chunk_seconds": (int, float),
+    "modelled_seconds_saved": (int, float), "copies_not_ready": int,
+    "prepare_peak_bytes": int, "first_chunk_seconds": (int, float),
     "ready_seconds": (int, float),
 }
 TOTAL_KEYS = {
@@ -30,7 +31,8 @@ TOTAL_KEYS = {
     "pcie_saved_fraction": (int, float), "compress_seconds": (int, float),
     "write_faults": int, "dirty_tensors": int, "tensors_recompressed": int,
     "bytes_gated": int, "bytes_passthrough": int,
-    "modelled_seconds_saved": (int, float), "prepare_peak_bytes": int, "first_chunk_seconds": (int, float),
+    "modelled_seconds_saved": (int, float), "copies_not_ready": int,
+    "prepare_peak_bytes": int, "first_chunk_seconds": (int, float),
     "ready_seconds": (int, float),
 }
 

@@ -1,0 +1,124 @@
+# `ibp run --discover` on the samples (docs/USING.md, "Finding the
+# regions"): the report lists the pinned buffer and its copies, the rule it
+# suggests is the one that fits, and running with that rule serves copies
+# that read fewer bytes over PCIe than they deliver -- with the same bytes
+# on the device.  Also the exit summary's note on copies made before
+# compression finished.
+#   sh discover.sh IBP GEN WORKDIR SAMPLES_DIR PRELOAD SIMDIR KERNEL_PROFILE
+# KERNEL_PROFILE: tests/preload/kernel_path.profile, under which the gate
+# serves every copy with the kernel (the built-in profiles leave small
+# copies, such as emb_gather's 256-byte rows, to the driver).
+# Skipped (77) without libibp.so, the simulated driver or the samples.
+. "$(dirname "$0")/common.sh"
+SAMPLES=$4
+PRELOAD=$5
+SIMDIR=$6
+KERNEL_PROFILE=$7
+for f in "$PRELOAD" "$SIMDIR/libcuda.so.1" "$SAMPLES/weight_stream" "$SAMPLES/emb_gather"; do
+  [ -e "$f" ] || { echo "skipped: $f is not built"; exit 77; }
+done
+export IBP_PRELOAD_LIB="$PRELOAD" IBP_SIM_LIB_DIR="$SIMDIR"
+unset IBP_REGIONS IBP_CONFIG IBP_STATS IBP_DISABLE IBP_DISCOVER IBP_PROFILE IBP_WAIT_READY LD_PRELOAD
+# (A sanitizer build's libibp.so brings the ASan runtime along.)
+export ASAN_OPTIONS="${ASAN_OPTIONS:-}:verify_asan_link_order=0"
+
+# last_json KEY FILE: the last value of KEY in FILE (the totals' one).
+last_json() {
+  grep -o "\"$1\": *[0-9]*" "$2" | tail -n 1 | grep -o '[0-9]*$'
+}
+
+# discover NAME EXPECTED_ROW EXPECTED_RULE ARGS...: the discovery run
+# prints the sample's result line unchanged, the table row of its pinned
+# buffer and exactly the rule expected.  Sets $rule and $base.
+discover() {
+  name=$1 row=$2 want=$3
+  shift 3
+  run run --sim --disable -- "$SAMPLES/$name" "$@" --quiet
+  base=$(head -n 1 "$OUT")
+  expect_eq "$name baseline exit status" "$rc" 0
+  run run --sim --discover -- "$SAMPLES/$name" "$@" --quiet
+  expect_eq "$name --discover exit status" "$rc" 0
+  expect_eq "$name --discover result" "$(head -n 1 "$OUT")" "$base"
+  checks=$((checks + 1))
+  grep -q '^\[ibp\] discover: 1 pinned allocation; host-to-device copies from 1 of them$' "$ERR" ||
+    fail "$name: no discovery header: $(cat "$ERR")"
+  checks=$((checks + 1))
+  grep -Eq -- "$row" "$ERR" || fail "$name: no row matching '$row': $(cat "$ERR")"
+  rule=$(sed -n "s/^IBP_REGIONS='\\(.*\\)'\$/\\1/p" "$ERR")
+  expect_eq "$name suggested rule" "$rule" "$want"
+}
+
+# saves NAME PROFILE ARGS...: with the suggested rule, the same bytes
+# arrive, copies are served, and they read fewer bytes over PCIe than
+# they deliver.
+saves() {
+  name=$1 profile=$2
+  shift 2
+  json=$FILES/$name.json
+  rm -f "$json"
+  IBP_WAIT_READY=1 IBP_PROFILE=$profile run run --sim --regions "$rule" \
+    --stats "$FILES/$name-%p.json" -- "$SAMPLES/$name" "$@" --quiet
+  expect_eq "$name with the rule: exit status" "$rc" 0
+  expect_eq "$name with the rule: result" "$(head -n 1 "$OUT")" "$base"
+  # %p: the stats file is named after the sample's process
+  set -- "$FILES/$name"-[0-9]*.json
+  checks=$((checks + 1))
+  [ -s "$1" ] || { fail "$name: no stats file $FILES/$name-<pid>.json"; return; }
+  served=$(last_json copies_served "$1")
+  requested=$(last_json bytes_requested "$1")
+  pcie=$(last_json bytes_read_pcie "$1")
+  echo "$name ($profile): rule '$rule': served $served copies, $requested B requested, $pcie B over PCIe"
+  expect_true "$name copies served" "${served:-0} > 0"
+  expect_true "$name bytes over PCIe < bytes requested" "${pcie:-0} < ${requested:-0}"
+  rm -f "$FILES/$name"-*.json
+}
+
+# ---- weight_stream: 8 layers of 512 KiB, read 3 times ----------------------
+ws="--size 4M --layers 8 --epochs 3"
+# shellcheck disable=SC2086
+discover weight_stream '^ +1 +4\.0 MiB +24 +12\.0 MiB +3\.0x +no +512\.0 KiB x24$' \
+  'size=4194304,tensor=4096,name=pinned1' $ws
+# shellcheck disable=SC2086
+saves weight_stream a100-pcie4 $ws
+
+# ---- emb_gather: 2048 rows of 256 B from a 20000-row table --------------------
+eg="--rows 20000 --dim 64 --batches 4 --batch-rows 512"
+# shellcheck disable=SC2086
+discover emb_gather '^ +1 +4\.9 MiB +2048 +512\.0 KiB +0\.1x +no +256 B x2048$' \
+  'size=5120000,tensor=256,name=pinned1' $eg
+# shellcheck disable=SC2086
+saves emb_gather "$KERNEL_PROFILE" $eg
+
+# ---- a buffer rewritten between passes (20000 random words changed) is no region
+run run --sim --discover -- "$SAMPLES/weight_stream" --size 4M --layers 4 --epochs 3 --touch 20000 --quiet
+expect_eq "rewritten: exit status" "$rc" 0
+checks=$((checks + 1))
+grep -Eq '^ +1 +4\.0 MiB +12 +12\.0 MiB +3\.0x +100% ' "$ERR" ||
+  fail "rewritten buffer: no row saying 100% changed: $(cat "$ERR")"
+checks=$((checks + 1))
+grep -q "^\[ibp\] discover: allocation nth=1: more than half of it changed after its first copy" "$ERR" &&
+  grep -q '^\[ibp\] discover: no allocation is worth a rule$' "$ERR" &&
+  ! grep -q '^IBP_REGIONS=' "$ERR" || fail "rewritten buffer suggested: $(cat "$ERR")"
+
+# ---- off unless asked; IBP_DISCOVER=FILE writes the report there --------------
+run run --sim -- "$SAMPLES/weight_stream" --size 1M --layers 2 --quiet
+checks=$((checks + 1))
+! grep -q 'discover' "$ERR" || fail "discovery without --discover: $(cat "$ERR")"
+RANK=3 IBP_DISCOVER="$FILES/d-%r.txt" run run --sim -- "$SAMPLES/weight_stream" --size 1M --layers 2 --quiet
+checks=$((checks + 1))
+grep -q "^IBP_REGIONS='size=1048576,tensor=4096,name=pinned1'\$" "$FILES/d-3.txt" 2>/dev/null &&
+  ! grep -q discover "$ERR" || fail "IBP_DISCOVER=FILE: $(cat "$FILES/d-3.txt" "$ERR" 2>&1)"
+rm -f "$FILES/d-3.txt"
+
+# ---- the exit summary says when compression had not finished --------------------
+# (16 MiB take far longer to compress than the two copies to be made)
+run run --sim --regions 'min=1M,name=w' --stats 1 -- "$SAMPLES/weight_stream" --size 16M --layers 2 --epochs 1 --quiet
+checks=$((checks + 1))
+grep -q "^\[ibp\] stats: 2 copies passed through uncompressed because compression had not finished (region 'w'): for short runs and benchmarks set IBP_WAIT_READY=1" "$ERR" ||
+  fail "no note on copies made before compression finished: $(cat "$ERR")"
+IBP_WAIT_READY=1 run run --sim --regions 'min=1M,name=w' --stats 1 -- "$SAMPLES/weight_stream" --size 16M --layers 2 --epochs 1 --quiet
+checks=$((checks + 1))
+! grep -q "had not finished" "$ERR" || fail "IBP_WAIT_READY=1 still noted: $(cat "$ERR")"
+
+expect_files
+finish
