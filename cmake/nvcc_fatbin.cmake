@@ -6,7 +6,9 @@ set(arch
   -gencode arch=compute_80,code=sm_80
   -gencode arch=compute_86,code=sm_86
   -gencode arch=compute_89,code=sm_89
-  "-gencode=arch=compute_90,code=[sm_90,compute_90]")
+  "-gencode=arch=compute_90,code=[sm_90,compute_90]"
+  -gencode arch=compute_100,code=sm_100
+  -gencode arch=compute_120,code=sm_120)
 set(inc)
 foreach(d IN LISTS INCLUDES)
   list(APPEND inc -I${d})

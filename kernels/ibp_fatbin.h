@@ -1,6 +1,6 @@
-/* The kernels' fatbin (SASS sm_75/80/86/89/90 + PTX compute_90), embedded
- * by the build (kernels/CMakeLists.txt, target ibp_fatbin).  Load it with
- * cuLibraryLoadData / cuModuleLoadData. */
+/* The kernels' fatbin (SASS sm_75/80/86/89/90/100/120 + PTX compute_90),
+ * embedded by the build (kernels/CMakeLists.txt, target ibp_fatbin).  Load it
+ * with cuLibraryLoadData / cuModuleLoadData. */
 #ifndef IBP_FATBIN_H
 #define IBP_FATBIN_H
 

@@ -39,7 +39,11 @@ IBP_HIDDEN uint64_t ibp__mark_span(const ibp__geom *g, uintptr_t lo,
                                    uintptr_t hi);
 
 /* ---- track_protect.c: the mprotect + SIGSEGV tracker ----------------------
- * ibp__prot_X is track.h's ibp__track_X for regions it holds. */
+ * ibp__prot_X is track.h's ibp__track_X for regions it holds.  It holds at
+ * most IBP__PROT_SLOTS regions at once (a fixed table, so the fault handler
+ * never allocates); protect fails beyond. */
+#define IBP__PROT_SLOTS 1024
+
 IBP_HIDDEN int ibp__prot_install(void);
 IBP_HIDDEN int ibp__prot_protect(ibp_tracked *t);
 IBP_HIDDEN void ibp__prot_unprotect(ibp_tracked *t);

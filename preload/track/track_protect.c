@@ -58,7 +58,7 @@
 #include "track/track.h"
 #include "track/track_private.h"
 
-#define SLOTS 64
+#define SLOTS IBP__PROT_SLOTS /* ~100 KiB of zero pages until used */
 
 enum { SLOT_FREE = 0, SLOT_BUSY, SLOT_LIVE, SLOT_RETIRED };
 
@@ -161,6 +161,10 @@ static int protect_pending(unsigned g, uintptr_t plo, uintptr_t phi) {
 
 enum { REL_COVERED = 1, REL_CLAIMED = 2, REL_FAILED = 4 };
 
+static int bit(const uint64_t *set, int i) {
+  return set[i / 64] >> (i % 64) & 1;
+}
+
 /* Claims the pages of other LIVE slots on page p (an edge page of s). */
 static void claim_neighbours(const slot *self, uintptr_t p) {
   uintptr_t pg = atomic_load_explicit(&page, memory_order_relaxed);
@@ -225,21 +229,21 @@ static unsigned release(uintptr_t plo, uintptr_t phi, int fault) {
       continue;
     }
     int n = atomic_load(&slots_used);
-    uint64_t held = 0, claimed_any = 0;
+    uint64_t held[SLOTS / 64] = {0}, claimed_any[SLOTS / 64] = {0};
     uintptr_t a, b;
     for (int i = 0; i < n; i++) {
       slot *s = &slots[i];
       if (!enter(s, plo, phi))
         continue;
       overlap(s, plo, phi, &a, &b);
-      held |= 1ull << i;
+      held[i / 64] |= 1ull << (i % 64);
       if (claim(s, a, b))
-        claimed_any |= 1ull << i;
+        claimed_any[i / 64] |= 1ull << (i % 64);
     }
     int force = fault || pass > 0 || atomic_load(&releasing) > 1;
     for (int i = 0; i < n; i++) {
       slot *s = &slots[i];
-      if (!(held >> i & 1) || (!(claimed_any >> i & 1) && !force))
+      if (!bit(held, i) || (!bit(claimed_any, i) && !force))
         continue;
       overlap(s, plo, phi, &a, &b);
       if (ibp__sys_mprotect((void *)a, b - a, PROT_READ | PROT_WRITE) != 0 &&
@@ -247,11 +251,11 @@ static unsigned release(uintptr_t plo, uintptr_t phi, int fault) {
         res |= REL_FAILED;
     }
     for (int i = 0; i < n; i++) {
-      if (!(held >> i & 1))
+      if (!bit(held, i))
         continue;
       slot *s = &slots[i];
       res |= REL_COVERED;
-      if (claimed_any >> i & 1) {
+      if (bit(claimed_any, i)) {
         res |= REL_CLAIMED;
         if (fault)
           atomic_fetch_add_explicit(&s->r->write_faults, 1,

@@ -1,7 +1,8 @@
 /* Writes the kernel makes into a ready region on the program's behalf,
  * none of them through a C-library call libibp hooks: raw read and pread64
  * system calls, preadv2, getrandom, process_vm_readv/writev, a write to
- * /proc/self/mem, fstat, vmsplice from a pipe, msgrcv, a Linux AIO read;
+ * /proc/self/mem, fstat, vmsplice from a pipe, msgrcv, a Linux AIO read,
+ * an io_uring read;
  * then raw madvise(MADV_DONTNEED) and a raw mprotect read-only and back
  * followed by stores.  Each call must succeed as it does without libibp
  * (no EFAULT, no EIO), and every copy from the region afterwards must bring
@@ -12,6 +13,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/aio_abi.h>
+#include <linux/io_uring.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -81,6 +83,50 @@ static void aio_read(int fd, void *buf, size_t len) {
   syscall(SYS_io_destroy, ctx);
 }
 
+/* One IORING_OP_READ of len bytes of fd into buf, by raw system calls;
+ * 0 when io_uring is not allowed here (seccomp, sysctl): skipped. */
+static int uring_read(int fd, void *buf, unsigned len) {
+  struct io_uring_params par;
+  memset(&par, 0, sizeof par);
+  int ring = (int)syscall(SYS_io_uring_setup, 4, &par);
+  if (ring < 0)
+    return 0;
+  size_t sq_len = par.sq_off.array + par.sq_entries * sizeof(unsigned);
+  size_t cq_len =
+      par.cq_off.cqes + par.cq_entries * sizeof(struct io_uring_cqe);
+  uint8_t *sq = mmap(NULL, sq_len, PROT_READ | PROT_WRITE, MAP_SHARED, ring,
+                     IORING_OFF_SQ_RING);
+  uint8_t *cq = mmap(NULL, cq_len, PROT_READ | PROT_WRITE, MAP_SHARED, ring,
+                     IORING_OFF_CQ_RING);
+  struct io_uring_sqe *sqes =
+      mmap(NULL, par.sq_entries * sizeof *sqes, PROT_READ | PROT_WRITE,
+           MAP_SHARED, ring, IORING_OFF_SQES);
+  int ok = sq != MAP_FAILED && cq != MAP_FAILED && sqes != MAP_FAILED;
+  if (ok) {
+    unsigned tail = *(unsigned *)(sq + par.sq_off.tail);
+    unsigned idx = tail & *(unsigned *)(sq + par.sq_off.ring_mask);
+    memset(&sqes[idx], 0, sizeof sqes[idx]);
+    sqes[idx].opcode = IORING_OP_READ;
+    sqes[idx].fd = fd;
+    sqes[idx].addr = (uint64_t)(uintptr_t)buf;
+    sqes[idx].len = len;
+    ((unsigned *)(sq + par.sq_off.array))[idx] = idx;
+    __atomic_store_n((unsigned *)(sq + par.sq_off.tail), tail + 1,
+                     __ATOMIC_RELEASE);
+    OK(syscall(SYS_io_uring_enter, ring, 1, 1, IORING_ENTER_GETEVENTS, NULL,
+               0) == 1,
+       "io_uring_enter");
+    unsigned head =
+        __atomic_load_n((unsigned *)(cq + par.cq_off.head), __ATOMIC_ACQUIRE);
+    struct io_uring_cqe *cqe =
+        (struct io_uring_cqe *)(cq + par.cq_off.cqes) +
+        (head & *(unsigned *)(cq + par.cq_off.ring_mask));
+    OK(cqe->res == (int)len, "io_uring read");
+  }
+  close(ring);
+  return ok;
+}
+
 int main(void) {
   CK(cudaHostAlloc((void **)&host, N, cudaHostAllocMapped));
   CK(cudaMalloc((void **)&dev, CHUNK));
@@ -146,6 +192,9 @@ int main(void) {
   }
   aio_read(f, at(10, 0), 4096);
   check(10, "a Linux AIO read");
+
+  if (uring_read(f, at(13, 20), 4096))
+    check(13, "an io_uring read");
 
   OK(syscall(SYS_madvise, at(11, 0), 2 * 4096, MADV_DONTNEED) == 0,
      "raw madvise");

@@ -154,8 +154,9 @@ static void case_shared(void) {
 }
 
 static void case_unprotect(void) {
+  enum { FULL = IBP__PROT_SLOTS };
   arena a;
-  arena_init(&a, 80);
+  arena_init(&a, FULL + 16);
   size_t pg = a.pg;
   ibp_tracked *r = region_new(&a, 0, 8 * pg, 2048);
   CHECK(ibp__track_protect(r) == 0);
@@ -177,26 +178,26 @@ static void case_unprotect(void) {
   memset(a.released, 0, sizeof a.released);
   region_clear_dirty(r);
   CHECK(ibp__track_protect(r) == 0);
-  ibp_tracked *many[64];
-  for (size_t i = 0; i < 63; i++) {
+  static ibp_tracked *many[FULL];
+  for (size_t i = 0; i < FULL - 1; i++) {
     many[i] = region_new(&a, (10 + i) * pg, pg, 512);
     CHECK(ibp__track_protect(many[i]) == 0);
   }
-  ibp_tracked *extra = region_new(&a, 75 * pg, pg, 512);
+  ibp_tracked *extra = region_new(&a, (FULL + 12) * pg, pg, 512);
   CHECK(ibp__track_protect(extra) == -1);
   CHECK(!atomic_load(&extra->protected_));
-  CHECK(page_prot(a.mem + 75 * pg) == 'w');
+  CHECK(page_prot(a.mem + (FULL + 12) * pg) == 'w');
   arena_store(&a, 12 * pg + 3, 5); /* many[2] */
   region_check(&a, many[2]);
   ibp__track_unprotect(many[5]);
   CHECK(ibp__track_protect(extra) == 0);
-  arena_store(&a, 75 * pg, 6);
+  arena_store(&a, (FULL + 12) * pg, 6);
   region_check(&a, extra);
   arena_store(&a, 3 * pg, 7);
   region_check(&a, r);
   ibp__track_unprotect(extra);
   ibp__track_unprotect(r);
-  for (size_t i = 0; i < 63; i++) {
+  for (size_t i = 0; i < FULL - 1; i++) {
     ibp__track_unprotect(many[i]);
     region_free(many[i]);
   }

@@ -46,7 +46,7 @@
     }                                                                          \
   } while (0)
 
-#define MAX_PAGES 1024
+#define MAX_PAGES 1100
 
 /* Pages [0, npages) of one mapping, the bytes they should hold, and which
  * of them were released. */
