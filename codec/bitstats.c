@@ -34,6 +34,15 @@ ibp_status ibp__sample_make(const ibp_sampling *sampling, uint64_t n,
   return IBP_OK;
 }
 
+ibp_status ibp__sample_spread(uint64_t budget, uint32_t R, uint64_t n,
+                              ibp__sample *out) {
+  uint64_t want = budget / R ? budget / R : 1;
+  ibp_sampling sampling = {.fraction = 0};
+  if (want < n)
+    sampling.fraction = (double)want / (double)n;
+  return ibp__sample_make(&sampling, n, out);
+}
+
 ibp_status ibp_bitstats_init(ibp_bitstats *st, uint32_t tensor_bytes) {
   if (!st)
     return IBP_ERR_INVALID_ARGUMENT;

@@ -515,15 +515,6 @@ static ibp_status copy_params(const ibp_params *p, uint32_t k,
   return IBP_OK;
 }
 
-static ibp_status sample_of(uint64_t budget, uint32_t R, uint64_t n,
-                            ibp__sample *out) {
-  uint64_t want = budget / R ? budget / R : 1;
-  ibp_sampling sampling = {.fraction = 0};
-  if (want < n)
-    sampling.fraction = (double)want / (double)n;
-  return ibp__sample_make(&sampling, n, out);
-}
-
 typedef struct search_state {
   const uint8_t *data;
   uint64_t n;
@@ -575,7 +566,7 @@ static ibp_status train_init(search_state *ss, const ibp_params *base,
                              uint64_t budget) {
   train_set *ts = &ss->ts;
   ibp__sample s;
-  ibp_status e = sample_of(budget, ss->R, ss->n, &s);
+  ibp_status e = ibp__sample_spread(budget, ss->R, ss->n, &s);
   if (e != IBP_OK)
     return e;
   *ts = (train_set){
@@ -676,9 +667,9 @@ ibp_status ibp_cluster_search(const void *data, uint64_t n,
                      .threads = ibp__threads(opt->threads)};
   uint64_t eval =
       opt->eval_max_bytes ? opt->eval_max_bytes : EVAL_DEFAULT_BYTES;
-  s = sample_of(eval, ss.R, n, &ss.eval);
+  s = ibp__sample_spread(eval, ss.R, n, &ss.eval);
   if (s == IBP_OK)
-    s = sample_of(eval * CONFIRM_FACTOR, ss.R, n, &ss.confirm);
+    s = ibp__sample_spread(eval * CONFIRM_FACTOR, ss.R, n, &ss.confirm);
   if (report)
     *report = (ibp_cluster_report){.eval_tensors = ss.eval.count};
   uint64_t one = s == IBP_OK ? estimate(&ss, base, 1) : 0;

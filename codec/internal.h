@@ -120,6 +120,11 @@ typedef struct ibp__sample {
 ibp_status ibp__sample_make(const ibp_sampling *sampling, uint64_t n,
                             ibp__sample *out);
 
+/* At most `budget` bytes of tensors of R bytes, evenly spread over n
+ * (every tensor when they fit). */
+ibp_status ibp__sample_spread(uint64_t budget, uint32_t R, uint64_t n,
+                              ibp__sample *out);
+
 static inline uint64_t ibp__sample_at(const ibp__sample *s, uint64_t j) {
   if (s->stride)
     return j * s->stride;

@@ -395,16 +395,6 @@ static ibp_status run_search(search_ctx *cx, const ibp_search_options *opt,
   return s;
 }
 
-/* At most `budget` bytes of tensors, evenly spread over the n tensors. */
-static ibp_status spread_sample(uint64_t budget, uint32_t R, uint64_t n,
-                                ibp__sample *out) {
-  uint64_t want = budget / R ? budget / R : 1;
-  ibp_sampling sampling = {.fraction = 0};
-  if (want < n)
-    sampling.fraction = (double)want / (double)n;
-  return ibp__sample_make(&sampling, n, out);
-}
-
 ibp_status ibp_search(const void *data, uint64_t n, uint32_t tensor_bytes,
                       const ibp_search_options *options, ibp_params *out,
                       ibp_search_report *report) {
@@ -428,11 +418,12 @@ ibp_status ibp_search(const void *data, uint64_t n, uint32_t tensor_bytes,
   search_ctx cx = {data, tensor_bytes, {0},
                    {0},  {0},          ibp__threads(opt->threads),
                    &st,  NULL,         0};
-  s = spread_sample(budget / SCOUT_DIVISOR, tensor_bytes, n, &cx.scout);
+  s = ibp__sample_spread(budget / SCOUT_DIVISOR, tensor_bytes, n, &cx.scout);
   if (s == IBP_OK)
-    s = spread_sample(budget, tensor_bytes, n, &cx.eval);
+    s = ibp__sample_spread(budget, tensor_bytes, n, &cx.eval);
   if (s == IBP_OK)
-    s = spread_sample(budget * CONFIRM_FACTOR, tensor_bytes, n, &cx.confirm);
+    s = ibp__sample_spread(budget * CONFIRM_FACTOR, tensor_bytes, n,
+                           &cx.confirm);
   if (report) {
     report_init(report, n);
     report->stat_tensors = st.tensors;

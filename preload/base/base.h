@@ -63,4 +63,14 @@ const ibp_profile *ibp__profile_override(void);
  * that may call the driver or the C library. */
 extern __thread int ibp__guard;
 
+/* Greatest common divisor (0 with v gives v). */
+static inline uint64_t ibp__gcd(uint64_t a, uint64_t b) {
+  while (b) {
+    uint64_t t = a % b;
+    a = b;
+    b = t;
+  }
+  return a;
+}
+
 #endif /* IBP_PRELOAD_BASE_H */

@@ -56,3 +56,15 @@ void ibp__warn_first(int *once, const char *fmt, ...) {
   LOG_ARGS_AT(__atomic_exchange_n(once, 1, __ATOMIC_RELAXED) ? IBP_LOG_INFO
                                                              : IBP_LOG_WARN);
 }
+
+const char *ibp__human_bytes(uint64_t b, char *buf, size_t len) {
+  static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double v = (double)b;
+  unsigned u = 0;
+  while (v >= 1024 && u < 4) {
+    v /= 1024;
+    u++;
+  }
+  snprintf(buf, len, u ? "%.1f %s" : "%.0f %s", v, units[u]);
+  return buf;
+}

@@ -6,6 +6,9 @@
 #ifndef IBP_PRELOAD_LOG_H
 #define IBP_PRELOAD_LOG_H
 
+#include <stddef.h>
+#include <stdint.h>
+
 #include "base/base.h"
 
 /* Writes "[ibp] <message>\n" to stderr when level <= IBP_LOG (default
@@ -23,5 +26,8 @@ void ibp__warn_once(int *once, const char *fmt, ...)
  * costs one warning (the rest show with IBP_LOG=info). */
 void ibp__warn_first(int *once, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
+
+/* b as "1.5 MiB" (or "512 B") into buf; returns buf.  For messages. */
+const char *ibp__human_bytes(uint64_t b, char *buf, size_t len);
 
 #endif /* IBP_PRELOAD_LOG_H */

@@ -18,17 +18,6 @@
 static _Atomic uint64_t pinned_allocations; /* for rules with nth= */
 static int warned_inplace, warned_add, warned_shared;
 
-static void human_bytes(uint64_t b, char *buf, size_t len) {
-  static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  double v = (double)b;
-  unsigned u = 0;
-  while (v >= 1024 && u < 4) {
-    v /= 1024;
-    u++;
-  }
-  snprintf(buf, len, u ? "%.1f %s" : "%.0f %s", v, units[u]);
-}
-
 static void region_from_rule(const ibp_rule *rule, ibp_region_rule *out) {
   *out = (ibp_region_rule){
       .tensor_bytes = rule->tensor_bytes,
@@ -109,7 +98,7 @@ static void pinned_created(void *p, size_t n, int registered) {
     home_of(s);
     ibp_region_set_owner(r, s);
     char size[32];
-    human_bytes(n, size, sizeof size);
+    ibp__human_bytes(n, size, sizeof size);
     ibp__log(IBP_LOG_INFO, "region '%s' (%s at %p): tracked (rule %u)", r->name,
              size, p, rule->index);
   } else if (id > 0) {

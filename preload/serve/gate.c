@@ -96,19 +96,10 @@ double ibp__gate_kernel_ns(const ibp_profile *p, const ibp_gate_copy *c) {
 
 /* ---- tensor size against the copies ------------------------------------ */
 
-static uint64_t gcd(uint64_t a, uint64_t b) {
-  while (b) {
-    uint64_t t = a % b;
-    a = b;
-    b = t;
-  }
-  return a;
-}
-
 static void fold_gcd(_Atomic uint64_t *g, uint64_t v) {
   uint64_t cur = atomic_load_explicit(g, memory_order_relaxed);
   while (!atomic_compare_exchange_weak_explicit(
-      g, &cur, gcd(cur, v), memory_order_relaxed, memory_order_relaxed))
+      g, &cur, ibp__gcd(cur, v), memory_order_relaxed, memory_order_relaxed))
     ;
 }
 

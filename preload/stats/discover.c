@@ -177,15 +177,6 @@ void ibp__discover_released(const void *p) {
   pthread_mutex_unlock(&lock);
 }
 
-static uint64_t gcd(uint64_t a, uint64_t b) {
-  while (b) {
-    uint64_t t = a % b;
-    a = b;
-    b = t;
-  }
-  return a;
-}
-
 static void count_length(alloc *a, uint64_t n) {
   a->pow2[63 - __builtin_clzll(n)]++;
   for (unsigned i = 0; i < a->sizes; i++)
@@ -211,7 +202,7 @@ void ibp__discover_copy_slow(const void *src, size_t n) {
       hash_first(a);
     a->copies++;
     a->copied += n;
-    a->gcd = gcd(gcd(a->gcd, n), (uintptr_t)src - a->base);
+    a->gcd = ibp__gcd(ibp__gcd(a->gcd, n), (uintptr_t)src - a->base);
     if (n > a->max_len)
       a->max_len = n;
     count_length(a, n);
@@ -266,18 +257,6 @@ static void end_line(out *o) {
   o->n = 0;
 }
 
-static const char *human(uint64_t b, char *buf, size_t len) {
-  static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  double v = (double)b;
-  unsigned u = 0;
-  while (v >= 1024 && u < 4) {
-    v /= 1024;
-    u++;
-  }
-  snprintf(buf, len, u ? "%.1f %s" : "%.0f %s", v, units[u]);
-  return buf;
-}
-
 /* Copy lengths: "256 B x2048, 512 B x3" or a power-of-two histogram. */
 static void put_lengths(out *o, const alloc *a) {
   char h[32], h2[32];
@@ -287,16 +266,16 @@ static void put_lengths(out *o, const alloc *a) {
   }
   if (!a->many_sizes) {
     for (unsigned i = 0; i < a->sizes; i++)
-      put(o, "%s%s x%" PRIu64, i ? ", " : "", human(a->size_len[i], h, 32),
-          a->size_count[i]);
+      put(o, "%s%s x%" PRIu64, i ? ", " : "",
+          ibp__human_bytes(a->size_len[i], h, 32), a->size_count[i]);
     return;
   }
   int first = 1;
   for (int k = 0; k < 64; k++)
     if (a->pow2[k]) {
       put(o, "%s%s-%s x%" PRIu64, first ? "" : ", ",
-          human((uint64_t)1 << k, h, 32), human(((uint64_t)2 << k) - 1, h2, 32),
-          a->pow2[k]);
+          ibp__human_bytes((uint64_t)1 << k, h, 32),
+          ibp__human_bytes(((uint64_t)2 << k) - 1, h2, 32), a->pow2[k]);
       first = 0;
     }
 }
@@ -349,7 +328,8 @@ static void put_table(out *o, unsigned copied_from) {
   for (unsigned i = 0; i < n_allocs; i++) {
     const alloc *a = &table[i];
     put(o, "  %5" PRIu64 " %11s %8" PRIu64 " %11s", a->nth,
-        human(a->bytes, h, 32), a->copies, human(a->copied, h2, 32));
+        ibp__human_bytes(a->bytes, h, 32), a->copies,
+        ibp__human_bytes(a->copied, h2, 32));
     if (a->copies) {
       char changed[16] = "?"; /* no memory for the hashes */
       if (a->compared && a->changed == 0)

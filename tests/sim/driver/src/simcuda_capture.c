@@ -163,6 +163,21 @@ CUresult scu_capture_check_unsafe(void) {
   return n ? CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED : CUDA_SUCCESS;
 }
 
+/* Appends *op to g (g->m held); on success the graph owns it and *op is
+ * NULL. */
+static CUresult graph_append_locked(scu_graph *g, scu_op **op) {
+  if (g->n == g->cap) {
+    size_t cap = g->cap ? g->cap * 2 : 16;
+    scu_op **v = realloc(g->ops, cap * sizeof *v);
+    if (!v)
+      return CUDA_ERROR_OUT_OF_MEMORY;
+    g->ops = v, g->cap = cap;
+  }
+  g->ops[g->n++] = *op;
+  *op = NULL;
+  return CUDA_SUCCESS;
+}
+
 /* ---- recording ---------------------------------------------------------- */
 
 CUresult scu_capture_append(scu_stream *s, scu_op *op) {
@@ -184,18 +199,7 @@ CUresult scu_capture_append(scu_stream *s, scu_op *op) {
   scu_graph *g = s->cap_graph;
   if (r == CUDA_SUCCESS && op->kind != SCU_OP_NOP) {
     pthread_mutex_lock(&g->m);
-    if (g->n == g->cap) {
-      size_t cap = g->cap ? g->cap * 2 : 16;
-      scu_op **v = realloc(g->ops, cap * sizeof *v);
-      if (v)
-        g->ops = v, g->cap = cap;
-      else
-        r = CUDA_ERROR_OUT_OF_MEMORY;
-    }
-    if (r == CUDA_SUCCESS) {
-      g->ops[g->n++] = op;
-      op = NULL;
-    }
+    r = graph_append_locked(g, &op);
     pthread_mutex_unlock(&g->m);
   }
   if (r != CUDA_SUCCESS)
@@ -698,18 +702,9 @@ static CUresult add_node(CUgraphNode *pnode, CUgraph hgraph,
     if (!found)
       r = CUDA_ERROR_INVALID_VALUE;
   }
-  if (r == CUDA_SUCCESS && g->n == g->cap) {
-    size_t cap = g->cap ? g->cap * 2 : 16;
-    scu_op **v = realloc(g->ops, cap * sizeof *v);
-    if (v)
-      g->ops = v, g->cap = cap;
-    else
-      r = CUDA_ERROR_OUT_OF_MEMORY;
-  }
   if (r == CUDA_SUCCESS) {
-    g->ops[g->n++] = op;
     *pnode = (CUgraphNode)op;
-    op = NULL;
+    r = graph_append_locked(g, &op);
   }
   pthread_mutex_unlock(&g->m);
   scu_graph_put(g);
