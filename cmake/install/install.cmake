@@ -17,7 +17,13 @@ target_link_libraries(ibp_codec_shared
   PRIVATE $<LINK_LIBRARY:WHOLE_ARCHIVE,ibp_codec>
   INTERFACE Threads::Threads)
 target_link_options(ibp_codec_shared PRIVATE
-  -Wl,--version-script=${ibp_install_dir}/codec.map -Wl,--no-undefined)
+  -Wl,--version-script=${ibp_install_dir}/codec.map)
+# clang's sanitizer runtimes are linked into executables only: a shared
+# library under them has undefined sanitizer symbols by design (as
+# preload/CMakeLists.txt does for libibp.so)
+if(NOT (IBP_SANITIZE AND CMAKE_C_COMPILER_ID MATCHES "Clang"))
+  target_link_options(ibp_codec_shared PRIVATE -Wl,--no-undefined)
+endif()
 target_include_directories(ibp_codec_shared INTERFACE
   $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}/include>
   $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>)
