@@ -15,11 +15,13 @@
 
 #include "base/driver.h"
 #include "base/log.h"
+#include "serve/device.h"
 #include "serve/dtoh.h"
 #include "serve/pack.h"
 #include "serve/region.h"
 
 #define SEARCH_STATS_BYTES (32ull << 20)
+#define ESTIMATE_MARGIN 32 /* the streams get the estimate + 1/32 + 1 MiB */
 #define SEARCH_EVAL_BYTES (4ull << 20)
 
 static uint64_t now_ns(void) {
@@ -62,71 +64,40 @@ static int start_tracking(const ibp_driver *d, ibp_region_rec *r,
   return 0;
 }
 
-/* prefix[i]: stored bytes of tensors 0..i-1 (raw ones count R). */
-static int build_prefix(ibp_layout *l, uint64_t n, uint32_t R) {
-  uint64_t *prefix = malloc((size_t)(n + 1) * sizeof *prefix);
-  if (!prefix)
-    return -1;
-  prefix[0] = 0;
-  for (uint64_t i = 0; i < n; i++)
-    prefix[i + 1] = prefix[i] + (l->lengths[i] ? l->lengths[i] : R);
-  l->prefix = prefix;
-  return 0;
-}
-
 /* Lays the region out in a pinned, device-mapped shadow (docs/FORMAT.md
- * §3; serve/pack.h): every tensor's size, flag and offset, the shadow
- * allocated at its final size -- the packed streams followed by room for
- * streams a refresh moves (refresh.c): a quarter of the packed bytes, plus
- * R for every tensor that is all zero now (not written yet: a KV cache's
- * free blocks), whose stream will grow once it is.  The streams are
- * written by ibp__compress_fill.  Nothing as large as the region is
+ * §3; serve/pack.h): tables of n entries (every tensor raw until the fill
+ * places its stream) and the shadow, sized from an estimate of the packed
+ * streams plus a margin, followed by room for streams a refresh moves
+ * (refresh.c): a quarter of the packed bytes, plus R for every tensor that
+ * is all zero now (not written yet: a KV cache's free blocks), whose
+ * stream will grow once it is.  Nothing as large as the region is
  * allocated but the shadow. */
 static ibp_status lay_out(const ibp_driver *d, const ibp_region_rec *r,
                           ibp_served_region *s, const ibp_params *params,
-                          uint64_t n, ibp_region_summary *summary) {
+                          uint64_t n) {
   ibp_layout *l = &s->layout;
   const uint32_t R = params->tensor_bytes;
-  l->offsets = malloc((size_t)(n + 1) * sizeof *l->offsets);
-  l->lengths = malloc((size_t)n * sizeof *l->lengths);
-  if (!l->offsets || !l->lengths)
+  l->offsets = calloc((size_t)n + 1, sizeof *l->offsets);
+  l->lengths = calloc((size_t)n ? (size_t)n : 1, sizeof *l->lengths);
+  l->prefix = calloc((size_t)n + 1, sizeof *l->prefix);
+  if (!l->offsets || !l->lengths || !l->prefix)
     return IBP_ERR_NO_MEMORY;
-  ibp_pack p = {.params = params,
-                .data = (const uint8_t *)r->base,
-                .n = n,
-                .flags = l->flags,
-                .lengths = l->lengths,
-                .offsets = l->offsets,
-                .track = &s->track};
-  if (ibp__pack_sizes(&p) != 0)
-    return IBP_ERR_NO_MEMORY;
-  uint64_t at = 0, stored = 0;
-  for (uint64_t i = 0; i < n; i++) {
-    l->offsets[i] = at;
-    at += l->lengths[i];
-    stored += l->lengths[i] ? l->lengths[i] : R;
-  }
-  l->offsets[n] = at;
-  uint64_t cap = at + at / 4 + p.zero_tensors * R;
+  ibp_pack p = {.params = params, .data = (const uint8_t *)r->base, .n = n};
+  uint64_t zero = 0, est = ibp__pack_estimate(&p, &zero);
+  uint64_t streams = est + est / ESTIMATE_MARGIN + (1u << 20);
+  uint64_t cap = streams + est / 4 + zero * R;
   /* never 0 bytes: the kernel's host pointer must be a real mapping */
   l->shadow = pinned(d, cap ? cap : 1);
   l->shadow_bytes = cap;
+  l->stream_capacity = streams < cap ? streams : cap;
   if (!l->shadow)
     return IBP_ERR_NO_MEMORY;
-  const uint64_t tail = r->bytes % R;
-  *summary =
-      (ibp_region_summary){.tensors = n,
-                           .tail_bytes = tail,
-                           .tensors_compressed = p.compressed_tensors,
-                           .compressed_bytes = stored + tail,
-                           .metadata_bytes = 2 * (uint64_t)R + (n + 7) / 8};
-  /* what preparing it took beyond the region: the shadow, its tables and
-   * the bitmaps, one tensor per thread */
+  /* what preparing it takes beyond the region: the shadow, its tables and
+   * the bitmaps, one chunk's streams */
   uint64_t words = (n + 31) / 32;
   ibp__count(&s->counters, prepare_peak_bytes,
              cap + (n + 1) * (sizeof *l->offsets + sizeof *l->prefix) +
-                 n * sizeof *l->lengths + 3 * 4 * words +
-                 (uint64_t)ibp__pack_threads() * (R + 16));
+                 n * sizeof *l->lengths + 3 * 4 * words + (8u << 20));
   return IBP_OK;
 }
 
@@ -174,19 +145,21 @@ int ibp__compress_region(ibp_region_rec *r) {
     return fail(r, ibp_status_message(st));
   uint64_t flag_bytes = (ibp_region_flag_bytes(&params, r->bytes) + 3) & ~3ull;
   l->flags = calloc(1, flag_bytes ? flag_bytes : 4);
-  ibp_region_summary summary;
-  st = l->flags ? lay_out(d, r, s, &params, n, &summary) : IBP_ERR_NO_MEMORY;
+  st = l->flags ? lay_out(d, r, s, &params, n) : IBP_ERR_NO_MEMORY;
   if (st != IBP_OK) {
     ibp_params_free(&params);
     return fail(r, ibp_status_message(st));
   }
-  /* published for the stats and the device setup; freed with s */
+  /* published for the stats and the device setup; freed with s.  Until
+   * the fill, every tensor is raw (flag 0) and busy. */
   l->params = params;
-  l->summary = summary;
-  /* on the GPU: Mask, Bitval, flags and the streams' offsets and lengths */
-  l->summary.metadata_bytes += n * (sizeof *l->offsets + sizeof *l->lengths);
-  if (build_prefix(l, n, R) != 0)
-    return fail(r, "out of memory");
+  l->summary = (ibp_region_summary){
+      .tensors = n,
+      .tail_bytes = r->bytes % R,
+      .compressed_bytes = r->bytes,
+      /* on the GPU: Mask, Bitval, flags, the streams' offsets and lengths */
+      .metadata_bytes = 2 * (uint64_t)R + (n + 7) / 8 +
+                        n * (sizeof *l->offsets + sizeof *l->lengths)};
   if (atomic_load(&s->invalidated))
     mark_all_dirty(&s->track, n);
   /* every tensor busy until ibp__compress_fill wrote its stream: kernels
@@ -198,41 +171,63 @@ int ibp__compress_region(ibp_region_rec *r) {
   atomic_store(&s->refresh.filling, 1);
   atomic_store(&s->refresh.refreshing, 1);
   ibp__count(&s->counters, compress_seconds, now_ns() - t0);
-  ibp__log(
-      IBP_LOG_INFO,
-      "region '%s': %llu tensors of %u B, chunk %u, threshold %.3f, "
-      "%.1f%% saved",
-      r->name, (unsigned long long)n, R, params.chunk_bytes, params.threshold,
-      100.0 * (1.0 - (double)l->summary.compressed_bytes / (double)r->bytes));
   return 0;
+}
+
+/* pack.h's publish: tensors [t0, t1) on every device the region is set up
+ * on, then no kernel launched before still runs (device.c). */
+static int publish_range(void *ctx, uint64_t t0, uint64_t t1) {
+  return ibp__device_publish_range((ibp_served_region *)ctx, t0, t1);
 }
 
 int ibp__compress_fill(ibp_region_rec *r) {
   ibp_served_region *s = ibp__served(r);
   ibp_layout *l = &s->layout;
-  const uint64_t t1 = now_ns();
+  const uint64_t t1 = now_ns(), n = s->geometry.tensors;
+  const uint32_t R = s->geometry.tensor_bytes;
   ibp_pack p = {.params = &l->params,
                 .data = (const uint8_t *)r->base,
-                .n = s->geometry.tensors,
+                .n = n,
                 .flags = l->flags,
                 .lengths = l->lengths,
                 .offsets = l->offsets,
+                .prefix = l->prefix,
+                .filled = &l->filled,
                 .shadow = l->shadow,
-                .track = &s->track,
+                .capacity = l->stream_capacity,
                 .busy = s->refresh.busy,
-                .stop = &r->removed};
-  int rc = ibp__pack_streams(&p);
+                .stop = &r->removed,
+                .publish = publish_range,
+                .publish_ctx = s};
+  int rc = ibp__pack_fill(&p);
   const uint64_t t2 = now_ns(), t0 = s->refresh.fill_started_ns;
-  uint64_t first = atomic_load(&p.first_word_ns);
+  const uint64_t filled = atomic_load(&l->filled);
+  uint64_t first = atomic_load(&p.first_chunk_ns);
   ibp__count(&s->counters, compress_seconds, t2 - t1);
   ibp__count(&s->counters, first_chunk_seconds, (first ? first : t2) - t0);
   ibp__count(&s->counters, ready_seconds, t2 - t0);
+  l->summary.tensors_compressed = p.compressed_tensors;
+  l->summary.compressed_bytes =
+      l->prefix[filled] + (n - filled) * R + l->summary.tail_bytes;
+  if (p.overflow_tensors)
+    ibp__log(IBP_LOG_INFO,
+             "region '%s': %llu tensors stored raw (the shadow, sized from a "
+             "sample, was full)",
+             r->name, (unsigned long long)p.overflow_tensors);
   if (rc == 0) { /* busy bits are all clear: kernels may stop reading them */
     atomic_store(&s->refresh.refreshing, 0);
     atomic_store(&s->refresh.filling, 0);
   }
   atomic_store(&s->refresh.pending, 0);
   if (rc != 0 && !atomic_load(&r->removed))
-    return fail(r, "out of memory while compressing");
+    return fail(r, "out of memory, or a device update failed, while "
+                   "compressing");
+  ibp__log(IBP_LOG_INFO,
+           "region '%s': %llu tensors of %u B, chunk %u, threshold %.3f, "
+           "%.1f%% saved",
+           r->name, (unsigned long long)n, R, l->params.chunk_bytes,
+           l->params.threshold,
+           100.0 *
+               (1.0 - (double)l->summary.compressed_bytes / (double)r->bytes));
   return rc;
 }

@@ -376,3 +376,37 @@ void ibp__device_after_fork_child(void) {
   pthread_mutex_init(&functions_lock, NULL);
   load_failed = 0;
 }
+
+/* ---- the fill's updates -------------------------------------------------- */
+
+/* One device: the slices of tensors [t0, t1), then its kernels finished. */
+static int publish_on(const ibp_driver *d, const ibp_served_region *s,
+                      const ibp_device_memory *m, uint64_t t0, uint64_t t1) {
+  const ibp_layout *l = &s->layout;
+  const uint64_t n = t1 - t0, f0 = t0 / 8, f1 = (t1 + 7) / 8;
+  return d->cuMemcpyHtoD(m->offsets + t0 * sizeof *l->offsets, l->offsets + t0,
+                         n * sizeof *l->offsets) == CUDA_SUCCESS &&
+                 d->cuMemcpyHtoD(m->lengths + t0 * sizeof *l->lengths,
+                                 l->lengths + t0,
+                                 n * sizeof *l->lengths) == CUDA_SUCCESS &&
+                 d->cuMemcpyHtoD(m->flags + f0, l->flags + f0, f1 - f0) ==
+                     CUDA_SUCCESS &&
+                 d->cuCtxSynchronize() == CUDA_SUCCESS
+             ? 0
+             : -1;
+}
+
+int ibp__device_publish_range(ibp_served_region *s, uint64_t t0, uint64_t t1) {
+  const ibp_driver *d = ibp__driver();
+  int rc = d ? 0 : -1;
+  for (unsigned i = 0; rc == 0 && i < IBP_MAX_DEVICES; i++) {
+    if (ibp__device_state(s, i) != IBP_DEVICE_READY)
+      continue;
+    CUcontext ignored;
+    if (d->cuCtxPushCurrent(s->dev[i].ctx) != CUDA_SUCCESS)
+      return -1;
+    rc = publish_on(d, s, &s->dev[i].mem, t0, t1);
+    d->cuCtxPopCurrent(&ignored);
+  }
+  return rc;
+}

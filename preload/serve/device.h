@@ -17,6 +17,13 @@
  * thread only.  Returns 0, or -1 (logged). */
 int ibp__device_setup(ibp_region_rec *r, int dev, CUstream stream);
 
+/* The fill placed tensors [t0, t1) (t0 a multiple of 32; compress.c):
+ * their flags, offsets and lengths are copied to every device s is READY
+ * on, then every kernel launched there before has finished (it may have
+ * read the old ones; cuCtxSynchronize).  Worker thread, in any context.
+ * Returns 0, or -1. */
+int ibp__device_publish_range(ibp_served_region *s, uint64_t t0, uint64_t t1);
+
 /* Frees the device memory of m (in the current context, the one it was
  * allocated in) and zeroes m. */
 void ibp__device_memory_free(const ibp_driver *d, ibp_device_memory *m);

@@ -1,4 +1,5 @@
-/* Compressing a region straight into its packed layout (serve/pack.h). */
+/* Compressing a region straight into its packed layout, chunk by chunk
+ * (serve/pack.h). */
 #include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -15,6 +16,9 @@
 #define MAX_THREADS 64
 #define NICE_STEP 10 /* below the application's threads */
 #define NICE_MAX 19
+#define CHUNK_BYTES (8u << 20)       /* of the region, per chunk */
+#define ESTIMATE_BYTES (16ull << 20) /* of tensors sampled by the estimate */
+#define NONE UINT64_MAX              /* a part with no place in the shadow */
 
 unsigned ibp__pack_threads(void) {
   if (ibp__cfg.threads)
@@ -24,12 +28,11 @@ unsigned ibp__pack_threads(void) {
   return t < 1 ? 1 : t > MAX_THREADS ? MAX_THREADS : t;
 }
 
-typedef struct job {
-  ibp_pack *p;
-  uint64_t i0, i1; /* tensors [i0, i1), i0 a multiple of 32 */
-  uint64_t compressed, zero, rewritten;
-  int failed;
-} job;
+static uint64_t now_ns(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
 
 static int all_zero(const uint8_t *t, uint32_t R) {
   for (uint32_t i = 0; i < R; i++)
@@ -38,73 +41,63 @@ static int all_zero(const uint8_t *t, uint32_t R) {
   return 1;
 }
 
-static void sizes(job *j) {
+uint64_t ibp__pack_estimate(const ibp_pack *p, uint64_t *zero_tensors) {
+  const uint32_t R = p->params->tensor_bytes;
+  uint64_t k = ESTIMATE_BYTES / R;
+  k = k < 1 ? 1 : k > p->n ? p->n : k;
+  uint64_t packed = 0, zero = 0;
+  for (uint64_t s = 0; s < k; s++) {
+    const uint8_t *t = p->data + (s * p->n / k) * R;
+    size_t len = ibp_compressed_size(p->params, t);
+    packed += len < R ? len : 0;
+    zero += (uint64_t)all_zero(t, R);
+  }
+  if (zero_tensors)
+    *zero_tensors = k ? zero * p->n / k : 0;
+  return k ? (uint64_t)((long double)packed * p->n / k) : 0;
+}
+
+/* One thread's part of a chunk: tensors [i0, i1), whole words. */
+typedef struct job {
+  ibp_pack *p;
+  uint64_t i0, i1;
+  uint8_t *stage; /* its streams back to back */
+  size_t stage_cap;
+  uint64_t used; /* bytes of stage */
+  uint64_t base; /* where they go in the shadow, or NONE */
+  uint64_t compressed, zero;
+} job;
+
+static void compress_part(job *j) {
   const ibp_pack *p = j->p;
   const uint32_t R = p->params->tensor_bytes;
+  j->used = 0;
   for (uint64_t i = j->i0; i < j->i1; i++) {
     const uint8_t *t = p->data + i * R;
-    size_t len = ibp_compressed_size(p->params, t);
-    int c = len < R;
+    int c = 0;
+    size_t len = ibp_compress_tensor(p->params, t, j->stage + j->used, &c);
     p->lengths[i] = c ? (uint32_t)len : 0;
-    if (c) /* whole 32-tensor words per job: no other thread writes here */
-      p->flags[i / 8] |= (uint8_t)(1u << (i % 8));
+    j->used += c ? len : 0;
     j->compressed += (uint64_t)c;
     j->zero += (uint64_t)all_zero(t, R);
   }
 }
 
-static uint64_t now_ns(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
-}
-
-/* The streams of word w's tensors are in place: the kernel may read them
- * (the release store orders the streams before the bit). */
-static void publish(ibp_pack *p, uint64_t w) {
-  if (!p->busy)
-    return;
-  atomic_store_explicit(&p->busy[w], 0, memory_order_release);
-  uint64_t zero = 0;
-  if (!atomic_load_explicit(&p->first_word_ns, memory_order_relaxed))
-    atomic_compare_exchange_strong(&p->first_word_ns, &zero, now_ns());
-}
-
-static void streams(job *j) {
-  ibp_pack *p = j->p;
-  const uint32_t R = p->params->tensor_bytes;
-  uint8_t *tmp = malloc((size_t)R + 16);
-  if (!tmp) {
-    j->failed = 1;
-    return;
-  }
-  for (uint64_t i = j->i0; i < j->i1; i++) {
-    if (i % 32 == 0 && p->stop && atomic_load(p->stop)) {
-      j->failed = 1; /* the region is going away */
-      break;
-    }
-    int c = 0;
-    size_t len = p->lengths[i]
-                     ? ibp_compress_tensor(p->params, p->data + i * R, tmp, &c)
-                     : 0; /* raw: the kernel reads the original */
-    if (!p->lengths[i]) {
-      /* nothing to write */
-    } else if (c && len == p->lengths[i]) {
-      memcpy(p->shadow + p->offsets[i], tmp, len);
-    } else { /* written since pass 1: served raw until recompressed */
-      ibp__track_mark_dirty(p->track, (uintptr_t)p->data + i * R, R);
-      j->rewritten++;
-    }
-    if (i % 32 == 31 || i + 1 == j->i1)
-      publish(p, i / 32);
-  }
-  free(tmp);
+static void copy_part(job *j) {
+  if (j->base != NONE && j->used)
+    memcpy(j->p->shadow + j->base, j->stage, j->used);
 }
 
 typedef struct run {
   job *j;
   void (*fn)(job *);
 } run;
+
+static void *thread_main(void *arg) {
+  run *r = arg;
+  r->fn(r->j);
+  return NULL;
+}
 
 /* The worker thread steps 10 nice levels below the application's threads,
  * once; the threads it creates inherit that. */
@@ -121,55 +114,112 @@ static void lower_priority_once(void) {
                 prio + NICE_STEP < NICE_MAX ? prio + NICE_STEP : NICE_MAX);
 }
 
-static void *thread_main(void *arg) {
-  run *r = arg;
-  r->fn(r->j);
-  return NULL;
-}
-
-/* Runs fn over the tensors on up to ibp__pack_threads() threads (the
- * calling one included); 0, or -1 when a job failed. */
-static int parallel(ibp_pack *p, void (*fn)(job *)) {
-  uint64_t words = (p->n + 31) / 32;
-  unsigned t = ibp__pack_threads();
-  if (t > words)
-    t = words ? (unsigned)words : 1;
-  job jobs[MAX_THREADS];
+/* Runs fn on jobs[0..t), jobs[0] on the calling thread. */
+static void parallel(job *jobs, unsigned t, void (*fn)(job *)) {
   run runs[MAX_THREADS];
   pthread_t th[MAX_THREADS];
   int started[MAX_THREADS] = {0};
-  for (unsigned k = 0; k < t; k++) {
-    uint64_t w0 = words * k / t, w1 = words * (k + 1) / t;
-    jobs[k] = (job){p, 32 * w0, 32 * w1 < p->n ? 32 * w1 : p->n, 0, 0, 0, 0};
+  for (unsigned k = 0; k < t; k++)
     runs[k] = (run){&jobs[k], fn};
-  }
-  lower_priority_once();
   for (unsigned k = 1; k < t; k++)
     started[k] = pthread_create(&th[k], NULL, thread_main, &runs[k]) == 0;
-  thread_main(&runs[0]); /* the worker itself takes the first range */
+  fn(&jobs[0]);
   for (unsigned k = 1; k < t; k++) {
     if (started[k])
       pthread_join(th[k], NULL);
     else
       fn(&jobs[k]); /* no thread: done here */
   }
-  int failed = 0;
+}
+
+/* Step 2: the chunk's offsets, flags and prefix sums; parts that do not
+ * fit the capacity are stored raw. */
+static void place(ibp_pack *p, job *jobs, unsigned t, uint64_t c0,
+                  uint64_t c1) {
+  const uint32_t R = p->params->tensor_bytes;
   for (unsigned k = 0; k < t; k++) {
-    p->compressed_tensors += jobs[k].compressed;
-    p->zero_tensors += jobs[k].zero;
-    p->rewritten += jobs[k].rewritten;
-    failed |= jobs[k].failed;
+    job *j = &jobs[k];
+    j->base = p->packed_bytes + j->used <= p->capacity ? p->packed_bytes : NONE;
+    uint64_t at = p->packed_bytes;
+    for (uint64_t i = j->i0; i < j->i1; i++) {
+      if (j->base == NONE)
+        p->lengths[i] = 0;
+      p->offsets[i] = at;
+      at += p->lengths[i];
+      if (p->lengths[i])
+        p->flags[i / 8] |= (uint8_t)(1u << (i % 8));
+    }
+    if (j->base == NONE)
+      p->overflow_tensors += j->i1 - j->i0;
+    else
+      p->packed_bytes = at;
+    p->compressed_tensors += j->base == NONE ? 0 : j->compressed;
+    p->zero_tensors += j->zero;
+    j->compressed = j->zero = 0;
   }
-  return failed ? -1 : 0;
+  for (uint64_t i = c0; i < c1; i++)
+    p->prefix[i + 1] = p->prefix[i] + (p->lengths[i] ? p->lengths[i] : R);
 }
 
-int ibp__pack_sizes(ibp_pack *p) {
-  p->compressed_tensors = p->zero_tensors = 0;
-  memset(p->flags, 0, (size_t)((p->n + 31) / 32 * 4));
-  return parallel(p, sizes);
+/* Step 4: the chunk is final on the host; make the device see it, then
+ * let kernels read it compressed. */
+static int publish(ibp_pack *p, uint64_t c0, uint64_t c1) {
+  atomic_store_explicit(p->filled, c1, memory_order_release);
+  if (p->publish && p->publish(p->publish_ctx, c0, c1) != 0)
+    return -1;
+  for (uint64_t w = c0 / 32; p->busy && w < (c1 + 31) / 32; w++)
+    atomic_store_explicit(&p->busy[w], 0, memory_order_release);
+  uint64_t zero = 0;
+  atomic_compare_exchange_strong(&p->first_chunk_ns, &zero, now_ns());
+  return 0;
 }
 
-int ibp__pack_streams(ibp_pack *p) {
-  p->rewritten = 0;
-  return parallel(p, streams);
+/* The parts of chunk [c0, c1) for t threads, whole words each. */
+static unsigned split(ibp_pack *p, job *jobs, unsigned t, uint64_t c0,
+                      uint64_t c1) {
+  uint64_t words = (c1 - c0 + 31) / 32;
+  unsigned parts = t < words ? t : (unsigned)words;
+  for (unsigned k = 0; k < parts; k++) {
+    uint64_t w0 = words * k / parts, w1 = words * (k + 1) / parts;
+    jobs[k].p = p;
+    jobs[k].i0 = c0 + 32 * w0;
+    jobs[k].i1 = c0 + 32 * w1 < c1 ? c0 + 32 * w1 : c1;
+  }
+  return parts;
+}
+
+int ibp__pack_fill(ibp_pack *p) {
+  const uint32_t R = p->params->tensor_bytes;
+  uint64_t chunk = (CHUNK_BYTES / R + 31) / 32 * 32;
+  unsigned t = ibp__pack_threads();
+  job jobs[MAX_THREADS];
+  memset(jobs, 0, sizeof jobs);
+  /* a part holds at most its tensors' bytes, plus R the codec may write
+   * past a stream */
+  size_t part = (size_t)((chunk / 32 + t - 1) / t * 32) * R + R + 16;
+  int rc = 0;
+  for (unsigned k = 0; k < t && rc == 0; k++) {
+    jobs[k].stage = malloc(part);
+    jobs[k].stage_cap = part;
+    rc = jobs[k].stage ? 0 : -1;
+  }
+  lower_priority_once();
+  p->packed_bytes = 0;
+  p->prefix[0] = 0;
+  for (uint64_t c0 = 0; rc == 0 && c0 < p->n; c0 += chunk) {
+    if (p->stop && atomic_load(p->stop)) {
+      rc = -1; /* the region is going away */
+      break;
+    }
+    uint64_t c1 = c0 + chunk < p->n ? c0 + chunk : p->n;
+    unsigned parts = split(p, jobs, t, c0, c1);
+    parallel(jobs, parts, compress_part);
+    place(p, jobs, parts, c0, c1);
+    parallel(jobs, parts, copy_part);
+    rc = publish(p, c0, c1);
+  }
+  p->offsets[p->n] = p->packed_bytes;
+  for (unsigned k = 0; k < t; k++)
+    free(jobs[k].stage);
+  return rc;
 }

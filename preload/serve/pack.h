@@ -1,57 +1,68 @@
 /*
- * Compressing a region straight into its packed layout (serve/compress.c,
- * docs/ARCHITECTURE.md "Preparing a region"): no buffer as large as the
- * region besides the shadow itself.
+ * Compressing a region straight into its packed layout, chunk by chunk
+ * (serve/compress.c, docs/ARCHITECTURE.md "Preparing a region"): no buffer
+ * as large as the region besides the shadow itself, each tensor compressed
+ * once, each chunk usable as soon as it is in place.
  *
- *   1. sizes: every tensor's stored length (ibp_compressed_size), its flag
- *      bit, whether it is all zero;
- *   2. the caller lays out the offsets and allocates the shadow;
- *   3. streams: every compressed tensor is compressed again into a small
- *      buffer of the thread's own and copied to its place.  A tensor whose
- *      length differs from pass 1 was written meanwhile: it is marked dirty
- *      (served raw from the original) and its place stays unused.
+ * Per chunk of CHUNK_TENSORS tensors (whole 32-tensor words), in order:
+ *   1. every thread compresses its part of the chunk into a buffer of its
+ *      own (at most its part's bytes);
+ *   2. the chunk's streams get the next offsets in the shadow; streams that
+ *      no longer fit its capacity are stored raw (flag 0: the kernel reads
+ *      the original);
+ *   3. every thread copies its streams to their places;
+ *   4. flags, offsets, lengths and prefix sums of the chunk are final:
+ *      `publish` makes the device see them, then the chunk's busy words are
+ *      cleared (a release store): copies from then on read it compressed.
  *
- * Both passes run on ibp__pack_threads() threads at lower scheduling
- * priority (nice +10), each on a contiguous range of whole 32-tensor words.
+ * The passes run on ibp__pack_threads() threads at lower scheduling
+ * priority (10 nice levels below the application).
  */
 #ifndef IBP_PRELOAD_SERVE_PACK_H
 #define IBP_PRELOAD_SERVE_PACK_H
 
+#include <stdatomic.h>
 #include <stdint.h>
 
 #include "ibp/codec.h"
-#include "track/track.h"
 
 typedef struct ibp_pack {
   const ibp_params *params;
   const uint8_t *data; /* the region: n tensors of R bytes */
   uint64_t n;
-  uint8_t *flags;     /* (n + 31) / 32 * 4 bytes: bit i = i stored compressed */
-  uint32_t *lengths;  /* n: stored stream length, 0 = raw */
-  uint64_t *offsets;  /* n + 1: laid out by the caller after pass 1 */
-  uint8_t *shadow;    /* pass 2 writes here */
-  ibp_tracked *track; /* tensors found rewritten are marked dirty here */
-  /* pass 3: bit i set while tensor i's stream is not written yet; each
-   * 32-tensor word is cleared (release) once its streams are in place.
-   * NULL: none. */
+  uint8_t *flags;    /* (n + 31) / 32 * 4 bytes, zero: bit i = i compressed */
+  uint32_t *lengths; /* n, zero: stream length, 0 = raw */
+  uint64_t *offsets; /* n + 1: stream offset in the shadow (0 for raw) */
+  uint64_t *prefix;  /* n + 1: stored bytes of tensors 0..i-1 (raw: R) */
+  _Atomic uint64_t *filled; /* tensors whose prefix entries are final */
+  uint8_t *shadow;
+  uint64_t capacity; /* bytes of the shadow the streams may take */
+  /* bit i set while tensor i is not in place; each word is cleared once
+   * `publish` returned for its chunk.  NULL: none. */
   _Atomic uint32_t *busy;
-  const _Atomic int *stop;        /* nonzero: pass 3 stops (NULL: never) */
-  _Atomic uint64_t first_word_ns; /* CLOCK_MONOTONIC when the first word
-                                     was cleared; 0 before */
-  /* results of pass 1 */
-  uint64_t compressed_tensors, zero_tensors;
-  /* results of pass 2: tensors rewritten between the passes */
-  uint64_t rewritten;
+  const _Atomic int *stop; /* nonzero: stop at the next chunk (NULL: never) */
+  /* Makes tensors [t0, t1) usable on the device(s) (uploads their
+   * metadata, waits for kernels that may have read the old); 0, or -1 to
+   * stop.  NULL: nothing to do. */
+  int (*publish)(void *ctx, uint64_t t0, uint64_t t1);
+  void *publish_ctx;
+  /* results */
+  _Atomic uint64_t first_chunk_ns; /* CLOCK_MONOTONIC when the first chunk
+                                      was published; 0 before */
+  uint64_t packed_bytes;           /* the streams' total */
+  uint64_t compressed_tensors, zero_tensors, overflow_tensors;
 } ibp_pack;
 
 /* Threads the passes use: IBP_THREADS, else a quarter of the CPUs (>= 1). */
 unsigned ibp__pack_threads(void);
 
-/* Pass 1.  Returns 0, or -1 (out of memory, no thread). */
-int ibp__pack_sizes(ibp_pack *p);
+/* Bytes the packed streams of p's region will take, estimated from a
+ * sample spread over it (the caller adds a margin); *zero_tensors (may be
+ * NULL): the estimated number of all-zero tensors. */
+uint64_t ibp__pack_estimate(const ibp_pack *p, uint64_t *zero_tensors);
 
-/* Pass 3 (after offsets and shadow are set).  Returns 0, or -1 (out of
- * memory, or stopped: some tensors stay busy). */
-int ibp__pack_streams(ibp_pack *p);
+/* Compresses every chunk into place.  Returns 0, or -1 (out of memory,
+ * stopped, or publish failed: the tensors not yet published stay busy). */
+int ibp__pack_fill(ibp_pack *p);
 
 #endif /* IBP_PRELOAD_SERVE_PACK_H */

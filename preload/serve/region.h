@@ -57,6 +57,9 @@ typedef struct ibp_layout {
   uint32_t *lengths;     /* n: ... and is lengths[i] bytes (0: stored raw) */
   uint64_t *prefix;      /* n+1: stored bytes of tensors 0..i-1 (raw ones
                             count R): what a copy reads over PCIe */
+  uint64_t stream_capacity; /* bytes of the shadow the fill may use */
+  _Atomic uint64_t filled;  /* tensors the fill has placed (pack.c):
+                               prefix[0..filled] are final */
 } ibp_layout;
 
 /* Recompression of written tensors (refresh.c). */

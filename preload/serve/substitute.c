@@ -73,14 +73,28 @@ static uint64_t pcie_bytes(const ibp_served_region *s, uint64_t off,
   uint64_t bytes = 0;
   if (off < body) {
     uint64_t first = off / R, last = ((end < body ? end : body) - 1) / R;
-    bytes += s->layout.prefix[last + 1] - s->layout.prefix[first];
+    /* tensors the fill has not placed yet are raw (serve/pack.h) */
+    const uint64_t filled =
+        atomic_load_explicit(&s->layout.filled, memory_order_acquire);
+    if (last >= filled) {
+      uint64_t from = first > filled ? first : filled;
+      bytes += (last + 1 - from) * R;
+      if (first >= filled)
+        first = last + 1; /* nothing placed in the span */
+      else
+        last = filled - 1;
+    }
     const _Atomic uint32_t *busy =
         atomic_load_explicit(&s->refresh.refreshing, memory_order_relaxed)
             ? s->refresh.busy
             : NULL;
-    if (s->track.dirty && (busy || atomic_load_explicit(&s->track.dirty_tensors,
-                                                        memory_order_relaxed)))
-      bytes += raw_extra(s, busy, first, last);
+    if (first <= last) {
+      bytes += s->layout.prefix[last + 1] - s->layout.prefix[first];
+      if (s->track.dirty &&
+          (busy ||
+           atomic_load_explicit(&s->track.dirty_tensors, memory_order_relaxed)))
+        bytes += raw_extra(s, busy, first, last);
+    }
   }
   if (end > body)
     bytes += end - (off > body ? off : body);

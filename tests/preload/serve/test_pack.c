@@ -1,8 +1,11 @@
-/* Compressing straight into the packed layout (preload/serve/pack.c):
- * pass 1's sizes and flags equal what the codec stores for every tensor,
- * the streams pass 3 writes decode to the original, and a tensor rewritten
- * between the passes is marked dirty -- its place left unused -- whatever
- * the number of threads.  Random regions of a few tensor sizes. */
+/* Compressing straight into the packed layout, chunk by chunk
+ * (preload/serve/pack.c): flags and lengths equal what the codec stores
+ * for every tensor, the streams decode to the original, prefix sums and
+ * offsets are consistent, chunks are published in order and their busy
+ * words cleared only after publish returned, tensors that do not fit the
+ * capacity are stored raw, a stop or a failed publish leaves the rest
+ * busy -- whatever the number of threads.  Random regions of a few tensor
+ * sizes. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,85 +43,153 @@ static int flag(const uint8_t *flags, uint64_t i) {
   return flags[i / 8] >> (i % 8) & 1;
 }
 
-static void one(uint32_t R, uint64_t n, unsigned threads) {
-  ibp__cfg.threads = threads;
-  uint8_t *data = malloc(n * R);
-  CHECK(data);
-  for (uint64_t i = 0; i < n; i++)
-    fill(data + i * R, R);
+/* What publish saw: chunks in order, each one's busy bits still set. */
+typedef struct seen {
+  ibp_pack *p;
+  uint64_t next_t0, calls, fail_at;
+} seen;
+
+static int on_publish(void *ctx, uint64_t t0, uint64_t t1) {
+  seen *s = ctx;
+  CHECK(t0 == s->next_t0 && t1 > t0 && t0 % 32 == 0);
+  CHECK(atomic_load(s->p->filled) == t1);
+  for (uint64_t i = t0; i < t1; i++)
+    CHECK(atomic_load(&s->p->busy[i / 32]) >> (i % 32) & 1);
+  s->next_t0 = t1;
+  return ++s->calls == s->fail_at ? -1 : 0;
+}
+
+typedef struct region {
+  uint32_t R;
+  uint64_t n;
+  uint8_t *data, *flags, *shadow;
+  uint32_t *lengths;
+  uint64_t *offsets, *prefix;
+  _Atomic uint32_t *busy;
+  _Atomic uint64_t filled;
   ibp_params params;
-  ibp_search_options opt = {.threshold = -1};
-  CHECK(ibp_search(data, n, R, &opt, &params, NULL) == IBP_OK);
-  uint64_t words = (n + 31) / 32;
-  uint8_t *flags = calloc(words, 4);
-  uint32_t *lengths = calloc(n, 4);
-  uint64_t *offsets = calloc(n + 1, 8);
-  _Atomic uint32_t *dirty = calloc(words + 1, 4);
-  CHECK(flags && lengths && offsets && dirty);
-  ibp_tracked t = {.base = (uintptr_t)data,
-                   .bytes = n * R,
-                   .tensor_bytes = R,
-                   .name = "test",
-                   .dirty = dirty};
-  ibp_pack p = {.params = &params,
-                .data = data,
-                .n = n,
-                .flags = flags,
-                .lengths = lengths,
-                .offsets = offsets,
-                .track = &t};
-  CHECK(ibp__pack_sizes(&p) == 0);
-  uint64_t at = 0, compressed = 0;
-  uint8_t *slot = malloc(R + 16);
-  for (uint64_t i = 0; i < n; i++) {
-    int c = 0;
-    size_t len = ibp_compress_tensor(&params, data + i * R, slot, &c);
-    CHECK(flag(flags, i) == c && lengths[i] == (c ? len : 0));
-    compressed += (uint64_t)c;
-    offsets[i] = at;
-    at += lengths[i];
-  }
-  offsets[n] = at;
-  CHECK(p.compressed_tensors == compressed);
-  /* rewrite some tensors between the passes: random bytes store raw */
-  uint8_t *rewritten = calloc(n, 1);
+} region;
+
+static void region_make(region *g, uint32_t R, uint64_t n) {
+  *g = (region){.R = R, .n = n};
+  g->data = malloc(n * R);
+  CHECK(g->data);
   for (uint64_t i = 0; i < n; i++)
-    if (lengths[i] && next() % 7 == 0) {
-      for (uint32_t b = 0; b < R; b++)
-        data[i * R + b] = (uint8_t)next();
-      rewritten[i] = 1;
+    fill(g->data + i * R, R);
+  ibp_search_options opt = {.threshold = -1};
+  CHECK(ibp_search(g->data, n, R, &opt, &g->params, NULL) == IBP_OK);
+  uint64_t words = (n + 31) / 32;
+  g->flags = calloc(words, 4);
+  g->lengths = calloc(n, 4);
+  g->offsets = calloc(n + 1, 8);
+  g->prefix = calloc(n + 1, 8);
+  g->busy = calloc(words, 4);
+  g->shadow = malloc(n * R + 1);
+  CHECK(g->flags && g->lengths && g->offsets && g->prefix && g->busy &&
+        g->shadow);
+  for (uint64_t w = 0; w < words; w++)
+    atomic_store(&g->busy[w], UINT32_MAX);
+  memset(g->shadow, 0xa5, n * R + 1);
+}
+
+static void region_free(region *g) {
+  ibp_params_free(&g->params);
+  free(g->data), free(g->flags), free(g->lengths), free(g->offsets);
+  free(g->prefix), free((void *)g->busy), free(g->shadow);
+}
+
+static ibp_pack pack_of(region *g, uint64_t capacity, seen *s) {
+  ibp_pack p = {.params = &g->params,
+                .data = g->data,
+                .n = g->n,
+                .flags = g->flags,
+                .lengths = g->lengths,
+                .offsets = g->offsets,
+                .prefix = g->prefix,
+                .filled = &g->filled,
+                .shadow = g->shadow,
+                .capacity = capacity,
+                .busy = g->busy,
+                .publish = on_publish,
+                .publish_ctx = s};
+  return p;
+}
+
+/* Every tensor: flag, length, stream and prefix as the codec says (or raw
+ * when it did not fit); no byte written past the capacity. */
+static void check_layout(region *g, const ibp_pack *p, uint64_t capacity) {
+  uint8_t *slot = malloc(g->R + 16), *out = malloc(g->R);
+  uint64_t at = 0, stored = 0, compressed = 0, raw_overflow = 0;
+  for (uint64_t i = 0; i < g->n; i++) {
+    int c = 0;
+    size_t len = ibp_compress_tensor(&g->params, g->data + i * g->R, slot, &c);
+    CHECK(g->offsets[i] == at && g->prefix[i] == stored);
+    if (g->lengths[i]) {
+      CHECK(c && flag(g->flags, i) && g->lengths[i] == len);
+      CHECK(ibp_decompress_tensor(&g->params, g->shadow + at, len, 1, out) ==
+            IBP_OK);
+      CHECK(memcmp(out, g->data + i * g->R, g->R) == 0);
+      compressed++;
+    } else {
+      CHECK(!flag(g->flags, i));
+      raw_overflow += (uint64_t)c;
     }
-  uint8_t *shadow = malloc(at + 1);
-  memset(shadow, 0xa5, at + 1);
-  p.shadow = shadow;
-  CHECK(ibp__pack_streams(&p) == 0);
-  uint8_t *out = malloc(R);
-  uint64_t seen = 0;
-  for (uint64_t i = 0; i < n; i++) {
-    int d = atomic_load(&dirty[i / 32]) >> (i % 32) & 1;
-    if (rewritten[i] && ibp_compressed_size(&params, data + i * R) >= R) {
-      CHECK(d); /* its stream no longer fits its place */
-      seen++;
-      continue;
-    }
-    if (!lengths[i] || d)
-      continue;
-    CHECK(ibp_decompress_tensor(&params, shadow + offsets[i], lengths[i], 1,
-                                out) == IBP_OK);
-    CHECK(memcmp(out, data + i * R, R) == 0);
+    at += g->lengths[i];
+    stored += g->lengths[i] ? g->lengths[i] : g->R;
   }
-  CHECK(p.rewritten >= seen);
-  CHECK(shadow[at] == 0xa5); /* nothing written past the packed streams */
-  ibp_params_free(&params);
-  free(data), free(flags), free(lengths), free(offsets), free((void *)dirty);
-  free(slot), free(rewritten), free(shadow), free(out);
+  CHECK(g->offsets[g->n] == at && g->prefix[g->n] == stored);
+  CHECK(at <= capacity && p->packed_bytes == at);
+  CHECK(p->compressed_tensors == compressed);
+  CHECK(p->overflow_tensors >= raw_overflow);
+  CHECK(g->shadow[capacity < g->n * g->R ? capacity : g->n * g->R] == 0xa5);
+  for (uint64_t w = 0; w < (g->n + 31) / 32; w++)
+    CHECK(atomic_load(&g->busy[w]) == 0);
+  free(slot), free(out);
+}
+
+static void one(uint32_t R, uint64_t n, unsigned threads, int tight) {
+  ibp__cfg.threads = threads;
+  region g;
+  region_make(&g, R, n);
+  seen s = {0};
+  ibp_pack probe = pack_of(&g, 0, &s);
+  uint64_t est = ibp__pack_estimate(&probe, NULL);
+  uint64_t capacity = tight ? est / 2 : n * R;
+  ibp_pack p = pack_of(&g, capacity, &s);
+  s.p = &p;
+  CHECK(ibp__pack_fill(&p) == 0);
+  CHECK(s.next_t0 == n && atomic_load(&g.filled) == n);
+  CHECK(atomic_load(&p.first_chunk_ns) != 0);
+  check_layout(&g, &p, capacity);
+  if (tight)
+    CHECK(p.overflow_tensors > 0);
+  region_free(&g);
+}
+
+/* A publish that fails stops the fill: later chunks stay busy. */
+static void failing_publish(void) {
+  ibp__cfg.threads = 2;
+  region g;
+  region_make(&g, 64, 200000); /* 12.8 MB: two chunks */
+  seen s = {.fail_at = 1};
+  ibp_pack p = pack_of(&g, g.n * g.R, &s);
+  s.p = &p;
+  CHECK(ibp__pack_fill(&p) == -1);
+  CHECK(s.calls == 1 && atomic_load(&g.filled) < g.n);
+  for (uint64_t i = 0; i < g.n; i += 997)
+    CHECK(atomic_load(&g.busy[i / 32]) >> (i % 32) & 1);
+  region_free(&g);
 }
 
 int main(void) {
   const uint32_t sizes[] = {64, 256, 1000, 4096};
   for (int k = 0; k < 4; k++)
     for (unsigned threads = 1; threads <= 4; threads++)
-      one(sizes[k], 37 + next() % 300, threads);
+      one(sizes[k], 37 + next() % 3000, threads, 0);
+  /* several chunks (8 MiB of region each), and a capacity too small */
+  one(64, 300000, 3, 0);
+  one(256, 20000, 2, 1);
+  failing_publish();
   printf("test_pack: ok\n");
   return 0;
 }
