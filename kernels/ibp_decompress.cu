@@ -125,6 +125,7 @@ typedef struct tensor_job {
   uint32_t len;         /* stream bytes */
   uint32_t from, to;    /* stream bytes [from, to) its fetch stages; to may
                            pass len (into the next stream, see below) */
+  const uint8_t *raw_lo, *raw_hi; /* host range a raw copy may read */
 } tensor_job;
 
 /* Non-fit byte mask of a word from its k fit bits (padding chunks fit). */
@@ -300,7 +301,9 @@ IBP_DEV int unit_job(ibp_decompress_args a, uint64_t t, uint8_t *stage,
                     (uint32_t)(hi - start),
                     (uint32_t)len,
                     0,
-                    (uint32_t)len};
+                    (uint32_t)len,
+                    a.original,
+                    a.original + a.tensors * R + a.tail_bytes};
   /* One answer per warp: the dirty bits may change while the kernel runs
    * (libibp recompresses written tensors and clears them), and lanes that
    * disagreed would diverge around the warp collectives. */
@@ -309,10 +312,69 @@ IBP_DEV int unit_job(ibp_decompress_args a, uint64_t t, uint8_t *stage,
   return (int)ibp_dev_shfl(c, 0);
 }
 
+/* Decodes units [u0, u1) of a launch in one warp: in a walk, unit u+1's
+ * fetch is issued (buffers == 2) before unit u is decoded, and decisions
+ * are made one unit further ahead, for fetch_end.  `units` maps a unit to
+ * its job (single_units, batch_units below); stage0 is the warp's first
+ * staging buffer. */
+template <typename Units>
+IBP_DEV void walk_units(Units &units, uint64_t u0, uint64_t u1, uint8_t *stage0,
+                        uint32_t stage_bytes, unsigned buffers) {
+  unsigned cur = 0, other = buffers - 1;
+  tensor_job j, n, nn;
+  int jc = unit_of(units, u0, stage0, &j), nc = 0, staged = 0;
+  for (uint64_t u = u0; u < u1; u++) {
+    if (!jc) {
+      warp_copy_raw(j.dst, j.orig + j.w0, j.w1 - j.w0, j.raw_lo, j.raw_hi);
+      if (u + 1 < u1)
+        jc = unit_of(units, u + 1, stage0 + cur * stage_bytes, &j);
+      staged = 0;
+      continue;
+    }
+    if (!staged) { /* j's fetch (nothing of it prefetched) */
+      nc = u + 1 < u1 && unit_of(units, u + 1, stage0 + other * stage_bytes, &n);
+      j.to = fetch_end(&j, nc, &n);
+      stage_job(&j);
+    }
+    if (nc)
+      n.from = j.to - j.len; /* carried over from j's fetch */
+    int prefetch = nc && buffers == 2, nnc = 0;
+    if (prefetch) {
+      nnc = u + 2 < u1 && unit_of(units, u + 2, stage0 + cur * stage_bytes, &nn);
+      n.to = fetch_end(&n, nnc, &nn);
+      stage_job(&n);
+    }
+    ibp_dev_cp_async_wait(prefetch ? 1 : 0); /* j's fetch */
+    ibp_dev_syncwarp(); /* ... and the other lanes' pieces of it */
+    warp_decode_tensor(&j);
+    ibp_dev_syncwarp(); /* j's buffer is free: the next fetch reuses it */
+    if (nc && n.from)
+      take_carry(&j, &n);
+    if (u + 1 < u1) {
+      j = n;
+      jc = nc;
+      staged = prefetch;
+      nc = nnc;
+      n = nn;
+      cur = other;
+      other = cur ^ (buffers - 1);
+    }
+  }
+}
+
+/* The units of one copy: its tensors from a.first_tensor on. */
+struct single_units {
+  ibp_decompress_args a;
+};
+
+IBP_DEV int unit_of(single_units &s, uint64_t u, uint8_t *stage,
+                    tensor_job *j) {
+  return unit_job(s.a, s.a.first_tensor + u, stage, j);
+}
+
 IBP_KERNEL void ibp_decompress(ibp_decompress_args a) {
   const uint64_t R = a.tensor_bytes;
   const uint64_t g0 = a.first_tensor * R + a.first_offset, g1 = g0 + a.length;
-  const uint64_t region = a.tensors * R + a.tail_bytes;
   if (a.length == 0)
     return;
   const uint64_t last = (g1 - 1) / R < a.tensors ? (g1 - 1) / R : a.tensors;
@@ -336,56 +398,89 @@ IBP_KERNEL void ibp_decompress(ibp_decompress_args a) {
       smem + (uint64_t)ibp_dev_warp_in_block() * buffers * a.stage_bytes;
   const uint32_t walk = a.walk ? a.walk : 1;
   const uint64_t walks = (units + walk - 1) / walk;
-  /* One warp per walk of consecutive units; in a walk, tensor t+1's fetch
-   * is issued (buffers == 2) before tensor t is decoded, and decisions are
-   * made one tensor further ahead, for fetch_end. */
-  for (uint64_t w = ibp_dev_warp_global(); w < walks; w += step) {
-    const uint64_t t0 = a.first_tensor + w * walk;
-    const uint64_t t1 = min_u64(t0 + walk, a.first_tensor + units);
-    unsigned cur = 0, other = buffers - 1;
-    tensor_job j, n, nn;
-    int jc = unit_job(a, t0, stage0, &j), nc = 0, staged = 0;
-    for (uint64_t t = t0; t < t1; t++) {
-      if (!jc) {
-        warp_copy_raw(j.dst, j.orig + j.w0, j.w1 - j.w0, a.original,
-                      a.original + region);
-        if (t + 1 < t1)
-          jc = unit_job(a, t + 1, stage0 + cur * a.stage_bytes, &j);
-        staged = 0;
-        continue;
-      }
-      if (!staged) { /* j's fetch (nothing of it prefetched) */
-        nc = t + 1 < t1 &&
-             unit_job(a, t + 1, stage0 + other * a.stage_bytes, &n);
-        j.to = fetch_end(&j, nc, &n);
-        stage_job(&j);
-      }
-      if (nc)
-        n.from = j.to - j.len; /* carried over from j's fetch */
-      int prefetch = nc && buffers == 2, nnc = 0;
-      if (prefetch) {
-        nnc =
-            t + 2 < t1 && unit_job(a, t + 2, stage0 + cur * a.stage_bytes, &nn);
-        n.to = fetch_end(&n, nnc, &nn);
-        stage_job(&n);
-      }
-      ibp_dev_cp_async_wait(prefetch ? 1 : 0); /* j's fetch */
-      ibp_dev_syncwarp(); /* ... and the other lanes' pieces of it */
-      warp_decode_tensor(&j);
-      ibp_dev_syncwarp(); /* j's buffer is free: the next fetch reuses it */
-      if (nc && n.from)
-        take_carry(&j, &n);
-      if (t + 1 < t1) {
-        j = n;
-        jc = nc;
-        staged = prefetch;
-        nc = nnc;
-        n = nn;
-        cur = other;
-        other = cur ^ (buffers - 1);
-      }
-    }
+  single_units su = {a};
+  for (uint64_t w = ibp_dev_warp_global(); w < walks; w += step)
+    walk_units(su, w * walk, min_u64(w * walk + walk, units), stage0,
+               a.stage_bytes, buffers);
+}
+
+/* The units of a batch: each job's tensors (a region's) or pieces of
+ * IBP_BATCH_RAW_UNIT bytes (a raw host range), jobs in order.  `k` caches
+ * the job of the last unit asked for: a walk asks in increasing order. */
+struct batch_units {
+  const ibp_decompress_args *regions;
+  const ibp_batch_job *jobs;
+  uint32_t count, k;
+};
+
+IBP_DEV uint64_t job_first_unit(const batch_units &b, uint32_t i) {
+  return ibp_dev_ldg_u64((const uint8_t *)&b.jobs[i].first_unit);
+}
+
+/* Points b.k at the job of unit u. */
+IBP_DEV void find_job(batch_units &b, uint64_t u) {
+  const uint32_t k = b.k;
+  if (u >= job_first_unit(b, k) &&
+      (k + 1 == b.count || u < job_first_unit(b, k + 1)))
+    return;
+  if (k + 1 < b.count && u >= job_first_unit(b, k + 1) &&
+      (k + 2 == b.count || u < job_first_unit(b, k + 2))) {
+    b.k = k + 1;
+    return;
   }
+  uint32_t lo = 0, hi = b.count; /* the last job whose first unit <= u */
+  while (hi - lo > 1) {
+    uint32_t mid = lo + (hi - lo) / 2;
+    if (job_first_unit(b, mid) <= u)
+      lo = mid;
+    else
+      hi = mid;
+  }
+  b.k = lo;
+}
+
+IBP_DEV int unit_of(batch_units &b, uint64_t u, uint8_t *stage,
+                    tensor_job *j) {
+  find_job(b, u);
+  const ibp_batch_job *job = &b.jobs[b.k];
+  const uint64_t src = ibp_dev_ldg_u64((const uint8_t *)&job->src);
+  uint8_t *dst = (uint8_t *)ibp_dev_ldg_u64((const uint8_t *)&job->dst);
+  const uint32_t len = ibp_dev_ldg_u32(&job->length);
+  const uint32_t region = ibp_dev_ldg_u32(&job->region);
+  const uint64_t piece = u - job_first_unit(b, b.k);
+  if (region == IBP_BATCH_RAW) {
+    const uint64_t at = piece * IBP_BATCH_RAW_UNIT;
+    const uint8_t *from = (const uint8_t *)src;
+    *j = tensor_job{};
+    j->orig = from + at;
+    j->dst = dst + at;
+    j->w0 = 0;
+    j->w1 = (uint32_t)min_u64(IBP_BATCH_RAW_UNIT, len - at);
+    j->raw_lo = from;
+    j->raw_hi = from + len;
+    return 0;
+  }
+  ibp_decompress_args a = b.regions[region];
+  a.first_tensor = src / a.tensor_bytes;
+  a.first_offset = (uint32_t)(src % a.tensor_bytes);
+  a.length = len;
+  a.dst = dst;
+  return unit_job(a, a.first_tensor + piece, stage, j);
+}
+
+IBP_KERNEL void ibp_decompress_batch(ibp_batch_args b) {
+  if (b.count == 0 || b.units == 0)
+    return;
+  const unsigned buffers = b.stage_buffers == 2 ? 2 : 1;
+  uint8_t *stage0 = ibp_dev_shared() + (uint64_t)ibp_dev_warp_in_block() *
+                                           buffers * b.stage_bytes;
+  const uint32_t walk = b.walk ? b.walk : 1;
+  const uint64_t walks = (b.units + walk - 1) / walk;
+  batch_units bu = {b.regions, b.jobs, b.count, 0};
+  for (uint64_t w = ibp_dev_warp_global(); w < walks;
+       w += ibp_dev_warps_total())
+    walk_units(bu, w * walk, min_u64(w * walk + walk, b.units), stage0,
+               b.stage_bytes, buffers);
 }
 
 IBP_KERNEL void ibp_gather(ibp_gather_args a) {

@@ -16,6 +16,15 @@
  * sector, the sector is fetched once.  Tensors stored raw, marked dirty, and
  * the tail are copied from the original by an aligned warp copy.
  *
+ * ibp_decompress_batch: the copies of a batch (docs/ARCHITECTURE.md
+ * "Batched launches") in one launch: a job list of (source range,
+ * destination), each range a region's (decoded as ibp_decompress does,
+ * from the region's launch template) or a raw range of mapped host memory.
+ * The jobs' units (a region job's tensors, a raw job's pieces of
+ * IBP_BATCH_RAW_UNIT bytes) are numbered across the whole list and walked
+ * like one copy's, so adjacent tensors of consecutive jobs share the
+ * sector between their streams.
+ *
  * ibp_gather: copies a list of byte ranges from host memory to device
  * memory, one warp per range, with the same aligned warp copy.
  *
@@ -34,6 +43,7 @@ extern "C" {
 
 #define IBP_KERNEL_DECOMPRESS "ibp_decompress"
 #define IBP_KERNEL_GATHER "ibp_gather"
+#define IBP_KERNEL_BATCH "ibp_decompress_batch"
 #define IBP_KERNEL_WARP_SIZE 32u
 
 typedef struct ibp_decompress_args {
@@ -78,6 +88,32 @@ typedef struct ibp_decompress_args {
                                   the next: (R + 15) & ~15 */
 } ibp_decompress_args;
 
+#define IBP_BATCH_RAW 0xFFFFFFFFu /* ibp_batch_job.region: a raw range */
+#define IBP_BATCH_RAW_UNIT 8192u  /* bytes of a raw job per unit */
+
+/* One copy of a batch (32 bytes). */
+typedef struct ibp_batch_job {
+  uint64_t src;        /* region job: byte offset in the region; raw job:
+                          mapped host address */
+  uint64_t dst;        /* device address */
+  uint64_t first_unit; /* units of the jobs before this one */
+  uint32_t length;     /* bytes (> 0) */
+  uint32_t region;     /* index into ibp_batch_args.regions, or
+                          IBP_BATCH_RAW */
+} ibp_batch_job;
+
+typedef struct ibp_batch_args {
+  const ibp_decompress_args *regions; /* device: launch templates (range
+                                         fields and mask_shared_bytes
+                                         unused: Masks stay global) */
+  const ibp_batch_job *jobs;          /* device: count, in unit order */
+  uint64_t units;                     /* all jobs' */
+  uint32_t count;
+  uint32_t walk;          /* units per warp walk (>= 1) */
+  uint32_t stage_bytes;   /* the largest of the regions' */
+  uint32_t stage_buffers; /* the fewest of the regions' */
+} ibp_batch_args;
+
 typedef struct ibp_gather_range {
   uint64_t src_offset; /* from src */
   uint64_t dst_offset; /* into dst */
@@ -112,6 +148,21 @@ int ibp_kernels_plan_decompress(ibp_decompress_args *a, unsigned max_shared,
  * O(1), for the per-copy path. */
 void ibp_kernels_plan_range(ibp_decompress_args *a, unsigned sms,
                             ibp_kernel_plan *plan);
+
+/* Units of job j (region: its template, planned; NULL for a raw job). */
+uint64_t ibp_kernels_job_units(const ibp_batch_job *j,
+                               const ibp_decompress_args *region);
+
+/* Fills b's walk, stage_bytes and stage_buffers and the launch geometry
+ * for a batch of b->units units over the `nregions` templates (planned
+ * with ibp_kernels_plan_decompress on this device, `max_shared` bytes of
+ * dynamic shared memory per block).  Walks are long enough
+ * that the sector two walks both fetch costs about 1 % of a walk's bytes,
+ * but at least one per SM when there are units enough. */
+void ibp_kernels_plan_batch(ibp_batch_args *b,
+                            const ibp_decompress_args *regions,
+                            unsigned nregions, unsigned max_shared,
+                            unsigned sms, ibp_kernel_plan *plan);
 
 /* Geometry for ibp_gather over `count` ranges. */
 void ibp_kernels_plan_gather(uint64_t count, unsigned sms,

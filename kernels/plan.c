@@ -90,3 +90,44 @@ void ibp_kernels_plan_range(ibp_decompress_args *a, unsigned sms,
   a->walk = walk_for(a->tensor_bytes, units, sms);
   plan->grid = grid_for((units + a->walk - 1) / a->walk, plan->block / 32, sms);
 }
+
+uint64_t ibp_kernels_job_units(const ibp_batch_job *j,
+                               const ibp_decompress_args *region) {
+  if (!region)
+    return (j->length + IBP_BATCH_RAW_UNIT - 1) / IBP_BATCH_RAW_UNIT;
+  ibp_decompress_args a = *region;
+  a.first_tensor = j->src / a.tensor_bytes;
+  a.first_offset = (uint32_t)(j->src % a.tensor_bytes);
+  a.length = j->length;
+  return copy_units(&a);
+}
+
+void ibp_kernels_plan_batch(ibp_batch_args *b,
+                            const ibp_decompress_args *regions,
+                            unsigned nregions, unsigned max_shared,
+                            unsigned sms, ibp_kernel_plan *plan) {
+  uint32_t R = 0, stage = 0, buffers = 2;
+  unsigned warps = WARPS_PER_BLOCK;
+  for (unsigned i = 0; i < nregions; i++) {
+    const ibp_decompress_args *a = &regions[i];
+    R = a->tensor_bytes > R ? a->tensor_bytes : R;
+    stage = a->stage_bytes > stage ? a->stage_bytes : stage;
+    buffers = a->stage_buffers < buffers ? a->stage_buffers : buffers;
+  }
+  /* each template fits one warp's buffers (ibp_kernels_plan_decompress),
+   * so the largest stage with the fewest buffers does too */
+  while (warps > 1 && (uint64_t)warps * buffers * stage > max_shared)
+    warps /= 2;
+  b->stage_bytes = stage;
+  b->stage_buffers = buffers;
+  uint64_t walk = WALK_BYTES / (R ? R : IBP_BATCH_RAW_UNIT);
+  uint64_t per_sm = (b->units + (sms ? sms : 1) - 1) / (sms ? sms : 1);
+  if (walk > per_sm)
+    walk = per_sm;
+  if (walk > WALK_MAX)
+    walk = WALK_MAX;
+  b->walk = walk < 1 ? 1 : (uint32_t)walk;
+  plan->block = warps * 32;
+  plan->dynamic_shared = warps * buffers * stage;
+  plan->grid = grid_for((b->units + b->walk - 1) / b->walk, warps, sms);
+}

@@ -45,7 +45,7 @@ static double now(void) {
  * K > 1 clusters, tensor i's bits follow cluster i % K's Mask/Bitval. */
 static void build(kcase *k, rng *r, uint32_t R, uint64_t n, double inv,
                   unsigned K) {
-  kcase_shape s = {R, 8, n, 0, 0, 0, 0, 0, 0, K};
+  kcase_shape s = {R, 8, n, 0, 0, 0, 0, 0, 0, K, 0};
   kcase_build(k, r, &s); /* geometry and buffers; contents replaced below */
   const uint32_t stride = (R + 15) & ~15u;
   for (unsigned c = 0; c < K; c++)

@@ -128,7 +128,7 @@ void kcase_build(kcase *k, rng *r, const kcase_shape *s) {
     CHECK_OK(ibp_params_from_masks(s->R, s->c, m, v, &k->cl[c]));
   }
   kcase_compress(k);
-  if (rng_chance(r, 0.3))
+  if (!s->adjacent && rng_chance(r, 0.3))
     relocate(k, r);
 
   if (s->dirty_share > 0) {
@@ -166,10 +166,7 @@ uint32_t kcase_stored(const kcase *k, uint64_t i) {
   return get_bit(k->flags, i) ? k->lengths[i] : k->R;
 }
 
-int kcase_run(const kcase *k, simt_entry entry, uint64_t off, uint64_t len,
-              uint64_t packed_end, simt_pcie *pcie, uint64_t *mismatch,
-              char *err, size_t errlen) {
-  const uint64_t R = k->R;
+void kcase_template(const kcase *k, ibp_decompress_args *out) {
   ibp_decompress_args a = {0};
   a.packed = k->packed;
   a.original = k->orig;
@@ -183,12 +180,21 @@ int kcase_run(const kcase *k, simt_entry entry, uint64_t off, uint64_t len,
   a.clusters = k->clusters;
   a.cluster_ids = k->ids;
   a.tensors = k->n;
-  a.first_tensor = off / R < k->n ? off / R : k->n;
-  a.first_offset = (uint32_t)(off - a.first_tensor * R);
-  a.length = len;
   a.tensor_bytes = k->R;
   a.chunk_bytes = k->c;
   a.tail_bytes = (uint32_t)k->tail;
+  *out = a;
+}
+
+int kcase_run(const kcase *k, simt_entry entry, uint64_t off, uint64_t len,
+              uint64_t packed_end, simt_pcie *pcie, uint64_t *mismatch,
+              char *err, size_t errlen) {
+  const uint64_t R = k->R;
+  ibp_decompress_args a;
+  kcase_template(k, &a);
+  a.first_tensor = off / R < k->n ? off / R : k->n;
+  a.first_offset = (uint32_t)(off - a.first_tensor * R);
+  a.length = len;
   uint8_t *dst = xmalloc(len + 1);
   a.dst = dst;
   ibp_kernel_plan plan;

@@ -49,6 +49,8 @@ typedef struct kcase_shape {
   double dirty_share; /* tensors marked dirty or busy (half each) */
   unsigned clusters;  /* K, 0 or 1 = one Mask/Bitval; at most
                          KCASE_MAX_CLUSTERS */
+  int adjacent;       /* 1: every stream stays where the packing put it
+                         (else some are moved, as a refresh moves them) */
 } kcase_shape;
 
 /* Builds the case; the streams of dirty and busy tensors are overwritten
@@ -63,6 +65,10 @@ void kcase_free(kcase *k);
 
 /* Stored length of tensor i (its compressed length, or R). */
 uint32_t kcase_stored(const kcase *k, uint64_t i);
+
+/* The launch fields of k that do not depend on a copy's range (the
+ * template libibp keeps per region and device), not yet planned. */
+void kcase_template(const kcase *k, ibp_decompress_args *a);
 
 /* Runs kernel `entry` copying [off, off+len) into a fresh buffer, with the
  * host ranges registered as given (packed_end: bytes of the packed range to

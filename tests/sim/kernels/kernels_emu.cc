@@ -11,6 +11,10 @@ void decompress_entry(const void *args) {
   ibp_decompress(*static_cast<const ibp_decompress_args *>(args));
 }
 
+void batch_entry(const void *args) {
+  ibp_decompress_batch(*static_cast<const ibp_batch_args *>(args));
+}
+
 void gather_entry(const void *args) {
   ibp_gather(*static_cast<const ibp_gather_args *>(args));
 }
@@ -20,7 +24,17 @@ uint64_t decompress_out(const void *args) {
   return static_cast<const ibp_decompress_args *>(args)->length;
 }
 
-// The ranges live in (simulated) device memory, which the host can read.
+// The jobs and ranges live in (simulated) device memory, which the host
+// can read.
+uint64_t batch_out(const void *args) {
+  const ibp_batch_args *a = static_cast<const ibp_batch_args *>(args);
+  uint64_t bytes = 0;
+  for (uint32_t i = 0; i < a->count; i++)
+    bytes += a->jobs[i].length;
+  return bytes;
+}
+
+
 uint64_t gather_out(const void *args) {
   const ibp_gather_args *a = static_cast<const ibp_gather_args *>(args);
   uint64_t bytes = 0;
@@ -32,6 +46,7 @@ uint64_t gather_out(const void *args) {
 const simt_kernel kernels[] = {
     {IBP_KERNEL_DECOMPRESS, decompress_entry, sizeof(ibp_decompress_args),
      decompress_out},
+    {IBP_KERNEL_BATCH, batch_entry, sizeof(ibp_batch_args), batch_out},
     {IBP_KERNEL_GATHER, gather_entry, sizeof(ibp_gather_args), gather_out},
 };
 

@@ -17,7 +17,7 @@
 
 /* A region of compressible float data; tensor 0 is compressed. */
 static void build(kcase *k, rng *r, uint32_t R, uint64_t n) {
-  kcase_shape s = {R, 4, n, 0, 0, 0, DATA_FLOAT, MASK_STATS, 0, 1};
+  kcase_shape s = {R, 4, n, 0, 0, 0, DATA_FLOAT, MASK_STATS, 0, 1, 0};
   for (int tries = 0; tries < 50; tries++) {
     kcase_build(k, r, &s);
     if (k->flags[0] & 1)

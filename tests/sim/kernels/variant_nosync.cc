@@ -5,6 +5,7 @@
 #define ibp_dev_syncwarp() ((void)0) /* the bug */
 #define ibp_decompress ibp_decompress_nosync
 #define ibp_gather ibp_gather_nosync
+#define ibp_decompress_batch ibp_decompress_batch_nosync
 #include "ibp_decompress.cu"
 
 #include "simt.h"

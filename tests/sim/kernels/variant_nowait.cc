@@ -4,6 +4,7 @@
 #define ibp_dev_cp_async_wait(n) ((void)(n)) /* the bug */
 #define ibp_decompress ibp_decompress_nowait
 #define ibp_gather ibp_gather_nowait
+#define ibp_decompress_batch ibp_decompress_batch_nowait
 #include "ibp_decompress.cu"
 
 #include "simt.h"

@@ -4,6 +4,7 @@
 #define IBP_KERNEL_STAGE_EXTRA 16u /* the bug */
 #define ibp_decompress ibp_decompress_overread
 #define ibp_gather ibp_gather_overread
+#define ibp_decompress_batch ibp_decompress_batch_overread
 #include "ibp_decompress.cu"
 
 #include "simt.h"
