@@ -71,7 +71,8 @@ void sample_usage_error(const char *fmt, ...)
 
 /* ---- data --------------------------------------------------------------- */
 
-typedef enum sample_dtype { SAMPLE_F32, SAMPLE_BF16 } sample_dtype;
+/* IEEE float32, bfloat16, IEEE float16 ("fp16": kv_blocks only). */
+typedef enum sample_dtype { SAMPLE_F32, SAMPLE_BF16, SAMPLE_F16 } sample_dtype;
 
 /* "f32" / "bf16" -> dtype; exits with a usage error otherwise. */
 sample_dtype sample_dtype_parse(const char *s);

@@ -43,21 +43,35 @@ sample_dtype sample_dtype_parse(const char *s) {
 }
 
 const char *sample_dtype_name(sample_dtype t) {
-  return t == SAMPLE_F32 ? "f32" : "bf16";
+  return t == SAMPLE_F32 ? "f32" : t == SAMPLE_BF16 ? "bf16" : "fp16";
 }
 
 size_t sample_dtype_size(sample_dtype t) {
   return t == SAMPLE_F32 ? 4 : 2;
 }
 
-/* Little-endian store of a float32, or of its bfloat16 (round to nearest
- * even; the values are finite). */
+/* IEEE half of a finite float, rounded to nearest even: subnormals below
+ * 2^-14, infinity from 65520 on. */
+static uint32_t half_of(float f) {
+  uint32_t u;
+  memcpy(&u, &f, 4);
+  uint32_t sign = (u >> 16) & 0x8000u, mag = u & 0x7fffffffu;
+  if (mag >= 0x47800000u) /* 2^16 and above */
+    return sign | 0x7c00u;
+  if (mag < 0x38800000u) /* below 2^-14: units of 2^-24, exact scaling */
+    return sign | (uint32_t)lrintf(fabsf(f) * 16777216.0f);
+  mag -= 0x38000000u; /* exponent bias 127 -> 15 */
+  return sign | ((mag + 0xfffu + ((mag >> 13) & 1u)) >> 13);
+}
+
+/* Little-endian store of a float32, or of its bfloat16 or float16 (round to
+ * nearest even; the values are finite). */
 static void put_value(uint8_t *p, double v, sample_dtype t) {
   float f = (float)v;
   uint32_t u;
   memcpy(&u, &f, 4);
-  if (t == SAMPLE_BF16) {
-    u = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
+  if (t != SAMPLE_F32) {
+    u = t == SAMPLE_BF16 ? (u + 0x7fffu + ((u >> 16) & 1u)) >> 16 : half_of(f);
     p[0] = (uint8_t)u;
     p[1] = (uint8_t)(u >> 8);
     return;

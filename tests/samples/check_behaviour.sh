@@ -12,6 +12,7 @@ TMP_OUT=$WORK/stdout
 TMP_ERR=$WORK/stderr
 ws=$dir/weight_stream
 eg=$dir/emb_gather
+kb=$dir/kv_blocks
 
 # expect_fail CODE REGEX EXE ARGS...: exit CODE and a line of stdout+stderr
 # matching the extended regular expression REGEX.
@@ -69,6 +70,21 @@ data_files() {
   checks=$((checks + 1))
   grep -qx 'timed_bytes=200' "$TMP_OUT" || fail "--warmup 3: $(grep timed_bytes "$TMP_OUT")"
 
+  # KV blocks: a pool of 9 blocks of 2 layers x K,V x 4 tokens x 2 heads x
+  # 8 values (256 bytes a layer), saved and loaded back; then any bytes, a
+  # tail shorter than a block not used.
+  set -- --block-tokens 4 --layers 2 --heads 2 --head-dim 8 --slots 4 --steps 5 --window 3
+  expect_success kv_blocks "$kb" --blocks 9 --dtype fp16 --save k.bin "$@"
+  generated=$(first_line)
+  checks=$((checks + 1))
+  [ "$(wc -c <k.bin)" -eq 4608 ] || fail "k.bin has $(wc -c <k.bin) bytes"
+  head -n 1 "$TMP_OUT" | grep -q ' bytes=7680 copies=30 ' || fail "kv_blocks: $(first_line)"
+  expect_success kv_blocks "$kb" --data k.bin "$@"
+  checks=$((checks + 1))
+  [ "$(first_line)" = "$generated" ] || fail "--data k.bin: '$(first_line)', generated: '$generated'"
+  grep -qx 'blocks=9' "$TMP_OUT" || fail "--data k.bin: $(grep '^blocks=' "$TMP_OUT")"
+  expect_success kv_blocks "$kb" --data "$ws" "$@" --fetch random
+
   # Any bytes will do; a tail shorter than a row is not used.
   expect_success weight_stream "$ws" --data "$ws" --layers 3 --epochs 1
   expect_success emb_gather "$eg" --data "$ws" --row-bytes 1000 --batches 2 --batch-rows 10
@@ -90,6 +106,15 @@ mismatch() {
     fail "emb_gather --corrupt 100: row $row, table offset $offset (want row * 64 + 36)"
   expect_fail 1 'emb_gather: mismatch batch=0 slot=19 row=[0-9]+ offset=[0-9]+ expected=0x[0-9a-f]{2} got=0x[0-9a-f]{2}' \
     "$dir/emb_gather_static_ptds" --rows 500 --dim 16 --batches 1 --batch-rows 20 --corrupt 1279
+  # Entries of 256 bytes (one block, one layer): batch byte 700 is byte
+  # 188 of entry 2, the first layer of the step's second block (step 3 of
+  # a window: blocks 3, 4, 5), in slot (3 * 3 + 1) % 4; pool offset
+  # (4 * 2 + 0) * 256 + 188.
+  expect_fail 1 'kv_blocks: mismatch step=3 block=4 layer=0 slot=2 offset=2236 expected=0x[0-9a-f]{2} got=0x[0-9a-f]{2}' \
+    "$kb" --blocks 9 --block-tokens 4 --layers 2 --heads 2 --head-dim 8 --slots 4 \
+    --steps 4 --window 3 --corrupt 700
+  expect_fail 1 'kv_blocks: mismatch step=0 block=0 layer=0 slot=0 offset=0 expected=0x[0-9a-f]{2} got=0x[0-9a-f]{2}' \
+    "$dir/kv_blocks_static_ptds" --blocks 2 --slots 1 --steps 1 --window 1 --corrupt 0
 }
 
 cuda_error() {
@@ -108,6 +133,11 @@ cuda_error() {
     SIMCUDA_FAIL=cuMemcpyHtoDAsync:7:CUDA_ERROR_INVALID_VALUE expect_fail 2 \
       'emb_gather: cudaMemcpyAsync failed: invalid argument \(cudaErrorInvalidValue\)' \
       "$exe" --rows 100 --dim 8 --batches 2 --batch-rows 10
+  done
+  for exe in "$kb" "$dir/kv_blocks_static_ptds"; do
+    SIMCUDA_FAIL=cuMemcpyBatchAsync:2 expect_fail 2 \
+      'kv_blocks: cudaMemcpyBatchAsync failed: unknown error \(cudaErrorUnknown\)' \
+      "$exe" --blocks 8 --slots 4 --steps 3 --window 2
   done
 }
 
@@ -148,7 +178,23 @@ usage() {
   expect_usage "emb_gather: --stream must be default or own \(got 'x'\) \(see --help\)" "$eg" --stream x
   expect_usage "emb_gather: --dim must be from 1 to 1048576 \(see --help\)" "$eg" --dim 0
   expect_usage "emb_gather: --batch-rows must be from 1 to .*" "$eg" --batch-rows 0
+  run "$kb" --help
+  checks=$((checks + 1))
+  [ "$rc" -eq 0 ] && grep -q '^Usage: kv_blocks' "$TMP_OUT" || fail "kv_blocks --help"
+  expect_usage "kv_blocks: --dtype must be bf16 or fp16 \(got 'f32'\) \(see --help\)" "$kb" --dtype f32
+  expect_usage "kv_blocks: --fetch must be window, random or mixed \(got 'x'\) \(see --help\)" "$kb" --fetch x
+  expect_usage "kv_blocks: --heads must be from 1 to 1048576 \(see --help\)" "$kb" --heads 0
+  expect_usage "kv_blocks: --window must be from 1 to 8 \(the pool's blocks\) \(see --help\)" \
+    "$kb" --blocks 8 --window 9
+  expect_usage "kv_blocks: --slots must be from --window \(16\) to [0-9]+ \(see --help\)" "$kb" --slots 15
+  expect_usage "kv_blocks: --warmup must be below --steps \(see --help\)" "$kb" --steps 2 --warmup 2
+  expect_usage "kv_blocks: --data takes its blocks from the file; drop --blocks \(see --help\)" \
+    "$kb" --data empty.bin --blocks 4
+  expect_usage "kv_blocks: --corrupt must be below the batch size 4194304 \(see --help\)" \
+    "$kb" --corrupt 4194304
   head -c 100 "$ws" >small.bin
+  expect_usage "kv_blocks: a block of 262144 bytes is larger than small.bin \(see --help\)" \
+    "$kb" --data small.bin
   expect_usage "emb_gather: --row-bytes 4096 is larger than small.bin \(see --help\)" \
     "$eg" --data small.bin --row-bytes 4K
 }

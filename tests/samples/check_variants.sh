@@ -2,9 +2,9 @@
 # Runs the four builds of SAMPLE with ARGS: each succeeds, and all print the
 # same result line (bytes, copies, checksum).  On the simulated driver also
 # checks, with SIMCUDA_LOG, that the host-to-device copies went through the
-# legacy entry point (cuMemcpyHtoDAsync_v2) in a legacy build and through
-# the per-thread one (..._ptsz) in a per-thread-default-stream build (not
-# under a wrapper).  SAMPLES_WRAPPER, when set, is put in front of every
+# legacy entry point (cuMemcpyHtoDAsync_v2; cuMemcpyBatchAsync_v2 for
+# kv_blocks) in a legacy build and through the per-thread one (..._ptsz) in
+# a per-thread-default-stream build (not under a wrapper).  SAMPLES_WRAPPER, when set, is put in front of every
 # command (split at spaces), e.g. "/path/ibp run --regions min=1M --" to
 # run them under libibp.
 . "$(dirname "$0")/common.sh"
@@ -42,9 +42,13 @@ for exe in $exes; do
   # (Under a wrapper such as libibp, copies may be served by kernels.)
   [ "$gpu" = 1 ] || [ -n "${SAMPLES_WRAPPER:-}" ] && continue
   run env SIMCUDA_LOG=1 "$exe" "$@" --quiet
+  case $sample in
+  kv_blocks) entry=cuMemcpyBatchAsync_v2 ;; # one cudaMemcpyBatchAsync a step
+  *) entry=cuMemcpyHtoDAsync_v2 ;;
+  esac
   case $exe in
-  *_ptds) want=cuMemcpyHtoDAsync_v2_ptsz not='cuMemcpyHtoDAsync_v2 ' ;;
-  *) want='cuMemcpyHtoDAsync_v2 ' not=cuMemcpyHtoDAsync_v2_ptsz ;;
+  *_ptds) want=${entry}_ptsz not="$entry " ;;
+  *) want="$entry " not=${entry}_ptsz ;;
   esac
   checks=$((checks + 1))
   grep -q "\] $want" "$TMP_ERR" || fail "$(basename "$exe"): no copy through $want"

@@ -119,6 +119,15 @@ cudaError_t cudartsim__memcpy(void *dst, const void *src, size_t count,
                               int async, int pt);
 cudaError_t cudartsim__memset(void *dst, int value, size_t count,
                               cudaStream_t stream, int async, int pt);
+cudaError_t cudartsim__memcpy_2d(void *dst, size_t dpitch, const void *src,
+                                 size_t spitch, size_t width, size_t height,
+                                 enum cudaMemcpyKind kind, cudaStream_t stream,
+                                 int async, int pt);
+cudaError_t cudartsim__memcpy_batch(void *const *dsts, const void *const *srcs,
+                                    const size_t *sizes, size_t count,
+                                    struct cudaMemcpyAttributes *attrs,
+                                    size_t *attrs_idxs, size_t num_attrs,
+                                    cudaStream_t stream, int pt);
 cudaError_t cudartsim__stream_synchronize(cudaStream_t stream, int pt);
 cudaError_t cudartsim__stream_query(cudaStream_t stream, int pt);
 cudaError_t cudartsim__stream_wait_event(cudaStream_t stream, cudaEvent_t event,

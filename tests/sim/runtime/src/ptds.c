@@ -30,6 +30,31 @@ CUDARTSIM_API cudaError_t cudaMemcpyAsync(void *dst, const void *src,
       cudartsim__memcpy(dst, src, count, kind, stream, 1, PT));
 }
 
+CUDARTSIM_API cudaError_t cudaMemcpy2D(void *dst, size_t dpitch,
+                                       const void *src, size_t spitch,
+                                       size_t width, size_t height,
+                                       enum cudaMemcpyKind kind) {
+  return cudartsim__ret(cudartsim__memcpy_2d(dst, dpitch, src, spitch, width,
+                                             height, kind, 0, 0, PT));
+}
+
+CUDARTSIM_API cudaError_t cudaMemcpy2DAsync(void *dst, size_t dpitch,
+                                            const void *src, size_t spitch,
+                                            size_t width, size_t height,
+                                            enum cudaMemcpyKind kind,
+                                            cudaStream_t stream) {
+  return cudartsim__ret(cudartsim__memcpy_2d(dst, dpitch, src, spitch, width,
+                                             height, kind, stream, 1, PT));
+}
+
+CUDARTSIM_API cudaError_t cudaMemcpyBatchAsync(
+    void *const *dsts, const void *const *srcs, const size_t *sizes,
+    size_t count, struct cudaMemcpyAttributes *attrs, size_t *attrsIdxs,
+    size_t numAttrs, cudaStream_t stream) {
+  return cudartsim__ret(cudartsim__memcpy_batch(
+      dsts, srcs, sizes, count, attrs, attrsIdxs, numAttrs, stream, PT));
+}
+
 CUDARTSIM_API cudaError_t cudaMemset(void *devPtr, int value, size_t count) {
   return cudartsim__ret(cudartsim__memset(devPtr, value, count, 0, 0, PT));
 }

@@ -64,6 +64,7 @@ awk -v ref="$ref" '
     copy["cuMemcpyHtoD"]; copy["cuMemcpyHtoDAsync"]; copy["cuMemcpyDtoH"]
     copy["cuMemcpyDtoHAsync"]; copy["cuMemcpyDtoD"]; copy["cuMemcpyDtoDAsync"]
     copy["cuMemcpy"]; copy["cuMemcpyAsync"]; copy["cuMemsetD8"]; copy["cuMemsetD8Async"]
+    copy["cuMemcpy2DUnaligned"]; copy["cuMemcpy2DAsync"]; copy["cuMemcpyBatchAsync"]
     bad = 0
   }
   $1 == "gpa" {
@@ -94,7 +95,8 @@ fi
 [ -z "$wrong" ] || die "$mode program called the other default-stream variant: $wrong"
 [ -n "$used" ] || die "no copy reached the expected ($mode) driver variants"
 for fn in cuMemcpyHtoD cuMemcpyHtoDAsync cuMemcpyDtoH cuMemcpyDtoHAsync cuMemcpyDtoD \
-          cuMemcpyDtoDAsync cuMemcpy cuMemcpyAsync cuMemsetD8 cuMemsetD8Async; do
+          cuMemcpyDtoDAsync cuMemcpy cuMemcpyAsync cuMemsetD8 cuMemsetD8Async \
+          cuMemcpy2DUnaligned cuMemcpy2DAsync cuMemcpyBatchAsync; do
   echo "$used" | grep -q "^calls $fn " || die "$fn was never called in $mode mode"
 done
 

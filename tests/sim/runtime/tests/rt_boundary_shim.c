@@ -141,7 +141,15 @@ static void variants_of(const char *name, void *p, char *out, size_t size) {
   H(MemsetD8, "cuMemsetD8", (CUdeviceptr d, unsigned char v, size_t n),        \
     (d, v, n))                                                                 \
   H(MemsetD8Async, "cuMemsetD8Async",                                          \
-    (CUdeviceptr d, unsigned char v, size_t n, CUstream q), (d, v, n, q))
+    (CUdeviceptr d, unsigned char v, size_t n, CUstream q), (d, v, n, q))      \
+  H(Memcpy2DUnaligned, "cuMemcpy2DUnaligned", (const CUDA_MEMCPY2D *p), (p))   \
+  H(Memcpy2DAsync, "cuMemcpy2DAsync", (const CUDA_MEMCPY2D *p, CUstream q),    \
+    (p, q))                                                                    \
+  /* the runtime asks for the CUDA 13 form (13000: no failIdx) only */         \
+  H(MemcpyBatchAsync, "cuMemcpyBatchAsync",                                    \
+    (CUdeviceptr * d, CUdeviceptr * s, size_t * z, size_t n,                   \
+     CUmemcpyAttributes * a, size_t * i, size_t na, CUstream q),               \
+    (d, s, z, n, a, i, na, q))
 
 #define DEFINE_HOOK(id, str, params, args)                                     \
   static CUresult(*real_##id[2]) params;                                       \

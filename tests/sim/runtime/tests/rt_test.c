@@ -12,6 +12,11 @@
  *   rt_test --faults    sticky and ordinary errors, with the simulated
  *                       driver's fault injection (see run_faults)
  *
+ * 2D copies (pitches unlike the width, every kind, synchronous and on a
+ * stream) and batches (mixed directions in one cudaMemcpyBatchAsync, sources
+ * read during the call) have their own sections, with the error codes the
+ * CUDA documentation gives for bad arguments.
+ *
  * Sections that need a host function to block a stream (the default-stream
  * semantics) use a gate that opens by itself after GATE_TIMEOUT_MS, so a
  * driver that runs host functions synchronously fails instead of hanging. */
@@ -858,6 +863,268 @@ out:
   free(h);
 }
 
+/* ---- 2D copies -------------------------------------------------------------
+ */
+
+#define R2D_W 37 /* bytes per row */
+#define R2D_H 7  /* rows */
+
+/* Rows [0, R2D_H) of `got` (pitch gp) equal those of `want` (pitch wp) over
+ * R2D_W bytes, and the padding of each row of `got` up to its pitch still
+ * holds `pad`. */
+static int rows_match(const unsigned char *got, size_t gp,
+                      const unsigned char *want, size_t wp, int pad,
+                      const char *what) {
+  for (size_t r = 0; r < R2D_H; r++) {
+    if (!same(got + r * gp, want + r * wp, R2D_W, what))
+      return 0;
+    if (r + 1 < R2D_H && !all_bytes(got + r * gp + R2D_W, pad, gp - R2D_W)) {
+      fprintf(stderr, "  %s: padding of row %zu overwritten\n", what, r);
+      return 0;
+    }
+  }
+  return 1;
+}
+
+/* The device rows at `d` (pitch dp) copied back with a 1D copy. */
+static int device_rows_match(const void *d, size_t dp,
+                             const unsigned char *want, size_t wp, int pad,
+                             const char *what) {
+  size_t n = (R2D_H - 1) * dp + R2D_W;
+  unsigned char *back = malloc(n);
+  if (!back)
+    return 0;
+  CK(cudaMemcpy(back, d, n, cudaMemcpyDeviceToHost));
+  int ok = rows_match(back, dp, want, wp, pad, what);
+  free(back);
+  return ok;
+}
+
+static void copy_2d_errors(void *d, unsigned char *h) {
+  (void)cudaGetLastError();
+  /* width above a pitch: the documented cudaErrorInvalidPitchValue */
+  EXPECT(cudaMemcpy2D(d, 16, h, 64, 17, 2, cudaMemcpyHostToDevice),
+         cudaErrorInvalidPitchValue);
+  EXPECT(cudaMemcpy2D(d, 64, h, 16, 17, 2, cudaMemcpyHostToDevice),
+         cudaErrorInvalidPitchValue);
+  EXPECT(cudaMemcpy2DAsync(d, 64, h, 8, 9, 1, cudaMemcpyHostToDevice, 0),
+         cudaErrorInvalidPitchValue);
+  EXPECT(cudaGetLastError(), cudaErrorInvalidPitchValue);
+  int maxp = 0;
+  CK(cudaDeviceGetAttribute(&maxp, cudaDevAttrMaxPitch, 0));
+  CHECK(maxp > 0);
+  EXPECT(
+      cudaMemcpy2D(d, (size_t)maxp + 1, h, 64, 16, 1, cudaMemcpyHostToDevice),
+      cudaErrorInvalidPitchValue);
+  EXPECT(cudaMemcpy2D(d, 64, h, 64, 16, 2, (enum cudaMemcpyKind)9),
+         cudaErrorInvalidMemcpyDirection);
+  EXPECT(cudaMemcpy2DAsync(d, 64, h, 64, 16, 2, (enum cudaMemcpyKind)9, 0),
+         cudaErrorInvalidMemcpyDirection);
+  /* nothing to copy */
+  CK(cudaMemcpy2D(d, 64, h, 64, 0, 5, cudaMemcpyHostToDevice));
+  CK(cudaMemcpy2D(d, 64, h, 64, 16, 0, cudaMemcpyHostToDevice));
+  CK(cudaMemcpy2DAsync(d, 64, h, 64, 0, 0, cudaMemcpyHostToDevice, 0));
+  /* operands the driver refuses: a host pointer as the device side, rows
+   * running past the allocation */
+  EXPECT(cudaMemcpy2D(h + 4096, 64, h, 64, 16, 2, cudaMemcpyHostToDevice),
+         cudaErrorInvalidValue);
+  EXPECT(cudaMemcpy2D(d, 4096, h, 64, 16, 3, cudaMemcpyHostToDevice),
+         cudaErrorInvalidValue);
+  EXPECT(cudaGetLastError(), cudaErrorInvalidValue);
+  EXPECT(cudaGetLastError(), cudaSuccess);
+}
+
+static void test_copy_2d(void) {
+  const size_t sp = 48, dp = 64, dp2 = 50, hp = 40; /* all != R2D_W */
+  unsigned char *src = malloc(R2D_H * sp), *out = malloc(R2D_H * hp);
+  unsigned char *pin = NULL, *pout = NULL;
+  void *d = NULL, *d2 = NULL;
+  CK(cudaMalloc(&d, R2D_H * dp));
+  CK(cudaMalloc(&d2, R2D_H * dp2));
+  CK(cudaMallocHost((void **)&pin, R2D_H * sp));
+  CK(cudaMallocHost((void **)&pout, R2D_H * hp));
+  cudaStream_t s = 0;
+  CK(cudaStreamCreate(&s));
+  if (!src || !out || !d || !d2 || !pin || !pout) {
+    CHECK(!"allocation");
+    goto out;
+  }
+  fill(src, R2D_H * sp, 21);
+
+  /* synchronous H2D, D2D, D2H, each with its own pitches; every result is
+   * read right after the call (the calls are synchronous with the host) */
+  CK(cudaMemset(d, 0xEE, R2D_H * dp));
+  CK(cudaMemset(d2, 0xDD, R2D_H * dp2));
+  CK(cudaMemcpy2D(d, dp, src, sp, R2D_W, R2D_H, cudaMemcpyHostToDevice));
+  CHECK(device_rows_match(d, dp, src, sp, 0xEE, "2D H2D"));
+  CK(cudaMemcpy2D(d2, dp2, d, dp, R2D_W, R2D_H, cudaMemcpyDeviceToDevice));
+  CHECK(device_rows_match(d2, dp2, src, sp, 0xDD, "2D D2D"));
+  memset(out, 0x77, R2D_H * hp);
+  CK(cudaMemcpy2D(out, hp, d2, dp2, R2D_W, R2D_H, cudaMemcpyDeviceToHost));
+  CHECK(rows_match(out, hp, src, sp, 0x77, "2D D2H"));
+  memset(out, 0x66, R2D_H * hp);
+  CK(cudaMemcpy2D(out, hp, src, sp, R2D_W, R2D_H, cudaMemcpyHostToHost));
+  CHECK(rows_match(out, hp, src, sp, 0x66, "2D H2H"));
+
+  /* asynchronous on a created stream, pinned host memory, then Default */
+  memcpy(pin, src, R2D_H * sp);
+  CK(cudaMemset(d, 0xEE, R2D_H * dp));
+  memset(pout, 0x55, R2D_H * hp);
+  CK(cudaMemcpy2DAsync(d, dp, pin, sp, R2D_W, R2D_H, cudaMemcpyHostToDevice,
+                       s));
+  CK(cudaMemcpy2DAsync(d2, dp2, d, dp, R2D_W, R2D_H, cudaMemcpyDeviceToDevice,
+                       s));
+  CK(cudaMemcpy2DAsync(pout, hp, d2, dp2, R2D_W, R2D_H, cudaMemcpyDeviceToHost,
+                       s));
+  CK(cudaStreamSynchronize(s));
+  CHECK(rows_match(pout, hp, src, sp, 0x55, "2D async round trip"));
+  CK(cudaMemset(d, 0xEE, R2D_H * dp));
+  CK(cudaMemcpy2DAsync(d, dp, pin, sp, R2D_W, R2D_H, cudaMemcpyDefault, 0));
+  CK(cudaStreamSynchronize(0));
+  CHECK(device_rows_match(d, dp, src, sp, 0xEE, "2D Default async"));
+  memset(out, 0x44, R2D_H * hp);
+  CK(cudaMemcpy2D(out, hp, d, dp, R2D_W, R2D_H, cudaMemcpyDefault));
+  CHECK(rows_match(out, hp, src, sp, 0x44, "2D Default D2H"));
+
+  copy_2d_errors(d, src);
+out:
+  if (s)
+    cudaStreamDestroy(s);
+  cudaFree(d);
+  cudaFree(d2);
+  cudaFreeHost(pin);
+  cudaFreeHost(pout);
+  free(src);
+  free(out);
+}
+
+/* ---- batched copies --------------------------------------------------------
+ */
+
+#define BATCH_N 6
+
+/* d: n bytes of device memory, ph: pinned host memory */
+static void batch_errors(cudaStream_t s, void *d, size_t n, unsigned char *ph) {
+  void *dsts[2] = {d, dev_at(d, 64)};
+  const void *srcs[2] = {ph, ph + 64};
+  size_t sizes[2] = {32, 32}, idx[2] = {0, 1}, bad_idx[1] = {1};
+  struct cudaMemcpyAttributes a[2] = {
+      {.srcAccessOrder = cudaMemcpySrcAccessOrderStream},
+      {.srcAccessOrder = cudaMemcpySrcAccessOrderStream}};
+  struct cudaMemcpyAttributes invalid = {.srcAccessOrder =
+                                             cudaMemcpySrcAccessOrderInvalid};
+  (void)cudaGetLastError();
+  /* cudaErrorInvalidValue is the only error the documentation lists */
+  EXPECT(cudaMemcpyBatchAsync(dsts, srcs, sizes, 0, a, idx, 0, s),
+         cudaErrorInvalidValue);
+  EXPECT(cudaMemcpyBatchAsync(NULL, srcs, sizes, 2, a, idx, 1, s),
+         cudaErrorInvalidValue);
+  EXPECT(cudaMemcpyBatchAsync(dsts, NULL, sizes, 2, a, idx, 1, s),
+         cudaErrorInvalidValue);
+  EXPECT(cudaMemcpyBatchAsync(dsts, srcs, NULL, 2, a, idx, 1, s),
+         cudaErrorInvalidValue);
+  EXPECT(cudaMemcpyBatchAsync(dsts, srcs, sizes, 2, NULL, idx, 1, s),
+         cudaErrorInvalidValue);
+  EXPECT(cudaMemcpyBatchAsync(dsts, srcs, sizes, 2, a, NULL, 1, s),
+         cudaErrorInvalidValue);
+  EXPECT(cudaMemcpyBatchAsync(dsts, srcs, sizes, 2, a, idx, 0, s),
+         cudaErrorInvalidValue);
+  EXPECT(cudaMemcpyBatchAsync(dsts, srcs, sizes, 1, a, idx, 2, s),
+         cudaErrorInvalidValue); /* numAttrs > count */
+  EXPECT(cudaMemcpyBatchAsync(dsts, srcs, sizes, 2, a, bad_idx, 1, s),
+         cudaErrorInvalidValue); /* attrsIdxs[0] != 0 */
+  EXPECT(cudaMemcpyBatchAsync(dsts, srcs, sizes, 2, &invalid, idx, 1, s),
+         cudaErrorInvalidValue);
+  /* the legacy NULL stream is refused; 0 is it in a legacy build */
+  EXPECT(
+      cudaMemcpyBatchAsync(dsts, srcs, sizes, 2, a, idx, 1, cudaStreamLegacy),
+      cudaErrorInvalidValue);
+  EXPECT(cudaMemcpyBatchAsync(dsts, srcs, sizes, 2, a, idx, 1, 0),
+         PTDS ? cudaSuccess : cudaErrorInvalidValue);
+  CK(cudaStreamSynchronize(0));
+  /* an operand the driver refuses: past the end of the allocation */
+  void *bad_dsts[2] = {d, dev_at(d, n - 16)};
+  EXPECT(cudaMemcpyBatchAsync(bad_dsts, srcs, sizes, 2, a, idx, 1, s),
+         cudaErrorInvalidValue);
+  EXPECT(cudaGetLastError(), cudaErrorInvalidValue);
+  EXPECT(cudaGetLastError(), cudaSuccess);
+}
+
+static void test_batch(void) {
+  const size_t n = 16384;
+  unsigned char *ph = NULL, *pout = NULL, *want = malloc(n);
+  void *da = NULL, *db = NULL;
+  CK(cudaMallocHost((void **)&ph, n));
+  CK(cudaMallocHost((void **)&pout, n));
+  CK(cudaMalloc(&da, n));
+  CK(cudaMalloc(&db, n));
+  cudaStream_t s = 0;
+  CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  if (!ph || !pout || !want || !da || !db || !s) {
+    CHECK(!"allocation");
+    goto out;
+  }
+  fill(ph, n, 31);
+  fill(want, n, 32);
+  CK(cudaMemcpy(da, want, n, cudaMemcpyHostToDevice)); /* da = want */
+  CK(cudaMemset(db, 0xEE, n));
+  memset(pout, 0x33, n);
+
+  /* mixed directions, odd sizes, three attribute ranges */
+  void *dsts[BATCH_N] = {db,          dev_at(db, 4096), pout, dev_at(db, 8192),
+                         pout + 8192, pout + 12000};
+  const void *srcs[BATCH_N] = {ph,      ph + 777,        da, dev_at(da, 100),
+                               ph + 99, dev_at(da, 5000)};
+  size_t sizes[BATCH_N] = {1000, 3001, 4096, 2047, 1, 1500};
+  size_t idx[3] = {0, 2, 5};
+  struct cudaMemcpyAttributes a[3] = {
+      {.srcAccessOrder = cudaMemcpySrcAccessOrderStream},
+      {.srcAccessOrder = cudaMemcpySrcAccessOrderAny,
+       .flags = cudaMemcpyFlagPreferOverlapWithCompute},
+      {.srcAccessOrder = cudaMemcpySrcAccessOrderStream}};
+  CK(cudaMemcpyBatchAsync(dsts, srcs, sizes, BATCH_N, a, idx, 3, s));
+  CK(cudaStreamSynchronize(s));
+  unsigned char *back = malloc(n);
+  if (back) {
+    CK(cudaMemcpy(back, db, n, cudaMemcpyDeviceToHost));
+    CHECK(same(back, ph, 1000, "batch H2D 0"));
+    CHECK(same(back + 4096, ph + 777, 3001, "batch H2D 1"));
+    CHECK(same(back + 8192, want + 100, 2047, "batch D2D"));
+    CHECK(all_bytes(back + 1000, 0xEE, 4096 - 1000));
+    free(back);
+  }
+  CHECK(same(pout, want, 4096, "batch D2H 0"));
+  CHECK(pout[8192] == ph[99] && pout[8193] == 0x33); /* H2H, 1 byte */
+  CHECK(same(pout + 12000, want + 5000, 1500, "batch D2H 1"));
+
+  /* sources read during the call: a stack buffer may change right after */
+  unsigned char eph[256];
+  fill(eph, sizeof eph, 33);
+  unsigned char keep[256];
+  memcpy(keep, eph, sizeof eph);
+  void *d1[1] = {da};
+  const void *s1[1] = {eph};
+  size_t z1[1] = {sizeof eph}, i1[1] = {0};
+  struct cudaMemcpyAttributes during = {
+      .srcAccessOrder = cudaMemcpySrcAccessOrderDuringApiCall};
+  CK(cudaMemcpyBatchAsync(d1, s1, z1, 1, &during, i1, 1, s));
+  memset(eph, 0, sizeof eph);
+  CK(cudaStreamSynchronize(s));
+  unsigned char got[256];
+  CK(cudaMemcpy(got, da, sizeof got, cudaMemcpyDeviceToHost));
+  CHECK(same(got, keep, sizeof keep, "batch DuringApiCall"));
+
+  batch_errors(s, da, n, ph);
+out:
+  if (s)
+    cudaStreamDestroy(s);
+  cudaFree(da);
+  cudaFree(db);
+  cudaFreeHost(ph);
+  cudaFreeHost(pout);
+  free(want);
+}
+
 /* ---- cudaDeviceReset
  * -------------------------------------------------------------- */
 
@@ -1003,6 +1270,8 @@ int main(int argc, char **argv) {
       {"queries on blocked work", test_not_ready},
       {"default stream semantics", test_default_streams},
       {"error paths", test_errors},
+      {"2D copies", test_copy_2d},
+      {"batched copies", test_batch},
       {"cudaDeviceReset", test_reset},
   };
   printf("rt_test (%s)\n", MODE);
