@@ -1,6 +1,6 @@
 #!/bin/sh
-# check_libc_hooks_listed: every row of preload/track/libc_hooks.def and of
-# preload/hooks/hooks.def names a symbol listed in the global: section of
+# check_libc_hooks_listed: every row of preload/track/libc_hooks.def, of
+# preload/hooks/hooks.def and of preload/hooks/order.def names a symbol listed in the global: section of
 # preload/libibp.map.  hooks_libc.c and hooks/exports.c define a function
 # for each row, but ld exports only what the map lists: a row missing there
 # is silently a dead hook (and preload_exports, which compares the map with
@@ -42,4 +42,5 @@ rows() {
 }
 rows "$def" 'IBP_LIBC_[A-Z]+[[:space:]]*\('
 rows "$root/preload/hooks/hooks.def" 'IBP_HOOK[[:space:]]*\('
+rows "$root/preload/hooks/order.def" 'IBP_ORDER[[:space:]]*\('
 finish check_libc_hooks_listed "libc_hooks.def or hooks.def rows missing from libibp.map"

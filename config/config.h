@@ -95,6 +95,8 @@ typedef struct ibp_config {
   int wait_ready;      /* IBP_WAIT_READY=1: a region's first copy waits until it
                           is ready (tests, benchmarks) */
   ibp_tracker tracker; /* IBP_TRACKER */
+  int no_batch;        /* IBP_BATCH=0: every served copy gets a launch of its
+                          own (docs/ARCHITECTURE.md "Batched launches") */
   unsigned threads;    /* IBP_THREADS: compression threads, 1..64; 0 = auto
                           (a quarter of the CPUs, at least 1) */
   /* IBP_PROFILE: a built-in device cost profile or a profile file
@@ -123,10 +125,10 @@ void ibp_config_init(ibp_config *out);
 void ibp_rule_init(ibp_rule *rule);
 
 /* Reads IBP_DISABLE, IBP_LOG, IBP_STATS, IBP_MIN_COPY, IBP_WAIT_READY,
- * IBP_TRACKER, IBP_THREADS, IBP_PROFILE, IBP_REGIONS and IBP_CONFIG through
- * getenv_fn (NULL = the C library's getenv) and fills *out.  If IBP_DISABLE=1
- * the other variables are not read (nothing of them is reported).  Unset and
- * empty variables take their defaults. out: must not be NULL; fully
+ * IBP_TRACKER, IBP_BATCH, IBP_THREADS, IBP_PROFILE, IBP_REGIONS and IBP_CONFIG
+ * through getenv_fn (NULL = the C library's getenv) and fills *out.  If
+ * IBP_DISABLE=1 the other variables are not read (nothing of them is reported).
+ * Unset and empty variables take their defaults. out: must not be NULL; fully
  * overwritten. err: may be NULL; on error it names the variable, rule or line,
  * and token. Returns 0 on success. Returns -1 on the first bad value; *out is
  * then the fail-open configuration: defaults with disabled = 1 and no rules. */

@@ -161,7 +161,7 @@ int ibp_config_parse_file(const char *path, ibp_config *out,
 
 /* ---- the scalar variables ------------------------------------------------ */
 
-/* IBP_DISABLE, IBP_WAIT_READY: 0 (or unset, empty) or 1. */
+/* IBP_DISABLE, IBP_WAIT_READY, IBP_BATCH: 0 (or unset, empty) or 1. */
 static int load_flag(ibp__span v, ibp__where *w, int *flag) {
   if (v.n == 0 || ibp__word_is(v, "0"))
     *flag = 0;
@@ -290,6 +290,11 @@ static int load_all(env_reader *r, ibp_config *out) {
     return -1;
   if (load_tracker(read_var(r, "IBP_TRACKER"), &r->where, &out->tracker))
     return -1;
+  int batch = 1;
+  ibp__span b = read_var(r, "IBP_BATCH");
+  if (b.n && load_flag(b, &r->where, &batch))
+    return -1;
+  out->no_batch = !batch;
   if (load_threads(read_var(r, "IBP_THREADS"), &r->where, &out->threads))
     return -1;
   if (load_profile(read_var(r, "IBP_PROFILE"), &r->where, out))

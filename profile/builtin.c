@@ -31,6 +31,16 @@
   "# command: a fraction of a copy call.  No published figure.\n"              \
   "driver_call_us = 0.5\n"                                                     \
   "\n"                                                                         \
+  "# ASSUMPTION (not yet measured): libibp's hold path is a registry\n"        \
+  "# lookup (~20 ns added per call, bench/interpose.sh in libibp), a few\n"    \
+  "# context and pointer queries (tens of ns each), a hash lookup under a\n"   \
+  "# lock, and the copy's share of the flush's job list.\n"                    \
+  "ibp_hold_us = 0.25\n"                                                       \
+  "# ASSUMPTION: a held copy should wait no longer than a few launches\n"      \
+  "# take (~3 us each): 50 us keeps a polling program responsive and lets\n"   \
+  "# a gather of thousands of rows fill one batch.\n"                          \
+  "batch_deadline_us = 50\n"                                                   \
+  "\n"                                                                         \
   "# ASSUMPTION: a null kernel takes ~5.5-6.4 us from launch to the end\n"     \
   "# of a synchronize (https://github.com/ahrefs/ocannl/issues/488:\n"         \
   "# ~6.4 us launch+sync on an RTX 5070 Ti), less the ~2.5 us CPU call.\n"     \

@@ -6,10 +6,14 @@
 #include "base/base.h"
 #include "hooks/hooks.h"
 #include "registry/registry.h"
+#include "serve/batch.h"
 #include "serve/context.h"
 
 static void ending(CUcontext ctx, int dev) {
-  if (ibp__guard || ibp_registry_empty())
+  if (ibp__guard)
+    return;
+  ibp__batch_context_end(ctx); /* NULL (a primary context): every one */
+  if (ibp_registry_empty())
     return;
   ibp__guard++;
   ibp__forget_context(ctx, dev);

@@ -10,6 +10,7 @@
 #include "base/base.h"
 #include "hooks/hooks.h"
 #include "registry/registry.h"
+#include "serve/batch.h"
 #include "serve/dtoh.h"
 #include "serve/substitute.h"
 #include "stats/discover.h"
@@ -25,14 +26,26 @@ static inline int quiet(void) {
   return ibp__guard || ibp_registry_empty();
 }
 
-/* 0 when served; 1 when the real copy must run. */
+/* 0 when served; 1 when the real copy must run (after what is held for
+ * batched launches that must run before it: serve/batch.h). */
 static int htod(CUdeviceptr dst, const void *src, size_t n, CUstream s,
                 int sync, int unified) {
   ibp__discover_copy(src, n);
-  if (quiet())
-    return 1;
-  ibp_copy c = {dst, src, n, s, sync, unified};
-  return ibp__serve_htod(&c);
+  int rc = 1;
+  if (!quiet()) {
+    ibp_copy c = {dst, src, n, s, sync, unified};
+    rc = ibp__serve_htod(&c);
+  }
+  if (rc && !ibp__guard)
+    ibp__batch_order(s);
+  return rc;
+}
+
+/* Every other operation is an ordering point of batched launches: on its
+ * stream, or (host-synchronous variants) everywhere. */
+static inline void order(CUstream s) {
+  if (!ibp__guard)
+    ibp__batch_order(s);
 }
 
 /* A copy into host memory: regions it overlaps are invalidated before it
@@ -113,17 +126,20 @@ CUresult ibp__hook_cuMemcpyAsync_ptsz(CUdeviceptr dst, CUdeviceptr src,
 /* ---- device to host: invalidate, then copy ------------------------------- */
 
 CUresult ibp__hook_cuMemcpyDtoH_v2(void *dst, CUdeviceptr src, size_t n) {
+  order(IBP_BATCH_ALL);
   int t = dtoh(dst, n);
   return dtoh_done(t, ibp__real_cuMemcpyDtoH_v2(dst, src, n), NULL, 0);
 }
 
 CUresult ibp__hook_cuMemcpyDtoH_v2_ptds(void *dst, CUdeviceptr src, size_t n) {
+  order(IBP_BATCH_ALL);
   int t = dtoh(dst, n);
   return dtoh_done(t, ibp__real_cuMemcpyDtoH_v2_ptds(dst, src, n), NULL, 0);
 }
 
 CUresult ibp__hook_cuMemcpyDtoHAsync_v2(void *dst, CUdeviceptr src, size_t n,
                                         CUstream s) {
+  order(legacy(s));
   int t = dtoh(dst, n);
   return dtoh_done(t, ibp__real_cuMemcpyDtoHAsync_v2(dst, src, n, s), legacy(s),
                    1);
@@ -131,6 +147,7 @@ CUresult ibp__hook_cuMemcpyDtoHAsync_v2(void *dst, CUdeviceptr src, size_t n,
 
 CUresult ibp__hook_cuMemcpyDtoHAsync_v2_ptsz(void *dst, CUdeviceptr src,
                                              size_t n, CUstream s) {
+  order(per_thread(s));
   int t = dtoh(dst, n);
   return dtoh_done(t, ibp__real_cuMemcpyDtoHAsync_v2_ptsz(dst, src, n, s),
                    per_thread(s), 1);
@@ -148,11 +165,13 @@ static size_t written(size_t n, size_t width) {
  * and the asynchronous ones with their stream. */
 #define DEVICE_WRITE(sym, vtype, width)                                        \
   CUresult ibp__hook_##sym(CUdeviceptr dst, vtype v, size_t n) {               \
+    order(IBP_BATCH_ALL);                                                      \
     int t = dtoh((const void *)dst, written(n, width));                        \
     return dtoh_done(t, ibp__real_##sym(dst, v, n), NULL, 0);                  \
   }
 #define DEVICE_WRITE_ASYNC(sym, vtype, width, explicit_stream)                 \
   CUresult ibp__hook_##sym(CUdeviceptr dst, vtype v, size_t n, CUstream s) {   \
+    order(explicit_stream(s));                                                 \
     int t = dtoh((const void *)dst, written(n, width));                        \
     return dtoh_done(t, ibp__real_##sym(dst, v, n, s), explicit_stream(s), 1); \
   }
@@ -207,11 +226,13 @@ static int dtoh_2d(const CUDA_MEMCPY2D *p) {
 /* The hooks of hooks.def's 2D copies. */
 #define COPY_2D(sym)                                                           \
   CUresult ibp__hook_##sym(const CUDA_MEMCPY2D *p) {                           \
+    order(IBP_BATCH_ALL);                                                      \
     int t = dtoh_2d(p);                                                        \
     return dtoh_done(t, ibp__real_##sym(p), NULL, 0);                          \
   }
 #define COPY_2D_ASYNC(sym, explicit_stream)                                    \
   CUresult ibp__hook_##sym(const CUDA_MEMCPY2D *p, CUstream s) {               \
+    order(explicit_stream(s));                                                 \
     int t = dtoh_2d(p);                                                        \
     return dtoh_done(t, ibp__real_##sym(p, s), explicit_stream(s), 1);         \
   }
@@ -240,12 +261,14 @@ static int dtoh_rows(uintptr_t base, size_t pitch, size_t width,
 #define MEMSET_2D(sym, vtype, width)                                           \
   CUresult ibp__hook_##sym(CUdeviceptr dst, size_t pitch, vtype v, size_t w,   \
                            size_t h) {                                         \
+    order(IBP_BATCH_ALL);                                                      \
     int t = dtoh_rows(dst, pitch, written(w, width), h);                       \
     return dtoh_done(t, ibp__real_##sym(dst, pitch, v, w, h), NULL, 0);        \
   }
 #define MEMSET_2D_ASYNC(sym, vtype, width, explicit_stream)                    \
   CUresult ibp__hook_##sym(CUdeviceptr dst, size_t pitch, vtype v, size_t w,   \
                            size_t h, CUstream s) {                             \
+    order(explicit_stream(s));                                                 \
     int t = dtoh_rows(dst, pitch, written(w, width), h);                       \
     return dtoh_done(t, ibp__real_##sym(dst, pitch, v, w, h, s),               \
                      explicit_stream(s), 1);                                   \
@@ -288,11 +311,13 @@ static int dtoh_3d_span(uintptr_t base, size_t x, size_t y, size_t z,
 
 #define COPY_3D(sym, type)                                                     \
   CUresult ibp__hook_##sym(const type *p) {                                    \
+    order(IBP_BATCH_ALL);                                                      \
     int t = DTOH_3D(p);                                                        \
     return dtoh_done(t, ibp__real_##sym(p), NULL, 0);                          \
   }
 #define COPY_3D_ASYNC(sym, type, explicit_stream)                              \
   CUresult ibp__hook_##sym(const type *p, CUstream s) {                        \
+    order(explicit_stream(s));                                                 \
     int t = DTOH_3D(p);                                                        \
     return dtoh_done(t, ibp__real_##sym(p, s), explicit_stream(s), 1);         \
   }
@@ -309,12 +334,14 @@ COPY_3D_ASYNC(cuMemcpy3DPeerAsync_ptsz, CUDA_MEMCPY3D_PEER, per_thread)
 #define COPY_PEER(sym)                                                         \
   CUresult ibp__hook_##sym(CUdeviceptr dst, CUcontext dctx, CUdeviceptr src,   \
                            CUcontext sctx, size_t n) {                         \
+    order(IBP_BATCH_ALL);                                                      \
     int t = dtoh((const void *)dst, n);                                        \
     return dtoh_done(t, ibp__real_##sym(dst, dctx, src, sctx, n), NULL, 0);    \
   }
 #define COPY_PEER_ASYNC(sym, explicit_stream)                                  \
   CUresult ibp__hook_##sym(CUdeviceptr dst, CUcontext dctx, CUdeviceptr src,   \
                            CUcontext sctx, size_t n, CUstream s) {             \
+    order(explicit_stream(s));                                                 \
     int t = dtoh((const void *)dst, n);                                        \
     return dtoh_done(t, ibp__real_##sym(dst, dctx, src, sctx, n, s),           \
                      explicit_stream(s), 1);                                   \
@@ -363,6 +390,7 @@ static CUresult batch_done(size_t touched, CUresult res, CUstream s) {
                            size_t *sizes, size_t count,                        \
                            CUmemcpyAttributes *attrs, size_t *idxs,            \
                            size_t nattrs, size_t *fail, CUstream s) {          \
+    order(explicit_stream(s));                                                 \
     size_t t = dtoh_batch(dsts, sizes, count);                                 \
     return batch_done(t,                                                       \
                       ibp__real_##sym(dsts, srcs, sizes, count, attrs, idxs,   \
@@ -373,6 +401,7 @@ static CUresult batch_done(size_t touched, CUresult res, CUstream s) {
   CUresult ibp__hook_##sym(                                                    \
       CUdeviceptr *dsts, CUdeviceptr *srcs, size_t *sizes, size_t count,       \
       CUmemcpyAttributes *attrs, size_t *idxs, size_t nattrs, CUstream s) {    \
+    order(explicit_stream(s));                                                 \
     size_t t = dtoh_batch(dsts, sizes, count);                                 \
     return batch_done(                                                         \
         t, ibp__real_##sym(dsts, srcs, sizes, count, attrs, idxs, nattrs, s),  \
@@ -382,6 +411,7 @@ static CUresult batch_done(size_t touched, CUresult res, CUstream s) {
   CUresult ibp__hook_##sym(size_t n, CUDA_MEMCPY3D_BATCH_OP *ops,              \
                            size_t *fail, unsigned long long flags,             \
                            CUstream s) {                                       \
+    order(explicit_stream(s));                                                 \
     size_t t = dtoh_batch_3d(ops, n);                                          \
     return batch_done(t, ibp__real_##sym(n, ops, fail, flags, s),              \
                       explicit_stream(s));                                     \
@@ -389,6 +419,7 @@ static CUresult batch_done(size_t touched, CUresult res, CUstream s) {
 #define COPY_BATCH_3D_V2(sym, explicit_stream)                                 \
   CUresult ibp__hook_##sym(size_t n, CUDA_MEMCPY3D_BATCH_OP *ops,              \
                            unsigned long long flags, CUstream s) {             \
+    order(explicit_stream(s));                                                 \
     size_t t = dtoh_batch_3d(ops, n);                                          \
     return batch_done(t, ibp__real_##sym(n, ops, flags, s),                    \
                       explicit_stream(s));                                     \
@@ -409,6 +440,7 @@ COPY_BATCH_3D_V2(cuMemcpy3DBatchAsync_v2_ptsz, per_thread)
 #define WRITE_VALUE(sym, vtype, explicit_stream)                               \
   CUresult ibp__hook_##sym(CUstream s, CUdeviceptr addr, vtype v,              \
                            unsigned flags) {                                   \
+    order(explicit_stream(s));                                                 \
     int t = dtoh((const void *)addr, sizeof(vtype));                           \
     return dtoh_done(t, ibp__real_##sym(s, addr, v, flags),                    \
                      explicit_stream(s), 1);                                   \
@@ -438,6 +470,7 @@ static size_t dtoh_mem_ops(const CUstreamBatchMemOpParams *ops, unsigned n) {
 #define BATCH_MEM_OP(sym, explicit_stream)                                     \
   CUresult ibp__hook_##sym(CUstream s, unsigned n,                             \
                            CUstreamBatchMemOpParams *ops, unsigned flags) {    \
+    order(explicit_stream(s));                                                 \
     size_t t = dtoh_mem_ops(ops, n);                                           \
     return batch_done(t, ibp__real_##sym(s, n, ops, flags),                    \
                       explicit_stream(s));                                     \

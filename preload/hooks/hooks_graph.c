@@ -6,6 +6,7 @@
 #include "base/base.h"
 #include "hooks/hooks.h"
 #include "registry/registry.h"
+#include "serve/batch.h"
 #include "serve/graph.h"
 #include "serve/kernel_args.h"
 
@@ -99,11 +100,15 @@ static CUresult launched(size_t touched, CUresult res, CUstream s) {
 }
 
 CUresult ibp__hook_cuGraphLaunch(CUgraphExec e, CUstream s) {
+  if (!ibp__guard)
+    ibp__batch_order(s ? s : CU_STREAM_LEGACY);
   size_t t = quiet() ? 0 : ibp__graph_launch_begin(e);
   return launched(t, ibp__real_cuGraphLaunch(e, s), s ? s : CU_STREAM_LEGACY);
 }
 
 CUresult ibp__hook_cuGraphLaunch_ptsz(CUgraphExec e, CUstream s) {
+  if (!ibp__guard)
+    ibp__batch_order(s ? s : CU_STREAM_PER_THREAD);
   size_t t = quiet() ? 0 : ibp__graph_launch_begin(e);
   return launched(t, ibp__real_cuGraphLaunch_ptsz(e, s),
                   s ? s : CU_STREAM_PER_THREAD);
@@ -111,25 +116,36 @@ CUresult ibp__hook_cuGraphLaunch_ptsz(CUgraphExec e, CUstream s) {
 
 /* ---- kernels: a region among the parameters passes through --------------- */
 
-#define LAUNCH_KERNEL(sym)                                                     \
+#define LAUNCH_KERNEL(sym, explicit_stream)                                    \
   CUresult ibp__hook_##sym(CUfunction f, unsigned gx, unsigned gy,             \
                            unsigned gz, unsigned bx, unsigned by, unsigned bz, \
                            unsigned shared, CUstream s, void **params,         \
                            void **extra) {                                     \
+    if (!ibp__guard)                                                           \
+      ibp__batch_order(explicit_stream(s));                                    \
     if (!quiet())                                                              \
       ibp__kernel_args_scan(f, params, extra);                                 \
     return ibp__real_##sym(f, gx, gy, gz, bx, by, bz, shared, s, params,       \
                            extra);                                             \
   }
-#define LAUNCH_KERNEL_EX(sym)                                                  \
+#define LAUNCH_KERNEL_EX(sym, explicit_stream)                                 \
   CUresult ibp__hook_##sym(const CUlaunchConfig *cfg, CUfunction f,            \
                            void **params, void **extra) {                      \
+    if (!ibp__guard)                                                           \
+      ibp__batch_order(cfg ? explicit_stream(cfg->hStream) : IBP_BATCH_ALL);   \
     if (!quiet())                                                              \
       ibp__kernel_args_scan(f, params, extra);                                 \
     return ibp__real_##sym(cfg, f, params, extra);                             \
   }
 
-LAUNCH_KERNEL(cuLaunchKernel)
-LAUNCH_KERNEL(cuLaunchKernel_ptsz)
-LAUNCH_KERNEL_EX(cuLaunchKernelEx)
-LAUNCH_KERNEL_EX(cuLaunchKernelEx_ptsz)
+static inline CUstream legacy(CUstream s) {
+  return s ? s : CU_STREAM_LEGACY;
+}
+static inline CUstream per_thread(CUstream s) {
+  return s ? s : CU_STREAM_PER_THREAD;
+}
+
+LAUNCH_KERNEL(cuLaunchKernel, legacy)
+LAUNCH_KERNEL(cuLaunchKernel_ptsz, per_thread)
+LAUNCH_KERNEL_EX(cuLaunchKernelEx, legacy)
+LAUNCH_KERNEL_EX(cuLaunchKernelEx_ptsz, per_thread)

@@ -11,6 +11,7 @@
 #include "base/driver.h"
 #include "base/log.h"
 #include "hooks/hooks.h"
+#include "serve/batch.h"
 #include "serve/context.h"
 #include "serve/region.h"
 #include "stats/discover.h"
@@ -145,11 +146,15 @@ CUresult ibp__hook_cuMemHostRegister_v2(void *p, size_t n, unsigned flags) {
 }
 
 CUresult ibp__hook_cuMemFreeHost(void *p) {
+  if (!ibp__guard)
+    ibp__batch_order(IBP_BATCH_ALL); /* copies held from it run first */
   pinned_released(p);
   return ibp__real_cuMemFreeHost(p);
 }
 
 CUresult ibp__hook_cuMemHostUnregister(void *p) {
+  if (!ibp__guard)
+    ibp__batch_order(IBP_BATCH_ALL);
   pinned_released(p);
   return ibp__real_cuMemHostUnregister(p);
 }

@@ -9,6 +9,7 @@
 #include "base/base.h"
 #include "base/driver.h"
 #include "hooks/hooks.h"
+#include "serve/batch.h"
 #include "serve/device.h"
 #include "serve/dtoh.h"
 #include "serve/figures.h"
@@ -47,6 +48,7 @@ static void after_fork_child(void) {
   ibp__stats_after_fork_child();
   ibp__dtoh_after_fork_child();
   ibp__graph_after_fork_child();
+  ibp__batch_after_fork_child();
   ibp_registry_foreach(forget_region, NULL);
 }
 

@@ -22,27 +22,34 @@
 #define MAX_CONTEXTS 64
 #define SHARED_DEFAULT_LIMIT (48 * 1024)
 
-static CUfunction cached_function(const ibp_driver *d);
+/* The kernels libibp launches: ibp_decompress, ibp_decompress_batch. */
+enum { KERNEL_DECOMPRESS, KERNEL_BATCH, KERNELS };
+static const char *const kernel_names[KERNELS] = {IBP_KERNEL_DECOMPRESS,
+                                                  IBP_KERNEL_BATCH};
+
+static CUfunction cached_function(const ibp_driver *d, unsigned k);
 static CUlibrary library;
-static CUkernel kernel;
+static CUkernel kernel[KERNELS];
 static int library_tried;
 static int load_failed; /* no kernels in any context: give up for good */
 static int warned;      /* one warning per process */
 static int selftest[IBP_MAX_DEVICES]; /* 0 not run, 1 ok, -1 bad */
 static struct {
   CUcontext ctx;
-  CUfunction fn;
+  CUfunction fn[KERNELS];
 } functions[MAX_CONTEXTS];
 
 /* ---- kernels ------------------------------------------------------------- */
 
-static CUfunction module_function(const ibp_driver *d) {
+static int module_functions(const ibp_driver *d, CUfunction *fn) {
   CUmodule m;
-  CUfunction fn = NULL;
-  if (d->cuModuleLoadData &&
-      d->cuModuleLoadData(&m, ibp_kernels_fatbin) == CUDA_SUCCESS)
-    d->cuModuleGetFunction(&fn, m, IBP_KERNEL_DECOMPRESS);
-  return fn;
+  if (!d->cuModuleLoadData ||
+      d->cuModuleLoadData(&m, ibp_kernels_fatbin) != CUDA_SUCCESS)
+    return -1;
+  for (unsigned k = 0; k < KERNELS; k++)
+    if (d->cuModuleGetFunction(&fn[k], m, kernel_names[k]) != CUDA_SUCCESS)
+      return -1;
+  return 0;
 }
 
 /* Guards `functions` (the worker fills it, a context's end empties it). */
@@ -57,39 +64,57 @@ void ibp__device_forget_contexts(void) {
 /* ibp_decompress in the current context (cached per context). */
 static CUfunction decompress_function(const ibp_driver *d) {
   pthread_mutex_lock(&functions_lock);
-  CUfunction fn = cached_function(d);
+  CUfunction fn = cached_function(d, KERNEL_DECOMPRESS);
   pthread_mutex_unlock(&functions_lock);
   return fn;
 }
 
-static CUfunction cached_function(const ibp_driver *d) {
+CUfunction ibp__device_batch_function(void) {
+  const ibp_driver *d = ibp__driver();
+  if (!d)
+    return NULL;
+  pthread_mutex_lock(&functions_lock);
+  CUfunction fn = cached_function(d, KERNEL_BATCH);
+  pthread_mutex_unlock(&functions_lock);
+  return fn;
+}
+
+/* Loads both kernels in the current context (the library's, else a module
+ * of its own). */
+static int load_functions(const ibp_driver *d, CUfunction *fn) {
+  if (!library_tried) {
+    library_tried = 1;
+    int ok = d->cuLibraryLoadData &&
+             d->cuLibraryLoadData(&library, ibp_kernels_fatbin, NULL, NULL, 0,
+                                  NULL, NULL, 0) == CUDA_SUCCESS;
+    for (unsigned k = 0; k < KERNELS; k++)
+      if (!ok || d->cuLibraryGetKernel(&kernel[k], library, kernel_names[k]) !=
+                     CUDA_SUCCESS)
+        kernel[k] = NULL;
+  }
+  unsigned k = 0;
+  for (; k < KERNELS && kernel[k] && d->cuKernelGetFunction; k++)
+    if (d->cuKernelGetFunction(&fn[k], kernel[k]) != CUDA_SUCCESS)
+      break;
+  return k == KERNELS ? 0 : module_functions(d, fn);
+}
+
+static CUfunction cached_function(const ibp_driver *d, unsigned k) {
   CUcontext ctx = NULL;
   if (d->cuCtxGetCurrent(&ctx) != CUDA_SUCCESS || !ctx)
     return NULL;
   unsigned i = 0;
   for (; i < MAX_CONTEXTS && functions[i].ctx; i++)
     if (functions[i].ctx == ctx)
-      return functions[i].fn;
+      return functions[i].fn[k];
   if (i == MAX_CONTEXTS)
     return NULL;
-  if (!library_tried) {
-    library_tried = 1;
-    if (!d->cuLibraryLoadData ||
-        d->cuLibraryLoadData(&library, ibp_kernels_fatbin, NULL, NULL, 0, NULL,
-                             NULL, 0) != CUDA_SUCCESS ||
-        d->cuLibraryGetKernel(&kernel, library, IBP_KERNEL_DECOMPRESS) !=
-            CUDA_SUCCESS)
-      kernel = NULL;
-  }
-  CUfunction fn = NULL;
-  if (!kernel || !d->cuKernelGetFunction ||
-      d->cuKernelGetFunction(&fn, kernel) != CUDA_SUCCESS)
-    fn = module_function(d);
-  if (fn) {
-    functions[i].ctx = ctx;
-    functions[i].fn = fn;
-  }
-  return fn;
+  CUfunction fn[KERNELS] = {NULL};
+  if (load_functions(d, fn) != 0)
+    return NULL;
+  functions[i].ctx = ctx;
+  memcpy(functions[i].fn, fn, sizeof fn);
+  return fn[k];
 }
 
 /* ---- memory helpers ------------------------------------------------------ */
@@ -369,7 +394,7 @@ int ibp__device_setup(ibp_region_rec *r, int dev, CUstream s) {
 
 void ibp__device_after_fork_child(void) {
   library = NULL;
-  kernel = NULL;
+  memset(kernel, 0, sizeof kernel);
   library_tried = 0;
   memset(selftest, 0, sizeof selftest);
   memset(functions, 0, sizeof functions);

@@ -32,6 +32,10 @@ void ibp__device_memory_free(const ibp_driver *d, ibp_device_memory *m);
  * every context (they are looked up again at the next setup). */
 void ibp__device_forget_contexts(void);
 
+/* ibp_decompress_batch in the current context (loaded with
+ * ibp_decompress, cached per context); NULL when it cannot be loaded. */
+CUfunction ibp__device_batch_function(void);
+
 /* Child after fork: forgets loaded kernels and self-test results. */
 void ibp__device_after_fork_child(void);
 

@@ -8,9 +8,19 @@
  *           GPU: ibp_profile_kernel_us(host bytes, bytes, blocks)
  *
  * each the larger of the two (copies queued back to back overlap the CPU's
- * and the GPU's work), the same model the simulated GPU's virtual clock
- * runs (tests/sim/driver/src/simcuda_vclock.c).  The kernel is taken only
- * when its time is strictly smaller. */
+ * and the GPU's work), and for a copy held for a batched launch of n
+ * copies (ibp__gate_batch_ns)
+ *
+ *   batch   CPU: runtime_call_us + ibp_hold_us
+ *                + (driver_copy_call_us + driver_launch_call_us
+ *                   + driver_call_us) / n
+ *           GPU: (ibp_profile_kernel_us(n x host bytes, n x bytes, sms)
+ *                 + ce_setup_us) / n
+ *
+ * the flush's job-list copy, launch and event shared by the batch; the same
+ * model the simulated GPU's virtual clock runs
+ * (tests/sim/driver/src/simcuda_vclock.c).  The kernel is taken only when its
+ * time is strictly smaller. */
 #include "serve/gate.h"
 
 #include <stdatomic.h>
@@ -91,6 +101,20 @@ double ibp__gate_kernel_ns(const ibp_profile *p, const ibp_gate_copy *c) {
   double cpu = p->runtime_call_us + p->driver_launch_call_us;
   double gpu = ibp_profile_kernel_us(p, c->host_bytes, c->bytes,
                                      c->blocks ? c->blocks : 1);
+  return 1e3 * max2(cpu, gpu);
+}
+
+double ibp__gate_batch_ns(const ibp_profile *p, const ibp_gate_copy *c,
+                          double copies) {
+  const double n = copies < 1 ? 1 : copies;
+  /* the flush: the job list's copy, the launch, the slot's event */
+  double flush_cpu =
+      p->driver_copy_call_us + p->driver_launch_call_us + p->driver_call_us;
+  double cpu = p->runtime_call_us + p->ibp_hold_us + flush_cpu / n;
+  double kernel =
+      ibp_profile_kernel_us(p, (uint64_t)(c->host_bytes * n),
+                            (uint64_t)(c->bytes * n), (unsigned)p->sms);
+  double gpu = (kernel + ibp_profile_ce_copy_us(p, 0, 1)) / n;
   return 1e3 * max2(cpu, gpu);
 }
 

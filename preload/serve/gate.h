@@ -35,6 +35,12 @@ typedef struct ibp_gate_copy {
 double ibp__gate_pass_ns(const ibp_profile *p, const ibp_gate_copy *c);
 double ibp__gate_kernel_ns(const ibp_profile *p, const ibp_gate_copy *c);
 
+/* The same for a copy held for a batched launch of `copies` copies like
+ * it (serve/batch.h): libibp's hold on the CPU, the SMs' reads on the GPU,
+ * and the flush's calls, launch and job-list copy shared among them. */
+double ibp__gate_batch_ns(const ibp_profile *p, const ibp_gate_copy *c,
+                          double copies);
+
 /* Observes a copy of region r's served region before the choice, with
  * `stored` the stored bytes of the tensors it touches (what the kernel
  * reads, before sector rounding): a region whose copies touch more stored

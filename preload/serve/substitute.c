@@ -13,6 +13,7 @@
 #include "base/base.h"
 #include "base/driver.h"
 #include "base/log.h"
+#include "serve/batch.h"
 #include "serve/gate.h"
 #include "serve/nvtx.h"
 #include "serve/refresh.h"
@@ -147,14 +148,13 @@ static CUresult launch(const ibp_driver *d, const ibp_device_slot *slot,
 /* Whether the kernel is the faster path for this copy (gate.c); counts a
  * copy the gate sends to the driver, or demotes a region whose tensor size
  * does not fit its copies.  *saved_ns: what the kernel saves. */
-static int kernel_wins(ibp_region_rec *r, ibp_served_region *s, int dev,
-                       const ibp_copy *c, uint64_t pcie,
-                       const ibp_kernel_plan *plan, double *saved_ns) {
+static int kernel_wins(ibp_served_region *s, int dev, const ibp_copy *c,
+                       uint64_t pcie, const ibp_kernel_plan *plan,
+                       double *saved_ns) {
   const ibp_profile *p = ibp__gate_profile(dev);
-  const uint64_t off = (uintptr_t)c->src - r->base;
   /* the streams' ends rarely fall on sector boundaries */
   ibp_gate_copy g = {c->bytes, pcie + SECTOR_SLACK, plan->grid};
-  if (!p || ibp__gate_mismatch(r, off, c->bytes, pcie)) {
+  if (!p) {
     count_passed(s, c->bytes);
     return 0;
   }
@@ -256,10 +256,6 @@ static int serve_region(ibp_region_rec *r, const ibp_copy *c) {
     make_ready(r, s, ctx, dev);
   const ibp_device_slot *slot = &s->dev[dev];
   CUstreamCaptureStatus cs = CU_STREAM_CAPTURE_STATUS_NONE;
-  /* writes the kernel recorded in the span count before the dirty bits are
-   * judged (a region whose memory was remapped counts as all written) */
-  if (ibp_region_state_get(r) == IBP_REGION_READY)
-    (void)ibp__track_sync(&s->track, (uintptr_t)c->src, c->bytes);
   if (ibp_region_state_get(r) != IBP_REGION_READY ||
       ibp__device_state(s, (unsigned)dev) != IBP_DEVICE_READY ||
       slot->ctx != ctx || rewritten(r, s) ||
@@ -271,12 +267,28 @@ static int serve_region(ibp_region_rec *r, const ibp_copy *c) {
   }
   const uint64_t off = (uintptr_t)c->src - r->base;
   const uint64_t pcie = pcie_bytes(s, off, c->bytes);
+  if (ibp__gate_mismatch(r, off, c->bytes, pcie)) {
+    count_passed(s, c->bytes);
+    return 1;
+  }
+  /* held: served by its stream's batched launch, whose flush scans the
+   * span its copies read for writes the kernel recorded (batch.c) */
+  if (ibp__batch_offer(r, s, dev, ctx, c, pcie) == 0)
+    return 0;
+  ibp__batch_order(c->stream); /* what is held runs first */
+  /* writes the kernel recorded in the span count before the dirty bits are
+   * judged (a region whose memory was remapped counts as all written) */
+  if (ibp__track_sync(&s->track, (uintptr_t)c->src, c->bytes) != 0 &&
+      rewritten(r, s)) {
+    count_passed(s, c->bytes);
+    return 1;
+  }
   ibp_decompress_args a;
   ibp_kernel_plan plan;
   double saved_ns = 0;
   atomic_fetch_add(&s->refresh.launching, 1); /* refresh.c waits for it */
   prepare(r, s, slot, c, &a, &plan);
-  int go = kernel_wins(r, s, dev, c, pcie, &plan, &saved_ns);
+  int go = kernel_wins(s, dev, c, pcie, &plan, &saved_ns);
   if (go)
     ibp__nvtx_copy_begin(r->name, c->bytes); /* serve/nvtx.h: for nsys */
   CUresult e = go ? launch(d, slot, &a, &plan, c->stream) : CUDA_SUCCESS;

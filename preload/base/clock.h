@@ -1,0 +1,24 @@
+/*
+ * libibp's own time on the device's clock (base/clock.c).  On NVIDIA's
+ * driver that is the host's monotonic clock and libibp's CPU time is what
+ * it is.  On the simulated GPU (tests/sim), whose virtual clock models
+ * every call's CPU cost from the device profile, libibp charges the
+ * modelled cost of its own work too, so that an A/B comparison pays every
+ * per-operation cost on both sides (docs/PROFILE.md, "The virtual clock").
+ */
+#ifndef IBP_PRELOAD_CLOCK_H
+#define IBP_PRELOAD_CLOCK_H
+
+#include <stdint.h>
+
+/* The calling thread's time on the device's clock, in nanoseconds. */
+double ibp__clock_ns(void);
+
+/* Charges `us` microseconds of libibp's CPU work to the calling thread
+ * (the simulated GPU's virtual clock; nothing on a real one). */
+void ibp__clock_charge_us(double us);
+
+/* Monotonic real time, nanoseconds. */
+uint64_t ibp__real_ns(void);
+
+#endif /* IBP_PRELOAD_CLOCK_H */

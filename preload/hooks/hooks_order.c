@@ -1,0 +1,21 @@
+/* Hooks of the driver entry points that matter to libibp only as ordering
+ * points of batched launches (order.def): each launches what must run
+ * before the call, then calls the driver's own function. */
+#include "hooks/hooks.h"
+#include "serve/batch.h"
+
+#define IBP_LEGACY(s) ((s) ? (s) : CU_STREAM_LEGACY)
+#define IBP_PER_THREAD(s) ((s) ? (s) : CU_STREAM_PER_THREAD)
+
+#define IBP_ORDER(sym, params, args, stream)                                   \
+  CUresult ibp__hook_##sym params {                                            \
+    ibp__batch_order(stream);                                                  \
+    return ibp__real_##sym args;                                               \
+  }
+#include "hooks/order.def"
+#undef IBP_ORDER
+
+CUresult ibp__hook_cuStreamDestroy_v2(CUstream s) {
+  ibp__batch_stream_end(s);
+  return ibp__real_cuStreamDestroy_v2(s);
+}

@@ -1,0 +1,555 @@
+/* Batched launches (serve/batch.h; docs/ARCHITECTURE.md "Batched
+ * launches").
+ *
+ * A stream's batch is a job list: for each held copy its region (an index
+ * into the batch's regions, each referenced until the flush), its offset,
+ * length and destination.  The flush -- at the stream's next ordering
+ * point, when the list is full, when the first held copy is older than
+ * the profile's batch_deadline_us (checked by the next copy on the device's
+ * clock, and by a timer thread against real time for a program that stops
+ * calling) -- builds each region's launch template as a single copy's
+ * would be (busy bits while a refresh runs, dirty bits when any), writes
+ * templates and jobs into a staging slot of pinned memory, copies them to
+ * the slot's device memory on the stream, launches ibp_decompress_batch
+ * there and records the slot's event, so the slot is reused only after
+ * that launch ran.  Any failure serves the held copies with the driver's
+ * own asynchronous copies on the same stream, in order: fail open.
+ *
+ * One mutex guards the batches, the staging and the flushes (a hold is a
+ * few hundred nanoseconds; the driver calls of a flush never come back
+ * into libibp). */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <uthash.h>
+
+#include "serve/batch.h"
+
+#include "base/base.h"
+#include "base/clock.h"
+#include "base/driver.h"
+#include "base/log.h"
+#include "serve/device.h"
+#include "serve/gate.h"
+#include "serve/nvtx.h"
+
+#define MAX_JOBS 4096
+#define MAX_REGIONS 16
+#define SLOTS 8
+#define SLOT_BYTES                                                             \
+  (MAX_REGIONS * sizeof(ibp_decompress_args) + MAX_JOBS * sizeof(ibp_batch_job))
+/* ASSUMPTION: copies per batch the gate expects of a stream before its
+ * first flush (then: its last batch's size); a stream whose batches turn
+ * out too small to pay is offered again after REPROBE_AFTER copies. */
+#define EXPECTED_PRIOR 16
+#define REPROBE_AFTER 64
+#define SHARED_DEFAULT_LIMIT (48 * 1024)
+
+/* Streams are created streams and each context's legacy stream.  A
+ * per-thread default stream is reachable only from its own thread, so a
+ * batch on it could not be launched when another thread's ordering point
+ * (an operation on the legacy stream) or the timer needs it: copies there
+ * are not held. */
+typedef struct batch_key {
+  CUstream stream; /* the explicit handle */
+  CUcontext ctx;   /* for the legacy stream only */
+} batch_key;
+
+typedef struct held_region {
+  ibp_region_rec *rec;                  /* referenced while held */
+  uint64_t copies, bytes, pcie, lo, hi; /* lo/hi: the span its jobs read */
+  double saved_ns;
+} held_region;
+
+typedef struct batch {
+  batch_key key;
+  CUcontext ctx;
+  CUstream stream;
+  int dev, blocking;
+  uint32_t count, last_size, refused;
+  uint64_t units;
+  double first_ns;       /* device clock: the first held copy */
+  uint64_t last_real_ns; /* real time: the last held copy */
+  double deadline_ns;
+  unsigned nregions;
+  held_region regions[MAX_REGIONS];
+  ibp_batch_job jobs[MAX_JOBS];
+  UT_hash_handle hh;
+} batch;
+
+/* A context's staging: SLOTS slots of SLOT_BYTES, pinned and on the
+ * device. */
+typedef struct staging {
+  CUcontext ctx;
+  uint8_t *host;
+  CUdeviceptr dev;
+  CUevent done[SLOTS];
+  int recorded[SLOTS];
+  unsigned next, sms, max_shared, shared_set;
+  UT_hash_handle hh;
+} staging;
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t wake = PTHREAD_COND_INITIALIZER;
+static batch *batches;
+static staging *stagings;
+static _Atomic unsigned held; /* batches holding copies */
+static int timer_started;
+static int warned_launch, warned_staging;
+
+static batch_key key_of(CUstream s, CUcontext ctx) {
+  batch_key k;
+  memset(&k, 0, sizeof k); /* hashed as bytes */
+  k.stream = s;
+  if (s == CU_STREAM_LEGACY)
+    k.ctx = ctx;
+  return k;
+}
+
+static batch *find(batch_key k) {
+  batch *b = NULL;
+  HASH_FIND(hh, batches, &k, sizeof k, b);
+  return b;
+}
+
+/* Whether work on s waits for the legacy stream (and it for s). */
+static int blocking(const ibp_driver *d, CUstream s) {
+  if (s == CU_STREAM_LEGACY || s == CU_STREAM_PER_THREAD)
+    return 1;
+  unsigned flags = 0;
+  if (!d->cuStreamGetFlags || d->cuStreamGetFlags(s, &flags) != CUDA_SUCCESS)
+    return 1; /* when in doubt, order it */
+  return !(flags & CU_STREAM_NON_BLOCKING);
+}
+
+/* ---- staging ------------------------------------------------------------- */
+
+static void staging_free(const ibp_driver *d, staging *st) {
+  for (unsigned i = 0; i < SLOTS; i++)
+    if (st->done[i])
+      d->cuEventDestroy(st->done[i]);
+  if (st->dev)
+    d->cuMemFree(st->dev);
+  if (st->host)
+    d->cuMemFreeHost(st->host);
+  free(st);
+}
+
+/* The current context's staging (created on first use). */
+static staging *staging_for(const ibp_driver *d, CUcontext ctx, int dev) {
+  staging *st = NULL;
+  HASH_FIND_PTR(stagings, &ctx, st);
+  if (st)
+    return st;
+  st = calloc(1, sizeof *st);
+  if (!st)
+    return NULL;
+  st->ctx = ctx;
+  int sms = 0, smem = 0;
+  int ok =
+      d->cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
+                              dev) == CUDA_SUCCESS &&
+      d->cuDeviceGetAttribute(
+          &smem, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, dev) ==
+          CUDA_SUCCESS &&
+      d->cuMemHostAlloc((void **)&st->host, SLOTS * SLOT_BYTES, 0) ==
+          CUDA_SUCCESS &&
+      d->cuMemAlloc(&st->dev, SLOTS * SLOT_BYTES) == CUDA_SUCCESS;
+  for (unsigned i = 0; ok && i < SLOTS; i++)
+    ok =
+        d->cuEventCreate(&st->done[i], CU_EVENT_DISABLE_TIMING) == CUDA_SUCCESS;
+  if (!ok) {
+    staging_free(d, st);
+    ibp__warn_first(&warned_staging,
+                    "batched launches: no staging memory on device %d; "
+                    "copies are served one by one",
+                    dev);
+    return NULL;
+  }
+  st->sms = (unsigned)sms;
+  st->max_shared = (unsigned)smem;
+  HASH_ADD_PTR(stagings, ctx, st);
+  return st;
+}
+
+/* ---- the flush ----------------------------------------------------------- */
+
+/* Region k's launch template on b's device, as a single copy's (substitute.c
+ * prepare); -1 when the region can no longer be served there. */
+static int region_template(const batch *b, unsigned k, ibp_decompress_args *a) {
+  ibp_region_rec *r = b->regions[k].rec;
+  ibp_served_region *s = ibp__served(r);
+  if (!s || ibp_region_state_get(r) != IBP_REGION_READY ||
+      ibp__device_state(s, (unsigned)b->dev) != IBP_DEVICE_READY ||
+      s->dev[b->dev].ctx != b->ctx)
+    return -1;
+  const ibp_device_slot *slot = &s->dev[b->dev];
+  (void)ibp__track_sync(&s->track, r->base + b->regions[k].lo,
+                        b->regions[k].hi - b->regions[k].lo);
+  *a = slot->args;
+  if (atomic_load(&s->refresh.refreshing))
+    a->busy = slot->busy;
+  else if (atomic_load(&s->track.dirty_tensors) == 0)
+    a->dirty = NULL;
+  a->mask_shared_bytes = 0; /* a batch reads every region's Masks globally */
+  return 0;
+}
+
+static CUresult launch(const ibp_driver *d, batch *b) {
+  staging *st = staging_for(d, b->ctx, b->dev);
+  CUfunction fn = ibp__device_batch_function();
+  if (!st || !fn)
+    return CUDA_ERROR_NOT_READY;
+  const unsigned i = st->next++ % SLOTS;
+  CUresult e;
+  if (st->recorded[i] &&
+      (e = d->cuEventSynchronize(st->done[i])) != CUDA_SUCCESS)
+    return e;
+  st->recorded[i] = 0;
+  uint8_t *host = st->host + (size_t)i * SLOT_BYTES;
+  const CUdeviceptr dev = st->dev + (CUdeviceptr)i * SLOT_BYTES;
+  ibp_decompress_args *tpl = (ibp_decompress_args *)host;
+  for (unsigned k = 0; k < b->nregions; k++)
+    if (region_template(b, k, &tpl[k]) != 0)
+      return CUDA_ERROR_NOT_READY;
+  const size_t tpl_bytes = b->nregions * sizeof *tpl;
+  const size_t bytes = tpl_bytes + b->count * sizeof *b->jobs;
+  memcpy(host + tpl_bytes, b->jobs, b->count * sizeof *b->jobs);
+  ibp_batch_args args = {(const ibp_decompress_args *)(uintptr_t)dev,
+                         (const ibp_batch_job *)(uintptr_t)(dev + tpl_bytes),
+                         b->units,
+                         b->count,
+                         0,
+                         0,
+                         0};
+  ibp_kernel_plan plan;
+  ibp_kernels_plan_batch(&args, tpl, b->nregions, st->max_shared, st->sms,
+                         &plan);
+  if (plan.dynamic_shared > SHARED_DEFAULT_LIMIT &&
+      plan.dynamic_shared > st->shared_set) {
+    if ((e = d->cuFuncSetAttribute(
+             fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+             (int)plan.dynamic_shared)) != CUDA_SUCCESS)
+      return e;
+    st->shared_set = plan.dynamic_shared;
+  }
+  if ((e = d->cuMemcpyHtoDAsync(dev, host, bytes, b->stream)) != CUDA_SUCCESS)
+    return e;
+  void *params[] = {&args};
+  if ((e = d->cuLaunchKernel(fn, plan.grid, 1, 1, plan.block, 1, 1,
+                             plan.dynamic_shared, b->stream, params, NULL)) !=
+      CUDA_SUCCESS)
+    return e;
+  if (d->cuEventRecord(st->done[i], b->stream) == CUDA_SUCCESS)
+    st->recorded[i] = 1;
+  else
+    d->cuStreamSynchronize(b->stream); /* the slot must not be overwritten */
+  return CUDA_SUCCESS;
+}
+
+/* The held copies as the driver's own copies, in order (fail open). */
+static void copy_each(const ibp_driver *d, const batch *b) {
+  for (uint32_t j = 0; j < b->count; j++) {
+    const ibp_batch_job *job = &b->jobs[j];
+    const uint8_t *src =
+        (const uint8_t *)b->regions[job->region].rec->base + job->src;
+    d->cuMemcpyHtoDAsync(job->dst, src, job->length, b->stream);
+  }
+}
+
+static void count(const batch *b, int served) {
+  for (unsigned k = 0; k < b->nregions; k++) {
+    const held_region *h = &b->regions[k];
+    ibp_served_region *s = ibp__served(h->rec);
+    if (!s)
+      continue;
+    if (!served) {
+      ibp__count(&s->counters, copies_fallback, h->copies);
+      continue;
+    }
+    ibp__count(&s->counters, copies_served, h->copies);
+    ibp__count(&s->counters, copies_batched, h->copies);
+    ibp__count(&s->counters, bytes_requested, h->bytes);
+    ibp__count(&s->counters, bytes_read_pcie, h->pcie);
+    ibp__count(&s->counters, modelled_seconds_saved, (uint64_t)h->saved_ns);
+  }
+  if (served && b->nregions) {
+    ibp_served_region *s = ibp__served(b->regions[0].rec);
+    if (s)
+      ibp__count(&s->counters, batch_launches, 1);
+  }
+}
+
+/* Launches what b holds (lock held). */
+static void flush(batch *b) {
+  if (!b || !b->count)
+    return;
+  const ibp_driver *d = ibp__driver();
+  CUcontext cur = NULL, ignored;
+  d->cuCtxGetCurrent(&cur);
+  int pushed = cur != b->ctx && d->cuCtxPushCurrent(b->ctx) == CUDA_SUCCESS;
+  /* refresh.c waits for copies between their decision and their launch */
+  for (unsigned k = 0; k < b->nregions; k++) {
+    ibp_served_region *s = ibp__served(b->regions[k].rec);
+    if (s)
+      atomic_fetch_add(&s->refresh.launching, 1);
+  }
+  CUresult e = launch(d, b);
+  for (unsigned k = 0; k < b->nregions; k++) {
+    ibp_served_region *s = ibp__served(b->regions[k].rec);
+    if (s)
+      atomic_fetch_sub(&s->refresh.launching, 1);
+  }
+  if (e != CUDA_SUCCESS) {
+    ibp__warn_first(&warned_launch,
+                    "batched launch of %u copies failed (CUresult %d); "
+                    "copying them without libibp",
+                    b->count, (int)e);
+    copy_each(d, b);
+  }
+  count(b, e == CUDA_SUCCESS);
+  if (pushed)
+    d->cuCtxPopCurrent(&ignored);
+  for (unsigned k = 0; k < b->nregions; k++)
+    ibp_region_release(b->regions[k].rec);
+  b->last_size = b->count;
+  b->count = 0;
+  b->units = 0;
+  b->nregions = 0;
+  atomic_fetch_sub_explicit(&held, 1, memory_order_relaxed);
+}
+
+/* ---- the timer: a program that stops calling ---------------------------- */
+
+static void *timer_main(void *unused) {
+  (void)unused;
+  ibp__guard++;
+  pthread_mutex_lock(&lock);
+  for (;;) {
+    double wait_ns = 0;
+    batch *b, *tmp;
+    uint64_t now = ibp__real_ns();
+    HASH_ITER(hh, batches, b, tmp) {
+      if (!b->count)
+        continue;
+      double age = (double)(now - b->last_real_ns);
+      if (age >= b->deadline_ns)
+        flush(b);
+      else if (wait_ns == 0 || b->deadline_ns - age < wait_ns)
+        wait_ns = b->deadline_ns - age;
+    }
+    if (wait_ns == 0) {
+      pthread_cond_wait(&wake, &lock);
+      continue;
+    }
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    uint64_t at = (uint64_t)t.tv_nsec + (uint64_t)wait_ns;
+    t.tv_sec += (time_t)(at / 1000000000ull);
+    t.tv_nsec = (long)(at % 1000000000ull);
+    pthread_cond_timedwait(&wake, &lock, &t);
+  }
+  return NULL;
+}
+
+static void start_timer(void) {
+  if (timer_started)
+    return;
+  pthread_condattr_t a;
+  pthread_condattr_init(&a);
+  pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
+  pthread_cond_init(&wake, &a);
+  pthread_condattr_destroy(&a);
+  pthread_t t;
+  pthread_attr_t at;
+  pthread_attr_init(&at);
+  pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+  timer_started = pthread_create(&t, &at, timer_main, NULL) == 0;
+  pthread_attr_destroy(&at);
+}
+
+/* ---- holding --------------------------------------------------------------
+ */
+
+static batch *batch_for(const ibp_driver *d, CUstream s, CUcontext ctx, int dev,
+                        const ibp_profile *p) {
+  batch_key k = key_of(s, ctx);
+  batch *b = find(k);
+  if (b)
+    return b;
+  b = calloc(1, sizeof *b);
+  if (!b)
+    return NULL;
+  b->key = k;
+  b->ctx = ctx;
+  b->stream = s;
+  b->dev = dev;
+  b->blocking = blocking(d, s);
+  b->deadline_ns = 1e3 * p->batch_deadline_us;
+  HASH_ADD(hh, batches, key, sizeof k, b);
+  return b;
+}
+
+/* Index of r in b's regions (taking a reference when new); -1 when full. */
+static int region_index(batch *b, ibp_region_rec *r) {
+  for (unsigned k = 0; k < b->nregions; k++)
+    if (b->regions[k].rec == r)
+      return (int)k;
+  if (b->nregions == MAX_REGIONS)
+    return -1;
+  ibp_region_acquire(r);
+  b->regions[b->nregions] = (held_region){.rec = r, .lo = UINT64_MAX};
+  return (int)b->nregions++;
+}
+
+int ibp__batch_offer(ibp_region_rec *r, ibp_served_region *s, int dev,
+                     CUcontext ctx, const ibp_copy *c, uint64_t pcie) {
+  const ibp_profile *p = ibp__gate_profile(dev);
+  const ibp_driver *d = ibp__driver();
+  if (ibp__cfg.no_batch || c->sync || c->bytes > UINT32_MAX || !p || !d ||
+      c->stream == CU_STREAM_PER_THREAD)
+    return 1;
+  const uint64_t off = (uintptr_t)c->src - r->base;
+  pthread_mutex_lock(&lock);
+  batch *b = batch_for(d, c->stream, ctx, dev, p);
+  if (!b) {
+    pthread_mutex_unlock(&lock);
+    return 1;
+  }
+  /* the choice: this copy in a batch the size of the stream's last one,
+   * or alone (substitute.c: kernel or driver, whichever is faster) */
+  ibp_gate_copy g = {c->bytes, pcie + 32, s->dev[dev].plan.grid};
+  double n = b->last_size ? b->last_size : EXPECTED_PRIOR;
+  if (b->count + 1 > n)
+    n = b->count + 1;
+  double alone = ibp__gate_pass_ns(p, &g), kernel = ibp__gate_kernel_ns(p, &g);
+  if (kernel < alone)
+    alone = kernel;
+  double batched = ibp__gate_batch_ns(p, &g, n);
+  if (batched >= alone) {
+    if (++b->refused >= REPROBE_AFTER) { /* offer the stream again */
+      b->refused = 0;
+      b->last_size = 0;
+    }
+    pthread_mutex_unlock(&lock);
+    return 1;
+  }
+  double now = ibp__clock_ns();
+  if (b->count && now - b->first_ns >= b->deadline_ns)
+    flush(b);
+  int k = b->count < MAX_JOBS ? region_index(b, r) : -1;
+  if (k < 0) {
+    flush(b);
+    k = region_index(b, r);
+  }
+  ibp_batch_job *job = &b->jobs[b->count];
+  *job =
+      (ibp_batch_job){off, c->dst, b->units, (uint32_t)c->bytes, (uint32_t)k};
+  b->units += ibp_kernels_job_units(job, &s->dev[dev].args);
+  held_region *h = &b->regions[k];
+  h->copies++;
+  h->bytes += c->bytes;
+  h->pcie += pcie;
+  h->saved_ns += alone - batched;
+  h->lo = off < h->lo ? off : h->lo;
+  h->hi = off + c->bytes > h->hi ? off + c->bytes : h->hi;
+  if (b->count++ == 0) {
+    b->first_ns = now;
+    atomic_fetch_add_explicit(&held, 1, memory_order_relaxed);
+    start_timer();
+    pthread_cond_signal(&wake);
+  }
+  b->last_real_ns = ibp__real_ns();
+  pthread_mutex_unlock(&lock);
+  ibp__nvtx_copy_begin(r->name, c->bytes); /* serve/nvtx.h: the hold */
+  ibp__nvtx_copy_end();
+  ibp__clock_charge_us(p->ibp_hold_us);
+  return 0;
+}
+
+/* ---- ordering points ----------------------------------------------------- */
+
+/* Flushes ctx's batches (NULL: every context's). */
+static void flush_context(CUcontext ctx, int only_blocking) {
+  batch *b, *tmp;
+  HASH_ITER(hh, batches, b, tmp) {
+    if (b->count && (!ctx || b->ctx == ctx) && (!only_blocking || b->blocking))
+      flush(b);
+  }
+}
+
+void ibp__batch_order(CUstream s) {
+  if (!atomic_load_explicit(&held, memory_order_relaxed))
+    return;
+  const ibp_driver *d = ibp__driver();
+  if (!d)
+    return;
+  ibp__guard++;
+  pthread_mutex_lock(&lock);
+  if (s == IBP_BATCH_ALL) {
+    batch *b, *tmp;
+    HASH_ITER(hh, batches, b, tmp) flush(b);
+  } else {
+    CUcontext ctx = NULL;
+    d->cuCtxGetCurrent(&ctx);
+    batch *own = find(key_of(s, ctx));
+    flush(own);
+    if (s == CU_STREAM_LEGACY)
+      flush_context(ctx, 1);
+    else if (own ? own->blocking : blocking(d, s))
+      flush(find(key_of(CU_STREAM_LEGACY, ctx)));
+  }
+  pthread_mutex_unlock(&lock);
+  ibp__guard--;
+}
+
+void ibp__batch_stream_end(CUstream s) {
+  if (s == CU_STREAM_LEGACY || s == CU_STREAM_PER_THREAD || s == IBP_BATCH_ALL)
+    return;
+  ibp__batch_order(s);
+  ibp__guard++;
+  pthread_mutex_lock(&lock);
+  batch *b = find(key_of(s, NULL));
+  if (b) {
+    HASH_DEL(batches, b);
+    free(b);
+  }
+  pthread_mutex_unlock(&lock);
+  ibp__guard--;
+}
+
+void ibp__batch_context_end(CUcontext ctx) {
+  const ibp_driver *d = ibp__driver();
+  if (!d)
+    return;
+  ibp__guard++;
+  pthread_mutex_lock(&lock);
+  flush_context(ctx, 0);
+  batch *b, *tmp;
+  HASH_ITER(hh, batches, b, tmp) {
+    if (!ctx || b->ctx == ctx) {
+      HASH_DEL(batches, b);
+      free(b);
+    }
+  }
+  staging *st, *next;
+  HASH_ITER(hh, stagings, st, next) {
+    if (!ctx || st->ctx == ctx) { /* its end frees its memory and events */
+      HASH_DEL(stagings, st);
+      free(st);
+    }
+  }
+  pthread_mutex_unlock(&lock);
+  ibp__guard--;
+}
+
+void ibp__batch_after_fork_child(void) {
+  pthread_mutex_init(&lock, NULL);
+  pthread_cond_init(&wake, NULL);
+  batches = NULL; /* the parent's: left, not freed (their regions too) */
+  stagings = NULL;
+  atomic_store(&held, 0);
+  timer_started = 0;
+}

@@ -1,0 +1,50 @@
+/*
+ * Batched launches (serve/batch.c; docs/ARCHITECTURE.md "Batched
+ * launches"): consecutive asynchronous host-to-device copies from ready
+ * regions on one stream are held and served by one launch of
+ * ibp_decompress_batch at the stream's next ordering point.
+ */
+#ifndef IBP_PRELOAD_BATCH_H
+#define IBP_PRELOAD_BATCH_H
+
+#include <cuda.h>
+#include <stdint.h>
+
+#include "registry/registry.h"
+#include "serve/region.h"
+#include "serve/substitute.h"
+
+/* ibp__batch_order's argument for "everything held, in every context". */
+#define IBP_BATCH_ALL ((CUstream)(uintptr_t)-1)
+
+/* Offers copy c of ready region r (device `dev`, context `ctx`, current;
+ * `pcie`: the stored bytes it touches) to its stream's batch.  Returns 0
+ * when the copy is held (it will be served by the batch's launch, or by
+ * the driver's own copy should that fail), 1 when the caller serves it
+ * otherwise: batching off, the gate prefers a copy of its own, or the
+ * batch is full and was flushed. */
+int ibp__batch_offer(ibp_region_rec *r, ibp_served_region *s, int dev,
+                     CUcontext ctx, const ibp_copy *c, uint64_t pcie);
+
+/* An ordering point for stream s (CU_STREAM_LEGACY and CU_STREAM_PER_THREAD
+ * as the hooks made them explicit): launches what is held on s and on the
+ * streams s synchronises with (the legacy stream and the blocking streams
+ * of its context), so that whatever runs next on s comes after them.
+ * IBP_BATCH_ALL: everything held.  One relaxed load when nothing is held. */
+void ibp__batch_order(CUstream s);
+
+/* Stream s is destroyed: what it holds is launched and its batch
+ * forgotten (a later stream may get the same handle). */
+void ibp__batch_stream_end(CUstream s);
+
+/* The context ends (destroy, reset, last release; NULL: a primary context
+ * whose handle is not at hand, taken as every context): what is held in
+ * it is launched first, then its batches and staging are forgotten (the
+ * context takes its memory with it). */
+void ibp__batch_context_end(CUcontext ctx);
+
+/* Child after fork: nothing held, no staging (the child has no GPU
+ * state). */
+void ibp__batch_after_fork_child(void);
+
+#endif /* IBP_PRELOAD_BATCH_H */
