@@ -332,7 +332,8 @@ IBP_DEV void walk_units(Units &units, uint64_t u0, uint64_t u1, uint8_t *stage0,
       continue;
     }
     if (!staged) { /* j's fetch (nothing of it prefetched) */
-      nc = u + 1 < u1 && unit_of(units, u + 1, stage0 + other * stage_bytes, &n);
+      nc =
+          u + 1 < u1 && unit_of(units, u + 1, stage0 + other * stage_bytes, &n);
       j.to = fetch_end(&j, nc, &n);
       stage_job(&j);
     }
@@ -340,7 +341,8 @@ IBP_DEV void walk_units(Units &units, uint64_t u0, uint64_t u1, uint8_t *stage0,
       n.from = j.to - j.len; /* carried over from j's fetch */
     int prefetch = nc && buffers == 2, nnc = 0;
     if (prefetch) {
-      nnc = u + 2 < u1 && unit_of(units, u + 2, stage0 + cur * stage_bytes, &nn);
+      nnc =
+          u + 2 < u1 && unit_of(units, u + 2, stage0 + cur * stage_bytes, &nn);
       n.to = fetch_end(&n, nnc, &nn);
       stage_job(&n);
     }
@@ -439,8 +441,7 @@ IBP_DEV void find_job(batch_units &b, uint64_t u) {
   b.k = lo;
 }
 
-IBP_DEV int unit_of(batch_units &b, uint64_t u, uint8_t *stage,
-                    tensor_job *j) {
+IBP_DEV int unit_of(batch_units &b, uint64_t u, uint8_t *stage, tensor_job *j) {
   find_job(b, u);
   const ibp_batch_job *job = &b.jobs[b.k];
   const uint64_t src = ibp_dev_ldg_u64((const uint8_t *)&job->src);
@@ -472,8 +473,8 @@ IBP_KERNEL void ibp_decompress_batch(ibp_batch_args b) {
   if (b.count == 0 || b.units == 0)
     return;
   const unsigned buffers = b.stage_buffers == 2 ? 2 : 1;
-  uint8_t *stage0 = ibp_dev_shared() + (uint64_t)ibp_dev_warp_in_block() *
-                                           buffers * b.stage_bytes;
+  uint8_t *stage0 = ibp_dev_shared() +
+                    (uint64_t)ibp_dev_warp_in_block() * buffers * b.stage_bytes;
   const uint32_t walk = b.walk ? b.walk : 1;
   const uint64_t walks = (b.units + walk - 1) / walk;
   batch_units bu = {b.regions, b.jobs, b.count, 0};

@@ -34,7 +34,6 @@ uint64_t batch_out(const void *args) {
   return bytes;
 }
 
-
 uint64_t gather_out(const void *args) {
   const ibp_gather_args *a = static_cast<const ibp_gather_args *>(args);
   uint64_t bytes = 0;
