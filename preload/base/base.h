@@ -61,7 +61,7 @@ const ibp_profile *ibp__profile_override(void);
 
 /* Thread-local recursion guard: nonzero while this thread runs libibp code
  * that may call the driver or the C library. */
-extern __thread int ibp__guard;
+extern __thread int ibp__guard __attribute__((tls_model("initial-exec")));
 
 /* Greatest common divisor (0 with v gives v). */
 static inline uint64_t ibp__gcd(uint64_t a, uint64_t b) {

@@ -58,8 +58,9 @@ typedef struct batch_key {
 } batch_key;
 
 typedef struct held_region {
-  ibp_region_rec *rec;                  /* referenced while held */
-  uint64_t copies, bytes, pcie, lo, hi; /* lo/hi: the span its jobs read */
+  ibp_region_rec *rec;            /* referenced while held */
+  uint64_t copies, bytes, lo, hi; /* lo/hi: the span its jobs read */
+  uint64_t pcie;                  /* stored bytes they read (at the flush) */
   double saved_ns;
 } held_region;
 
@@ -70,9 +71,11 @@ typedef struct batch {
   int dev, blocking;
   uint32_t count, last_size, refused;
   uint64_t units;
-  double first_ns;       /* device clock: the first held copy */
-  uint64_t last_real_ns; /* real time: the last held copy */
+  double first_ns;   /* device clock: the first held copy */
+  uint64_t received; /* copies held so far (the timer's tick compares) */
+  uint64_t timer_saw;
   double deadline_ns;
+  CUdeviceptr dst_lo, dst_hi; /* the allocation of the last copy's dst */
   unsigned nregions;
   held_region regions[MAX_REGIONS];
   ibp_batch_job jobs[MAX_JOBS];
@@ -259,7 +262,23 @@ static void copy_each(const ibp_driver *d, const batch *b) {
   }
 }
 
-static void count(const batch *b, int served) {
+/* The stored bytes each region's jobs read (exact, at the flush: the hold
+ * only estimated them). */
+static void stored_per_region(batch *b) {
+  for (unsigned k = 0; k < b->nregions; k++)
+    b->regions[k].pcie = 0;
+  for (uint32_t j = 0; j < b->count; j++) {
+    const ibp_batch_job *job = &b->jobs[j];
+    held_region *h = &b->regions[job->region];
+    const ibp_served_region *s = ibp__served(h->rec);
+    if (s)
+      h->pcie += ibp__stored_bytes(s, job->src, job->length);
+  }
+}
+
+static void count(batch *b, int served) {
+  if (served)
+    stored_per_region(b);
   for (unsigned k = 0; k < b->nregions; k++) {
     const held_region *h = &b->regions[k];
     ibp_served_region *s = ibp__served(h->rec);
@@ -323,6 +342,8 @@ static void flush(batch *b) {
 
 /* ---- the timer: a program that stops calling ---------------------------- */
 
+/* Every deadline, a batch that received no copy since the last look is
+ * launched: between one and two deadlines after its last copy. */
 static void *timer_main(void *unused) {
   (void)unused;
   ibp__guard++;
@@ -330,15 +351,15 @@ static void *timer_main(void *unused) {
   for (;;) {
     double wait_ns = 0;
     batch *b, *tmp;
-    uint64_t now = ibp__real_ns();
     HASH_ITER(hh, batches, b, tmp) {
       if (!b->count)
         continue;
-      double age = (double)(now - b->last_real_ns);
-      if (age >= b->deadline_ns)
+      if (b->received == b->timer_saw)
         flush(b);
-      else if (wait_ns == 0 || b->deadline_ns - age < wait_ns)
-        wait_ns = b->deadline_ns - age;
+      else
+        b->timer_saw = b->received;
+      if (b->count && (wait_ns == 0 || b->deadline_ns < wait_ns))
+        wait_ns = b->deadline_ns;
     }
     if (wait_ns == 0) {
       pthread_cond_wait(&wake, &lock);
@@ -404,23 +425,13 @@ static int region_index(batch *b, ibp_region_rec *r) {
   return (int)b->nregions++;
 }
 
-int ibp__batch_offer(ibp_region_rec *r, ibp_served_region *s, int dev,
-                     CUcontext ctx, const ibp_copy *c, uint64_t pcie) {
-  const ibp_profile *p = ibp__gate_profile(dev);
-  const ibp_driver *d = ibp__driver();
-  if (ibp__cfg.no_batch || c->sync || c->bytes > UINT32_MAX || !p || !d ||
-      c->stream == CU_STREAM_PER_THREAD)
-    return 1;
-  const uint64_t off = (uintptr_t)c->src - r->base;
-  pthread_mutex_lock(&lock);
-  batch *b = batch_for(d, c->stream, ctx, dev, p);
-  if (!b) {
-    pthread_mutex_unlock(&lock);
-    return 1;
-  }
+/* Holds c in b when the gate prefers it there (lock held; `pcie`: its
+ * stored bytes, estimated).  0 when held. */
+static int hold_locked(batch *b, ibp_region_rec *r, ibp_served_region *s,
+                       const ibp_profile *p, const ibp_copy *c, uint64_t pcie) {
   /* the choice: this copy in a batch the size of the stream's last one,
    * or alone (substitute.c: kernel or driver, whichever is faster) */
-  ibp_gate_copy g = {c->bytes, pcie + 32, s->dev[dev].plan.grid};
+  ibp_gate_copy g = {c->bytes, pcie + 32, s->dev[b->dev].plan.grid};
   double n = b->last_size ? b->last_size : EXPECTED_PRIOR;
   if (b->count + 1 > n)
     n = b->count + 1;
@@ -433,7 +444,6 @@ int ibp__batch_offer(ibp_region_rec *r, ibp_served_region *s, int dev,
       b->refused = 0;
       b->last_size = 0;
     }
-    pthread_mutex_unlock(&lock);
     return 1;
   }
   double now = ibp__clock_ns();
@@ -444,29 +454,88 @@ int ibp__batch_offer(ibp_region_rec *r, ibp_served_region *s, int dev,
     flush(b);
     k = region_index(b, r);
   }
+  const uint64_t off = (uintptr_t)c->src - r->base;
   ibp_batch_job *job = &b->jobs[b->count];
   *job =
       (ibp_batch_job){off, c->dst, b->units, (uint32_t)c->bytes, (uint32_t)k};
-  b->units += ibp_kernels_job_units(job, &s->dev[dev].args);
+  b->units += ibp_kernels_job_units(job, &s->dev[b->dev].args);
   held_region *h = &b->regions[k];
   h->copies++;
   h->bytes += c->bytes;
-  h->pcie += pcie;
   h->saved_ns += alone - batched;
   h->lo = off < h->lo ? off : h->lo;
   h->hi = off + c->bytes > h->hi ? off + c->bytes : h->hi;
+  b->received++;
   if (b->count++ == 0) {
     b->first_ns = now;
     atomic_fetch_add_explicit(&held, 1, memory_order_relaxed);
     start_timer();
     pthread_cond_signal(&wake);
   }
-  b->last_real_ns = ibp__real_ns();
-  pthread_mutex_unlock(&lock);
+  return 0;
+}
+
+static int usable(const ibp_copy *c) {
+  return !ibp__cfg.no_batch && !c->sync && c->bytes <= UINT32_MAX &&
+         c->stream != CU_STREAM_PER_THREAD;
+}
+
+static void held_one(const ibp_region_rec *r, const ibp_copy *c,
+                     const ibp_profile *p) {
   ibp__nvtx_copy_begin(r->name, c->bytes); /* serve/nvtx.h: the hold */
   ibp__nvtx_copy_end();
   ibp__clock_charge_us(p->ibp_hold_us);
-  return 0;
+}
+
+int ibp__batch_offer(ibp_region_rec *r, ibp_served_region *s, int dev,
+                     CUcontext ctx, const ibp_copy *c, uint64_t pcie,
+                     CUdeviceptr alloc, size_t alloc_bytes) {
+  const ibp_profile *p = ibp__gate_profile(dev);
+  const ibp_driver *d = ibp__driver();
+  if (!usable(c) || !p || !d)
+    return 1;
+  pthread_mutex_lock(&lock);
+  batch *b = batch_for(d, c->stream, ctx, dev, p);
+  int rc = 1;
+  if (b && b->dev == dev) {
+    b->dst_lo = alloc;
+    b->dst_hi = alloc + alloc_bytes;
+    rc = hold_locked(b, r, s, p, c, pcie);
+  }
+  pthread_mutex_unlock(&lock);
+  if (rc == 0)
+    held_one(r, c, p);
+  return rc;
+}
+
+int ibp__batch_hold_more(ibp_region_rec *r, const ibp_copy *c) {
+  if (!atomic_load_explicit(&held, memory_order_relaxed) || !usable(c))
+    return 1;
+  ibp_served_region *s = ibp__served(r);
+  const ibp_driver *d = ibp__driver();
+  CUcontext ctx = NULL;
+  if (!s || !d || atomic_load_explicit(&s->kernel_args, memory_order_relaxed) ||
+      ibp_region_state_get(r) != IBP_REGION_READY ||
+      d->cuCtxGetCurrent(&ctx) != CUDA_SUCCESS || !ctx)
+    return 1;
+  const uint64_t pcie = ibp__gate_stored_estimate(s, c->bytes);
+  if (!pcie)
+    return 1; /* the gate still judges the region's fit: serve_region */
+  int rc = 1;
+  const ibp_profile *p = NULL;
+  pthread_mutex_lock(&lock);
+  batch *b = find(key_of(c->stream, ctx));
+  /* what serve_region checked for this batch's first copy still holds: no
+   * capture began and no memory was freed since (ordering points) */
+  if (b && b->count && b->ctx == ctx && c->dst >= b->dst_lo &&
+      c->bytes <= b->dst_hi - c->dst && c->dst < b->dst_hi &&
+      ibp__device_state(s, (unsigned)b->dev) == IBP_DEVICE_READY &&
+      s->dev[b->dev].ctx == ctx && (p = ibp__gate_profile(b->dev)))
+    rc = hold_locked(b, r, s, p, c, pcie);
+  pthread_mutex_unlock(&lock);
+  if (rc == 0)
+    held_one(r, c, p);
+  return rc;
 }
 
 /* ---- ordering points ----------------------------------------------------- */

@@ -18,13 +18,25 @@
 #define IBP_BATCH_ALL ((CUstream)(uintptr_t)-1)
 
 /* Offers copy c of ready region r (device `dev`, context `ctx`, current;
- * `pcie`: the stored bytes it touches) to its stream's batch.  Returns 0
+ * `pcie`: the stored bytes it touches, or an estimate; [alloc, alloc +
+ * alloc_bytes): the device allocation its destination lies in) to its
+ * stream's batch.  Returns 0
  * when the copy is held (it will be served by the batch's launch, or by
  * the driver's own copy should that fail), 1 when the caller serves it
  * otherwise: batching off, the gate prefers a copy of its own, or the
  * batch is full and was flushed. */
 int ibp__batch_offer(ibp_region_rec *r, ibp_served_region *s, int dev,
-                     CUcontext ctx, const ibp_copy *c, uint64_t pcie);
+                     CUcontext ctx, const ibp_copy *c, uint64_t pcie,
+                     CUdeviceptr alloc, size_t alloc_bytes);
+
+/* The fast path for the second and later copies of a batch: c (region r
+ * found for it) goes to its stream's batch when that already holds copies
+ * in the current context, its destination lies in the allocation of the
+ * batch's last destination, the region is ready on the batch's device and
+ * its fit judged -- what serve_region checks with driver queries per copy
+ * holds until the stream's next ordering point.  0 when held; 1: take the
+ * full path (serve_region). */
+int ibp__batch_hold_more(ibp_region_rec *r, const ibp_copy *c);
 
 /* An ordering point for stream s (CU_STREAM_LEGACY and CU_STREAM_PER_THREAD
  * as the hooks made them explicit): launches what is held on s and on the

@@ -152,6 +152,17 @@ static uint64_t fitting_tensor(const ibp_gate_seen *g) {
   return ibp__discover_fit_tensor(t && t <= most ? t : most);
 }
 
+uint64_t ibp__gate_stored_estimate(const ibp_served_region *s, uint64_t bytes) {
+  const ibp_gate_seen *g = &s->gate;
+  if (atomic_load_explicit(&g->copies, memory_order_relaxed) < MISMATCH_AFTER)
+    return 0;
+  uint64_t req = atomic_load_explicit(&g->requested, memory_order_relaxed);
+  uint64_t host = atomic_load_explicit(&g->host_bytes, memory_order_relaxed);
+  if (!req || !host)
+    return 0;
+  return (uint64_t)((double)bytes * (double)host / (double)req) + 1;
+}
+
 int ibp__gate_mismatch(ibp_region_rec *r, uint64_t offset, uint64_t bytes,
                        uint64_t stored) {
   ibp_served_region *s = ibp__served(r);

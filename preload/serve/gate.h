@@ -11,6 +11,7 @@
 
 #include "profile/profile.h"
 #include "registry/registry.h"
+#include "serve/region.h"
 
 /* Worker, before the first region is set up on device `dev` (in its
  * context): chooses the device's profile -- IBP_PROFILE, else the
@@ -40,6 +41,13 @@ double ibp__gate_kernel_ns(const ibp_profile *p, const ibp_gate_copy *c);
  * and the flush's calls, launch and job-list copy shared among them. */
 double ibp__gate_batch_ns(const ibp_profile *p, const ibp_gate_copy *c,
                           double copies);
+
+/* Once the region's fit is judged (its first 32 copies seen by
+ * ibp__gate_mismatch), the stored bytes a copy of `bytes` bytes reads,
+ * estimated from those copies' ratio (for the choice of a held copy, which
+ * then need not read the region's prefix sums: a cache miss per row on a
+ * large table); 0 before. */
+uint64_t ibp__gate_stored_estimate(const ibp_served_region *s, uint64_t bytes);
 
 /* Observes a copy of region r's served region before the choice, with
  * `stored` the stored bytes of the tensors it touches (what the kernel

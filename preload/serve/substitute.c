@@ -67,7 +67,7 @@ static uint64_t raw_extra(const ibp_served_region *s,
 /* Stored bytes of the tensors the copy touches (+ its share of the raw
  * tail; dirty and busy tensors count R): what the kernel reads over PCIe, up to
  * sector rounding. */
-static uint64_t pcie_bytes(const ibp_served_region *s, uint64_t off,
+uint64_t ibp__stored_bytes(const ibp_served_region *s, uint64_t off,
                            uint64_t len) {
   const uint64_t R = s->geometry.tensor_bytes, n = s->geometry.tensors;
   const uint64_t end = off + len, body = n * R;
@@ -172,19 +172,18 @@ static int kernel_wins(ibp_served_region *s, int dev, const ibp_copy *c,
  * an address in no allocation, a range running past its allocation's end,
  * host memory -- the driver's own copy runs and returns its own error: a
  * kernel would fault or write into a neighbouring allocation. */
-static int dst_fits(const ibp_driver *d, CUdeviceptr dst, size_t bytes) {
+static int dst_fits(const ibp_driver *d, CUdeviceptr dst, size_t bytes,
+                    CUdeviceptr *base, size_t *size) {
   unsigned type = 0;
-  CUdeviceptr base = 0;
-  size_t size = 0;
   CUpointer_attribute what[] = {CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
                                 CU_POINTER_ATTRIBUTE_RANGE_START_ADDR,
                                 CU_POINTER_ATTRIBUTE_RANGE_SIZE};
-  void *out[] = {&type, &base, &size};
+  void *out[] = {&type, base, size};
   if (!dst || !d->cuPointerGetAttributes ||
       d->cuPointerGetAttributes(3, what, out, dst) != CUDA_SUCCESS)
     return 0;
-  return type == CU_MEMORYTYPE_DEVICE && dst >= base && bytes <= size &&
-         dst - base <= size - bytes;
+  return type == CU_MEMORYTYPE_DEVICE && dst >= *base && bytes <= *size &&
+         dst - *base <= *size - bytes;
 }
 
 /* Moves a candidate region to compression (once), and the device slot of
@@ -241,7 +240,9 @@ static int serve_region(ibp_region_rec *r, const ibp_copy *c) {
     count_passed(s, c->bytes); /* kernel_args.c: it may be written unseen */
     return 1;
   }
-  if (!dst_fits(d, c->dst, c->bytes))
+  CUdeviceptr alloc = 0;
+  size_t alloc_bytes = 0;
+  if (!dst_fits(d, c->dst, c->bytes, &alloc, &alloc_bytes))
     return 1; /* host to host, or a bad destination: the driver's answer */
   CUcontext ctx = NULL;
   CUdevice dev = -1;
@@ -266,16 +267,21 @@ static int serve_region(ibp_region_rec *r, const ibp_copy *c) {
     return 1;
   }
   const uint64_t off = (uintptr_t)c->src - r->base;
-  const uint64_t pcie = pcie_bytes(s, off, c->bytes);
+  /* a held copy's choice needs no exact count (batch.c counts at the
+   * flush) */
+  const uint64_t estimate = ibp__gate_stored_estimate(s, c->bytes);
+  uint64_t pcie = estimate ? estimate : ibp__stored_bytes(s, off, c->bytes);
   if (ibp__gate_mismatch(r, off, c->bytes, pcie)) {
     count_passed(s, c->bytes);
     return 1;
   }
   /* held: served by its stream's batched launch, whose flush scans the
    * span its copies read for writes the kernel recorded (batch.c) */
-  if (ibp__batch_offer(r, s, dev, ctx, c, pcie) == 0)
+  if (ibp__batch_offer(r, s, dev, ctx, c, pcie, alloc, alloc_bytes) == 0)
     return 0;
   ibp__batch_order(c->stream); /* what is held runs first */
+  if (estimate)
+    pcie = ibp__stored_bytes(s, off, c->bytes);
   /* writes the kernel recorded in the span count before the dirty bits are
    * judged (a region whose memory was remapped counts as all written) */
   if (ibp__track_sync(&s->track, (uintptr_t)c->src, c->bytes) != 0 &&
@@ -322,7 +328,9 @@ int ibp__serve_htod(const ibp_copy *c) {
   int rc = 1;
   ibp__guard++;
   ibp_served_region *s = ibp__served(r);
-  if (f == IBP_FIND_FOUND)
+  if (f == IBP_FIND_FOUND && ibp__batch_hold_more(r, c) == 0)
+    rc = 0; /* held, like the batch's earlier copies */
+  else if (f == IBP_FIND_FOUND)
     rc = serve_region(r, c);
   else if (s)
     count_passed(s, c->bytes);

@@ -27,4 +27,11 @@ typedef struct ibp_copy {
  * run the real copy (outside every region, not ready, capturing, error). */
 int ibp__serve_htod(const ibp_copy *c);
 
+/* Stored bytes of the tensors [off, off+len) of region s touches (+ its
+ * share of the raw tail; dirty, busy and not yet placed tensors count R):
+ * what the kernel reads over PCIe for it, up to sector rounding. */
+struct ibp_served_region;
+uint64_t ibp__stored_bytes(const struct ibp_served_region *s, uint64_t off,
+                           uint64_t len);
+
 #endif /* IBP_PRELOAD_SUBSTITUTE_H */
