@@ -46,6 +46,9 @@
 #define EXPECTED_PRIOR 16
 #define REPROBE_AFTER 64
 #define SHARED_DEFAULT_LIMIT (48 * 1024)
+/* Held copies whose destinations are compared one by one with a new
+ * copy's (beyond: the batch is launched first) -- see overlaps(). */
+#define OVERLAP_SCAN_MAX 512
 
 /* Streams are created streams and each context's legacy stream.  A
  * per-thread default stream is reachable only from its own thread, so a
@@ -76,6 +79,7 @@ typedef struct batch {
   uint64_t timer_saw;
   double deadline_ns;
   CUdeviceptr dst_lo, dst_hi; /* the allocation of the last copy's dst */
+  CUdeviceptr env_lo, env_hi; /* the held copies' destinations span this */
   unsigned nregions;
   held_region regions[MAX_REGIONS];
   ibp_batch_job jobs[MAX_JOBS];
@@ -91,6 +95,7 @@ typedef struct staging {
   CUevent done[SLOTS];
   int recorded[SLOTS];
   unsigned next, sms, max_shared, shared_set;
+  int failed; /* could not be allocated: nothing is held in the context */
   UT_hash_handle hh;
 } staging;
 
@@ -100,7 +105,7 @@ static batch *batches;
 static staging *stagings;
 static _Atomic unsigned held; /* batches holding copies */
 static int timer_started;
-static int warned_launch, warned_staging;
+static int warned; /* one warning per process for batched launches */
 
 static batch_key key_of(CUstream s, CUcontext ctx) {
   batch_key k;
@@ -140,12 +145,13 @@ static void staging_free(const ibp_driver *d, staging *st) {
   free(st);
 }
 
-/* The current context's staging (created on first use). */
+/* The current context's staging (created on first use; NULL when that
+ * failed, then and for good). */
 static staging *staging_for(const ibp_driver *d, CUcontext ctx, int dev) {
   staging *st = NULL;
   HASH_FIND_PTR(stagings, &ctx, st);
   if (st)
-    return st;
+    return st->failed ? NULL : st;
   st = calloc(1, sizeof *st);
   if (!st)
     return NULL;
@@ -165,9 +171,15 @@ static staging *staging_for(const ibp_driver *d, CUcontext ctx, int dev) {
         d->cuEventCreate(&st->done[i], CU_EVENT_DISABLE_TIMING) == CUDA_SUCCESS;
   if (!ok) {
     staging_free(d, st);
-    ibp__warn_first(&warned_staging,
+    st = calloc(1, sizeof *st);
+    if (st) { /* remembered, so that nothing more is held here */
+      st->ctx = ctx;
+      st->failed = 1;
+      HASH_ADD_PTR(stagings, ctx, st);
+    }
+    ibp__warn_first(&warned,
                     "batched launches: no staging memory on device %d; "
-                    "copies are served one by one",
+                    "copies there are served one by one",
                     dev);
     return NULL;
   }
@@ -175,6 +187,13 @@ static staging *staging_for(const ibp_driver *d, CUcontext ctx, int dev) {
   st->max_shared = (unsigned)smem;
   HASH_ADD_PTR(stagings, ctx, st);
   return st;
+}
+
+/* Whether ctx's staging could not be allocated. */
+static int staging_failed(CUcontext ctx) {
+  staging *st = NULL;
+  HASH_FIND_PTR(stagings, &ctx, st);
+  return st && st->failed;
 }
 
 /* ---- the flush ----------------------------------------------------------- */
@@ -252,13 +271,25 @@ static CUresult launch(const ibp_driver *d, batch *b) {
   return CUDA_SUCCESS;
 }
 
-/* The held copies as the driver's own copies, in order (fail open). */
+/* The held copies as the driver's own copies, in order (fail open).  A
+ * copy the driver refuses asynchronously is made synchronously once the
+ * stream's earlier work is done: the application was told it succeeded. */
 static void copy_each(const ibp_driver *d, const batch *b) {
+  int synced = 0;
   for (uint32_t j = 0; j < b->count; j++) {
     const ibp_batch_job *job = &b->jobs[j];
     const uint8_t *src =
         (const uint8_t *)b->regions[job->region].rec->base + job->src;
-    d->cuMemcpyHtoDAsync(job->dst, src, job->length, b->stream);
+    if (d->cuMemcpyHtoDAsync(job->dst, src, job->length, b->stream) ==
+        CUDA_SUCCESS)
+      continue;
+    if (!synced)
+      synced = d->cuStreamSynchronize(b->stream) == CUDA_SUCCESS;
+    if (d->cuMemcpyHtoD(job->dst, src, job->length) != CUDA_SUCCESS)
+      ibp__log(IBP_LOG_ERROR,
+               "a held copy of %u bytes could not be made (the driver "
+               "refused it twice)",
+               job->length);
   }
 }
 
@@ -322,7 +353,7 @@ static void flush(batch *b) {
       atomic_fetch_sub(&s->refresh.launching, 1);
   }
   if (e != CUDA_SUCCESS) {
-    ibp__warn_first(&warned_launch,
+    ibp__warn_first(&warned,
                     "batched launch of %u copies failed (CUresult %d); "
                     "copying them without libibp",
                     b->count, (int)e);
@@ -425,6 +456,24 @@ static int region_index(batch *b, ibp_region_rec *r) {
   return (int)b->nregions++;
 }
 
+/* Whether [dst, dst+n) overlaps a held copy's destination.  The copies of
+ * one launch run in any order, so a later copy to the same bytes must not
+ * join the batch of an earlier one: stream order says it wins.  Gathers
+ * write destinations in increasing (or decreasing) order, which the span
+ * of the held destinations decides at once; other orders are compared
+ * copy by copy, up to OVERLAP_SCAN_MAX held copies (then: taken as
+ * overlapping). */
+static int overlaps(const batch *b, CUdeviceptr dst, uint64_t n) {
+  if (!b->count || dst >= b->env_hi || dst + n <= b->env_lo)
+    return 0;
+  if (b->count > OVERLAP_SCAN_MAX)
+    return 1;
+  for (uint32_t j = 0; j < b->count; j++)
+    if (dst < b->jobs[j].dst + b->jobs[j].length && b->jobs[j].dst < dst + n)
+      return 1;
+  return 0;
+}
+
 /* Holds c in b when the gate prefers it there (lock held; `pcie`: its
  * stored bytes, estimated).  0 when held. */
 static int hold_locked(batch *b, ibp_region_rec *r, ibp_served_region *s,
@@ -447,7 +496,8 @@ static int hold_locked(batch *b, ibp_region_rec *r, ibp_served_region *s,
     return 1;
   }
   double now = ibp__clock_ns();
-  if (b->count && now - b->first_ns >= b->deadline_ns)
+  if (b->count &&
+      (now - b->first_ns >= b->deadline_ns || overlaps(b, c->dst, c->bytes)))
     flush(b);
   int k = b->count < MAX_JOBS ? region_index(b, r) : -1;
   if (k < 0) {
@@ -466,6 +516,10 @@ static int hold_locked(batch *b, ibp_region_rec *r, ibp_served_region *s,
   h->lo = off < h->lo ? off : h->lo;
   h->hi = off + c->bytes > h->hi ? off + c->bytes : h->hi;
   b->received++;
+  if (!b->count || c->dst < b->env_lo)
+    b->env_lo = c->dst;
+  if (!b->count || c->dst + c->bytes > b->env_hi)
+    b->env_hi = c->dst + c->bytes;
   if (b->count++ == 0) {
     b->first_ns = now;
     atomic_fetch_add_explicit(&held, 1, memory_order_relaxed);
@@ -495,7 +549,7 @@ int ibp__batch_offer(ibp_region_rec *r, ibp_served_region *s, int dev,
   if (!usable(c) || !p || !d)
     return 1;
   pthread_mutex_lock(&lock);
-  batch *b = batch_for(d, c->stream, ctx, dev, p);
+  batch *b = staging_failed(ctx) ? NULL : batch_for(d, c->stream, ctx, dev, p);
   int rc = 1;
   if (b && b->dev == dev) {
     b->dst_lo = alloc;

@@ -1,0 +1,51 @@
+#!/bin/sh
+# Runs e2e_batch once per case (README.md, "e2e_batch"), each with its own
+# libibp report, batched and with IBP_BATCH=0:
+#
+#   run_batch.sh WORKDIR PRELOAD CMAKE E2E_DIR -- PROGRAM [ARGS...]
+#
+# With batching every case must pass, every region must have been served
+# (check_stats.cmake) and copies must have been batched (check_batch.cmake:
+# copies_batched > 0, batch_launches > 0), so a case that passes because
+# nothing was held fails here.  With IBP_BATCH=0 the same case (same seed,
+# same expected bytes) must pass with nothing batched.  ARGS follow the
+# case name (e.g. a count).  IBP_E2E_BATCH_CASES overrides the list.
+set -u
+if [ $# -lt 6 ] || [ "$5" != "--" ]; then
+  echo "usage: run_batch.sh WORKDIR PRELOAD CMAKE E2E_DIR -- PROGRAM [ARGS...]" >&2
+  exit 2
+fi
+work=$1 preload=$2 cmake=$3 dir=$4
+shift 5
+prog=$1
+shift
+cases=${IBP_E2E_BATCH_CASES:-event stream legacy hostfunc query overwrite overlap deadline random}
+mkdir -p "$work" || exit 2
+vars=$(env | grep -E '^(LD_LIBRARY_PATH|IBP_[A-Z0-9_]*|SIMCUDA_[A-Z0-9_]*)=' |
+  sed "s/=\(.*\)/='\1'/" | tr '\n' ' ')
+failed=0
+for c in $cases; do
+  for batch in 1 0; do
+    stats=$work/$c.batch$batch.json
+    rm -f "$stats"
+    echo "run_batch: env $vars IBP_BATCH=$batch IBP_STATS=$stats" \
+      "LD_PRELOAD=$preload $prog $c $*"
+    IBP_BATCH=$batch IBP_STATS=$stats LD_PRELOAD=$preload "$prog" "$c" "$@"
+    rc=$?
+    if [ $rc -eq 77 ]; then
+      exit 77
+    elif [ $rc -ne 0 ]; then
+      echo "run_batch: FAIL: case $c, IBP_BATCH=$batch: exit status $rc"
+      failed=1
+      continue
+    fi
+    if [ $batch = 1 ]; then
+      "$cmake" -DSTATS="$stats" -DREGIONS=rows256,rows1k,rows768 \
+        -P "$dir/check_stats.cmake" || failed=1
+    fi
+    "$cmake" -DSTATS="$stats" -DBATCHED=$batch -P "$dir/check_batch.cmake" ||
+      { echo "run_batch: FAIL: case $c, IBP_BATCH=$batch: batching stats"; failed=1; }
+  done
+done
+[ $failed -eq 0 ] && echo "run_batch: every case passed, batched and not"
+exit $failed

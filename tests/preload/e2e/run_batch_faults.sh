@@ -1,0 +1,67 @@
+#!/bin/sh
+# Fail-open of libibp's batched launch under driver fault injection
+# (README.md, "e2e_batch"):
+#
+#   run_batch_faults.sh WORKDIR PRELOAD ENTRY -- PROGRAM [ARGS...]
+#
+# Counts the application's calls of ENTRY (C, a SIMCUDA_LOG trace with
+# IBP_DISABLE=1) and all calls with libibp (T), then fails the nth call
+# (SIMCUDA_FAIL=ENTRY:nth) for nth in C+1, C+2, T-1, T (the last calls:
+# the staging allocated at the first flush, the last batch) and "*" when
+# C = 0.  Every run must exit 0 (correct bytes) with at most one "[ibp]"
+# line -- or, since the program's calls and libibp's interleave (the nth
+# may be the program's own), exit 3 with the program's CUDA call of the
+# same kind failing, as it would without libibp.  Wrong bytes (exit 1), a
+# crash or a hang always fail.
+set -u -f
+[ $# -ge 5 ] && [ "$4" = "--" ] || {
+  echo "usage: run_batch_faults.sh WORKDIR PRELOAD ENTRY -- PROGRAM [ARGS...]" >&2
+  exit 2
+}
+work=$1 preload=$2 entry=$3
+shift 4
+mkdir -p "$work" || exit 2
+run() { # LABEL DISABLE FAIL LOG PROGRAM [ARGS...]
+  label=$1 disable=$2 fail=$3 log=$4
+  shift 4
+  timeout 120 env IBP_DISABLE="$disable" SIMCUDA_FAIL="$fail" \
+    SIMCUDA_LOG="$log" LD_PRELOAD="$preload" "$@" \
+    >"$work/$label.out" 2>"$work/$label.err"
+}
+calls() {
+  grep -cE "^\[simcuda\] ${entry}(_v[0-9]+)?(_ptds|_ptsz)? -> " "$1"
+}
+run base 1 "" 1 "$@"
+[ $? -eq 0 ] || { echo "FAIL: IBP_DISABLE=1 run fails"; exit 1; }
+app=$(calls "$work/base.err")
+run trace 0 "" 1 "$@"
+[ $? -eq 0 ] || { echo "FAIL: the run without injection fails"; exit 1; }
+total=$(calls "$work/trace.err")
+echo "$entry: the application calls it $app times, $total with libibp"
+nths=
+for n in $((app + 1)) $((app + 2)) $((total - 1)) $total; do
+  [ "$n" -gt "$app" ] && [ "$n" -le "$total" ] && nths="$nths $n"
+done
+[ "$app" -eq 0 ] && nths="$nths *"
+failed=0
+for nth in $(echo $nths | tr ' ' '\n' | awk '!seen[$0]++'); do
+  tag=nth-$(echo "$nth" | tr '*' a)
+  run "$tag" 0 "$entry:$nth" 0 "$@"
+  rc=$?
+  warnings=$(grep -c '^\[ibp\]' "$work/$tag.err")
+  echo "$entry:$nth: exit $rc, $warnings [ibp] line(s)" \
+    "$(grep -m1 '^\[ibp\]' "$work/$tag.err")"
+  own=0 # the program's own call of this kind failed (cudaXxx <- cuXxx)
+  kind=$(echo "$entry" | sed -E 's/^cu(Mem)?//; s/(_v[0-9]+|Async)+$//')
+  [ $rc -eq 3 ] && grep -q "CUDA call failed: cuda[A-Za-z]*${kind}" \
+    "$work/$tag.err" && own=1
+  if { [ $rc -ne 0 ] && [ $own -eq 0 ]; } || [ "$warnings" -gt 1 ]; then
+    echo "FAIL: SIMCUDA_FAIL=$entry:$nth; reproduce: env" \
+      "LD_LIBRARY_PATH='${LD_LIBRARY_PATH:-}' IBP_PROFILE='${IBP_PROFILE:-}'" \
+      "IBP_WAIT_READY=1 SIMCUDA_FAIL='$entry:$nth' LD_PRELOAD=$preload $*"
+    grep -v '^\[simcuda\] cu' "$work/$tag.err" | tail -n 8 | sed 's/^/  | /'
+    failed=1
+  fi
+done
+[ $failed -eq 0 ] && echo "all injections into $entry handled"
+exit $failed
