@@ -11,6 +11,7 @@
 #include "hooks/hooks.h"
 #include "registry/registry.h"
 #include "serve/batch.h"
+#include "serve/batch_call.h"
 #include "serve/dtoh.h"
 #include "serve/substitute.h"
 #include "stats/discover.h"
@@ -33,7 +34,7 @@ static int htod(CUdeviceptr dst, const void *src, size_t n, CUstream s,
   ibp__discover_copy(src, n);
   int rc = 1;
   if (!quiet()) {
-    ibp_copy c = {dst, src, n, s, sync, unified};
+    ibp_copy c = {dst, src, n, s, sync, unified, 0};
     rc = ibp__serve_htod(&c);
   }
   if (rc && !ibp__guard)
@@ -223,24 +224,38 @@ static int dtoh_2d(const CUDA_MEMCPY2D *p) {
   return bytes ? ibp__dtoh_begin(dst, bytes) : 0;
 }
 
-/* The hooks of hooks.def's 2D copies. */
-#define COPY_2D(sym)                                                           \
+/* The hooks of hooks.def's 2D copies: from a region, served row by row
+ * through the stream's batch (serve/batch_call.h). */
+static int serve_2d(const CUDA_MEMCPY2D *p, CUstream s, int sync) {
+  if (quiet())
+    return 1;
+  ibp__guard++;
+  int rc = ibp__serve_2d(p, s, sync);
+  ibp__guard--;
+  return rc;
+}
+
+#define COPY_2D(sym, explicit_stream)                                          \
   CUresult ibp__hook_##sym(const CUDA_MEMCPY2D *p) {                           \
+    if (serve_2d(p, explicit_stream(NULL), 1) == 0)                            \
+      return CUDA_SUCCESS;                                                     \
     order(IBP_BATCH_ALL);                                                      \
     int t = dtoh_2d(p);                                                        \
     return dtoh_done(t, ibp__real_##sym(p), NULL, 0);                          \
   }
 #define COPY_2D_ASYNC(sym, explicit_stream)                                    \
   CUresult ibp__hook_##sym(const CUDA_MEMCPY2D *p, CUstream s) {               \
+    if (serve_2d(p, explicit_stream(s), 0) == 0)                               \
+      return CUDA_SUCCESS;                                                     \
     order(explicit_stream(s));                                                 \
     int t = dtoh_2d(p);                                                        \
     return dtoh_done(t, ibp__real_##sym(p, s), explicit_stream(s), 1);         \
   }
 
-COPY_2D(cuMemcpy2D_v2)
-COPY_2D(cuMemcpy2D_v2_ptds)
-COPY_2D(cuMemcpy2DUnaligned_v2)
-COPY_2D(cuMemcpy2DUnaligned_v2_ptds)
+COPY_2D(cuMemcpy2D_v2, legacy)
+COPY_2D(cuMemcpy2D_v2_ptds, per_thread)
+COPY_2D(cuMemcpy2DUnaligned_v2, legacy)
+COPY_2D(cuMemcpy2DUnaligned_v2_ptds, per_thread)
 COPY_2D_ASYNC(cuMemcpy2DAsync_v2, legacy)
 COPY_2D_ASYNC(cuMemcpy2DAsync_v2_ptsz, per_thread)
 
@@ -385,27 +400,60 @@ static CUresult batch_done(size_t touched, CUresult res, CUstream s) {
   return res;
 }
 
-#define COPY_BATCH(sym, explicit_stream)                                       \
+/* The entries libibp serves join the stream's batch (serve/batch_call.h);
+ * the others go to the driver in one call, after what is held.  The
+ * legacy variants refuse stream 0: such a call goes to the driver whole. */
+static size_t batch_split(ibp_batch_call *in, CUstream raw, CUstream s,
+                          int null_ok, ibp_batch_call *rest) {
+  *rest = *in;
+  if (quiet() || (!raw && !null_ok))
+    return 0;
+  ibp__guard++;
+  size_t held = ibp__batch_call_split(in, s, rest);
+  ibp__guard--;
+  return held;
+}
+
+/* The driver's index of a failed copy, back in the application's terms. */
+static void fail_index(const ibp_batch_call *rest, size_t *fail) {
+  if (fail && rest->orig && *fail < rest->count)
+    *fail = rest->orig[*fail];
+}
+
+#define COPY_BATCH(sym, explicit_stream, null_ok)                              \
   CUresult ibp__hook_##sym(CUdeviceptr *dsts, CUdeviceptr *srcs,               \
                            size_t *sizes, size_t count,                        \
                            CUmemcpyAttributes *attrs, size_t *idxs,            \
                            size_t nattrs, size_t *fail, CUstream s) {          \
+    ibp_batch_call in = {dsts, srcs, sizes, count, attrs, idxs, nattrs, NULL}; \
+    ibp_batch_call r;                                                          \
+    size_t held = batch_split(&in, s, explicit_stream(s), null_ok, &r);        \
+    if (held == count && held)                                                 \
+      return CUDA_SUCCESS;                                                     \
     order(explicit_stream(s));                                                 \
-    size_t t = dtoh_batch(dsts, sizes, count);                                 \
-    return batch_done(t,                                                       \
-                      ibp__real_##sym(dsts, srcs, sizes, count, attrs, idxs,   \
-                                      nattrs, fail, s),                        \
-                      explicit_stream(s));                                     \
+    size_t t = dtoh_batch(r.dsts, r.sizes, r.count);                           \
+    CUresult res = ibp__real_##sym(r.dsts, r.srcs, r.sizes, r.count, r.attrs,  \
+                                   r.attr_idxs, r.nattrs, fail, s);            \
+    if (res != CUDA_SUCCESS)                                                   \
+      fail_index(&r, fail);                                                    \
+    ibp__batch_call_free(&in, &r);                                             \
+    return batch_done(t, res, explicit_stream(s));                             \
   }
-#define COPY_BATCH_V2(sym, explicit_stream)                                    \
+#define COPY_BATCH_V2(sym, explicit_stream, null_ok)                           \
   CUresult ibp__hook_##sym(                                                    \
       CUdeviceptr *dsts, CUdeviceptr *srcs, size_t *sizes, size_t count,       \
       CUmemcpyAttributes *attrs, size_t *idxs, size_t nattrs, CUstream s) {    \
+    ibp_batch_call in = {dsts, srcs, sizes, count, attrs, idxs, nattrs, NULL}; \
+    ibp_batch_call r;                                                          \
+    size_t held = batch_split(&in, s, explicit_stream(s), null_ok, &r);        \
+    if (held == count && held)                                                 \
+      return CUDA_SUCCESS;                                                     \
     order(explicit_stream(s));                                                 \
-    size_t t = dtoh_batch(dsts, sizes, count);                                 \
-    return batch_done(                                                         \
-        t, ibp__real_##sym(dsts, srcs, sizes, count, attrs, idxs, nattrs, s),  \
-        explicit_stream(s));                                                   \
+    size_t t = dtoh_batch(r.dsts, r.sizes, r.count);                           \
+    CUresult res = ibp__real_##sym(r.dsts, r.srcs, r.sizes, r.count, r.attrs,  \
+                                   r.attr_idxs, r.nattrs, s);                  \
+    ibp__batch_call_free(&in, &r);                                             \
+    return batch_done(t, res, explicit_stream(s));                             \
   }
 #define COPY_BATCH_3D(sym, explicit_stream)                                    \
   CUresult ibp__hook_##sym(size_t n, CUDA_MEMCPY3D_BATCH_OP *ops,              \
@@ -425,10 +473,10 @@ static CUresult batch_done(size_t touched, CUresult res, CUstream s) {
                       explicit_stream(s));                                     \
   }
 
-COPY_BATCH(cuMemcpyBatchAsync, legacy)
-COPY_BATCH(cuMemcpyBatchAsync_ptsz, per_thread)
-COPY_BATCH_V2(cuMemcpyBatchAsync_v2, legacy)
-COPY_BATCH_V2(cuMemcpyBatchAsync_v2_ptsz, per_thread)
+COPY_BATCH(cuMemcpyBatchAsync, legacy, 0)
+COPY_BATCH(cuMemcpyBatchAsync_ptsz, per_thread, 1)
+COPY_BATCH_V2(cuMemcpyBatchAsync_v2, legacy, 0)
+COPY_BATCH_V2(cuMemcpyBatchAsync_v2_ptsz, per_thread, 1)
 COPY_BATCH_3D(cuMemcpy3DBatchAsync, legacy)
 COPY_BATCH_3D(cuMemcpy3DBatchAsync_ptsz, per_thread)
 COPY_BATCH_3D_V2(cuMemcpy3DBatchAsync_v2, legacy)

@@ -484,10 +484,17 @@ static int hold_locked(batch *b, ibp_region_rec *r, ibp_served_region *s,
   double n = b->last_size ? b->last_size : EXPECTED_PRIOR;
   if (b->count + 1 > n)
     n = b->count + 1;
-  double alone = ibp__gate_pass_ns(p, &g), kernel = ibp__gate_kernel_ns(p, &g);
-  if (kernel < alone)
-    alone = kernel;
-  double batched = ibp__gate_batch_ns(p, &g, n);
+  double alone, batched;
+  if (c->hold_only) { /* an entry of the application's own batch: its call
+                         is paid either way, the copy engine moves it */
+    alone = 1e3 * ibp_profile_ce_copy_us(p, c->bytes, 1);
+    batched = ibp__gate_batch_ns(p, &g, n, 0);
+  } else {
+    double kernel = ibp__gate_kernel_ns(p, &g);
+    alone = ibp__gate_pass_ns(p, &g);
+    alone = kernel < alone ? kernel : alone;
+    batched = ibp__gate_batch_ns(p, &g, n, 1);
+  }
   if (batched >= alone) {
     if (++b->refused >= REPROBE_AFTER) { /* offer the stream again */
       b->refused = 0;

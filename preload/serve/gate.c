@@ -11,7 +11,8 @@
  * and the GPU's work), and for a copy held for a batched launch of n
  * copies (ibp__gate_batch_ns)
  *
- *   batch   CPU: runtime_call_us + ibp_hold_us
+ *   batch   CPU: runtime_call_us (a call of its own; 0 for an entry of
+ *                the application's cuMemcpyBatchAsync) + ibp_hold_us
  *                + (driver_copy_call_us + driver_launch_call_us
  *                   + driver_call_us) / n
  *           GPU: (ibp_profile_kernel_us(n x host bytes, n x bytes, sms)
@@ -105,12 +106,13 @@ double ibp__gate_kernel_ns(const ibp_profile *p, const ibp_gate_copy *c) {
 }
 
 double ibp__gate_batch_ns(const ibp_profile *p, const ibp_gate_copy *c,
-                          double copies) {
+                          double copies, int own_call) {
   const double n = copies < 1 ? 1 : copies;
   /* the flush: the job list's copy, the launch, the slot's event */
   double flush_cpu =
       p->driver_copy_call_us + p->driver_launch_call_us + p->driver_call_us;
-  double cpu = p->runtime_call_us + p->ibp_hold_us + flush_cpu / n;
+  double cpu =
+      (own_call ? p->runtime_call_us : 0) + p->ibp_hold_us + flush_cpu / n;
   double kernel =
       ibp_profile_kernel_us(p, (uint64_t)(c->host_bytes * n),
                             (uint64_t)(c->bytes * n), (unsigned)p->sms);

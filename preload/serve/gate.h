@@ -38,9 +38,11 @@ double ibp__gate_kernel_ns(const ibp_profile *p, const ibp_gate_copy *c);
 
 /* The same for a copy held for a batched launch of `copies` copies like
  * it (serve/batch.h): libibp's hold on the CPU, the SMs' reads on the GPU,
- * and the flush's calls, launch and job-list copy shared among them. */
+ * and the flush's calls, launch and job-list copy shared among them;
+ * own_call: the copy came in a runtime call of its own (not as an entry of
+ * the application's batch). */
 double ibp__gate_batch_ns(const ibp_profile *p, const ibp_gate_copy *c,
-                          double copies);
+                          double copies, int own_call);
 
 /* Once the region's fit is judged (its first 32 copies seen by
  * ibp__gate_mismatch), the stored bytes a copy of `bytes` bytes reads,

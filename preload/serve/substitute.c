@@ -279,6 +279,8 @@ static int serve_region(ibp_region_rec *r, const ibp_copy *c) {
    * span its copies read for writes the kernel recorded (batch.c) */
   if (ibp__batch_offer(r, s, dev, ctx, c, pcie, alloc, alloc_bytes) == 0)
     return 0;
+  if (c->hold_only)
+    return 1;
   ibp__batch_order(c->stream); /* what is held runs first */
   if (estimate)
     pcie = ibp__stored_bytes(s, off, c->bytes);

@@ -17,9 +17,11 @@ typedef struct ibp_copy {
   const void *src;
   size_t bytes;
   CUstream stream;
-  int sync;    /* host-synchronous entry point */
-  int unified; /* cuMemcpy*: dst may be host memory (every destination is
-                  checked to lie in one device allocation anyway) */
+  int sync;      /* host-synchronous entry point */
+  int unified;   /* cuMemcpy*: dst may be host memory (every destination is
+                    checked to lie in one device allocation anyway) */
+  int hold_only; /* served only if held for a batched launch (an entry of
+                    the application's own batch: serve/batch_call.h) */
 } ibp_copy;
 
 /* Serves the copy from a ready region with the kernel.  Returns 0 when

@@ -1,0 +1,152 @@
+/* The application's own batches (serve/batch_call.h). */
+#include <stdlib.h>
+
+#include "serve/batch_call.h"
+
+#include "base/base.h"
+#include "base/driver.h"
+#include "base/log.h"
+#include "serve/batch.h"
+#include "serve/substitute.h"
+
+/* Arguments the driver accepts: arrays present, attribute ranges starting
+ * at 0, increasing, inside the batch. */
+static int well_formed(const ibp_batch_call *c) {
+  if (!c->dsts || !c->srcs || !c->sizes || !c->count || !c->attrs ||
+      !c->attr_idxs || !c->nattrs || c->nattrs > c->count ||
+      c->attr_idxs[0] != 0)
+    return 0;
+  for (size_t a = 1; a < c->nattrs; a++)
+    if (c->attr_idxs[a] <= c->attr_idxs[a - 1] || c->attr_idxs[a] >= c->count)
+      return 0;
+  return 1;
+}
+
+static int holdable(const CUmemcpyAttributes *a) {
+  return a->srcAccessOrder == CU_MEMCPY_SRC_ACCESS_ORDER_STREAM ||
+         a->srcAccessOrder == CU_MEMCPY_SRC_ACCESS_ORDER_ANY;
+}
+
+/* Allocates rest for up to n entries and n attribute ranges. */
+static int rest_alloc(ibp_batch_call *rest, size_t n) {
+  *rest = (ibp_batch_call){0};
+  rest->dsts = malloc(n * sizeof *rest->dsts);
+  rest->srcs = malloc(n * sizeof *rest->srcs);
+  rest->sizes = malloc(n * sizeof *rest->sizes);
+  rest->attrs = malloc(n * sizeof *rest->attrs);
+  rest->attr_idxs = malloc(n * sizeof *rest->attr_idxs);
+  rest->orig = malloc(n * sizeof *rest->orig);
+  return rest->dsts && rest->srcs && rest->sizes && rest->attrs &&
+         rest->attr_idxs && rest->orig;
+}
+
+void ibp__batch_call_free(const ibp_batch_call *in, ibp_batch_call *c) {
+  if (c->dsts == in->dsts)
+    return; /* nothing was allocated */
+  free(c->dsts);
+  free(c->srcs);
+  free(c->sizes);
+  free(c->attrs);
+  free(c->attr_idxs);
+  free(c->orig);
+  *c = (ibp_batch_call){0};
+}
+
+size_t ibp__batch_call_split(const ibp_batch_call *in, CUstream s,
+                             ibp_batch_call *rest) {
+  *rest = *in;
+  if (!well_formed(in))
+    return 0;
+  ibp_batch_call r;
+  if (!rest_alloc(&r, in->count)) {
+    ibp__batch_call_free(in, &r);
+    return 0;
+  }
+  size_t held = 0, a = 0;
+  size_t last_attr = (size_t)-1;
+  for (size_t i = 0; i < in->count; i++) {
+    while (a + 1 < in->nattrs && in->attr_idxs[a + 1] <= i)
+      a++;
+    ibp_copy c = {in->dsts[i],
+                  (const void *)(uintptr_t)in->srcs[i],
+                  in->sizes[i],
+                  s,
+                  0,
+                  1,
+                  1};
+    if (holdable(&in->attrs[a]) && ibp__serve_htod(&c) == 0) {
+      held++;
+      continue;
+    }
+    if (a != last_attr) { /* a new attribute range in the rest */
+      r.attrs[r.nattrs] = in->attrs[a];
+      r.attr_idxs[r.nattrs++] = r.count;
+      last_attr = a;
+    }
+    r.dsts[r.count] = in->dsts[i];
+    r.srcs[r.count] = in->srcs[i];
+    r.sizes[r.count] = in->sizes[i];
+    r.orig[r.count++] = i;
+  }
+  if (!held) {
+    ibp__batch_call_free(in, &r);
+    return 0;
+  }
+  *rest = r;
+  return held;
+}
+
+/* ---- 2D copies ------------------------------------------------------------
+ */
+
+/* Row y of the copy: its source (a host address) and destination. */
+static void row(const CUDA_MEMCPY2D *p, size_t y, const void **src,
+                CUdeviceptr *dst) {
+  uintptr_t s = p->srcMemoryType == CU_MEMORYTYPE_HOST
+                    ? (uintptr_t)p->srcHost
+                    : (uintptr_t)p->srcDevice;
+  *src = (const void *)(s + (p->srcY + y) * p->srcPitch + p->srcXInBytes);
+  *dst = p->dstDevice + (p->dstY + y) * p->dstPitch + p->dstXInBytes;
+}
+
+/* A host (or unified) source, a device (or unified) destination, rows
+ * that fit their pitches, offsets that do not overflow. */
+static int rows_servable(const CUDA_MEMCPY2D *p) {
+  size_t last;
+  return p && p->WidthInBytes && p->Height &&
+         (p->srcMemoryType == CU_MEMORYTYPE_HOST ||
+          p->srcMemoryType == CU_MEMORYTYPE_UNIFIED) &&
+         (p->dstMemoryType == CU_MEMORYTYPE_DEVICE ||
+          p->dstMemoryType == CU_MEMORYTYPE_UNIFIED) &&
+         p->srcPitch >= p->WidthInBytes && p->dstPitch >= p->WidthInBytes &&
+         !__builtin_mul_overflow(p->srcY + p->Height, p->srcPitch, &last) &&
+         !__builtin_mul_overflow(p->dstY + p->Height, p->dstPitch, &last);
+}
+
+int ibp__serve_2d(const CUDA_MEMCPY2D *p, CUstream s, int sync) {
+  const ibp_driver *d = ibp__driver();
+  if (!d || !rows_servable(p))
+    return 1;
+  for (size_t y = 0; y < p->Height; y++) {
+    ibp_copy c = {0, NULL, p->WidthInBytes, s, 0, 1, 1};
+    row(p, y, &c.src, &c.dst);
+    if (ibp__serve_htod(&c) == 0)
+      continue;
+    if (y == 0)
+      return 1; /* nothing held: the driver's 2D copy, whole */
+    /* the rest by the driver, after what is held (rows never overlap) */
+    ibp__batch_order(s);
+    for (; y < p->Height; y++) {
+      row(p, y, &c.src, &c.dst);
+      if (d->cuMemcpyHtoDAsync(c.dst, c.src, c.bytes, s) != CUDA_SUCCESS &&
+          d->cuMemcpyHtoD(c.dst, c.src, c.bytes) != CUDA_SUCCESS)
+        ibp__log(IBP_LOG_ERROR, "a row of a 2D copy could not be made");
+    }
+    break;
+  }
+  if (sync) { /* the host-synchronous contract */
+    ibp__batch_order(s);
+    d->cuStreamSynchronize(s);
+  }
+  return 0;
+}
