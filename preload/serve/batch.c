@@ -67,6 +67,15 @@ typedef struct held_region {
   double saved_ns;
 } held_region;
 
+/* The gate's last answer for a batch (hold_locked). */
+typedef struct gate_answer {
+  const ibp_region_rec *region;
+  uint64_t bytes;
+  uint32_t copies;
+  int hold_only;
+  double alone, batched; /* ns */
+} gate_answer;
+
 typedef struct batch {
   batch_key key;
   CUcontext ctx;
@@ -80,6 +89,7 @@ typedef struct batch {
   double deadline_ns;
   CUdeviceptr dst_lo, dst_hi; /* the allocation of the last copy's dst */
   CUdeviceptr env_lo, env_hi; /* the held copies' destinations span this */
+  gate_answer answer;
   unsigned nregions;
   held_region regions[MAX_REGIONS];
   ibp_batch_job jobs[MAX_JOBS];
@@ -298,6 +308,15 @@ static void copy_each(const ibp_driver *d, const batch *b) {
 static void stored_per_region(batch *b) {
   for (unsigned k = 0; k < b->nregions; k++)
     b->regions[k].pcie = 0;
+  /* the prefix sums of a large table's rows miss the cache: ask for them
+   * all first, so the misses overlap */
+  for (uint32_t j = 0; j < b->count; j++) {
+    const ibp_batch_job *job = &b->jobs[j];
+    const ibp_served_region *s = ibp__served(b->regions[job->region].rec);
+    if (s && s->layout.prefix)
+      __builtin_prefetch(
+          &s->layout.prefix[job->src / s->geometry.tensor_bytes]);
+  }
   for (uint32_t j = 0; j < b->count; j++) {
     const ibp_batch_job *job = &b->jobs[j];
     held_region *h = &b->regions[job->region];
@@ -478,33 +497,42 @@ static int overlaps(const batch *b, CUdeviceptr dst, uint64_t n) {
  * stored bytes, estimated).  0 when held. */
 static int hold_locked(batch *b, ibp_region_rec *r, ibp_served_region *s,
                        const ibp_profile *p, const ibp_copy *c, uint64_t pcie) {
-  /* the choice: this copy in a batch the size of the stream's last one,
-   * or alone (substitute.c: kernel or driver, whichever is faster) */
-  ibp_gate_copy g = {c->bytes, pcie + 32, s->dev[b->dev].plan.grid};
-  double n = b->last_size ? b->last_size : EXPECTED_PRIOR;
+  /* the choice: this copy in a batch the size of the stream's last one
+   * (at least the copies held; rounded down to a power of two, so that
+   * the answer can be kept), or alone (substitute.c: kernel or driver,
+   * whichever is faster) */
+  uint32_t n = b->last_size ? b->last_size : EXPECTED_PRIOR;
   if (b->count + 1 > n)
     n = b->count + 1;
-  double alone, batched;
-  if (c->hold_only) { /* an entry of the application's own batch: its call
-                         is paid either way, the copy engine moves it */
-    alone = 1e3 * ibp_profile_ce_copy_us(p, c->bytes, 1);
-    batched = ibp__gate_batch_ns(p, &g, n, 0);
-  } else {
-    double kernel = ibp__gate_kernel_ns(p, &g);
-    alone = ibp__gate_pass_ns(p, &g);
-    alone = kernel < alone ? kernel : alone;
-    batched = ibp__gate_batch_ns(p, &g, n, 1);
+  n = 1u << (31 - __builtin_clz(n));
+  gate_answer *a = &b->answer;
+  if (a->region != r || a->bytes != c->bytes || a->copies != n ||
+      a->hold_only != c->hold_only) {
+    ibp_gate_copy g = {c->bytes, pcie + 32, s->dev[b->dev].plan.grid};
+    *a = (gate_answer){r, c->bytes, n, c->hold_only, 0, 0};
+    if (c->hold_only) { /* an entry of the application's own batch: its
+                           call is paid either way, the copy engine moves
+                           it */
+      a->alone = 1e3 * ibp_profile_ce_copy_us(p, c->bytes, 1);
+      a->batched = ibp__gate_batch_ns(p, &g, n, 0);
+    } else {
+      double kernel = ibp__gate_kernel_ns(p, &g);
+      a->alone = ibp__gate_pass_ns(p, &g);
+      a->alone = kernel < a->alone ? kernel : a->alone;
+      a->batched = ibp__gate_batch_ns(p, &g, n, 1);
+    }
   }
-  if (batched >= alone) {
+  if (a->batched >= a->alone) {
     if (++b->refused >= REPROBE_AFTER) { /* offer the stream again */
       b->refused = 0;
       b->last_size = 0;
     }
     return 1;
   }
-  double now = ibp__clock_ns();
-  if (b->count &&
-      (now - b->first_ns >= b->deadline_ns || overlaps(b, c->dst, c->bytes)))
+  /* the deadline, on the device's clock, every 16th copy */
+  if (b->count && ((b->count % 16 == 0 &&
+                    ibp__clock_ns() - b->first_ns >= b->deadline_ns) ||
+                   overlaps(b, c->dst, c->bytes)))
     flush(b);
   int k = b->count < MAX_JOBS ? region_index(b, r) : -1;
   if (k < 0) {
@@ -519,7 +547,7 @@ static int hold_locked(batch *b, ibp_region_rec *r, ibp_served_region *s,
   held_region *h = &b->regions[k];
   h->copies++;
   h->bytes += c->bytes;
-  h->saved_ns += alone - batched;
+  h->saved_ns += a->alone - a->batched;
   h->lo = off < h->lo ? off : h->lo;
   h->hi = off + c->bytes > h->hi ? off + c->bytes : h->hi;
   b->received++;
@@ -528,7 +556,7 @@ static int hold_locked(batch *b, ibp_region_rec *r, ibp_served_region *s,
   if (!b->count || c->dst + c->bytes > b->env_hi)
     b->env_hi = c->dst + c->bytes;
   if (b->count++ == 0) {
-    b->first_ns = now;
+    b->first_ns = ibp__clock_ns();
     atomic_fetch_add_explicit(&held, 1, memory_order_relaxed);
     start_timer();
     pthread_cond_signal(&wake);
