@@ -402,12 +402,13 @@ static CUresult batch_done(size_t touched, CUresult res, CUstream s) {
 
 /* The entries libibp serves join the stream's batch (serve/batch_call.h);
  * the others go to the driver in one call, after what is held.  The
- * legacy variants refuse stream 0: such a call goes to the driver whole. */
+ * driver refuses the legacy stream (stream 0 of the legacy variants, or
+ * CU_STREAM_LEGACY): such a call goes to it whole. */
 static size_t batch_split(ibp_batch_call *in, CUstream raw, CUstream s,
                           int null_ok, ibp_batch_call *rest) {
   *rest = *in;
-  if (quiet() || (!raw && !null_ok))
-    return 0;
+  if (quiet() || (!raw && !null_ok) || s == CU_STREAM_LEGACY)
+    return 0; /* the driver refuses the legacy stream: its answer */
   ibp__guard++;
   size_t held = ibp__batch_call_split(in, s, rest);
   ibp__guard--;

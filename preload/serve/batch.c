@@ -371,13 +371,14 @@ static void flush(batch *b) {
     if (s)
       atomic_fetch_sub(&s->refresh.launching, 1);
   }
-  if (e != CUDA_SUCCESS) {
+  if (e != CUDA_SUCCESS && e != CUDA_ERROR_NOT_READY) {
     ibp__warn_first(&warned,
                     "batched launch of %u copies failed (CUresult %d); "
                     "copying them without libibp",
                     b->count, (int)e);
-    copy_each(d, b);
   }
+  if (e != CUDA_SUCCESS)
+    copy_each(d, b);
   count(b, e == CUDA_SUCCESS);
   if (pushed)
     d->cuCtxPopCurrent(&ignored);
@@ -493,6 +494,17 @@ static int overlaps(const batch *b, CUdeviceptr dst, uint64_t n) {
   return 0;
 }
 
+/* Launches what is held on the streams b's stream synchronises with
+ * (lock held). */
+static void flush_others(batch *b) {
+  batch *o, *tmp;
+  HASH_ITER(hh, batches, o, tmp) {
+    if (o != b && o->count && o->ctx == b->ctx && o->blocking &&
+        (b->stream == CU_STREAM_LEGACY || o->stream == CU_STREAM_LEGACY))
+      flush(o);
+  }
+}
+
 /* Holds c in b when the gate prefers it there (lock held; `pcie`: its
  * stored bytes, estimated).  0 when held. */
 static int hold_locked(batch *b, ibp_region_rec *r, ibp_served_region *s,
@@ -529,6 +541,11 @@ static int hold_locked(batch *b, ibp_region_rec *r, ibp_served_region *s,
     }
     return 1;
   }
+  /* the legacy stream and the blocking streams are ordered with each
+   * other: a copy held on one launches what the others hold first */
+  if (b->blocking &&
+      atomic_load_explicit(&held, memory_order_relaxed) > (b->count ? 1u : 0u))
+    flush_others(b);
   /* the deadline, on the device's clock, every 16th copy */
   if (b->count && ((b->count % 16 == 0 &&
                     ibp__clock_ns() - b->first_ns >= b->deadline_ns) ||
@@ -652,6 +669,9 @@ void ibp__batch_order(CUstream s) {
   } else {
     CUcontext ctx = NULL;
     d->cuCtxGetCurrent(&ctx);
+    /* a held copy on the legacy stream never coexists with one on a
+     * blocking stream of its context (hold_locked), so the order of these
+     * launches is free */
     batch *own = find(key_of(s, ctx));
     flush(own);
     if (s == CU_STREAM_LEGACY)

@@ -10,7 +10,7 @@
 #include "serve/substitute.h"
 
 /* Arguments the driver accepts: arrays present, attribute ranges starting
- * at 0, increasing, inside the batch. */
+ * at 0, increasing, inside the batch, each with a valid source order. */
 static int well_formed(const ibp_batch_call *c) {
   if (!c->dsts || !c->srcs || !c->sizes || !c->count || !c->attrs ||
       !c->attr_idxs || !c->nattrs || c->nattrs > c->count ||
@@ -19,6 +19,12 @@ static int well_formed(const ibp_batch_call *c) {
   for (size_t a = 1; a < c->nattrs; a++)
     if (c->attr_idxs[a] <= c->attr_idxs[a - 1] || c->attr_idxs[a] >= c->count)
       return 0;
+  for (size_t a = 0; a < c->nattrs; a++)
+    if (c->attrs[a].srcAccessOrder != CU_MEMCPY_SRC_ACCESS_ORDER_STREAM &&
+        c->attrs[a].srcAccessOrder !=
+            CU_MEMCPY_SRC_ACCESS_ORDER_DURING_API_CALL &&
+        c->attrs[a].srcAccessOrder != CU_MEMCPY_SRC_ACCESS_ORDER_ANY)
+      return 0; /* the driver refuses the whole call */
   return 1;
 }
 

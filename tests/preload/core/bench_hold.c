@@ -1,11 +1,14 @@
 /* Micro-benchmark, not a test: libibp's CPU time per copy it holds for a
  * batched launch (the profile's ibp_hold_us, docs/PROFILE.md).
  *
+ *   bench_hold [rounds] [rows per round] [region MiB]
+ *
  * Reaches the driver as cudart 13 does (dlopen + cuGetProcAddress_v2), so
  * under LD_PRELOAD=libibp.so the copy entry point is libibp's hook.  A
- * 64 MiB pinned region of 256-byte rows (the rule IBP_REGIONS=size=64M,
- * tensor=256 selects it; IBP_WAIT_READY=1 makes it ready first) is
- * gathered onto the device: rounds of 2048 asynchronous row copies on a
+ * pinned region of 256-byte rows (default 64 MiB; the rule
+ * IBP_REGIONS=min=1M,tensor=256 selects it; IBP_WAIT_READY=1 makes it ready
+ * first) is gathered onto the device: rounds of 2048 (default)
+ * asynchronous row copies on a
  * created stream, random rows, then a stream synchronize (the flush, not
  * timed apart).  The calling thread's CPU time of the copy calls is
  * timed: with the copies held, that is libibp's hold path and nothing of
@@ -21,9 +24,7 @@
 #include <stdlib.h>
 #include <time.h>
 
-#define REGION (64u << 20)
 #define ROW 256u
-#define ROWS_PER_ROUND 2048u
 #define ROUNDS 9 /* timed (argv[1]: more, for a profiler) */
 
 typedef CUresult (*getproc_fn)(const char *, void **, int, cuuint64_t,
@@ -52,6 +53,13 @@ static int cmp(const void *a, const void *b) {
 
 int main(int argc, char **argv) {
   const int rounds = argc > 1 ? atoi(argv[1]) : ROUNDS;
+  /* argv[2]: rows per round (a batch), argv[3]: MiB of the region */
+  const unsigned ROWS_PER_ROUND = argc > 2 ? (unsigned)atoi(argv[2]) : 2048;
+  const size_t REGION = (argc > 3 ? (size_t)atoi(argv[3]) : 64) << 20;
+  if (ROWS_PER_ROUND < 1 || ROWS_PER_ROUND > 4096 || REGION < ROW) {
+    fprintf(stderr, "bench_hold: rows 1..4096, region >= 1 MiB\n");
+    return 2;
+  }
   if (rounds < 1 || rounds > 1000000) {
     fprintf(stderr, "bench_hold: rounds must be 1..10^6\n");
     return 2;

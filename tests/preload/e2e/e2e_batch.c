@@ -8,7 +8,9 @@
  *   e2e_batch CASE [count]
  *
  * CASE: event, stream, legacy, hostfunc, query, overwrite, overlap,
- * deadline, random, or all.  Each case starts from device buffers full of
+ * deadline, calls (the application's cudaMemcpyBatchAsync), malformed
+ * (calls the driver refuses), rows2d (cudaMemcpy2D / cudaMemcpy2DAsync),
+ * random, or all.  Each case starts from device buffers full of
  * canary bytes and keeps a model of what they must hold; it checks them by
  * reading them back on a stream that nothing orders with the held copies
  * other than the ordering point under test (a non-blocking stream after
@@ -486,6 +488,755 @@ static void case_deadline(env *e) {
   }
 }
 
+/* ---- the application's own batches and 2D copies ------------------------- */
+
+/* The ordering point that ends a round on stream a, and the stream on which
+ * the round is then read back (a stream that nothing orders with what a
+ * holds other than the point itself).  NULL after a failed wait. */
+enum point {
+  P_READ_ON_A, /* D2H on a itself */
+  P_EVENT_WAIT,
+  P_STREAM_SYNC,
+  P_STREAM_QUERY,
+  P_EVENT_SYNC,
+  P_EVENT_QUERY,
+  P_HOSTFUNC,
+  P_DEVICE_SYNC,
+  P_LEGACY_READ, /* D2H on the stream a synchronizes with implicitly */
+  P_COUNT
+};
+
+static const char *const point_names[P_COUNT] = {
+    "D2H on A",
+    "event record on A, B waits, D2H on B",
+    "cudaStreamSynchronize(A), D2H on B",
+    "cudaStreamQuery(A) loop, D2H on B",
+    "event record, cudaEventSynchronize, D2H on B",
+    "event record, cudaEventQuery loop, D2H on B",
+    "host function on A ran, D2H on B",
+    "cudaDeviceSynchronize, D2H on B",
+    "D2H on the legacy (or a blocking) stream"};
+
+static int is_blocking(env *e, cudaStream_t a) {
+  return a == e->blk || (PTDS && a == (cudaStream_t)0) ||
+         a == cudaStreamPerThread;
+}
+
+static cudaStream_t point(env *e, cudaStream_t a, enum point p) {
+  atomic_int flag = 0;
+  switch (p) {
+  case P_EVENT_WAIT:
+    E2E_CK(cudaEventRecord(e->ev, a));
+    E2E_CK(cudaStreamWaitEvent(e->other, e->ev, 0));
+    return e->other;
+  case P_STREAM_SYNC:
+    E2E_CK(cudaStreamSynchronize(a));
+    return e->other;
+  case P_STREAM_QUERY:
+    return query_loop(a, NULL, point_names[p]) ? NULL : e->other;
+  case P_EVENT_SYNC:
+    E2E_CK(cudaEventRecord(e->ev, a));
+    E2E_CK(cudaEventSynchronize(e->ev));
+    return e->other;
+  case P_EVENT_QUERY:
+    E2E_CK(cudaEventRecord(e->ev, a));
+    return query_loop(a, e->ev, point_names[p]) ? NULL : e->other;
+  case P_HOSTFUNC:
+    E2E_CK(cudaLaunchHostFunc(a, set_flag, &flag));
+    return wait_flag(&flag, point_names[p]) ? NULL : e->other;
+  case P_DEVICE_SYNC:
+    E2E_CK(cudaDeviceSynchronize());
+    return e->other;
+  case P_LEGACY_READ:
+    if (a == LEGACY || a == cudaStreamLegacy)
+      return e->blk;
+    if (is_blocking(e, a))
+      return cudaStreamLegacy;
+    return a; /* a non-blocking stream: nothing implicit */
+  default:
+    return a;
+  }
+}
+
+static struct cudaMemcpyAttributes attr_of(enum cudaMemcpySrcAccessOrder o,
+                                           e2e_rng *rng) {
+  struct cudaMemcpyAttributes a;
+  memset(&a, 0, sizeof a);
+  a.srcAccessOrder = o;
+  if (e2e_rng_pct(rng, 30)) { /* hints are ignored for pinned and device */
+    a.srcLocHint.type = cudaMemLocationTypeHost;
+    a.dstLocHint.type = cudaMemLocationTypeDevice;
+  }
+  a.flags = e2e_rng_pct(rng, 20) ? cudaMemcpyFlagPreferOverlapWithCompute : 0;
+  return a;
+}
+
+/* dst: [0, WAREA) is what calls write; [RAREA_AT, RAREA_AT + RAREA) is
+ * written by a round's first call only and read by its D2D and D2H
+ * entries.  The last QUARANTINE rows of each region are read only by
+ * DuringApiCall entries (and overwritten right after such a call). */
+#define WAREA ((size_t)96 << 10)
+#define RAREA_AT ((size_t)112 << 10)
+#define RAREA ((size_t)32 << 10)
+#define QUARANTINE 64
+#define HOSTOUT ((size_t)64 << 10)
+#define MAXENTRIES 64
+
+enum ekind { E_REGION, E_PINNED, E_PAGEABLE, E_D2D, E_D2H, E_KINDS };
+
+typedef struct entry {
+  enum ekind kind;
+  const e2e_region *r; /* E_REGION */
+  size_t src_off, len, dst_off;
+  int host_pinned; /* E_D2H: into the pinned (else pageable) out buffer */
+  enum cudaMemcpySrcAccessOrder order;
+} entry;
+
+typedef struct call {
+  entry en[MAXENTRIES];
+  size_t n, nattrs;
+  size_t idxs[MAXENTRIES];
+  struct cudaMemcpyAttributes attrs[MAXENTRIES];
+} call;
+
+typedef struct calls_env {
+  unsigned char *out_pinned, *out_pageable; /* D2H entries' destinations */
+  unsigned char *exp_pinned, *exp_pageable; /* what they must hold */
+  size_t out_at;                            /* next free offset in both */
+} calls_env;
+
+static const char *const order_names[] = {"Invalid", "Stream", "DuringApiCall",
+                                          "Any"};
+
+/* Random attribute ranges over n entries; orders from `orders` (mask of
+ * 1 << cudaMemcpySrcAccessOrder*). */
+static void call_ranges(call *c, size_t n, unsigned orders, e2e_rng *rng) {
+  static const enum cudaMemcpySrcAccessOrder all[] = {
+      cudaMemcpySrcAccessOrderStream, cudaMemcpySrcAccessOrderAny,
+      cudaMemcpySrcAccessOrderDuringApiCall};
+  c->n = n;
+  size_t want = 1 + e2e_rng_below(rng, n < 6 ? n : 6);
+  c->nattrs = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (i == 0 ||
+        (c->nattrs < want && e2e_rng_below(rng, n) < want)) { /* a cut */
+      enum cudaMemcpySrcAccessOrder o;
+      do
+        o = all[e2e_rng_below(rng, 3)];
+      while (!(orders & (1u << o)));
+      c->idxs[c->nattrs] = i;
+      c->attrs[c->nattrs++] = attr_of(o, rng);
+    }
+    c->en[i].order = c->attrs[c->nattrs - 1].srcAccessOrder;
+  }
+}
+
+/* A region entry's source: DuringApiCall entries read the quarantine, the
+ * others the rest; whole rows or anything (straddling rows). */
+static void region_source(entry *en, e2e_rng *rng) {
+  const e2e_region *r = pick_region(rng);
+  size_t q = QUARANTINE * r->tensor, lo = 0, hi = r->size - q;
+  if (en->order == cudaMemcpySrcAccessOrderDuringApiCall)
+    lo = hi, hi = r->size;
+  en->r = r;
+  if (e2e_rng_pct(rng, 90)) { /* mostly whole rows: the tensors fit */
+    size_t rows = 1 + e2e_rng_below(rng, 2);
+    en->len = rows * r->tensor;
+    en->src_off =
+        lo + r->tensor * e2e_rng_below(rng, (hi - lo) / r->tensor - rows + 1);
+  } else {
+    en->len = e2e_rng_len(rng, 2 * r->tensor);
+    en->src_off = lo + e2e_rng_below(rng, hi - lo - en->len + 1);
+  }
+}
+
+/* Entry i of c: kind from the mix (percent region, the rest spread). */
+static void make_entry(call *c, size_t i, unsigned region_pct, e2e_rng *rng) {
+  entry *en = &c->en[i];
+  *en = (entry){.order = en->order};
+  uint64_t roll = e2e_rng_below(rng, 100);
+  if (roll < region_pct)
+    en->kind = E_REGION;
+  else
+    en->kind = (enum ekind)(1 + e2e_rng_below(rng, E_KINDS - 1));
+  switch (en->kind) {
+  case E_REGION:
+    region_source(en, rng);
+    break;
+  case E_PINNED:
+  case E_PAGEABLE:
+    en->len = e2e_rng_len(rng, 1536);
+    en->src_off = e2e_rng_below(rng, pageable_len - en->len); /* both */
+    break;
+  default: /* D2D, D2H: from the read area */
+    en->len = e2e_rng_len(rng, 1536);
+    en->src_off = RAREA_AT + e2e_rng_below(rng, RAREA - en->len + 1);
+    en->host_pinned = e2e_rng_pct(rng, 50);
+    break;
+  }
+}
+
+/* Lays the device destinations of c's entries out in [lo, hi) with
+ * random gaps, in a random order (no two overlap: the copies of one call
+ * run in any order); D2H entries get the next host offsets. */
+static void layout(call *c, calls_env *ce, size_t lo, size_t hi, e2e_rng *rng) {
+  size_t perm[MAXENTRIES], need = 0;
+  for (size_t i = 0; i < c->n; i++) {
+    perm[i] = i;
+    need += c->en[i].kind == E_D2H ? 0 : c->en[i].len + 64;
+  }
+  for (size_t i = c->n; i > 1; i--) {
+    size_t j = e2e_rng_below(rng, i), t = perm[i - 1];
+    perm[i - 1] = perm[j];
+    perm[j] = t;
+  }
+  if (need > hi - lo)
+    e2e_die("layout: %zu bytes do not fit in %zu", need, hi - lo);
+  size_t at = lo + e2e_rng_below(rng, hi - lo - need + 1);
+  for (size_t k = 0; k < c->n; k++) {
+    entry *en = &c->en[perm[k]];
+    if (en->kind == E_D2H && ce->out_at + en->len > HOSTOUT)
+      en->kind = E_D2D; /* the host buffers are full */
+    if (en->kind == E_D2H) {
+      en->dst_off = ce->out_at;
+      ce->out_at += en->len + e2e_rng_below(rng, 16);
+      continue;
+    }
+    en->dst_off = at;
+    at += en->len + e2e_rng_below(rng, 64);
+  }
+}
+
+static const unsigned char *entry_src(const env *e, const entry *en,
+                                      int expected) {
+  switch (en->kind) {
+  case E_REGION:
+    return (expected ? en->r->mirror : en->r->host) + en->src_off;
+  case E_PINNED:
+    return (expected ? PINNED->mirror : PINNED->host) + en->src_off;
+  case E_PAGEABLE:
+    return pageable + en->src_off;
+  default:
+    return (expected ? e->dst.model : e->dst.dev) + en->src_off;
+  }
+}
+
+/* Issues c on stream s with cudaMemcpyBatchAsync and applies it to the
+ * model; returns the call's result. */
+static cudaError_t issue(env *e, calls_env *ce, const call *c, cudaStream_t s) {
+  void *dsts[MAXENTRIES];
+  const void *srcs[MAXENTRIES];
+  size_t sizes[MAXENTRIES], idxs[MAXENTRIES];
+  struct cudaMemcpyAttributes attrs[MAXENTRIES];
+  for (size_t i = 0; i < c->n; i++) {
+    const entry *en = &c->en[i];
+    unsigned char *out = en->host_pinned ? ce->out_pinned : ce->out_pageable;
+    dsts[i] = en->kind == E_D2H ? out + en->dst_off : e->dst.dev + en->dst_off;
+    srcs[i] = entry_src(e, en, 0);
+    sizes[i] = en->len;
+  }
+  memcpy(idxs, c->idxs, c->nattrs * sizeof *idxs);
+  memcpy(attrs, c->attrs, c->nattrs * sizeof *attrs);
+  cudaError_t err =
+      cudaMemcpyBatchAsync(dsts, srcs, sizes, c->n, attrs, idxs, c->nattrs, s);
+  if (err != cudaSuccess)
+    return err;
+  for (size_t i = 0; i < c->n; i++) { /* no entry reads another's dst */
+    const entry *en = &c->en[i];
+    const unsigned char *from = entry_src(e, en, 1);
+    if (en->kind == E_D2H)
+      memcpy((en->host_pinned ? ce->exp_pinned : ce->exp_pageable) +
+                 en->dst_off,
+             from, en->len);
+    else
+      memcpy(e->dst.model + en->dst_off, from, en->len);
+  }
+  return cudaSuccess;
+}
+
+/* Whether entry j of c reads host bytes that overlap en's source. */
+static int reads_too(const call *c, const entry *en) {
+  for (size_t j = 0; j < c->n; j++) {
+    const entry *o = &c->en[j];
+    if (o == en || o->kind != en->kind || o->r != en->r ||
+        o->order == cudaMemcpySrcAccessOrderDuringApiCall)
+      continue;
+    if (o->src_off < en->src_off + en->len && en->src_off < o->src_off + o->len)
+      return 1;
+  }
+  return 0;
+}
+
+/* Right after the call returned: new bytes over the sources of its
+ * DuringApiCall entries (a region's quarantine rows, the pinned buffer,
+ * pageable memory) that no other entry of the call reads; the device must
+ * have the old ones. */
+static void overwrite_sources(call *c, e2e_rng *rng) {
+  for (size_t i = 0; i < c->n; i++) {
+    entry *en = &c->en[i];
+    if (en->order != cudaMemcpySrcAccessOrderDuringApiCall ||
+        en->kind >= E_D2D || reads_too(c, en))
+      continue;
+    unsigned char *host, *mirror;
+    if (en->kind == E_REGION)
+      host = en->r->host, mirror = en->r->mirror;
+    else if (en->kind == E_PINNED)
+      host = PINNED->host, mirror = PINNED->mirror;
+    else
+      host = pageable, mirror = NULL;
+    if (mirror) {
+      e2e_rng_bytes(rng, mirror + en->src_off, en->len);
+      memcpy(host + en->src_off, mirror + en->src_off, en->len);
+    } else {
+      e2e_rng_bytes(rng, host + en->src_off, en->len);
+    }
+  }
+}
+
+static void describe(const call *c, char *buf, size_t size) {
+  static const char *const kinds[] = {"region", "pinned", "pageable", "D2D",
+                                      "D2H"};
+  size_t at = (size_t)snprintf(
+      buf, size, "%zu entries, %zu attribute ranges:", c->n, c->nattrs);
+  for (size_t a = 0; a < c->nattrs && at < size; a++) {
+    size_t end = a + 1 < c->nattrs ? c->idxs[a + 1] : c->n, count[E_KINDS];
+    memset(count, 0, sizeof count);
+    for (size_t i = c->idxs[a]; i < end; i++)
+      count[c->en[i].kind]++;
+    at += (size_t)snprintf(buf + at, size - at, " [%zu %s:", c->idxs[a],
+                           order_names[c->attrs[a].srcAccessOrder]);
+    for (int k = 0; k < E_KINDS && at < size; k++)
+      if (count[k])
+        at += (size_t)snprintf(buf + at, size - at, " %zu %s", count[k],
+                               kinds[k]);
+    if (at < size)
+      at += (size_t)snprintf(buf + at, size - at, "]");
+  }
+}
+
+/* Reads the round back after its ordering point: the device buffer on
+ * `on`, then the D2H entries' host buffers. */
+static int check_round(env *e, calls_env *ce, cudaStream_t on,
+                       const char *what) {
+  if (!on)
+    return 1;
+  if (check_on(what, on, &e->dst, 0, RAREA_AT + RAREA, e->rb))
+    return 1;
+  dbuf h = {ce->exp_pinned, ce->exp_pinned, HOSTOUT, "D2H entries (pinned)"};
+  if (compare(what, &h, 0, ce->out_at, ce->out_pinned))
+    return 1;
+  h = (dbuf){ce->exp_pageable, ce->exp_pageable, HOSTOUT,
+             "D2H entries (pageable)"};
+  return compare(what, &h, 0, ce->out_at, ce->out_pageable);
+}
+
+static void round_begin(env *e, calls_env *ce) {
+  fresh(e);
+  e2e_rng_bytes(&e->rng, ce->exp_pinned, HOSTOUT);
+  memcpy(ce->out_pinned, ce->exp_pinned, HOSTOUT);
+  e2e_rng_bytes(&e->rng, ce->exp_pageable, HOSTOUT);
+  memcpy(ce->out_pageable, ce->exp_pageable, HOSTOUT);
+  ce->out_at = 0;
+}
+
+/* A call of region entries only (Stream and Any ranges): libibp holds all
+ * of it.  Destinations in [lo, hi). */
+static void region_call(env *e, calls_env *ce, cudaStream_t s, size_t lo,
+                        size_t hi, size_t n) {
+  call c;
+  call_ranges(&c, n,
+              1u << cudaMemcpySrcAccessOrderStream |
+                  1u << cudaMemcpySrcAccessOrderAny,
+              &e->rng);
+  for (size_t i = 0; i < n; i++)
+    make_entry(&c, i, 100, &e->rng);
+  layout(&c, ce, lo, hi, &e->rng);
+  E2E_CK(issue(e, ce, &c, s));
+}
+
+static void calls_alloc(calls_env *ce) {
+  E2E_CK(cudaMallocHost((void **)&ce->out_pinned, HOSTOUT));
+  ce->out_pageable = malloc(HOSTOUT);
+  ce->exp_pinned = malloc(HOSTOUT);
+  ce->exp_pageable = malloc(HOSTOUT);
+  E2E_SYS(ce->out_pageable && ce->exp_pinned && ce->exp_pageable);
+}
+
+static void calls_free(calls_env *ce) {
+  E2E_CK(cudaFreeHost(ce->out_pinned));
+  free(ce->out_pageable);
+  free(ce->exp_pinned);
+  free(ce->exp_pageable);
+}
+
+/* (i) the application's own cudaMemcpyBatchAsync.  Each round on one
+ * stream: a call of region entries only into both areas (held), then one
+ * or two calls mixing region entries with every other kind of entry and
+ * attribute (D2D and D2H entries read what the first call wrote: what is
+ * held must run before the rest), whose destinations overlap the first
+ * call's (later wins); DuringApiCall sources are overwritten as soon as a
+ * call returns.  Then an ordering point of each kind in turn, and the
+ * check.  Then calls of region entries only (held whole) ended by each
+ * ordering point, by a stream's destruction and by the next call. */
+static void case_calls(env *e) {
+  calls_env ce;
+  calls_alloc(&ce);
+  E2E_CK(cudaDeviceSynchronize());
+  cudaStream_t as[4] = {e->blk, e->nb, cudaStreamPerThread,
+                        PTDS ? (cudaStream_t)0 : e->blk};
+  char what[600], desc[400];
+  for (int round = 0; round < 36 && e2e_failures() == 0; round++) {
+    cudaStream_t a = as[round % 4];
+    round_begin(e, &ce);
+    region_call(e, &ce, a, 0, WAREA, 8 + e2e_rng_below(&e->rng, 24));
+    region_call(e, &ce, a, RAREA_AT, RAREA_AT + RAREA,
+                4 + e2e_rng_below(&e->rng, 8));
+    int ncalls = 1 + (round % 3 == 0);
+    for (int k = 0; k < ncalls; k++) {
+      call c;
+      size_t n = 1 + e2e_rng_below(&e->rng, 40);
+      call_ranges(&c, n, ~0u, &e->rng);
+      for (size_t i = 0; i < n; i++)
+        make_entry(&c, i, 45, &e->rng);
+      layout(&c, &ce, 0, WAREA, &e->rng);
+      E2E_CK(issue(e, &ce, &c, a));
+      overwrite_sources(&c, &e->rng);
+      if (k == 0)
+        describe(&c, desc, sizeof desc);
+    }
+    enum point p = (enum point)(round % P_COUNT);
+    char sname[24];
+    snprintf(what, sizeof what,
+             "calls round %d on stream %s: region call, %d mixed call(s) "
+             "(first: %s), then %s",
+             round, e2e_stream_name(a, sname), ncalls, desc, point_names[p]);
+    check_round(e, &ce, point(e, a, p), what);
+  }
+  /* region entries only: everything held, then each ordering point */
+  for (int round = 0; round < 2 * (P_COUNT + 2) && e2e_failures() == 0;
+       round++) {
+    int p = round % (P_COUNT + 2);
+    cudaStream_t a = round < P_COUNT + 2 ? e->blk : e->nb, made = NULL;
+    if (p == P_COUNT) { /* the stream's destruction */
+      E2E_CK(cudaStreamCreateWithFlags(&made, round < P_COUNT + 2
+                                                  ? cudaStreamDefault
+                                                  : cudaStreamNonBlocking));
+      a = made;
+    }
+    round_begin(e, &ce);
+    for (int k = 0; k < 1 + round % 3; k++) /* later calls overlap */
+      region_call(e, &ce, a, 0, WAREA, 16 + e2e_rng_below(&e->rng, 24));
+    const char *how;
+    cudaStream_t on;
+    if (p == P_COUNT) {
+      how = "cudaStreamDestroy, D2H on B";
+      E2E_CK(cudaStreamDestroy(made));
+      on = e->other;
+      /* B is not ordered after the destroyed stream: wait for it */
+      E2E_CK(cudaDeviceSynchronize());
+    } else if (p == P_COUNT + 1) {
+      how = "a mixed call on A (D2D entries), D2H on A";
+      call c;
+      call_ranges(&c, 8, 1u << cudaMemcpySrcAccessOrderStream, &e->rng);
+      for (size_t i = 0; i < 8; i++) {
+        make_entry(&c, i, 0, &e->rng);
+        c.en[i].kind = E_D2D;
+        c.en[i].src_off = e2e_rng_below(&e->rng, WAREA - c.en[i].len);
+      }
+      layout(&c, &ce, RAREA_AT, RAREA_AT + RAREA, &e->rng);
+      E2E_CK(issue(e, &ce, &c, a));
+      on = a;
+    } else {
+      how = point_names[p];
+      on = point(e, a, (enum point)p);
+    }
+    snprintf(what, sizeof what,
+             "calls: region entries only (held) on a %s "
+             "stream, then %s",
+             round < P_COUNT + 2 ? "blocking" : "non-blocking", how);
+    check_round(e, &ce, on, what);
+  }
+  calls_free(&ce);
+}
+
+/* (j) calls the driver refuses: the same error with libibp as without it
+ * (cudaErrorInvalidValue, also in the plain run), and nothing copied. */
+static void case_malformed(env *e) {
+  calls_env ce;
+  calls_alloc(&ce);
+  E2E_CK(cudaDeviceSynchronize());
+  enum { N = 12 };
+  static const char *const forms[] = {
+      "count 0",
+      "dsts NULL",
+      "srcs NULL",
+      "sizes NULL",
+      "attrs NULL, numAttrs 0",
+      "attrs NULL, numAttrs 1",
+      "attrsIdxs NULL",
+      "numAttrs 0",
+      "numAttrs > count",
+      "attrsIdxs[0] = 1",
+      "attrsIdxs not increasing",
+      "attrsIdxs[last] = count",
+      "srcAccessOrder Invalid in the second range",
+      "srcAccessOrder 7",
+      "the legacy stream (cudaStreamLegacy)",
+      "stream 0 (legacy NULL stream)",
+  };
+  int nforms = (int)(sizeof forms / sizeof forms[0]);
+  for (int f = 0; f < nforms; f++) { /* each form on its own */
+    if (f == nforms - 1 && PTDS)
+      continue; /* 0 is the per-thread stream there: valid */
+    round_begin(e, &ce);
+    call c;
+    call_ranges(&c, N, 1u << cudaMemcpySrcAccessOrderStream, &e->rng);
+    c.nattrs = 3;
+    c.idxs[1] = 4, c.idxs[2] = 8;
+    c.attrs[1] = c.attrs[2] = c.attrs[0];
+    for (size_t i = 0; i < N; i++)
+      make_entry(&c, i, 100, &e->rng);
+    layout(&c, &ce, 0, WAREA, &e->rng);
+    void *dsts[N];
+    const void *srcs[N];
+    size_t sizes[N], idxs[3] = {0, 4, 8};
+    struct cudaMemcpyAttributes attrs[3] = {c.attrs[0], c.attrs[0], c.attrs[0]};
+    for (size_t i = 0; i < N; i++) {
+      dsts[i] = e->dst.dev + c.en[i].dst_off;
+      srcs[i] = entry_src(e, &c.en[i], 0);
+      sizes[i] = c.en[i].len;
+    }
+    void *const *d = dsts;
+    const void *const *s = srcs;
+    const size_t *z = sizes;
+    struct cudaMemcpyAttributes *at = attrs;
+    size_t *ix = idxs, count = N, nattrs = 3;
+    cudaStream_t st = e->blk;
+    switch (f) {
+    case 0:
+      count = 0;
+      break;
+    case 1:
+      d = NULL;
+      break;
+    case 2:
+      s = NULL;
+      break;
+    case 3:
+      z = NULL;
+      break;
+    case 4:
+      at = NULL, nattrs = 0;
+      break;
+    case 5:
+      at = NULL, nattrs = 1;
+      break;
+    case 6:
+      ix = NULL;
+      break;
+    case 7:
+      nattrs = 0;
+      break;
+    case 8:
+      count = 2;
+      break;
+    case 9:
+      idxs[0] = 1;
+      break;
+    case 10:
+      idxs[2] = 4;
+      break;
+    case 11:
+      idxs[2] = N;
+      break;
+    case 12:
+      attrs[1].srcAccessOrder = cudaMemcpySrcAccessOrderInvalid;
+      break;
+    case 13:
+      attrs[0].srcAccessOrder = (enum cudaMemcpySrcAccessOrder)7;
+      nattrs = 1;
+      break;
+    case 14:
+      st = cudaStreamLegacy;
+      break;
+    default:
+      st = (cudaStream_t)0;
+      break;
+    }
+    cudaError_t err =
+        cudaMemcpyBatchAsync((void *const *)d, s, z, count, at, ix, nattrs, st);
+    cudaGetLastError();
+    e2e_note("malformed: %s -> %s", forms[f], cudaGetErrorName(err));
+    if (err != cudaErrorInvalidValue)
+      e2e_fail("malformed call (%s, %zu region entries): "
+               "%s, expected cudaErrorInvalidValue (as without libibp)",
+               forms[f], (size_t)N, cudaGetErrorName(err));
+    char what[160];
+    snprintf(what, sizeof what,
+             "malformed call (%s) refused: nothing may be copied, then D2H "
+             "on the blocking stream",
+             forms[f]);
+    E2E_CK(cudaDeviceSynchronize());
+    check_on(what, e->blk, &e->dst, 0, WAREA, e->rb);
+  }
+  calls_free(&ce);
+}
+
+/* ---- 2D copies ----------------------------------------------------------- */
+
+#define WINDOW ((size_t)128 << 10)
+
+typedef struct copy2d {
+  const unsigned char *src; /* the application's */
+  unsigned char *expect;    /* the source's bytes, row by row (malloc) */
+  size_t spitch, dpitch, width, height, dst_off;
+  const char *from;
+} copy2d;
+
+/* A random 2D copy from a region (or, 6%, pinned / pageable memory, or 6%
+ * rows768's, straddling its end or start into its mapping) into the
+ * window of dst. */
+static void random_2d(e2e_rng *rng, copy2d *c) {
+  const e2e_region *r = pick_region(rng);
+  uint64_t roll = e2e_rng_below(rng, 100);
+  /* mostly rows of whole tensors (the region's tensors fit its copies),
+   * else anything: rows straddle tensors */
+  int whole = roll >= 12 && e2e_rng_pct(rng, 85);
+  size_t w = whole ? r->tensor * (1 + e2e_rng_below(rng, 2))
+                   : e2e_rng_len(rng, 2 * r->tensor);
+  c->width = w;
+  c->spitch = w + (whole                  ? r->tensor * e2e_rng_below(rng, 3)
+                   : e2e_rng_pct(rng, 25) ? 0
+                   : e2e_rng_pct(rng, 50) ? e2e_rng_below(rng, r->tensor)
+                                          : r->tensor * e2e_rng_below(rng, 3));
+  c->height = 1 + e2e_rng_below(rng, 24);
+  c->dpitch = w + (e2e_rng_pct(rng, 30) ? 0 : 1 + e2e_rng_below(rng, 300));
+  size_t extent = (c->height - 1) * c->spitch + w;
+  const unsigned char *base, *mirror = NULL;
+  size_t off;
+  const e2e_region *map = NULL;
+  if (roll < 6) { /* pinned (no region) or pageable */
+    int pin = e2e_rng_pct(rng, 50);
+    c->from = pin ? "pinned (no region)" : "pageable";
+    while (extent > pageable_len)
+      extent = (--c->height - 1) * c->spitch + w;
+    off = e2e_rng_below(rng, pageable_len - extent + 1);
+    base = pin ? PINNED->host : pageable;
+    mirror = pin ? PINNED->mirror : pageable;
+  } else if (roll < 12) { /* rows768's mapping around it */
+    map = &regions[2];
+    size_t after = map->map_len - map->misalign - map->size;
+    while (extent > after)
+      extent = (--c->height - 1) * c->spitch + w;
+    if (roll < 10) { /* first rows inside, the last ones after its end */
+      c->from = "rows768 and past its end";
+      size_t lo = map->misalign + map->size - extent + 1;
+      off = lo + e2e_rng_below(rng, map->map_len - extent - lo + 1);
+    } else { /* the first row starts before it */
+      c->from = "before rows768 and into it";
+      off = e2e_rng_below(rng, map->misalign);
+    }
+    base = map->map;
+  } else {
+    c->from = r->name;
+    off = whole ? r->tensor *
+                      e2e_rng_below(rng, (r->size - extent) / r->tensor + 1)
+                : e2e_rng_below(rng, r->size - extent + 1);
+    base = r->host;
+    mirror = r->mirror;
+  }
+  c->src = base + off;
+  c->expect = malloc(c->height * w);
+  E2E_SYS(c->expect != NULL);
+  for (size_t y = 0; y < c->height; y++) {
+    size_t at = off + y * c->spitch;
+    if (map)
+      e2e_region_expect_map(map, at, w, c->expect + y * w);
+    else
+      memcpy(c->expect + y * w, mirror + at, w);
+  }
+  size_t dext = (c->height - 1) * c->dpitch + w;
+  c->dst_off = e2e_rng_below(rng, WINDOW - dext + 1);
+}
+
+/* Issues c (sync: cudaMemcpy2D, else cudaMemcpy2DAsync on s) into dst and
+ * applies it to the model; padding between rows is left alone. */
+static void issue_2d(env *e, copy2d *c, cudaStream_t s, int sync) {
+  enum cudaMemcpyKind kind =
+      e2e_rng_pct(&e->rng, 30) ? cudaMemcpyDefault : cudaMemcpyHostToDevice;
+  unsigned char *dst = e->dst.dev + c->dst_off;
+  if (sync)
+    E2E_CK(cudaMemcpy2D(dst, c->dpitch, c->src, c->spitch, c->width, c->height,
+                        kind));
+  else
+    E2E_CK(cudaMemcpy2DAsync(dst, c->dpitch, c->src, c->spitch, c->width,
+                             c->height, kind, s));
+  for (size_t y = 0; y < c->height; y++)
+    memcpy(e->dst.model + c->dst_off + y * c->dpitch, c->expect + y * c->width,
+           c->width);
+  free(c->expect);
+  c->expect = NULL;
+}
+
+/* (k) 2D copies from regions, row by row into the stream's batch: random
+ * widths, heights, pitches and offsets into a pitched window of dst (the
+ * padding between rows must stay canary), a few on one stream (later
+ * ones overlap earlier ones: later wins), rows straddling tensors and a
+ * region's end; asynchronous on created streams, the legacy stream and
+ * cudaStreamPerThread, ended by an ordering point of each kind; and
+ * cudaMemcpy2D, read back at once on an unordered stream (it must be done
+ * on return), also after 2D copies held on a stream it is ordered after
+ * (a blocking stream, or the legacy stream in the per-thread build). */
+static void case_rows2d(env *e) {
+  E2E_CK(cudaDeviceSynchronize());
+  cudaStream_t as[4] = {e->blk, e->nb, LEGACY, cudaStreamPerThread};
+  char what[400], sname[24];
+  for (int round = 0; round < 72 && e2e_failures() == 0; round++) {
+    int mode = round % 6; /* 0-3 async on as[mode], 4 sync, 5 both */
+    fresh(e);
+    int n = 1 + (int)e2e_rng_below(&e->rng, 4);
+    copy2d c;
+    char first[200];
+    cudaStream_t a = mode < 4 ? as[mode] : PTDS ? cudaStreamLegacy : e->blk;
+    for (int k = 0; k < n; k++) {
+      random_2d(&e->rng, &c);
+      if (mode == 5) /* the synchronous copy below overlaps them */
+        c.dst_off = e2e_rng_below(&e->rng, 4096);
+      if (k == 0)
+        snprintf(first, sizeof first,
+                 "first: %s, width %zu, height %zu, pitches %zu/%zu, dst +%zu",
+                 c.from, c.width, c.height, c.spitch, c.dpitch, c.dst_off);
+      issue_2d(e, &c, a, mode == 4);
+    }
+    if (mode >= 4) {
+      const char *how = mode == 4 ? "cudaMemcpy2D" : "cudaMemcpy2DAsync";
+      if (mode == 5) { /* then a synchronous one over them */
+        random_2d(&e->rng, &c);
+        c.dst_off = e2e_rng_below(&e->rng, 4096);
+        issue_2d(e, &c, NULL, 1);
+      }
+      snprintf(what, sizeof what,
+               "rows2d round %d: %d x %s%s (%s), then D2H on an unordered "
+               "stream at once",
+               round, n, how,
+               mode == 5 ? " on a stream cudaMemcpy2D is ordered after, "
+                           "then cudaMemcpy2D over them"
+                         : "",
+               first);
+      check_on(what, e->other, &e->dst, 0, WINDOW, e->rb);
+      continue;
+    }
+    enum point p = (enum point)(round / 6 % P_COUNT);
+    snprintf(what, sizeof what,
+             "rows2d round %d: %d x cudaMemcpy2DAsync on stream %s (%s), "
+             "then %s",
+             round, n, e2e_stream_name(a, sname), first, point_names[p]);
+    cudaStream_t on = point(e, a, p);
+    if (on)
+      check_on(what, on, &e->dst, 0, WINDOW, e->rb);
+  }
+}
+
 /* ---- random interleavings ------------------------------------------------ */
 
 #define NLANES 16
@@ -725,12 +1476,14 @@ static const struct {
     {"legacy", case_legacy},   {"hostfunc", case_hostfunc},
     {"query", case_query},     {"overwrite", case_overwrite},
     {"overlap", case_overlap}, {"deadline", case_deadline},
+    {"calls", case_calls},     {"malformed", case_malformed},
+    {"rows2d", case_rows2d},
 };
 #define NCASES ((int)(sizeof cases / sizeof cases[0]))
 
 static void usage(void) {
   e2e_die("usage: e2e_batch {event|stream|legacy|hostfunc|query|overwrite|"
-          "overlap|deadline|random|all} [count]");
+          "overlap|deadline|calls|malformed|rows2d|random|all} [count]");
 }
 
 int main(int argc, char **argv) {

@@ -8,8 +8,10 @@
 # (check_stats.cmake) and copies must have been batched (check_batch.cmake:
 # copies_batched > 0, batch_launches > 0), so a case that passes because
 # nothing was held fails here.  With IBP_BATCH=0 the same case (same seed,
-# same expected bytes) must pass with nothing batched.  ARGS follow the
-# case name (e.g. a count).  IBP_E2E_BATCH_CASES overrides the list.
+# same expected bytes) must pass with nothing batched.  Case malformed
+# makes only calls the driver refuses: nothing may be held, batched or
+# not.  ARGS follow the case name (e.g. a count).  IBP_E2E_BATCH_CASES
+# overrides the list.
 set -u
 if [ $# -lt 6 ] || [ "$5" != "--" ]; then
   echo "usage: run_batch.sh WORKDIR PRELOAD CMAKE E2E_DIR -- PROGRAM [ARGS...]" >&2
@@ -19,7 +21,7 @@ work=$1 preload=$2 cmake=$3 dir=$4
 shift 5
 prog=$1
 shift
-cases=${IBP_E2E_BATCH_CASES:-event stream legacy hostfunc query overwrite overlap deadline random}
+cases=${IBP_E2E_BATCH_CASES:-event stream legacy hostfunc query overwrite overlap deadline calls malformed rows2d random}
 mkdir -p "$work" || exit 2
 vars=$(env | grep -E '^(LD_LIBRARY_PATH|IBP_[A-Z0-9_]*|SIMCUDA_[A-Z0-9_]*)=' |
   sed "s/=\(.*\)/='\1'/" | tr '\n' ' ')
@@ -39,11 +41,13 @@ for c in $cases; do
       failed=1
       continue
     fi
-    if [ $batch = 1 ]; then
+    want=$batch
+    [ "$c" = malformed ] && want=0 # refused calls: nothing held
+    if [ $want = 1 ]; then
       "$cmake" -DSTATS="$stats" -DREGIONS=rows256,rows1k,rows768 \
         -P "$dir/check_stats.cmake" || failed=1
     fi
-    "$cmake" -DSTATS="$stats" -DBATCHED=$batch -P "$dir/check_batch.cmake" ||
+    "$cmake" -DSTATS="$stats" -DBATCHED=$want -P "$dir/check_batch.cmake" ||
       { echo "run_batch: FAIL: case $c, IBP_BATCH=$batch: batching stats"; failed=1; }
   done
 done
