@@ -27,6 +27,12 @@ uint64_t ibp__real_ns(void) {
   return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
 }
 
+uint64_t ibp__thread_cpu_ns(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
+}
+
 double ibp__clock_ns(void) {
   pthread_once(&once, resolve);
   return sim_now ? sim_now() : (double)ibp__real_ns();

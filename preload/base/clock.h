@@ -21,4 +21,7 @@ void ibp__clock_charge_us(double us);
 /* Monotonic real time, nanoseconds. */
 uint64_t ibp__real_ns(void);
 
+/* The calling thread's CPU time, nanoseconds. */
+uint64_t ibp__thread_cpu_ns(void);
+
 #endif /* IBP_PRELOAD_CLOCK_H */
