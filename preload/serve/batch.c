@@ -40,15 +40,18 @@
 #define SLOTS 8
 #define SLOT_BYTES                                                             \
   (MAX_REGIONS * sizeof(ibp_decompress_args) + MAX_JOBS * sizeof(ibp_batch_job))
-/* ASSUMPTION: copies per batch the gate expects of a stream before its
- * first flush (then: its last batch's size); a stream whose batches turn
- * out too small to pay is offered again after REPROBE_AFTER copies. */
+/* ASSUMPTION: copies per batch the gate expects of a stream before it has
+ * seen RATE_EVERY of them (then: as many as arrive, at the rate they have
+ * been arriving, within the deadline). */
 #define EXPECTED_PRIOR 16
-#define REPROBE_AFTER 64
+#define RATE_EVERY 16
 #define SHARED_DEFAULT_LIMIT (48 * 1024)
 /* Held copies whose destinations are compared one by one with a new
  * copy's (beyond: the batch is launched first) -- see overlaps(). */
 #define OVERLAP_SCAN_MAX 512
+/* Spans from which the scan's rate per page is learnt (smaller ones are
+ * dominated by the call's fixed cost). */
+#define SCAN_SAMPLE_BYTES (4u << 20)
 
 /* Streams are created streams and each context's legacy stream.  A
  * per-thread default stream is reachable only from its own thread, so a
@@ -74,6 +77,7 @@ typedef struct gate_answer {
   uint32_t copies;
   int hold_only;
   double alone, batched; /* ns */
+  double alone_cpu;      /* ns of the calling thread's time, alone */
 } gate_answer;
 
 typedef struct batch {
@@ -81,7 +85,13 @@ typedef struct batch {
   CUcontext ctx;
   CUstream stream;
   int dev, blocking;
-  uint32_t count, last_size, refused;
+  uint32_t count;
+  uint64_t offers;    /* copies offered (held or not) */
+  double offers_t;    /* device clock at the last RATE_EVERY-th offer */
+  double own_ns;      /* the modelled CPU time of the paths the copies
+                         offered since then took (held or not) */
+  double interval_ns; /* between offers were they all held, smoothed; 0:
+                         not known yet */
   uint64_t units;
   double first_ns;   /* device clock: the first held copy */
   uint64_t received; /* copies held so far (the timer's tick compares) */
@@ -116,6 +126,9 @@ static staging *stagings;
 static _Atomic unsigned held; /* batches holding copies */
 static int timer_started;
 static int warned; /* one warning per process for batched launches */
+/* The write tracker's scan at a flush, as measured (ns per page of span;
+ * 0 until the first): the gate counts it for a region's next batches. */
+static double scan_ns_per_page;
 
 static batch_key key_of(CUstream s, CUcontext ctx) {
   batch_key k;
@@ -221,10 +234,16 @@ static int region_template(const batch *b, unsigned k, ibp_decompress_args *a) {
   /* the tracker's scan of the span the jobs read: its cost grows with
    * the span, not with the copies, so the flush charges what it took (it
    * is not in the profile's per-copy ibp_hold_us) */
+  const uint64_t span = b->regions[k].hi - b->regions[k].lo;
   uint64_t t0 = ibp__thread_cpu_ns();
-  (void)ibp__track_sync(&s->track, r->base + b->regions[k].lo,
-                        b->regions[k].hi - b->regions[k].lo);
-  ibp__clock_charge_us(1e-3 * (double)(ibp__thread_cpu_ns() - t0));
+  (void)ibp__track_sync(&s->track, r->base + b->regions[k].lo, span);
+  double ns = (double)(ibp__thread_cpu_ns() - t0);
+  ibp__clock_charge_us(1e-3 * ns);
+  if (ibp__track_scans(&s->track) && span >= SCAN_SAMPLE_BYTES) {
+    double rate = ns / (double)(span / 4096 + 1);
+    scan_ns_per_page =
+        scan_ns_per_page ? 0.875 * scan_ns_per_page + 0.125 * rate : rate;
+  }
   *a = slot->args;
   if (atomic_load(&s->refresh.refreshing))
     a->busy = slot->busy;
@@ -389,7 +408,6 @@ static void flush(batch *b) {
     d->cuCtxPopCurrent(&ignored);
   for (unsigned k = 0; k < b->nregions; k++)
     ibp_region_release(b->regions[k].rec);
-  b->last_size = b->count;
   b->count = 0;
   b->units = 0;
   b->nregions = 0;
@@ -514,11 +532,32 @@ static void flush_others(batch *b) {
  * stored bytes, estimated).  0 when held. */
 static int hold_locked(batch *b, ibp_region_rec *r, ibp_served_region *s,
                        const ibp_profile *p, const ibp_copy *c, uint64_t pcie) {
-  /* the choice: this copy in a batch the size of the stream's last one
-   * (at least the copies held; rounded down to a power of two, so that
-   * the answer can be kept), or alone (substitute.c: kernel or driver,
-   * whichever is faster) */
-  uint32_t n = b->last_size ? b->last_size : EXPECTED_PRIOR;
+  /* the copies' rate on this stream, every RATE_EVERY-th offer: the
+   * application's own time between them, plus what a held copy costs --
+   * not what the path taken cost (copies refused because they arrive
+   * slowly must not arrive slowly because they were refused) */
+  const double held_cpu_ns =
+      1e3 * ((c->hold_only ? 0 : p->runtime_call_us) + p->ibp_hold_us);
+  if (b->offers++ % RATE_EVERY == 0) {
+    double now = ibp__clock_ns();
+    if (b->offers > 1) {
+      double app = (now - b->offers_t - b->own_ns) / RATE_EVERY;
+      double gap = (app > 0 ? app : 0) + held_cpu_ns;
+      b->interval_ns =
+          b->interval_ns ? 0.75 * b->interval_ns + 0.25 * gap : gap;
+    }
+    b->offers_t = now;
+    b->own_ns = 0;
+  }
+  /* the choice: this copy in a batch of the copies that arrive within
+   * the deadline at that rate (at least those held; rounded down to a
+   * power of two, so that the answer can be kept), or alone (substitute.c:
+   * kernel or driver, whichever is faster) */
+  double expect =
+      b->interval_ns > 0 ? b->deadline_ns / b->interval_ns : EXPECTED_PRIOR;
+  uint32_t n = expect >= MAX_JOBS ? MAX_JOBS
+               : expect < 1       ? 1
+                                  : (uint32_t)expect;
   if (b->count + 1 > n)
     n = b->count + 1;
   n = 1u << (31 - __builtin_clz(n));
@@ -526,26 +565,33 @@ static int hold_locked(batch *b, ibp_region_rec *r, ibp_served_region *s,
   if (a->region != r || a->bytes != c->bytes || a->copies != n ||
       a->hold_only != c->hold_only) {
     ibp_gate_copy g = {c->bytes, pcie + 32, s->dev[b->dev].plan.grid};
-    *a = (gate_answer){r, c->bytes, n, c->hold_only, 0, 0};
+    *a = (gate_answer){r, c->bytes, n, c->hold_only, 0, 0, 0};
     if (c->hold_only) { /* an entry of the application's own batch: its
                            call is paid either way, the copy engine moves
                            it */
       a->alone = 1e3 * ibp_profile_ce_copy_us(p, c->bytes, 1);
       a->batched = ibp__gate_batch_ns(p, &g, n, 0);
+      a->alone_cpu = 0;
     } else {
       double kernel = ibp__gate_kernel_ns(p, &g);
       a->alone = ibp__gate_pass_ns(p, &g);
+      a->alone_cpu = 1e3 * (p->runtime_call_us +
+                            (kernel < a->alone ? p->driver_launch_call_us
+                                               : p->driver_copy_call_us));
       a->alone = kernel < a->alone ? kernel : a->alone;
       a->batched = ibp__gate_batch_ns(p, &g, n, 1);
     }
   }
-  if (a->batched >= a->alone) {
-    if (++b->refused >= REPROBE_AFTER) { /* offer the stream again */
-      b->refused = 0;
-      b->last_size = 0;
-    }
+  /* the tracker's scan at the flush: the region's pages (a gather's
+   * span), at the rate measured so far */
+  double scan_ns = ibp__track_scans(&s->track)
+                       ? scan_ns_per_page * (double)(r->bytes / 4096 + 1)
+                       : 0;
+  if (a->batched + scan_ns / n >= a->alone) {
+    b->own_ns += a->alone_cpu;
     return 1;
   }
+  b->own_ns += held_cpu_ns;
   /* the legacy stream and the blocking streams are ordered with each
    * other: a copy held on one launches what the others hold first */
   if (b->blocking &&
@@ -569,7 +615,7 @@ static int hold_locked(batch *b, ibp_region_rec *r, ibp_served_region *s,
   held_region *h = &b->regions[k];
   h->copies++;
   h->bytes += c->bytes;
-  h->saved_ns += a->alone - a->batched;
+  h->saved_ns += a->alone - a->batched - scan_ns / n;
   h->lo = off < h->lo ? off : h->lo;
   h->hi = off + c->bytes > h->hi ? off + c->bytes : h->hi;
   b->received++;

@@ -15,6 +15,7 @@
  *                the application's cuMemcpyBatchAsync) + ibp_hold_us
  *                + (driver_copy_call_us + driver_launch_call_us
  *                   + driver_call_us) / n
+ *           (+ the write tracker's scan of the span / n: serve/batch.c)
  *           GPU: (ibp_profile_kernel_us(n x host bytes, n x bytes, sms)
  *                 + ce_setup_us) / n
  *

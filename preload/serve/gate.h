@@ -40,7 +40,8 @@ double ibp__gate_kernel_ns(const ibp_profile *p, const ibp_gate_copy *c);
  * it (serve/batch.h): libibp's hold on the CPU, the SMs' reads on the GPU,
  * and the flush's calls, launch and job-list copy shared among them;
  * own_call: the copy came in a runtime call of its own (not as an entry of
- * the application's batch). */
+ * the application's batch).  The write tracker's scan at the flush is
+ * the caller's to add (serve/batch.c measures it). */
 double ibp__gate_batch_ns(const ibp_profile *p, const ibp_gate_copy *c,
                           double copies, int own_call);
 

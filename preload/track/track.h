@@ -87,6 +87,13 @@ int ibp__track_protect(ibp_tracked *t);
  * dirty. */
 int ibp__track_sync(ibp_tracked *t, uintptr_t addr, size_t len);
 
+/* Whether ibp__track_sync scans (userfaultfd: its cost grows with the
+ * span) rather than doing nothing (mprotect: faults already marked). */
+static inline int ibp__track_scans(const ibp_tracked *t) {
+  return atomic_load_explicit(&t->kind, memory_order_relaxed) ==
+         IBP_TRACKER_KIND_UFFD;
+}
+
 /* Stops tracking t (remove, degrade): its pages are writable again
  * (mprotect), or left protected in the asynchronous mode, where a write
  * costs one minor fault per page once (userfaultfd).  Idempotent. */
