@@ -33,7 +33,8 @@ RESULT = re.compile(r"^(\S+): ok bytes=(\d+) copies=(\d+) checksum=(0x[0-9a-f]+)
 # line modelled slower with libibp than without by more than this.
 SLOWER_LIMIT = 0.02
 
-STAT_KEYS = ["copies_served", "copies_passthrough", "copies_fallback",
+STAT_KEYS = ["copies_served", "copies_batched", "copies_passthrough",
+             "copies_fallback",
              "copies_gated", "bytes_gated", "bytes_requested",
              "bytes_read_pcie", "metadata_bytes", "bytes",
              "compressed_bytes", "tensors_recompressed"]
@@ -42,7 +43,7 @@ RUN_FIELDS = [
     "backend", "line", "sample", "data", "profile", "data_bytes",
     "tensor_bytes", "run", "mode", "checksum", "bytes", "copies",
     "timed_bytes", "h2d_seconds", "seconds", "bytes_pcie", "copies_served",
-    "copies_gated", "copies_passthrough", "copies_fallback", "bytes_gated",
+    "copies_batched", "copies_gated", "copies_passthrough", "copies_fallback", "bytes_gated",
     "state", "tensors_recompressed", "region_bytes", "region_saved_fraction",
     "metadata_bytes", "modelled_seconds_saved", "compress_seconds",
     "process_wall_s"]
@@ -56,7 +57,7 @@ AB_FIELDS = [
     "copies_passthrough", "copies_fallback", "degraded", "state",
     "gate_modelled_ms_saved", "metadata_bytes", "tensors_recompressed",
     "compress_seconds", "process_wall_a_s", "process_wall_b_s", "data_bytes",
-    "regions", "args"]
+    "regions", "args", "env", "copies_batched"]
 
 DATASET_FIELDS = [
     "name", "dtype", "tensor_bytes", "rows", "bytes", "package",
@@ -129,7 +130,8 @@ def run_rows(env, meta_path, profile):
                     "region_bytes": t["bytes"],
                     "region_saved_fraction": t["saved_fraction"],
                     "state": t["state"]})
-                for k2 in ("copies_served", "copies_gated", "copies_passthrough",
+                for k2 in ("copies_served", "copies_batched", "copies_gated",
+                           "copies_passthrough",
                            "copies_fallback", "bytes_gated", "tensors_recompressed",
                            "metadata_bytes", "modelled_seconds_saved",
                            "compress_seconds"):
@@ -175,10 +177,11 @@ def summarize(rows, meta, env):
         "gate_modelled_ms_saved": 1e3 * med(b, "modelled_seconds_saved"),
         "process_wall_a_s": med(a, "process_wall_s"),
         "process_wall_b_s": med(b, "process_wall_s"),
-        "regions": meta["regions"], "args": meta["args"]})
-    for k in ("copies_served", "copies_gated", "copies_passthrough",
-              "copies_fallback", "metadata_bytes", "tensors_recompressed",
-              "compress_seconds"):
+        "regions": meta["regions"], "args": meta["args"],
+        "env": meta.get("env", "")})
+    for k in ("copies_served", "copies_batched", "copies_gated",
+              "copies_passthrough", "copies_fallback", "metadata_bytes",
+              "tensors_recompressed", "compress_seconds"):
         s[k] = med(b, k)
     return s
 

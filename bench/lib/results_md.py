@@ -251,10 +251,11 @@ class Results:
         return "\n\n".join(parts)
 
     def ab_commands(self):
-        rows = [[s["line"], s["sample"], f'`{s["data"]}`', f'`{s["regions"]}`',
+        rows = [[s["line"], s["sample"], f'`{s["data"]}`',
+                 f'`{s["regions"]}`' + (f' `{s["env"]}`' if s.get("env") else ""),
                  f'`{s["args"]}`'] for s in self.lines()]
-        return table(["#", "sample", "data", "IBP_REGIONS (B)", "arguments (A and B)"],
-                     rows, "rllll")
+        return table(["#", "sample", "data", "IBP_REGIONS (B) [and environment]",
+                      "arguments (A and B)"], rows, "rllll")
 
     def profile_list(self):
         specs = self.env.get("profile_specs", "").split(",")
