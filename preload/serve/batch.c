@@ -49,9 +49,6 @@
 /* Held copies whose destinations are compared one by one with a new
  * copy's (beyond: the batch is launched first) -- see overlaps(). */
 #define OVERLAP_SCAN_MAX 512
-/* Spans from which the scan's rate per page is learnt (smaller ones are
- * dominated by the call's fixed cost). */
-#define SCAN_SAMPLE_BYTES (4u << 20)
 
 /* Streams are created streams and each context's legacy stream.  A
  * per-thread default stream is reachable only from its own thread, so a
@@ -126,9 +123,6 @@ static staging *stagings;
 static _Atomic unsigned held; /* batches holding copies */
 static int timer_started;
 static int warned; /* one warning per process for batched launches */
-/* The write tracker's scan at a flush, as measured (ns per page of span;
- * 0 until the first): the gate counts it for a region's next batches. */
-static double scan_ns_per_page;
 
 static batch_key key_of(CUstream s, CUcontext ctx) {
   batch_key k;
@@ -237,13 +231,8 @@ static int region_template(const batch *b, unsigned k, ibp_decompress_args *a) {
   const uint64_t span = b->regions[k].hi - b->regions[k].lo;
   uint64_t t0 = ibp__thread_cpu_ns();
   (void)ibp__track_sync(&s->track, r->base + b->regions[k].lo, span);
-  double ns = (double)(ibp__thread_cpu_ns() - t0);
-  ibp__clock_charge_us(1e-3 * ns);
-  if (ibp__track_scans(&s->track) && span >= SCAN_SAMPLE_BYTES) {
-    double rate = ns / (double)(span / 4096 + 1);
-    scan_ns_per_page =
-        scan_ns_per_page ? 0.875 * scan_ns_per_page + 0.125 * rate : rate;
-  }
+  s->batch_scan_ns = (double)(ibp__thread_cpu_ns() - t0);
+  ibp__clock_charge_us(1e-3 * s->batch_scan_ns);
   *a = slot->args;
   if (atomic_load(&s->refresh.refreshing))
     a->busy = slot->busy;
@@ -558,6 +547,9 @@ static int hold_locked(batch *b, ibp_region_rec *r, ibp_served_region *s,
   uint32_t n = expect >= MAX_JOBS ? MAX_JOBS
                : expect < 1       ? 1
                                   : (uint32_t)expect;
+  if (b->count + c->arrive > n) /* those held and those arriving with it */
+    n = b->count + c->arrive > MAX_JOBS ? MAX_JOBS
+                                        : (uint32_t)(b->count + c->arrive);
   if (b->count + 1 > n)
     n = b->count + 1;
   n = 1u << (31 - __builtin_clz(n));
@@ -582,11 +574,9 @@ static int hold_locked(batch *b, ibp_region_rec *r, ibp_served_region *s,
       a->batched = ibp__gate_batch_ns(p, &g, n, 1);
     }
   }
-  /* the tracker's scan at the flush: the region's pages (a gather's
-   * span), at the rate measured so far */
-  double scan_ns = ibp__track_scans(&s->track)
-                       ? scan_ns_per_page * (double)(r->bytes / 4096 + 1)
-                       : 0;
+  /* the tracker's scan at the flush: what it took at the region's last
+   * batched launch (userfaultfd; nothing for mprotect) */
+  const double scan_ns = ibp__track_scans(&s->track) ? s->batch_scan_ns : 0;
   if (a->batched + scan_ns / n >= a->alone) {
     b->own_ns += a->alone_cpu;
     return 1;

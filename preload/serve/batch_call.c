@@ -79,7 +79,8 @@ size_t ibp__batch_call_split(const ibp_batch_call *in, CUstream s,
                   s,
                   0,
                   1,
-                  1};
+                  1,
+                  in->count - i};
     if (holdable(&in->attrs[a]) && ibp__serve_htod(&c) == 0) {
       held++;
       continue;
@@ -134,7 +135,7 @@ int ibp__serve_2d(const CUDA_MEMCPY2D *p, CUstream s, int sync) {
   if (!d || !rows_servable(p))
     return 1;
   for (size_t y = 0; y < p->Height; y++) {
-    ibp_copy c = {0, NULL, p->WidthInBytes, s, 0, 1, 1};
+    ibp_copy c = {0, NULL, p->WidthInBytes, s, 0, 1, 1, p->Height - y};
     row(p, y, &c.src, &c.dst);
     if (ibp__serve_htod(&c) == 0)
       continue;

@@ -139,6 +139,9 @@ typedef struct ibp_served_region {
   _Atomic int invalidated; /* written by a copy while compressing */
   _Atomic unsigned failures; /* substitution errors (degrade on repeat) */
   _Atomic int kernel_args;   /* an application kernel got a pointer into it */
+  double batch_scan_ns;      /* serve/batch.c, under its lock: what the write
+                                tracker's scan took at the region's last
+                                batched launch */
 } ibp_served_region;
 
 /* The served region of record r; NULL until attached. */

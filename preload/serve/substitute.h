@@ -22,6 +22,8 @@ typedef struct ibp_copy {
                     checked to lie in one device allocation anyway) */
   int hold_only; /* served only if held for a batched launch (an entry of
                     the application's own batch: serve/batch_call.h) */
+  size_t arrive; /* copies arriving with it (the entries of the
+                    application's batch, the rows of a 2D copy), or 0 */
 } ibp_copy;
 
 /* Serves the copy from a ready region with the kernel.  Returns 0 when
