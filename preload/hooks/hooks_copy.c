@@ -415,17 +415,26 @@ static size_t batch_split(ibp_batch_call *in, CUstream raw, CUstream s,
   return held;
 }
 
-/* The driver's index of a failed copy, back in the application's terms. */
-static void fail_index(const ibp_batch_call *rest, size_t *fail) {
-  if (fail && rest->orig && *fail < rest->count)
+/* After the driver's call for the rest: its failure index in the
+ * application's terms, the rest freed, the touches ended. */
+static CUresult batch_rest_done(ibp_batch_call *in, ibp_batch_call *rest,
+                                size_t touched, CUresult res, size_t *fail,
+                                CUstream s) {
+  if (res != CUDA_SUCCESS && fail && rest->orig && *fail < rest->count)
     *fail = rest->orig[*fail];
+  ibp__batch_call_free(in, rest);
+  return batch_done(touched, res, s);
 }
 
-#define COPY_BATCH(sym, explicit_stream, null_ok)                              \
+/* The two ABIs of cuMemcpyBatchAsync: the 12.8 one with a failure index
+ * (FAIL_PARAM, FAIL_ARG: `, size_t *fail`, `, fail`), CUDA 13's without. */
+#define COMMA ,
+#define COPY_BATCH_ANY(sym, explicit_stream, null_ok, FAIL_PARAM, FAIL_ARG,    \
+                       FAIL_PTR)                                               \
   CUresult ibp__hook_##sym(CUdeviceptr *dsts, CUdeviceptr *srcs,               \
                            size_t *sizes, size_t count,                        \
                            CUmemcpyAttributes *attrs, size_t *idxs,            \
-                           size_t nattrs, size_t *fail, CUstream s) {          \
+                           size_t nattrs FAIL_PARAM, CUstream s) {             \
     ibp_batch_call in = {dsts, srcs, sizes, count, attrs, idxs, nattrs, NULL}; \
     ibp_batch_call r;                                                          \
     size_t held = batch_split(&in, s, explicit_stream(s), null_ok, &r);        \
@@ -434,27 +443,8 @@ static void fail_index(const ibp_batch_call *rest, size_t *fail) {
     order(explicit_stream(s));                                                 \
     size_t t = dtoh_batch(r.dsts, r.sizes, r.count);                           \
     CUresult res = ibp__real_##sym(r.dsts, r.srcs, r.sizes, r.count, r.attrs,  \
-                                   r.attr_idxs, r.nattrs, fail, s);            \
-    if (res != CUDA_SUCCESS)                                                   \
-      fail_index(&r, fail);                                                    \
-    ibp__batch_call_free(&in, &r);                                             \
-    return batch_done(t, res, explicit_stream(s));                             \
-  }
-#define COPY_BATCH_V2(sym, explicit_stream, null_ok)                           \
-  CUresult ibp__hook_##sym(                                                    \
-      CUdeviceptr *dsts, CUdeviceptr *srcs, size_t *sizes, size_t count,       \
-      CUmemcpyAttributes *attrs, size_t *idxs, size_t nattrs, CUstream s) {    \
-    ibp_batch_call in = {dsts, srcs, sizes, count, attrs, idxs, nattrs, NULL}; \
-    ibp_batch_call r;                                                          \
-    size_t held = batch_split(&in, s, explicit_stream(s), null_ok, &r);        \
-    if (held == count && held)                                                 \
-      return CUDA_SUCCESS;                                                     \
-    order(explicit_stream(s));                                                 \
-    size_t t = dtoh_batch(r.dsts, r.sizes, r.count);                           \
-    CUresult res = ibp__real_##sym(r.dsts, r.srcs, r.sizes, r.count, r.attrs,  \
-                                   r.attr_idxs, r.nattrs, s);                  \
-    ibp__batch_call_free(&in, &r);                                             \
-    return batch_done(t, res, explicit_stream(s));                             \
+                                   r.attr_idxs, r.nattrs FAIL_ARG, s);         \
+    return batch_rest_done(&in, &r, t, res, FAIL_PTR, explicit_stream(s));     \
   }
 #define COPY_BATCH_3D(sym, explicit_stream)                                    \
   CUresult ibp__hook_##sym(size_t n, CUDA_MEMCPY3D_BATCH_OP *ops,              \
@@ -474,10 +464,14 @@ static void fail_index(const ibp_batch_call *rest, size_t *fail) {
                       explicit_stream(s));                                     \
   }
 
-COPY_BATCH(cuMemcpyBatchAsync, legacy, 0)
-COPY_BATCH(cuMemcpyBatchAsync_ptsz, per_thread, 1)
-COPY_BATCH_V2(cuMemcpyBatchAsync_v2, legacy, 0)
-COPY_BATCH_V2(cuMemcpyBatchAsync_v2_ptsz, per_thread, 1)
+/* (symbols straight into the macro that pastes them: cuda.h renames
+ * cuMemcpyBatchAsync by macro, which an argument passed on would get) */
+COPY_BATCH_ANY(cuMemcpyBatchAsync, legacy, 0, COMMA size_t *fail, COMMA fail,
+               fail)
+COPY_BATCH_ANY(cuMemcpyBatchAsync_ptsz, per_thread, 1, COMMA size_t *fail,
+               COMMA fail, fail)
+COPY_BATCH_ANY(cuMemcpyBatchAsync_v2, legacy, 0, , , NULL)
+COPY_BATCH_ANY(cuMemcpyBatchAsync_v2_ptsz, per_thread, 1, , , NULL)
 COPY_BATCH_3D(cuMemcpy3DBatchAsync, legacy)
 COPY_BATCH_3D(cuMemcpy3DBatchAsync_ptsz, per_thread)
 COPY_BATCH_3D_V2(cuMemcpy3DBatchAsync_v2, legacy)

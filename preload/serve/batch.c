@@ -31,6 +31,7 @@
 #include "base/clock.h"
 #include "base/driver.h"
 #include "base/log.h"
+#include "base/thread.h"
 #include "serve/device.h"
 #include "serve/gate.h"
 #include "serve/nvtx.h"
@@ -446,12 +447,7 @@ static void start_timer(void) {
   pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
   pthread_cond_init(&wake, &a);
   pthread_condattr_destroy(&a);
-  pthread_t t;
-  pthread_attr_t at;
-  pthread_attr_init(&at);
-  pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
-  timer_started = pthread_create(&t, &at, timer_main, NULL) == 0;
-  pthread_attr_destroy(&at);
+  timer_started = ibp__thread_start(timer_main);
 }
 
 /* ---- holding --------------------------------------------------------------

@@ -16,6 +16,7 @@
 #include "base/base.h"
 #include "base/driver.h"
 #include "base/log.h"
+#include "base/thread.h"
 #include "serve/compress.h"
 #include "serve/device.h"
 #include "serve/refresh.h"
@@ -178,14 +179,8 @@ static void *worker_main(void *arg) {
  * (the region degraded or the device slot failed) and freed. */
 static void submit(job *j) {
   pthread_mutex_lock(&lock);
-  if (!running) {
-    pthread_attr_t attr;
-    pthread_t t;
-    pthread_attr_init(&attr);
-    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-    running = pthread_create(&t, &attr, worker_main, NULL) == 0;
-    pthread_attr_destroy(&attr);
-  }
+  if (!running)
+    running = ibp__thread_start(worker_main);
   if (running) {
     j->next = NULL;
     if (tail)

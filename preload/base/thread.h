@@ -1,0 +1,11 @@
+/*
+ * libibp's own threads (base/thread.c): the worker and the batch timer,
+ * started detached on first need.
+ */
+#ifndef IBP_PRELOAD_THREAD_H
+#define IBP_PRELOAD_THREAD_H
+
+/* Starts fn(NULL) on a detached thread; nonzero when it runs. */
+int ibp__thread_start(void *(*fn)(void *));
+
+#endif /* IBP_PRELOAD_THREAD_H */
