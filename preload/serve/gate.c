@@ -159,6 +159,12 @@ uint64_t ibp__gate_stored_estimate(const ibp_served_region *s, uint64_t bytes) {
   const ibp_gate_seen *g = &s->gate;
   if (atomic_load_explicit(&g->copies, memory_order_relaxed) < MISMATCH_AFTER)
     return 0;
+  /* written, busy or not yet placed tensors are read raw: count exactly */
+  if (atomic_load_explicit(&s->track.dirty_tensors, memory_order_relaxed) ||
+      atomic_load_explicit(&s->refresh.refreshing, memory_order_relaxed) ||
+      atomic_load_explicit(&s->layout.filled, memory_order_relaxed) <
+          s->geometry.tensors)
+    return 0;
   uint64_t req = atomic_load_explicit(&g->requested, memory_order_relaxed);
   uint64_t host = atomic_load_explicit(&g->host_bytes, memory_order_relaxed);
   if (!req || !host)

@@ -49,7 +49,8 @@ double ibp__gate_batch_ns(const ibp_profile *p, const ibp_gate_copy *c,
  * ibp__gate_mismatch), the stored bytes a copy of `bytes` bytes reads,
  * estimated from those copies' ratio (for the choice of a held copy, which
  * then need not read the region's prefix sums: a cache miss per row on a
- * large table); 0 before. */
+ * large table); 0 before, and while some tensor is read raw (written, busy
+ * or not yet placed: the caller counts exactly). */
 uint64_t ibp__gate_stored_estimate(const ibp_served_region *s, uint64_t bytes);
 
 /* Observes a copy of region r's served region before the choice, with
