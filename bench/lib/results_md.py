@@ -377,7 +377,9 @@ class Results:
                     + (" (degraded)" if x["degraded"] != "no" else "")
                     for x in self.ab if x["line"] == s["line"])
                 lines.append(f"  - {s['line']} {s['sample']} on `{s['data']}`"
-                             f" (`{s['regions']}`): {per} (ideal {num(s['ideal'], 3)})")
+                             f" (`{s['regions']}`"
+                             + (f", `{s['env']}`" if s.get("env") else "")
+                             + f"): {per} (ideal {num(s['ideal'], 3)})")
             for p in self.profiles():
                 holds, worst = self.acceptance(p)
                 if worst is not None:
