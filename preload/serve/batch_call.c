@@ -99,6 +99,11 @@ size_t ibp__batch_call_split(const ibp_batch_call *in, CUstream s,
     ibp__batch_call_free(in, &r);
     return 0;
   }
+  if (!r.count) { /* all held: nothing for the driver */
+    ibp__batch_call_free(in, &r);
+    *rest = (ibp_batch_call){0};
+    return held;
+  }
   *rest = r;
   return held;
 }

@@ -26,9 +26,9 @@ typedef struct ibp_batch_call {
  * Entries whose attributes let the application reuse the source after the
  * call (CU_MEMCPY_SRC_ACCESS_ORDER_DURING_API_CALL) are never held; a call
  * with arguments the driver would refuse holds nothing.  Returns the
- * number held; when it is 0, *rest is *in (nothing allocated), else rest's
- * arrays are allocated (ibp__batch_call_free) -- when they cannot be, the
- * held entries are launched and the rest is the whole call again. */
+ * number held; when it is 0, *rest is *in (nothing allocated); when all
+ * are held, *rest is empty; else rest's arrays are allocated
+ * (ibp__batch_call_free). */
 size_t ibp__batch_call_split(const ibp_batch_call *in, CUstream s,
                              ibp_batch_call *rest);
 
