@@ -30,7 +30,8 @@
  * a blocking stream.  A stream synchronize, query loop, event synchronize
  * or query loop, or host function completes a stream; its lanes are then
  * read back on a non-blocking stream and compared with the model.  count
- * (argv[2], else IBP_E2E_COPIES, else 2000) operations in all.
+ * (argv[2], else IBP_E2E_COPIES, else 2000; 600 in sanitizer builds)
+ * operations in all.
  */
 #include "e2e_util.h"
 
@@ -1532,7 +1533,9 @@ int main(int argc, char **argv) {
       }
     if (e2e_failures() == 0 &&
         (strcmp(which, "all") == 0 || strcmp(which, "random") == 0))
-      case_random(&e, count ? count : e2e_env_count("IBP_E2E_COPIES", 2000));
+      case_random(
+          &e, count ? count
+                    : e2e_env_count("IBP_E2E_COPIES", 2 * E2E_DEFAULT_COPIES));
     E2E_CK(cudaDeviceSynchronize());
     E2E_CK(cudaStreamDestroy(e.blk));
     E2E_CK(cudaStreamDestroy(e.nb));
