@@ -11,7 +11,8 @@
  * and the GPU's work), and for a copy held for a batched launch of n
  * copies (ibp__gate_batch_ns)
  *
- *   batch   CPU: runtime_call_us (a call of its own; 0 for an entry of
+ *   batch   (the sum of its CPU and GPU time: see ibp__gate_batch_ns)
+ *           CPU: runtime_call_us (a call of its own; 0 for an entry of
  *                the application's cuMemcpyBatchAsync) + ibp_hold_us
  *                + (driver_copy_call_us + driver_launch_call_us
  *                   + driver_call_us) / n
@@ -118,7 +119,10 @@ double ibp__gate_batch_ns(const ibp_profile *p, const ibp_gate_copy *c,
       ibp_profile_kernel_us(p, (uint64_t)(c->host_bytes * n),
                             (uint64_t)(c->bytes * n), (unsigned)p->sms);
   double gpu = (kernel + ibp_profile_ce_copy_us(p, 0, 1)) / n;
-  return 1e3 * max2(cpu, gpu);
+  /* the sum, not the larger: the GPU starts on a batch only when it is
+   * launched, after the copies were held, so a batch that ends at a
+   * synchronisation overlaps nothing of the two */
+  return 1e3 * (cpu + gpu);
 }
 
 /* ---- tensor size against the copies ------------------------------------ */

@@ -37,7 +37,8 @@ double ibp__gate_pass_ns(const ibp_profile *p, const ibp_gate_copy *c);
 double ibp__gate_kernel_ns(const ibp_profile *p, const ibp_gate_copy *c);
 
 /* The same for a copy held for a batched launch of `copies` copies like
- * it (serve/batch.h): libibp's hold on the CPU, the SMs' reads on the GPU,
+ * it (serve/batch.h): libibp's hold on the CPU plus the SMs' reads on the
+ * GPU (the sum: a batch's GPU work starts after its copies were held),
  * and the flush's calls, launch and job-list copy shared among them;
  * own_call: the copy came in a runtime call of its own (not as an entry of
  * the application's batch).  The write tracker's scan at the flush is
