@@ -12,7 +12,7 @@
 static void ending(CUcontext ctx, int dev) {
   if (ibp__guard)
     return;
-  ibp__batch_context_end(ctx); /* NULL (a primary context): every one */
+  ibp__batch_context_end(ctx, dev); /* NULL: dev's primary context */
   if (ibp_registry_empty())
     return;
   ibp__guard++;

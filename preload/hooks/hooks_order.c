@@ -19,3 +19,22 @@ CUresult ibp__hook_cuStreamDestroy_v2(CUstream s) {
   ibp__batch_stream_end(s);
   return ibp__real_cuStreamDestroy_v2(s);
 }
+
+/* order.def's rows that cuda.h renames by macro (see there) */
+CUresult ibp__hook_cuStreamWaitValue32(CUstream s, CUdeviceptr a, cuuint32_t v,
+                                       unsigned f) {
+  ibp__batch_order(IBP_LEGACY(s));
+  return ibp__real_cuStreamWaitValue32(s, a, v, f);
+}
+
+CUresult ibp__hook_cuStreamWaitValue64(CUstream s, CUdeviceptr a, cuuint64_t v,
+                                       unsigned f) {
+  ibp__batch_order(IBP_LEGACY(s));
+  return ibp__real_cuStreamWaitValue64(s, a, v, f);
+}
+
+CUresult ibp__hook_cuMemPrefetchAsync(CUdeviceptr p, size_t n, CUdevice dev,
+                                      CUstream s) {
+  ibp__batch_order(IBP_LEGACY(s));
+  return ibp__real_cuMemPrefetchAsync(p, n, dev, s);
+}

@@ -38,7 +38,8 @@
 
 #define MAX_JOBS 4096
 #define MAX_REGIONS 16
-#define SLOTS 8
+#define SLOTS                                                                  \
+  64 /* launches in flight per context (a busy ring: the driver copies) */
 #define SLOT_BYTES                                                             \
   (MAX_REGIONS * sizeof(ibp_decompress_args) + MAX_JOBS * sizeof(ibp_batch_job))
 /* ASSUMPTION: copies per batch the gate expects of a stream before it has
@@ -120,6 +121,8 @@ typedef struct staging {
   CUdeviceptr dev;
   CUevent done[SLOTS];
   int recorded[SLOTS];
+  int dead[SLOTS]; /* its event could not be recorded: in use for good */
+  int device;      /* the ordinal */
   unsigned next, sms, max_shared, shared_set;
   int failed; /* could not be allocated: nothing is held in the context */
   UT_hash_handle hh;
@@ -182,6 +185,7 @@ static staging *staging_for(const ibp_driver *d, CUcontext ctx, int dev) {
   if (!st)
     return NULL;
   st->ctx = ctx;
+  st->device = dev;
   int sms = 0, smem = 0;
   int ok =
       d->cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
@@ -200,6 +204,7 @@ static staging *staging_for(const ibp_driver *d, CUcontext ctx, int dev) {
     st = calloc(1, sizeof *st);
     if (st) { /* remembered, so that nothing more is held here */
       st->ctx = ctx;
+      st->device = dev;
       st->failed = 1;
       HASH_ADD_PTR(stagings, ctx, st);
     }
@@ -287,12 +292,21 @@ static CUresult launch(const ibp_driver *d, batch *b) {
   CUfunction fn = ibp__device_batch_function();
   if (!st || !fn)
     return CUDA_ERROR_NOT_READY;
-  const unsigned i = st->next++ % SLOTS;
-  CUresult e;
-  if (st->recorded[i] &&
-      (e = d->cuEventSynchronize(st->done[i])) != CUDA_SUCCESS)
-    return e;
+  /* a slot whose last launch has run; none free: the driver's own copies
+   * (never a wait here: the global lock is held, and the launch in a slot
+   * may wait on anything its stream waits on) */
+  unsigned i = SLOTS;
+  for (unsigned t = 0; t < SLOTS && i == SLOTS; t++) {
+    unsigned c = (st->next + t) % SLOTS;
+    if (!st->dead[c] &&
+        (!st->recorded[c] || d->cuEventQuery(st->done[c]) == CUDA_SUCCESS))
+      i = c;
+  }
+  if (i == SLOTS)
+    return CUDA_ERROR_NOT_READY;
+  st->next = i + 1;
   st->recorded[i] = 0;
+  CUresult e;
   uint8_t *host = st->host + (size_t)i * SLOT_BYTES;
   const CUdeviceptr dev = st->dev + (CUdeviceptr)i * SLOT_BYTES;
   ibp_decompress_args *tpl = (ibp_decompress_args *)host;
@@ -323,15 +337,15 @@ static CUresult launch(const ibp_driver *d, batch *b) {
   if ((e = d->cuMemcpyHtoDAsync(dev, host, bytes, b->stream)) != CUDA_SUCCESS)
     return e;
   void *params[] = {&args};
-  if ((e = d->cuLaunchKernel(fn, plan.grid, 1, 1, plan.block, 1, 1,
-                             plan.dynamic_shared, b->stream, params, NULL)) !=
-      CUDA_SUCCESS)
-    return e;
+  e = d->cuLaunchKernel(fn, plan.grid, 1, 1, plan.block, 1, 1,
+                        plan.dynamic_shared, b->stream, params, NULL);
+  /* the slot's event follows whatever was queued (the job list's copy at
+   * least): the slot is not reused before it ran */
   if (d->cuEventRecord(st->done[i], b->stream) == CUDA_SUCCESS)
     st->recorded[i] = 1;
   else
-    d->cuStreamSynchronize(b->stream); /* the slot must not be overwritten */
-  return CUDA_SUCCESS;
+    st->dead[i] = 1; /* never reused */
+  return e;
 }
 
 /* The held copies as the driver's own copies, in order (fail open).  A
@@ -412,6 +426,11 @@ static void flush(batch *b) {
   CUcontext cur = NULL, ignored;
   d->cuCtxGetCurrent(&cur);
   int pushed = cur != b->ctx && d->cuCtxPushCurrent(b->ctx) == CUDA_SUCCESS;
+  /* nothing under capture: another thread's global-mode capture must not
+   * see the staging's allocation or the slots' queries as unsafe calls */
+  CUstreamCaptureMode mode = CU_STREAM_CAPTURE_MODE_RELAXED;
+  int exchanged = d->cuThreadExchangeStreamCaptureMode &&
+                  d->cuThreadExchangeStreamCaptureMode(&mode) == CUDA_SUCCESS;
   /* refresh.c waits for copies between their decision and their launch */
   for (unsigned k = 0; k < b->nregions; k++) {
     ibp_served_region *s = ibp__served(b->regions[k].rec);
@@ -433,6 +452,8 @@ static void flush(batch *b) {
   if (e != CUDA_SUCCESS)
     copy_each(d, b);
   count(b, e == CUDA_SUCCESS);
+  if (exchanged)
+    d->cuThreadExchangeStreamCaptureMode(&mode);
   if (pushed)
     d->cuCtxPopCurrent(&ignored);
   for (unsigned k = 0; k < b->nregions; k++)
@@ -772,23 +793,29 @@ void ibp__batch_stream_end(CUstream s) {
   ibp__guard--;
 }
 
-void ibp__batch_context_end(CUcontext ctx) {
+/* Whether context c (of device dev) ends with ctx (NULL: the primary
+ * context of device `of`). */
+static int ending(CUcontext c, int dev, CUcontext ctx, int of) {
+  return ctx ? c == ctx : dev == of;
+}
+
+void ibp__batch_context_end(CUcontext ctx, int dev) {
   const ibp_driver *d = ibp__driver();
   if (!d)
     return;
   ibp__guard++;
   pthread_mutex_lock(&lock);
-  flush_context(ctx, 0);
   batch *b, *tmp;
   HASH_ITER(hh, batches, b, tmp) {
-    if (!ctx || b->ctx == ctx) {
+    if (ending(b->ctx, b->dev, ctx, dev)) {
+      flush(b);
       HASH_DEL(batches, b);
       free(b);
     }
   }
   staging *st, *next;
   HASH_ITER(hh, stagings, st, next) {
-    if (!ctx || st->ctx == ctx) { /* its end frees its memory and events */
+    if (ending(st->ctx, st->device, ctx, dev)) { /* its end frees its memory */
       HASH_DEL(stagings, st);
       free(st);
     }

@@ -49,11 +49,12 @@ void ibp__batch_order(CUstream s);
  * forgotten (a later stream may get the same handle). */
 void ibp__batch_stream_end(CUstream s);
 
-/* The context ends (destroy, reset, last release; NULL: a primary context
- * whose handle is not at hand, taken as every context): what is held in
- * it is launched first, then its batches and staging are forgotten (the
- * context takes its memory with it). */
-void ibp__batch_context_end(CUcontext ctx);
+/* Context ctx ends (destroy, reset, last release; NULL: the primary
+ * context of device `dev`, whose handle is not at hand -- taken as every
+ * context on that device): what is held in it is launched first, then its
+ * batches and staging are forgotten (the context takes its memory with
+ * it). */
+void ibp__batch_context_end(CUcontext ctx, int dev);
 
 /* Child after fork: nothing held, no staging (the child has no GPU
  * state). */

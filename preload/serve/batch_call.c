@@ -139,6 +139,15 @@ int ibp__serve_2d(const CUDA_MEMCPY2D *p, CUstream s, int sync) {
   const ibp_driver *d = ibp__driver();
   if (!d || !rows_servable(p))
     return 1;
+  /* every row's destination in one allocation, or the driver's answer
+   * (a row it would refuse must not leave the others copied) */
+  const void *first;
+  CUdeviceptr dst, base;
+  size_t size;
+  row(p, 0, &first, &dst);
+  if (!ibp__dst_fits(d, dst, (p->Height - 1) * p->dstPitch + p->WidthInBytes,
+                     &base, &size))
+    return 1;
   for (size_t y = 0; y < p->Height; y++) {
     ibp_copy c = {0, NULL, p->WidthInBytes, s, 0, 1, 1, p->Height - y};
     row(p, y, &c.src, &c.dst);
@@ -158,7 +167,8 @@ int ibp__serve_2d(const CUDA_MEMCPY2D *p, CUstream s, int sync) {
   }
   if (sync) { /* the host-synchronous contract */
     ibp__batch_order(s);
-    d->cuStreamSynchronize(s);
+    if (d->cuStreamSynchronize(s) != CUDA_SUCCESS)
+      return 1; /* the driver's copy rewrites the rows and says why */
   }
   return 0;
 }

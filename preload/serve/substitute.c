@@ -172,8 +172,8 @@ static int kernel_wins(ibp_served_region *s, int dev, const ibp_copy *c,
  * an address in no allocation, a range running past its allocation's end,
  * host memory -- the driver's own copy runs and returns its own error: a
  * kernel would fault or write into a neighbouring allocation. */
-static int dst_fits(const ibp_driver *d, CUdeviceptr dst, size_t bytes,
-                    CUdeviceptr *base, size_t *size) {
+int ibp__dst_fits(const ibp_driver *d, CUdeviceptr dst, size_t bytes,
+                  CUdeviceptr *base, size_t *size) {
   unsigned type = 0;
   CUpointer_attribute what[] = {CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
                                 CU_POINTER_ATTRIBUTE_RANGE_START_ADDR,
@@ -242,7 +242,7 @@ static int serve_region(ibp_region_rec *r, const ibp_copy *c) {
   }
   CUdeviceptr alloc = 0;
   size_t alloc_bytes = 0;
-  if (!dst_fits(d, c->dst, c->bytes, &alloc, &alloc_bytes))
+  if (!ibp__dst_fits(d, c->dst, c->bytes, &alloc, &alloc_bytes))
     return 1; /* host to host, or a bad destination: the driver's answer */
   CUcontext ctx = NULL;
   CUdevice dev = -1;

@@ -38,4 +38,12 @@ struct ibp_served_region;
 uint64_t ibp__stored_bytes(const struct ibp_served_region *s, uint64_t off,
                            uint64_t len);
 
+/* Whether [dst, dst+bytes) lies inside one device allocation (*base,
+ * *size: that allocation).  Otherwise -- NULL, an address in no
+ * allocation, a range past its allocation's end, host memory -- the
+ * driver's own copy must run and give its own answer. */
+struct ibp_driver;
+int ibp__dst_fits(const struct ibp_driver *d, CUdeviceptr dst, size_t bytes,
+                  CUdeviceptr *base, size_t *size);
+
 #endif /* IBP_PRELOAD_SUBSTITUTE_H */
