@@ -276,8 +276,9 @@ static int region_template(batch *b, unsigned k, ibp_decompress_args *a) {
    * the profile's per-copy ibp_hold_us, so the flush charges what it took */
   uint64_t t0 = ibp__thread_cpu_ns();
   scan_jobs(b, k, s);
-  s->batch_scan_ns = (double)(ibp__thread_cpu_ns() - t0);
-  ibp__clock_charge_us(1e-3 * s->batch_scan_ns);
+  const double took = (double)(ibp__thread_cpu_ns() - t0);
+  ibp__clock_charge_us(1e-3 * took);
+  s->batch_scan_ns = s->batch_scan_ns ? 0.5 * (s->batch_scan_ns + took) : took;
   *a = slot->args;
   if (atomic_load(&s->refresh.refreshing))
     a->busy = slot->busy;
@@ -634,6 +635,11 @@ static int hold_locked(batch *b, ibp_region_rec *r, ibp_served_region *s,
    * batched launch (userfaultfd; nothing for mprotect) */
   const double scan_ns = ibp__track_scans(&s->track) ? s->batch_scan_ns : 0;
   if (a->batched + scan_ns / n >= BATCH_MARGIN * a->alone) {
+    /* refused for the scan alone: let the figure fade, so that one slow
+     * scan (a busy host) does not end batching for good -- the next
+     * batched launch measures it again */
+    if (scan_ns > 0 && a->batched < BATCH_MARGIN * a->alone)
+      s->batch_scan_ns *= 0.98;
     b->own_ns += a->alone_cpu;
     return 1;
   }

@@ -140,8 +140,9 @@ typedef struct ibp_served_region {
   _Atomic unsigned failures; /* substitution errors (degrade on repeat) */
   _Atomic int kernel_args;   /* an application kernel got a pointer into it */
   double batch_scan_ns;      /* serve/batch.c, under its lock: what the write
-                                tracker's scan took at the region's last
-                                batched launch */
+                                tracker's scan takes at the region's
+                                batched launches (smoothed; fades while
+                                copies are refused for it) */
 } ibp_served_region;
 
 /* The served region of record r; NULL until attached. */
