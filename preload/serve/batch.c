@@ -241,8 +241,6 @@ static int page_run_cmp(const void *x, const void *y) {
  * hundred rows over a table of gigabytes scans those rows' pages, not the
  * table. */
 static void scan_jobs(batch *b, unsigned k, ibp_served_region *s) {
-  if (!ibp__track_scans(&s->track))
-    return;
   const uintptr_t base = b->regions[k].rec->base;
   uint32_t n = 0;
   for (uint32_t j = 0; j < b->count; j++) {
@@ -274,11 +272,14 @@ static int region_template(batch *b, unsigned k, ibp_decompress_args *a) {
   const ibp_device_slot *slot = &s->dev[b->dev];
   /* the tracker's scan of the pages the jobs read: its cost is not in
    * the profile's per-copy ibp_hold_us, so the flush charges what it took */
-  uint64_t t0 = ibp__thread_cpu_ns();
-  scan_jobs(b, k, s);
-  const double took = (double)(ibp__thread_cpu_ns() - t0);
-  ibp__clock_charge_us(1e-3 * took);
-  s->batch_scan_ns = s->batch_scan_ns ? 0.5 * (s->batch_scan_ns + took) : took;
+  if (ibp__track_scans(&s->track)) {
+    uint64_t t0 = ibp__thread_cpu_ns();
+    scan_jobs(b, k, s);
+    const double took = (double)(ibp__thread_cpu_ns() - t0);
+    ibp__clock_charge_us(1e-3 * took);
+    s->batch_scan_ns =
+        s->batch_scan_ns ? 0.5 * (s->batch_scan_ns + took) : took;
+  }
   *a = slot->args;
   if (atomic_load(&s->refresh.refreshing))
     a->busy = slot->busy;
