@@ -115,9 +115,9 @@ IBP_DEV void warp_stage(uint8_t *stage, const uint8_t *s_p, uint32_t lo,
 typedef struct tensor_job {
   const uint8_t *mask, *bitval; /* device, from the launch */
   uint32_t R, c;                /* from the launch */
-  const uint8_t *stream;        /* host: the tensor's stream (packed) */
+  const uint8_t *stream;        /* the tensor's stream (packed or staged) */
   const uint8_t *orig;          /* host: the tensor in the original */
-  const uint8_t *lo_ok; /* lowest readable host address (packed start) */
+  const uint8_t *lo_ok; /* lowest readable address (packed or staged start) */
   uint8_t *stage;       /* this tensor's staging buffer; stage[0] holds
                            host address floor16(stream) */
   uint8_t *dst;         /* where window byte w0 goes */
@@ -288,13 +288,18 @@ IBP_DEV int unit_job(ibp_decompress_args a, uint64_t t, uint8_t *stage,
     len = ibp_dev_ldg_u32(a.lengths + t);
     mo = (uint64_t)cluster_of(a.cluster_ids, a.clusters, t) * a.mask_stride;
   }
+  /* a stream the copy engine staged is read from device memory */
+  const int in_window =
+      a.staged && off >= a.staged_lo && off + len <= a.staged_hi;
+  const uint8_t *stream =
+      in_window ? a.staged + (off - a.staged_lo) : a.packed + off;
   *j = (tensor_job){a.mask + mo,
                     a.bitval + mo,
                     a.tensor_bytes,
                     a.chunk_bytes,
-                    a.packed + off,
+                    stream,
                     a.original + start,
-                    a.packed,
+                    in_window ? a.staged : a.packed,
                     stage,
                     a.dst + (lo - g0),
                     (uint32_t)(lo - start),

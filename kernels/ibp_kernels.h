@@ -16,6 +16,10 @@
  * sector, the sector is fetched once.  Tensors stored raw, marked dirty, and
  * the tail are copied from the original by an aligned warp copy.
  *
+ * A copy may also be served staged: the copy engine first moves a window
+ * of the packed streams to device memory (`staged`), and streams inside it
+ * are read there instead of over PCIe.
+ *
  * ibp_decompress_batch: the copies of a batch (docs/ARCHITECTURE.md
  * "Batched launches") in one launch: a job list of (source range,
  * destination), each range a region's (decoded as ibp_decompress does,
@@ -86,7 +90,19 @@ typedef struct ibp_decompress_args {
   uint32_t clusters;           /* K; 0 or 1 = one Mask/Bitval */
   uint32_t mask_stride;        /* bytes from one cluster's Mask (Bitval) to
                                   the next: (R + 15) & ~15 */
+  /* The staged path (docs/ARCHITECTURE.md "Staged copies"): shadow bytes
+   * [staged_lo, staged_hi) were copied by the copy engine to device memory
+   * at `staged` (staged_lo a multiple of 128, `staged` 128-byte aligned,
+   * IBP_STAGED_PAD readable bytes after staged_hi); a stream lying wholly
+   * in that window is read there, any other from `packed`.  NULL: none. */
+  const uint8_t *staged;
+  uint64_t staged_lo, staged_hi;
 } ibp_decompress_args;
+
+/* Device bytes a staged window must be readable past its end: a warp's
+ * fetch of a stream runs on to the end of the sector the next stream
+ * starts in, in 16-byte pieces. */
+#define IBP_STAGED_PAD 128u
 
 #define IBP_BATCH_RAW 0xFFFFFFFFu /* ibp_batch_job.region: a raw range */
 #define IBP_BATCH_RAW_UNIT 8192u  /* bytes of a raw job per unit */
