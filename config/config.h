@@ -86,6 +86,17 @@ typedef struct ibp_rule {
   unsigned index;                 /* 1-based position in ibp_config.rules */
 } ibp_rule;
 
+/* IBP_PATH: which of libibp's two ways of serving one copy the gate may
+ * choose (the driver's own copy and batched launches stay open). */
+typedef enum ibp_path {
+  IBP_PATH_AUTO = 0,     /* the faster of the two, per copy */
+  IBP_PATH_ZEROCOPY = 1, /* the kernel reads the streams over PCIe */
+  IBP_PATH_STAGED = 2    /* the copy engine moves them, the kernel decodes */
+} ibp_path;
+
+#define IBP_STAGING_DEFAULT (16ull << 20)
+#define IBP_MAX_SMS_DEFAULT 16u
+
 typedef struct ibp_config {
   int disabled;            /* IBP_DISABLE=1, or forced to 1 by a load error */
   ibp_log_level log_level; /* IBP_LOG */
@@ -99,6 +110,12 @@ typedef struct ibp_config {
                           own (docs/ARCHITECTURE.md "Batched launches") */
   unsigned threads;    /* IBP_THREADS: compression threads, 1..64; 0 = auto
                           (a quarter of the CPUs, at least 1) */
+  /* The staged path (docs/ARCHITECTURE.md "Staged copies"). */
+  uint64_t staging_bytes; /* IBP_STAGING: device memory per context for
+                             staged copies; 0 = none (the path is off) */
+  unsigned max_sms;       /* IBP_MAX_SMS: blocks a staged copy's decode
+                             uses, 1..4096 */
+  ibp_path path;          /* IBP_PATH: the GPU paths the gate may choose */
   /* IBP_PROFILE: a built-in device cost profile or a profile file
    * (docs/PROFILE.md), read by the interposer; "" = chosen per device */
   char profile[IBP_CONFIG_PATH_MAX];
@@ -125,7 +142,8 @@ void ibp_config_init(ibp_config *out);
 void ibp_rule_init(ibp_rule *rule);
 
 /* Reads IBP_DISABLE, IBP_LOG, IBP_STATS, IBP_MIN_COPY, IBP_WAIT_READY,
- * IBP_TRACKER, IBP_BATCH, IBP_THREADS, IBP_PROFILE, IBP_REGIONS and IBP_CONFIG
+ * IBP_TRACKER, IBP_BATCH, IBP_THREADS, IBP_STAGING, IBP_MAX_SMS, IBP_PATH,
+ * IBP_PROFILE, IBP_REGIONS and IBP_CONFIG
  * through getenv_fn (NULL = the C library's getenv) and fills *out.  If
  * IBP_DISABLE=1 the other variables are not read (nothing of them is reported).
  * Unset and empty variables take their defaults. out: must not be NULL; fully

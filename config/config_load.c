@@ -21,6 +21,8 @@ void ibp_config_init(ibp_config *out) {
   memset(out, 0, sizeof *out);
   out->log_level = IBP_LOG_WARN;
   out->stats = IBP_STATS_OFF;
+  out->staging_bytes = IBP_STAGING_DEFAULT;
+  out->max_sms = IBP_MAX_SMS_DEFAULT;
 }
 
 /* ---- IBP_CONFIG ---------------------------------------------------------- */
@@ -196,19 +198,46 @@ static int load_tracker(ibp__span v, ibp__where *w, ibp_tracker *out) {
   return ibp__fail(w, v, "must be auto, userfaultfd or mprotect");
 }
 
-/* IBP_THREADS: a whole number 1..64 (empty: auto). */
-static int load_threads(ibp__span v, ibp__where *w, unsigned *out) {
+/* A whole number in [1, most] (empty: *out unchanged); `msg` names the
+ * range. */
+static int load_count(ibp__span v, ibp__where *w, unsigned most,
+                      const char *msg, unsigned *out) {
   if (v.n == 0)
     return 0;
   unsigned t = 0;
   for (size_t i = 0; i < v.n; i++) {
-    if (v.p[i] < '0' || v.p[i] > '9' || t > 64)
-      return ibp__fail(w, v, "must be a whole number from 1 to 64");
+    if (v.p[i] < '0' || v.p[i] > '9' || t > most)
+      return ibp__fail(w, v, msg);
     t = t * 10 + (unsigned)(v.p[i] - '0');
   }
-  if (t < 1 || t > 64)
-    return ibp__fail(w, v, "must be a whole number from 1 to 64");
+  if (t < 1 || t > most)
+    return ibp__fail(w, v, msg);
   *out = t;
+  return 0;
+}
+
+static int load_path(ibp__span v, ibp__where *w, ibp_path *out) {
+  static const char *const names[] = {"auto", "zerocopy", "staged"};
+  if (v.n == 0)
+    return 0;
+  for (int i = 0; i < 3; i++)
+    if (ibp__word_is(v, names[i])) {
+      *out = (ibp_path)i;
+      return 0;
+    }
+  return ibp__fail(w, v, "must be auto, zerocopy or staged");
+}
+
+/* IBP_STAGING: a size (0: none); at most 1 GiB of device memory. */
+static int load_staging(ibp__span v, ibp__where *w, uint64_t *bytes) {
+  if (v.n == 0)
+    return 0;
+  uint64_t b = 0;
+  if (ibp__parse_size(v, v, w, &b) != 0)
+    return -1;
+  if (b > (1ull << 30))
+    return ibp__fail(w, v, "must be at most 1G");
+  *bytes = b;
   return 0;
 }
 
@@ -295,7 +324,15 @@ static int load_all(env_reader *r, ibp_config *out) {
   if (b.n && load_flag(b, &r->where, &batch))
     return -1;
   out->no_batch = !batch;
-  if (load_threads(read_var(r, "IBP_THREADS"), &r->where, &out->threads))
+  if (load_count(read_var(r, "IBP_THREADS"), &r->where, 64,
+                 "must be a whole number from 1 to 64", &out->threads))
+    return -1;
+  if (load_staging(read_var(r, "IBP_STAGING"), &r->where, &out->staging_bytes))
+    return -1;
+  if (load_count(read_var(r, "IBP_MAX_SMS"), &r->where, 4096,
+                 "must be a whole number from 1 to 4096", &out->max_sms))
+    return -1;
+  if (load_path(read_var(r, "IBP_PATH"), &r->where, &out->path))
     return -1;
   if (load_profile(read_var(r, "IBP_PROFILE"), &r->where, out))
     return -1;

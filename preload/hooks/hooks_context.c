@@ -8,11 +8,13 @@
 #include "registry/registry.h"
 #include "serve/batch.h"
 #include "serve/context.h"
+#include "serve/staged.h"
 
 static void ending(CUcontext ctx, int dev) {
   if (ibp__guard)
     return;
   ibp__batch_context_end(ctx, dev); /* NULL: dev's primary context */
+  ibp__staged_context_end(ctx, dev);
   if (ibp_registry_empty())
     return;
   ibp__guard++;

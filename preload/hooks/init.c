@@ -15,6 +15,7 @@
 #include "serve/figures.h"
 #include "serve/graph.h"
 #include "serve/region.h"
+#include "serve/staged.h"
 #include "serve/worker.h"
 #include "stats/stats.h"
 #include "track/track.h"
@@ -49,6 +50,7 @@ static void after_fork_child(void) {
   ibp__dtoh_after_fork_child();
   ibp__graph_after_fork_child();
   ibp__batch_after_fork_child();
+  ibp__staged_after_fork_child();
   ibp_registry_foreach(forget_region, NULL);
 }
 

@@ -20,6 +20,14 @@
  *           GPU: (ibp_profile_kernel_us(n x host bytes, n x bytes, sms)
  *                 + ce_setup_us) / n
  *
+ *   staged  CPU: runtime_call_us + k x (driver_copy_call_us
+ *                + driver_launch_call_us + 4 x driver_call_us)
+ *           GPU: the larger of the copy engine's k chunks (k x ce_setup_us
+ *                + window bytes / ce_h2d_gbps) and the k decodes
+ *                (ibp_profile_kernel_us(raw bytes, bytes, IBP_MAX_SMS)
+ *                + (k - 1) x launch_latency_us), which overlap; a
+ *                synchronous copy adds one chunk of the smaller
+ *
  * the flush's job-list copy, launch and event shared by the batch; the same
  * model the simulated GPU's virtual clock runs
  * (tests/sim/driver/src/simcuda_vclock.c).  The kernel is taken only when its
@@ -123,6 +131,25 @@ double ibp__gate_batch_ns(const ibp_profile *p, const ibp_gate_copy *c,
    * launched, after the copies were held, so a batch that ends at a
    * synchronisation overlaps nothing of the two */
   return 1e3 * (cpu + gpu);
+}
+
+double ibp__gate_staged_ns(const ibp_profile *p, const ibp_gate_staged *c) {
+  const double k = c->chunks ? c->chunks : 1;
+  /* per chunk: the copy, then an event, a wait, the launch, an event and
+   * the next use's wait (the calls serve/staged.c makes) */
+  double cpu = p->runtime_call_us +
+               k * (p->driver_copy_call_us + p->driver_launch_call_us +
+                    4 * p->driver_call_us);
+  double ce = k * p->ce_setup_us + (double)c->ce_bytes / (p->ce_h2d_gbps * 1e3);
+  /* the decodes: one launch each, the raw reads over PCIe among them */
+  double decode =
+      ibp_profile_kernel_us(p, c->host_bytes, c->bytes, c->sms ? c->sms : 1) +
+      (k - 1) * p->launch_latency_us;
+  /* what cannot overlap: the first chunk's copy before any decode, or the
+   * last decode after every copy -- one chunk's worth of the smaller */
+  double alone = (ce < decode ? ce : decode) / k;
+  double gpu = max2(ce, decode) + (c->sync ? alone : 0);
+  return 1e3 * max2(cpu, gpu);
 }
 
 /* ---- tensor size against the copies ------------------------------------ */

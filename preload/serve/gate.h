@@ -46,6 +46,24 @@ double ibp__gate_kernel_ns(const ibp_profile *p, const ibp_gate_copy *c);
 double ibp__gate_batch_ns(const ibp_profile *p, const ibp_gate_copy *c,
                           double copies, int own_call);
 
+/* A copy by the staged path (serve/staged.h) as the gate sees it. */
+typedef struct ibp_gate_staged {
+  uint64_t bytes;      /* requested */
+  uint64_t ce_bytes;   /* the windows the copy engine moves */
+  uint64_t host_bytes; /* what the decode still reads over PCIe (tensors
+                          read raw) */
+  unsigned chunks;     /* windows: a copy, a launch each */
+  unsigned sms;        /* the decode's blocks (IBP_MAX_SMS at most) */
+  int sync;            /* a host-synchronous copy: nothing overlaps it */
+} ibp_gate_staged;
+
+/* The staged path's time (ns), on the same terms as ibp__gate_pass_ns:
+ * the calling thread's calls against the GPU's time, where the copy
+ * engine's chunks and the decodes overlap (each chunk's decode follows its
+ * copy; a copy's first chunk overlaps the decode of the copy before it
+ * when copies queue back to back, and nothing when it is synchronous). */
+double ibp__gate_staged_ns(const ibp_profile *p, const ibp_gate_staged *c);
+
 /* Once the region's fit is judged (its first 32 copies seen by
  * ibp__gate_mismatch), the stored bytes a copy of `bytes` bytes reads,
  * estimated from those copies' ratio (for the choice of a held copy, which

@@ -18,6 +18,7 @@
 #include "serve/nvtx.h"
 #include "serve/refresh.h"
 #include "serve/region.h"
+#include "serve/staged.h"
 #include "serve/worker.h"
 
 #define FAILURES_BEFORE_DEGRADE 3
@@ -145,27 +146,52 @@ static CUresult launch(const ibp_driver *d, const ibp_device_slot *slot,
                            plan->dynamic_shared, stream, params, NULL);
 }
 
-/* Whether the kernel is the faster path for this copy (gate.c); counts a
- * copy the gate sends to the driver, or demotes a region whose tensor size
- * does not fit its copies.  *saved_ns: what the kernel saves. */
-static int kernel_wins(ibp_served_region *s, int dev, const ibp_copy *c,
-                       uint64_t pcie, const ibp_kernel_plan *plan,
-                       double *saved_ns) {
+typedef enum path { PATH_DRIVER, PATH_KERNEL, PATH_STAGED } path;
+
+/* The fastest path for this copy (gate.c) among those IBP_PATH leaves
+ * open: the driver's copy, the kernel reading over PCIe, or the staged
+ * path (planned into *sp); counts a copy the gate sends to the driver.
+ * *saved_ns: what the chosen path saves. */
+static path choose(ibp_served_region *s, int dev, CUcontext ctx,
+                   const ibp_copy *c, uint64_t pcie,
+                   const ibp_decompress_args *a, const ibp_kernel_plan *plan,
+                   ibp_staged_plan *sp, double *saved_ns) {
   const ibp_profile *p = ibp__gate_profile(dev);
-  /* the streams' ends rarely fall on sector boundaries */
-  ibp_gate_copy g = {c->bytes, pcie + SECTOR_SLACK, plan->grid};
   if (!p) {
     count_passed(s, c->bytes);
-    return 0;
+    return PATH_DRIVER;
   }
-  double pass = ibp__gate_pass_ns(p, &g), kernel = ibp__gate_kernel_ns(p, &g);
-  if (kernel < pass) {
-    *saved_ns = pass - kernel;
-    return 1;
+  /* the streams' ends rarely fall on sector boundaries */
+  ibp_gate_copy g = {c->bytes, pcie + SECTOR_SLACK, plan->grid};
+  const double pass = ibp__gate_pass_ns(p, &g);
+  double best = pass;
+  path go = PATH_DRIVER;
+  if (ibp__cfg.path != IBP_PATH_STAGED) {
+    double kernel = ibp__gate_kernel_ns(p, &g);
+    if (kernel < best) {
+      best = kernel;
+      go = PATH_KERNEL;
+    }
+  }
+  /* the staged path's calls alone must leave room before it is planned
+   * (a walk over the copy's tensors) */
+  const double calls = 1e3 * (p->runtime_call_us + p->driver_copy_call_us +
+                              p->driver_launch_call_us);
+  if (ibp__cfg.path != IBP_PATH_ZEROCOPY && calls < best &&
+      ibp__staged_plan(s, ctx, dev, c, a, sp) == 0) {
+    double staged = ibp__gate_staged_ns(p, &sp->gate);
+    if (staged < best) {
+      best = staged;
+      go = PATH_STAGED;
+    }
+  }
+  if (go != PATH_DRIVER) {
+    *saved_ns = pass - best;
+    return go;
   }
   ibp__count(&s->counters, copies_gated, 1);
   ibp__count(&s->counters, bytes_gated, c->bytes);
-  return 0;
+  return PATH_DRIVER;
 }
 
 /* [dst, dst+bytes) lies inside one device allocation.  Otherwise -- NULL,
@@ -293,21 +319,29 @@ static int serve_region(ibp_region_rec *r, const ibp_copy *c) {
   }
   ibp_decompress_args a;
   ibp_kernel_plan plan;
+  ibp_staged_plan sp;
   double saved_ns = 0;
   atomic_fetch_add(&s->refresh.launching, 1); /* refresh.c waits for it */
   prepare(r, s, slot, c, &a, &plan);
-  int go = kernel_wins(s, dev, c, pcie, &plan, &saved_ns);
-  if (go)
+  path go = choose(s, dev, ctx, c, pcie, &a, &plan, &sp, &saved_ns);
+  CUresult e = CUDA_SUCCESS;
+  if (go != PATH_DRIVER) {
     ibp__nvtx_copy_begin(r->name, c->bytes); /* serve/nvtx.h: for nsys */
-  CUresult e = go ? launch(d, slot, &a, &plan, c->stream) : CUDA_SUCCESS;
-  if (go)
+    e = go == PATH_STAGED
+            ? ibp__staged_copy(s, ctx, c, slot->fn, slot->sms, &a, &plan, &sp)
+            : launch(d, slot, &a, &plan, c->stream);
     ibp__nvtx_copy_end();
+  }
   atomic_fetch_sub(&s->refresh.launching, 1);
-  if (!go)
+  if (go == PATH_DRIVER)
     return 1;
   if (e != CUDA_SUCCESS) {
-    failed(r, s, "kernel launch", e);
+    failed(r, s, go == PATH_STAGED ? "staged copy" : "kernel launch", e);
     return 1;
+  }
+  if (go == PATH_STAGED) {
+    ibp__count(&s->counters, copies_staged, 1);
+    pcie = sp.gate.ce_bytes + sp.gate.host_bytes;
   }
   if (c->sync && (e = d->cuStreamSynchronize(c->stream)) != CUDA_SUCCESS) {
     failed(r, s, "synchronizing the copy", e);

@@ -316,6 +316,16 @@ static void test_load_scalars(void) {
   CHECK(load(th, &c, &e) == 0 && c.threads == 2);
   const char *th64[] = {"IBP_THREADS", "64", NULL};
   CHECK(load(th64, &c, &e) == 0 && c.threads == 64);
+  CHECK(c.staging_bytes == IBP_STAGING_DEFAULT &&
+        c.max_sms == IBP_MAX_SMS_DEFAULT && c.path == IBP_PATH_AUTO);
+  const char *staged[] = {"IBP_STAGING", "4M",       "IBP_MAX_SMS", "4096",
+                          "IBP_PATH",    "zerocopy", NULL};
+  CHECK(load(staged, &c, &e) == 0 && c.staging_bytes == 4u << 20 &&
+        c.max_sms == 4096 && c.path == IBP_PATH_ZEROCOPY);
+  const char *nostage[] = {"IBP_STAGING", "0",      "IBP_MAX_SMS", "1",
+                           "IBP_PATH",    "staged", NULL};
+  CHECK(load(nostage, &c, &e) == 0 && c.staging_bytes == 0 && c.max_sms == 1 &&
+        c.path == IBP_PATH_STAGED);
   const char *trackers[] = {"auto", "userfaultfd", "mprotect"};
   for (int i = 0; i < 3; i++) {
     const char *t[] = {"IBP_TRACKER", trackers[i], NULL};
@@ -351,6 +361,17 @@ static void test_load_errors(void) {
     const char *th[] = {"IBP_THREADS", bad_threads[i], NULL};
     expect_load_error(th, "IBP_THREADS", bad_threads[i], "1 to 64");
   }
+  const char *bad_sms[] = {"0", "4097", "8x", "-1"};
+  for (int i = 0; i < 4; i++) {
+    const char *sm[] = {"IBP_MAX_SMS", bad_sms[i], NULL};
+    expect_load_error(sm, "IBP_MAX_SMS", bad_sms[i], "1 to 4096");
+  }
+  const char *st1[] = {"IBP_STAGING", "2G", NULL};
+  expect_load_error(st1, "IBP_STAGING", "2G", "at most 1G");
+  const char *st2[] = {"IBP_STAGING", "8Q", NULL};
+  expect_load_error(st2, "IBP_STAGING", "8Q", "suffix");
+  const char *p1[] = {"IBP_PATH", "dma", NULL};
+  expect_load_error(p1, "IBP_PATH", "dma", "auto, zerocopy or staged");
   const char *t1[] = {"IBP_TRACKER", "uffd", NULL};
   expect_load_error(t1, "IBP_TRACKER", "uffd", "auto, userfaultfd or mprotect");
   expect_too_long("IBP_PROFILE", 'n');

@@ -2,9 +2,10 @@
 # The gate's choices on the built-in profiles (docs/ARCHITECTURE.md, "The
 # gate"), from libibp's statistics; every run prints the same result line
 # as IBP_DISABLE=1:
-#   - bulk weight copies (bf16, ~23 % saved): served by the kernel under
-#     a100-pcie4 (SM reads at the copy engine's speed), left to the driver
-#     under h100-pcie5 (SM reads at 35 GB/s against 55 GB/s);
+#   - bulk weight copies (bf16, ~23 % saved): served under a100-pcie4; under
+#     h100-pcie5 (SM reads at 35 GB/s against the copy engine's 55 GB/s)
+#     served by the staged path, and left to the driver when IBP_PATH=zerocopy
+#     takes that path away;
 #   - 256-byte row copies of a region of 4 KiB tensors: the region is
 #     demoted with one warning that names a tensor size that fits (256).
 . "$(dirname "$0")/common.sh"
@@ -38,8 +39,12 @@ libibp_run a100-pcie4 min=1M "$ws" "$@"
 [ "$(figure copies_served)" -gt 0 ] && [ "$(figure copies_gated)" -eq 0 ] ||
   fail "a100-pcie4: weight copies not served: $(cat "$json")"
 libibp_run h100-pcie5 min=1M "$ws" "$@"
+[ "$(figure copies_served)" -gt 0 ] &&
+  [ "$(figure copies_staged)" -eq "$(figure copies_served)" ] ||
+  fail "h100-pcie5: weight copies not staged: $(cat "$json")"
+IBP_PATH=zerocopy libibp_run h100-pcie5 min=1M "$ws" "$@"
 [ "$(figure copies_served)" -eq 0 ] && [ "$(figure copies_gated)" -gt 0 ] ||
-  fail "h100-pcie5: weight copies not left to the driver: $(cat "$json")"
+  fail "h100-pcie5, IBP_PATH=zerocopy: weight copies not left to the driver: $(cat "$json")"
 
 set -- --rows 20000 --dim 64 --batches 2 --batch-rows 256
 IBP_DISABLE=1 LD_PRELOAD=$lib run "$emb" "$@"

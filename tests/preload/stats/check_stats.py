@@ -20,7 +20,7 @@ REGION_KEYS = {
     "write_faults": int, "dirty_tensors": int, "tensors_recompressed": int,
     "bytes_gated": int, "bytes_passthrough": int,
     "modelled_seconds_saved": (int, float), "copies_not_ready": int,
-    "copies_batched": int, "batch_launches": int,
+    "copies_batched": int, "batch_launches": int, "copies_staged": int,
     "prepare_peak_bytes": int, "first_chunk_seconds": (int, float),
     "ready_seconds": (int, float),
 }
@@ -33,7 +33,7 @@ TOTAL_KEYS = {
     "write_faults": int, "dirty_tensors": int, "tensors_recompressed": int,
     "bytes_gated": int, "bytes_passthrough": int,
     "modelled_seconds_saved": (int, float), "copies_not_ready": int,
-    "copies_batched": int, "batch_launches": int,
+    "copies_batched": int, "batch_launches": int, "copies_staged": int,
     "prepare_peak_bytes": int, "first_chunk_seconds": (int, float),
     "ready_seconds": (int, float),
 }

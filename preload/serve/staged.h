@@ -1,0 +1,56 @@
+/*
+ * The staged path (staged.c; docs/ARCHITECTURE.md "Staged copies"): the
+ * copy engine moves the packed streams a copy needs from the shadow into a
+ * per-context ring of device buffers (IBP_STAGING), on libibp's own
+ * stream, chunk by chunk; each chunk is decoded from device memory by the
+ * decompress kernel on the caller's stream, with at most IBP_MAX_SMS
+ * blocks.  Events join the two streams both ways: a chunk's decode waits
+ * for its copy, a buffer's next copy for the decode that read it.
+ */
+#ifndef IBP_PRELOAD_STAGED_H
+#define IBP_PRELOAD_STAGED_H
+
+#include <cuda.h>
+
+#include "ibp_kernels.h"
+#include "profile/profile.h"
+#include "serve/gate.h"
+#include "serve/region.h"
+#include "serve/substitute.h"
+
+/* A copy as the staged path would serve it: the gate's view and the
+ * buffer size its chunks were cut for. */
+typedef struct ibp_staged_plan {
+  ibp_gate_staged gate;
+  uint64_t buffer_bytes;
+} ibp_staged_plan;
+
+/* Plans copy c of region s on device dev in context ctx, whose launch
+ * arguments `a` and geometry `plan` are prepared (substitute.c, with
+ * `launching` held).  Returns 0 and fills *out when the path can serve it:
+ * staging enabled and allocated (allocated here on first use; a failure
+ * turns the path off in ctx, with one warning), no refresh running, every
+ * tensor of the copy placed. */
+int ibp__staged_plan(const ibp_served_region *s, CUcontext ctx, int dev,
+                     const ibp_copy *c, const ibp_decompress_args *a,
+                     ibp_staged_plan *out);
+
+/* Serves copy c as planned: for each chunk, its window copied into the
+ * ring's next buffer and the kernel (`fn`, arguments `a` with the chunk's
+ * range, geometry from `plan` with at most IBP_MAX_SMS blocks) launched on
+ * c->stream.  Returns CUDA_SUCCESS, or the first error: the chunks
+ * launched before it wrote correct bytes, and the caller's own copy, queued
+ * after them, rewrites them all. */
+CUresult ibp__staged_copy(const ibp_served_region *s, CUcontext ctx,
+                          const ibp_copy *c, CUfunction fn, unsigned sms,
+                          const ibp_decompress_args *a,
+                          const ibp_kernel_plan *plan,
+                          const ibp_staged_plan *sp);
+
+/* A context ends (NULL: the primary context of device dev): its ring goes
+ * with it (its memory, stream and events are the context's). */
+void ibp__staged_context_end(CUcontext ctx, int dev);
+
+void ibp__staged_after_fork_child(void);
+
+#endif /* IBP_PRELOAD_STAGED_H */
