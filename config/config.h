@@ -95,7 +95,7 @@ typedef enum ibp_path {
 } ibp_path;
 
 #define IBP_STAGING_DEFAULT (16ull << 20)
-#define IBP_MAX_SMS_DEFAULT 16u
+#define IBP_MAX_SMS_DEFAULT 32u
 
 typedef struct ibp_config {
   int disabled;            /* IBP_DISABLE=1, or forced to 1 by a load error */

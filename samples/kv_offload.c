@@ -8,7 +8,9 @@
  * A prefill offloads the prompt's blocks; then every decode step appends
  * one block and brings W earlier blocks back to the device, one
  * cudaMemcpyAsync per block into a device work buffer: the last W (a
- * sliding window) or W random ones still in the cache.  The host keeps its
+ * sliding window) or W random ones still in the cache -- or, as an engine
+ * restoring a prompt's cached KV does, the first --prefill slots in one
+ * cudaMemcpyAsync (--fetch prefix: a bulk copy).  The host keeps its
  * own copy of every block: each offloaded slot is compared with it, and
  * each step's work buffer is copied back and compared.
  *
@@ -38,7 +40,8 @@ static const char synopsis[] =
     "(the prompt), then one per decode step, for --steps steps, the cache\n"
     "used as a ring.  Each step then copies --window earlier blocks back to\n"
     "the device, one cudaMemcpyAsync per block, on the default stream:\n"
-    "the most recent ones (--fetch window) or random ones (--fetch random).\n"
+    "the most recent ones (--fetch window) or random ones (--fetch random),\n"
+    "or the prompt's --prefill slots in one copy (--fetch prefix).\n"
     "Every offloaded block and every block brought back is checked against\n"
     "the host's own copy.  Generated blocks: tokens of K and V for 8 heads\n"
     "of 128 values, normal with mean 0 and a standard deviation per head\n"
@@ -54,6 +57,7 @@ typedef struct run {
   args a;
   sample_dtype dtype;
   int random;     /* --fetch random */
+  int prefix;     /* --fetch prefix */
   size_t bb;      /* block bytes */
   size_t nblocks; /* slots of the cache */
   size_t kv_bytes;
@@ -89,8 +93,10 @@ static void parse(int argc, char **argv, args *a) {
        "decode steps, one new block each (default 256)", 0},
       {"window", SAMPLE_OPT_U64, &a->window, "N",
        "earlier blocks brought back per step (default 32)", 0},
-      {"fetch", SAMPLE_OPT_STR, &a->fetch, "window|random",
-       "the most recent blocks (default) or random ones", 0},
+      {"fetch", SAMPLE_OPT_STR, &a->fetch, "window|random|prefix",
+       "the most recent blocks (default), random ones, or the first "
+       "--prefill slots in one copy",
+       0},
       {"warmup", SAMPLE_OPT_U64, &a->warmup, "N",
        "the first N steps are not timed (default 0)", 0},
       {"dtype", SAMPLE_OPT_STR, &a->dtype, "bf16|f32",
@@ -113,9 +119,12 @@ static void parse(int argc, char **argv, args *a) {
     a->pin = "register";
 }
 
-/* Blocks a step brings back: `window`, fewer while the cache holds fewer
- * earlier blocks (the slot being refilled does not count). */
+/* Blocks a step brings back: the prompt's (--fetch prefix), or `window`, fewer
+ * while the cache holds fewer earlier blocks (the slot being refilled does not
+ * count). */
 static uint64_t fetch_blocks(const run *r, uint64_t made) {
+  if (r->prefix)
+    return r->a.prefill;
   uint64_t held = made - 1 < r->nblocks - 1 ? made - 1 : r->nblocks - 1;
   return held < r->a.window ? held : r->a.window;
 }
@@ -123,9 +132,14 @@ static uint64_t fetch_blocks(const run *r, uint64_t made) {
 static void check_args(run *r) {
   const args *a = &r->a;
   r->dtype = sample_dtype_parse(a->dtype);
-  if (strcmp(a->fetch, "window") != 0 && strcmp(a->fetch, "random") != 0)
-    sample_usage_error("--fetch must be window or random (got '%s')", a->fetch);
+  if (strcmp(a->fetch, "window") != 0 && strcmp(a->fetch, "random") != 0 &&
+      strcmp(a->fetch, "prefix") != 0)
+    sample_usage_error("--fetch must be window, random or prefix (got '%s')",
+                       a->fetch);
   r->random = a->fetch[0] == 'r';
+  r->prefix = a->fetch[0] == 'p';
+  if (r->prefix && a->prefill == 0)
+    sample_usage_error("--fetch prefix needs --prefill of at least 1");
   size_t row = HEAD_DIM * sample_dtype_size(r->dtype);
   if (a->block_bytes == 0 || a->block_bytes % row != 0 ||
       a->block_bytes > (1u << 30))
@@ -159,7 +173,8 @@ static void setup(run *r) {
   r->pin = sample_pin_parse(r->a.pin);
   r->kv = sample_pinned_alloc(r->kv_bytes, r->pin);
   r->mirror = sample_alloc(r->kv_bytes);
-  size_t w = (size_t)r->a.window;
+  size_t w = (size_t)fetch_blocks(r, r->nblocks + 1);
+  w = w > r->a.window ? w : (size_t)r->a.window;
   r->ids = sample_alloc(w * sizeof *r->ids);
   r->expected = sample_alloc(w * r->bb);
   sample_gather_init(&r->fetch, w);
@@ -213,6 +228,11 @@ static void plan_fetch(run *r, uint64_t *state) {
   uint64_t cur = r->appended - 1, n = fetch_blocks(r, r->appended);
   uint64_t held = cur < r->nblocks - 1 ? cur : r->nblocks - 1;
   sample_gather_reset(&r->fetch);
+  if (r->prefix) { /* slots [0, prefill) are contiguous: one copy */
+    r->ids[0] = 0;
+    sample_gather_add(&r->fetch, 0, (size_t)n * r->bb);
+    n = 0;
+  }
   for (uint64_t k = 0; k < n; k++) {
     uint64_t back = r->random ? 1 + sample_rand(state) % held : n - k;
     r->ids[k] = cur - back;

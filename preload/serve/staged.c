@@ -8,17 +8,16 @@
  * larger than a buffer is read over PCIe as the zero-copy kernel reads it.
  * Tensors read raw (stored raw, written, the region's tail) take no room.
  *
- * Per chunk, on one of libibp's own streams (non-blocking: the legacy
- * stream does not wait for them; two, taken in turn, so that one copy's
- * setup overlaps the previous one's transfer, as copies on two streams of
- * the application's do): wait for the buffer's last decode,
- * copy the window, record `ready`; on the caller's stream: wait for `ready`,
- * launch the decode reading the window, record `free`.  The copies need not
- * wait for the caller's stream -- the shadow does not change while copies are
- * in flight: a refresh first waits for every copy between its decision and its
- * launch (`launching`, held by the caller), then for the context's work, and no
- * copy is staged while one runs -- so chunk k+1's copy overlaps chunk k's
- * decode, and a copy's first chunk the decode of the copy before it.
+ * Per chunk, on libibp's own stream for the caller's stream (non-blocking:
+ * the legacy stream does not wait for it; copy_stream): wait for the buffer's
+ * last decode, copy the window, record `ready`; on the caller's stream: wait
+ * for `ready`, launch the decode reading the window, record `free`.  The copies
+ * need not wait for the caller's stream -- the shadow does not change while
+ * copies are in flight: a refresh first waits for every copy between its
+ * decision and its launch (`launching`, held by the caller), then for the
+ * context's work, and no copy is staged while one runs -- so chunk k+1's copy
+ * overlaps chunk k's decode, and a copy's first chunk the decode of the copy
+ * before it.
  *
  * One mutex guards the rings and every staged submission (a few driver
  * calls per chunk). */
@@ -33,27 +32,37 @@
 #include "base/driver.h"
 #include "base/log.h"
 
-#define BUFFER_MAX (2ull << 20) /* chunks of at most 2 MiB of streams */
+#define BUFFER_MAX (4ull << 20) /* chunks of at most 4 MiB of streams */
 #define BUFFER_MIN (64ull << 10)
 #define BUFFERS_MIN 2u
 #define BUFFERS_MAX 16u
 #define WINDOW_ALIGN 128u /* the kernel's reads are line-aligned */
-#define COPY_STREAMS 2u
+#define COPY_STREAMS 4u
+#define SEEN_MAX 64u            /* caller streams remembered per ring */
+#define LAST_CHUNK (512u << 10) /* the smallest chunk of a long copy's end */
 
 typedef struct buffer {
   CUdeviceptr dev; /* bytes + IBP_STAGED_PAD */
-  CUstream copy;   /* the ring's stream for this buffer's copies */
-  CUevent ready;   /* recorded after its copy, on the ring's stream */
+  CUevent ready;   /* recorded after its copy */
   CUevent free;    /* recorded after the decode that read it */
   int used;        /* `free` was recorded */
   int dead;        /* `free` could not be recorded: never reused */
 } buffer;
+
+/* Which of the ring's copy streams serves a caller's stream. */
+typedef struct seen_stream {
+  CUstream stream;
+  unsigned copy;
+  UT_hash_handle hh;
+} seen_stream;
 
 typedef struct ring {
   CUcontext ctx;
   int device;
   int failed; /* could not be set up: the path is off in ctx */
   CUstream copy[COPY_STREAMS];
+  seen_stream *seen;
+  unsigned nseen;
   CUdeviceptr mem;
   uint64_t bytes; /* per buffer, without the pad */
   unsigned n, next;
@@ -67,6 +76,37 @@ static int warned;
 
 /* ---- the rings ----------------------------------------------------------- */
 
+static void forget_streams(ring *g) {
+  seen_stream *e, *tmp;
+  HASH_ITER(hh, g->seen, e, tmp) {
+    HASH_DEL(g->seen, e);
+    free(e);
+  }
+  g->nseen = 0;
+}
+
+/* The copy stream for the caller's stream s: each caller stream its own
+ * while there are enough (copies for one stream stay in order, each at
+ * the link's full speed; copies for two streams overlap one's setup with
+ * the other's transfer, as the caller's own copies on them would), the
+ * same one for s always while s is remembered. */
+static CUstream copy_stream(ring *g, CUstream s) {
+  seen_stream *e = NULL;
+  HASH_FIND_PTR(g->seen, &s, e);
+  if (e)
+    return g->copy[e->copy];
+  if (g->nseen >= SEEN_MAX)
+    forget_streams(g); /* streams come and go: start over */
+  unsigned i = g->nseen % COPY_STREAMS;
+  if ((e = malloc(sizeof *e))) {
+    e->stream = s;
+    e->copy = i;
+    HASH_ADD_PTR(g->seen, stream, e);
+    g->nseen++;
+  }
+  return g->copy[i];
+}
+
 static void ring_release(const ibp_driver *d, ring *g) {
   for (unsigned i = 0; i < BUFFERS_MAX; i++) {
     if (g->buf[i].ready)
@@ -79,6 +119,7 @@ static void ring_release(const ibp_driver *d, ring *g) {
       d->cuStreamDestroy(g->copy[i]);
   if (g->mem)
     d->cuMemFree(g->mem);
+  forget_streams(g);
   *g = (ring){.ctx = g->ctx, .device = g->device, .failed = 1};
 }
 
@@ -104,7 +145,6 @@ static int ring_setup(const ibp_driver *d, ring *g) {
   for (unsigned i = 0; i < g->n; i++) {
     buffer *b = &g->buf[i];
     b->dev = g->mem + i * stride;
-    b->copy = g->copy[i % COPY_STREAMS];
     if (d->cuEventCreate(&b->ready, CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS ||
         d->cuEventCreate(&b->free, CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS)
       return -1;
@@ -158,10 +198,27 @@ static int stream_of(const ibp_served_region *s, uint64_t t, int dirty_seen,
   return 1;
 }
 
-/* The chunk of tensors from t (before end) whose window fits `cap`. */
+/* The budget of the chunk from t of a copy ending before tensor end: a
+ * buffer, or less towards the copy's end -- `share` of what is left (down
+ * to LAST_CHUNK), so that each decode ends before the next chunk's copy
+ * does and the last decode, which nothing overlaps, is short.  What is
+ * left is taken whole once it fits 2 x LAST_CHUNK. */
+static uint64_t chunk_budget(const ibp_served_region *s, uint64_t t,
+                             uint64_t end, uint64_t cap, double share) {
+  const uint64_t left = s->layout.prefix[end] - s->layout.prefix[t];
+  if (left <= 2 * LAST_CHUNK)
+    return cap;
+  uint64_t b = (uint64_t)((double)left * share);
+  b = b < LAST_CHUNK ? LAST_CHUNK : b;
+  return b < cap ? b : cap;
+}
+
+/* The chunk of tensors from t (before end) whose window fits the budget
+ * (chunk_budget, of buffers of `cap` bytes). */
 static void next_chunk(const ibp_served_region *s, uint64_t t, uint64_t end,
-                       uint64_t cap, int dirty_seen, chunk *k) {
+                       uint64_t cap, double share, int dirty_seen, chunk *k) {
   const uint64_t R = s->geometry.tensor_bytes;
+  cap = chunk_budget(s, t, end, cap, share);
   *k = (chunk){t, t, 0, 0, 0};
   for (; t < end; t++) {
     uint64_t off = 0, len = 0;
@@ -206,6 +263,23 @@ static void copy_tensors(const ibp_served_region *s, uint64_t off, uint64_t len,
   *tail = end > body ? end - (off > body ? off : body) : 0;
 }
 
+/* The share of what is left that a chunk near a copy's end takes: the
+ * next chunk's copy must outlast this one's decode, so chunks may shrink
+ * by the ratio of the copy engine's rate to the decode's (in stream bytes,
+ * on the device's profile): 1 - C / D, within [0.4, 0.75]. */
+static double chunk_share(const ibp_served_region *s, int dev, uint64_t t0,
+                          uint64_t t1) {
+  const ibp_profile *p = ibp__gate_profile(dev);
+  const double out = (double)(t1 - t0) * s->geometry.tensor_bytes;
+  const double stored = (double)(s->layout.prefix[t1] - s->layout.prefix[t0]);
+  if (!p || out <= 0 || stored <= 0)
+    return 0.5;
+  double sms = ibp__cfg.max_sms < p->sms ? ibp__cfg.max_sms : p->sms;
+  double decode = p->decode_gbps_per_sm * sms * stored / out;
+  double share = 1.0 - p->ce_h2d_gbps / decode;
+  return share < 0.4 ? 0.4 : share > 0.75 ? 0.75 : share;
+}
+
 int ibp__staged_plan(const ibp_served_region *s, CUcontext ctx, int dev,
                      const ibp_copy *c, const ibp_decompress_args *a,
                      ibp_staged_plan *out) {
@@ -229,14 +303,15 @@ int ibp__staged_plan(const ibp_served_region *s, CUcontext ctx, int dev,
       s->track.dirty &&
       atomic_load_explicit(&s->track.dirty_tensors, memory_order_relaxed);
   ibp_gate_staged gs = {c->bytes, 0, tail, 0, ibp__cfg.max_sms, c->sync};
+  const double share = chunk_share(s, dev, t0, t1);
   for (uint64_t t = t0; t < t1; gs.chunks++) {
     chunk k;
-    next_chunk(s, t, t1, cap, dirty_seen, &k);
+    next_chunk(s, t, t1, cap, share, dirty_seen, &k);
     gs.ce_bytes += window_bytes(s, &k);
     gs.host_bytes += k.raw;
     t = k.t1;
   }
-  *out = (ibp_staged_plan){gs, cap};
+  *out = (ibp_staged_plan){gs, cap, share};
   return 0;
 }
 
@@ -257,13 +332,15 @@ static buffer *take_buffer(ring *g) {
 /* Queues chunk k's window copy into b, and the caller's stream's wait for
  * it. */
 static CUresult copy_window(const ibp_driver *d, const ibp_served_region *s,
-                            buffer *b, const chunk *k, CUstream stream) {
+                            ring *g, buffer *b, const chunk *k,
+                            CUstream stream) {
   CUresult e = CUDA_SUCCESS;
-  if (b->used && (e = d->cuStreamWaitEvent(b->copy, b->free, 0)))
+  CUstream copy = copy_stream(g, stream);
+  if (b->used && (e = d->cuStreamWaitEvent(copy, b->free, 0)))
     return e;
   const uint8_t *src = (const uint8_t *)s->layout.shadow + k->lo;
-  if ((e = d->cuMemcpyHtoDAsync(b->dev, src, window_bytes(s, k), b->copy)) ||
-      (e = d->cuEventRecord(b->ready, b->copy)))
+  if ((e = d->cuMemcpyHtoDAsync(b->dev, src, window_bytes(s, k), copy)) ||
+      (e = d->cuEventRecord(b->ready, copy)))
     return e;
   return d->cuStreamWaitEvent(stream, b->ready, 0);
 }
@@ -289,7 +366,7 @@ static CUresult stage_chunk(const ibp_driver *d, const ibp_served_region *s,
   if (k->hi > k->lo) {
     if (!(b = take_buffer(g)))
       return CUDA_ERROR_NOT_READY;
-    if ((e = copy_window(d, s, b, k, c->stream)))
+    if ((e = copy_window(d, s, g, b, k, c->stream)))
       return e;
     ca.staged = (const uint8_t *)(uintptr_t)b->dev;
     ca.staged_lo = k->lo;
@@ -329,7 +406,7 @@ CUresult ibp__staged_copy(const ibp_served_region *s, CUcontext ctx,
   if (g && !g->failed && g->bytes == sp->buffer_bytes) {
     for (uint64_t t = t0; t < t1;) {
       chunk k;
-      next_chunk(s, t, t1, g->bytes, dirty_seen, &k);
+      next_chunk(s, t, t1, g->bytes, sp->share, dirty_seen, &k);
       t = k.t1;
       if ((e = stage_chunk(d, s, g, c, fn, sms, a, plan, &k, t == t1)))
         break;

@@ -19,10 +19,11 @@
 #include "serve/substitute.h"
 
 /* A copy as the staged path would serve it: the gate's view and the
- * buffer size its chunks were cut for. */
+ * buffer size and tail share its chunks were cut for. */
 typedef struct ibp_staged_plan {
   ibp_gate_staged gate;
   uint64_t buffer_bytes;
+  double share; /* of what is left, a chunk near the copy's end */
 } ibp_staged_plan;
 
 /* Plans copy c of region s on device dev in context ctx, whose launch
