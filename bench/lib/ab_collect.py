@@ -37,7 +37,7 @@ STAT_KEYS = ["copies_served", "copies_batched", "copies_passthrough",
              "copies_fallback",
              "copies_gated", "bytes_gated", "bytes_requested",
              "bytes_read_pcie", "metadata_bytes", "bytes",
-             "compressed_bytes", "tensors_recompressed"]
+             "compressed_bytes", "tensors_recompressed", "copies_staged"]
 
 RUN_FIELDS = [
     "backend", "line", "sample", "data", "profile", "data_bytes",
@@ -46,7 +46,7 @@ RUN_FIELDS = [
     "copies_batched", "copies_gated", "copies_passthrough", "copies_fallback", "bytes_gated",
     "state", "tensors_recompressed", "region_bytes", "region_saved_fraction",
     "metadata_bytes", "modelled_seconds_saved", "compress_seconds",
-    "process_wall_s"]
+    "process_wall_s", "copies_staged"]
 
 AB_FIELDS = [
     "backend", "timing", "line", "sample", "data", "profile", "tensor_bytes",
@@ -57,7 +57,7 @@ AB_FIELDS = [
     "copies_passthrough", "copies_fallback", "degraded", "state",
     "gate_modelled_ms_saved", "metadata_bytes", "tensors_recompressed",
     "compress_seconds", "process_wall_a_s", "process_wall_b_s", "data_bytes",
-    "regions", "args", "env", "copies_batched"]
+    "regions", "args", "env", "copies_batched", "copies_staged"]
 
 DATASET_FIELDS = [
     "name", "dtype", "tensor_bytes", "rows", "bytes", "package",
@@ -130,8 +130,8 @@ def run_rows(env, meta_path, profile):
                     "region_bytes": t["bytes"],
                     "region_saved_fraction": t["saved_fraction"],
                     "state": t["state"]})
-                for k2 in ("copies_served", "copies_batched", "copies_gated",
-                           "copies_passthrough",
+                for k2 in ("copies_served", "copies_batched", "copies_staged",
+                           "copies_gated", "copies_passthrough",
                            "copies_fallback", "bytes_gated", "tensors_recompressed",
                            "metadata_bytes", "modelled_seconds_saved",
                            "compress_seconds"):
@@ -179,7 +179,7 @@ def summarize(rows, meta, env):
         "process_wall_b_s": med(b, "process_wall_s"),
         "regions": meta["regions"], "args": meta["args"],
         "env": meta.get("env", "")})
-    for k in ("copies_served", "copies_batched", "copies_gated",
+    for k in ("copies_served", "copies_batched", "copies_staged", "copies_gated",
               "copies_passthrough", "copies_fallback", "metadata_bytes",
               "tensors_recompressed", "compress_seconds"):
         s[k] = med(b, k)

@@ -2,14 +2,17 @@
 # Runs one end-to-end program (tests/preload/e2e/README.md) and checks what
 # libibp reported about it.
 #
-#   e2e_run.sh [--preload LIB] [--stats CMAKE CHECK_SCRIPT REGIONS] -- PROGRAM [ARGS...]
+#   e2e_run.sh [--preload LIB] [--stats CMAKE CHECK_SCRIPT REGIONS]
+#              [--also CHECK_SCRIPT ARG]... -- PROGRAM [ARGS...]
 #
 # LIB is put in LD_PRELOAD of PROGRAM only (never of this shell or of cmake:
 # a process that loads libibp writes IBP_STATS when it exits, which would
 # overwrite the program's report).  The IBP_* and SIMCUDA_* variables come
 # from the environment (CTest sets them).  IBP_STATS is removed before the
 # run; with --stats, CHECK_SCRIPT (check_stats.cmake) then checks that every
-# region named in REGIONS (comma-separated) was served and saved space.
+# region named in REGIONS (comma-separated) was served and saved space;
+# each --also CHECK_SCRIPT then checks the report too, given -DREGIONS=ARG
+# (check_staged.cmake: copies were staged).
 # The exit status is the program's (77 = skip), or 1 when the stats check
 # fails.
 set -u
@@ -17,10 +20,12 @@ preload=
 cmake=
 check=
 regions=
+also=
 while [ $# -gt 0 ]; do
   case $1 in
     --preload) preload=$2; shift 2 ;;
     --stats) cmake=$2; check=$3; regions=$4; shift 4 ;;
+    --also) also="$also $2=$3"; shift 3 ;;
     --) shift; break ;;
     *) echo "e2e_run.sh: unknown argument '$1'" >&2; exit 2 ;;
   esac
@@ -46,5 +51,9 @@ if [ $rc -ne 0 ]; then
 fi
 if [ -n "$check" ]; then
   "$cmake" -DSTATS="${IBP_STATS:-}" -DREGIONS="$regions" -P "$check" || exit 1
+  for item in $also; do
+    "$cmake" -DSTATS="${IBP_STATS:-}" -DREGIONS="${item#*=}" -P "${item%%=*}" ||
+      exit 1
+  done
 fi
 exit 0

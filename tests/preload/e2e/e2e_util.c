@@ -478,12 +478,13 @@ int e2e_batch_verify(e2e_batch *b, const cudaStream_t *streams, int nstreams) {
 typedef struct pick {
   const e2e_region *src; /* NULL: the pageable buffer */
   size_t size, tensor, off, len;
+  size_t max; /* longest copy */
 } pick;
 
 /* A range of src: whole tensors (may include the tail), one ending at the
  * end, or anything. */
 static void pick_range(e2e_rng *r, pick *p) {
-  size_t max = p->size < E2E_MAX_COPY ? p->size : E2E_MAX_COPY;
+  size_t max = p->size < p->max ? p->size : p->max;
   uint64_t shape = e2e_rng_below(r, 100);
   size_t full = p->size / p->tensor;
   if (shape < 35 && full > 0) {
@@ -510,7 +511,7 @@ static void pick_range(e2e_rng *r, pick *p) {
  * registered and there is slack on that side); 0 when there is none. */
 static int pick_straddle(e2e_rng *rng, const e2e_region *r, pick *p) {
   size_t after = r->map_len - r->misalign - r->size;
-  size_t max = E2E_MAX_COPY / 2 < r->size ? E2E_MAX_COPY / 2 : r->size;
+  size_t max = p->max / 2 < r->size ? p->max / 2 : r->size;
   if (r->alloc != E2E_REGISTER || (r->misalign == 0 && after == 0))
     return 0;
   if (r->misalign && (after == 0 || e2e_rng_pct(rng, 50))) {
@@ -545,7 +546,7 @@ static void random_write(const e2e_random_plan *plan, e2e_rng *rng) {
 
 int e2e_random_copies(e2e_batch *b, const e2e_random_plan *plan, e2e_rng *rng) {
   for (unsigned long done = 0; done < plan->copies; done++) {
-    pick p = {0};
+    pick p = {.max = plan->max_copy ? plan->max_copy : E2E_MAX_COPY};
     if (plan->pageable && e2e_rng_pct(rng, 5)) {
       p.size = plan->pageable_len;
       p.tensor = 4096;

@@ -225,14 +225,15 @@ typedef struct e2e_random_plan {
                             a random region (tensors that libibp must serve
                             raw, then recompress) */
   unsigned long copies;  /* how many */
+  size_t max_copy;       /* longest copy; 0: E2E_MAX_COPY */
 } e2e_random_plan;
 
 /* Makes plan->copies random copies into b, each from a random source at a
  * random offset (tensor-aligned, ending at the region's end, or anywhere;
  * for registered regions also 3% straddling the region's start or end into
- * the rest of its mapping) of 1 B .. 256 KiB, with a random API and stream,
- * verifying whenever b is full and at the end.  Returns the number of failed
- * verifications (the caller may stop at the first). */
+ * the rest of its mapping) of 1 B .. plan->max_copy (256 KiB), with a random
+ * API and stream, verifying whenever b is full and at the end.  Returns the
+ * number of failed verifications (the caller may stop at the first). */
 int e2e_random_copies(e2e_batch *b, const e2e_random_plan *plan, e2e_rng *rng);
 
 /* ---- files --------------------------------------------------------------- */

@@ -1,6 +1,6 @@
 #!/bin/sh
-# Fail-open of libibp's batched launch under driver fault injection
-# (README.md, "e2e_batch"):
+# Fail-open of libibp's batched launch (README.md, "e2e_batch") and staged
+# copies ("e2e_staged") under driver fault injection:
 #
 #   run_batch_faults.sh WORKDIR PRELOAD ENTRY -- PROGRAM [ARGS...]
 #
@@ -57,8 +57,9 @@ for nth in $(echo $nths | tr ' ' '\n' | awk '!seen[$0]++'); do
     "$work/$tag.err" && own=1
   if { [ $rc -ne 0 ] && [ $own -eq 0 ]; } || [ "$warnings" -gt 1 ]; then
     echo "FAIL: SIMCUDA_FAIL=$entry:$nth; reproduce: env" \
-      "LD_LIBRARY_PATH='${LD_LIBRARY_PATH:-}' IBP_PROFILE='${IBP_PROFILE:-}'" \
-      "IBP_WAIT_READY=1 SIMCUDA_FAIL='$entry:$nth' LD_PRELOAD=$preload $*"
+      "LD_LIBRARY_PATH='${LD_LIBRARY_PATH:-}'" \
+      "$(env | grep -E '^IBP_[A-Z_]*=' | sed "s/=\(.*\)/='\1'/" | tr '\n' ' ')" \
+      "SIMCUDA_FAIL='$entry:$nth' LD_PRELOAD=$preload $*"
     grep -v '^\[simcuda\] cu' "$work/$tag.err" | tail -n 8 | sed 's/^/  | /'
     failed=1
   fi
