@@ -26,6 +26,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <string.h>
 #include <uthash.h>
 
 #include "base/base.h"
@@ -120,7 +121,13 @@ static void ring_release(const ibp_driver *d, ring *g) {
   if (g->mem)
     d->cuMemFree(g->mem);
   forget_streams(g);
-  *g = (ring){.ctx = g->ctx, .device = g->device, .failed = 1};
+  /* only what was set up: the ring stays in `rings` (its hash handle) */
+  memset(g->buf, 0, sizeof g->buf);
+  memset(g->copy, 0, sizeof g->copy);
+  g->mem = 0;
+  g->n = g->next = 0;
+  g->bytes = 0;
+  g->failed = 1;
 }
 
 /* Buffers for IBP_STAGING bytes: as many chunks of at most BUFFER_MAX as

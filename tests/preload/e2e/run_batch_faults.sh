@@ -6,9 +6,9 @@
 #
 # Counts the application's calls of ENTRY (C, a SIMCUDA_LOG trace with
 # IBP_DISABLE=1) and all calls with libibp (T), then fails the nth call
-# (SIMCUDA_FAIL=ENTRY:nth) for nth in C+1, C+2, T-1, T (the last calls:
-# the staging allocated at the first flush, the last batch) and "*" when
-# C = 0.  Every run must exit 0 (correct bytes) with at most one "[ibp]"
+# (SIMCUDA_FAIL=ENTRY:nth) for nth in C+1, C+2, T-1, T (the last
+# calls: the staging allocated at the first flush, the last batch), those
+# IBP_E2E_FAULT_BEFORE marks (below) and "*" when C = 0.  Every run must exit 0 (correct bytes) with at most one "[ibp]"
 # line -- or, since the program's calls and libibp's interleave (the nth
 # may be the program's own), exit 3 with the program's CUDA call of the
 # same kind failing, as it would without libibp.  Wrong bytes (exit 1), a
@@ -38,8 +38,20 @@ run trace 0 "" 1 "$@"
 [ $? -eq 0 ] || { echo "FAIL: the run without injection fails"; exit 1; }
 total=$(calls "$work/trace.err")
 echo "$entry: the application calls it $app times, $total with libibp"
+# IBP_E2E_FAULT_BEFORE=E: also each call of ENTRY that the trace shows
+# right before a call of E (other entries but cuCtxGet* between them end
+# the match), e.g. the staging ring's cuMemAlloc before its cuStreamCreate.
+marked=
+if [ -n "${IBP_E2E_FAULT_BEFORE:-}" ]; then
+  marked=$(awk -v e="$entry" -v b="$IBP_E2E_FAULT_BEFORE" '
+    !/^\[simcuda\] cu[A-Za-z_0-9]* -> / { next }
+    { sym = $2; sub(/(_v[0-9]+)?(_ptds|_ptsz)?$/, "", sym) }
+    sym == e { n++; last = n; next }
+    sym == b { if (last) print last; last = 0; next }
+    sym !~ /^cuCtxGet/ { last = 0 }' "$work/trace.err")
+fi
 nths=
-for n in $((app + 1)) $((app + 2)) $((total - 1)) $total; do
+for n in $((app + 1)) $((app + 2)) $((total - 1)) $total $marked; do
   [ "$n" -gt "$app" ] && [ "$n" -le "$total" ] && nths="$nths $n"
 done
 [ "$app" -eq 0 ] && nths="$nths *"

@@ -1,0 +1,25 @@
+# The staged-path test profile (CMakeLists.txt, e2e_*_staged_small): the
+# h100-pcie5 built-in (profile/builtin.c) with driver calls, copy-engine
+# setup and launch latency an order of magnitude cheaper, so that the gate
+# stages copies of a few tens of KiB even through small staging buffers
+# (IBP_STAGING=256K: 128 KiB each).  Under h100-pcie5 itself a chunk's
+# calls (~7 us) cost more than the driver's copy of a 128 KiB buffer's
+# worth of tensors (~3 us), and no copy would be staged.
+name = staged-test
+ce_h2d_gbps = 55
+ce_d2h_gbps = 55
+ce_setup_us = 0.1
+runtime_call_us = 0.3
+driver_copy_call_us = 0.2
+driver_launch_call_us = 0.2
+driver_call_us = 0.01
+ibp_hold_us = 0.17
+batch_deadline_us = 100
+launch_latency_us = 0.1
+sm_h2d_gbps = 35
+sm_read_rtt_us = 1.2
+sm_inflight_bytes = 32768
+sector_bytes = 32
+dram_gbps = 2000
+decode_gbps_per_sm = 8
+sms = 114
