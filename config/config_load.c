@@ -228,15 +228,16 @@ static int load_path(ibp__span v, ibp__where *w, ibp_path *out) {
   return ibp__fail(w, v, "must be auto, zerocopy or staged");
 }
 
-/* IBP_STAGING: a size (0: none); at most 1 GiB of device memory. */
+/* IBP_STAGING: 0 (none), or a size from 128K (two buffers of 64 KiB) to
+ * 64M (sixteen of 4 MiB: serve/staged.c). */
 static int load_staging(ibp__span v, ibp__where *w, uint64_t *bytes) {
   if (v.n == 0)
     return 0;
   uint64_t b = 0;
   if (ibp__parse_size(v, v, w, &b) != 0)
     return -1;
-  if (b > (1ull << 30))
-    return ibp__fail(w, v, "must be at most 1G");
+  if (b != 0 && (b < (128u << 10) || b > (64u << 20)))
+    return ibp__fail(w, v, "must be 0 or from 128K to 64M");
   *bytes = b;
   return 0;
 }

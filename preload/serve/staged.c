@@ -38,32 +38,41 @@
 #define BUFFERS_MIN 2u
 #define BUFFERS_MAX 16u
 #define WINDOW_ALIGN 128u /* the kernel's reads are line-aligned */
-#define COPY_STREAMS 4u
-#define SEEN_MAX 64u            /* caller streams remembered per ring */
+#define CALLERS_MAX 64u   /* caller streams with a copy stream, per ring */
 #define LAST_CHUNK (512u << 10) /* the smallest chunk of a long copy's end */
 
-typedef struct buffer {
-  CUdeviceptr dev; /* bytes + IBP_STAGED_PAD */
-  CUevent ready;   /* recorded after its copy */
-  CUevent free;    /* recorded after the decode that read it */
-  int used;        /* `free` was recorded */
-  int dead;        /* `free` could not be recorded: never reused */
-} buffer;
-
-/* Which of the ring's copy streams serves a caller's stream. */
-typedef struct seen_stream {
+/* A caller's stream as the ring tells them apart: the per-thread default
+ * stream is another stream in every thread.  Hashed as bytes. */
+typedef struct caller_key {
   CUstream stream;
-  unsigned copy;
+  pthread_t thread; /* for CU_STREAM_PER_THREAD; else zero */
+} caller_key;
+
+/* libibp's copy stream for one caller stream: a copy stream never waits
+ * for another caller stream's work. */
+typedef struct caller {
+  caller_key key;
+  CUstream copy;
   UT_hash_handle hh;
-} seen_stream;
+} caller;
+
+typedef struct buffer {
+  CUdeviceptr dev;  /* bytes + IBP_STAGED_PAD */
+  CUevent ready;    /* recorded after its copy, on a copy stream */
+  CUevent free;     /* recorded after the decode that read it */
+  caller_key owner; /* the caller stream of that decode */
+  int used;         /* `free` was recorded */
+  int dead;         /* a copy into it may still be queued, or `free` could
+                       not be recorded: never reused */
+} buffer;
 
 typedef struct ring {
   CUcontext ctx;
   int device;
-  int failed; /* could not be set up: the path is off in ctx */
-  CUstream copy[COPY_STREAMS];
-  seen_stream *seen;
-  unsigned nseen;
+  int failed; /* could not be set up, or every buffer dead: the path is
+                 off in ctx */
+  caller *callers;
+  unsigned ncallers;
   CUdeviceptr mem;
   uint64_t bytes; /* per buffer, without the pad */
   unsigned n, next;
@@ -77,37 +86,40 @@ static int warned;
 
 /* ---- the rings ----------------------------------------------------------- */
 
-static void forget_streams(ring *g) {
-  seen_stream *e, *tmp;
-  HASH_ITER(hh, g->seen, e, tmp) {
-    HASH_DEL(g->seen, e);
-    free(e);
-  }
-  g->nseen = 0;
+static caller_key key_of(CUstream s) {
+  caller_key k;
+  memset(&k, 0, sizeof k); /* hashed as bytes */
+  k.stream = s;
+  if (s == CU_STREAM_PER_THREAD)
+    k.thread = pthread_self();
+  return k;
 }
 
-/* The copy stream for the caller's stream s: each caller stream its own
- * while there are enough (copies for one stream stay in order, each at
- * the link's full speed; copies for two streams overlap one's setup with
- * the other's transfer, as the caller's own copies on them would), the
- * same one for s always while s is remembered. */
-static CUstream copy_stream(ring *g, CUstream s) {
-  seen_stream *e = NULL;
-  HASH_FIND_PTR(g->seen, &s, e);
+static int same_caller(const caller_key *a, const caller_key *b) {
+  return memcmp(a, b, sizeof *a) == 0;
+}
+
+/* The copy stream for caller stream k (created on first use); NULL when
+ * CALLERS_MAX are known or it cannot be created. */
+static CUstream copy_stream(const ibp_driver *d, ring *g, const caller_key *k) {
+  caller *e = NULL;
+  HASH_FIND(hh, g->callers, k, sizeof *k, e);
   if (e)
-    return g->copy[e->copy];
-  if (g->nseen >= SEEN_MAX)
-    forget_streams(g); /* streams come and go: start over */
-  unsigned i = g->nseen % COPY_STREAMS;
-  if ((e = malloc(sizeof *e))) {
-    e->stream = s;
-    e->copy = i;
-    HASH_ADD_PTR(g->seen, stream, e);
-    g->nseen++;
+    return e->copy;
+  if (g->ncallers >= CALLERS_MAX || !(e = calloc(1, sizeof *e)))
+    return NULL;
+  if (d->cuStreamCreate(&e->copy, CU_STREAM_NON_BLOCKING) != CUDA_SUCCESS) {
+    free(e);
+    return NULL;
   }
-  return g->copy[i];
+  e->key = *k;
+  HASH_ADD(hh, g->callers, key, sizeof e->key, e);
+  g->ncallers++;
+  return e->copy;
 }
 
+/* Releases what was set up; the ring stays in `rings` (its hash handle),
+ * failed. */
 static void ring_release(const ibp_driver *d, ring *g) {
   for (unsigned i = 0; i < BUFFERS_MAX; i++) {
     if (g->buf[i].ready)
@@ -115,27 +127,31 @@ static void ring_release(const ibp_driver *d, ring *g) {
     if (g->buf[i].free)
       d->cuEventDestroy(g->buf[i].free);
   }
-  for (unsigned i = 0; i < COPY_STREAMS; i++)
-    if (g->copy[i])
-      d->cuStreamDestroy(g->copy[i]);
+  caller *e, *tmp;
+  HASH_ITER(hh, g->callers, e, tmp) {
+    HASH_DEL(g->callers, e);
+    d->cuStreamDestroy(e->copy);
+    free(e);
+  }
   if (g->mem)
     d->cuMemFree(g->mem);
-  forget_streams(g);
-  /* only what was set up: the ring stays in `rings` (its hash handle) */
   memset(g->buf, 0, sizeof g->buf);
-  memset(g->copy, 0, sizeof g->copy);
+  g->ncallers = 0;
   g->mem = 0;
   g->n = g->next = 0;
   g->bytes = 0;
   g->failed = 1;
 }
 
-/* Buffers for IBP_STAGING bytes: as many chunks of at most BUFFER_MAX as
- * fit, 2 to 16; 0 when they would be smaller than BUFFER_MIN. */
+/* Buffers for IBP_STAGING bytes: as many of at most BUFFER_MAX as fit, 2
+ * to 16; 0 when they would be smaller than BUFFER_MIN (config/ refuses
+ * such a size). */
 static unsigned buffers_for(uint64_t staging, uint64_t *bytes) {
   uint64_t n = staging / BUFFER_MAX;
   n = n < BUFFERS_MIN ? BUFFERS_MIN : n > BUFFERS_MAX ? BUFFERS_MAX : n;
   *bytes = (staging / n) & ~(uint64_t)(WINDOW_ALIGN - 1);
+  if (*bytes > BUFFER_MAX)
+    *bytes = BUFFER_MAX;
   return *bytes >= BUFFER_MIN ? (unsigned)n : 0;
 }
 
@@ -146,9 +162,6 @@ static int ring_setup(const ibp_driver *d, ring *g) {
   const uint64_t stride = g->bytes + IBP_STAGED_PAD;
   if (d->cuMemAlloc(&g->mem, g->n * stride) != CUDA_SUCCESS)
     return -1;
-  for (unsigned i = 0; i < COPY_STREAMS; i++)
-    if (d->cuStreamCreate(&g->copy[i], CU_STREAM_NON_BLOCKING) != CUDA_SUCCESS)
-      return -1;
   for (unsigned i = 0; i < g->n; i++) {
     buffer *b = &g->buf[i];
     b->dev = g->mem + i * stride;
@@ -160,7 +173,7 @@ static int ring_setup(const ibp_driver *d, ring *g) {
 }
 
 /* ctx's ring, set up on first use; NULL when the path is off there.  The
- * lock is held. */
+ * lock is held, the thread in relaxed capture mode. */
 static ring *ring_for(const ibp_driver *d, CUcontext ctx, int dev) {
   ring *g = NULL;
   HASH_FIND_PTR(rings, &ctx, g);
@@ -180,6 +193,22 @@ static ring *ring_for(const ibp_driver *d, CUcontext ctx, int dev) {
                   "(IBP_STAGING=%llu bytes); its copies take the other paths",
                   dev, (unsigned long long)ibp__cfg.staging_bytes);
   return NULL;
+}
+
+/* Runs under the lock in relaxed capture mode: the ring's allocation and
+ * its streams must not invalidate another thread's capture
+ * (docs/ARCHITECTURE.md "Nothing under capture"). */
+static void enter(const ibp_driver *d, CUstreamCaptureMode *mode) {
+  pthread_mutex_lock(&lock);
+  *mode = CU_STREAM_CAPTURE_MODE_RELAXED;
+  if (d->cuThreadExchangeStreamCaptureMode)
+    d->cuThreadExchangeStreamCaptureMode(mode);
+}
+
+static void leave(const ibp_driver *d, CUstreamCaptureMode *mode) {
+  if (d->cuThreadExchangeStreamCaptureMode)
+    d->cuThreadExchangeStreamCaptureMode(mode);
+  pthread_mutex_unlock(&lock);
 }
 
 /* ---- chunks -------------------------------------------------------------- */
@@ -291,8 +320,10 @@ int ibp__staged_plan(const ibp_served_region *s, CUcontext ctx, int dev,
                      const ibp_copy *c, const ibp_decompress_args *a,
                      ibp_staged_plan *out) {
   const ibp_driver *d = ibp__driver();
-  if (!d || !ibp__cfg.staging_bytes || !s->layout.shadow ||
-      atomic_load(&s->refresh.refreshing))
+  /* read once: the shadow's context may end meanwhile (serve/context.c) */
+  const uint8_t *shadow = s->layout.shadow;
+  if (!d || !ibp__cfg.staging_bytes || !shadow ||
+      atomic_load_explicit(&s->refresh.refreshing, memory_order_seq_cst))
     return -1;
   uint64_t t0, t1, tail;
   copy_tensors(s, a->first_tensor * a->tensor_bytes + a->first_offset,
@@ -300,10 +331,11 @@ int ibp__staged_plan(const ibp_served_region *s, CUcontext ctx, int dev,
   if (t0 == t1 ||
       t1 > atomic_load_explicit(&s->layout.filled, memory_order_acquire))
     return -1;
-  pthread_mutex_lock(&lock);
+  CUstreamCaptureMode mode;
+  enter(d, &mode);
   ring *g = ring_for(d, ctx, dev);
   uint64_t cap = g ? g->bytes : 0;
-  pthread_mutex_unlock(&lock);
+  leave(d, &mode);
   if (!g)
     return -1;
   const int dirty_seen =
@@ -318,46 +350,55 @@ int ibp__staged_plan(const ibp_served_region *s, CUcontext ctx, int dev,
     gs.host_bytes += k.raw;
     t = k.t1;
   }
-  *out = (ibp_staged_plan){gs, cap, share};
+  *out = (ibp_staged_plan){gs, cap, share, shadow};
   return 0;
 }
 
 /* ---- serving ------------------------------------------------------------- */
 
-/* The ring's next buffer still in use, or NULL when every one is dead. */
-static buffer *take_buffer(ring *g) {
+/* The ring's next buffer the caller stream k may fill now: one whose last
+ * decode ran on k (its copy then waits for that decode in k's order), or
+ * whose last decode has run -- never one another stream's pending work
+ * holds, which would tie k to that stream.  NULL when there is none. */
+static buffer *take_buffer(const ibp_driver *d, ring *g, const caller_key *k) {
   for (unsigned i = 0; i < g->n; i++) {
     buffer *b = &g->buf[(g->next + i) % g->n];
-    if (!b->dead) {
-      g->next = (g->next + i + 1) % g->n;
-      return b;
-    }
+    if (b->dead || (b->used && !same_caller(&b->owner, k) &&
+                    d->cuEventQuery(b->free) != CUDA_SUCCESS))
+      continue;
+    g->next = (g->next + i + 1) % g->n;
+    return b;
   }
   return NULL;
 }
 
-/* Queues chunk k's window copy into b, and the caller's stream's wait for
- * it. */
+/* Queues chunk k's window copy into b on copy stream `copy`, and the
+ * caller's stream's wait for it.  *queued: the copy was queued (a failure
+ * after it leaves the buffer being written). */
 static CUresult copy_window(const ibp_driver *d, const ibp_served_region *s,
-                            ring *g, buffer *b, const chunk *k,
-                            CUstream stream) {
+                            const ibp_staged_plan *sp, buffer *b,
+                            const chunk *k, CUstream copy, CUstream stream,
+                            int *queued) {
   CUresult e = CUDA_SUCCESS;
-  CUstream copy = copy_stream(g, stream);
   if (b->used && (e = d->cuStreamWaitEvent(copy, b->free, 0)))
     return e;
-  const uint8_t *src = (const uint8_t *)s->layout.shadow + k->lo;
-  if ((e = d->cuMemcpyHtoDAsync(b->dev, src, window_bytes(s, k), copy)) ||
-      (e = d->cuEventRecord(b->ready, copy)))
+  if ((e = d->cuMemcpyHtoDAsync(b->dev, sp->shadow + k->lo, window_bytes(s, k),
+                                copy)))
+    return e;
+  *queued = 1;
+  if ((e = d->cuEventRecord(b->ready, copy)))
     return e;
   return d->cuStreamWaitEvent(stream, b->ready, 0);
 }
 
-/* Launches the decode of chunk k (window in b, or none) on c->stream. */
-static CUresult stage_chunk(const ibp_driver *d, const ibp_served_region *s,
-                            ring *g, const ibp_copy *c, CUfunction fn,
-                            unsigned sms, const ibp_decompress_args *a,
-                            const ibp_kernel_plan *plan, const chunk *k,
-                            int last) {
+/* Launches the decode of chunk k (its window in a buffer, or none) on
+ * c->stream.  Returns 0, 1 when no buffer could be taken (nothing queued),
+ * -1 on a failure (*err). */
+static int stage_chunk(const ibp_driver *d, const ibp_served_region *s, ring *g,
+                       const ibp_copy *c, const caller_key *who,
+                       const ibp_staged_args *x, const chunk *k, int last,
+                       CUresult *err) {
+  const ibp_decompress_args *a = x->a;
   const uint64_t R = a->tensor_bytes;
   const uint64_t off = a->first_tensor * R + a->first_offset;
   const uint64_t end = off + a->length;
@@ -369,58 +410,82 @@ static CUresult stage_chunk(const ibp_driver *d, const ibp_served_region *s,
   ca.length = to - from;
   ca.dst = a->dst + (from - off);
   buffer *b = NULL;
-  CUresult e = CUDA_SUCCESS;
+  int queued = 0;
   if (k->hi > k->lo) {
-    if (!(b = take_buffer(g)))
-      return CUDA_ERROR_NOT_READY;
-    if ((e = copy_window(d, s, g, b, k, c->stream)))
-      return e;
+    CUstream copy = copy_stream(d, g, who);
+    if (!copy || !(b = take_buffer(d, g, who)))
+      return 1;
+    if ((*err = copy_window(d, s, x->sp, b, k, copy, c->stream, &queued))) {
+      b->dead = queued;
+      return -1;
+    }
     ca.staged = (const uint8_t *)(uintptr_t)b->dev;
     ca.staged_lo = k->lo;
     ca.staged_hi = k->hi;
   }
-  ibp_kernel_plan p = *plan;
-  ibp_kernels_plan_range(&ca, sms, &p);
+  ibp_kernel_plan p = *x->plan;
+  ibp_kernels_plan_range(&ca, x->sms, &p);
   if (p.grid > ibp__cfg.max_sms)
     p.grid = ibp__cfg.max_sms;
   void *params[] = {&ca};
-  if ((e = d->cuLaunchKernel(fn, p.grid, 1, 1, p.block, 1, 1, p.dynamic_shared,
-                             c->stream, params, NULL)))
-    return e;
-  if (b && d->cuEventRecord(b->free, c->stream) != CUDA_SUCCESS)
+  if ((*err = d->cuLaunchKernel(x->fn, p.grid, 1, 1, p.block, 1, 1,
+                                p.dynamic_shared, c->stream, params, NULL))) {
+    if (b)
+      b->dead = 1; /* its copy is queued */
+    return -1;
+  }
+  if (b && d->cuEventRecord(b->free, c->stream) != CUDA_SUCCESS) {
     b->dead = 1; /* the decode may still read it */
-  else if (b)
+  } else if (b) {
     b->used = 1;
-  return CUDA_SUCCESS;
+    b->owner = *who;
+  }
+  return 0;
 }
 
-CUresult ibp__staged_copy(const ibp_served_region *s, CUcontext ctx,
-                          const ibp_copy *c, CUfunction fn, unsigned sms,
-                          const ibp_decompress_args *a,
-                          const ibp_kernel_plan *plan,
-                          const ibp_staged_plan *sp) {
+/* Whether every buffer of g is dead: then the path is off in its context. */
+static void check_dead(ring *g) {
+  for (unsigned i = 0; i < g->n; i++)
+    if (!g->buf[i].dead)
+      return;
+  g->failed = 1;
+}
+
+int ibp__staged_copy(const ibp_served_region *s, CUcontext ctx,
+                     const ibp_copy *c, const ibp_staged_args *x,
+                     CUresult *err) {
   const ibp_driver *d = ibp__driver();
+  const ibp_decompress_args *a = x->a;
   uint64_t t0, t1, tail;
   copy_tensors(s, a->first_tensor * a->tensor_bytes + a->first_offset,
                a->length, &t0, &t1, &tail);
   const int dirty_seen =
       s->track.dirty &&
       atomic_load_explicit(&s->track.dirty_tensors, memory_order_relaxed);
-  CUresult e = CUDA_ERROR_NOT_READY;
-  pthread_mutex_lock(&lock);
+  const caller_key who = key_of(c->stream);
+  int rc = 1;
+  *err = CUDA_SUCCESS;
+  CUstreamCaptureMode mode;
+  enter(d, &mode);
   ring *g = NULL;
   HASH_FIND_PTR(rings, &ctx, g);
-  if (g && !g->failed && g->bytes == sp->buffer_bytes) {
-    for (uint64_t t = t0; t < t1;) {
+  if (g && !g->failed && g->bytes == x->sp->buffer_bytes) {
+    for (uint64_t t = t0, first = 1; t < t1; first = 0) {
       chunk k;
-      next_chunk(s, t, t1, g->bytes, sp->share, dirty_seen, &k);
+      next_chunk(s, t, t1, g->bytes, x->sp->share, dirty_seen, &k);
       t = k.t1;
-      if ((e = stage_chunk(d, s, g, c, fn, sms, a, plan, &k, t == t1)))
+      rc = stage_chunk(d, s, g, c, &who, x, &k, t == t1, err);
+      if (rc == 1 && !first) { /* earlier chunks' buffers were free */
+        rc = -1;
+        *err = CUDA_ERROR_NOT_READY;
+      }
+      if (rc != 0)
         break;
     }
+    check_dead(g);
   }
-  pthread_mutex_unlock(&lock);
-  return e;
+  leave(d, &mode);
+  return rc;
 }
 
 void ibp__staged_context_end(CUcontext ctx, int dev) {

@@ -18,35 +18,46 @@
 #include "serve/region.h"
 #include "serve/substitute.h"
 
-/* A copy as the staged path would serve it: the gate's view and the
- * buffer size and tail share its chunks were cut for. */
+/* A copy as the staged path would serve it: the gate's view, the buffer
+ * size and tail share its chunks were cut for, and the shadow they are
+ * copied from. */
 typedef struct ibp_staged_plan {
   ibp_gate_staged gate;
   uint64_t buffer_bytes;
   double share; /* of what is left, a chunk near the copy's end */
+  const uint8_t *shadow;
 } ibp_staged_plan;
 
 /* Plans copy c of region s on device dev in context ctx, whose launch
- * arguments `a` and geometry `plan` are prepared (substitute.c, with
- * `launching` held).  Returns 0 and fills *out when the path can serve it:
- * staging enabled and allocated (allocated here on first use; a failure
- * turns the path off in ctx, with one warning), no refresh running, every
- * tensor of the copy placed. */
+ * arguments `a` are prepared (substitute.c, with `launching` held).
+ * Returns 0 and fills *out when the path can serve it: staging enabled and
+ * allocated (allocated here on first use; a failure turns the path off in
+ * ctx, with one warning), no refresh running, every tensor of the copy
+ * placed. */
 int ibp__staged_plan(const ibp_served_region *s, CUcontext ctx, int dev,
                      const ibp_copy *c, const ibp_decompress_args *a,
                      ibp_staged_plan *out);
 
-/* Serves copy c as planned: for each chunk, its window copied into the
- * ring's next buffer and the kernel (`fn`, arguments `a` with the chunk's
- * range, geometry from `plan` with at most IBP_MAX_SMS blocks) launched on
- * c->stream.  Returns CUDA_SUCCESS, or the first error: the chunks
- * launched before it wrote correct bytes, and the caller's own copy, queued
- * after them, rewrites them all. */
-CUresult ibp__staged_copy(const ibp_served_region *s, CUcontext ctx,
-                          const ibp_copy *c, CUfunction fn, unsigned sms,
-                          const ibp_decompress_args *a,
-                          const ibp_kernel_plan *plan,
-                          const ibp_staged_plan *sp);
+/* The launch of a planned copy: the kernel in the context, the device's
+ * SMs, the copy's arguments and geometry (substitute.c prepares them). */
+typedef struct ibp_staged_args {
+  CUfunction fn;
+  unsigned sms;
+  const ibp_decompress_args *a;
+  const ibp_kernel_plan *plan;
+  const ibp_staged_plan *sp;
+} ibp_staged_args;
+
+/* Serves copy c as planned: for each chunk, its window copied into a
+ * buffer of the ring and the kernel launched on c->stream with the chunk's
+ * range and at most IBP_MAX_SMS blocks.  Returns 0 when served; 1 when
+ * nothing was queued (no buffer free of other streams' work: the caller
+ * takes another path); -1 on a failure (*err): the chunks launched before
+ * it wrote correct bytes, and the caller's own copy, queued after them,
+ * rewrites them all. */
+int ibp__staged_copy(const ibp_served_region *s, CUcontext ctx,
+                     const ibp_copy *c, const ibp_staged_args *x,
+                     CUresult *err);
 
 /* A context ends (NULL: the primary context of device dev): its ring goes
  * with it (its memory, stream and events are the context's). */

@@ -151,11 +151,12 @@ typedef enum path { PATH_DRIVER, PATH_KERNEL, PATH_STAGED } path;
 /* The fastest path for this copy (gate.c) among those IBP_PATH leaves
  * open: the driver's copy, the kernel reading over PCIe, or the staged
  * path (planned into *sp); counts a copy the gate sends to the driver.
- * *saved_ns: what the chosen path saves. */
+ * *saved_ns: what the chosen path saves; *second: the faster of the other
+ * two (for a staged copy the ring cannot take). */
 static path choose(ibp_served_region *s, int dev, CUcontext ctx,
                    const ibp_copy *c, uint64_t pcie,
                    const ibp_decompress_args *a, const ibp_kernel_plan *plan,
-                   ibp_staged_plan *sp, double *saved_ns) {
+                   ibp_staged_plan *sp, double *saved_ns, path *second) {
   const ibp_profile *p = ibp__gate_profile(dev);
   if (!p) {
     count_passed(s, c->bytes);
@@ -177,6 +178,7 @@ static path choose(ibp_served_region *s, int dev, CUcontext ctx,
    * (a walk over the copy's tensors) */
   const double calls = 1e3 * (p->runtime_call_us + p->driver_copy_call_us +
                               p->driver_launch_call_us);
+  *second = go;
   if (ibp__cfg.path != IBP_PATH_ZEROCOPY && calls < best &&
       ibp__staged_plan(s, ctx, dev, c, a, sp) == 0) {
     double staged = ibp__gate_staged_ns(p, &sp->gate);
@@ -323,15 +325,28 @@ static int serve_region(ibp_region_rec *r, const ibp_copy *c) {
   double saved_ns = 0;
   atomic_fetch_add(&s->refresh.launching, 1); /* refresh.c waits for it */
   prepare(r, s, slot, c, &a, &plan);
-  path go = choose(s, dev, ctx, c, pcie, &a, &plan, &sp, &saved_ns);
+  path second = PATH_DRIVER;
+  path go = choose(s, dev, ctx, c, pcie, &a, &plan, &sp, &saved_ns, &second);
+  const int ranged = go != PATH_DRIVER;
   CUresult e = CUDA_SUCCESS;
-  if (go != PATH_DRIVER) {
+  if (ranged)
     ibp__nvtx_copy_begin(r->name, c->bytes); /* serve/nvtx.h: for nsys */
-    e = go == PATH_STAGED
-            ? ibp__staged_copy(s, ctx, c, slot->fn, slot->sms, &a, &plan, &sp)
-            : launch(d, slot, &a, &plan, c->stream);
-    ibp__nvtx_copy_end();
+  if (go == PATH_STAGED) {
+    ibp_staged_args x = {slot->fn, slot->sms, &a, &plan, &sp};
+    int rc = ibp__staged_copy(s, ctx, c, &x, &e);
+    if (rc == 1) { /* no buffer free of other streams' work */
+      go = second;
+      saved_ns = 0;
+      if (go == PATH_DRIVER)
+        count_passed(s, c->bytes);
+    } else if (rc < 0 && e == CUDA_SUCCESS) {
+      e = CUDA_ERROR_UNKNOWN;
+    }
   }
+  if (go == PATH_KERNEL)
+    e = launch(d, slot, &a, &plan, c->stream);
+  if (ranged)
+    ibp__nvtx_copy_end();
   atomic_fetch_sub(&s->refresh.launching, 1);
   if (go == PATH_DRIVER)
     return 1;

@@ -366,8 +366,12 @@ static void test_load_errors(void) {
     const char *sm[] = {"IBP_MAX_SMS", bad_sms[i], NULL};
     expect_load_error(sm, "IBP_MAX_SMS", bad_sms[i], "1 to 4096");
   }
-  const char *st1[] = {"IBP_STAGING", "2G", NULL};
-  expect_load_error(st1, "IBP_STAGING", "2G", "at most 1G");
+  const char *bad_staging[] = {"2G", "65M", "64K", "1"};
+  for (int i = 0; i < 4; i++) {
+    const char *st[] = {"IBP_STAGING", bad_staging[i], NULL};
+    expect_load_error(st, "IBP_STAGING", bad_staging[i],
+                      "0 or from 128K to 64M");
+  }
   const char *st2[] = {"IBP_STAGING", "8Q", NULL};
   expect_load_error(st2, "IBP_STAGING", "8Q", "suffix");
   const char *p1[] = {"IBP_PATH", "dma", NULL};
