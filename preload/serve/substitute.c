@@ -181,6 +181,9 @@ static path choose(ibp_served_region *s, int dev, CUcontext ctx,
   *second = go;
   if (ibp__cfg.path != IBP_PATH_ZEROCOPY && calls < best &&
       ibp__staged_plan(s, ctx, dev, c, a, sp) == 0) {
+    /* a small copy's grid has fewer blocks than IBP_MAX_SMS */
+    if (plan->grid < sp->gate.sms)
+      sp->gate.sms = plan->grid;
     double staged = ibp__gate_staged_ns(p, &sp->gate);
     if (staged < best) {
       best = staged;
