@@ -230,3 +230,25 @@ int kcase_run(const kcase *k, simt_entry entry, uint64_t off, uint64_t len,
   free(dst);
   return rc;
 }
+
+void kcase_pick_range(rng *r, const kcase *k, uint64_t *off, uint64_t *len) {
+  switch (rng_below(r, 4)) {
+  case 0: /* the whole region */
+    *off = 0;
+    *len = k->bytes;
+    break;
+  case 1: { /* whole tensors */
+    uint64_t a = rng_below(r, k->n), b = rng_range(r, a, k->n - 1);
+    *off = a * k->R;
+    *len = (b - a + 1) * k->R;
+    break;
+  }
+  case 2: /* one byte */
+    *off = rng_below(r, k->bytes);
+    *len = 1;
+    break;
+  default: /* anything */
+    *off = rng_below(r, k->bytes);
+    *len = rng_range(r, 1, k->bytes - *off);
+  }
+}

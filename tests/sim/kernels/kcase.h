@@ -62,6 +62,9 @@ void kcase_build(kcase *k, rng *r, const kcase_shape *shape);
  * callers that change the data). */
 void kcase_compress(kcase *k);
 void kcase_free(kcase *k);
+/* A random copy range of k: the whole region, whole tensors, one byte, or
+ * anything. */
+void kcase_pick_range(rng *r, const kcase *k, uint64_t *off, uint64_t *len);
 
 /* Stored length of tensor i (its compressed length, or R). */
 uint32_t kcase_stored(const kcase *k, uint64_t i);

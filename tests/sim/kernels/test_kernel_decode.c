@@ -15,28 +15,6 @@
 #include "kcase.h"
 #include "kernels_emu.h"
 
-static void pick_range(rng *r, const kcase *k, uint64_t *off, uint64_t *len) {
-  switch (rng_below(r, 4)) {
-  case 0: /* the whole region */
-    *off = 0;
-    *len = k->bytes;
-    break;
-  case 1: { /* whole tensors */
-    uint64_t a = rng_below(r, k->n), b = rng_range(r, a, k->n - 1);
-    *off = a * k->R;
-    *len = (b - a + 1) * k->R;
-    break;
-  }
-  case 2: /* one byte */
-    *off = rng_below(r, k->bytes);
-    *len = 1;
-    break;
-  default: /* anything */
-    *off = rng_below(r, k->bytes);
-    *len = rng_range(r, 1, k->bytes - *off);
-  }
-}
-
 static void shape_for(rng *r, kcase_shape *s) {
   s->R = rng_log_uniform(r, 1, 65536);
   s->c = rng_chunk(r);
@@ -69,7 +47,7 @@ int main(void) {
     kcase k;
     kcase_build(&k, &r, &s);
     uint64_t off, len, mismatch;
-    pick_range(&r, &k, &off, &len);
+    kcase_pick_range(&r, &k, &off, &len);
     k.grid_cap = rng_chance(&r, 0.5) ? 1 : 0; /* one block: 4 warps share */
     k.walk = rng_chance(&r, 0.5) ? (unsigned)rng_range(&r, 1, s.n + 2) : 0;
     test_case("R=%u c=%u n=%llu tail=%llu misalign=%u/%u data=%s mask=%s "

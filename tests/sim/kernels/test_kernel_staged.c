@@ -114,28 +114,6 @@ static void shape_for(rng *r, kcase_shape *s, int clustered) {
   s->adjacent = rng_chance(r, 0.3); /* else kcase moves some, sometimes */
 }
 
-static void pick_range(rng *r, const kcase *k, uint64_t *off, uint64_t *len) {
-  switch (rng_below(r, 4)) {
-  case 0: /* the whole region */
-    *off = 0;
-    *len = k->bytes;
-    break;
-  case 1: { /* whole tensors */
-    uint64_t a = rng_below(r, k->n), b = rng_range(r, a, k->n - 1);
-    *off = a * k->R;
-    *len = (b - a + 1) * k->R;
-    break;
-  }
-  case 2: /* one byte */
-    *off = rng_below(r, k->bytes);
-    *len = 1;
-    break;
-  default: /* anything */
-    *off = rng_below(r, k->bytes);
-    *len = rng_range(r, 1, k->bytes - *off);
-  }
-}
-
 /* The copy's units [*t0, *t1] (t == n: the tail), as the kernel numbers
  * them. */
 static void copy_units(const kcase *k, uint64_t off, uint64_t len, uint64_t *t0,
@@ -428,7 +406,7 @@ static void one_case(uint64_t i, totals *tot) {
   kcase k;
   kcase_build(&k, &r, &s);
   uint64_t off, len, t0, t1;
-  pick_range(&r, &k, &off, &len);
+  kcase_pick_range(&r, &k, &off, &len);
   copy_units(&k, off, len, &t0, &t1);
   k.grid_cap = rng_chance(&r, 0.5) ? 1 : 0;
   k.walk = rng_chance(&r, 0.5) ? (unsigned)rng_range(&r, 1, s.n + 2) : 0;
