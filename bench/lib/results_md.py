@@ -42,6 +42,12 @@ class Results:
         self.sets = read_csv(os.path.join(out, "datasets.csv"))
         self.codecs = read_csv(os.path.join(out, "codecs.csv"))
         self.ab = read_csv(os.path.join(out, "ab.csv"))
+        # bench/paths.sh's comparison, when it ran beside bench/ab
+        pdir = os.path.join(os.path.dirname(os.path.abspath(out)), "paths")
+        pcsv = os.path.join(pdir, "paths.csv")
+        self.paths = read_csv(pcsv) if os.path.exists(pcsv) else []
+        self.penv = (read_env(os.path.join(pdir, "auto", "meta.env"))
+                     if self.paths else {})
         self.paper = read_paper(os.path.join(HERE, "paper.tsv"))
         self.gpu = self.env.get("backend") == "gpu"
 
@@ -387,7 +393,59 @@ class Results:
                         f"- No line more than 2 % slower with libibp on `{p}`: "
                         f"**{'holds' if holds else 'does not hold'}** (worst speedup "
                         f"{num(worst['speedup'], 3)}, line {worst['line']}).")
+        if self.paths:
+            holds, worst = self.paths_verdict()
+            lines.append(
+                f"- The gate's choice within 2 % of the better of its two GPU paths "
+                f"(zero-copy, staged) on every line (`{self.paths_command()}`, "
+                f"section 3): **{'holds' if holds else 'does not hold'}** (worst "
+                f"{num(worst['gate_vs_best'], 4)}, line {worst['line']} of that run).")
         return "\n".join(lines)
+
+    # ------------------------------------------------ bench/paths.sh
+    def paths_verdict(self):
+        """(holds, worst row) of the gate against the better GPU path."""
+        worst = min(self.paths, key=lambda r: float(r["gate_vs_best"]))
+        return all(r["within_2pct"] == "yes" for r in self.paths), worst
+
+    def paths_command(self):
+        runs = self.penv.get("runs", "?")
+        profs = self.penv.get("profiles", "?")
+        return f"bash bench/paths.sh --runs {runs} --profiles {profs}"
+
+    def paths_section(self):
+        if not self.paths:
+            return ("Not run: `bash bench/paths.sh` (bench/README.md) writes "
+                    "`build/paths/paths.csv`, which this section then shows.")
+        holds, worst = self.paths_verdict()
+        rows = [[r["line"], r["sample"],
+                 f"`{r['data']}`" + (f" `{r['env']}`" if r["env"] else ""),
+                 r["profile"], num(r["modelled_ms_a"], 3),
+                 num(r["modelled_ms_b_auto"], 3), num(r["modelled_ms_b_zerocopy"], 3),
+                 num(r["modelled_ms_b_staged"], 3), r["best_path"],
+                 num(r["gate_vs_best"], 4), r["within_2pct"],
+                 f"{r['copies_served_auto']}/{r['copies_staged_auto']}"]
+                for r in self.paths]
+        return "\n".join([
+            f"`{self.paths_command()}` ({self.penv.get('date', '?')}, commit "
+            f"{self.penv.get('commit', '?')}) runs every line of the plan three "
+            "times, with `IBP_PATH=auto` (the gate chooses per copy), `zerocopy` "
+            "and `staged` (the gate restricted to that GPU path; the driver's copy "
+            "and batched launches stay open), median of the runs.  *auto vs best*: "
+            "the better restricted path's time over auto's (below 1: auto slower); "
+            "the rule: auto within 2 % of the better path on every line.  Lines "
+            "whose copies are all batched launches or left to the driver run the "
+            "same way under all three, and differ by the runs' own spread only.",
+            "",
+            table(["#", "sample", "data", "profile", "ms A", "ms auto",
+                   "ms zerocopy", "ms staged", "best", "auto vs best", "within 2 %",
+                   "served/staged (auto)"], rows,
+                  ["l", "l", "l", "l", "r", "r", "r", "r", "l", "r", "l", "r"]),
+            "",
+            f"The gate within 2 % of the better path on every line: "
+            f"**{'holds' if holds else 'does not hold'}** (worst: line "
+            f"{worst['line']}, {worst['sample']} on `{worst['data']}`, "
+            f"{num(worst['gate_vs_best'], 4)})."])
 
     def not_measured(self):
         if self.gpu:
@@ -473,6 +531,10 @@ class Results:
             "filled in):",
             "",
             self.ab_commands(),
+            "",
+            "### Which GPU path the gate picks",
+            "",
+            self.paths_section(),
             "",
             "## 4. What could not be measured here",
             "",
