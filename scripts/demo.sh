@@ -126,7 +126,7 @@ rule='min=64M,name=weights'
 #   name bytes tensors saved_fraction copies_served copies_gated
 #   copies_passthrough copies_fallback bytes_requested bytes_read_pcie
 #   compress_seconds state
-fields="name bytes tensors saved_fraction copies_served copies_gated copies_passthrough copies_fallback bytes_requested bytes_read_pcie compress_seconds state"
+fields="name bytes tensors saved_fraction copies_served copies_gated copies_passthrough copies_fallback bytes_requested bytes_read_pcie compress_seconds state copies_staged"
 stats_tsv() {
   if have python3; then
     # shellcheck disable=SC2086 # one argument per field name
@@ -179,7 +179,8 @@ region_report() {
     {
       printf "  region %s: %s, %s tensors, space saved %.1f%%, compressed in %.3f s, %s\n",
         $1, mib($2), $3, 100 * $4, $11, $12
-      printf "  gate: %s copies served by the decompress kernel, %s left to the driver\n", $5, $6
+      printf "  gate: %s copies served by the decompress kernel (%s of them staged:\n", $5, $13
+      printf "        the copy engine moved the compressed bytes), %s left to the driver\n", $6
       printf "        (its copy modelled faster), %s passed through, %s fell back\n", $7, $8
       req += $9; pcie += $10; seen += $5 + $6 + $7 + $8
     }
