@@ -20,9 +20,9 @@
  *           GPU: (ibp_profile_kernel_us(n x host bytes, n x bytes, sms)
  *                 + ce_setup_us) / n
  *
- *   staged  CPU: runtime_call_us + k x (driver_copy_call_us
- *                + driver_launch_call_us + 4 x driver_call_us)
- *           GPU: the larger of the copy engine's k chunks (k x ce_setup_us
+ *   staged  CPU: runtime_call_us + k x driver_launch_call_us
+ *                + w x (driver_copy_call_us + 4 x driver_call_us)
+ *           GPU: the larger of the copy engine's w windows (w x ce_setup_us
  *                + window bytes / ce_h2d_gbps) and the k decodes
  *                (ibp_profile_kernel_us(raw bytes, bytes, IBP_MAX_SMS)
  *                + (k - 1) x launch_latency_us), which overlap; a
@@ -134,13 +134,12 @@ double ibp__gate_batch_ns(const ibp_profile *p, const ibp_gate_copy *c,
 }
 
 double ibp__gate_staged_ns(const ibp_profile *p, const ibp_gate_staged *c) {
-  const double k = c->chunks ? c->chunks : 1;
-  /* per chunk: the copy, then an event, a wait, the launch, an event and
-   * the next use's wait (the calls serve/staged.c makes) */
-  double cpu = p->runtime_call_us +
-               k * (p->driver_copy_call_us + p->driver_launch_call_us +
-                    4 * p->driver_call_us);
-  double ce = k * p->ce_setup_us + (double)c->ce_bytes / (p->ce_h2d_gbps * 1e3);
+  const double k = c->chunks ? c->chunks : 1, w = c->windows;
+  /* per chunk the launch; per window the copy, then an event, a wait, an
+   * event and the next use's wait (the calls serve/staged.c makes) */
+  double cpu = p->runtime_call_us + k * p->driver_launch_call_us +
+               w * (p->driver_copy_call_us + 4 * p->driver_call_us);
+  double ce = w * p->ce_setup_us + (double)c->ce_bytes / (p->ce_h2d_gbps * 1e3);
   /* the decodes: one launch each, the raw reads over PCIe among them */
   double decode =
       ibp_profile_kernel_us(p, c->host_bytes, c->bytes, c->sms ? c->sms : 1) +

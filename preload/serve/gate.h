@@ -51,8 +51,10 @@ typedef struct ibp_gate_staged {
   uint64_t bytes;      /* requested */
   uint64_t ce_bytes;   /* the windows the copy engine moves */
   uint64_t host_bytes; /* what the decode still reads over PCIe (tensors
-                          read raw) */
-  unsigned chunks;     /* windows: a copy, a launch each */
+                          read raw, the tail, streams larger than a
+                          buffer) */
+  unsigned chunks;     /* a launch each */
+  unsigned windows;    /* chunks with streams to move: a copy each */
   unsigned sms;        /* the decode's blocks (IBP_MAX_SMS at most) */
   int sync;            /* a host-synchronous copy: nothing overlaps it */
 } ibp_gate_staged;

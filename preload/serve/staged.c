@@ -341,12 +341,13 @@ int ibp__staged_plan(const ibp_served_region *s, CUcontext ctx, int dev,
   const int dirty_seen =
       s->track.dirty &&
       atomic_load_explicit(&s->track.dirty_tensors, memory_order_relaxed);
-  ibp_gate_staged gs = {c->bytes, 0, tail, 0, ibp__cfg.max_sms, c->sync};
+  ibp_gate_staged gs = {c->bytes, 0, tail, 0, 0, ibp__cfg.max_sms, c->sync};
   const double share = chunk_share(s, dev, t0, t1);
   for (uint64_t t = t0; t < t1; gs.chunks++) {
     chunk k;
     next_chunk(s, t, t1, cap, share, dirty_seen, &k);
     gs.ce_bytes += window_bytes(s, &k);
+    gs.windows += k.hi > k.lo;
     gs.host_bytes += k.raw;
     t = k.t1;
   }
