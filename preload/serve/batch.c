@@ -395,7 +395,12 @@ static void stored_per_region(batch *b) {
   }
 }
 
-static void count(batch *b, int served) {
+/* Counts the batch's copies by how the flush ended: launched (`e`
+ * CUDA_SUCCESS), declined (CUDA_ERROR_NOT_READY: a region no longer
+ * ready, no staging slot free -- the driver's copies by design: passed
+ * through) or failed (fallen back). */
+static void count(batch *b, CUresult e) {
+  const int served = e == CUDA_SUCCESS;
   if (served)
     stored_per_region(b);
   for (unsigned k = 0; k < b->nregions; k++) {
@@ -403,6 +408,11 @@ static void count(batch *b, int served) {
     ibp_served_region *s = ibp__served(h->rec);
     if (!s)
       continue;
+    if (e == CUDA_ERROR_NOT_READY) {
+      ibp__count(&s->counters, copies_passthrough, h->copies);
+      ibp__count(&s->counters, bytes_passthrough, h->bytes);
+      continue;
+    }
     if (!served) {
       ibp__count(&s->counters, copies_fallback, h->copies);
       continue;
@@ -453,7 +463,7 @@ static void flush(batch *b) {
   }
   if (e != CUDA_SUCCESS)
     copy_each(d, b);
-  count(b, e == CUDA_SUCCESS);
+  count(b, e);
   if (exchanged)
     d->cuThreadExchangeStreamCaptureMode(&mode);
   if (pushed)
