@@ -174,28 +174,35 @@ static int load_flag(ibp__span v, ibp__where *w, int *flag) {
   return 0;
 }
 
-static int load_log(ibp__span v, ibp__where *w, ibp_log_level *level) {
-  static const char *const names[] = {"error", "warn", "info", "debug"};
+/* One of `n` words (empty: *out unchanged): its index in *out; `msg` names
+ * them. */
+static int load_word(ibp__span v, ibp__where *w, const char *const *names,
+                     int n, const char *msg, int *out) {
   if (v.n == 0)
     return 0;
-  for (int i = 0; i < 4; i++)
+  for (int i = 0; i < n; i++)
     if (ibp__word_is(v, names[i])) {
-      *level = (ibp_log_level)i;
+      *out = i;
       return 0;
     }
-  return ibp__fail(w, v, "must be error, warn, info or debug");
+  return ibp__fail(w, v, msg);
+}
+
+static int load_log(ibp__span v, ibp__where *w, ibp_log_level *level) {
+  static const char *const names[] = {"error", "warn", "info", "debug"};
+  int i = (int)*level;
+  int rc = load_word(v, w, names, 4, "must be error, warn, info or debug", &i);
+  *level = (ibp_log_level)i;
+  return rc;
 }
 
 static int load_tracker(ibp__span v, ibp__where *w, ibp_tracker *out) {
   static const char *const names[] = {"auto", "userfaultfd", "mprotect"};
-  if (v.n == 0)
-    return 0;
-  for (int i = 0; i < 3; i++)
-    if (ibp__word_is(v, names[i])) {
-      *out = (ibp_tracker)i;
-      return 0;
-    }
-  return ibp__fail(w, v, "must be auto, userfaultfd or mprotect");
+  int i = (int)*out;
+  int rc =
+      load_word(v, w, names, 3, "must be auto, userfaultfd or mprotect", &i);
+  *out = (ibp_tracker)i;
+  return rc;
 }
 
 /* A whole number in [1, most] (empty: *out unchanged); `msg` names the
@@ -218,14 +225,10 @@ static int load_count(ibp__span v, ibp__where *w, unsigned most,
 
 static int load_path(ibp__span v, ibp__where *w, ibp_path *out) {
   static const char *const names[] = {"auto", "zerocopy", "staged"};
-  if (v.n == 0)
-    return 0;
-  for (int i = 0; i < 3; i++)
-    if (ibp__word_is(v, names[i])) {
-      *out = (ibp_path)i;
-      return 0;
-    }
-  return ibp__fail(w, v, "must be auto, zerocopy or staged");
+  int i = (int)*out;
+  int rc = load_word(v, w, names, 3, "must be auto, zerocopy or staged", &i);
+  *out = (ibp_path)i;
+  return rc;
 }
 
 /* IBP_STAGING: 0 (none), or a size from 128K (two buffers of 64 KiB) to

@@ -252,3 +252,17 @@ void kcase_pick_range(rng *r, const kcase *k, uint64_t *off, uint64_t *len) {
     *len = rng_range(r, 1, k->bytes - *off);
   }
 }
+
+void kcase_random_shape(rng *r, kcase_shape *s, uint64_t most_tensors) {
+  memset(s, 0, sizeof *s);
+  s->R = rng_log_uniform(r, 1, 65536);
+  s->c = rng_chunk(r);
+  uint64_t max_n = 262144 / s->R;
+  s->n = 1 + rng_below(r, max_n < most_tensors ? max_n + 1 : most_tensors);
+  s->tail = rng_chance(r, 0.3) ? rng_below(r, s->R) : 0;
+  int aligned = rng_chance(r, 0.3);
+  s->orig_misalign = aligned ? 0 : (unsigned)rng_below(r, 128);
+  s->packed_misalign = aligned ? 0 : (unsigned)rng_below(r, 128);
+  s->data_kind = (int)rng_below(r, DATA_KINDS);
+  s->mask_kind = (int)rng_below(r, MASK_KINDS);
+}

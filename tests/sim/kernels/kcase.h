@@ -62,6 +62,11 @@ void kcase_build(kcase *k, rng *r, const kcase_shape *shape);
  * callers that change the data). */
 void kcase_compress(kcase *k);
 void kcase_free(kcase *k);
+/* A random shape: R from 1 B to 64 KiB (log-uniform), any chunk width, up
+ * to most_tensors tensors (and 256 KiB), a tail in 30 % of cases,
+ * misaligned bases in 70 %, any data and Mask kind; the rest zero (no
+ * dirty tensors, one cluster, streams may move). */
+void kcase_random_shape(rng *r, kcase_shape *s, uint64_t most_tensors);
 /* A random copy range of k: the whole region, whole tensors, one byte, or
  * anything. */
 void kcase_pick_range(rng *r, const kcase *k, uint64_t *off, uint64_t *len);

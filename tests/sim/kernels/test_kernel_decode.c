@@ -16,16 +16,7 @@
 #include "kernels_emu.h"
 
 static void shape_for(rng *r, kcase_shape *s) {
-  s->R = rng_log_uniform(r, 1, 65536);
-  s->c = rng_chunk(r);
-  uint64_t max_n = 262144 / s->R;
-  s->n = 1 + rng_below(r, max_n < 16 ? max_n + 1 : 16);
-  s->tail = rng_chance(r, 0.3) ? rng_below(r, s->R) : 0;
-  int aligned = rng_chance(r, 0.3);
-  s->orig_misalign = aligned ? 0 : (unsigned)rng_below(r, 128);
-  s->packed_misalign = aligned ? 0 : (unsigned)rng_below(r, 128);
-  s->data_kind = (int)rng_below(r, DATA_KINDS);
-  s->mask_kind = (int)rng_below(r, MASK_KINDS);
+  kcase_random_shape(r, s, 16);
   s->dirty_share = rng_chance(r, 0.2) ? 0.3 : 0;
   /* clusters: ids of 1, 2, 4 and 8 bits (main keeps K = 1 in even cases) */
   static const unsigned ks[] = {2, 3, 4, 5, 9, 16, 17, 40};

@@ -94,16 +94,7 @@ static int bit(const uint32_t *b, uint64_t i) {
 /* ---- the case ------------------------------------------------------------ */
 
 static void shape_for(rng *r, kcase_shape *s, int clustered) {
-  s->R = rng_log_uniform(r, 1, 65536);
-  s->c = rng_chunk(r);
-  uint64_t max_n = 262144 / s->R;
-  s->n = 1 + rng_below(r, max_n < 32 ? max_n + 1 : 32);
-  s->tail = rng_chance(r, 0.3) ? rng_below(r, s->R) : 0;
-  int aligned = rng_chance(r, 0.3);
-  s->orig_misalign = aligned ? 0 : (unsigned)rng_below(r, 128);
-  s->packed_misalign = aligned ? 0 : (unsigned)rng_below(r, 128);
-  s->data_kind = (int)rng_below(r, DATA_KINDS);
-  s->mask_kind = (int)rng_below(r, MASK_KINDS);
+  kcase_random_shape(r, s, 32);
   if (rng_chance(r, 0.5)) { /* data that compresses: streams to stage */
     s->data_kind = (int)rng_below(r, DATA_RANDOM);
     s->mask_kind = MASK_STATS;
