@@ -14,6 +14,8 @@
 #                   calibrated profile, each run's output and statistics
 #   --runs N        runs of each A and B per line (default 3)
 #   --budget S      start no new line after S seconds (default 300)
+#   (the lines: generated data unless named; B's own environment after the
+#   profile, so a line may steer the gate with another one)
 #   --data DIR      where cnn_f32_to_bf16.bin lies, if anywhere (its line
 #                   is skipped without it); every other line generates its
 #                   own data
@@ -80,6 +82,7 @@ profile=h100-pcie5
 if timeout 120 "$ibp" calibrate "${cal[@]}" --out "$out/profile.txt" 2>"$out/calibrate.err"; then
   profile=$(realpath "$out/profile.txt")
   log "calibrated: $out/profile.txt"
+  grep -E '^(# decode|decode_gbps|sm_h2d|ce_h2d|launch_lat)' "$out/profile.txt" >&2
 else
   log "ibp calibrate failed (exit $?; $out/calibrate.err): the gate uses h100-pcie5"
 fi
@@ -89,8 +92,8 @@ rnd=$out/random_u8.bin
 head -c 67108864 /dev/urandom >"$rnd"
 lines=(
   $'emb_glove400\temb_gather\tmin=64M,tensor=400,name=emb\t--rows 341479 --dim 100 --batches 64 --batch-rows 2048 --warmup 4\t'
-  $'weight_gen_bf16\tweight_stream\tmin=1G,tensor=4K,name=weights\t--size 1G --dtype bf16 --layers 32 --epochs 10 --warmup 1\t'
-  $'kv_prefix\tkv_offload\tmin=64M,tensor=4K,name=kv\t--blocks 2048 --prefill 2000 --block-bytes 64K --steps 40 --window 32 --warmup 8 --fetch prefix\t'
+  $'weight_gen_bf16\tweight_stream\tmin=256M,tensor=4K,name=weights\t--size 256M --dtype bf16 --layers 32 --epochs 40 --warmup 4\t'
+  $'kv_prefix\tkv_offload\tmin=64M,tensor=4K,name=kv\t--blocks 2048 --prefill 2000 --block-bytes 64K --steps 16 --window 32 --warmup 4 --fetch prefix\t'
   $'emb_glove400_mprotect\temb_gather\tmin=64M,tensor=400,name=emb\t--rows 341479 --dim 100 --batches 64 --batch-rows 2048 --warmup 4\tIBP_TRACKER=mprotect'
   $'emb_random400\temb_gather\tmin=32M,tensor=400,name=emb\t--data '"$rnd"$' --row-bytes 400 --batches 64 --batch-rows 2048 --warmup 4\t'
   $'kv_window\tkv_offload\tmin=64M,tensor=4K,name=kv\t--blocks 1024 --prefill 1024 --block-bytes 64K --steps 256 --window 32 --warmup 16\t'
@@ -98,6 +101,13 @@ lines=(
   $'feature_gen\tfeature_gather\tmin=64M,tensor=1K,name=features\t--rows 100000 --dim 256 --batches 32 --batch-nodes 1024 --fanout 10 --warmup 2\t'
   $'weight_random\tweight_stream\tmin=32M,tensor=4K,name=weights\t--data '"$rnd"$' --layers 16 --epochs 50 --warmup 5\t'
 )
+# each GPU path forced, the gate steered by the built-in h100-pcie5 (whose
+# decode rate is an assumption): what each path gives on this GPU
+for way in zerocopy:IBP_PATH=zerocopy staged:IBP_PATH=staged \
+  staged132:'IBP_PATH=staged IBP_MAX_SMS=132'; do
+  lines+=("weight_bf16_${way%%:*}"$'\tweight_stream\tmin=256M,tensor=4K,name=weights\t--size 256M --dtype bf16 --layers 32 --epochs 40 --warmup 4\tIBP_PROFILE=h100-pcie5 '"${way#*:}")
+done
+lines+=($'kv_prefix_staged132\tkv_offload\tmin=64M,tensor=4K,name=kv\t--blocks 2048 --prefill 2000 --block-bytes 64K --steps 16 --window 32 --warmup 4 --fetch prefix\tIBP_PROFILE=h100-pcie5 IBP_PATH=staged IBP_MAX_SMS=132')
 if [[ -f $data/cnn_f32_to_bf16.bin ]]; then
   lines+=($'weight_cnn_bf16\tweight_stream\tmin='"$(stat -c %s "$data/cnn_f32_to_bf16.bin")"$',tensor=1024,name=weights\t--data '"$data"$'/cnn_f32_to_bf16.bin --layers 32 --epochs 50 --warmup 5\t')
 fi
@@ -122,7 +132,7 @@ for line in "${lines[@]}"; do
     p=$out/runs/$id.$k
     timeout 60 "$ibp" run "${sim[@]}" --disable -- "$bin" "${sargs[@]}" >"$p.A.out" 2>"$p.A.err"
     rc_a=$?
-    timeout 60 env "${benv[@]}" IBP_PROFILE="$profile" IBP_WAIT_READY=1 "$ibp" run \
+    timeout 60 env IBP_PROFILE="$profile" "${benv[@]}" IBP_WAIT_READY=1 "$ibp" run \
       "${sim[@]}" --regions "$reg" --stats "$p.B.json" -- "$bin" "${sargs[@]}" >"$p.B.out" 2>"$p.B.err"
     rc_b=$?
     la=$(head -n 1 "$p.A.out") lb=$(head -n 1 "$p.B.out")

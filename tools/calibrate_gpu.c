@@ -14,6 +14,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "calibrate_decode.h"
 #include "cuda_api.h"
 #include "ibp_fatbin.h"
 #include "ibp_kernels.h"
@@ -32,15 +33,16 @@ typedef struct sizes {
   size_t sparse_all; /* SM reads, whole GPU, one byte per sector */
   size_t dense_one;  /* SM reads, one block, contiguous */
   size_t sparse_one; /* SM reads, one block, one byte per sector */
+  size_t decode;     /* the decompress kernel's output */
   unsigned calls;    /* operations per timing of a per-call cost (few
                         enough to queue behind a held stream) */
   unsigned reps;     /* timings per value (the median is kept) */
 } sizes;
 
 static const sizes full_sizes = {256 * MIB, 64 * MIB, 8 * MIB, 8 * MIB,
-                                 1 * MIB,   100,      7};
+                                 1 * MIB,   64 * MIB, 100,     7};
 static const sizes quick_sizes = {16 * MIB,  2 * MIB, 1 * MIB, 512 * KIB,
-                                  256 * KIB, 50,      3};
+                                  256 * KIB, 1 * MIB, 50,      3};
 
 typedef struct gpu {
   cuda_api cu;
@@ -57,8 +59,8 @@ typedef struct gpu {
   CUdeviceptr ranges; /* device: max_ranges */
   size_t max_ranges;
   CUlibrary lib;
-  CUfunction gather;
-  unsigned sms, block;
+  CUfunction gather, decompress;
+  unsigned sms, block, max_shared;
   CUevent h0, h1;            /* on idle: the host time of a gpu_time's calls */
   atomic_int gate;           /* 0: the work stream is held (hold()) */
   _Atomic double held_since; /* when hold() began (real seconds); 0: not */
@@ -112,13 +114,20 @@ static int open_device(gpu *g, int ordinal, calibrate_result *out) {
   return 0;
 }
 
-static int load_gather(gpu *g) {
+static int load_kernels(gpu *g) {
   CUkernel k;
   ibp_kernel_plan plan;
+  int smem = 0;
   CU(g, cuLibraryLoadData(&g->lib, ibp_kernels_fatbin, NULL, NULL, 0, NULL,
                           NULL, 0));
   CU(g, cuLibraryGetKernel(&k, g->lib, IBP_KERNEL_GATHER));
   CU(g, cuKernelGetFunction(&g->gather, k));
+  CU(g, cuLibraryGetKernel(&k, g->lib, IBP_KERNEL_DECOMPRESS));
+  CU(g, cuKernelGetFunction(&g->decompress, k));
+  CU(g,
+     cuDeviceGetAttribute(
+         &smem, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, g->dev));
+  g->max_shared = smem > 0 ? (unsigned)smem : 0;
   ibp_kernels_plan_gather(1, g->sms, &plan);
   g->block = plan.block;
   return 0;
@@ -402,6 +411,8 @@ typedef struct measured {
   double ce_setup_us, launch_latency_us;
   double ce_h2d_gbps, ce_d2h_gbps, dram_gbps;
   double sm_h2d_gbps, sm_read_rtt_us, sm_inflight_bytes;
+  double decode_gbps_per_sm;
+  char decode_note[256];
 } measured;
 
 static int measure_calls(gpu *g, measured *m) {
@@ -469,6 +480,213 @@ static int measure_sm_reads(gpu *g, measured *m) {
   m->sm_read_rtt_us = rtt;
   m->sm_inflight_bytes = one_rate * rtt;
   m->sm_h2d_gbps = all_rate / 1e3;
+  return 0;
+}
+
+/* ---- the decompress kernel's output rate --------------------------------- */
+
+/* Tensor sizes timed: a weight or KV block, a CNN filter, an embedding row.
+ * decode_gbps_per_sm is the slowest (libibp has one rate for all). */
+static const uint32_t decode_tensor_bytes[] = {4096, 1024, 400};
+
+typedef struct decode_job {
+  ibp_decompress_args args;
+  ibp_kernel_plan plan;
+} decode_job;
+
+/* A case's device memory: its streams as one staged window (as the staged
+ * path decodes them: no host reads), its metadata, the output. */
+typedef struct decode_mem {
+  CUdeviceptr packed, mask, bitval, flags, offsets, lengths, out;
+  uint8_t *original; /* pinned, mapped: where raw tensors are read */
+  CUdeviceptr original_dev;
+  uint8_t *shadow; /* pinned, mapped: the streams, as zero-copy reads them */
+  CUdeviceptr shadow_dev;
+} decode_mem;
+
+/* How a timing launches the decode: the streams in device memory (a
+ * staged window) or host memory (zero-copy); the grid planned for the whole
+ * GPU, or cut to max_grid blocks as the staged path cuts it (IBP_MAX_SMS:
+ * one block per SM). */
+typedef struct decode_way {
+  int host;
+  unsigned max_grid; /* 0: the plan's */
+} decode_way;
+
+#define STAGED_MAX_SMS 32u /* IBP_MAX_SMS's default (docs/CONFIG.md) */
+
+static int queue_decode(gpu *g, const void *job) {
+  const decode_job *k = job;
+  void *params[] = {(void *)&k->args};
+  CU(g, cuLaunchKernel(g->decompress, k->plan.grid, 1, 1, k->plan.block, 1, 1,
+                       k->plan.dynamic_shared, g->work, params, NULL));
+  return 0;
+}
+
+/* `bytes` at host into a new device buffer of `alloc` bytes, zero after. */
+static int upload_padded(gpu *g, CUdeviceptr *d, const void *host, size_t bytes,
+                         size_t alloc) {
+  uint8_t *tmp = calloc(1, alloc);
+  if (tmp == NULL) {
+    snprintf(g->err, g->errlen, "out of memory");
+    return -1;
+  }
+  memcpy(tmp, host, bytes);
+  CUresult r = g->cu.cuMemAlloc(d, alloc);
+  if (r == CUDA_SUCCESS)
+    r = g->cu.cuMemcpyHtoD(*d, tmp, alloc);
+  free(tmp);
+  return r == CUDA_SUCCESS ? 0 : fail_cuda(g, r, "uploading the decode case");
+}
+
+static int decode_upload(gpu *g, const decode_case *c, decode_mem *d) {
+  const size_t R = c->tensor_bytes, n = c->tensors, masks = (R + 15) & ~15u;
+  const size_t packed = c->offsets[n];
+  TRY(upload_padded(g, &d->packed, c->packed, packed,
+                    (packed + IBP_STAGED_PAD + 127) & ~(size_t)127));
+  TRY(upload_padded(g, &d->mask, c->params.mask, R, masks));
+  TRY(upload_padded(g, &d->bitval, c->params.bitval, R, masks));
+  TRY(upload_padded(g, &d->flags, c->flags, c->flag_bytes, c->flag_bytes));
+  TRY(upload_padded(g, &d->offsets, c->offsets, (n + 1) * sizeof(uint64_t),
+                    (n + 1) * sizeof(uint64_t)));
+  TRY(upload_padded(g, &d->lengths, c->lengths, n * sizeof(uint32_t),
+                    (n + 1) * sizeof(uint32_t)));
+  CU(g, cuMemAlloc(&d->out, n * R));
+  CU(g, cuMemHostAlloc((void **)&d->original, n * R,
+                       CU_MEMHOSTALLOC_DEVICEMAP | CU_MEMHOSTALLOC_PORTABLE));
+  memcpy(d->original, c->original, n * R);
+  CU(g, cuMemHostGetDevicePointer(&d->original_dev, d->original, 0));
+  CU(g, cuMemHostAlloc((void **)&d->shadow, packed + IBP_STAGED_PAD,
+                       CU_MEMHOSTALLOC_DEVICEMAP | CU_MEMHOSTALLOC_PORTABLE));
+  memcpy(d->shadow, c->packed, packed);
+  CU(g, cuMemHostGetDevicePointer(&d->shadow_dev, d->shadow, 0));
+  return 0;
+}
+
+static void decode_mem_free(gpu *g, decode_mem *d) {
+  const CUdeviceptr mem[] = {d->packed,  d->mask,    d->bitval, d->flags,
+                             d->offsets, d->lengths, d->out};
+  for (size_t i = 0; i < sizeof mem / sizeof mem[0]; i++)
+    if (mem[i])
+      g->cu.cuMemFree(mem[i]);
+  if (d->original)
+    g->cu.cuMemFreeHost(d->original);
+  if (d->shadow)
+    g->cu.cuMemFreeHost(d->shadow);
+}
+
+#define DEV(p) ((const void *)(uintptr_t)(p))
+
+/* Times the whole case decoded on the whole GPU, after checking that the
+ * kernel gives back the original bytes. */
+static int decode_time(gpu *g, const measured *m, const decode_case *c,
+                       decode_mem *d, decode_way way, double *gbps_per_sm,
+                       unsigned *used) {
+  const uint64_t bytes = c->tensors * c->tensor_bytes;
+  decode_job k = {.args = {
+                      .packed = DEV(way.host ? d->shadow_dev : d->packed),
+                      .original = DEV(d->original_dev),
+                      .offsets = DEV(d->offsets),
+                      .lengths = DEV(d->lengths),
+                      .flags = DEV(d->flags),
+                      .mask = DEV(d->mask),
+                      .bitval = DEV(d->bitval),
+                      .dst = (uint8_t *)(uintptr_t)d->out,
+                      .tensors = c->tensors,
+                      .length = bytes,
+                      .tensor_bytes = c->tensor_bytes,
+                      .chunk_bytes = c->params.chunk_bytes,
+                      .staged = way.host ? NULL : DEV(d->packed),
+                      .staged_lo = 0,
+                      .staged_hi = c->offsets[c->tensors],
+                  }};
+  if (ibp_kernels_plan_decompress(&k.args, g->max_shared, g->sms, &k.plan) !=
+      0) {
+    snprintf(g->err, g->errlen,
+             "no launch plan for the decode of %u-byte "
+             "tensors",
+             c->tensor_bytes);
+    return -1;
+  }
+  if (way.max_grid && k.plan.grid > way.max_grid)
+    k.plan.grid = way.max_grid;
+  if (k.plan.dynamic_shared > 48 * KIB)
+    CU(g, cuFuncSetAttribute(g->decompress,
+                             CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                             (int)k.plan.dynamic_shared));
+  double us;
+  TRY(gpu_time(g, queue_decode, &k, 1, &us)); /* warm-up */
+  uint8_t *back = d->original; /* the original is in c: reuse the buffer */
+  memset(back, 0xa5, bytes);
+  CU(g, cuMemcpyDtoHAsync(back, d->out, bytes, g->work));
+  CU(g, cuStreamSynchronize(g->work));
+  int same = memcmp(back, c->original, bytes) == 0;
+  memcpy(d->original, c->original, bytes);
+  if (!same) {
+    snprintf(g->err, g->errlen,
+             "the decompress kernel's output differs from "
+             "the original (%u-byte tensors): this GPU must not be used with "
+             "libibp",
+             c->tensor_bytes);
+    return -1;
+  }
+  TRY(median_us(g, 0, queue_decode, &k, 1, &us));
+  /* a grid of fewer blocks than SMs occupies that many */
+  *used = k.plan.grid < g->sms ? k.plan.grid : g->sms;
+  if (!(us > m->launch_latency_us)) {
+    snprintf(g->err, g->errlen,
+             "decode: a kernel took %.3f us, no more "
+             "than the launch latency (%.3f us)",
+             us, m->launch_latency_us);
+    return -1;
+  }
+  *gbps_per_sm = (double)bytes / ((us - m->launch_latency_us) * 1e3) / *used;
+  return 0;
+}
+
+/* Appends to the decode note (what the profile's header says). */
+static void decode_note(measured *m, const char *fmt, double a, double b) {
+  size_t used = strlen(m->decode_note);
+  snprintf(m->decode_note + used, sizeof m->decode_note - used, fmt, a, b);
+}
+
+/* decode_gbps_per_sm: the slowest tensor size, streams in device memory,
+ * launched as the staged path launches (at most IBP_MAX_SMS's default
+ * blocks, one per SM): one block's output rate.  For the first size the
+ * note adds what the whole GPU gives (the plan's grid, several blocks per
+ * SM where they fit) with the streams in device memory and in host memory
+ * (zero-copy), to compare with the model (docs/PROFILE.md,
+ * "Calibration"). */
+static int measure_decode(gpu *g, measured *m) {
+  static const decode_way staged = {0, STAGED_MAX_SMS};
+  static const decode_way extra[] = {{0, 0}, {1, 0}};
+  m->decode_gbps_per_sm = 0;
+  m->decode_note[0] = '\0';
+  for (size_t i = 0; i < sizeof decode_tensor_bytes / sizeof(uint32_t); i++) {
+    decode_case c;
+    decode_mem d = {0};
+    double rate = 0, other[2] = {0, 0};
+    unsigned sms = 0, other_sms[2] = {0, 0};
+    if (decode_case_build(&c, g->sz->decode, decode_tensor_bytes[i], g->err,
+                          g->errlen) != 0)
+      return -1;
+    int rc = decode_upload(g, &c, &d) ||
+             decode_time(g, m, &c, &d, staged, &rate, &sms);
+    for (size_t x = 0; rc == 0 && i == 0 && x < 2; x++)
+      rc = decode_time(g, m, &c, &d, extra[x], &other[x], &other_sms[x]);
+    g->cu.cuStreamSynchronize(g->work);
+    decode_mem_free(g, &d);
+    decode_case_free(&c);
+    if (rc != 0)
+      return -1;
+    if (i == 0 || rate < m->decode_gbps_per_sm)
+      m->decode_gbps_per_sm = rate;
+    decode_note(m, i ? ", %g B %.3g" : "%g B %.3g", decode_tensor_bytes[i],
+                rate);
+    if (i == 0)
+      decode_note(m, " (whole GPU: %.4g GB/s, zero-copy %.4g GB/s)",
+                  other[0] * other_sms[0], other[1] * other_sms[1]);
+  }
   return 0;
 }
 
@@ -541,10 +759,16 @@ static int store_all(const measured *m, unsigned sms, calibrate_result *out,
       {CALIBRATE_sm_read_rtt_us, m->sm_read_rtt_us},
       {CALIBRATE_sm_inflight_bytes, m->sm_inflight_bytes},
       {CALIBRATE_dram_gbps, m->dram_gbps},
+      {CALIBRATE_decode_gbps_per_sm, m->decode_gbps_per_sm},
       {CALIBRATE_sms, (double)sms},
   };
   for (size_t k = 0; k < sizeof rows / sizeof rows[0]; k++)
     TRY(store(out, rows[k].i, rows[k].v, err, errlen));
+  size_t used = strlen(out->notes);
+  snprintf(out->notes + used, sizeof out->notes - used,
+           "decode_gbps_per_sm: the slowest of (tensor bytes, GB/s per SM) "
+           "%s\n",
+           m->decode_note);
   return 0;
 }
 
@@ -561,9 +785,9 @@ int calibrate_measure(int device, int quick, calibrate_result *out, char *err,
   if (cuda_api_open(&g.cu, err, errlen) != 0)
     return -1;
   out->simulated = g.cu.simulated;
-  int rc = open_device(&g, device, out) || load_gather(&g) || allocate(&g) ||
+  int rc = open_device(&g, device, out) || load_kernels(&g) || allocate(&g) ||
                    measure_calls(&g, &m) || measure_copies(&g, &m) ||
-                   measure_sm_reads(&g, &m)
+                   measure_sm_reads(&g, &m) || measure_decode(&g, &m)
                ? -1
                : 0;
   release(&g);

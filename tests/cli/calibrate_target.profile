@@ -1,6 +1,7 @@
 # The profile tests/cli/calibrate.sh gives the simulated GPU (IBP_PROFILE)
-# for `ibp calibrate` to recover: every value differs from both built-ins,
-# and one SM's output rate (decode_gbps_per_sm) is below its host-read rate
+# for `ibp calibrate` to recover: every value differs from both built-ins
+# but sms, which is the simulated device's own 132 (its clock times kernels
+# on the profile's SMs, and the decode rate is measured per SM); one SM's output rate (decode_gbps_per_sm) is below its host-read rate
 # (sm_inflight_bytes / sm_read_rtt_us = 11.7 GB/s), so a kernel that writes
 # what it reads is output-bound on one SM and the calibration has to time
 # the reads another way (docs/PROFILE.md, "Calibration").
@@ -21,4 +22,4 @@ sm_inflight_bytes = 24576
 sector_bytes = 64
 dram_gbps = 1234
 decode_gbps_per_sm = 6.5
-sms = 96
+sms = 132
