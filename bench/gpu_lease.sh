@@ -90,24 +90,27 @@ fi
 # 2. the lines: id TAB sample TAB regions TAB args TAB B's extra env
 rnd=$out/random_u8.bin
 head -c 67108864 /dev/urandom >"$rnd"
+emb=$'emb_gather\tmin=64M,tensor=400,name=emb\t--rows 341479 --dim 100 --batches 64 --batch-rows 2048 --warmup 4'
+weights=$'weight_stream\tmin=128M,tensor=4K,name=weights\t--size 128M --dtype bf16 --layers 32 --epochs 60 --warmup 6'
+prefix=$'kv_offload\tmin=64M,tensor=4K,name=kv\t--blocks 2048 --prefill 2000 --block-bytes 64K --steps 16 --window 32 --warmup 4 --fetch prefix'
+# Most telling first (the budget cuts the last).  The *_staged / _zerocopy
+# lines force one GPU path, the gate steered by the built-in h100-pcie5:
+# what that path gives on this GPU.
 lines=(
-  $'emb_glove400\temb_gather\tmin=64M,tensor=400,name=emb\t--rows 341479 --dim 100 --batches 64 --batch-rows 2048 --warmup 4\t'
-  $'weight_gen_bf16\tweight_stream\tmin=256M,tensor=4K,name=weights\t--size 256M --dtype bf16 --layers 32 --epochs 40 --warmup 4\t'
-  $'kv_prefix\tkv_offload\tmin=64M,tensor=4K,name=kv\t--blocks 2048 --prefill 2000 --block-bytes 64K --steps 16 --window 32 --warmup 4 --fetch prefix\t'
-  $'emb_glove400_mprotect\temb_gather\tmin=64M,tensor=400,name=emb\t--rows 341479 --dim 100 --batches 64 --batch-rows 2048 --warmup 4\tIBP_TRACKER=mprotect'
-  $'emb_random400\temb_gather\tmin=32M,tensor=400,name=emb\t--data '"$rnd"$' --row-bytes 400 --batches 64 --batch-rows 2048 --warmup 4\t'
-  $'kv_window\tkv_offload\tmin=64M,tensor=4K,name=kv\t--blocks 1024 --prefill 1024 --block-bytes 64K --steps 256 --window 32 --warmup 16\t'
+  "emb_glove400"$'\t'"$emb"$'\t'
+  "weight_gen_bf16"$'\t'"$weights"$'\t'
+  "kv_prefix"$'\t'"$prefix"$'\t'
   $'kv_blocks\tkv_blocks\tmin=16M,tensor=256,name=kv\t--blocks 1024 --slots 64 --steps 65 --window 16 --warmup 1\t'
+  "weight_bf16_staged"$'\t'"$weights"$'\tIBP_PROFILE=h100-pcie5 IBP_PATH=staged'
+  $'kv_window\tkv_offload\tmin=64M,tensor=4K,name=kv\t--blocks 1024 --prefill 1024 --block-bytes 64K --steps 256 --window 32 --warmup 16\t'
   $'feature_gen\tfeature_gather\tmin=64M,tensor=1K,name=features\t--rows 100000 --dim 256 --batches 32 --batch-nodes 1024 --fanout 10 --warmup 2\t'
+  $'emb_random400\temb_gather\tmin=32M,tensor=400,name=emb\t--data '"$rnd"$' --row-bytes 400 --batches 64 --batch-rows 2048 --warmup 4\t'
+  "emb_glove400_mprotect"$'\t'"$emb"$'\tIBP_TRACKER=mprotect'
   $'weight_random\tweight_stream\tmin=32M,tensor=4K,name=weights\t--data '"$rnd"$' --layers 16 --epochs 50 --warmup 5\t'
+  "weight_bf16_zerocopy"$'\t'"$weights"$'\tIBP_PROFILE=h100-pcie5 IBP_PATH=zerocopy'
+  "weight_bf16_staged132"$'\t'"$weights"$'\tIBP_PROFILE=h100-pcie5 IBP_PATH=staged IBP_MAX_SMS=132'
+  "kv_prefix_staged132"$'\t'"$prefix"$'\tIBP_PROFILE=h100-pcie5 IBP_PATH=staged IBP_MAX_SMS=132'
 )
-# each GPU path forced, the gate steered by the built-in h100-pcie5 (whose
-# decode rate is an assumption): what each path gives on this GPU
-for way in zerocopy:IBP_PATH=zerocopy staged:IBP_PATH=staged \
-  staged132:'IBP_PATH=staged IBP_MAX_SMS=132'; do
-  lines+=("weight_bf16_${way%%:*}"$'\tweight_stream\tmin=256M,tensor=4K,name=weights\t--size 256M --dtype bf16 --layers 32 --epochs 40 --warmup 4\tIBP_PROFILE=h100-pcie5 '"${way#*:}")
-done
-lines+=($'kv_prefix_staged132\tkv_offload\tmin=64M,tensor=4K,name=kv\t--blocks 2048 --prefill 2000 --block-bytes 64K --steps 16 --window 32 --warmup 4 --fetch prefix\tIBP_PROFILE=h100-pcie5 IBP_PATH=staged IBP_MAX_SMS=132')
 if [[ -f $data/cnn_f32_to_bf16.bin ]]; then
   lines+=($'weight_cnn_bf16\tweight_stream\tmin='"$(stat -c %s "$data/cnn_f32_to_bf16.bin")"$',tensor=1024,name=weights\t--data '"$data"$'/cnn_f32_to_bf16.bin --layers 32 --epochs 50 --warmup 5\t')
 fi

@@ -158,6 +158,15 @@ typedef struct ibp_kernel_plan {
 int ibp_kernels_plan_decompress(ibp_decompress_args *a, unsigned max_shared,
                                 unsigned sms, ibp_kernel_plan *plan);
 
+/* The same with blocks of up to `most_warps` warps (1..32; fewer where
+ * their staging buffers do not fit): the staged path's launches, whose
+ * grid IBP_MAX_SMS cuts to one block per SM, use IBP_STAGED_WARPS. */
+int ibp_kernels_plan_decompress_warps(ibp_decompress_args *a,
+                                      unsigned max_shared, unsigned sms,
+                                      unsigned most_warps,
+                                      ibp_kernel_plan *plan);
+#define IBP_STAGED_WARPS 16u
+
 /* Recomputes a->walk and plan->grid for a new range in `a` (first_tensor,
  * first_offset, length) of a region planned before with
  * ibp_kernels_plan_decompress: plan->block and dynamic_shared stay valid.

@@ -45,15 +45,23 @@ static uint32_t walk_for(uint32_t R, uint64_t units, unsigned sms) {
 
 int ibp_kernels_plan_decompress(ibp_decompress_args *a, unsigned max_shared,
                                 unsigned sms, ibp_kernel_plan *plan) {
+  return ibp_kernels_plan_decompress_warps(a, max_shared, sms, WARPS_PER_BLOCK,
+                                           plan);
+}
+
+int ibp_kernels_plan_decompress_warps(ibp_decompress_args *a,
+                                      unsigned max_shared, unsigned sms,
+                                      unsigned most_warps,
+                                      ibp_kernel_plan *plan) {
   const uint32_t R = a->tensor_bytes, c = a->chunk_bytes;
-  if (R == 0 || !ibp_chunk_width_valid(c))
+  if (R == 0 || !ibp_chunk_width_valid(c) || most_warps < 1 || most_warps > 32)
     return -1;
   /* a whole stream (< R bytes) after up to 15 bytes of alignment, up to 31
    * bytes of the next stream (fetch_end), plus the 16 bytes the 128-bit
    * stream reads may look past it */
   a->stage_bytes = (R + 64 + 15) & ~15u;
   /* two buffers per warp (prefetch) when they fit, else one */
-  unsigned warps = WARPS_PER_BLOCK;
+  unsigned warps = most_warps;
   a->stage_buffers = 2;
   while (warps > 1 && (uint64_t)warps * 2 * a->stage_bytes > max_shared)
     warps /= 2;

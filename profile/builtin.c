@@ -101,6 +101,8 @@ static const char a100_pcie4[] =
     "# A100 40GB: 1,555 GB/s HBM2 (NVIDIA A100 datasheet, as tabled at\n"
     "# https://www.glennklockwood.com/garden/processors/A100).\n"
     "dram_gbps = 1555\n" DECODE_RATE
+    "# PLACEHOLDER: no limit beyond sm_h2d_gbps.\n"
+    "decode_h2d_gbps = 25.0\n"
     "# deviceQuery on A100: \"(108) Multiprocessors\"; 108 SMs on every A100\n"
     "# (https://www.glennklockwood.com/garden/processors/A100).\n"
     "sms = 108\n";
@@ -138,6 +140,8 @@ static const char h100_pcie5[] =
     "# spec table at https://archive-lib.hpctech.co.jp/gpuproduct/\n"
     "# nvidia-h100.html).\n"
     "dram_gbps = 2000\n" DECODE_RATE
+    "# PLACEHOLDER: no limit beyond sm_h2d_gbps.\n"
+    "decode_h2d_gbps = 35\n"
     "# H100 PCIe: 114 SMs, 57 TPCs (NVIDIA's spec table above).\n"
     "sms = 114\n";
 

@@ -30,12 +30,29 @@ double ibp_profile_sm_read_gbps(const ibp_profile *p, unsigned sms) {
   return gbps < p->sm_h2d_gbps ? gbps : p->sm_h2d_gbps;
 }
 
-double ibp_profile_kernel_us(const ibp_profile *p, uint64_t host_bytes,
-                             uint64_t out_bytes, unsigned sms) {
-  unsigned n = clamp_sms(p, sms);
-  double read = bytes_us((double)host_bytes, ibp_profile_sm_read_gbps(p, n));
+double ibp_profile_decode_read_gbps(const ibp_profile *p, unsigned sms) {
+  double sm = ibp_profile_sm_read_gbps(p, clamp_sms(p, sms));
+  return p->decode_h2d_gbps < sm ? p->decode_h2d_gbps : sm;
+}
+
+static double kernel_us(const ibp_profile *p, uint64_t host_bytes,
+                        uint64_t out_bytes, unsigned n, double read_gbps) {
+  double read = bytes_us((double)host_bytes, read_gbps);
   double decode = bytes_us((double)out_bytes, p->decode_gbps_per_sm * n);
   double write = bytes_us((double)out_bytes, p->dram_gbps);
   double rtt = host_bytes > 0 ? p->sm_read_rtt_us : 0.0;
   return p->launch_latency_us + rtt + max2(read, max2(decode, write));
+}
+
+double ibp_profile_kernel_us(const ibp_profile *p, uint64_t host_bytes,
+                             uint64_t out_bytes, unsigned sms) {
+  unsigned n = clamp_sms(p, sms);
+  return kernel_us(p, host_bytes, out_bytes, n, ibp_profile_sm_read_gbps(p, n));
+}
+
+double ibp_profile_decode_us(const ibp_profile *p, uint64_t host_bytes,
+                             uint64_t out_bytes, unsigned sms) {
+  unsigned n = clamp_sms(p, sms);
+  return kernel_us(p, host_bytes, out_bytes, n,
+                   ibp_profile_decode_read_gbps(p, n));
 }

@@ -88,4 +88,15 @@ double ibp_profile_sm_read_gbps(const ibp_profile *p, unsigned sms);
 double ibp_profile_kernel_us(const ibp_profile *p, uint64_t host_bytes,
                              uint64_t out_bytes, unsigned sms);
 
+/* Bandwidth (GB/s) of the decompress kernels' host reads on `sms` SMs:
+ * ibp_profile_sm_read_gbps, at most decode_h2d_gbps (how the kernels stage
+ * their streams, a warp fetching a stream and then decoding it, can read
+ * less than a plain gather). */
+double ibp_profile_decode_read_gbps(const ibp_profile *p, unsigned sms);
+
+/* ibp_profile_kernel_us for the decompress kernels (ibp_decompress,
+ * ibp_decompress_batch): their host reads at ibp_profile_decode_read_gbps. */
+double ibp_profile_decode_us(const ibp_profile *p, uint64_t host_bytes,
+                             uint64_t out_bytes, unsigned sms);
+
 #endif /* IBP_PROFILE_H */

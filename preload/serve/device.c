@@ -213,9 +213,23 @@ static int plan(const ibp_driver *d, int dev, CUfunction fn,
   if (ibp_kernels_plan_decompress(a, (unsigned)smem, (unsigned)sms,
                                   &out->plan) != 0)
     return -1;
-  if (out->plan.dynamic_shared > SHARED_DEFAULT_LIMIT &&
+  /* the staged path's launches: wider blocks (docs/ARCHITECTURE.md,
+   * "Staged copies"); the region's own shape where they cannot be planned */
+  out->staged_args = *a;
+  out->staged_plan = out->plan;
+  ibp_decompress_args wide = *a;
+  ibp_kernel_plan wide_plan;
+  if (ibp_kernels_plan_decompress_warps(&wide, (unsigned)smem, (unsigned)sms,
+                                        IBP_STAGED_WARPS, &wide_plan) == 0) {
+    out->staged_args = wide;
+    out->staged_plan = wide_plan;
+  }
+  /* The function is shared by every region of the context: its limit is
+   * the device's, so that no region's plan lowers another's. */
+  if ((out->plan.dynamic_shared > SHARED_DEFAULT_LIMIT ||
+       out->staged_plan.dynamic_shared > SHARED_DEFAULT_LIMIT) &&
       d->cuFuncSetAttribute(fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                            (int)out->plan.dynamic_shared) != CUDA_SUCCESS)
+                            smem) != CUDA_SUCCESS)
     return -1;
   CUcontext ctx = NULL;
   d->cuCtxGetCurrent(&ctx);

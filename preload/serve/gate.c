@@ -5,7 +5,7 @@
  *   pass    CPU: runtime_call_us + driver_copy_call_us
  *           GPU: ce_setup_us + bytes / ce_h2d_gbps
  *   kernel  CPU: runtime_call_us + driver_launch_call_us
- *           GPU: ibp_profile_kernel_us(host bytes, bytes, blocks)
+ *           GPU: ibp_profile_decode_us(host bytes, bytes, blocks)
  *
  * each the larger of the two (copies queued back to back overlap the CPU's
  * and the GPU's work), and for a copy held for a batched launch of n
@@ -17,14 +17,14 @@
  *                + (driver_copy_call_us + driver_launch_call_us
  *                   + driver_call_us) / n
  *           (+ the write tracker's scan of the span / n: serve/batch.c)
- *           GPU: (ibp_profile_kernel_us(n x host bytes, n x bytes, sms)
+ *           GPU: (ibp_profile_decode_us(n x host bytes, n x bytes, sms)
  *                 + ce_setup_us) / n
  *
  *   staged  CPU: runtime_call_us + k x driver_launch_call_us
  *                + w x (driver_copy_call_us + 4 x driver_call_us)
  *           GPU: the larger of the copy engine's w windows (w x ce_setup_us
  *                + window bytes / ce_h2d_gbps) and the k decodes
- *                (ibp_profile_kernel_us(raw bytes, bytes, IBP_MAX_SMS)
+ *                (ibp_profile_decode_us(raw bytes, bytes, IBP_MAX_SMS)
  *                + (k - 1) x launch_latency_us), which overlap; a
  *                synchronous copy adds one chunk of the smaller
  *
@@ -110,7 +110,7 @@ double ibp__gate_pass_ns(const ibp_profile *p, const ibp_gate_copy *c) {
 
 double ibp__gate_kernel_ns(const ibp_profile *p, const ibp_gate_copy *c) {
   double cpu = p->runtime_call_us + p->driver_launch_call_us;
-  double gpu = ibp_profile_kernel_us(p, c->host_bytes, c->bytes,
+  double gpu = ibp_profile_decode_us(p, c->host_bytes, c->bytes,
                                      c->blocks ? c->blocks : 1);
   return 1e3 * max2(cpu, gpu);
 }
@@ -124,7 +124,7 @@ double ibp__gate_batch_ns(const ibp_profile *p, const ibp_gate_copy *c,
   double cpu =
       (own_call ? p->runtime_call_us : 0) + p->ibp_hold_us + flush_cpu / n;
   double kernel =
-      ibp_profile_kernel_us(p, (uint64_t)(c->host_bytes * n),
+      ibp_profile_decode_us(p, (uint64_t)(c->host_bytes * n),
                             (uint64_t)(c->bytes * n), (unsigned)p->sms);
   double gpu = (kernel + ibp_profile_ce_copy_us(p, 0, 1)) / n;
   /* the sum, not the larger: the GPU starts on a batch only when it is
@@ -142,7 +142,7 @@ double ibp__gate_staged_ns(const ibp_profile *p, const ibp_gate_staged *c) {
   double ce = w * p->ce_setup_us + (double)c->ce_bytes / (p->ce_h2d_gbps * 1e3);
   /* the decodes: one launch each, the raw reads over PCIe among them */
   double decode =
-      ibp_profile_kernel_us(p, c->host_bytes, c->bytes, c->sms ? c->sms : 1) +
+      ibp_profile_decode_us(p, c->host_bytes, c->bytes, c->sms ? c->sms : 1) +
       (k - 1) * p->launch_latency_us;
   /* what cannot overlap: the first chunk's copy before any decode, or the
    * last decode after every copy -- one chunk's worth of the smaller */

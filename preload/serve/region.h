@@ -113,7 +113,12 @@ typedef struct ibp_device_slot {
   ibp_kernel_plan plan;
   ibp_decompress_args args; /* launch template: region geometry filled,
                                range fields per copy */
-  const uint32_t *busy;     /* device address of refresh.busy */
+  /* the staged path's launch shape (IBP_STAGED_WARPS warps per block):
+   * its plan, and the template whose stage_bytes, stage_buffers and
+   * mask_shared_bytes go with it */
+  ibp_kernel_plan staged_plan;
+  ibp_decompress_args staged_args;
+  const uint32_t *busy; /* device address of refresh.busy */
 } ibp_device_slot;
 
 /* What the gate saw of the region's first copies (gate.c): whether its

@@ -404,6 +404,9 @@ static int stage_chunk(const ibp_driver *d, const ibp_served_region *s, ring *g,
   const uint64_t off = a->first_tensor * R + a->first_offset;
   const uint64_t end = off + a->length;
   ibp_decompress_args ca = *a;
+  ca.stage_bytes = x->shape->stage_bytes;
+  ca.stage_buffers = x->shape->stage_buffers;
+  ca.mask_shared_bytes = x->shape->mask_shared_bytes;
   uint64_t from = k->t0 * R > off ? k->t0 * R : off;
   uint64_t to = last || k->t1 * R > end ? end : k->t1 * R;
   ca.first_tensor = from / R;

@@ -44,7 +44,8 @@ typedef struct ibp_staged_args {
   CUfunction fn;
   unsigned sms;
   const ibp_decompress_args *a;
-  const ibp_kernel_plan *plan;
+  const ibp_kernel_plan *plan;      /* the staged launch shape ... */
+  const ibp_decompress_args *shape; /* ... and its staging fields */
   const ibp_staged_plan *sp;
 } ibp_staged_args;
 

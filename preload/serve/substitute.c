@@ -335,7 +335,8 @@ static int serve_region(ibp_region_rec *r, const ibp_copy *c) {
   if (ranged)
     ibp__nvtx_copy_begin(r->name, c->bytes); /* serve/nvtx.h: for nsys */
   if (go == PATH_STAGED) {
-    ibp_staged_args x = {slot->fn, slot->sms, &a, &plan, &sp};
+    ibp_staged_args x = {slot->fn,           slot->sms,          &a,
+                         &slot->staged_plan, &slot->staged_args, &sp};
     int rc = ibp__staged_copy(s, ctx, c, &x, &e);
     if (rc == 1) { /* no buffer free of other streams' work */
       go = second;

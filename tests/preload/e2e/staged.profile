@@ -22,4 +22,5 @@ sm_inflight_bytes = 32768
 sector_bytes = 32
 dram_gbps = 2000
 decode_gbps_per_sm = 8
+decode_h2d_gbps = 35
 sms = 114

@@ -44,9 +44,9 @@ uint64_t gather_out(const void *args) {
 
 const simt_kernel kernels[] = {
     {IBP_KERNEL_DECOMPRESS, decompress_entry, sizeof(ibp_decompress_args),
-     decompress_out},
-    {IBP_KERNEL_BATCH, batch_entry, sizeof(ibp_batch_args), batch_out},
-    {IBP_KERNEL_GATHER, gather_entry, sizeof(ibp_gather_args), gather_out},
+     decompress_out, 1},
+    {IBP_KERNEL_BATCH, batch_entry, sizeof(ibp_batch_args), batch_out, 1},
+    {IBP_KERNEL_GATHER, gather_entry, sizeof(ibp_gather_args), gather_out, 0},
 };
 
 // Test infrastructure, not libibp: a constructor is the simplest way for a

@@ -310,6 +310,7 @@ struct scu_op {
       const char *name;
       CUfunction func;    /* the handle it was launched with */
       uint64_t out_bytes; /* what the kernel writes (simt_kernel.out_bytes) */
+      int decodes;        /* simt_kernel.decodes */
       simt_pcie pcie;     /* its host reads, filled when it ran */
     } launch;
     struct {

@@ -15,7 +15,8 @@
  *                streams, one timeline per direction); device to device:
  *                read + write at dram_gbps
  *   sets         bytes at dram_gbps
- *   kernels      ibp_profile_kernel_us from the sectors the emulator
+ *   kernels      ibp_profile_kernel_us (ibp_profile_decode_us for the
+ *                decompress kernels) from the sectors the emulator
  *                counted and the bytes the kernel writes; its host reads
  *                occupy the host-to-device link
  *   host work    host functions and callbacks take their real time
@@ -104,13 +105,16 @@ static double launch_end(const ibp_profile *p, const scu_op *op, double start) {
   const simt_launch *l = &op->u.launch.l;
   unsigned sms = launch_sms(p, l);
   uint64_t host = op->u.launch.pcie.sectors * 32; /* simt's sectors */
-  double alone =
-      us_to_ns(ibp_profile_kernel_us(p, host, op->u.launch.out_bytes, sms));
+  const int dec = op->u.launch.decodes;
+  uint64_t out = op->u.launch.out_bytes;
+  double alone = us_to_ns(dec ? ibp_profile_decode_us(p, host, out, sms)
+                              : ibp_profile_kernel_us(p, host, out, sms));
   if (!host)
     return start + alone;
   double reads_ready =
       start + us_to_ns(p->launch_latency_us) + us_to_ns(p->sm_read_rtt_us);
-  double reads = (double)host / ibp_profile_sm_read_gbps(p, sms);
+  double reads = (double)host / (dec ? ibp_profile_decode_read_gbps(p, sms)
+                                     : ibp_profile_sm_read_gbps(p, sms));
   double reads_end =
       simclock_link_reserve(SIMCLOCK_LINK_H2D, reads_ready, reads);
   return reads_end > start + alone ? reads_end : start + alone;
