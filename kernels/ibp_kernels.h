@@ -174,6 +174,9 @@ int ibp_kernels_plan_decompress_warps(ibp_decompress_args *a,
 void ibp_kernels_plan_range(ibp_decompress_args *a, unsigned sms,
                             ibp_kernel_plan *plan);
 
+/* Units of the copy in a: its tensors, and the tail when it reaches it. */
+uint64_t ibp_kernels_copy_units(const ibp_decompress_args *a);
+
 /* Units of job j (region: its template, planned; NULL for a raw job). */
 uint64_t ibp_kernels_job_units(const ibp_batch_job *j,
                                const ibp_decompress_args *region);

@@ -22,8 +22,7 @@ static unsigned grid_for(uint64_t units, unsigned warps, unsigned sms) {
   return (unsigned)(want < 1 ? 1 : want > cap ? cap : want);
 }
 
-/* Units of the copy in a: its tensors, and the tail when it reaches it. */
-static uint64_t copy_units(const ibp_decompress_args *a) {
+uint64_t ibp_kernels_copy_units(const ibp_decompress_args *a) {
   const uint64_t R = a->tensor_bytes;
   uint64_t g0 = a->first_tensor * R + a->first_offset;
   uint64_t last = a->length ? (g0 + a->length - 1) / R : a->first_tensor;
@@ -94,7 +93,7 @@ void ibp_kernels_plan_gather(uint64_t count, unsigned sms,
 
 void ibp_kernels_plan_range(ibp_decompress_args *a, unsigned sms,
                             ibp_kernel_plan *plan) {
-  const uint64_t units = copy_units(a);
+  const uint64_t units = ibp_kernels_copy_units(a);
   a->walk = walk_for(a->tensor_bytes, units, sms);
   plan->grid = grid_for((units + a->walk - 1) / a->walk, plan->block / 32, sms);
 }
@@ -107,7 +106,7 @@ uint64_t ibp_kernels_job_units(const ibp_batch_job *j,
   a.first_tensor = j->src / a.tensor_bytes;
   a.first_offset = (uint32_t)(j->src % a.tensor_bytes);
   a.length = j->length;
-  return copy_units(&a);
+  return ibp_kernels_copy_units(&a);
 }
 
 void ibp_kernels_plan_batch(ibp_batch_args *b,

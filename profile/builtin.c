@@ -64,12 +64,6 @@
   "# 14(2) 2020, https://github.com/illinois-impact/EMOGI).\n"                 \
   "sector_bytes = 32\n"
 
-#define DECODE_RATE                                                            \
-  "# ASSUMPTION: software pdep decode of one 64-bit word per lane; it\n"       \
-  "# limits only when host reads are not the bottleneck.  To be\n"             \
-  "# calibrated (ibp calibrate, planned).\n"                                   \
-  "decode_gbps_per_sm = 8\n"
-
 static const char a100_pcie4[] =
     "# NVIDIA A100 40GB PCIe (108 SMs, HBM2) behind a PCIe Gen4 x16 host\n"
     "# link: at most 31.5 GB/s per direction (16 GT/s x 16 x 128/130 / 8).\n"
@@ -100,9 +94,15 @@ static const char a100_pcie4[] =
     "sm_read_rtt_us = 1.5\n" KERNEL_SHAPE
     "# A100 40GB: 1,555 GB/s HBM2 (NVIDIA A100 datasheet, as tabled at\n"
     "# https://www.glennklockwood.com/garden/processors/A100).\n"
-    "dram_gbps = 1555\n" DECODE_RATE
-    "# PLACEHOLDER: no limit beyond sm_h2d_gbps.\n"
-    "decode_h2d_gbps = 25.0\n"
+    "dram_gbps = 1555\n"
+    "# ASSUMPTION: h100-pcie5's figures, measured on an H200, scaled by the\n"
+    "# SM clock: 1410 against 1980 MHz (NVIDIA A100 and H200 datasheets).\n"
+    "decode_gbps_per_sm = 2.26\n"
+    "# ASSUMPTION: likewise scaled.\n"
+    "decode_tensor_us = 0.135\n"
+    "# ASSUMPTION: the share of a plain gather's reads the H200 measurement\n"
+    "# gave (28.8 of 51.2 GB/s) of this link's sm_h2d_gbps.\n"
+    "decode_h2d_gbps = 14.1\n"
     "# deviceQuery on A100: \"(108) Multiprocessors\"; 108 SMs on every A100\n"
     "# (https://www.glennklockwood.com/garden/processors/A100).\n"
     "sms = 108\n";
@@ -139,9 +139,19 @@ static const char h100_pcie5[] =
     "# PB-11133-001, \"greater than 2,000 gigabytes per second\"; NVIDIA's\n"
     "# spec table at https://archive-lib.hpctech.co.jp/gpuproduct/\n"
     "# nvidia-h100.html).\n"
-    "dram_gbps = 2000\n" DECODE_RATE
-    "# PLACEHOLDER: no limit beyond sm_h2d_gbps.\n"
-    "decode_h2d_gbps = 35\n"
+    "dram_gbps = 2000\n"
+    "# Measured by `ibp calibrate` on an NVIDIA H200 (the H100's GH100 SM,\n"
+    "# same clocks), libibp's decompress kernel launched as its staged path\n"
+    "# launches it: one SM decodes 2.94, 2.58 and 1.66 GB/s of 4096-, 1024-\n"
+    "# and 400-byte tensors (docs/RESULTS.md in libibp, \"On a real GPU\"),\n"
+    "# fitted as 3.17 GB/s plus 0.096 us per tensor.\n"
+    "decode_gbps_per_sm = 3.17\n"
+    "# The same fit's time per tensor.\n"
+    "decode_tensor_us = 0.096\n"
+    "# Measured likewise: the whole H200 decoding 4 KiB tensors from pinned\n"
+    "# host memory read 28.8 GB/s of it (a plain gather: 51.2 GB/s), a warp\n"
+    "# fetching one stream and then decoding it.\n"
+    "decode_h2d_gbps = 28.8\n"
     "# H100 PCIe: 114 SMs, 57 TPCs (NVIDIA's spec table above).\n"
     "sms = 114\n";
 
@@ -166,6 +176,16 @@ const char *ibp_profile_builtin_text(const char *name) {
   for (size_t i = 0; i < sizeof builtins / sizeof builtins[0]; i++)
     if (strcmp(builtins[i].name, name) == 0)
       return builtins[i].text;
+  return NULL;
+}
+
+const char *ibp_profile_builtin_for_device(const char *device_name) {
+  if (device_name == NULL)
+    return NULL;
+  if (strstr(device_name, "H100") || strstr(device_name, "H200"))
+    return "h100-pcie5";
+  if (strstr(device_name, "A100"))
+    return "a100-pcie4";
   return NULL;
 }
 

@@ -36,9 +36,11 @@ double ibp_profile_decode_read_gbps(const ibp_profile *p, unsigned sms) {
 }
 
 static double kernel_us(const ibp_profile *p, uint64_t host_bytes,
-                        uint64_t out_bytes, unsigned n, double read_gbps) {
+                        uint64_t out_bytes, uint64_t units, unsigned n,
+                        double read_gbps) {
   double read = bytes_us((double)host_bytes, read_gbps);
-  double decode = bytes_us((double)out_bytes, p->decode_gbps_per_sm * n);
+  double decode = bytes_us((double)out_bytes, p->decode_gbps_per_sm * n) +
+                  (double)units * p->decode_tensor_us / n;
   double write = bytes_us((double)out_bytes, p->dram_gbps);
   double rtt = host_bytes > 0 ? p->sm_read_rtt_us : 0.0;
   return p->launch_latency_us + rtt + max2(read, max2(decode, write));
@@ -47,12 +49,13 @@ static double kernel_us(const ibp_profile *p, uint64_t host_bytes,
 double ibp_profile_kernel_us(const ibp_profile *p, uint64_t host_bytes,
                              uint64_t out_bytes, unsigned sms) {
   unsigned n = clamp_sms(p, sms);
-  return kernel_us(p, host_bytes, out_bytes, n, ibp_profile_sm_read_gbps(p, n));
+  return kernel_us(p, host_bytes, out_bytes, 0, n,
+                   ibp_profile_sm_read_gbps(p, n));
 }
 
 double ibp_profile_decode_us(const ibp_profile *p, uint64_t host_bytes,
-                             uint64_t out_bytes, unsigned sms) {
+                             uint64_t out_bytes, uint64_t units, unsigned sms) {
   unsigned n = clamp_sms(p, sms);
-  return kernel_us(p, host_bytes, out_bytes, n,
+  return kernel_us(p, host_bytes, out_bytes, units, n,
                    ibp_profile_decode_read_gbps(p, n));
 }

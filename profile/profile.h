@@ -54,6 +54,11 @@ const char *ibp_profile_builtin_text(const char *name);
 /* The built-in profiles' names, NULL-terminated. */
 const char *const *ibp_profile_builtin_names(void);
 
+/* The built-in whose GPU a device's name (cuDeviceGetName) names: an H100,
+ * H200 or GH200 (the same SM, a PCIe Gen5 host link) -> h100-pcie5; an
+ * A100 -> a100-pcie4; NULL for any other. */
+const char *ibp_profile_builtin_for_device(const char *device_name);
+
 /* Loads `spec`: a built-in name, else a file path (a regular file of at
  * most IBP_PROFILE_FILE_MAX bytes; a device, FIFO or directory is refused
  * without reading it).  Returns 0, or -1 with a one-line message. */
@@ -95,8 +100,10 @@ double ibp_profile_kernel_us(const ibp_profile *p, uint64_t host_bytes,
 double ibp_profile_decode_read_gbps(const ibp_profile *p, unsigned sms);
 
 /* ibp_profile_kernel_us for the decompress kernels (ibp_decompress,
- * ibp_decompress_batch): their host reads at ibp_profile_decode_read_gbps. */
+ * ibp_decompress_batch) over `units` tensors (and raw pieces): their host
+ * reads at ibp_profile_decode_read_gbps, their decode out_bytes at
+ * decode_gbps_per_sm plus decode_tensor_us per unit, on each of the sms. */
 double ibp_profile_decode_us(const ibp_profile *p, uint64_t host_bytes,
-                             uint64_t out_bytes, unsigned sms);
+                             uint64_t out_bytes, uint64_t units, unsigned sms);
 
 #endif /* IBP_PROFILE_H */

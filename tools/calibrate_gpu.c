@@ -411,7 +411,7 @@ typedef struct measured {
   double ce_setup_us, launch_latency_us;
   double ce_h2d_gbps, ce_d2h_gbps, dram_gbps;
   double sm_h2d_gbps, sm_read_rtt_us, sm_inflight_bytes;
-  double decode_gbps_per_sm, decode_h2d_gbps;
+  double decode_gbps_per_sm, decode_tensor_us, decode_h2d_gbps;
   char decode_note[256];
 } measured;
 
@@ -485,8 +485,8 @@ static int measure_sm_reads(gpu *g, measured *m) {
 
 /* ---- the decompress kernel's output rate --------------------------------- */
 
-/* Tensor sizes timed: a weight or KV block, a CNN filter, an embedding row.
- * decode_gbps_per_sm is the slowest (libibp has one rate for all). */
+/* Tensor sizes timed: a weight or KV block, a CNN filter, an embedding row
+ * (the fit of decode_gbps_per_sm and decode_tensor_us spans them). */
 static const uint32_t decode_tensor_bytes[] = {4096, 1024, 400};
 
 typedef struct decode_job {
@@ -661,23 +661,46 @@ static double case_host_bytes(const decode_case *c) {
   return bytes;
 }
 
-/* decode_gbps_per_sm: the slowest tensor size, streams in device memory,
+#define DECODE_SIZES (sizeof decode_tensor_bytes / sizeof(uint32_t))
+
+/* Least squares of one SM's time per tensor, T = t0 + R / d (us, bytes,
+ * GB/s = bytes per ns), over the tensor sizes R; t0 >= 0 (a line through
+ * zero when the fit gives less). */
+static void fit_decode(const double *T, measured *m) {
+  double sr = 0, st = 0, srr = 0, srt = 0;
+  const double k = DECODE_SIZES;
+  for (size_t i = 0; i < DECODE_SIZES; i++) {
+    double R = decode_tensor_bytes[i];
+    sr += R, st += T[i], srr += R * R, srt += R * T[i];
+  }
+  double slope = (k * srt - sr * st) / (k * srr - sr * sr); /* us per byte */
+  double t0 = (st - slope * sr) / k;
+  if (!(slope > 0) || t0 < 0) {
+    slope = srt / srr;
+    t0 = 0;
+  }
+  m->decode_gbps_per_sm = 1.0 / (slope * 1e3);
+  m->decode_tensor_us = t0;
+}
+
+/* decode_gbps_per_sm and decode_tensor_us: the streams in device memory,
  * launched as the staged path launches (IBP_STAGED_WARPS warps per block,
- * at most IBP_MAX_SMS's default blocks, one per SM): one block's output
- * rate.  decode_h2d_gbps, from the first size: the whole GPU decoding
- * with its streams in host memory (zero-copy), host bytes over the time
- * beyond latency and round trip -- where the same decode from device
- * memory takes under 90 % of that time, so the reads are what it waits
- * for; else the reads are hidden and sm_h2d_gbps stands.  The note adds
- * both whole-GPU rates (docs/PROFILE.md, "Calibration"). */
+ * at most IBP_MAX_SMS's default blocks, one per SM), one SM's time per
+ * tensor at each tensor size, fitted to a time per byte and one per tensor.
+ * decode_h2d_gbps, from the first size: the whole GPU decoding with its
+ * streams in host memory (zero-copy), host bytes over the time beyond
+ * latency and round trip -- where the same decode from device memory takes
+ * under 90 % of that time, so the reads are what it waits for; else the
+ * reads are hidden and sm_h2d_gbps stands.  The note gives each size's
+ * rate and both whole-GPU rates (docs/PROFILE.md, "Calibration"). */
 static int measure_decode(gpu *g, measured *m) {
   static const decode_way staged = {0, IBP_STAGED_WARPS, STAGED_MAX_SMS};
   static const decode_way whole[] = {{0, 4, 0}, {1, 4, 0}};
   const double lat = m->launch_latency_us;
-  m->decode_gbps_per_sm = 0;
+  double T[DECODE_SIZES];
   m->decode_h2d_gbps = m->sm_h2d_gbps;
   m->decode_note[0] = '\0';
-  for (size_t i = 0; i < sizeof decode_tensor_bytes / sizeof(uint32_t); i++) {
+  for (size_t i = 0; i < DECODE_SIZES; i++) {
     decode_case c;
     decode_mem d = {0};
     double us = 0, w_us[2] = {0, 0};
@@ -686,7 +709,7 @@ static int measure_decode(gpu *g, measured *m) {
                           g->errlen) != 0)
       return -1;
     const double out = (double)(c.tensors * c.tensor_bytes);
-    const double host = case_host_bytes(&c);
+    const double host = case_host_bytes(&c), tensors = (double)c.tensors;
     int rc = decode_upload(g, &c, &d) ||
              decode_time(g, m, &c, &d, staged, &us, &sms);
     for (size_t x = 0; rc == 0 && i == 0 && x < 2; x++)
@@ -696,11 +719,9 @@ static int measure_decode(gpu *g, measured *m) {
     decode_case_free(&c);
     if (rc != 0)
       return -1;
-    double rate = out / ((us - lat) * 1e3) / sms;
-    if (i == 0 || rate < m->decode_gbps_per_sm)
-      m->decode_gbps_per_sm = rate;
+    T[i] = (us - lat) * sms / tensors;
     decode_note(m, i ? ", %g B %.3g" : "%g B %.3g", decode_tensor_bytes[i],
-                rate);
+                out / ((us - lat) * 1e3) / sms);
     if (i != 0)
       continue;
     double reads_us = w_us[1] - lat - m->sm_read_rtt_us;
@@ -710,6 +731,7 @@ static int measure_decode(gpu *g, measured *m) {
     decode_note(m, " (whole GPU: %.4g GB/s; zero-copy %.4g GB/s)",
                 out / ((w_us[0] - lat) * 1e3), out / ((w_us[1] - lat) * 1e3));
   }
+  fit_decode(T, m);
   return 0;
 }
 
@@ -783,6 +805,7 @@ static int store_all(const measured *m, unsigned sms, calibrate_result *out,
       {CALIBRATE_sm_inflight_bytes, m->sm_inflight_bytes},
       {CALIBRATE_dram_gbps, m->dram_gbps},
       {CALIBRATE_decode_gbps_per_sm, m->decode_gbps_per_sm},
+      {CALIBRATE_decode_tensor_us, m->decode_tensor_us},
       {CALIBRATE_decode_h2d_gbps, m->decode_h2d_gbps},
       {CALIBRATE_sms, (double)sms},
   };
@@ -790,7 +813,8 @@ static int store_all(const measured *m, unsigned sms, calibrate_result *out,
     TRY(store(out, rows[k].i, rows[k].v, err, errlen));
   size_t used = strlen(out->notes);
   snprintf(out->notes + used, sizeof out->notes - used,
-           "decode_gbps_per_sm: the slowest of (tensor bytes, GB/s per SM) "
+           "decode: GB/s per SM by tensor bytes (decode_gbps_per_sm and "
+           "decode_tensor_us fitted to them) "
            "%s\n",
            m->decode_note);
   return 0;

@@ -22,9 +22,11 @@ static const char help[] =
     "Measures a device cost profile on one GPU (docs/PROFILE.md): copy-engine\n"
     "bandwidths and setup, the CPU time of driver calls, the launch latency,\n"
     "SM reads of pinned host memory (whole-GPU bandwidth, round trip, bytes\n"
-    "in flight per SM), device-memory bandwidth and the SM count, all timed\n"
-    "with CUDA events through the driver (libcuda.so.1).  The parameters it\n"
-    "cannot measure (runtime_call_us, sector_bytes, decode_gbps_per_sm) keep\n"
+    "in flight per SM), device-memory bandwidth, the SM count, and libibp's\n"
+    "decompress kernel (its rate per SM and per tensor, checked byte for\n"
+    "byte, and its reads of host memory), all timed with CUDA events\n"
+    "through the driver (libcuda.so.1).  The parameters it cannot measure\n"
+    "(runtime_call_us, ibp_hold_us, batch_deadline_us, sector_bytes) keep\n"
     "the base profile's values.  The profile, with a header saying which\n"
     "values were measured, is written in the profile text format.  Takes\n"
     "well under a minute on a GPU.\n"
@@ -34,7 +36,7 @@ static const char help[] =
     "  --device N         the device to measure (default 0)\n"
     "  --base NAME|FILE   the profile the unmeasured values come from\n"
     "                     (default: h100-pcie5 when the device's name says\n"
-    "                     H100, else a100-pcie4)\n"
+    "                     H100 or H200, else a100-pcie4)\n"
     "  --name NAME        the profile's name (default: calibrated-<device>)\n"
     "  --quick            small transfers, few repetitions: for the\n"
     "                     simulated GPU, whose kernels run emulated\n"
@@ -157,7 +159,8 @@ static int exec_on_sim(int argc, char **argv, int sim_index) {
 
 /* The built-in whose GPU the device's name names, else a100-pcie4. */
 static const char *default_base(const char *device_name) {
-  return strstr(device_name, "H100") != NULL ? "h100-pcie5" : "a100-pcie4";
+  const char *b = ibp_profile_builtin_for_device(device_name);
+  return b ? b : "a100-pcie4";
 }
 
 /* "calibrated-" and the device's name, every run of characters other than

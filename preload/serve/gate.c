@@ -50,15 +50,6 @@
 static ibp_profile profiles[IBP_MAX_DEVICES];
 static _Atomic int ready[IBP_MAX_DEVICES];
 
-/* The built-in whose GPU the device's name names. */
-static const char *builtin_for(const char *device) {
-  if (strstr(device, "H100"))
-    return "h100-pcie5";
-  if (strstr(device, "A100"))
-    return "a100-pcie4";
-  return NULL;
-}
-
 static void load_builtin(ibp_profile *p, const char *name) {
   const char *text = ibp_profile_builtin_text(name);
   char err[256];
@@ -79,7 +70,7 @@ void ibp__gate_setup_device(int dev) {
     const ibp_driver *d = ibp__driver();
     if (d && d->cuDeviceGetName)
       d->cuDeviceGetName(name, (int)sizeof name - 1, dev);
-    const char *b = builtin_for(name);
+    const char *b = ibp_profile_builtin_for_device(name);
     if (!b)
       ibp__log(IBP_LOG_INFO,
                "device %d ('%s'): no built-in cost profile names it; "
@@ -102,6 +93,15 @@ static double max2(double a, double b) {
   return a > b ? a : b;
 }
 
+uint64_t ibp__gate_units(uint64_t R, uint64_t n, uint64_t off, uint64_t len) {
+  uint64_t first = off / R, last = (off + len - 1) / R;
+  if (last > n) /* the tail is one unit */
+    last = n;
+  if (first > n)
+    first = n;
+  return last - first + 1;
+}
+
 double ibp__gate_pass_ns(const ibp_profile *p, const ibp_gate_copy *c) {
   double cpu = p->runtime_call_us + p->driver_copy_call_us;
   double gpu = ibp_profile_ce_copy_us(p, c->bytes, 1);
@@ -110,7 +110,7 @@ double ibp__gate_pass_ns(const ibp_profile *p, const ibp_gate_copy *c) {
 
 double ibp__gate_kernel_ns(const ibp_profile *p, const ibp_gate_copy *c) {
   double cpu = p->runtime_call_us + p->driver_launch_call_us;
-  double gpu = ibp_profile_decode_us(p, c->host_bytes, c->bytes,
+  double gpu = ibp_profile_decode_us(p, c->host_bytes, c->bytes, c->units,
                                      c->blocks ? c->blocks : 1);
   return 1e3 * max2(cpu, gpu);
 }
@@ -123,9 +123,9 @@ double ibp__gate_batch_ns(const ibp_profile *p, const ibp_gate_copy *c,
       p->driver_copy_call_us + p->driver_launch_call_us + p->driver_call_us;
   double cpu =
       (own_call ? p->runtime_call_us : 0) + p->ibp_hold_us + flush_cpu / n;
-  double kernel =
-      ibp_profile_decode_us(p, (uint64_t)(c->host_bytes * n),
-                            (uint64_t)(c->bytes * n), (unsigned)p->sms);
+  double kernel = ibp_profile_decode_us(
+      p, (uint64_t)(c->host_bytes * n), (uint64_t)(c->bytes * n),
+      (uint64_t)(c->units * n), (unsigned)p->sms);
   double gpu = (kernel + ibp_profile_ce_copy_us(p, 0, 1)) / n;
   /* the sum, not the larger: the GPU starts on a batch only when it is
    * launched, after the copies were held, so a batch that ends at a
@@ -141,9 +141,9 @@ double ibp__gate_staged_ns(const ibp_profile *p, const ibp_gate_staged *c) {
                w * (p->driver_copy_call_us + 4 * p->driver_call_us);
   double ce = w * p->ce_setup_us + (double)c->ce_bytes / (p->ce_h2d_gbps * 1e3);
   /* the decodes: one launch each, the raw reads over PCIe among them */
-  double decode =
-      ibp_profile_decode_us(p, c->host_bytes, c->bytes, c->sms ? c->sms : 1) +
-      (k - 1) * p->launch_latency_us;
+  double decode = ibp_profile_decode_us(p, c->host_bytes, c->bytes, c->units,
+                                        c->sms ? c->sms : 1) +
+                  (k - 1) * p->launch_latency_us;
   /* what cannot overlap: the first chunk's copy before any decode, or the
    * last decode after every copy -- one chunk's worth of the smaller */
   double alone = (ce < decode ? ce : decode) / k;

@@ -28,7 +28,12 @@ typedef struct ibp_gate_copy {
   uint64_t bytes;      /* requested */
   uint64_t host_bytes; /* what the kernel would read over PCIe */
   unsigned blocks;     /* the kernel's grid */
+  uint64_t units;      /* tensors (and the tail) it touches */
 } ibp_gate_copy;
+
+/* Tensors (and the tail) a copy of len > 0 bytes at region offset off
+ * touches, in a region of n tensors of R bytes. */
+uint64_t ibp__gate_units(uint64_t R, uint64_t n, uint64_t off, uint64_t len);
 
 /* Modelled steady-state time of a copy by each path (ns): the larger of
  * the calling thread's CPU time and the GPU's time, as copies queue up
@@ -53,6 +58,7 @@ typedef struct ibp_gate_staged {
   uint64_t host_bytes; /* what the decode still reads over PCIe (tensors
                           read raw, the tail, streams larger than a
                           buffer) */
+  uint64_t units;      /* tensors (and the tail) decoded */
   unsigned chunks;     /* a launch each */
   unsigned windows;    /* chunks with streams to move: a copy each */
   unsigned sms;        /* the decode's blocks (IBP_MAX_SMS at most) */

@@ -311,7 +311,11 @@ static double chunk_share(const ibp_served_region *s, int dev, uint64_t t0,
   if (!p || out <= 0 || stored <= 0)
     return 0.5;
   double sms = ibp__cfg.max_sms < p->sms ? ibp__cfg.max_sms : p->sms;
-  double decode = p->decode_gbps_per_sm * sms * stored / out;
+  /* one SM's rate on these tensors: bytes at decode_gbps_per_sm plus
+   * decode_tensor_us each (GB/s = bytes per ns) */
+  const double R = s->geometry.tensor_bytes;
+  double per_sm = R / (R / p->decode_gbps_per_sm + 1e3 * p->decode_tensor_us);
+  double decode = per_sm * sms * stored / out;
   double share = 1.0 - p->ce_h2d_gbps / decode;
   return share < 0.4 ? 0.4 : share > 0.75 ? 0.75 : share;
 }
@@ -341,7 +345,8 @@ int ibp__staged_plan(const ibp_served_region *s, CUcontext ctx, int dev,
   const int dirty_seen =
       s->track.dirty &&
       atomic_load_explicit(&s->track.dirty_tensors, memory_order_relaxed);
-  ibp_gate_staged gs = {c->bytes, 0, tail, 0, 0, ibp__cfg.max_sms, c->sync};
+  ibp_gate_staged gs = {
+      c->bytes, 0, tail, t1 - t0 + (tail > 0), 0, 0, ibp__cfg.max_sms, c->sync};
   const double share = chunk_share(s, dev, t0, t1);
   for (uint64_t t = t0; t < t1; gs.chunks++) {
     chunk k;

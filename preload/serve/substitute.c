@@ -11,6 +11,7 @@
 #include "serve/substitute.h"
 
 #include "base/base.h"
+#include "base/clock.h"
 #include "base/driver.h"
 #include "base/log.h"
 #include "serve/batch.h"
@@ -148,6 +149,47 @@ static CUresult launch(const ibp_driver *d, const ibp_device_slot *slot,
 
 typedef enum path { PATH_DRIVER, PATH_KERNEL, PATH_STAGED } path;
 
+static double max_d(double a, double b) {
+  return a > b ? a : b;
+}
+
+/* Whether a GPU path open to the copy could beat the driver's copy at its
+ * best: its stored bytes as counted now (writes the tracker has not
+ * reported yet only add raw bytes), the staged path at the larger of its
+ * bytes over the link at the fastest rate and its decode, with no more
+ * than its three calls.  When none can, the copy goes to the driver before
+ * the tracker's sync of its span and the staged plan, so that a copy the
+ * gate declines costs libibp little (docs/ARCHITECTURE.md, "The gate").
+ * No profile: 1 (choose() decides). */
+static int gpu_may_win(const ibp_device_slot *slot, int dev, const ibp_copy *c,
+                       uint64_t off, uint64_t pcie) {
+  const ibp_profile *p = ibp__gate_profile(dev);
+  if (!p)
+    return 1;
+  ibp_decompress_args a = slot->args;
+  a.first_tensor = off / a.tensor_bytes;
+  a.first_offset = (uint32_t)(off % a.tensor_bytes);
+  a.length = c->bytes;
+  ibp_kernel_plan plan = slot->plan;
+  ibp_kernels_plan_range(&a, slot->sms, &plan);
+  const uint64_t units =
+      ibp__gate_units(a.tensor_bytes, a.tensors, off, c->bytes);
+  ibp_gate_copy g = {c->bytes, pcie + SECTOR_SLACK, plan.grid, units};
+  const double pass = ibp__gate_pass_ns(p, &g);
+  if (ibp__cfg.path != IBP_PATH_STAGED && ibp__gate_kernel_ns(p, &g) < pass)
+    return 1;
+  if (ibp__cfg.path == IBP_PATH_ZEROCOPY || !ibp__cfg.staging_bytes)
+    return 0;
+  const unsigned sms =
+      plan.grid < ibp__cfg.max_sms ? plan.grid : ibp__cfg.max_sms;
+  const double link =
+      (double)pcie / (max_d(p->ce_h2d_gbps, p->decode_h2d_gbps) * 1e3);
+  const double decode = ibp_profile_decode_us(p, 0, c->bytes, units, sms);
+  const double calls =
+      p->runtime_call_us + p->driver_copy_call_us + p->driver_launch_call_us;
+  return 1e3 * max_d(calls, max_d(link, decode)) < pass;
+}
+
 /* The fastest path for this copy (gate.c) among those IBP_PATH leaves
  * open: the driver's copy, the kernel reading over PCIe, or the staged
  * path (planned into *sp); counts a copy the gate sends to the driver.
@@ -163,7 +205,11 @@ static path choose(ibp_served_region *s, int dev, CUcontext ctx,
     return PATH_DRIVER;
   }
   /* the streams' ends rarely fall on sector boundaries */
-  ibp_gate_copy g = {c->bytes, pcie + SECTOR_SLACK, plan->grid};
+  ibp_gate_copy g = {
+      c->bytes, pcie + SECTOR_SLACK, plan->grid,
+      ibp__gate_units(a->tensor_bytes, a->tensors,
+                      a->first_tensor * a->tensor_bytes + a->first_offset,
+                      c->bytes)};
   const double pass = ibp__gate_pass_ns(p, &g);
   double best = pass;
   path go = PATH_DRIVER;
@@ -315,10 +361,20 @@ static int serve_region(ibp_region_rec *r, const ibp_copy *c) {
   ibp__batch_order(c->stream); /* what is held runs first */
   if (estimate)
     pcie = ibp__stored_bytes(s, off, c->bytes);
+  if (!gpu_may_win(slot, dev, c, off, pcie)) {
+    ibp__count(&s->counters, copies_gated, 1);
+    ibp__count(&s->counters, bytes_gated, c->bytes);
+    return 1;
+  }
   /* writes the kernel recorded in the span count before the dirty bits are
-   * judged (a region whose memory was remapped counts as all written) */
-  if (ibp__track_sync(&s->track, (uintptr_t)c->src, c->bytes) != 0 &&
-      rewritten(r, s)) {
+   * judged (a region whose memory was remapped counts as all written); the
+   * scan's cost is not in the profile, so it is charged as it took (on the
+   * simulated GPU's clock; nothing on a GPU) */
+  const uint64_t scan0 = ibp__track_scans(&s->track) ? ibp__thread_cpu_ns() : 0;
+  int synced = ibp__track_sync(&s->track, (uintptr_t)c->src, c->bytes);
+  if (scan0)
+    ibp__clock_charge_us(1e-3 * (double)(ibp__thread_cpu_ns() - scan0));
+  if (synced != 0 && rewritten(r, s)) {
     count_passed(s, c->bytes);
     return 1;
   }

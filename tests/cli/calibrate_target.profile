@@ -22,5 +22,6 @@ sm_inflight_bytes = 24576
 sector_bytes = 64
 dram_gbps = 1234
 decode_gbps_per_sm = 6.5
+decode_tensor_us = 0.05
 decode_h2d_gbps = 12.3
 sms = 132

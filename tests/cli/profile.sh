@@ -20,7 +20,7 @@ for name in a100-pcie4 h100-pcie5; do
   expect_ok profile "$name"
   cp "$OUT" "$name.prof"
   expect_eq "name line of $name" "$(grep '^name = ' "$OUT")" "name = $name"
-  expect_eq "parameter lines of $name" "$(grep -c '^[a-z0-9_]* = ' "$OUT")" 19
+  expect_eq "parameter lines of $name" "$(grep -c '^[a-z0-9_]* = ' "$OUT")" 20
   expect_ok profile "./$name.prof"
   cmp -s "$OUT" "$name.prof" || fail "ibp profile ./$name.prof differs from ibp profile $name"
 done

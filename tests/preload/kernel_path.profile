@@ -21,5 +21,6 @@ sm_inflight_bytes = 1000000
 sector_bytes = 32
 dram_gbps = 10000
 decode_gbps_per_sm = 1000
+decode_tensor_us = 0
 decode_h2d_gbps = 1000
 sms = 132

@@ -118,7 +118,8 @@ static void test_builtin(void) {
   CHECK(a.launch_latency_us == 3.0 && a.sm_h2d_gbps == 25.0);
   CHECK(a.sm_read_rtt_us == 1.5 && a.sm_inflight_bytes == 32768);
   CHECK(a.sector_bytes == 32 && a.dram_gbps == 1555);
-  CHECK(a.decode_gbps_per_sm == 8 && a.sms == 108);
+  CHECK(a.decode_gbps_per_sm == 2.26 && a.decode_tensor_us == 0.135);
+  CHECK(a.decode_h2d_gbps == 14.1 && a.sms == 108);
   ibp_profile h = must_load("h100-pcie5");
   CHECK(h.ce_h2d_gbps == 55 && h.ce_d2h_gbps == 55 && h.ce_setup_us == 1.0);
   CHECK(h.runtime_call_us == 0.3 && h.driver_copy_call_us == 2.2);
@@ -126,7 +127,8 @@ static void test_builtin(void) {
   CHECK(h.launch_latency_us == 3.0 && h.sm_h2d_gbps == 35);
   CHECK(h.sm_read_rtt_us == 1.2 && h.sm_inflight_bytes == 32768);
   CHECK(h.sector_bytes == 32 && h.dram_gbps == 2000);
-  CHECK(h.decode_gbps_per_sm == 8 && h.sms == 114);
+  CHECK(h.decode_gbps_per_sm == 3.17 && h.decode_tensor_us == 0.096);
+  CHECK(h.decode_h2d_gbps == 28.8 && h.sms == 114);
 }
 
 /* ---- format -> parse ----------------------------------------------------- */
@@ -525,6 +527,8 @@ static int near(double got, double want) {
 static void test_model(void) {
   ibp_profile a = must_load("a100-pcie4");
   ibp_profile h = must_load("h100-pcie5");
+  /* round decode rates for the figures below */
+  a.decode_gbps_per_sm = h.decode_gbps_per_sm = 8;
   /* copies */
   CHECK(near(ibp_profile_ce_copy_us(&a, 1048576, 1), 1.0 + 1048576 / 25.5e3));
   CHECK(near(ibp_profile_ce_copy_us(&a, 0, 1), 1.0));
@@ -567,6 +571,27 @@ static void test_model(void) {
         ibp_profile_kernel_us(&a, 1048576, 2097152, 1));
   CHECK(near(ibp_profile_kernel_us(&h, 0, 1048576, 1000),
              3.0 + 1048576 / (8 * 114 * 1e3)));
+  /* the decompress kernels: host reads at most decode_h2d_gbps, a fixed
+   * time per tensor on each SM */
+  a.decode_h2d_gbps = 10;
+  CHECK(near(ibp_profile_decode_read_gbps(&a, 108), 10.0));
+  CHECK(near(ibp_profile_decode_read_gbps(&a, 1), 10.0));
+  a.sm_inflight_bytes = 4096;
+  CHECK(near(ibp_profile_decode_read_gbps(&a, 2), 2 * 4096 / 1500.0));
+  a.sm_inflight_bytes = 32768;
+  CHECK(near(ibp_profile_decode_us(&a, 1048576, 0, 0, 108),
+             3.0 + 1.5 + 1048576 / 10e3));
+  a.decode_tensor_us = 0.1;
+  CHECK(near(ibp_profile_decode_us(&a, 0, 1048576, 256, 108),
+             3.0 + 1048576 / (8 * 108 * 1e3) + 256 * 0.1 / 108));
+  CHECK(near(ibp_profile_decode_us(&a, 0, 1048576, 256, 4),
+             3.0 + 1048576 / (8 * 4 * 1e3) + 256 * 0.1 / 4));
+  /* the plain kernel has no per-tensor time and reads at the SMs' rate */
+  CHECK(near(ibp_profile_kernel_us(&a, 1048576, 0, 108),
+             3.0 + 1.5 + 1048576 / 25e3));
+  a.decode_h2d_gbps = 1000;
+  CHECK(ibp_profile_decode_us(&a, 1048576, 0, 0, 108) ==
+        ibp_profile_kernel_us(&a, 1048576, 0, 108));
 }
 
 /* ---- the locale ---------------------------------------------------------- */

@@ -34,6 +34,14 @@ uint64_t batch_out(const void *args) {
   return bytes;
 }
 
+uint64_t decompress_units(const void *args) {
+  return ibp_kernels_copy_units(static_cast<const ibp_decompress_args *>(args));
+}
+
+uint64_t batch_units(const void *args) {
+  return static_cast<const ibp_batch_args *>(args)->units;
+}
+
 uint64_t gather_out(const void *args) {
   const ibp_gather_args *a = static_cast<const ibp_gather_args *>(args);
   uint64_t bytes = 0;
@@ -44,9 +52,11 @@ uint64_t gather_out(const void *args) {
 
 const simt_kernel kernels[] = {
     {IBP_KERNEL_DECOMPRESS, decompress_entry, sizeof(ibp_decompress_args),
-     decompress_out, 1},
-    {IBP_KERNEL_BATCH, batch_entry, sizeof(ibp_batch_args), batch_out, 1},
-    {IBP_KERNEL_GATHER, gather_entry, sizeof(ibp_gather_args), gather_out, 0},
+     decompress_out, decompress_units},
+    {IBP_KERNEL_BATCH, batch_entry, sizeof(ibp_batch_args), batch_out,
+     batch_units},
+    {IBP_KERNEL_GATHER, gather_entry, sizeof(ibp_gather_args), gather_out,
+     nullptr},
 };
 
 // Test infrastructure, not libibp: a constructor is the simplest way for a

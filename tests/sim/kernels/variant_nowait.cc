@@ -14,7 +14,7 @@ void entry(const void *args) {
   ibp_decompress_nowait(*static_cast<const ibp_decompress_args *>(args));
 }
 const simt_kernel kernel = {"ibp_decompress_nowait", entry,
-                            sizeof(ibp_decompress_args), nullptr, 1};
+                            sizeof(ibp_decompress_args), nullptr, nullptr};
 __attribute__((constructor)) void register_variant() {
   simt_kernel_register(&kernel);
 }

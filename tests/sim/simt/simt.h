@@ -51,9 +51,9 @@ typedef struct simt_kernel {
   /* The bytes a launch with these arguments writes to device memory, for
    * the simulated driver's time model (docs/PROFILE.md); NULL: none. */
   uint64_t (*out_bytes)(const void *args);
-  /* Nonzero for libibp's decompress kernels: the time model reads their
-   * host bytes at decode_h2d_gbps (ibp_profile_decode_us). */
-  int decodes;
+  /* libibp's decompress kernels: the tensors (units) a launch decodes,
+   * for the time model (ibp_profile_decode_us); NULL for other kernels. */
+  uint64_t (*units)(const void *args);
 } simt_kernel;
 
 /* Kernel libraries register their kernels (e.g. from a constructor). */

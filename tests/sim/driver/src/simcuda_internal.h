@@ -310,7 +310,8 @@ struct scu_op {
       const char *name;
       CUfunction func;    /* the handle it was launched with */
       uint64_t out_bytes; /* what the kernel writes (simt_kernel.out_bytes) */
-      int decodes;        /* simt_kernel.decodes */
+      int decodes;        /* a decompress kernel (simt_kernel.units) */
+      uint64_t units;     /* the tensors it decodes */
       simt_pcie pcie;     /* its host reads, filled when it ran */
     } launch;
     struct {

@@ -107,8 +107,9 @@ static double launch_end(const ibp_profile *p, const scu_op *op, double start) {
   uint64_t host = op->u.launch.pcie.sectors * 32; /* simt's sectors */
   const int dec = op->u.launch.decodes;
   uint64_t out = op->u.launch.out_bytes;
-  double alone = us_to_ns(dec ? ibp_profile_decode_us(p, host, out, sms)
-                              : ibp_profile_kernel_us(p, host, out, sms));
+  double alone = us_to_ns(
+      dec ? ibp_profile_decode_us(p, host, out, op->u.launch.units, sms)
+          : ibp_profile_kernel_us(p, host, out, sms));
   if (!host)
     return start + alone;
   double reads_ready =

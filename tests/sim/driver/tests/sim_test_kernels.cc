@@ -61,11 +61,13 @@ void trap(const void *p) {
 }
 
 const simt_kernel kernels[] = {
-    {"sim_fill_u32", fill_u32, sizeof(sim_fill_args), nullptr, 0},
-    {"sim_copy_host_u32", copy_host_u32, sizeof(sim_copy_args), nullptr, 0},
-    {"sim_store_host_u32", store_host_u32, sizeof(sim_fill_args), nullptr, 0},
-    {"sim_warp_sum", warp_sum, sizeof(sim_fill_args), nullptr, 0},
-    {"sim_trap", trap, sizeof(sim_fill_args), nullptr, 0},
+    {"sim_fill_u32", fill_u32, sizeof(sim_fill_args), nullptr, nullptr},
+    {"sim_copy_host_u32", copy_host_u32, sizeof(sim_copy_args), nullptr,
+     nullptr},
+    {"sim_store_host_u32", store_host_u32, sizeof(sim_fill_args), nullptr,
+     nullptr},
+    {"sim_warp_sum", warp_sum, sizeof(sim_fill_args), nullptr, nullptr},
+    {"sim_trap", trap, sizeof(sim_fill_args), nullptr, nullptr},
 };
 
 __attribute__((constructor)) void register_kernels() {

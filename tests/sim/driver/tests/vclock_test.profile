@@ -17,5 +17,6 @@ sm_inflight_bytes = 1000
 sector_bytes = 32
 dram_gbps = 1000
 decode_gbps_per_sm = 100
+decode_tensor_us = 0
 decode_h2d_gbps = 8
 sms = 16
