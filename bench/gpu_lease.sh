@@ -39,6 +39,7 @@ PROG=gpu_lease # for common.sh's messages
 
 build=build/gpu out=build/gpu-lease runs=3 budget=300 data=bench/data/out
 only='' sim=() cal=()
+argv_all="$*"
 while [[ $# -gt 0 ]]; do
   case $1 in
     --build | --out | --runs | --budget | --data | --only)
@@ -150,19 +151,15 @@ for line in "${lines[@]}"; do
   log "$id done ($((SECONDS - start)) s)"
 done
 
-# 3. the table
-python3 -B - "$out/lease.csv" <<'EOF'
-import csv, statistics, sys
-rows = list(csv.DictReader(open(sys.argv[1])))
-lines = {}
-for r in rows:
-    if r["h2d_seconds"]:
-        lines.setdefault(r["line"], {"A": [], "B": []})[r["side"]].append(float(r["h2d_seconds"]))
-print(f"{'line':24} {'A median s':>12} {'B median s':>12} {'A/B':>7}  runs")
-for name, t in lines.items():
-    if t["A"] and t["B"]:
-        a, b = statistics.median(t["A"]), statistics.median(t["B"])
-        print(f"{name:24} {a:12.6f} {b:12.6f} {a / b:7.3f}  {len(t['A'])}")
-EOF
+# 3. the table (summary.csv) and what ran (meta.env)
+{
+  echo "date=$(date -u '+%Y-%m-%d %H:%M UTC')"
+  echo "commit=$(git rev-parse --short HEAD 2>/dev/null || echo ?)"
+  echo "gpu=$([[ ${#sim[@]} -eq 0 ]] && nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -n 1 || echo simulated)"
+  echo "profile=$([[ -f $profile ]] && sed -n 's/^name = //p' "$profile" || echo "$profile")"
+  echo "runs=$runs"
+  echo "command=bash bench/gpu_lease.sh${argv_all:+ $argv_all}"
+} >"$out/meta.env"
+python3 -B bench/lib/gpu_lease_collect.py "$out"
 log "done in $((SECONDS - start)) s"
 exit $failed

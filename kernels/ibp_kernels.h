@@ -192,6 +192,21 @@ void ibp_kernels_plan_batch(ibp_batch_args *b,
                             unsigned nregions, unsigned max_shared,
                             unsigned sms, ibp_kernel_plan *plan);
 
+/* The SMs a decompress launch of `grid` blocks of `block_threads` threads
+ * is worth in the cost model (docs/PROFILE.md): its warps over
+ * IBP_STAGED_WARPS -- the warps per SM ibp calibrate measures
+ * decode_gbps_per_sm with (a block each on IBP_MAX_SMS's default SMs) --
+ * within [1, sms].  A warp decodes a tensor at a time, so an SM decodes
+ * in proportion to the warps it holds. */
+unsigned ibp_kernels_decode_sms(uint64_t grid, unsigned block_threads,
+                                unsigned sms);
+
+/* The same for a batched launch of `units` units whose largest tensor is
+ * tensor_bytes (as ibp_kernels_plan_batch plans it with room for its
+ * blocks' buffers). */
+unsigned ibp_kernels_batch_sms(uint64_t units, uint32_t tensor_bytes,
+                               unsigned sms);
+
 /* Geometry for ibp_gather over `count` ranges. */
 void ibp_kernels_plan_gather(uint64_t count, unsigned sms,
                              ibp_kernel_plan *plan);

@@ -109,6 +109,34 @@ uint64_t ibp_kernels_job_units(const ibp_batch_job *j,
   return ibp_kernels_copy_units(&a);
 }
 
+/* Units per warp walk of a batch of `units` units, the largest tensor R
+ * bytes (0: raw jobs only). */
+static uint32_t batch_walk(uint64_t units, uint32_t R, unsigned sms) {
+  uint64_t walk = WALK_BYTES / (R ? R : IBP_BATCH_RAW_UNIT);
+  uint64_t per_sm = (units + (sms ? sms : 1) - 1) / (sms ? sms : 1);
+  if (walk > per_sm)
+    walk = per_sm;
+  if (walk > WALK_MAX)
+    walk = WALK_MAX;
+  return walk < 1 ? 1 : (uint32_t)walk;
+}
+
+unsigned ibp_kernels_decode_sms(uint64_t grid, unsigned block_threads,
+                                unsigned sms) {
+  uint64_t warps = grid * (block_threads / 32);
+  uint64_t eq = (warps + IBP_STAGED_WARPS - 1) / IBP_STAGED_WARPS;
+  if (sms < 1)
+    sms = 1;
+  return eq < 1 ? 1 : eq > sms ? sms : (unsigned)eq;
+}
+
+unsigned ibp_kernels_batch_sms(uint64_t units, uint32_t tensor_bytes,
+                               unsigned sms) {
+  uint32_t walk = batch_walk(units, tensor_bytes, sms);
+  uint64_t grid = grid_for((units + walk - 1) / walk, WARPS_PER_BLOCK, sms);
+  return ibp_kernels_decode_sms(grid, WARPS_PER_BLOCK * 32, sms);
+}
+
 void ibp_kernels_plan_batch(ibp_batch_args *b,
                             const ibp_decompress_args *regions,
                             unsigned nregions, unsigned max_shared,
@@ -127,13 +155,7 @@ void ibp_kernels_plan_batch(ibp_batch_args *b,
     warps /= 2;
   b->stage_bytes = stage;
   b->stage_buffers = buffers;
-  uint64_t walk = WALK_BYTES / (R ? R : IBP_BATCH_RAW_UNIT);
-  uint64_t per_sm = (b->units + (sms ? sms : 1) - 1) / (sms ? sms : 1);
-  if (walk > per_sm)
-    walk = per_sm;
-  if (walk > WALK_MAX)
-    walk = WALK_MAX;
-  b->walk = walk < 1 ? 1 : (uint32_t)walk;
+  b->walk = batch_walk(b->units, R, sms);
   plan->block = warps * 32;
   plan->dynamic_shared = warps * buffers * stage;
   plan->grid = grid_for((b->units + b->walk - 1) / b->walk, warps, sms);

@@ -632,8 +632,8 @@ static int decode_time(gpu *g, const measured *m, const decode_case *c,
     return -1;
   }
   TRY(median_us(g, 0, queue_decode, &k, 1, &us));
-  /* a grid of fewer blocks than SMs occupies that many */
-  *used = k.plan.grid < g->sms ? k.plan.grid : g->sms;
+  /* the SMs the model counts it as (its warps over IBP_STAGED_WARPS) */
+  *used = ibp_kernels_decode_sms(k.plan.grid, k.plan.block, g->sms);
   if (!(us > m->launch_latency_us)) {
     snprintf(g->err, g->errlen,
              "decode: a kernel took %.3f us, no more "

@@ -50,6 +50,16 @@ class Results:
                      if self.paths else {})
         self.paper = read_paper(os.path.join(HERE, "paper.tsv"))
         self.gpu = self.env.get("backend") == "gpu"
+        # bench/gpu_lease.sh runs on real GPUs, kept in the repository
+        gdir = os.path.join(os.path.dirname(HERE), "results", "gpu")
+        self.leases = []
+        if os.path.isdir(gdir):
+            for name in sorted(os.listdir(gdir)):
+                d = os.path.join(gdir, name)
+                if os.path.exists(os.path.join(d, "summary.csv")):
+                    self.leases.append((name, read_env(os.path.join(d, "meta.env")),
+                                        read_csv(os.path.join(d, "summary.csv")),
+                                        d))
 
     # ------------------------------------------------------- data sets
     @staticmethod
@@ -447,6 +457,54 @@ class Results:
             f"{worst['line']}, {worst['sample']} on `{worst['data']}`, "
             f"{num(worst['gate_vs_best'], 4)})."])
 
+    # ---------------------------------------- bench/gpu_lease.sh runs
+    @staticmethod
+    def decode_note(d):
+        """The '# decode:' line ibp calibrate wrote in the run's profile."""
+        try:
+            with open(os.path.join(d, "profile.txt")) as f:
+                for line in f:
+                    if line.startswith("# decode"):
+                        return line[2:].strip()
+        except OSError:
+            pass
+        return ""
+
+    def leases_section(self):
+        if not self.leases:
+            return ("None: `bash bench/gpu_lease.sh` on a machine with a GPU "
+                    "writes its results, which belong in `bench/results/gpu/`.")
+        parts = [
+            "Measured, not modelled: each sample's own CUDA event timing of its "
+            "copies, A (libibp loaded, disabled) against B (libibp serving, its "
+            "gate steered by the GPU's profile from `ibp calibrate`), median of "
+            "the runs; every run's result line (bytes, copies, checksum) was "
+            "compared between A and B, and every sample checks the bytes on the "
+            "device itself.  Kept in `bench/results/gpu/<run>/` (the lines' "
+            "arguments: `lease.log` and `bench/gpu_lease.sh` at the commit named). "
+            "Lines named `*_staged`, `*_zerocopy` force one GPU path under the "
+            "built-in h100-pcie5.  *served / staged / batched / gated*: what "
+            "libibp did with B's copies (first run)."]
+        for name, env, rows, d in self.leases:
+            parts += ["", f"**{name}** -- {env.get('gpu', '?')}; commit "
+                      f"{env.get('commit', '?')}; {env.get('date', '?')}; "
+                      f"`{env.get('command', '?')}`; B's profile: "
+                      f"{env.get('profile', '?')}."]
+            if env.get("note"):
+                parts += ["", f"({env['note']}.)"]
+            note = self.decode_note(d)
+            if note:
+                parts += ["", f"`ibp calibrate`: {note}."]
+            parts += ["", table(
+                ["line", "runs", "ms A", "ms B", "A/B", "outputs", "served",
+                 "staged", "batched", "gated"],
+                [[r["line"], r["runs"], r["a_ms"], r["b_ms"], f"**{r['speedup']}**",
+                  "same" if r["outputs_match"] == "yes" else "**differ**",
+                  r["copies_served"], r["copies_staged"], r["copies_batched"],
+                  r["copies_gated"]] for r in rows],
+                ["l", "r", "r", "r", "r", "l", "r", "r", "r", "r"])]
+        return "\n".join(parts)
+
     def not_measured(self):
         if self.gpu:
             return ("- PCIe traffic of real reads: B counts libibp's "
@@ -464,7 +522,8 @@ class Results:
             "these from the profile; the emulator counts the sectors the kernel "
             "reads (`build/release/tests/sim/kernels/bench_pcie`, bench/README.md).\n"
             "- On a machine with a GPU, `bash bench/gpu.sh` measures these "
-            "(bench/README.md, \"On a GPU\").")
+            "(bench/README.md, \"On a GPU\"); `bash bench/gpu_lease.sh` does "
+            "what fits a short loan of one (section 4).")
 
     def results_page(self, img):
         e = self.env
@@ -536,11 +595,15 @@ class Results:
             "",
             self.paths_section(),
             "",
-            "## 4. What could not be measured here",
+            "## 4. On a real GPU",
+            "",
+            self.leases_section(),
+            "",
+            "## 5. What could not be measured here",
             "",
             self.not_measured(),
             "",
-            "## 5. Machine",
+            "## 6. Machine",
             "",
             self.machine(),
             ""]

@@ -624,10 +624,13 @@ static int hold_locked(batch *b, ibp_region_rec *r, ibp_served_region *s,
   gate_answer *a = &b->answer;
   if (a->region != r || a->bytes != c->bytes || a->pcie != pcie ||
       a->copies != n || a->hold_only != c->hold_only) {
-    ibp_gate_copy g = {c->bytes, pcie + 32, s->dev[b->dev].plan.grid,
-                       ibp__gate_units(s->geometry.tensor_bytes,
-                                       s->geometry.tensors,
-                                       (uintptr_t)c->src - r->base, c->bytes)};
+    const ibp_kernel_plan *pl = &s->dev[b->dev].plan;
+    ibp_gate_copy g = {
+        c->bytes, pcie + 32,
+        ibp_kernels_decode_sms(pl->grid, pl->block, (unsigned)p->sms),
+        ibp__gate_units(s->geometry.tensor_bytes, s->geometry.tensors,
+                        (uintptr_t)c->src - r->base, c->bytes),
+        s->geometry.tensor_bytes};
     *a = (gate_answer){r, c->bytes, pcie, n, c->hold_only, 0, 0, 0};
     if (c->hold_only) { /* an entry of the application's own batch: its
                            call is paid either way, the copy engine moves

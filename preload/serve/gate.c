@@ -40,6 +40,7 @@
 #include "base/base.h"
 #include "base/driver.h"
 #include "base/log.h"
+#include "kernels/ibp_kernels.h"
 #include "serve/region.h"
 #include "stats/discover.h"
 
@@ -111,7 +112,7 @@ double ibp__gate_pass_ns(const ibp_profile *p, const ibp_gate_copy *c) {
 double ibp__gate_kernel_ns(const ibp_profile *p, const ibp_gate_copy *c) {
   double cpu = p->runtime_call_us + p->driver_launch_call_us;
   double gpu = ibp_profile_decode_us(p, c->host_bytes, c->bytes, c->units,
-                                     c->blocks ? c->blocks : 1);
+                                     c->sms ? c->sms : 1);
   return 1e3 * max2(cpu, gpu);
 }
 
@@ -123,9 +124,10 @@ double ibp__gate_batch_ns(const ibp_profile *p, const ibp_gate_copy *c,
       p->driver_copy_call_us + p->driver_launch_call_us + p->driver_call_us;
   double cpu =
       (own_call ? p->runtime_call_us : 0) + p->ibp_hold_us + flush_cpu / n;
+  const uint64_t units = (uint64_t)(c->units * n);
   double kernel = ibp_profile_decode_us(
-      p, (uint64_t)(c->host_bytes * n), (uint64_t)(c->bytes * n),
-      (uint64_t)(c->units * n), (unsigned)p->sms);
+      p, (uint64_t)(c->host_bytes * n), (uint64_t)(c->bytes * n), units,
+      ibp_kernels_batch_sms(units, c->tensor_bytes, (unsigned)p->sms));
   double gpu = (kernel + ibp_profile_ce_copy_us(p, 0, 1)) / n;
   /* the sum, not the larger: the GPU starts on a batch only when it is
    * launched, after the copies were held, so a batch that ends at a

@@ -25,10 +25,12 @@ const ibp_profile *ibp__gate_profile(int dev);
 
 /* One copy as the gate sees it. */
 typedef struct ibp_gate_copy {
-  uint64_t bytes;      /* requested */
-  uint64_t host_bytes; /* what the kernel would read over PCIe */
-  unsigned blocks;     /* the kernel's grid */
-  uint64_t units;      /* tensors (and the tail) it touches */
+  uint64_t bytes;        /* requested */
+  uint64_t host_bytes;   /* what the kernel would read over PCIe */
+  unsigned sms;          /* the SMs its grid is worth
+                            (ibp_kernels_decode_sms) */
+  uint64_t units;        /* tensors (and the tail) it touches */
+  uint32_t tensor_bytes; /* the region's */
 } ibp_gate_copy;
 
 /* Tensors (and the tail) a copy of len > 0 bytes at region offset off
@@ -61,7 +63,8 @@ typedef struct ibp_gate_staged {
   uint64_t units;      /* tensors (and the tail) decoded */
   unsigned chunks;     /* a launch each */
   unsigned windows;    /* chunks with streams to move: a copy each */
-  unsigned sms;        /* the decode's blocks (IBP_MAX_SMS at most) */
+  unsigned sms;        /* the SMs the decode's blocks are worth (at most
+                          IBP_MAX_SMS blocks; ibp_kernels_decode_sms) */
   int sync;            /* a host-synchronous copy: nothing overlaps it */
 } ibp_gate_staged;
 

@@ -161,6 +161,34 @@ static double max_d(double a, double b) {
  * the tracker's sync of its span and the staged plan, so that a copy the
  * gate declines costs libibp little (docs/ARCHITECTURE.md, "The gate").
  * No profile: 1 (choose() decides). */
+/* The gate's view of copy c (its range in a, planned as *plan): the SMs its
+ * grid is worth, its units; "stored" bytes over PCIe plus the partial
+ * sectors at the streams' ends. */
+static ibp_gate_copy gate_copy(const ibp_profile *p, const ibp_copy *c,
+                               const ibp_decompress_args *a,
+                               const ibp_kernel_plan *plan, uint64_t pcie) {
+  const uint64_t off = a->first_tensor * a->tensor_bytes + a->first_offset;
+  return (ibp_gate_copy){
+      c->bytes, pcie + SECTOR_SLACK,
+      ibp_kernels_decode_sms(plan->grid, plan->block, (unsigned)p->sms),
+      ibp__gate_units(a->tensor_bytes, a->tensors, off, c->bytes),
+      a->tensor_bytes};
+}
+
+/* The SMs the staged path's decode of a's range is worth: its wide blocks
+ * (the slot's staged_plan), at most IBP_MAX_SMS of them. */
+static unsigned staged_sms(const ibp_device_slot *slot,
+                           const ibp_decompress_args *a, const ibp_profile *p) {
+  ibp_decompress_args w = slot->staged_args;
+  w.first_tensor = a->first_tensor;
+  w.first_offset = a->first_offset;
+  w.length = a->length;
+  ibp_kernel_plan wp = slot->staged_plan;
+  ibp_kernels_plan_range(&w, slot->sms, &wp);
+  unsigned grid = wp.grid < ibp__cfg.max_sms ? wp.grid : ibp__cfg.max_sms;
+  return ibp_kernels_decode_sms(grid, wp.block, (unsigned)p->sms);
+}
+
 static int gpu_may_win(const ibp_device_slot *slot, int dev, const ibp_copy *c,
                        uint64_t off, uint64_t pcie) {
   const ibp_profile *p = ibp__gate_profile(dev);
@@ -172,19 +200,16 @@ static int gpu_may_win(const ibp_device_slot *slot, int dev, const ibp_copy *c,
   a.length = c->bytes;
   ibp_kernel_plan plan = slot->plan;
   ibp_kernels_plan_range(&a, slot->sms, &plan);
-  const uint64_t units =
-      ibp__gate_units(a.tensor_bytes, a.tensors, off, c->bytes);
-  ibp_gate_copy g = {c->bytes, pcie + SECTOR_SLACK, plan.grid, units};
+  const ibp_gate_copy g = gate_copy(p, c, &a, &plan, pcie);
   const double pass = ibp__gate_pass_ns(p, &g);
   if (ibp__cfg.path != IBP_PATH_STAGED && ibp__gate_kernel_ns(p, &g) < pass)
     return 1;
   if (ibp__cfg.path == IBP_PATH_ZEROCOPY || !ibp__cfg.staging_bytes)
     return 0;
-  const unsigned sms =
-      plan.grid < ibp__cfg.max_sms ? plan.grid : ibp__cfg.max_sms;
   const double link =
       (double)pcie / (max_d(p->ce_h2d_gbps, p->decode_h2d_gbps) * 1e3);
-  const double decode = ibp_profile_decode_us(p, 0, c->bytes, units, sms);
+  const double decode =
+      ibp_profile_decode_us(p, 0, c->bytes, g.units, staged_sms(slot, &a, p));
   const double calls =
       p->runtime_call_us + p->driver_copy_call_us + p->driver_launch_call_us;
   return 1e3 * max_d(calls, max_d(link, decode)) < pass;
@@ -195,8 +220,8 @@ static int gpu_may_win(const ibp_device_slot *slot, int dev, const ibp_copy *c,
  * path (planned into *sp); counts a copy the gate sends to the driver.
  * *saved_ns: what the chosen path saves; *second: the faster of the other
  * two (for a staged copy the ring cannot take). */
-static path choose(ibp_served_region *s, int dev, CUcontext ctx,
-                   const ibp_copy *c, uint64_t pcie,
+static path choose(ibp_served_region *s, const ibp_device_slot *slot, int dev,
+                   CUcontext ctx, const ibp_copy *c, uint64_t pcie,
                    const ibp_decompress_args *a, const ibp_kernel_plan *plan,
                    ibp_staged_plan *sp, double *saved_ns, path *second) {
   const ibp_profile *p = ibp__gate_profile(dev);
@@ -204,12 +229,7 @@ static path choose(ibp_served_region *s, int dev, CUcontext ctx,
     count_passed(s, c->bytes);
     return PATH_DRIVER;
   }
-  /* the streams' ends rarely fall on sector boundaries */
-  ibp_gate_copy g = {
-      c->bytes, pcie + SECTOR_SLACK, plan->grid,
-      ibp__gate_units(a->tensor_bytes, a->tensors,
-                      a->first_tensor * a->tensor_bytes + a->first_offset,
-                      c->bytes)};
+  const ibp_gate_copy g = gate_copy(p, c, a, plan, pcie);
   const double pass = ibp__gate_pass_ns(p, &g);
   double best = pass;
   path go = PATH_DRIVER;
@@ -227,9 +247,7 @@ static path choose(ibp_served_region *s, int dev, CUcontext ctx,
   *second = go;
   if (ibp__cfg.path != IBP_PATH_ZEROCOPY && calls < best &&
       ibp__staged_plan(s, ctx, dev, c, a, sp) == 0) {
-    /* a small copy's grid has fewer blocks than IBP_MAX_SMS */
-    if (plan->grid < sp->gate.sms)
-      sp->gate.sms = plan->grid;
+    sp->gate.sms = staged_sms(slot, a, p);
     double staged = ibp__gate_staged_ns(p, &sp->gate);
     if (staged < best) {
       best = staged;
@@ -385,7 +403,8 @@ static int serve_region(ibp_region_rec *r, const ibp_copy *c) {
   atomic_fetch_add(&s->refresh.launching, 1); /* refresh.c waits for it */
   prepare(r, s, slot, c, &a, &plan);
   path second = PATH_DRIVER;
-  path go = choose(s, dev, ctx, c, pcie, &a, &plan, &sp, &saved_ns, &second);
+  path go =
+      choose(s, slot, dev, ctx, c, pcie, &a, &plan, &sp, &saved_ns, &second);
   const int ranged = go != PATH_DRIVER;
   CUresult e = CUDA_SUCCESS;
   if (ranged)

@@ -16,17 +16,17 @@ done
 export IBP_PRELOAD_LIB="$PRELOAD" IBP_SIM_LIB_DIR="$SIMDIR"
 unset IBP_REGIONS IBP_CONFIG IBP_STATS IBP_DISABLE IBP_DISCOVER IBP_PROFILE LD_PRELOAD
 export ASAN_OPTIONS="${ASAN_OPTIONS:-}:verify_asan_link_order=0"
-ws="--size 4M --layers 8 --epochs 3 --quiet"
+ws="--size 16M --layers 4 --epochs 3 --quiet"
 
-# served: 24 copies of 512 KiB, each in one closed range named 'weights'
+# served: 12 copies of 4 MiB, each in one closed range named 'weights'
 # shellcheck disable=SC2086
 IBP_WAIT_READY=1 NVTX_INJECTION64_PATH=$INJECT run run --sim --stats "$FILES/s.json" \
-  --regions 'size=4194304,name=weights' -- "$SAMPLES/weight_stream" $ws
+  --regions 'size=16777216,name=weights' -- "$SAMPLES/weight_stream" $ws
 expect_eq "exit status" "$rc" 0
 served=$(grep -o '"copies_served": *[0-9]*' "$FILES/s.json" | tail -n 1 | grep -o '[0-9]*$')
-expect_eq "copies served" "$served" 24
+expect_eq "copies served" "$served" 12
 expect_eq "the tool's count" "$(grep '^nvtx:' "$ERR")" \
-  "nvtx: domain libibp: 24 ranges, 24 closed, 12582912 bytes, first 'weights'"
+  "nvtx: domain libibp: 12 ranges, 12 closed, 50331648 bytes, first 'weights'"
 rm -f "$FILES/s.json"
 
 # nothing served (libibp disabled): no range

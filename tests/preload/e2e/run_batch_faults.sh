@@ -38,6 +38,13 @@ run trace 0 "" 1 "$@"
 [ $? -eq 0 ] || { echo "FAIL: the run without injection fails"; exit 1; }
 total=$(calls "$work/trace.err")
 echo "$entry: the application calls it $app times, $total with libibp"
+# libibp's path must change the calls of ENTRY (add its own, or replace
+# the application's): else the path under test did not run and the
+# injections below would test nothing
+[ "$total" -ne "$app" ] || {
+  echo "FAIL: libibp made no call of $entry of its own (the path under test did not run)"
+  exit 1
+}
 # IBP_E2E_FAULT_BEFORE=E: also each call of ENTRY that the trace shows
 # right before a call of E (other entries but cuCtxGet* between them end
 # the match), e.g. the staging ring's cuMemAlloc before its cuStreamCreate.

@@ -24,6 +24,8 @@
  */
 #include "simcuda_internal.h"
 
+#include "ibp_kernels.h"
+
 #include "simclock.h"
 
 static double us_to_ns(double us) {
@@ -93,8 +95,16 @@ static double copy_end(const ibp_profile *p, unsigned link, uint64_t bytes,
   return simclock_link_reserve((simclock_link)link, ready, dur);
 }
 
-static unsigned launch_sms(const ibp_profile *p, const simt_launch *l) {
+/* A kernel's SMs: a block each, up to the profile's; libibp's decompress
+ * kernels are worth their warps over IBP_STAGED_WARPS (the model's SM,
+ * ibp_kernels_decode_sms). */
+static unsigned launch_sms(const ibp_profile *p, const simt_launch *l,
+                           int decodes) {
   uint64_t blocks = (uint64_t)l->grid.x * l->grid.y * l->grid.z;
+  if (decodes)
+    return ibp_kernels_decode_sms(
+        blocks, (unsigned)(l->block.x * l->block.y * l->block.z),
+        (unsigned)p->sms);
   return blocks < (uint64_t)p->sms ? (unsigned)(blocks ? blocks : 1)
                                    : (unsigned)p->sms;
 }
@@ -103,7 +113,7 @@ static unsigned launch_sms(const ibp_profile *p, const simt_launch *l) {
  * start after the launch latency and one round trip. */
 static double launch_end(const ibp_profile *p, const scu_op *op, double start) {
   const simt_launch *l = &op->u.launch.l;
-  unsigned sms = launch_sms(p, l);
+  unsigned sms = launch_sms(p, l, op->u.launch.decodes);
   uint64_t host = op->u.launch.pcie.sectors * 32; /* simt's sectors */
   const int dec = op->u.launch.decodes;
   uint64_t out = op->u.launch.out_bytes;
