@@ -658,7 +658,7 @@ static int hold_locked(batch *b, ibp_region_rec *r, ibp_served_region *s,
     if (scan_ns > 0 && a->batched < BATCH_MARGIN * a->alone)
       s->batch_scan_ns *= 0.98;
     b->own_ns += a->alone_cpu;
-    return 1;
+    return 2;
   }
   b->own_ns += held_cpu_ns;
   /* the legacy stream and the blocking streams are ordered with each

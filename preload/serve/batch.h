@@ -22,9 +22,9 @@
  * alloc_bytes): the device allocation its destination lies in) to its
  * stream's batch.  Returns 0
  * when the copy is held (it will be served by the batch's launch, or by
- * the driver's own copy should that fail), 1 when the caller serves it
- * otherwise: batching off, the gate prefers a copy of its own, or the
- * batch is full and was flushed. */
+ * the driver's own copy should that fail), 2 when the gate prefers a copy
+ * of its own, 1 when the caller serves it otherwise for another reason
+ * (batching off or not possible on its stream). */
 int ibp__batch_offer(ibp_region_rec *r, ibp_served_region *s, int dev,
                      CUcontext ctx, const ibp_copy *c, uint64_t pcie,
                      CUdeviceptr alloc, size_t alloc_bytes);

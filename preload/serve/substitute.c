@@ -372,10 +372,19 @@ static int serve_region(ibp_region_rec *r, const ibp_copy *c) {
   }
   /* held: served by its stream's batched launch, whose flush scans the
    * span its copies read for writes the kernel recorded (batch.c) */
-  if (ibp__batch_offer(r, s, dev, ctx, c, pcie, alloc, alloc_bytes) == 0)
+  const int offer =
+      ibp__batch_offer(r, s, dev, ctx, c, pcie, alloc, alloc_bytes);
+  if (offer == 0)
     return 0;
-  if (c->hold_only)
+  if (c->hold_only) { /* an entry of the application's batch: the driver's */
+    if (offer == 2) {
+      ibp__count(&s->counters, copies_gated, 1);
+      ibp__count(&s->counters, bytes_gated, c->bytes);
+    } else {
+      count_passed(s, c->bytes);
+    }
     return 1;
+  }
   ibp__batch_order(c->stream); /* what is held runs first */
   if (estimate)
     pcie = ibp__stored_bytes(s, off, c->bytes);
