@@ -60,19 +60,21 @@ typedef struct ibp_gate_staged {
   uint64_t host_bytes; /* what the decode still reads over PCIe (tensors
                           read raw, the tail, streams larger than a
                           buffer) */
-  uint64_t units;      /* tensors (and the tail) decoded */
+  double gpu_us;       /* the GPU's time: per chunk the copy engine's
+                          window, then its decode (ibp_profile_decode_us
+                          over its units, on the SMs its blocks are
+                          worth), each stage in order, chunk k's decode
+                          after its copy and chunk k-1's decode; for a
+                          copy issued while its stream is busy (copies
+                          back to back), the slower stage's sum */
   unsigned chunks;     /* a launch each */
   unsigned windows;    /* chunks with streams to move: a copy each */
-  unsigned sms;        /* the SMs the decode's blocks are worth (at most
-                          IBP_MAX_SMS blocks; ibp_kernels_decode_sms) */
-  int sync;            /* a host-synchronous copy: nothing overlaps it */
 } ibp_gate_staged;
 
 /* The staged path's time (ns), on the same terms as ibp__gate_pass_ns:
  * the calling thread's calls against the GPU's time, where the copy
- * engine's chunks and the decodes overlap (each chunk's decode follows its
- * copy; a copy's first chunk overlaps the decode of the copy before it
- * when copies queue back to back, and nothing when it is synchronous). */
+ * engine's chunks and the decodes overlap as a two-stage pipeline
+ * (gpu_us), whether the copy is synchronous or not. */
 double ibp__gate_staged_ns(const ibp_profile *p, const ibp_gate_staged *c);
 
 /* Once the region's fit is judged (its first 32 copies seen by

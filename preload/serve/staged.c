@@ -235,17 +235,23 @@ static int stream_of(const ibp_served_region *s, uint64_t t, int dirty_seen,
 }
 
 /* The budget of the chunk from t of a copy ending before tensor end: a
- * buffer, or less towards the copy's end -- `share` of what is left (down
- * to LAST_CHUNK), so that each decode ends before the next chunk's copy
- * does and the last decode, which nothing overlaps, is short.  What is
- * left is taken whole once it fits 2 x LAST_CHUNK. */
+ * buffer, or less towards the copy's end -- `share` of what is left, so
+ * that each decode ends before the next chunk's copy does and the last
+ * decode, which nothing overlaps, is short -- but no less than LAST_CHUNK
+ * nor than the streams of IBP_MAX_SMS x IBP_STAGED_WARPS tensors (a warp
+ * decodes a tensor at a time: a smaller chunk leaves the decode's blocks
+ * idle and takes longer than its share).  What is left is taken whole
+ * once it fits twice that. */
 static uint64_t chunk_budget(const ibp_served_region *s, uint64_t t,
                              uint64_t end, uint64_t cap, double share) {
   const uint64_t left = s->layout.prefix[end] - s->layout.prefix[t];
-  if (left <= 2 * LAST_CHUNK)
+  const uint64_t warps = (uint64_t)ibp__cfg.max_sms * IBP_STAGED_WARPS;
+  uint64_t least = end > t ? left / (end - t) * warps : 0;
+  least = least > LAST_CHUNK ? least : LAST_CHUNK;
+  if (left <= 2 * least)
     return cap;
   uint64_t b = (uint64_t)((double)left * share);
-  b = b < LAST_CHUNK ? LAST_CHUNK : b;
+  b = b < least ? least : b;
   return b < cap ? b : cap;
 }
 
@@ -320,9 +326,39 @@ static double chunk_share(const ibp_served_region *s, int dev, uint64_t t0,
   return share < 0.4 ? 0.4 : share > 0.75 ? 0.75 : share;
 }
 
-int ibp__staged_plan(const ibp_served_region *s, CUcontext ctx, int dev,
-                     const ibp_copy *c, const ibp_decompress_args *a,
-                     ibp_staged_plan *out) {
+/* Bytes [*from, *to) of the region that chunk k of the copy in a decodes
+ * (the last chunk runs on to the copy's end: the tail). */
+static void chunk_span(const ibp_decompress_args *a, const chunk *k, int last,
+                       uint64_t *from, uint64_t *to) {
+  const uint64_t R = a->tensor_bytes;
+  const uint64_t off = a->first_tensor * R + a->first_offset;
+  const uint64_t end = off + a->length;
+  *from = k->t0 * R > off ? k->t0 * R : off;
+  *to = last || k->t1 * R > end ? end : k->t1 * R;
+}
+
+/* The decode of chunk k in the model: its units on the SMs its launch (the
+ * slot's staged shape, at most IBP_MAX_SMS blocks) is worth. */
+static double chunk_decode_us(const ibp_profile *p, const ibp_device_slot *slot,
+                              const ibp_decompress_args *a, const chunk *k,
+                              int last) {
+  uint64_t from, to;
+  chunk_span(a, k, last, &from, &to);
+  ibp_decompress_args w = slot->staged_args;
+  w.first_tensor = from / w.tensor_bytes;
+  w.first_offset = (uint32_t)(from % w.tensor_bytes);
+  w.length = to - from;
+  ibp_kernel_plan wp = slot->staged_plan;
+  ibp_kernels_plan_range(&w, slot->sms, &wp);
+  unsigned grid = wp.grid < ibp__cfg.max_sms ? wp.grid : ibp__cfg.max_sms;
+  return ibp_profile_decode_us(
+      p, k->raw, to - from, ibp_kernels_copy_units(&w),
+      ibp_kernels_decode_sms(grid, wp.block, (unsigned)p->sms));
+}
+
+int ibp__staged_plan(const ibp_served_region *s, const ibp_device_slot *slot,
+                     CUcontext ctx, int dev, const ibp_copy *c,
+                     const ibp_decompress_args *a, ibp_staged_plan *out) {
   const ibp_driver *d = ibp__driver();
   /* read once: the shadow's context may end meanwhile (serve/context.c) */
   const uint8_t *shadow = s->layout.shadow;
@@ -345,17 +381,33 @@ int ibp__staged_plan(const ibp_served_region *s, CUcontext ctx, int dev,
   const int dirty_seen =
       s->track.dirty &&
       atomic_load_explicit(&s->track.dirty_tensors, memory_order_relaxed);
-  ibp_gate_staged gs = {
-      c->bytes, 0, tail, t1 - t0 + (tail > 0), 0, 0, ibp__cfg.max_sms, c->sync};
+  const ibp_profile *p = ibp__gate_profile(dev);
+  if (!p)
+    return -1;
+  ibp_gate_staged gs = {c->bytes, 0, tail, 0, 0, 0};
   const double share = chunk_share(s, dev, t0, t1);
+  double copied = 0;  /* when the copy engine ends chunk k's window */
+  double decoded = 0; /* the decodes alone */
   for (uint64_t t = t0; t < t1; gs.chunks++) {
     chunk k;
     next_chunk(s, t, t1, cap, share, dirty_seen, &k);
-    gs.ce_bytes += window_bytes(s, &k);
-    gs.windows += k.hi > k.lo;
+    const uint64_t wb = window_bytes(s, &k);
+    gs.ce_bytes += wb;
+    gs.windows += wb > 0;
     gs.host_bytes += k.raw;
+    if (wb)
+      copied += ibp_profile_ce_copy_us(p, wb, 1);
+    const double dk = chunk_decode_us(p, slot, a, &k, k.t1 == t1);
+    gs.gpu_us = (copied > gs.gpu_us ? copied : gs.gpu_us) + dk;
+    decoded += dk;
     t = k.t1;
   }
+  /* copies streamed back to back (the stream still busy with earlier
+   * work when this one is issued): this copy's windows move while the one
+   * before decodes, and only the slower stage counts; on an idle stream
+   * (an application that waits for each copy) nothing overlaps it */
+  if (!c->sync && d->cuStreamQuery(c->stream) == CUDA_ERROR_NOT_READY)
+    gs.gpu_us = copied > decoded ? copied : decoded;
   *out = (ibp_staged_plan){gs, cap, share, shadow};
   return 0;
 }
@@ -407,13 +459,12 @@ static int stage_chunk(const ibp_driver *d, const ibp_served_region *s, ring *g,
   const ibp_decompress_args *a = x->a;
   const uint64_t R = a->tensor_bytes;
   const uint64_t off = a->first_tensor * R + a->first_offset;
-  const uint64_t end = off + a->length;
   ibp_decompress_args ca = *a;
   ca.stage_bytes = x->shape->stage_bytes;
   ca.stage_buffers = x->shape->stage_buffers;
   ca.mask_shared_bytes = x->shape->mask_shared_bytes;
-  uint64_t from = k->t0 * R > off ? k->t0 * R : off;
-  uint64_t to = last || k->t1 * R > end ? end : k->t1 * R;
+  uint64_t from, to;
+  chunk_span(a, k, last, &from, &to);
   ca.first_tensor = from / R;
   ca.first_offset = (uint32_t)(from % R);
   ca.length = to - from;

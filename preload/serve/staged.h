@@ -29,14 +29,15 @@ typedef struct ibp_staged_plan {
 } ibp_staged_plan;
 
 /* Plans copy c of region s on device dev in context ctx, whose launch
- * arguments `a` are prepared (substitute.c, with `launching` held).
+ * arguments `a` are prepared (substitute.c, with `launching` held), and
+ * models its decodes on the slot's staged launch shape.
  * Returns 0 and fills *out when the path can serve it: staging enabled and
  * allocated (allocated here on first use; a failure turns the path off in
  * ctx, with one warning), no refresh running, every tensor of the copy
  * placed. */
-int ibp__staged_plan(const ibp_served_region *s, CUcontext ctx, int dev,
-                     const ibp_copy *c, const ibp_decompress_args *a,
-                     ibp_staged_plan *out);
+int ibp__staged_plan(const ibp_served_region *s, const ibp_device_slot *slot,
+                     CUcontext ctx, int dev, const ibp_copy *c,
+                     const ibp_decompress_args *a, ibp_staged_plan *out);
 
 /* The launch of a planned copy: the kernel in the context, the device's
  * SMs, the copy's arguments and geometry (substitute.c prepares them). */

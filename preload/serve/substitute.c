@@ -149,18 +149,6 @@ static CUresult launch(const ibp_driver *d, const ibp_device_slot *slot,
 
 typedef enum path { PATH_DRIVER, PATH_KERNEL, PATH_STAGED } path;
 
-static double max_d(double a, double b) {
-  return a > b ? a : b;
-}
-
-/* Whether a GPU path open to the copy could beat the driver's copy at its
- * best: its stored bytes as counted now (writes the tracker has not
- * reported yet only add raw bytes), the staged path at the larger of its
- * bytes over the link at the fastest rate and its decode, with no more
- * than its three calls.  When none can, the copy goes to the driver before
- * the tracker's sync of its span and the staged plan, so that a copy the
- * gate declines costs libibp little (docs/ARCHITECTURE.md, "The gate").
- * No profile: 1 (choose() decides). */
 /* The gate's view of copy c (its range in a, planned as *plan): the SMs its
  * grid is worth, its units; "stored" bytes over PCIe plus the partial
  * sectors at the streams' ends. */
@@ -175,55 +163,17 @@ static ibp_gate_copy gate_copy(const ibp_profile *p, const ibp_copy *c,
       a->tensor_bytes};
 }
 
-/* The SMs the staged path's decode of a's range is worth: its wide blocks
- * (the slot's staged_plan), at most IBP_MAX_SMS of them. */
-static unsigned staged_sms(const ibp_device_slot *slot,
-                           const ibp_decompress_args *a, const ibp_profile *p) {
-  ibp_decompress_args w = slot->staged_args;
-  w.first_tensor = a->first_tensor;
-  w.first_offset = a->first_offset;
-  w.length = a->length;
-  ibp_kernel_plan wp = slot->staged_plan;
-  ibp_kernels_plan_range(&w, slot->sms, &wp);
-  unsigned grid = wp.grid < ibp__cfg.max_sms ? wp.grid : ibp__cfg.max_sms;
-  return ibp_kernels_decode_sms(grid, wp.block, (unsigned)p->sms);
-}
-
-static int gpu_may_win(const ibp_device_slot *slot, int dev, const ibp_copy *c,
-                       uint64_t off, uint64_t pcie) {
-  const ibp_profile *p = ibp__gate_profile(dev);
-  if (!p)
-    return 1;
-  ibp_decompress_args a = slot->args;
-  a.first_tensor = off / a.tensor_bytes;
-  a.first_offset = (uint32_t)(off % a.tensor_bytes);
-  a.length = c->bytes;
-  ibp_kernel_plan plan = slot->plan;
-  ibp_kernels_plan_range(&a, slot->sms, &plan);
-  const ibp_gate_copy g = gate_copy(p, c, &a, &plan, pcie);
-  const double pass = ibp__gate_pass_ns(p, &g);
-  if (ibp__cfg.path != IBP_PATH_STAGED && ibp__gate_kernel_ns(p, &g) < pass)
-    return 1;
-  if (ibp__cfg.path == IBP_PATH_ZEROCOPY || !ibp__cfg.staging_bytes)
-    return 0;
-  const double link =
-      (double)pcie / (max_d(p->ce_h2d_gbps, p->decode_h2d_gbps) * 1e3);
-  const double decode =
-      ibp_profile_decode_us(p, 0, c->bytes, g.units, staged_sms(slot, &a, p));
-  const double calls =
-      p->runtime_call_us + p->driver_copy_call_us + p->driver_launch_call_us;
-  return 1e3 * max_d(calls, max_d(link, decode)) < pass;
-}
-
 /* The fastest path for this copy (gate.c) among those IBP_PATH leaves
  * open: the driver's copy, the kernel reading over PCIe, or the staged
  * path (planned into *sp); counts a copy the gate sends to the driver.
  * *saved_ns: what the chosen path saves; *second: the faster of the other
- * two (for a staged copy the ring cannot take). */
+ * two (for a staged copy the ring cannot take).  `count`: count a copy
+ * sent to the driver as gated (0: a first look, see serve_region). */
 static path choose(ibp_served_region *s, const ibp_device_slot *slot, int dev,
                    CUcontext ctx, const ibp_copy *c, uint64_t pcie,
                    const ibp_decompress_args *a, const ibp_kernel_plan *plan,
-                   ibp_staged_plan *sp, double *saved_ns, path *second) {
+                   ibp_staged_plan *sp, double *saved_ns, path *second,
+                   int count) {
   const ibp_profile *p = ibp__gate_profile(dev);
   if (!p) {
     count_passed(s, c->bytes);
@@ -246,8 +196,7 @@ static path choose(ibp_served_region *s, const ibp_device_slot *slot, int dev,
                               p->driver_launch_call_us);
   *second = go;
   if (ibp__cfg.path != IBP_PATH_ZEROCOPY && calls < best &&
-      ibp__staged_plan(s, ctx, dev, c, a, sp) == 0) {
-    sp->gate.sms = staged_sms(slot, a, p);
+      ibp__staged_plan(s, slot, ctx, dev, c, a, sp) == 0) {
     double staged = ibp__gate_staged_ns(p, &sp->gate);
     if (staged < best) {
       best = staged;
@@ -258,8 +207,10 @@ static path choose(ibp_served_region *s, const ibp_device_slot *slot, int dev,
     *saved_ns = pass - best;
     return go;
   }
-  ibp__count(&s->counters, copies_gated, 1);
-  ibp__count(&s->counters, bytes_gated, c->bytes);
+  if (count) {
+    ibp__count(&s->counters, copies_gated, 1);
+    ibp__count(&s->counters, bytes_gated, c->bytes);
+  }
   return PATH_DRIVER;
 }
 
@@ -388,10 +339,23 @@ static int serve_region(ibp_region_rec *r, const ibp_copy *c) {
   ibp__batch_order(c->stream); /* what is held runs first */
   if (estimate)
     pcie = ibp__stored_bytes(s, off, c->bytes);
-  if (!gpu_may_win(slot, dev, c, off, pcie)) {
-    ibp__count(&s->counters, copies_gated, 1);
-    ibp__count(&s->counters, bytes_gated, c->bytes);
-    return 1;
+  /* A first look before the tracker's sync of the span, so that a copy the
+   * gate declines costs libibp no scan (docs/ARCHITECTURE.md, "The
+   * gate"): writes not yet synced only add bytes the GPU paths read, so a
+   * copy declined now would be declined after it. */
+  {
+    ibp_decompress_args a0;
+    ibp_kernel_plan plan0;
+    ibp_staged_plan sp0;
+    double saved0 = 0;
+    path second0;
+    prepare(r, s, slot, c, &a0, &plan0);
+    if (choose(s, slot, dev, ctx, c, pcie, &a0, &plan0, &sp0, &saved0, &second0,
+               0) == PATH_DRIVER) {
+      ibp__count(&s->counters, copies_gated, 1);
+      ibp__count(&s->counters, bytes_gated, c->bytes);
+      return 1;
+    }
   }
   /* writes the kernel recorded in the span count before the dirty bits are
    * judged (a region whose memory was remapped counts as all written); the
@@ -413,7 +377,7 @@ static int serve_region(ibp_region_rec *r, const ibp_copy *c) {
   prepare(r, s, slot, c, &a, &plan);
   path second = PATH_DRIVER;
   path go =
-      choose(s, slot, dev, ctx, c, pcie, &a, &plan, &sp, &saved_ns, &second);
+      choose(s, slot, dev, ctx, c, pcie, &a, &plan, &sp, &saved_ns, &second, 1);
   const int ranged = go != PATH_DRIVER;
   CUresult e = CUDA_SUCCESS;
   if (ranged)
