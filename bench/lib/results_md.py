@@ -410,6 +410,16 @@ class Results:
                 f"(zero-copy, staged) on every line (`{self.paths_command()}`, "
                 f"section 3): **{'holds' if holds else 'does not hold'}** (worst "
                 f"{num(worst['gate_vs_best'], 4)}, line {worst['line']} of that run).")
+        if self.leases:
+            name, env, rows, _ = self.leases[-1]
+            figs = "; ".join(f"{r['line']} {r['speedup']}" for r in rows)
+            same = all(r["outputs_match"] == "yes" for l in self.leases for r in l[2])
+            lines.append(
+                f"- On a real GPU (section 4; {len(self.leases)} runs of "
+                f"`bench/gpu_lease.sh`, outputs "
+                f"{'identical in A and B on every line' if same else '**different** somewhere'}), "
+                f"the latest ({name}, {env.get('gpu', '?').split(',')[0]}, commit "
+                f"{env.get('commit', '?')}), measured A/B: {figs}.")
         return "\n".join(lines)
 
     # ------------------------------------------------ bench/paths.sh
