@@ -375,6 +375,11 @@ int ibp__staged_plan(const ibp_served_region *s, const ibp_device_slot *slot,
   enter(d, &mode);
   ring *g = ring_for(d, ctx, dev);
   uint64_t cap = g ? g->bytes : 0;
+  /* the stream still busy with earlier work: the application issues its
+   * copies back to back (asked in relaxed capture mode, as every call
+   * here: it must not invalidate another thread's capture) */
+  const int streaming =
+      g && !c->sync && d->cuStreamQuery(c->stream) == CUDA_ERROR_NOT_READY;
   leave(d, &mode);
   if (!g)
     return -1;
@@ -402,11 +407,10 @@ int ibp__staged_plan(const ibp_served_region *s, const ibp_device_slot *slot,
     decoded += dk;
     t = k.t1;
   }
-  /* copies streamed back to back (the stream still busy with earlier
-   * work when this one is issued): this copy's windows move while the one
+  /* copies streamed back to back: this copy's windows move while the one
    * before decodes, and only the slower stage counts; on an idle stream
    * (an application that waits for each copy) nothing overlaps it */
-  if (!c->sync && d->cuStreamQuery(c->stream) == CUDA_ERROR_NOT_READY)
+  if (streaming)
     gs.gpu_us = copied > decoded ? copied : decoded;
   *out = (ibp_staged_plan){gs, cap, share, shadow};
   return 0;
