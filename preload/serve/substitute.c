@@ -342,8 +342,9 @@ static int serve_region(ibp_region_rec *r, const ibp_copy *c) {
   /* A first look before the tracker's sync of the span, so that a copy the
    * gate declines costs libibp no scan (docs/ARCHITECTURE.md, "The
    * gate"): writes not yet synced only add bytes the GPU paths read, so a
-   * copy declined now would be declined after it. */
-  {
+   * copy declined now would be declined after it.  (No scan, no first
+   * look: the page-protection tracker's sync costs nothing.) */
+  if (ibp__track_scans(&s->track)) {
     ibp_decompress_args a0;
     ibp_kernel_plan plan0;
     ibp_staged_plan sp0;
