@@ -19,9 +19,11 @@
  * few hundred nanoseconds; the driver calls of a flush never come back
  * into libibp). */
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <time.h>
 #include <uthash.h>
 
@@ -57,7 +59,16 @@
 /* Held copies whose destinations are compared one by one with a new
  * copy's (beyond: the batch is launched first) -- see overlaps(). */
 #define OVERLAP_SCAN_MAX 512
-#define SCAN_GAP 128 /* pages (scan_jobs) */
+#define SCAN_GAP 128 /* pages (scan_runs) */
+/* Held copies per share of the tracker's scan the scanner takes (the
+ * flush scans the rest): the shares do not depend on how the threads
+ * happen to be scheduled, so neither does the modelled time. */
+#define SCAN_CHUNK 16
+#define SCAN_CHUNKS (MAX_JOBS / SCAN_CHUNK)
+/* How long the scanner sleeps while an open batch has no share for it
+ * (its thread's timer slack is set to match); on its clock, how late it
+ * starts a share. */
+#define SCANNER_PAUSE_NS 2000
 
 /* Streams are created streams and each context's legacy stream.  A
  * per-thread default stream is reachable only from its own thread, so a
@@ -86,6 +97,12 @@ typedef struct gate_answer {
   double alone_cpu;      /* ns of the calling thread's time, alone */
 } gate_answer;
 
+/* Pages a held copy reads, for the write tracker's scan (scan_runs). */
+typedef struct scan_run {
+  ibp_served_region *s;
+  uint64_t lo, hi; /* first and last page */
+} scan_run;
+
 typedef struct batch {
   batch_key key;
   CUcontext ctx;
@@ -108,8 +125,17 @@ typedef struct batch {
   gate_answer answer;
   unsigned nregions;
   held_region regions[MAX_REGIONS];
+  /* the tracker's scan ahead (scanner_main), share by share of
+   * SCAN_CHUNK jobs: jobs [0, scan_next) were claimed by the scanner or
+   * the flush.  Under the lock, but for the scanner's share while
+   * scan_busy. */
+  uint32_t scan_next;
+  int scan_wanted;       /* a held copy's region is tracked by scanning */
+  _Atomic int scan_busy; /* the scanner scans a share it claimed */
+  double share_held[SCAN_CHUNKS]; /* device clock: its last copy held */
+  double share_ns[SCAN_CHUNKS];   /* CPU time its scan took */
   ibp_batch_job jobs[MAX_JOBS];
-  uint64_t runs[MAX_JOBS][2]; /* scan_jobs: first and last page per job */
+  scan_run runs[MAX_JOBS]; /* the flush's part of the scan */
   UT_hash_handle hh;
 } batch;
 
@@ -128,12 +154,21 @@ typedef struct staging {
   UT_hash_handle hh;
 } staging;
 
-static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+/* Adaptive: a hold and the scanner's claim are short, and a holding thread
+ * that slept on the lock would pay more than the batch saves. */
+static pthread_mutex_t lock = PTHREAD_ADAPTIVE_MUTEX_INITIALIZER_NP;
 static pthread_cond_t wake = PTHREAD_COND_INITIALIZER;
 static batch *batches;
 static staging *stagings;
 static _Atomic unsigned held; /* batches holding copies */
 static int timer_started;
+static pthread_cond_t scan_wake = PTHREAD_COND_INITIALIZER;
+/* Whole shares completed in batches the scanner scans, and such batches
+ * open: the scanner polls these, not the lock. */
+static _Atomic uint64_t shares_done;
+static _Atomic unsigned scan_open;
+static int scanner_tried; /* started, or failed to: the flush scans all */
+static scan_run scanner_runs[SCAN_CHUNK]; /* the scanner's */
 static int warned; /* one warning per process for batched launches */
 
 static batch_key key_of(CUstream s, CUcontext ctx) {
@@ -229,34 +264,92 @@ static int staging_failed(CUcontext ctx) {
 
 /* ---- the flush ----------------------------------------------------------- */
 
-static int page_run_cmp(const void *x, const void *y) {
-  const uint64_t a = ((const uint64_t *)x)[0], b = ((const uint64_t *)y)[0];
-  return (a > b) - (a < b);
+static int run_cmp(const void *x, const void *y) {
+  const scan_run *a = x, *b = y;
+  if (a->s != b->s)
+    return (uintptr_t)a->s < (uintptr_t)b->s ? -1 : 1;
+  return (a->lo > b->lo) - (a->lo < b->lo);
 }
 
-/* The write tracker's scan (track/track.h) of the pages region k's jobs
- * read: runs of pages, sorted and merged across gaps of up to SCAN_GAP
- * pages -- scanning a gap costs less than another call (a call ~0.3 us,
- * a page ~2.5 ns on the development VM) -- so that a gather of a few
- * hundred rows over a table of gigabytes scans those rows' pages, not the
- * table. */
-static void scan_jobs(batch *b, unsigned k, ibp_served_region *s) {
-  const uintptr_t base = b->regions[k].rec->base;
+/* The pages jobs [from, to) of b read in regions the tracker scans
+ * (userfaultfd), into out; how many runs (lock held). */
+static uint32_t runs_of(const batch *b, uint32_t from, uint32_t to,
+                        scan_run *out) {
   uint32_t n = 0;
-  for (uint32_t j = 0; j < b->count; j++) {
+  for (uint32_t j = from; j < to; j++) {
     const ibp_batch_job *job = &b->jobs[j];
-    if (job->region != k)
+    const ibp_region_rec *r = b->regions[job->region].rec;
+    ibp_served_region *s = ibp__served(r);
+    if (!s || !ibp__track_scans(&s->track))
       continue;
-    b->runs[n][0] = (base + job->src) / 4096;
-    b->runs[n++][1] = (base + job->src + job->length - 1) / 4096;
+    const uint64_t a = r->base + job->src;
+    out[n++] = (scan_run){s, a / 4096, (a + job->length - 1) / 4096};
   }
-  qsort(b->runs, n, sizeof b->runs[0], page_run_cmp);
+  return n;
+}
+
+/* The write tracker's scan (track/track.h) of runs: sorted, and merged
+ * across gaps of up to SCAN_GAP pages -- scanning a gap costs less than
+ * another call (a call ~0.3 us, a page ~2.5 ns on the development VM) --
+ * so that a gather of rows over a table of gigabytes scans those rows'
+ * pages, not the table.  Needs no lock: the regions are referenced by the
+ * batch until its flush, which waits for the scanner.  Returns the CPU
+ * time it took (ns). */
+static double scan_runs(scan_run *runs, uint32_t n) {
+  const uint64_t t0 = ibp__thread_cpu_ns();
+  qsort(runs, n, sizeof *runs, run_cmp);
   for (uint32_t i = 0; i < n;) {
-    uint64_t lo = b->runs[i][0], hi = b->runs[i][1];
-    for (i++; i < n && b->runs[i][0] <= hi + SCAN_GAP; i++)
-      hi = b->runs[i][1] > hi ? b->runs[i][1] : hi;
+    ibp_served_region *s = runs[i].s;
+    uint64_t lo = runs[i].lo, hi = runs[i].hi;
+    for (i++; i < n && runs[i].s == s && runs[i].lo <= hi + SCAN_GAP; i++)
+      hi = runs[i].hi > hi ? runs[i].hi : hi;
     (void)ibp__track_sync(&s->track, (uintptr_t)(lo * 4096),
                           (size_t)((hi - lo + 1) * 4096));
+  }
+  return (double)(ibp__thread_cpu_ns() - t0);
+}
+
+/* Waits for the scanner's share of b (lock held: the scanner takes no
+ * lock while busy). */
+static void scanner_wait(batch *b) {
+  while (atomic_load_explicit(&b->scan_busy, memory_order_acquire))
+    sched_yield();
+}
+
+/* The tracker's scan of the pages b's jobs read, completed before its
+ * launch: the flush scans the whole shares the scanner has not claimed
+ * (it was late) and the last, partial share, then waits for the scanner.
+ * The time charged to the virtual clock is the model's: the scanner has a
+ * core of its own and takes each whole share SCANNER_PAUSE_NS after its
+ * last copy was held (or when it finished the one before), for as long as
+ * that share's scan took whichever thread made it; the flush pays the
+ * partial share and what it waits for that timeline.  What it paid is
+ * remembered for the gate (s->batch_scan_ns). */
+static void scan_held(batch *b) {
+  if (!b->scan_wanted)
+    return;
+  const uint32_t whole = b->count / SCAN_CHUNK;
+  for (uint32_t i = b->scan_next / SCAN_CHUNK; i < whole; i++)
+    b->share_ns[i] = scan_runs(
+        b->runs, runs_of(b, i * SCAN_CHUNK, (i + 1) * SCAN_CHUNK, b->runs));
+  const uint32_t from =
+      whole * SCAN_CHUNK > b->scan_next ? whole * SCAN_CHUNK : b->scan_next;
+  b->scan_next = b->count;
+  const double own = scan_runs(b->runs, runs_of(b, from, b->count, b->runs));
+  scanner_wait(b);
+  double done = 0;
+  for (uint32_t i = 0; i < whole; i++) {
+    const double start = b->share_held[i] + SCANNER_PAUSE_NS;
+    done = (done > start ? done : start) + b->share_ns[i];
+  }
+  const double behind = done - ibp__clock_ns() - own;
+  const double took = own + (behind > 0 ? behind : 0);
+  ibp__clock_charge_us(1e-3 * took);
+  for (unsigned k = 0; k < b->nregions; k++) {
+    ibp_served_region *s = ibp__served(b->regions[k].rec);
+    if (s && ibp__track_scans(&s->track))
+      s->batch_scan_ns =
+          s->batch_scan_ns ? 0.5 * (s->batch_scan_ns + took) : took;
   }
 }
 
@@ -270,16 +363,6 @@ static int region_template(batch *b, unsigned k, ibp_decompress_args *a) {
       s->dev[b->dev].ctx != b->ctx)
     return -1;
   const ibp_device_slot *slot = &s->dev[b->dev];
-  /* the tracker's scan of the pages the jobs read: its cost is not in
-   * the profile's per-copy ibp_hold_us, so the flush charges what it took */
-  if (ibp__track_scans(&s->track)) {
-    uint64_t t0 = ibp__thread_cpu_ns();
-    scan_jobs(b, k, s);
-    const double took = (double)(ibp__thread_cpu_ns() - t0);
-    ibp__clock_charge_us(1e-3 * took);
-    s->batch_scan_ns =
-        s->batch_scan_ns ? 0.5 * (s->batch_scan_ns + took) : took;
-  }
   *a = slot->args;
   if (atomic_load(&s->refresh.refreshing))
     a->busy = slot->busy;
@@ -312,6 +395,9 @@ static CUresult launch(const ibp_driver *d, batch *b) {
   uint8_t *host = st->host + (size_t)i * SLOT_BYTES;
   const CUdeviceptr dev = st->dev + (CUdeviceptr)i * SLOT_BYTES;
   ibp_decompress_args *tpl = (ibp_decompress_args *)host;
+  /* the tracker's scan of the pages the jobs read comes first: the
+   * templates take the dirty bits it marks */
+  scan_held(b);
   for (unsigned k = 0; k < b->nregions; k++)
     if (region_template(b, k, &tpl[k]) != 0)
       return CUDA_ERROR_NOT_READY;
@@ -461,6 +547,7 @@ static void flush(batch *b) {
                     "copying them without libibp",
                     b->count, (int)e);
   }
+  scanner_wait(b); /* before the jobs and regions go */
   if (e != CUDA_SUCCESS)
     copy_each(d, b);
   count(b, e);
@@ -473,6 +560,10 @@ static void flush(batch *b) {
   b->count = 0;
   b->units = 0;
   b->nregions = 0;
+  b->scan_next = 0;
+  if (b->scan_wanted)
+    atomic_fetch_sub_explicit(&scan_open, 1, memory_order_relaxed);
+  b->scan_wanted = 0;
   atomic_fetch_sub_explicit(&held, 1, memory_order_relaxed);
 }
 
@@ -520,6 +611,69 @@ static void start_timer(void) {
   pthread_cond_init(&wake, &a);
   pthread_condattr_destroy(&a);
   timer_started = ibp__thread_start(timer_main);
+}
+
+/* ---- the scanner: the tracker's scan ahead of the flush ------------------
+ *
+ * While a batch holds copies from a region the userfaultfd tracker scans,
+ * this thread scans the pages of each whole share of SCAN_CHUNK held
+ * copies, so that the flush finds little left to scan (scan_held).  A
+ * copy may be scanned any time after it was held: a write the application
+ * makes after its call races with the copy itself. */
+
+static void *scanner_main(void *unused) {
+  (void)unused;
+  ibp__guard++;
+  prctl(PR_SET_TIMERSLACK, SCANNER_PAUSE_NS / 2, 0, 0, 0);
+  uint64_t seen = 0; /* shares_done when the scanner last found none */
+  pthread_mutex_lock(&lock);
+  for (;;) {
+    if (!atomic_load_explicit(&scan_open, memory_order_relaxed)) {
+      pthread_cond_wait(&scan_wake, &lock);
+      continue;
+    }
+    const uint64_t done =
+        atomic_load_explicit(&shares_done, memory_order_relaxed);
+    if (done == seen) {
+      pthread_mutex_unlock(&lock);
+      nanosleep(&(struct timespec){0, SCANNER_PAUSE_NS}, NULL);
+      pthread_mutex_lock(&lock);
+      continue;
+    }
+    batch *b, *tmp, *work = NULL;
+    HASH_ITER(hh, batches, b, tmp) {
+      if (b->count && b->scan_wanted && b->scan_next + SCAN_CHUNK <= b->count) {
+        work = b;
+        break;
+      }
+    }
+    if (!work) {
+      seen = done;
+      continue;
+    }
+    const uint32_t from = work->scan_next,
+                   n = runs_of(work, from, from + SCAN_CHUNK, scanner_runs);
+    work->scan_next = from + SCAN_CHUNK;
+    atomic_store_explicit(&work->scan_busy, 1, memory_order_relaxed);
+    pthread_mutex_unlock(&lock);
+    work->share_ns[from / SCAN_CHUNK] = scan_runs(scanner_runs, n);
+    atomic_store_explicit(&work->scan_busy, 0, memory_order_release);
+    pthread_mutex_lock(&lock);
+  }
+  return NULL;
+}
+
+/* Asks the scanner to look at b (lock held). */
+static void scan_ahead(batch *b) {
+  if (b->scan_wanted)
+    return;
+  b->scan_wanted = 1;
+  atomic_fetch_add_explicit(&scan_open, 1, memory_order_relaxed);
+  if (!scanner_tried) {
+    scanner_tried = 1;
+    (void)ibp__thread_start(scanner_main);
+  }
+  pthread_cond_signal(&scan_wake);
 }
 
 /* ---- holding --------------------------------------------------------------
@@ -686,6 +840,13 @@ static int hold_locked(batch *b, ibp_region_rec *r, ibp_served_region *s,
   h->bytes += c->bytes;
   h->saved_ns += a->alone - a->batched - scan_ns / n;
   b->received++;
+  if (ibp__track_scans(&s->track))
+    scan_ahead(b);
+  if (b->count % SCAN_CHUNK == SCAN_CHUNK - 1) {
+    b->share_held[b->count / SCAN_CHUNK] = ibp__clock_ns();
+    if (b->scan_wanted)
+      atomic_fetch_add_explicit(&shares_done, 1, memory_order_release);
+  }
   if (!b->count || c->dst < b->env_lo)
     b->env_lo = c->dst;
   if (!b->count || c->dst + c->bytes > b->env_hi)
@@ -848,10 +1009,13 @@ void ibp__batch_context_end(CUcontext ctx, int dev) {
 }
 
 void ibp__batch_after_fork_child(void) {
-  pthread_mutex_init(&lock, NULL);
+  lock = (pthread_mutex_t)PTHREAD_ADAPTIVE_MUTEX_INITIALIZER_NP;
   pthread_cond_init(&wake, NULL);
   batches = NULL; /* the parent's: left, not freed (their regions too) */
   stagings = NULL;
   atomic_store(&held, 0);
   timer_started = 0;
+  pthread_cond_init(&scan_wake, NULL);
+  atomic_store(&scan_open, 0);
+  scanner_tried = 0;
 }

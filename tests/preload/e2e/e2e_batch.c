@@ -10,6 +10,7 @@
  * CASE: event, stream, legacy, hostfunc, query, overwrite, overlap,
  * deadline, calls (the application's cudaMemcpyBatchAsync), malformed
  * (calls the driver refuses), rows2d (cudaMemcpy2D / cudaMemcpy2DAsync),
+ * written (rows written before their copies, while others are held),
  * random, or all.  Each case starts from device buffers full of
  * canary bytes and keeps a model of what they must hold; it checks them by
  * reading them back on a stream that nothing orders with the held copies
@@ -486,6 +487,59 @@ static void case_deadline(env *e) {
       nap_us(20000);
     }
     E2E_CK(cudaDeviceSynchronize());
+  }
+}
+
+/* (i) rows held while the program writes rows of the region it has not
+ * copied yet in the round -- the row it copies next, or a neighbour that
+ * shares a page with rows already held: each copy must carry the bytes of
+ * its call, whichever of the write tracker's scans sees the write (the
+ * scanner's, which scans whole shares of held copies ahead of the flush,
+ * or the flush's own).  A row is never written after its copy was issued
+ * in the round: that would race with the copy itself. */
+static void write_row(const e2e_region *r, size_t row, e2e_rng *rng) {
+  size_t off = row * r->tensor;
+  for (int k = 0; k < 4; k++) {
+    size_t at = off + e2e_rng_below(rng, r->tensor);
+    r->host[at] ^= (unsigned char)(1 + e2e_rng_below(rng, 255));
+    r->mirror[at] = r->host[at];
+  }
+}
+
+static void case_written(env *e) {
+  cudaStream_t as[3] = {e->blk, e->nb, LEGACY};
+  for (int round = 0; round < 12; round++) {
+    cudaStream_t a = as[round % 3];
+    fresh(e);
+    const e2e_region *r = pick_region(&e->rng);
+    const size_t nrows = rows_of(r), per_page = 4096 / r->tensor + 1;
+    unsigned char *copied = calloc(nrows, 1);
+    if (!copied)
+      e2e_die("written: out of memory");
+    size_t at = 0, n = 20 + e2e_rng_below(&e->rng, 100);
+    for (size_t i = 0; i < n && at + r->tensor <= e->dst.len; i++) {
+      size_t row = e2e_rng_below(&e->rng, nrows);
+      if (copied[row])
+        continue;
+      if (e2e_rng_pct(&e->rng, 40)) {
+        size_t w = row;
+        if (e2e_rng_pct(&e->rng, 50)) { /* a neighbour, not copied yet */
+          size_t near = row + 1 + e2e_rng_below(&e->rng, per_page);
+          w = near < nrows && !copied[near] ? near : row;
+        }
+        write_row(r, w, &e->rng);
+      }
+      copied[row] = 1;
+      row_copy(a, &e->dst, at, r, row, 1, 0);
+      at += r->tensor;
+    }
+    char what[128];
+    snprintf(what, sizeof what,
+             "written: rows of %s on A, written before their copies, D2H "
+             "on A",
+             r->name);
+    check_on(what, a, &e->dst, 0, at, e->rb);
+    free(copied);
   }
 }
 
@@ -1478,7 +1532,7 @@ static const struct {
     {"query", case_query},     {"overwrite", case_overwrite},
     {"overlap", case_overlap}, {"deadline", case_deadline},
     {"calls", case_calls},     {"malformed", case_malformed},
-    {"rows2d", case_rows2d},
+    {"rows2d", case_rows2d},   {"written", case_written},
 };
 #define NCASES ((int)(sizeof cases / sizeof cases[0]))
 

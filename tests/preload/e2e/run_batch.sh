@@ -21,7 +21,7 @@ work=$1 preload=$2 cmake=$3 dir=$4
 shift 5
 prog=$1
 shift
-cases=${IBP_E2E_BATCH_CASES:-event stream legacy hostfunc query overwrite overlap deadline calls malformed rows2d random}
+cases=${IBP_E2E_BATCH_CASES:-event stream legacy hostfunc query overwrite overlap deadline calls malformed rows2d written random}
 mkdir -p "$work" || exit 2
 vars=$(env | grep -E '^(LD_LIBRARY_PATH|IBP_[A-Z0-9_]*|SIMCUDA_[A-Z0-9_]*)=' |
   sed "s/=\(.*\)/='\1'/" | tr '\n' ' ')
