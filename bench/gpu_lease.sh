@@ -107,6 +107,7 @@ lines=(
   $'feature_gen\tfeature_gather\tmin=64M,tensor=1K,name=features\t--rows 100000 --dim 256 --batches 32 --batch-nodes 1024 --fanout 10 --warmup 2\t'
   $'emb_random400\temb_gather\tmin=32M,tensor=400,name=emb\t--data '"$rnd"$' --row-bytes 400 --batches 64 --batch-rows 2048 --warmup 4\t'
   "emb_glove400_mprotect"$'\t'"$emb"$'\tIBP_TRACKER=mprotect'
+  "emb_glove400_scanners4"$'\t'"$emb"$'\tIBP_SCANNERS=4'
   $'weight_random\tweight_stream\tmin=32M,tensor=4K,name=weights\t--data '"$rnd"$' --layers 16 --epochs 50 --warmup 5\t'
   "weight_bf16_zerocopy"$'\t'"$weights"$'\tIBP_PROFILE=h100-pcie5 IBP_PATH=zerocopy'
   "weight_bf16_staged132"$'\t'"$weights"$'\tIBP_PROFILE=h100-pcie5 IBP_PATH=staged IBP_MAX_SMS=132'

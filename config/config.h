@@ -96,6 +96,8 @@ typedef enum ibp_path {
 
 #define IBP_STAGING_DEFAULT (16ull << 20)
 #define IBP_MAX_SMS_DEFAULT 32u
+#define IBP_SCANNERS_DEFAULT 4u
+#define IBP_SCANNERS_MAX 16u
 
 typedef struct ibp_config {
   int disabled;            /* IBP_DISABLE=1, or forced to 1 by a load error */
@@ -116,6 +118,9 @@ typedef struct ibp_config {
   unsigned max_sms;       /* IBP_MAX_SMS: blocks a staged copy's decode
                              uses, 1..4096 */
   ibp_path path;          /* IBP_PATH: the GPU paths the gate may choose */
+  unsigned scanners;      /* IBP_SCANNERS: threads that scan held copies'
+                             pages ahead of their batched launch, 0..16
+                             (docs/ARCHITECTURE.md "Batched launches") */
   /* IBP_PROFILE: a built-in device cost profile or a profile file
    * (docs/PROFILE.md), read by the interposer; "" = chosen per device */
   char profile[IBP_CONFIG_PATH_MAX];
@@ -142,7 +147,8 @@ void ibp_config_init(ibp_config *out);
 void ibp_rule_init(ibp_rule *rule);
 
 /* Reads IBP_DISABLE, IBP_LOG, IBP_STATS, IBP_MIN_COPY, IBP_WAIT_READY,
- * IBP_TRACKER, IBP_BATCH, IBP_THREADS, IBP_STAGING, IBP_MAX_SMS, IBP_PATH,
+ * IBP_TRACKER, IBP_BATCH, IBP_THREADS, IBP_STAGING, IBP_MAX_SMS,
+ * IBP_SCANNERS, IBP_PATH,
  * IBP_PROFILE, IBP_REGIONS and IBP_CONFIG
  * through getenv_fn (NULL = the C library's getenv) and fills *out.  If
  * IBP_DISABLE=1 the other variables are not read (nothing of them is reported).

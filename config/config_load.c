@@ -23,6 +23,7 @@ void ibp_config_init(ibp_config *out) {
   out->stats = IBP_STATS_OFF;
   out->staging_bytes = IBP_STAGING_DEFAULT;
   out->max_sms = IBP_MAX_SMS_DEFAULT;
+  out->scanners = IBP_SCANNERS_DEFAULT;
 }
 
 /* ---- IBP_CONFIG ---------------------------------------------------------- */
@@ -205,9 +206,9 @@ static int load_tracker(ibp__span v, ibp__where *w, ibp_tracker *out) {
   return rc;
 }
 
-/* A whole number in [1, most] (empty: *out unchanged); `msg` names the
- * range. */
-static int load_count(ibp__span v, ibp__where *w, unsigned most,
+/* A whole number in [least, most] (empty: *out unchanged); `msg` names
+ * the range. */
+static int load_count(ibp__span v, ibp__where *w, unsigned least, unsigned most,
                       const char *msg, unsigned *out) {
   if (v.n == 0)
     return 0;
@@ -217,7 +218,7 @@ static int load_count(ibp__span v, ibp__where *w, unsigned most,
       return ibp__fail(w, v, msg);
     t = t * 10 + (unsigned)(v.p[i] - '0');
   }
-  if (t < 1 || t > most)
+  if (t < least || t > most)
     return ibp__fail(w, v, msg);
   *out = t;
   return 0;
@@ -328,13 +329,16 @@ static int load_all(env_reader *r, ibp_config *out) {
   if (b.n && load_flag(b, &r->where, &batch))
     return -1;
   out->no_batch = !batch;
-  if (load_count(read_var(r, "IBP_THREADS"), &r->where, 64,
+  if (load_count(read_var(r, "IBP_THREADS"), &r->where, 1, 64,
                  "must be a whole number from 1 to 64", &out->threads))
     return -1;
   if (load_staging(read_var(r, "IBP_STAGING"), &r->where, &out->staging_bytes))
     return -1;
-  if (load_count(read_var(r, "IBP_MAX_SMS"), &r->where, 4096,
+  if (load_count(read_var(r, "IBP_MAX_SMS"), &r->where, 1, 4096,
                  "must be a whole number from 1 to 4096", &out->max_sms))
+    return -1;
+  if (load_count(read_var(r, "IBP_SCANNERS"), &r->where, 0, IBP_SCANNERS_MAX,
+                 "must be a whole number from 0 to 16", &out->scanners))
     return -1;
   if (load_path(read_var(r, "IBP_PATH"), &r->where, &out->path))
     return -1;

@@ -1,6 +1,6 @@
 /*
- * libibp's own threads (base/thread.c): the worker, the batch timer and
- * the batch scanner, started detached on first need.
+ * libibp's own threads (base/thread.c): the worker, the batch timer, the
+ * batch flusher and the scanners, started detached on first need.
  */
 #ifndef IBP_PRELOAD_THREAD_H
 #define IBP_PRELOAD_THREAD_H

@@ -3,27 +3,31 @@
  *
  * A stream's batch is a job list: for each held copy its region (an index
  * into the batch's regions, each referenced until the flush), its offset,
- * length and destination.  The flush -- at the stream's next ordering
- * point, when the list is full, when the first held copy is older than
- * the profile's batch_deadline_us (checked by the next copy on the device's
- * clock, and by a timer thread against real time for a program that stops
- * calling) -- builds each region's launch template as a single copy's
- * would be (busy bits while a refresh runs, dirty bits when any), writes
- * templates and jobs into a staging slot of pinned memory, copies them to
- * the slot's device memory on the stream, launches ibp_decompress_batch
- * there and records the slot's event, so the slot is reused only after
- * that launch ran.  Any failure serves the held copies with the driver's
- * own asynchronous copies on the same stream, in order: fail open.
+ * length and destination, and the write tracker's shares of its pages
+ * (serve/scan_ahead.h).  The flush -- at the stream's next ordering point,
+ * or, handed to the flusher thread, when the list is full, when a copy
+ * overlaps a held one's destination, when the first held copy is older
+ * than the profile's batch_deadline_us (checked by the next copy on the
+ * device's clock; a timer thread flushes against real time for a program
+ * that stops calling) -- settles the scan, builds each region's launch
+ * template as a single copy's would be (busy bits while a refresh runs,
+ * dirty bits when any), writes templates and jobs into a staging slot of
+ * pinned memory, copies them to the slot's device memory on the stream,
+ * launches ibp_decompress_batch there and records the slot's event, so
+ * the slot is reused only after that launch ran.  Any failure serves the
+ * held copies with the driver's own asynchronous copies on the same
+ * stream, in order: fail open.
  *
- * One mutex guards the batches, the staging and the flushes (a hold is a
- * few hundred nanoseconds; the driver calls of a flush never come back
- * into libibp). */
+ * Locks: `lock` guards the batches table and the flushes made under it (a
+ * hold is a few hundred nanoseconds; the driver calls of a flush never
+ * come back into libibp); `stage_lock` the staging and every launch from
+ * it; `flusher_lock` the flusher's queue; `spare_lock` the spare job
+ * lists.  Taken in that order; the flusher never takes `lock`. */
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <time.h>
 #include <uthash.h>
 
@@ -37,6 +41,7 @@
 #include "serve/device.h"
 #include "serve/gate.h"
 #include "serve/nvtx.h"
+#include "serve/scan_ahead.h"
 
 #define MAX_JOBS 4096
 #define MAX_REGIONS 16
@@ -59,16 +64,10 @@
 /* Held copies whose destinations are compared one by one with a new
  * copy's (beyond: the batch is launched first) -- see overlaps(). */
 #define OVERLAP_SCAN_MAX 512
-#define SCAN_GAP 128 /* pages (scan_runs) */
-/* Held copies per share of the tracker's scan the scanner takes (the
- * flush scans the rest): the shares do not depend on how the threads
- * happen to be scheduled, so neither does the modelled time. */
-#define SCAN_CHUNK 16
-#define SCAN_CHUNKS (MAX_JOBS / SCAN_CHUNK)
-/* How long the scanner sleeps while an open batch has no share for it
- * (its thread's timer slack is set to match); on its clock, how late it
- * starts a share. */
-#define SCANNER_PAUSE_NS 2000
+#define SHARES (MAX_JOBS / IBP_SCAN_SHARE)
+/* Batches handed to the flusher and not launched yet, at most (then the
+ * holding thread launches its batch itself). */
+#define HANDED_MAX 8
 
 /* Streams are created streams and each context's legacy stream.  A
  * per-thread default stream is reachable only from its own thread, so a
@@ -97,11 +96,15 @@ typedef struct gate_answer {
   double alone_cpu;      /* ns of the calling thread's time, alone */
 } gate_answer;
 
-/* Pages a held copy reads, for the write tracker's scan (scan_runs). */
-typedef struct scan_run {
-  ibp_served_region *s;
-  uint64_t lo, hi; /* first and last page */
-} scan_run;
+/* A batch's job list and the write tracker's shares of it
+ * (serve/scan_ahead.h): handed whole to the flusher with the batch.
+ * Never freed -- the scanners' ring may still point at its shares -- but
+ * kept for reuse. */
+typedef struct held_jobs {
+  ibp_batch_job jobs[MAX_JOBS];
+  ibp_scan_share shares[SHARES]; /* share i: jobs [16 i, 16 i + 16) */
+  struct held_jobs *next_free;
+} held_jobs;
 
 typedef struct batch {
   batch_key key;
@@ -125,17 +128,9 @@ typedef struct batch {
   gate_answer answer;
   unsigned nregions;
   held_region regions[MAX_REGIONS];
-  /* the tracker's scan ahead (scanner_main), share by share of
-   * SCAN_CHUNK jobs: jobs [0, scan_next) were claimed by the scanner or
-   * the flush.  Under the lock, but for the scanner's share while
-   * scan_busy. */
-  uint32_t scan_next;
-  int scan_wanted;       /* a held copy's region is tracked by scanning */
-  _Atomic int scan_busy; /* the scanner scans a share it claimed */
-  double share_held[SCAN_CHUNKS]; /* device clock: its last copy held */
-  double share_ns[SCAN_CHUNKS];   /* CPU time its scan took */
-  ibp_batch_job jobs[MAX_JOBS];
-  scan_run runs[MAX_JOBS]; /* the flush's part of the scan */
+  held_jobs *hj;      /* the job list (NULL until the first copy) */
+  double handed_ns;   /* device clock: handed to the flusher */
+  struct batch *next; /* in the flusher's queue */
   UT_hash_handle hh;
 } batch;
 
@@ -159,16 +154,24 @@ typedef struct staging {
 static pthread_mutex_t lock = PTHREAD_ADAPTIVE_MUTEX_INITIALIZER_NP;
 static pthread_cond_t wake = PTHREAD_COND_INITIALIZER;
 static batch *batches;
-static staging *stagings;
+static staging *stagings; /* under stage_lock */
+static _Atomic unsigned staging_failures;
 static _Atomic unsigned held; /* batches holding copies */
 static int timer_started;
-static pthread_cond_t scan_wake = PTHREAD_COND_INITIALIZER;
-/* Whole shares completed in batches the scanner scans, and such batches
- * open: the scanner polls these, not the lock. */
-static _Atomic uint64_t shares_done;
-static _Atomic unsigned scan_open;
-static int scanner_tried; /* started, or failed to: the flush scans all */
-static scan_run scanner_runs[SCAN_CHUNK]; /* the scanner's */
+/* The flusher (hand_off): batches launched off the holding thread, in the
+ * order they were handed over; `handed` counts those not launched yet.
+ * Its own lock, never held with `lock` taken after it. */
+static pthread_mutex_t flusher_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t flusher_wake = PTHREAD_COND_INITIALIZER;
+static batch *handed_first, *handed_last;
+static _Atomic unsigned handed;
+static double flushed_ns; /* flusher's clock: its last launch done */
+static int flusher_tried, flusher_running;
+static held_jobs *spare_jobs; /* under spare_lock */
+static pthread_mutex_t spare_lock = PTHREAD_MUTEX_INITIALIZER;
+/* The staging and the launches from it: the flusher launches without
+ * `lock`. */
+static pthread_mutex_t stage_lock = PTHREAD_MUTEX_INITIALIZER;
 static int warned; /* one warning per process for batched launches */
 
 static batch_key key_of(CUstream s, CUcontext ctx) {
@@ -242,6 +245,7 @@ static staging *staging_for(const ibp_driver *d, CUcontext ctx, int dev) {
       st->device = dev;
       st->failed = 1;
       HASH_ADD_PTR(stagings, ctx, st);
+      atomic_fetch_add(&staging_failures, 1);
     }
     ibp__warn_first(&warned,
                     "batched launches: no staging memory on device %d; "
@@ -255,95 +259,34 @@ static staging *staging_for(const ibp_driver *d, CUcontext ctx, int dev) {
   return st;
 }
 
-/* Whether ctx's staging could not be allocated. */
+/* Whether ctx's staging could not be allocated (rare: looked up only
+ * after some context's failed). */
 static int staging_failed(CUcontext ctx) {
+  if (!atomic_load_explicit(&staging_failures, memory_order_relaxed))
+    return 0;
   staging *st = NULL;
+  pthread_mutex_lock(&stage_lock);
   HASH_FIND_PTR(stagings, &ctx, st);
-  return st && st->failed;
+  const int failed = st && st->failed;
+  pthread_mutex_unlock(&stage_lock);
+  return failed;
 }
 
 /* ---- the flush ----------------------------------------------------------- */
 
-static int run_cmp(const void *x, const void *y) {
-  const scan_run *a = x, *b = y;
-  if (a->s != b->s)
-    return (uintptr_t)a->s < (uintptr_t)b->s ? -1 : 1;
-  return (a->lo > b->lo) - (a->lo < b->lo);
-}
-
-/* The pages jobs [from, to) of b read in regions the tracker scans
- * (userfaultfd), into out; how many runs (lock held). */
-static uint32_t runs_of(const batch *b, uint32_t from, uint32_t to,
-                        scan_run *out) {
-  uint32_t n = 0;
-  for (uint32_t j = from; j < to; j++) {
-    const ibp_batch_job *job = &b->jobs[j];
-    const ibp_region_rec *r = b->regions[job->region].rec;
-    ibp_served_region *s = ibp__served(r);
-    if (!s || !ibp__track_scans(&s->track))
-      continue;
-    const uint64_t a = r->base + job->src;
-    out[n++] = (scan_run){s, a / 4096, (a + job->length - 1) / 4096};
-  }
-  return n;
-}
-
-/* The write tracker's scan (track/track.h) of runs: sorted, and merged
- * across gaps of up to SCAN_GAP pages -- scanning a gap costs less than
- * another call (a call ~0.3 us, a page ~2.5 ns on the development VM) --
- * so that a gather of rows over a table of gigabytes scans those rows'
- * pages, not the table.  Needs no lock: the regions are referenced by the
- * batch until its flush, which waits for the scanner.  Returns the CPU
- * time it took (ns). */
-static double scan_runs(scan_run *runs, uint32_t n) {
-  const uint64_t t0 = ibp__thread_cpu_ns();
-  qsort(runs, n, sizeof *runs, run_cmp);
-  for (uint32_t i = 0; i < n;) {
-    ibp_served_region *s = runs[i].s;
-    uint64_t lo = runs[i].lo, hi = runs[i].hi;
-    for (i++; i < n && runs[i].s == s && runs[i].lo <= hi + SCAN_GAP; i++)
-      hi = runs[i].hi > hi ? runs[i].hi : hi;
-    (void)ibp__track_sync(&s->track, (uintptr_t)(lo * 4096),
-                          (size_t)((hi - lo + 1) * 4096));
-  }
-  return (double)(ibp__thread_cpu_ns() - t0);
-}
-
-/* Waits for the scanner's share of b (lock held: the scanner takes no
- * lock while busy). */
-static void scanner_wait(batch *b) {
-  while (atomic_load_explicit(&b->scan_busy, memory_order_acquire))
-    sched_yield();
-}
-
-/* The tracker's scan of the pages b's jobs read, completed before its
- * launch: the flush scans the whole shares the scanner has not claimed
- * (it was late) and the last, partial share, then waits for the scanner.
- * The time charged to the virtual clock is the model's: the scanner has a
- * core of its own and takes each whole share SCANNER_PAUSE_NS after its
- * last copy was held (or when it finished the one before), for as long as
- * that share's scan took whichever thread made it; the flush pays the
- * partial share and what it waits for that timeline.  What it paid is
- * remembered for the gate (s->batch_scan_ns). */
+/* The tracker's scan of the pages b's jobs read (serve/scan_ahead.h),
+ * settled before its launch; what the flushing thread pays of it is
+ * charged to the virtual clock and remembered for the gate
+ * (s->batch_scan_ns). */
 static void scan_held(batch *b) {
-  if (!b->scan_wanted)
-    return;
-  const uint32_t whole = b->count / SCAN_CHUNK;
-  for (uint32_t i = b->scan_next / SCAN_CHUNK; i < whole; i++)
-    b->share_ns[i] = scan_runs(
-        b->runs, runs_of(b, i * SCAN_CHUNK, (i + 1) * SCAN_CHUNK, b->runs));
-  const uint32_t from =
-      whole * SCAN_CHUNK > b->scan_next ? whole * SCAN_CHUNK : b->scan_next;
-  b->scan_next = b->count;
-  const double own = scan_runs(b->runs, runs_of(b, from, b->count, b->runs));
-  scanner_wait(b);
-  double done = 0;
-  for (uint32_t i = 0; i < whole; i++) {
-    const double start = b->share_held[i] + SCANNER_PAUSE_NS;
-    done = (done > start ? done : start) + b->share_ns[i];
-  }
-  const double behind = done - ibp__clock_ns() - own;
-  const double took = own + (behind > 0 ? behind : 0);
+  held_jobs *hj = b->hj;
+  const uint32_t whole = b->count / IBP_SCAN_SHARE;
+  ibp_scan_share *part = &hj->shares[whole];
+  const double took = ibp__scan_settle(
+      hj->shares, whole, part->runs,
+      b->count % IBP_SCAN_SHARE ? part->nruns : 0, ibp__clock_ns());
+  for (uint32_t i = 0; i <= whole && i < SHARES; i++)
+    hj->shares[i].nruns = 0;
   ibp__clock_charge_us(1e-3 * took);
   for (unsigned k = 0; k < b->nregions; k++) {
     ibp_served_region *s = ibp__served(b->regions[k].rec);
@@ -395,15 +338,12 @@ static CUresult launch(const ibp_driver *d, batch *b) {
   uint8_t *host = st->host + (size_t)i * SLOT_BYTES;
   const CUdeviceptr dev = st->dev + (CUdeviceptr)i * SLOT_BYTES;
   ibp_decompress_args *tpl = (ibp_decompress_args *)host;
-  /* the tracker's scan of the pages the jobs read comes first: the
-   * templates take the dirty bits it marks */
-  scan_held(b);
   for (unsigned k = 0; k < b->nregions; k++)
     if (region_template(b, k, &tpl[k]) != 0)
       return CUDA_ERROR_NOT_READY;
   const size_t tpl_bytes = b->nregions * sizeof *tpl;
-  const size_t bytes = tpl_bytes + b->count * sizeof *b->jobs;
-  memcpy(host + tpl_bytes, b->jobs, b->count * sizeof *b->jobs);
+  const size_t bytes = tpl_bytes + b->count * sizeof *b->hj->jobs;
+  memcpy(host + tpl_bytes, b->hj->jobs, b->count * sizeof *b->hj->jobs);
   ibp_batch_args args = {(const ibp_decompress_args *)(uintptr_t)dev,
                          (const ibp_batch_job *)(uintptr_t)(dev + tpl_bytes),
                          b->units,
@@ -442,7 +382,7 @@ static CUresult launch(const ibp_driver *d, batch *b) {
 static void copy_each(const ibp_driver *d, const batch *b) {
   int synced = 0;
   for (uint32_t j = 0; j < b->count; j++) {
-    const ibp_batch_job *job = &b->jobs[j];
+    const ibp_batch_job *job = &b->hj->jobs[j];
     const uint8_t *src =
         (const uint8_t *)b->regions[job->region].rec->base + job->src;
     if (d->cuMemcpyHtoDAsync(job->dst, src, job->length, b->stream) ==
@@ -466,14 +406,14 @@ static void stored_per_region(batch *b) {
   /* the prefix sums of a large table's rows miss the cache: ask for them
    * all first, so the misses overlap */
   for (uint32_t j = 0; j < b->count; j++) {
-    const ibp_batch_job *job = &b->jobs[j];
+    const ibp_batch_job *job = &b->hj->jobs[j];
     const ibp_served_region *s = ibp__served(b->regions[job->region].rec);
     if (s && s->layout.prefix)
       __builtin_prefetch(
           &s->layout.prefix[job->src / s->geometry.tensor_bytes]);
   }
   for (uint32_t j = 0; j < b->count; j++) {
-    const ibp_batch_job *job = &b->jobs[j];
+    const ibp_batch_job *job = &b->hj->jobs[j];
     held_region *h = &b->regions[job->region];
     const ibp_served_region *s = ibp__served(h->rec);
     if (s)
@@ -516,10 +456,9 @@ static void count(batch *b, CUresult e) {
   }
 }
 
-/* Launches what b holds (lock held). */
-static void flush(batch *b) {
-  if (!b || !b->count)
-    return;
+/* Launches what b holds: under `lock` for a batch of the table, by the
+ * flusher alone for one handed to it. */
+static void flush_now(batch *b) {
   const ibp_driver *d = ibp__driver();
   CUcontext cur = NULL, ignored;
   d->cuCtxGetCurrent(&cur);
@@ -529,13 +468,19 @@ static void flush(batch *b) {
   CUstreamCaptureMode mode = CU_STREAM_CAPTURE_MODE_RELAXED;
   int exchanged = d->cuThreadExchangeStreamCaptureMode &&
                   d->cuThreadExchangeStreamCaptureMode(&mode) == CUDA_SUCCESS;
+  /* the tracker's scan of the pages the jobs read comes first: the
+   * templates take the dirty bits it marks, and no scanner may still read
+   * the regions' tracking when they are released */
+  scan_held(b);
   /* refresh.c waits for copies between their decision and their launch */
   for (unsigned k = 0; k < b->nregions; k++) {
     ibp_served_region *s = ibp__served(b->regions[k].rec);
     if (s)
       atomic_fetch_add(&s->refresh.launching, 1);
   }
+  pthread_mutex_lock(&stage_lock);
   CUresult e = launch(d, b);
+  pthread_mutex_unlock(&stage_lock);
   for (unsigned k = 0; k < b->nregions; k++) {
     ibp_served_region *s = ibp__served(b->regions[k].rec);
     if (s)
@@ -547,7 +492,6 @@ static void flush(batch *b) {
                     "copying them without libibp",
                     b->count, (int)e);
   }
-  scanner_wait(b); /* before the jobs and regions go */
   if (e != CUDA_SUCCESS)
     copy_each(d, b);
   count(b, e);
@@ -560,11 +504,31 @@ static void flush(batch *b) {
   b->count = 0;
   b->units = 0;
   b->nregions = 0;
-  b->scan_next = 0;
-  if (b->scan_wanted)
-    atomic_fetch_sub_explicit(&scan_open, 1, memory_order_relaxed);
-  b->scan_wanted = 0;
   atomic_fetch_sub_explicit(&held, 1, memory_order_relaxed);
+}
+
+/* Waits until the flusher has launched every batch handed to it, and
+ * brings the calling thread's clock to the end of the last launch: what
+ * follows on a stream comes after it. */
+static void drain_handed(void) {
+  if (!atomic_load_explicit(&handed, memory_order_acquire))
+    return;
+  while (atomic_load_explicit(&handed, memory_order_acquire))
+    sched_yield();
+  pthread_mutex_lock(&flusher_lock);
+  const double done = flushed_ns;
+  pthread_mutex_unlock(&flusher_lock);
+  const double now = ibp__clock_ns();
+  if (done > now)
+    ibp__clock_charge_us(1e-3 * (done - now));
+}
+
+/* Launches what b holds, after whatever was handed to the flusher (lock
+ * held): every ordering point comes here. */
+static void flush(batch *b) {
+  drain_handed(); /* even for an empty batch: it may have handed some */
+  if (b && b->count)
+    flush_now(b);
 }
 
 /* ---- the timer: a program that stops calling ---------------------------- */
@@ -613,67 +577,103 @@ static void start_timer(void) {
   timer_started = ibp__thread_start(timer_main);
 }
 
-/* ---- the scanner: the tracker's scan ahead of the flush ------------------
+/* ---- the flusher: launches off the holding thread -------------------------
  *
- * While a batch holds copies from a region the userfaultfd tracker scans,
- * this thread scans the pages of each whole share of SCAN_CHUNK held
- * copies, so that the flush finds little left to scan (scan_held).  A
- * copy may be scanned any time after it was held: a write the application
- * makes after its call races with the copy itself. */
+ * A batch closed while copies keep coming (its deadline, a full job list,
+ * an overlapping destination) is handed to the flusher, which launches it
+ * -- scan, job list, kernel -- while the application's thread holds the
+ * next copies in a fresh job list.  Every ordering point waits for the
+ * flusher first (flush), so the launches keep the order of the copies.
+ * On the virtual clock the flusher starts a batch when it was handed over
+ * (or when it finished the one before), and a thread that waits for it
+ * continues from the end of its last launch. */
 
-static void *scanner_main(void *unused) {
+static void *flusher_main(void *unused) {
   (void)unused;
   ibp__guard++;
-  prctl(PR_SET_TIMERSLACK, SCANNER_PAUSE_NS / 2, 0, 0, 0);
-  uint64_t seen = 0; /* shares_done when the scanner last found none */
-  pthread_mutex_lock(&lock);
+  pthread_mutex_lock(&flusher_lock);
   for (;;) {
-    if (!atomic_load_explicit(&scan_open, memory_order_relaxed)) {
-      pthread_cond_wait(&scan_wake, &lock);
+    batch *d = handed_first;
+    if (!d) {
+      pthread_cond_wait(&flusher_wake, &flusher_lock);
       continue;
     }
-    const uint64_t done =
-        atomic_load_explicit(&shares_done, memory_order_relaxed);
-    if (done == seen) {
-      pthread_mutex_unlock(&lock);
-      nanosleep(&(struct timespec){0, SCANNER_PAUSE_NS}, NULL);
-      pthread_mutex_lock(&lock);
-      continue;
-    }
-    batch *b, *tmp, *work = NULL;
-    HASH_ITER(hh, batches, b, tmp) {
-      if (b->count && b->scan_wanted && b->scan_next + SCAN_CHUNK <= b->count) {
-        work = b;
-        break;
-      }
-    }
-    if (!work) {
-      seen = done;
-      continue;
-    }
-    const uint32_t from = work->scan_next,
-                   n = runs_of(work, from, from + SCAN_CHUNK, scanner_runs);
-    work->scan_next = from + SCAN_CHUNK;
-    atomic_store_explicit(&work->scan_busy, 1, memory_order_relaxed);
-    pthread_mutex_unlock(&lock);
-    work->share_ns[from / SCAN_CHUNK] = scan_runs(scanner_runs, n);
-    atomic_store_explicit(&work->scan_busy, 0, memory_order_release);
-    pthread_mutex_lock(&lock);
+    handed_first = d->next;
+    if (!handed_first)
+      handed_last = NULL;
+    pthread_mutex_unlock(&flusher_lock);
+    const double now = ibp__clock_ns();
+    if (d->handed_ns > now)
+      ibp__clock_charge_us(1e-3 * (d->handed_ns - now));
+    flush_now(d);
+    const double done = ibp__clock_ns();
+    pthread_mutex_lock(&stage_lock);
+    d->hj->next_free = spare_jobs;
+    spare_jobs = d->hj;
+    pthread_mutex_unlock(&stage_lock);
+    free(d);
+    pthread_mutex_lock(&flusher_lock);
+    if (done > flushed_ns)
+      flushed_ns = done;
+    atomic_fetch_sub_explicit(&handed, 1, memory_order_release);
   }
   return NULL;
 }
 
-/* Asks the scanner to look at b (lock held). */
-static void scan_ahead(batch *b) {
-  if (b->scan_wanted)
+/* A job list for a batch (lock held); NULL on out of memory. */
+static held_jobs *jobs_get(void) {
+  pthread_mutex_lock(&spare_lock);
+  held_jobs *hj = spare_jobs;
+  if (hj)
+    spare_jobs = hj->next_free;
+  pthread_mutex_unlock(&spare_lock);
+  return hj ? hj : calloc(1, sizeof *hj);
+}
+
+/* Frees b, empty, keeping its job list for reuse (lock held). */
+static void batch_free(batch *b) {
+  pthread_mutex_lock(&spare_lock);
+  b->hj->next_free = spare_jobs;
+  spare_jobs = b->hj;
+  pthread_mutex_unlock(&spare_lock);
+  free(b);
+}
+
+/* Hands b's held copies to the flusher and gives b a fresh job list; else
+ * (no flusher, too many handed over, out of memory) launches them here
+ * (lock held). */
+static void close_batch(batch *b) {
+  if (!b->count)
     return;
-  b->scan_wanted = 1;
-  atomic_fetch_add_explicit(&scan_open, 1, memory_order_relaxed);
-  if (!scanner_tried) {
-    scanner_tried = 1;
-    (void)ibp__thread_start(scanner_main);
+  if (!flusher_tried) {
+    flusher_tried = 1;
+    flusher_running = ibp__thread_start(flusher_main);
   }
-  pthread_cond_signal(&scan_wake);
+  batch *d = NULL;
+  held_jobs *hj = NULL;
+  if (flusher_running &&
+      atomic_load_explicit(&handed, memory_order_relaxed) < HANDED_MAX &&
+      (d = malloc(sizeof *d)) && (hj = jobs_get())) {
+    *d = *b; /* the held copies, their regions' references and job list */
+    d->next = NULL;
+    d->handed_ns = ibp__clock_ns();
+    b->hj = hj;
+    b->count = 0; /* `held` still counts d until the flusher is done */
+    b->units = 0;
+    b->nregions = 0;
+    pthread_mutex_lock(&flusher_lock);
+    atomic_fetch_add_explicit(&handed, 1, memory_order_relaxed);
+    if (handed_last)
+      handed_last->next = d;
+    else
+      handed_first = d;
+    handed_last = d;
+    pthread_cond_signal(&flusher_wake);
+    pthread_mutex_unlock(&flusher_lock);
+    return;
+  }
+  free(d);
+  flush(b);
 }
 
 /* ---- holding --------------------------------------------------------------
@@ -686,8 +686,10 @@ static batch *batch_for(const ibp_driver *d, CUstream s, CUcontext ctx, int dev,
   if (b)
     return b;
   b = calloc(1, sizeof *b);
-  if (!b)
+  if (!b || !(b->hj = jobs_get())) {
+    free(b);
     return NULL;
+  }
   b->key = k;
   b->ctx = ctx;
   b->stream = s;
@@ -723,7 +725,8 @@ static int overlaps(const batch *b, CUdeviceptr dst, uint64_t n) {
   if (b->count > OVERLAP_SCAN_MAX)
     return 1;
   for (uint32_t j = 0; j < b->count; j++)
-    if (dst < b->jobs[j].dst + b->jobs[j].length && b->jobs[j].dst < dst + n)
+    if (dst < b->hj->jobs[j].dst + b->hj->jobs[j].length &&
+        b->hj->jobs[j].dst < dst + n)
       return 1;
   return 0;
 }
@@ -824,14 +827,14 @@ static int hold_locked(batch *b, ibp_region_rec *r, ibp_served_region *s,
   if (b->count && ((b->count % 16 == 0 &&
                     ibp__clock_ns() - b->first_ns >= b->deadline_ns) ||
                    overlaps(b, c->dst, c->bytes)))
-    flush(b);
+    close_batch(b);
   int k = b->count < MAX_JOBS ? region_index(b, r) : -1;
   if (k < 0) {
-    flush(b);
+    close_batch(b);
     k = region_index(b, r);
   }
   const uint64_t off = (uintptr_t)c->src - r->base;
-  ibp_batch_job *job = &b->jobs[b->count];
+  ibp_batch_job *job = &b->hj->jobs[b->count];
   *job =
       (ibp_batch_job){off, c->dst, b->units, (uint32_t)c->bytes, (uint32_t)k};
   b->units += ibp_kernels_job_units(job, &s->dev[b->dev].args);
@@ -840,12 +843,18 @@ static int hold_locked(batch *b, ibp_region_rec *r, ibp_served_region *s,
   h->bytes += c->bytes;
   h->saved_ns += a->alone - a->batched - scan_ns / n;
   b->received++;
-  if (ibp__track_scans(&s->track))
-    scan_ahead(b);
-  if (b->count % SCAN_CHUNK == SCAN_CHUNK - 1) {
-    b->share_held[b->count / SCAN_CHUNK] = ibp__clock_ns();
-    if (b->scan_wanted)
-      atomic_fetch_add_explicit(&shares_done, 1, memory_order_release);
+  /* its pages, for the tracker's scan; a whole share goes to the
+   * scanners at once (serve/scan_ahead.h) */
+  ibp_scan_share *sh = &b->hj->shares[b->count / IBP_SCAN_SHARE];
+  if (ibp__track_scans(&s->track)) {
+    const uint64_t at = r->base + off;
+    sh->runs[sh->nruns++] =
+        (ibp_scan_run){&s->track, at / 4096, (at + c->bytes - 1) / 4096};
+  }
+  if (b->count % IBP_SCAN_SHARE == IBP_SCAN_SHARE - 1) {
+    sh->held_ns = ibp__clock_ns();
+    if (sh->nruns)
+      ibp__scan_post(sh);
   }
   if (!b->count || c->dst < b->env_lo)
     b->env_lo = c->dst;
@@ -971,7 +980,7 @@ void ibp__batch_stream_end(CUstream s) {
   batch *b = find(key_of(s, NULL));
   if (b) {
     HASH_DEL(batches, b);
-    free(b);
+    batch_free(b);
   }
   pthread_mutex_unlock(&lock);
   ibp__guard--;
@@ -989,14 +998,16 @@ void ibp__batch_context_end(CUcontext ctx, int dev) {
     return;
   ibp__guard++;
   pthread_mutex_lock(&lock);
+  drain_handed();
   batch *b, *tmp;
   HASH_ITER(hh, batches, b, tmp) {
     if (ending(b->ctx, b->dev, ctx, dev)) {
       flush(b);
       HASH_DEL(batches, b);
-      free(b);
+      batch_free(b);
     }
   }
+  pthread_mutex_lock(&stage_lock);
   staging *st, *next;
   HASH_ITER(hh, stagings, st, next) {
     if (ending(st->ctx, st->device, ctx, dev)) { /* its end frees its memory */
@@ -1004,6 +1015,7 @@ void ibp__batch_context_end(CUcontext ctx, int dev) {
       free(st);
     }
   }
+  pthread_mutex_unlock(&stage_lock);
   pthread_mutex_unlock(&lock);
   ibp__guard--;
 }
@@ -1015,7 +1027,13 @@ void ibp__batch_after_fork_child(void) {
   stagings = NULL;
   atomic_store(&held, 0);
   timer_started = 0;
-  pthread_cond_init(&scan_wake, NULL);
-  atomic_store(&scan_open, 0);
-  scanner_tried = 0;
+  pthread_mutex_init(&flusher_lock, NULL);
+  pthread_mutex_init(&stage_lock, NULL);
+  pthread_mutex_init(&spare_lock, NULL);
+  pthread_cond_init(&flusher_wake, NULL);
+  handed_first = handed_last = NULL; /* left, not launched */
+  atomic_store(&handed, 0);
+  flushed_ns = 0;
+  flusher_tried = flusher_running = 0;
+  ibp__scan_after_fork_child();
 }

@@ -326,6 +326,11 @@ static void test_load_scalars(void) {
                            "IBP_PATH",    "staged", NULL};
   CHECK(load(nostage, &c, &e) == 0 && c.staging_bytes == 0 && c.max_sms == 1 &&
         c.path == IBP_PATH_STAGED);
+  CHECK(c.scanners == IBP_SCANNERS_DEFAULT);
+  const char *sc0[] = {"IBP_SCANNERS", "0", NULL};
+  CHECK(load(sc0, &c, &e) == 0 && c.scanners == 0);
+  const char *sc16[] = {"IBP_SCANNERS", "16", NULL};
+  CHECK(load(sc16, &c, &e) == 0 && c.scanners == 16);
   const char *trackers[] = {"auto", "userfaultfd", "mprotect"};
   for (int i = 0; i < 3; i++) {
     const char *t[] = {"IBP_TRACKER", trackers[i], NULL};
@@ -365,6 +370,11 @@ static void test_load_errors(void) {
   for (int i = 0; i < 4; i++) {
     const char *sm[] = {"IBP_MAX_SMS", bad_sms[i], NULL};
     expect_load_error(sm, "IBP_MAX_SMS", bad_sms[i], "1 to 4096");
+  }
+  const char *bad_scanners[] = {"17", "2x", "-1", "100000000000"};
+  for (int i = 0; i < 4; i++) {
+    const char *sc[] = {"IBP_SCANNERS", bad_scanners[i], NULL};
+    expect_load_error(sc, "IBP_SCANNERS", bad_scanners[i], "0 to 16");
   }
   const char *bad_staging[] = {"2G", "65M", "64K", "1"};
   for (int i = 0; i < 4; i++) {
