@@ -128,7 +128,7 @@ typedef struct batch {
   gate_answer answer;
   unsigned nregions;
   held_region regions[MAX_REGIONS];
-  held_jobs *hj;      /* the job list (NULL until the first copy) */
+  held_jobs *hj;      /* the job list (its own from batch_for on) */
   double handed_ns;   /* device clock: handed to the flusher */
   struct batch *next; /* in the flusher's queue */
   UT_hash_handle hh;
@@ -158,9 +158,9 @@ static staging *stagings; /* under stage_lock */
 static _Atomic unsigned staging_failures;
 static _Atomic unsigned held; /* batches holding copies */
 static int timer_started;
-/* The flusher (hand_off): batches launched off the holding thread, in the
- * order they were handed over; `handed` counts those not launched yet.
- * Its own lock, never held with `lock` taken after it. */
+/* The flusher (close_batch): batches launched off the holding thread, in
+ * the order they were handed over; `handed` counts those not launched
+ * yet. */
 static pthread_mutex_t flusher_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t flusher_wake = PTHREAD_COND_INITIALIZER;
 static batch *handed_first, *handed_last;
@@ -280,13 +280,15 @@ static int staging_failed(CUcontext ctx) {
  * (s->batch_scan_ns). */
 static void scan_held(batch *b) {
   held_jobs *hj = b->hj;
-  const uint32_t whole = b->count / IBP_SCAN_SHARE;
-  ibp_scan_share *part = &hj->shares[whole];
-  const double took = ibp__scan_settle(
-      hj->shares, whole, part->runs,
-      b->count % IBP_SCAN_SHARE ? part->nruns : 0, ibp__clock_ns());
-  for (uint32_t i = 0; i <= whole && i < SHARES; i++)
+  const uint32_t whole = b->count / IBP_SCAN_SHARE; /* up to SHARES */
+  ibp_scan_share *part = whole < SHARES ? &hj->shares[whole] : NULL;
+  const double took =
+      ibp__scan_settle(hj->shares, whole, part ? part->runs : NULL,
+                       part ? part->nruns : 0, ibp__clock_ns());
+  for (uint32_t i = 0; i < whole; i++)
     hj->shares[i].nruns = 0;
+  if (part)
+    part->nruns = 0;
   ibp__clock_charge_us(1e-3 * took);
   for (unsigned k = 0; k < b->nregions; k++) {
     ibp_served_region *s = ibp__served(b->regions[k].rec);

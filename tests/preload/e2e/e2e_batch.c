@@ -11,12 +11,12 @@
  * deadline, calls (the application's cudaMemcpyBatchAsync), malformed
  * (calls the driver refuses), rows2d (cudaMemcpy2D / cudaMemcpy2DAsync),
  * written (rows written before their copies, while others are held),
- * random, or all.  Each case starts from device buffers full of
- * canary bytes and keeps a model of what they must hold; it checks them by
- * reading them back on a stream that nothing orders with the held copies
- * other than the ordering point under test (a non-blocking stream after
- * the point completed, or the stream of the point itself), so that the
- * check itself launches nothing that was held.
+ * full (more copies than a job list holds), random, or all.  Each case starts
+ * from device buffers full of canary bytes and keeps a model of what they must
+ * hold; it checks them by reading them back on a stream that nothing orders
+ * with the held copies other than the ordering point under test (a non-blocking
+ * stream after the point completed, or the stream of the point itself), so that
+ * the check itself launches nothing that was held.
  *
  * Regions (tensor = the row size): rows256 (cudaMallocHost), rows1k
  * (cudaHostAlloc), rows768 (cudaHostRegister at an unaligned address);
@@ -541,6 +541,25 @@ static void case_written(env *e) {
     check_on(what, a, &e->dst, 0, at, e->rb);
     free(copied);
   }
+}
+
+/* (j) more row copies than one job list holds (4096) on one stream, all
+ * within the deadline (the ctest e2e_batch_full runs this case under a
+ * profile whose batch_deadline_us is long): the full list is handed over
+ * whole, the copies after it are held in a fresh one, and both land. */
+static void case_full(env *e) {
+  const size_t n = 4096 + 700;
+  dbuf big;
+  dbuf_init(&big, n * 1024, "big"); /* the largest row: 1 KiB */
+  dbuf_canary(&big, &e->rng);
+  size_t len = 0;
+  for (size_t i = 0; i < n; i++)
+    len += random_row(&e->rng, e->nb, &big, len);
+  for (size_t at = 0; at < len; at += 256 << 10) {
+    const size_t piece = len - at < (256 << 10) ? len - at : 256 << 10;
+    check_on("full: 4796 rows on A, D2H on A", e->nb, &big, at, piece, e->rb);
+  }
+  dbuf_free(&big);
 }
 
 /* ---- the application's own batches and 2D copies ------------------------- */
@@ -1533,6 +1552,7 @@ static const struct {
     {"overlap", case_overlap}, {"deadline", case_deadline},
     {"calls", case_calls},     {"malformed", case_malformed},
     {"rows2d", case_rows2d},   {"written", case_written},
+    {"full", case_full},
 };
 #define NCASES ((int)(sizeof cases / sizeof cases[0]))
 
