@@ -157,6 +157,9 @@ void ibp__device_memory_free(const ibp_driver *d, ibp_device_memory *m) {
   for (size_t k = 0; k < sizeof ptrs / sizeof ptrs[0]; k++)
     if (ptrs[k])
       d->cuMemFree(ptrs[k]);
+  for (size_t k = 0; k < 2; k++)
+    if (m->probe[k])
+      d->cuEventDestroy(m->probe[k]);
   *m = (ibp_device_memory){0};
 }
 
@@ -378,7 +381,7 @@ int ibp__device_setup(ibp_region_rec *r, int dev, CUstream s) {
     selftest[dev] = device_selftest(d, s, dev, fn) == 0 ? 1 : -1;
   if (selftest[dev] < 0)
     return -1;
-  ibp_device_memory m;
+  ibp_device_memory m = {0};
   if (upload_metadata(d, s, &l->params, l->flags, l->offsets, l->lengths,
                       r->bytes, &m) != 0) {
     ibp__warn_first(&warned,

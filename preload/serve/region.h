@@ -99,6 +99,8 @@ typedef struct ibp_device_memory {
   CUdeviceptr flags;        /* one bit per tensor */
   CUdeviceptr offsets;      /* n stream offsets into the shadow */
   CUdeviceptr lengths;      /* n stream lengths (uint32) */
+  CUevent probe[2];         /* serve/staged.c: a decode's timing; NULL
+                               until used */
 } ibp_device_memory;
 
 /* One device.  Protocol: a thread moves state ABSENT -> UPLOADING with
@@ -119,6 +121,14 @@ typedef struct ibp_device_slot {
   ibp_kernel_plan staged_plan;
   ibp_decompress_args staged_args;
   const uint32_t *busy; /* device address of refresh.busy */
+  /* the staged decode as measured (serve/staged.c, under its lock): a
+   * chunk's kernel timed between mem.probe's events, against the model's
+   * time for it (probe_model_us, while probe_pending); decode_scale is the
+   * measured time over the model's, smoothed (0: not measured yet), and
+   * scales the model's staged decodes of this region on this device */
+  int probe_pending;
+  double probe_model_us;
+  _Atomic double decode_scale;
 } ibp_device_slot;
 
 /* What the gate saw of the region's first copies (gate.c): whether its

@@ -40,6 +40,9 @@
 #define WINDOW_ALIGN 128u /* the kernel's reads are line-aligned */
 #define CALLERS_MAX 64u   /* caller streams with a copy stream, per ring */
 #define LAST_CHUNK (512u << 10) /* the smallest chunk of a long copy's end */
+/* A decode is timed only when the model gives it at least this long, so
+ * that a launch's own latency does not pass for its decode (us). */
+#define PROBE_MIN_US 20.0
 
 /* A caller's stream as the ring tells them apart: the per-thread default
  * stream is another stream in every thread.  Hashed as bytes. */
@@ -305,6 +308,71 @@ static void copy_tensors(const ibp_served_region *s, uint64_t off, uint64_t len,
   *tail = end > body ? end - (off > body ? off : body) : 0;
 }
 
+/* ---- the decode as measured ----------------------------------------------
+ *
+ * Now and then a chunk's decode is timed on the GPU (two events around its
+ * launch on the caller's stream), and what it took is compared with the
+ * model's time for it: the rate the profile gives was measured on other
+ * data (`ibp calibrate`'s synthetic weights), and a region whose tensors
+ * decode slower -- few invariant bits, say -- must not be staged on its
+ * strength.  The ratio scales the model's decodes of that region on that
+ * device from then on.  On the simulated GPU the events measure the model
+ * itself: the ratio stays 1. */
+
+/* The measured over the model's decode time of slot's region (1 until
+ * measured). */
+static double decode_scale(const ibp_device_slot *slot) {
+  const double f =
+      atomic_load_explicit(&slot->decode_scale, memory_order_relaxed);
+  return f > 0 ? f : 1.0;
+}
+
+/* Takes the last timed decode's result when the GPU has run it (lock
+ * held; never waits), and counts it in s's statistics
+ * (staged_decode_seconds against staged_decode_model_seconds). */
+static void probe_read(const ibp_driver *d, ibp_served_region *s,
+                       ibp_device_slot *slot) {
+  CUevent *ev = slot->mem.probe;
+  if (!ev[1])
+    slot->probe_pending = 0; /* its context ended with the events */
+  if (!slot->probe_pending)
+    return;
+  CUresult q = d->cuEventQuery(ev[1]);
+  if (q == CUDA_ERROR_NOT_READY)
+    return;
+  slot->probe_pending = 0;
+  float ms = 0;
+  if (q != CUDA_SUCCESS || !d->cuEventElapsedTime ||
+      d->cuEventElapsedTime(&ms, ev[0], ev[1]) != CUDA_SUCCESS)
+    return;
+  /* the span from the record before the launch to the one after it: the
+   * launch's latency and the decode, as the model's time has them */
+  const double took = 1e3 * ms;
+  if (took <= 0 || slot->probe_model_us <= 0)
+    return;
+  const double ratio = took / slot->probe_model_us;
+  ibp__count(&s->counters, staged_decodes_timed, 1);
+  ibp__count(&s->counters, staged_decode_seconds, (uint64_t)(1e3 * took));
+  ibp__count(&s->counters, staged_decode_model_seconds,
+             (uint64_t)(1e3 * slot->probe_model_us));
+  const double f = atomic_load(&slot->decode_scale);
+  atomic_store(&slot->decode_scale, f > 0 ? 0.5 * (f + ratio) : ratio);
+}
+
+/* Whether chunk k's decode (model_us long) is timed: none of the slot's is
+ * pending, the model makes it long enough, the events exist (created on
+ * first use in the current context). */
+static int probe_wanted(const ibp_driver *d, ibp_device_slot *slot,
+                        double model_us) {
+  if (slot->probe_pending || model_us < PROBE_MIN_US)
+    return 0;
+  CUevent *ev = slot->mem.probe;
+  for (int k = 0; k < 2; k++)
+    if (!ev[k] && d->cuEventCreate(&ev[k], CU_EVENT_DEFAULT) != CUDA_SUCCESS)
+      ev[k] = NULL;
+  return ev[0] && ev[1];
+}
+
 /* The share of what is left that a chunk near a copy's end takes: the
  * next chunk's copy must outlast this one's decode, so chunks may shrink
  * by the ratio of the copy engine's rate to the decode's (in stream bytes,
@@ -321,7 +389,7 @@ static double chunk_share(const ibp_served_region *s, int dev, uint64_t t0,
    * decode_tensor_us each (GB/s = bytes per ns) */
   const double R = s->geometry.tensor_bytes;
   double per_sm = R / (R / p->decode_gbps_per_sm + 1e3 * p->decode_tensor_us);
-  double decode = per_sm * sms * stored / out;
+  double decode = per_sm * sms * stored / out / decode_scale(&s->dev[dev]);
   double share = 1.0 - p->ce_h2d_gbps / decode;
   return share < 0.4 ? 0.4 : share > 0.75 ? 0.75 : share;
 }
@@ -356,9 +424,9 @@ static double chunk_decode_us(const ibp_profile *p, const ibp_device_slot *slot,
       ibp_kernels_decode_sms(grid, wp.block, (unsigned)p->sms));
 }
 
-int ibp__staged_plan(const ibp_served_region *s, const ibp_device_slot *slot,
-                     CUcontext ctx, int dev, const ibp_copy *c,
-                     const ibp_decompress_args *a, ibp_staged_plan *out) {
+int ibp__staged_plan(ibp_served_region *s, ibp_device_slot *slot, CUcontext ctx,
+                     int dev, const ibp_copy *c, const ibp_decompress_args *a,
+                     ibp_staged_plan *out) {
   const ibp_driver *d = ibp__driver();
   /* read once: the shadow's context may end meanwhile (serve/context.c) */
   const uint8_t *shadow = s->layout.shadow;
@@ -380,15 +448,16 @@ int ibp__staged_plan(const ibp_served_region *s, const ibp_device_slot *slot,
    * here: it must not invalidate another thread's capture) */
   const int streaming =
       g && !c->sync && d->cuStreamQuery(c->stream) == CUDA_ERROR_NOT_READY;
+  const ibp_profile *p = ibp__gate_profile(dev);
+  if (g)
+    probe_read(d, s, slot);
   leave(d, &mode);
-  if (!g)
+  if (!g || !p)
     return -1;
+  const double scale = decode_scale(slot);
   const int dirty_seen =
       s->track.dirty &&
       atomic_load_explicit(&s->track.dirty_tensors, memory_order_relaxed);
-  const ibp_profile *p = ibp__gate_profile(dev);
-  if (!p)
-    return -1;
   ibp_gate_staged gs = {c->bytes, 0, tail, 0, 0, 0};
   const double share = chunk_share(s, dev, t0, t1);
   double copied = 0;  /* when the copy engine ends chunk k's window */
@@ -402,7 +471,7 @@ int ibp__staged_plan(const ibp_served_region *s, const ibp_device_slot *slot,
     gs.host_bytes += k.raw;
     if (wb)
       copied += ibp_profile_ce_copy_us(p, wb, 1);
-    const double dk = chunk_decode_us(p, slot, a, &k, k.t1 == t1);
+    const double dk = scale * chunk_decode_us(p, slot, a, &k, k.t1 == t1);
     gs.gpu_us = (copied > gs.gpu_us ? copied : gs.gpu_us) + dk;
     decoded += dk;
     t = k.t1;
@@ -460,6 +529,9 @@ static int stage_chunk(const ibp_driver *d, const ibp_served_region *s, ring *g,
                        const ibp_copy *c, const caller_key *who,
                        const ibp_staged_args *x, const chunk *k, int last,
                        CUresult *err) {
+  const ibp_profile *prof = ibp__gate_profile(x->dev);
+  const double model_us =
+      prof ? chunk_decode_us(prof, x->slot, x->a, k, last) : 0;
   const ibp_decompress_args *a = x->a;
   const uint64_t R = a->tensor_bytes;
   const uint64_t off = a->first_tensor * R + a->first_offset;
@@ -492,11 +564,18 @@ static int stage_chunk(const ibp_driver *d, const ibp_served_region *s, ring *g,
   if (p.grid > ibp__cfg.max_sms)
     p.grid = ibp__cfg.max_sms;
   void *params[] = {&ca};
+  CUevent *probe = x->slot->mem.probe;
+  const int timed = probe_wanted(d, x->slot, model_us) &&
+                    d->cuEventRecord(probe[0], c->stream) == CUDA_SUCCESS;
   if ((*err = d->cuLaunchKernel(x->fn, p.grid, 1, 1, p.block, 1, 1,
                                 p.dynamic_shared, c->stream, params, NULL))) {
     if (b)
       b->dead = 1; /* its copy is queued */
     return -1;
+  }
+  if (timed && d->cuEventRecord(probe[1], c->stream) == CUDA_SUCCESS) {
+    x->slot->probe_pending = 1;
+    x->slot->probe_model_us = model_us;
   }
   if (b && d->cuEventRecord(b->free, c->stream) != CUDA_SUCCESS) {
     b->dead = 1; /* the decode may still read it */

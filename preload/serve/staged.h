@@ -34,14 +34,18 @@ typedef struct ibp_staged_plan {
  * Returns 0 and fills *out when the path can serve it: staging enabled and
  * allocated (allocated here on first use; a failure turns the path off in
  * ctx, with one warning), no refresh running, every tensor of the copy
- * placed. */
-int ibp__staged_plan(const ibp_served_region *s, const ibp_device_slot *slot,
-                     CUcontext ctx, int dev, const ibp_copy *c,
-                     const ibp_decompress_args *a, ibp_staged_plan *out);
+ * placed.  The decodes are the model's, scaled by what the slot's last
+ * measured decode took against the model (decode_scale): a region whose
+ * data decodes slower than the profile's rate is planned as it runs. */
+int ibp__staged_plan(ibp_served_region *s, ibp_device_slot *slot, CUcontext ctx,
+                     int dev, const ibp_copy *c, const ibp_decompress_args *a,
+                     ibp_staged_plan *out);
 
 /* The launch of a planned copy: the kernel in the context, the device's
  * SMs, the copy's arguments and geometry (substitute.c prepares them). */
 typedef struct ibp_staged_args {
+  ibp_device_slot *slot; /* its decodes are timed now and then */
+  int dev;
   CUfunction fn;
   unsigned sms;
   const ibp_decompress_args *a;

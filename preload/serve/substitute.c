@@ -169,7 +169,7 @@ static ibp_gate_copy gate_copy(const ibp_profile *p, const ibp_copy *c,
  * *saved_ns: what the chosen path saves; *second: the faster of the other
  * two (for a staged copy the ring cannot take).  `count`: count a copy
  * sent to the driver as gated (0: a first look, see serve_region). */
-static path choose(ibp_served_region *s, const ibp_device_slot *slot, int dev,
+static path choose(ibp_served_region *s, ibp_device_slot *slot, int dev,
                    CUcontext ctx, const ibp_copy *c, uint64_t pcie,
                    const ibp_decompress_args *a, const ibp_kernel_plan *plan,
                    ibp_staged_plan *sp, double *saved_ns, path *second,
@@ -301,7 +301,7 @@ static int serve_region(ibp_region_rec *r, const ibp_copy *c) {
   if (ibp_region_state_get(r) != IBP_REGION_READY ||
       ibp__device_state(s, (unsigned)dev) != IBP_DEVICE_READY)
     make_ready(r, s, ctx, dev);
-  const ibp_device_slot *slot = &s->dev[dev];
+  ibp_device_slot *slot = &s->dev[dev];
   CUstreamCaptureStatus cs = CU_STREAM_CAPTURE_STATUS_NONE;
   if (ibp_region_state_get(r) != IBP_REGION_READY ||
       ibp__device_state(s, (unsigned)dev) != IBP_DEVICE_READY ||
@@ -384,8 +384,14 @@ static int serve_region(ibp_region_rec *r, const ibp_copy *c) {
   if (ranged)
     ibp__nvtx_copy_begin(r->name, c->bytes); /* serve/nvtx.h: for nsys */
   if (go == PATH_STAGED) {
-    ibp_staged_args x = {slot->fn,           slot->sms,          &a,
-                         &slot->staged_plan, &slot->staged_args, &sp};
+    ibp_staged_args x = {slot,
+                         dev,
+                         slot->fn,
+                         slot->sms,
+                         &a,
+                         &slot->staged_plan,
+                         &slot->staged_args,
+                         &sp};
     int rc = ibp__staged_copy(s, ctx, c, &x, &e);
     if (rc == 1) { /* no buffer free of other streams' work */
       go = second;

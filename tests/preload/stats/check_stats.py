@@ -21,6 +21,8 @@ REGION_KEYS = {
     "bytes_gated": int, "bytes_passthrough": int,
     "modelled_seconds_saved": (int, float), "copies_not_ready": int,
     "copies_batched": int, "batch_launches": int, "copies_staged": int,
+    "staged_decodes_timed": int, "staged_decode_seconds": (int, float),
+    "staged_decode_model_seconds": (int, float),
     "prepare_peak_bytes": int, "first_chunk_seconds": (int, float),
     "ready_seconds": (int, float),
 }
@@ -34,6 +36,8 @@ TOTAL_KEYS = {
     "bytes_gated": int, "bytes_passthrough": int,
     "modelled_seconds_saved": (int, float), "copies_not_ready": int,
     "copies_batched": int, "batch_launches": int, "copies_staged": int,
+    "staged_decodes_timed": int, "staged_decode_seconds": (int, float),
+    "staged_decode_model_seconds": (int, float),
     "prepare_peak_bytes": int, "first_chunk_seconds": (int, float),
     "ready_seconds": (int, float),
 }

@@ -18,7 +18,10 @@
  *   kernels      ibp_profile_kernel_us (ibp_profile_decode_us for the
  *                decompress kernels) from the sectors the emulator
  *                counted and the bytes the kernel writes; its host reads
- *                occupy the host-to-device link
+ *                occupy the host-to-device link.  SIMCUDA_DECODE_SCALE=f
+ *                (tests) makes the decompress kernels take f times the
+ *                model's time: data that decodes slower than the
+ *                profile's rate
  *   host work    host functions and callbacks take their real time
  *   events       stamped with their start
  */
@@ -27,6 +30,9 @@
 #include "ibp_kernels.h"
 
 #include "simclock.h"
+
+#include <pthread.h>
+#include <stdlib.h>
 
 static double us_to_ns(double us) {
   return us * 1e3;
@@ -111,15 +117,35 @@ static unsigned launch_sms(const ibp_profile *p, const simt_launch *l,
 
 /* The model's kernel time, with its host reads placed on the link: they
  * start after the launch latency and one round trip. */
+static double decode_factor = 1.0;
+static pthread_once_t decode_once = PTHREAD_ONCE_INIT;
+
+static void read_decode_scale(void) {
+  const char *e = getenv("SIMCUDA_DECODE_SCALE");
+  char *end = NULL;
+  double f = e ? strtod(e, &end) : 0;
+  if (e && (end == e || *end || !(f > 0 && f <= 1000)))
+    scu_log("SIMCUDA_DECODE_SCALE=%s: not a factor in (0, 1000]; 1", e);
+  else if (e)
+    decode_factor = f;
+}
+
+/* SIMCUDA_DECODE_SCALE, read once (1 when unset). */
+static double decode_scale(void) {
+  pthread_once(&decode_once, read_decode_scale);
+  return decode_factor;
+}
+
 static double launch_end(const ibp_profile *p, const scu_op *op, double start) {
   const simt_launch *l = &op->u.launch.l;
   unsigned sms = launch_sms(p, l, op->u.launch.decodes);
   uint64_t host = op->u.launch.pcie.sectors * 32; /* simt's sectors */
   const int dec = op->u.launch.decodes;
   uint64_t out = op->u.launch.out_bytes;
-  double alone = us_to_ns(
-      dec ? ibp_profile_decode_us(p, host, out, op->u.launch.units, sms)
-          : ibp_profile_kernel_us(p, host, out, sms));
+  double alone =
+      us_to_ns(dec ? decode_scale() * ibp_profile_decode_us(
+                                          p, host, out, op->u.launch.units, sms)
+                   : ibp_profile_kernel_us(p, host, out, sms));
   if (!host)
     return start + alone;
   double reads_ready =
