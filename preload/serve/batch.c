@@ -30,6 +30,7 @@
 #include <string.h>
 #include <time.h>
 #include <uthash.h>
+#include <utlist.h>
 
 #include "serve/batch.h"
 
@@ -163,7 +164,7 @@ static int timer_started;
  * yet. */
 static pthread_mutex_t flusher_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t flusher_wake = PTHREAD_COND_INITIALIZER;
-static batch *handed_first, *handed_last;
+static batch *handed_list; /* utlist: oldest first */
 static _Atomic unsigned handed;
 static double flushed_ns; /* flusher's clock: its last launch done */
 static int flusher_tried, flusher_running;
@@ -595,14 +596,12 @@ static void *flusher_main(void *unused) {
   ibp__guard++;
   pthread_mutex_lock(&flusher_lock);
   for (;;) {
-    batch *d = handed_first;
+    batch *d = handed_list;
     if (!d) {
       pthread_cond_wait(&flusher_wake, &flusher_lock);
       continue;
     }
-    handed_first = d->next;
-    if (!handed_first)
-      handed_last = NULL;
+    LL_DELETE(handed_list, d);
     pthread_mutex_unlock(&flusher_lock);
     const double now = ibp__clock_ns();
     if (d->handed_ns > now)
@@ -657,7 +656,6 @@ static void close_batch(batch *b) {
       atomic_load_explicit(&handed, memory_order_relaxed) < HANDED_MAX &&
       (d = malloc(sizeof *d)) && (hj = jobs_get())) {
     *d = *b; /* the held copies, their regions' references and job list */
-    d->next = NULL;
     d->handed_ns = ibp__clock_ns();
     b->hj = hj;
     b->count = 0; /* `held` still counts d until the flusher is done */
@@ -665,11 +663,7 @@ static void close_batch(batch *b) {
     b->nregions = 0;
     pthread_mutex_lock(&flusher_lock);
     atomic_fetch_add_explicit(&handed, 1, memory_order_relaxed);
-    if (handed_last)
-      handed_last->next = d;
-    else
-      handed_first = d;
-    handed_last = d;
+    LL_APPEND(handed_list, d); /* at most HANDED_MAX long */
     pthread_cond_signal(&flusher_wake);
     pthread_mutex_unlock(&flusher_lock);
     return;
@@ -1033,7 +1027,7 @@ void ibp__batch_after_fork_child(void) {
   pthread_mutex_init(&stage_lock, NULL);
   pthread_mutex_init(&spare_lock, NULL);
   pthread_cond_init(&flusher_wake, NULL);
-  handed_first = handed_last = NULL; /* left, not launched */
+  handed_list = NULL; /* left, not launched */
   atomic_store(&handed, 0);
   flushed_ns = 0;
   flusher_tried = flusher_running = 0;
