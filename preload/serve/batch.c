@@ -591,6 +591,30 @@ static void start_timer(void) {
  * (or when it finished the one before), and a thread that waits for it
  * continues from the end of its last launch. */
 
+/* A job list for a batch; NULL on out of memory. */
+static held_jobs *jobs_get(void) {
+  pthread_mutex_lock(&spare_lock);
+  held_jobs *hj = spare_jobs;
+  if (hj)
+    spare_jobs = hj->next_free;
+  pthread_mutex_unlock(&spare_lock);
+  return hj ? hj : calloc(1, sizeof *hj);
+}
+
+/* Keeps hj, whose batch is done with it, for reuse. */
+static void jobs_put(held_jobs *hj) {
+  pthread_mutex_lock(&spare_lock);
+  hj->next_free = spare_jobs;
+  spare_jobs = hj;
+  pthread_mutex_unlock(&spare_lock);
+}
+
+/* Frees b, empty, keeping its job list for reuse (lock held). */
+static void batch_free(batch *b) {
+  jobs_put(b->hj);
+  free(b);
+}
+
 static void *flusher_main(void *unused) {
   (void)unused;
   ibp__guard++;
@@ -608,10 +632,7 @@ static void *flusher_main(void *unused) {
       ibp__clock_charge_us(1e-3 * (d->handed_ns - now));
     flush_now(d);
     const double done = ibp__clock_ns();
-    pthread_mutex_lock(&stage_lock);
-    d->hj->next_free = spare_jobs;
-    spare_jobs = d->hj;
-    pthread_mutex_unlock(&stage_lock);
+    jobs_put(d->hj);
     free(d);
     pthread_mutex_lock(&flusher_lock);
     if (done > flushed_ns)
@@ -619,25 +640,6 @@ static void *flusher_main(void *unused) {
     atomic_fetch_sub_explicit(&handed, 1, memory_order_release);
   }
   return NULL;
-}
-
-/* A job list for a batch (lock held); NULL on out of memory. */
-static held_jobs *jobs_get(void) {
-  pthread_mutex_lock(&spare_lock);
-  held_jobs *hj = spare_jobs;
-  if (hj)
-    spare_jobs = hj->next_free;
-  pthread_mutex_unlock(&spare_lock);
-  return hj ? hj : calloc(1, sizeof *hj);
-}
-
-/* Frees b, empty, keeping its job list for reuse (lock held). */
-static void batch_free(batch *b) {
-  pthread_mutex_lock(&spare_lock);
-  b->hj->next_free = spare_jobs;
-  spare_jobs = b->hj;
-  pthread_mutex_unlock(&spare_lock);
-  free(b);
 }
 
 /* Hands b's held copies to the flusher and gives b a fresh job list; else
