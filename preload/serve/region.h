@@ -123,11 +123,13 @@ typedef struct ibp_device_slot {
   const uint32_t *busy; /* device address of refresh.busy */
   /* the staged decode as measured (serve/staged.c, under its lock): a
    * chunk's kernel timed between mem.probe's events, against the model's
-   * time for it (probe_model_us, while probe_pending); decode_scale is the
+   * time for it (probe_model_us, while probe_pending; one per 100 ms at
+   * most); decode_scale is the
    * measured time over the model's, smoothed (0: not measured yet), and
    * scales the model's staged decodes of this region on this device */
   int probe_pending;
   double probe_model_us;
+  double probe_after_ns; /* device clock: no probe before */
   _Atomic double decode_scale;
 } ibp_device_slot;
 

@@ -30,6 +30,7 @@
 #include <uthash.h>
 
 #include "base/base.h"
+#include "base/clock.h"
 #include "base/driver.h"
 #include "base/log.h"
 
@@ -43,6 +44,10 @@
 /* A decode is timed only when the model gives it at least this long, so
  * that a launch's own latency does not pass for its decode (us). */
 #define PROBE_MIN_US 20.0
+/* After a timed decode, the next waits this long (device clock, ns): the
+ * data's decode rate changes slowly, and two event records and their
+ * queries are not free. */
+#define PROBE_EVERY_NS 100e6
 
 /* A caller's stream as the ring tells them apart: the per-thread default
  * stream is another stream in every thread.  Hashed as bytes. */
@@ -364,7 +369,8 @@ static void probe_read(const ibp_driver *d, ibp_served_region *s,
  * first use in the current context). */
 static int probe_wanted(const ibp_driver *d, ibp_device_slot *slot,
                         double model_us) {
-  if (slot->probe_pending || model_us < PROBE_MIN_US)
+  if (slot->probe_pending || model_us < PROBE_MIN_US ||
+      ibp__clock_ns() < slot->probe_after_ns)
     return 0;
   CUevent *ev = slot->mem.probe;
   for (int k = 0; k < 2; k++)
@@ -576,6 +582,7 @@ static int stage_chunk(const ibp_driver *d, const ibp_served_region *s, ring *g,
   if (timed && d->cuEventRecord(probe[1], c->stream) == CUDA_SUCCESS) {
     x->slot->probe_pending = 1;
     x->slot->probe_model_us = model_us;
+    x->slot->probe_after_ns = ibp__clock_ns() + PROBE_EVERY_NS;
   }
   if (b && d->cuEventRecord(b->free, c->stream) != CUDA_SUCCESS) {
     b->dead = 1; /* the decode may still read it */
