@@ -293,9 +293,12 @@ static void scan_held(batch *b) {
   ibp__clock_charge_us(1e-3 * took);
   for (unsigned k = 0; k < b->nregions; k++) {
     ibp_served_region *s = ibp__served(b->regions[k].rec);
-    if (s && ibp__track_scans(&s->track))
-      s->batch_scan_ns =
-          s->batch_scan_ns ? 0.5 * (s->batch_scan_ns + took) : took;
+    if (s && ibp__track_scans(&s->track)) {
+      const double was =
+          atomic_load_explicit(&s->batch_scan_ns, memory_order_relaxed);
+      atomic_store_explicit(&s->batch_scan_ns, was ? 0.5 * (was + took) : took,
+                            memory_order_relaxed);
+    }
   }
 }
 
@@ -805,13 +808,17 @@ static int hold_locked(batch *b, ibp_region_rec *r, ibp_served_region *s,
   }
   /* the tracker's scan at the flush: what it took at the region's last
    * batched launch (userfaultfd; nothing for mprotect) */
-  const double scan_ns = ibp__track_scans(&s->track) ? s->batch_scan_ns : 0;
+  const double scan_ns =
+      ibp__track_scans(&s->track)
+          ? atomic_load_explicit(&s->batch_scan_ns, memory_order_relaxed)
+          : 0;
   if (a->batched + scan_ns / n >= BATCH_MARGIN * a->alone) {
     /* refused for the scan alone: let the figure fade, so that one slow
      * scan (a busy host) does not end batching for good -- the next
      * batched launch measures it again */
     if (scan_ns > 0 && a->batched < BATCH_MARGIN * a->alone)
-      s->batch_scan_ns *= 0.98;
+      atomic_store_explicit(&s->batch_scan_ns, 0.98 * scan_ns,
+                            memory_order_relaxed);
     b->own_ns += a->alone_cpu;
     return 2;
   }

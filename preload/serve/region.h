@@ -156,10 +156,11 @@ typedef struct ibp_served_region {
   _Atomic int invalidated; /* written by a copy while compressing */
   _Atomic unsigned failures; /* substitution errors (degrade on repeat) */
   _Atomic int kernel_args;   /* an application kernel got a pointer into it */
-  double batch_scan_ns;      /* serve/batch.c, under its lock: what the write
-                                tracker's scan takes at the region's
-                                batched launches (smoothed; fades while
-                                copies are refused for it) */
+  _Atomic double batch_scan_ns; /* serve/batch.c (a holding thread, or the
+                                   flusher): what the write tracker's scan
+                                   cost the region's batched launches
+                                   (smoothed; fades while copies are
+                                   refused for it) */
 } ibp_served_region;
 
 /* The served region of record r; NULL until attached. */
