@@ -364,13 +364,18 @@ static void probe_read(const ibp_driver *d, ibp_served_region *s,
   atomic_store(&slot->decode_scale, f > 0 ? 0.5 * (f + ratio) : ratio);
 }
 
-/* Whether chunk k's decode (model_us long) is timed: none of the slot's is
- * pending, the model makes it long enough, the events exist (created on
- * first use in the current context). */
+/* Whether the slot may time a decode now: none pending, the last long
+ * enough ago (checked before the chunk's model time is worked out). */
+static int probe_due(const ibp_device_slot *slot) {
+  return !slot->probe_pending && ibp__clock_ns() >= slot->probe_after_ns;
+}
+
+/* Whether a due decode model_us long is timed: the model makes it long
+ * enough, the events exist (created on first use in the current
+ * context). */
 static int probe_wanted(const ibp_driver *d, ibp_device_slot *slot,
                         double model_us) {
-  if (slot->probe_pending || model_us < PROBE_MIN_US ||
-      ibp__clock_ns() < slot->probe_after_ns)
+  if (model_us < PROBE_MIN_US)
     return 0;
   CUevent *ev = slot->mem.probe;
   for (int k = 0; k < 2; k++)
@@ -535,7 +540,8 @@ static int stage_chunk(const ibp_driver *d, const ibp_served_region *s, ring *g,
                        const ibp_copy *c, const caller_key *who,
                        const ibp_staged_args *x, const chunk *k, int last,
                        CUresult *err) {
-  const ibp_profile *prof = ibp__gate_profile(x->dev);
+  const ibp_profile *prof =
+      probe_due(x->slot) ? ibp__gate_profile(x->dev) : NULL;
   const double model_us =
       prof ? chunk_decode_us(prof, x->slot, x->a, k, last) : 0;
   const ibp_decompress_args *a = x->a;
