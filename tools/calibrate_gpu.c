@@ -820,6 +820,16 @@ static int store_all(const measured *m, unsigned sms, calibrate_result *out,
   return 0;
 }
 
+/* One line on stderr as each step starts: a full run takes minutes (on the
+ * simulated GPU, whose kernels run on the CPU emulator, over two). */
+static int step(const gpu *g, unsigned i, const char *what) {
+  fprintf(stderr, "ibp calibrate: [%u/4] %s%s\n", i, what,
+          i == 1 && g->cu.simulated
+              ? " (simulated GPU: its kernels run on the CPU, minutes)"
+              : "");
+  return 0;
+}
+
 int calibrate_measure(int device, int quick, calibrate_result *out, char *err,
                       size_t errlen) {
   gpu g;
@@ -834,8 +844,13 @@ int calibrate_measure(int device, int quick, calibrate_result *out, char *err,
     return -1;
   out->simulated = g.cu.simulated;
   int rc = open_device(&g, device, out) || load_kernels(&g) || allocate(&g) ||
-                   measure_calls(&g, &m) || measure_copies(&g, &m) ||
-                   measure_sm_reads(&g, &m) || measure_decode(&g, &m)
+                   step(&g, 1, "the driver's calls") || measure_calls(&g, &m) ||
+                   step(&g, 2, "the copy engine's copies") ||
+                   measure_copies(&g, &m) ||
+                   step(&g, 3, "SM reads of host memory") ||
+                   measure_sm_reads(&g, &m) ||
+                   step(&g, 4, "the decompress kernel") ||
+                   measure_decode(&g, &m)
                ? -1
                : 0;
   release(&g);

@@ -43,3 +43,8 @@ void ibp__clock_charge_us(double us) {
   if (sim_charge)
     sim_charge(us);
 }
+
+double ibp__clock_work_ns(double measured_ns, double model_ns) {
+  pthread_once(&once, resolve);
+  return sim_now ? model_ns : measured_ns;
+}

@@ -18,6 +18,11 @@ double ibp__clock_ns(void);
  * (the simulated GPU's virtual clock; nothing on a real one). */
 void ibp__clock_charge_us(double us);
 
+/* What libibp's own CPU work of `measured_ns` costs on the device's clock:
+ * on the simulated GPU its model `model_ns` (every run modelled alike), on
+ * a real one what it took. */
+double ibp__clock_work_ns(double measured_ns, double model_ns);
+
 /* Monotonic real time, nanoseconds. */
 uint64_t ibp__real_ns(void);
 

@@ -53,13 +53,15 @@ static int run_cmp(const void *x, const void *y) {
 
 /* The tracker's scan (track/track.h) of runs: sorted, and merged across
  * gaps of up to SCAN_GAP pages -- scanning a gap costs less than another
- * call (a call ~0.3-0.55 us, a page ~2.5 ns on the development VM) -- so
- * that rows gathered from a table of gigabytes scan those rows' pages, not
- * the table.  Returns the CPU time it took (ns). */
+ * call (ibp__track_scan_model_ns) -- so that rows gathered from a table of
+ * gigabytes scan those rows' pages, not the table.  Returns its cost on the
+ * device's clock (ns): the CPU time it took, or its model on the simulated
+ * GPU. */
 static double scan_runs(ibp_scan_run *runs, uint32_t n) {
   if (!n)
     return 0;
   const uint64_t t0 = ibp__thread_cpu_ns();
+  uint64_t calls = 0, pages = 0;
   qsort(runs, n, sizeof *runs, run_cmp);
   for (uint32_t i = 0; i < n;) {
     ibp_tracked *t = runs[i].t;
@@ -68,8 +70,11 @@ static double scan_runs(ibp_scan_run *runs, uint32_t n) {
       hi = runs[i].hi > hi ? runs[i].hi : hi;
     (void)ibp__track_sync(t, (uintptr_t)(lo * 4096),
                           (size_t)((hi - lo + 1) * 4096));
+    calls++;
+    pages += hi - lo + 1;
   }
-  return (double)(ibp__thread_cpu_ns() - t0);
+  return ibp__clock_work_ns((double)(ibp__thread_cpu_ns() - t0),
+                            ibp__track_scan_model_ns(calls, pages));
 }
 
 /* Scans sh when it is still POSTED; nonzero when this thread did. */

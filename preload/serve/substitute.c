@@ -360,12 +360,14 @@ static int serve_region(ibp_region_rec *r, const ibp_copy *c) {
   }
   /* writes the kernel recorded in the span count before the dirty bits are
    * judged (a region whose memory was remapped counts as all written); the
-   * scan's cost is not in the profile, so it is charged as it took (on the
-   * simulated GPU's clock; nothing on a GPU) */
-  const uint64_t scan0 = ibp__track_scans(&s->track) ? ibp__thread_cpu_ns() : 0;
+   * scan's modelled cost is charged (on the simulated GPU's clock; nothing
+   * on a GPU) */
   int synced = ibp__track_sync(&s->track, (uintptr_t)c->src, c->bytes);
-  if (scan0)
-    ibp__clock_charge_us(1e-3 * (double)(ibp__thread_cpu_ns() - scan0));
+  if (ibp__track_scans(&s->track) && c->bytes)
+    ibp__clock_charge_us(
+        1e-3 *
+        ibp__track_scan_model_ns(1, ((uintptr_t)c->src + c->bytes - 1) / 4096 -
+                                        (uintptr_t)c->src / 4096 + 1));
   if (synced != 0 && rewritten(r, s)) {
     count_passed(s, c->bytes);
     return 1;

@@ -94,6 +94,20 @@ static inline int ibp__track_scans(const ibp_tracked *t) {
          IBP_TRACKER_KIND_UFFD;
 }
 
+/* The CPU time of one ibp__track_sync of `pages` 4 KiB pages on the
+ * userfaultfd tracker, modelled: a call and a cost per page, measured by
+ * bench/track_scan.sh (its medians on the 2-core development VM, 2026-11-27:
+ * 2.2-2.5 us a call, 4.6-5.3 ns a page).  The simulated GPU's clock is
+ * charged this figure rather than what a scan took, so that modelled times
+ * do not vary with the host's load from run to run (docs/PROFILE.md, "The
+ * virtual clock"). */
+#define IBP_TRACK_SCAN_CALL_NS 2300.0
+#define IBP_TRACK_SCAN_PAGE_NS 4.8
+static inline double ibp__track_scan_model_ns(uint64_t calls, uint64_t pages) {
+  return (double)calls * IBP_TRACK_SCAN_CALL_NS +
+         (double)pages * IBP_TRACK_SCAN_PAGE_NS;
+}
+
 /* Stops tracking t (remove, degrade): its pages are writable again
  * (mprotect), or left protected in the asynchronous mode, where a write
  * costs one minor fault per page once (userfaultfd).  Idempotent. */

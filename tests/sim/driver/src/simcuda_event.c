@@ -157,12 +157,16 @@ CUresult CUDAAPI cuEventQuery(CUevent hEvent) {
   uint64_t seq;
   scu_stream *s = last_record(ev, &seq);
   CUresult r = CUDA_SUCCESS;
-  if (s) {
+  if (s) { /* answered in virtual time, as stream queries are */
     CUresult err;
+    simclock_charge_us(simclock_profile()->driver_call_us); /* the call */
+    bool settled = scu_stream_settle(s, seq);
     bool done = scu_stream_done(s, seq, &err);
+    double at = scu_event_time(ev);
+    if (done && !settled) /* seen to happen in real time */
+      simclock_reach(at);
+    done = done && (!settled || at <= simclock_now());
     r = err != CUDA_SUCCESS ? err : done ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
-    if (done) /* the caller has seen it happen */
-      simclock_reach(scu_event_time(ev));
     scu_stream_put(s);
   }
   scu_event_put(ev);

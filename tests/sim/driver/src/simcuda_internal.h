@@ -280,6 +280,7 @@ struct scu_op {
    * crosses (SCU_LINK_NONE: none). */
   double vt_submit;
   uint8_t link;
+  uint64_t turn; /* its turn on the link (simcuda_turns.c), 0: none */
   scu_dep *deps;
   unsigned ndeps, capdeps;
   /* Owned buffer freed with the op (kernel parameters). */
@@ -403,6 +404,13 @@ SCU_HIDDEN CUresult scu_stream_run_sync(scu_stream *s, scu_op *op);
 /* Waits for everything submitted to s so far. */
 SCU_HIDDEN CUresult scu_stream_sync(scu_stream *s);
 SCU_HIDDEN bool scu_stream_done(scu_stream *s, uint64_t seq, CUresult *err);
+/* Lets s run its work up to `seq` (waits in real time) so that a query can
+ * answer in virtual time; false when that work waits on a host thread
+ * (a host function, callback or inline operation): the query then answers
+ * from what has run. */
+SCU_HIDDEN bool scu_stream_settle(scu_stream *s, uint64_t seq);
+/* Whether the work s has not run yet waits on a host thread. */
+SCU_HIDDEN bool scu_stream_host_bound(scu_stream *s);
 /* Legacy and per-thread default streams of a context being activated. */
 SCU_HIDDEN CUresult scu_stream_create_internal(scu_ctx *c, scu_streamkind kind,
                                                unsigned flags, int priority,
@@ -432,6 +440,15 @@ SCU_HIDDEN double scu_vclock_end(const scu_op *op, double start,
 SCU_HIDDEN void scu_vclock_complete(scu_stream *s, uint64_t seq, double end);
 /* The virtual end of s's operation seq, which has completed (s->m held). */
 SCU_HIDDEN double scu_vclock_end_of(const scu_stream *s, uint64_t seq);
+
+/* ---- turns on the link (simcuda_turns.c) -------------------------------- */
+
+/* op, being queued on s, takes the next turn if it may use the link. */
+SCU_HIDDEN void scu_turn_take(scu_stream *s, scu_op *op);
+/* Waits until every earlier turn has passed (or waits on a host thread). */
+SCU_HIDDEN void scu_turn_wait(const scu_op *op);
+/* op has taken the link or will not: later turns may go. */
+SCU_HIDDEN void scu_turn_pass(scu_op *op);
 
 /* ---- events (simcuda_event.c) ------------------------------------------ */
 

@@ -56,6 +56,7 @@ scu_op *scu_op_new(scu_opkind kind) {
 void scu_op_free(scu_op *op) {
   if (!op)
     return;
+  scu_turn_pass(op);
   for (unsigned i = 0; i < op->ndeps; i++)
     scu_stream_put(op->deps[i].s);
   free(op->deps);
@@ -401,6 +402,7 @@ CUresult scu_stream_submit(scu_stream *s, scu_op *op, uint64_t *seq) {
       r = CUDA_ERROR_OUT_OF_MEMORY;
     if (r == CUDA_SUCCESS) {
       op->seq = *seq = ++s->submitted;
+      scu_turn_take(s, op);
       op->next = NULL;
       if (s->tail)
         s->tail->next = op;
@@ -416,6 +418,77 @@ CUresult scu_stream_submit(scu_stream *s, scu_op *op, uint64_t *seq) {
   pthread_mutex_unlock(&c->sched);
   scu_op_free(op); /* only when not queued */
   return r;
+}
+
+/* Whether the work s has not run yet waits on a host thread: a host
+ * function or callback running at its head, an operation its queuing
+ * thread runs itself (inline), or a dependency on a stream in that state.
+ * Such work ends when the application says so; a query must not wait for
+ * it.  `depth` bounds the walk along dependencies (they never form a
+ * cycle, but may be long). */
+static bool host_bound(scu_stream *s, unsigned depth) {
+  enum { MAX_DEPS = 8 };
+  scu_dep deps[MAX_DEPS];
+  unsigned n = 0;
+  bool bound = false;
+  pthread_mutex_lock(&s->m);
+  const scu_op *op = s->head;
+  if (op && s->completed < s->submitted) {
+    bound = op->is_inline || op->kind == SCU_OP_HOSTFN ||
+            op->kind == SCU_OP_CALLBACK || op->ndeps > MAX_DEPS;
+    for (unsigned i = 0; !bound && i < op->ndeps; i++) {
+      deps[n] = op->deps[i];
+      scu_obj_ref(&deps[n++].s->hdr);
+    }
+  }
+  pthread_mutex_unlock(&s->m); /* never two streams' locks at once */
+  for (unsigned i = 0; i < n; i++) {
+    if (!bound) {
+      pthread_mutex_lock(&deps[i].s->m);
+      bool pending = deps[i].s->completed < deps[i].seq;
+      pthread_mutex_unlock(&deps[i].s->m);
+      bound = pending && (depth == 0 || host_bound(deps[i].s, depth - 1));
+    }
+    scu_stream_put(deps[i].s);
+  }
+  return bound;
+}
+
+bool scu_stream_host_bound(scu_stream *s) {
+  return host_bound(s, 16);
+}
+
+/* How long a query waits for device work at most (real time) before it
+ * answers from what has run (a safety net: device work always ends). */
+#define SETTLE_LIMIT_NS (30ull * 1000 * 1000 * 1000)
+
+bool scu_stream_settle(scu_stream *s, uint64_t seq) {
+  const uint64_t start = scu_now_ns();
+  for (;;) {
+    pthread_mutex_lock(&s->m);
+    if (s->completed < seq) {
+      struct timespec until;
+      clock_gettime(CLOCK_REALTIME, &until);
+      until.tv_nsec += 1000 * 1000; /* re-check what the work waits on */
+      if (until.tv_nsec >= 1000 * 1000 * 1000) {
+        until.tv_sec++;
+        until.tv_nsec -= 1000 * 1000 * 1000;
+      }
+      pthread_cond_timedwait(&s->done_cv, &s->m, &until);
+    }
+    bool done = s->completed >= seq;
+    pthread_mutex_unlock(&s->m);
+    if (done)
+      return true;
+    if (scu_stream_host_bound(s))
+      return false;
+    if (scu_now_ns() - start > SETTLE_LIMIT_NS) {
+      scu_log("a stream query waited %llu s for device work; answering "
+              "in real time",
+              SETTLE_LIMIT_NS / 1000000000ull);
+      return false;
+    }
+  }
 }
 
 bool scu_stream_done(scu_stream *s, uint64_t seq, CUresult *err) {
@@ -714,17 +787,24 @@ CUresult CUDAAPI cuStreamSynchronize_ptsz(CUstream hStream) {
   SCU_RETURN(stream_synchronize(hStream, true));
 }
 
-/* A query that finds s done has seen its work end: the caller's clock
- * reaches it. */
+/* Whether s's work submitted so far has ended by the caller's virtual
+ * time (docs/PROFILE.md, "The virtual clock"): the query first lets that
+ * work run (real time), then compares its modelled end with the caller's
+ * clock, so the answer does not depend on how fast the emulator ran.
+ * Work waiting on a host thread is answered as it stands. */
 static bool idle(scu_stream *s, CUresult *err) {
   pthread_mutex_lock(&s->m);
-  bool done = s->completed == s->submitted;
-  *err = s->error;
-  double end = s->vt.end;
+  uint64_t seq = s->submitted;
   pthread_mutex_unlock(&s->m);
-  if (done)
-    simclock_reach(end);
-  return done;
+  bool settled = scu_stream_settle(s, seq);
+  pthread_mutex_lock(&s->m);
+  bool ran = s->completed >= seq;
+  *err = s->error;
+  double end = scu_vclock_end_of(s, seq);
+  pthread_mutex_unlock(&s->m);
+  if (!settled && ran)
+    simclock_reach(end); /* seen to end in real time */
+  return ran && (!settled || end <= simclock_now());
 }
 
 static CUresult stream_query(CUstream h, bool ptds) {
@@ -735,6 +815,7 @@ static CUresult stream_query(CUstream h, bool ptds) {
   r = refuse_if_capturing(s);
   if (r == CUDA_SUCCESS) {
     CUresult err;
+    simclock_charge_us(simclock_profile()->driver_call_us); /* the call */
     bool done = idle(s, &err);
     if (done && s->kind == SCU_STREAM_LEGACY) { /* and the blocking ones */
       scu_stream **v;

@@ -90,14 +90,16 @@ double scu_vclock_start(scu_stream *s, const scu_op *op) {
   return t;
 }
 
-static double copy_end(const ibp_profile *p, unsigned link, uint64_t bytes,
+static double copy_end(const ibp_profile *p, const scu_op *op, uint64_t bytes,
                        double start) {
+  const unsigned link = op->link;
   if (link == SCU_LINK_NONE) /* device to device: read and write */
     return start + us_to_ns(p->ce_setup_us) +
            2.0 * (double)bytes / p->dram_gbps;
   int h2d = link == SIMCLOCK_LINK_H2D;
   double ready = start + us_to_ns(p->ce_setup_us);
   double dur = (double)bytes / (h2d ? p->ce_h2d_gbps : p->ce_d2h_gbps);
+  scu_turn_wait(op);
   return simclock_link_reserve((simclock_link)link, ready, dur);
 }
 
@@ -152,6 +154,7 @@ static double launch_end(const ibp_profile *p, const scu_op *op, double start) {
       start + us_to_ns(p->launch_latency_us) + us_to_ns(p->sm_read_rtt_us);
   double reads = (double)host / (dec ? ibp_profile_decode_read_gbps(p, sms)
                                      : ibp_profile_sm_read_gbps(p, sms));
+  scu_turn_wait(op);
   double reads_end =
       simclock_link_reserve(SIMCLOCK_LINK_H2D, reads_ready, reads);
   return reads_end > start + alone ? reads_end : start + alone;
@@ -161,9 +164,9 @@ double scu_vclock_end(const scu_op *op, double start, double host_ns) {
   const ibp_profile *p = simclock_profile();
   switch (op->kind) {
   case SCU_OP_COPY:
-    return copy_end(p, op->link, op->u.copy.bytes, start);
+    return copy_end(p, op, op->u.copy.bytes, start);
   case SCU_OP_COPY2D:
-    return copy_end(p, op->link,
+    return copy_end(p, op,
                     (uint64_t)op->u.copy2d.width * op->u.copy2d.height *
                         op->u.copy2d.depth,
                     start);
