@@ -85,7 +85,10 @@ grep -q "^# kept from a100-pcie4: $(echo $KEPT)\$" cal.prof || fail "header: no 
 
 # Without --sim the driver LD_LIBRARY_PATH finds is measured; --base and
 # --name; stdout.
-LD_LIBRARY_PATH=$SIMDIR expect_ok calibrate --quick --base h100-pcie5 --name mine
+LD_LIBRARY_PATH=$SIMDIR run calibrate --quick --base h100-pcie5 --name mine
+expect_eq "exit status of ibp calibrate --base --name" "$rc" 0
+expect_eq "stderr of ibp calibrate --base --name: progress only" \
+  "$(grep -cv '^ibp calibrate: \[[1-4]/4\] ' "$ERR")" 0
 expect_eq "name (--name)" "$(value name "$OUT")" mine
 expect_eq "sector_bytes (--base h100-pcie5)" "$(value sector_bytes "$OUT")" 32
 expect_eq "runtime_call_us (--base h100-pcie5)" "$(value runtime_call_us "$OUT")" 0.3
