@@ -73,11 +73,13 @@ static void fill_row(ibp_stat_row *w, const ibp_region_rec *r) {
 #undef IBP_GAUGE
 }
 
-void ibp__figures_retire(const ibp_region_rec *r) {
+void ibp__figures_retire(const ibp_region_rec *r, int freed_early) {
   if (r == NULL)
     return;
   ibp_stat_row row;
   fill_row(&row, r);
+  if (freed_early) /* what a half-done compression left is no figure */
+    row.freed_early = 1, row.compressed = 0, row.saved_fraction = 0;
   ibp__stats_keep_retired(&row);
 }
 

@@ -13,7 +13,9 @@
  *    "regions": [{"id", "name", "base" ("0x..."), "bytes", "tensor_bytes",
  *                 "tensors", "tensors_compressed", "chunk_bytes",
  *                 "threshold", "compressed_bytes", "metadata_bytes",
- *                 "saved_fraction", "state", "retired" (bool), "tracker"
+ *                 "saved_fraction", "state" (the registry's, or
+ *                 "freed-early": freed before its compression finished),
+ *                 "retired" (bool), "tracker"
  *                 ("userfaultfd", "mprotect" or "none"),
  *                 <one key per row of stats.def>}, ...],
  *    "totals": {"regions", "bytes", "stored_bytes", "saved_fraction",
@@ -346,10 +348,15 @@ static void head_cells(text_row c) {
       snprintf(c[k++], cell_max, "%s", figures[i].column);
 }
 
+/* The state as the user reads it: a region freed before its compression
+ * finished is not "degraded" (docs/USING.md, "When it does not help"). */
+static const char *state_name(const ibp_stat_row *w) {
+  return w->freed_early ? "freed-early" : ibp_region_state_name(w->state);
+}
+
 static void text_cells(text_row c, const ibp_stat_row *w) {
   cell_name(c[0], w->name);
-  snprintf(c[1], cell_max, "%s%s", ibp_region_state_name(w->state),
-           w->retired ? "*" : "");
+  snprintf(c[1], cell_max, "%s%s", state_name(w), w->retired ? "*" : "");
   human(c[2], cell_max, w->bytes);
   human(c[3], cell_max, w->tensor_bytes);
   cell_u64(c[4], w->tensors);
@@ -488,7 +495,7 @@ static void json_region(sbuf *b, const ibp_stat_row *w) {
   json_u64(b, "compressed_bytes", w->compressed_bytes);
   json_u64(b, "metadata_bytes", w->metadata_bytes);
   json_num(b, "saved_fraction", w->saved_fraction);
-  sb_printf(b, ", \"state\": \"%s\"", ibp_region_state_name(w->state));
+  sb_printf(b, ", \"state\": \"%s\"", state_name(w));
   sb_printf(b, ", \"retired\": %s", w->retired ? "true" : "false");
   sb_printf(b, ", \"tracker\": \"%s\"", w->tracker ? w->tracker : "none");
   json_figures(b, w);

@@ -117,9 +117,32 @@ run run --sim --regions 'min=1M,name=w' --stats 1 -- "$SAMPLES/weight_stream" --
 checks=$((checks + 1))
 grep -q "^\[ibp\] stats: 2 copies passed through uncompressed because compression had not finished (region 'w'): for short runs and benchmarks set IBP_WAIT_READY=1" "$ERR" ||
   fail "no note on copies made before compression finished: $(cat "$ERR")"
+# ... and the region, freed at the end while it was still being
+# compressed, is "freed-early", not "degraded" (a staging buffer to drop)
+checks=$((checks + 1))
+grep -Eq '^\[ibp\]   w +freed-early\* +16\.0 MiB .* - +0 +2 ' "$ERR" ||
+  fail "region freed before ready: no 'freed-early*' row with saved '-': $(cat "$ERR")"
+run run --sim --regions 'min=1M,name=w' --stats "$FILES/early.json" -- "$SAMPLES/weight_stream" --size 16M --layers 2 --epochs 1 --quiet
+checks=$((checks + 1))
+grep -q '"state": "freed-early", "retired": true' "$FILES/early.json" ||
+  fail "region freed before ready: JSON state: $(cat "$FILES/early.json")"
+rm -f "$FILES/early.json"
 IBP_WAIT_READY=1 run run --sim --regions 'min=1M,name=w' --stats 1 -- "$SAMPLES/weight_stream" --size 16M --layers 2 --epochs 1 --quiet
 checks=$((checks + 1))
 ! grep -q "had not finished" "$ERR" || fail "IBP_WAIT_READY=1 still noted: $(cat "$ERR")"
+checks=$((checks + 1))
+grep -Eq '^\[ibp\]   w +ready\* ' "$ERR" || fail "IBP_WAIT_READY=1: region not 'ready*': $(cat "$ERR")"
+
+# ---- auto's warnings name auto, and the rule to write in its place --------------
+# (a 64 MiB table of 256-byte rows: auto's 4 KiB tensors do not fit)
+IBP_WAIT_READY=1 run run --sim --regions auto -- "$SAMPLES/emb_gather" --rows 262144 --dim 64 --batches 1 --batch-rows 64 --quiet
+expect_eq "auto: exit status" "$rc" 0
+checks=$((checks + 1))
+grep -Eq "^\[ibp\] region 'region@0x[0-9a-f]+' \(auto\): its 4096-byte tensors do not fit its copies .* try 'min=64M,tensor=256' in place of auto\$" "$ERR" ||
+  fail "auto: the tensor warning does not name auto: $(cat "$ERR")"
+IBP_WAIT_READY=1 run run --sim --regions 'size=1;auto' -- "$SAMPLES/emb_gather" --rows 262144 --dim 64 --batches 1 --batch-rows 64 --quiet
+checks=$((checks + 1))
+grep -q "(auto, rule 2): its 4096-byte tensors" "$ERR" || fail "auto as rule 2: $(cat "$ERR")"
 
 expect_files
 finish
