@@ -64,6 +64,7 @@ static void fill_row(ibp_stat_row *w, const ibp_region_rec *r) {
     return;
   w->tracker = ibp__track_kind_name(&s->track);
   w->tensor_bytes = s->geometry.tensor_bytes;
+  w->copy_gcd = load64(&s->gate.gcd);
   if (w->state != IBP_REGION_COMPRESSING)
     fill_codec(w, &s->layout);
 #define IBP_COUNTER(key, unit, column) w->key = load64(&s->counters.key);

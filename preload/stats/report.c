@@ -55,6 +55,7 @@
 #include <unistd.h>
 
 #include "base/log.h"
+#include "stats/discover.h"
 #include "stats/path.h"
 #include "stats/stats.h"
 
@@ -634,6 +635,29 @@ static void note_not_ready(const row_list *l, const totals *t) {
            regions > 1 ? " and others" : "");
 }
 
+/* A region whose copies the gate mostly left to the driver because its
+ * tensor size does not divide their offsets and lengths (each copy then
+ * reads its partial tensors whole): says so, with the size that fits
+ * (chosen as discovery chooses it; docs/USING.md, "Choosing tensor="). */
+static void note_misfit(const row_list *l) {
+  for (size_t i = 0; i < l->n; i++) {
+    const ibp_stat_row *w = &l->v[i];
+    uint64_t all = w->copies_served + w->copies_gated + w->copies_passthrough +
+                   w->copies_fallback;
+    if (!w->copy_gcd || !w->tensor_bytes ||
+        w->copy_gcd % w->tensor_bytes == 0 || 2 * w->copies_gated <= all)
+      continue;
+    ibp__log(IBP_LOG_WARN,
+             "stats: region '%s': %" PRIu64 " of %" PRIu64 " copies left to "
+             "the driver: they start and end on multiples of %" PRIu64
+             " B, which tensor=%u does not divide, so each would read its "
+             "partial tensors whole -- try tensor=%" PRIu64
+             " (docs/USING.md, \"Choosing tensor=\")",
+             w->name, w->copies_gated, all, w->copy_gcd, w->tensor_bytes,
+             ibp__discover_fit_tensor(w->copy_gcd));
+  }
+}
+
 int ibp__stats_wanted(void) {
   return !atomic_load(&reported) && (ibp__cfg.stats == IBP_STATS_STDERR ||
                                      ibp__cfg.stats == IBP_STATS_JSON);
@@ -657,6 +681,7 @@ void ibp__stats_write(ibp_stat_row *live, size_t n, int live_incomplete) {
   else
     report_json(&l, &t);
   note_not_ready(&l, &t);
+  note_misfit(&l);
   free(l.v);
   ibp__guard--;
   errno = saved_errno;
