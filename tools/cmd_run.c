@@ -302,6 +302,43 @@ static int prepare_stats_file(const ibp_config *cfg) {
   return CLI_EXIT_USAGE;
 }
 
+/* IBP_DISCOVER as a path (not unset, empty, 0 or 1): libibp opens it at
+ * exit (O_TRUNC), so an existing file must open for writing, else its
+ * directory must take a new one.  Returns -1 to go on, else the exit
+ * code. */
+static int check_discover_path(const ibp_config *cfg) {
+  const char *v = getenv("IBP_DISCOVER");
+  char path[PATH_MAX];
+  int err = 0;
+  if (cfg->disabled || !v || !v[0] || strcmp(v, "0") == 0 ||
+      strcmp(v, "1") == 0)
+    return -1;
+  if (expand_report_path(v, path, sizeof path) != 0) {
+    err = ENAMETOOLONG;
+  } else if (access(path, F_OK) == 0) {
+    int fd = open(path, O_WRONLY | O_CLOEXEC);
+    if (fd < 0)
+      err = errno;
+    else
+      close(fd);
+  } else {
+    char *slash = strrchr(path, '/');
+    if (slash == path)
+      slash[1] = '\0';
+    else if (slash)
+      *slash = '\0';
+    else
+      snprintf(path, sizeof path, ".");
+    if (access(path, W_OK | X_OK) != 0)
+      err = errno;
+  }
+  if (err == 0)
+    return -1;
+  cli_error("ibp run", "IBP_DISCOVER, path '%s': cannot open it: %s", v,
+            strerror(err));
+  return CLI_EXIT_USAGE;
+}
+
 /* Everything libibp will read, before anything else is looked for.
  * Returns -1 to go on, else the exit code. */
 static int check_everything(const run_args *a, int write_stats) {
@@ -313,6 +350,8 @@ static int check_everything(const run_args *a, int write_stats) {
     rc = check_profile(&cfg);
   if (rc < 0 && write_stats)
     rc = prepare_stats_file(&cfg);
+  if (rc < 0)
+    rc = check_discover_path(&cfg);
   return rc;
 }
 

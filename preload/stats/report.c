@@ -635,27 +635,30 @@ static void note_not_ready(const row_list *l, const totals *t) {
            regions > 1 ? " and others" : "");
 }
 
-/* A region whose copies the gate mostly left to the driver because its
- * tensor size does not divide their offsets and lengths (each copy then
- * reads its partial tensors whole): says so, with the size that fits
- * (chosen as discovery chooses it; docs/USING.md, "Choosing tensor="). */
-static void note_misfit(const row_list *l) {
-  for (size_t i = 0; i < l->n; i++) {
-    const ibp_stat_row *w = &l->v[i];
-    uint64_t all = w->copies_served + w->copies_gated + w->copies_passthrough +
-                   w->copies_fallback;
-    if (!w->copy_gcd || !w->tensor_bytes ||
-        w->copy_gcd % w->tensor_bytes == 0 || 2 * w->copies_gated <= all)
-      continue;
-    ibp__log(IBP_LOG_WARN,
-             "stats: region '%s': %" PRIu64 " of %" PRIu64 " copies left to "
-             "the driver: they start and end on multiples of %" PRIu64
-             " B, which tensor=%u does not divide, so each would read its "
-             "partial tensors whole -- try tensor=%" PRIu64
-             " (docs/USING.md, \"Choosing tensor=\")",
-             w->name, w->copies_gated, all, w->copy_gcd, w->tensor_bytes,
+/* A region most of whose copies the gate left to the driver: one warning
+ * naming its tensor size, and when that size does not divide the copies'
+ * offsets and lengths (each copy then reads its partial tensors whole),
+ * the size that does, chosen as discovery chooses it (docs/USING.md,
+ * "Choosing tensor=", "When it does not help"). */
+static void note_gated(const ibp_stat_row *w) {
+  uint64_t all = w->copies_served + w->copies_gated + w->copies_passthrough +
+                 w->copies_fallback;
+  if (2 * w->copies_gated <= all)
+    return;
+  char fix[160] = "";
+  if (w->copy_gcd && w->tensor_bytes && w->copy_gcd % w->tensor_bytes != 0)
+    snprintf(fix, sizeof fix,
+             "; tensor=%u does not divide their offsets and lengths "
+             "(multiples of %" PRIu64 " B), so each reads its partial "
+             "tensors whole -- try tensor=%" PRIu64,
+             w->tensor_bytes, w->copy_gcd,
              ibp__discover_fit_tensor(w->copy_gcd));
-  }
+  ibp__log(IBP_LOG_WARN,
+           "stats: region '%s': %" PRIu64 " of %" PRIu64 " copies left to "
+           "the driver, whose copy the gate models faster than the kernel's "
+           "on tensor=%u (IBP_PROFILE)%s (docs/USING.md, \"When it does not "
+           "help\")",
+           w->name, w->copies_gated, all, w->tensor_bytes, fix);
 }
 
 int ibp__stats_wanted(void) {
@@ -681,7 +684,8 @@ void ibp__stats_write(ibp_stat_row *live, size_t n, int live_incomplete) {
   else
     report_json(&l, &t);
   note_not_ready(&l, &t);
-  note_misfit(&l);
+  for (size_t i = 0; i < l.n; i++)
+    note_gated(&l.v[i]);
   free(l.v);
   ibp__guard--;
   errno = saved_errno;

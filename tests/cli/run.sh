@@ -117,6 +117,9 @@ IBP_STATS=nodir/s.json expect_error 2 "ibp run: IBP_STATS, path 'nodir/s.json': 
 expect_ok run --sim --stats 'nc-%p.json' -- sh -c 'echo $$'
 expect_eq "no CUDA activity: stats file" "$(cat "nc-$(cat "$OUT").json" 2>&1 | grep -c '"no_cuda_activity": true, "note": "no CUDA activity')" 1
 rm -f nc-*.json
+IBP_DISCOVER=nodir/d.txt expect_error 2 "ibp run: IBP_DISCOVER, path 'nodir/d.txt': cannot open it: No such file or directory" \
+  run --sim -- sh -c 'echo ran'
+IBP_DISCOVER=d-%r.txt expect_ok run --sim -- sh -c 'echo ran'
 expect_ok run --sim --stats 'nc.json' --print-env
 [ -e nc.json ] && fail "--print-env wrote the statistics file"
 # Disabled, libibp reads nothing else, and neither does ibp run.
