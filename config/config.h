@@ -84,6 +84,7 @@ typedef struct ibp_rule {
   ibp_mode mode;                  /* default IBP_MODE_SHADOW */
   ibp_track track;                /* default IBP_TRACK_PROTECT */
   unsigned index;                 /* 1-based position in ibp_config.rules */
+  int is_auto; /* written as `auto`: warnings name it so (docs/CONFIG.md) */
 } ibp_rule;
 
 /* IBP_PATH: which of libibp's two ways of serving one copy the gate may

@@ -188,6 +188,7 @@ static int parse_pair(ibp__span pair, const ibp__where *w, ibp_rule *rule,
 static void auto_rule(ibp_rule *rule) {
   rule->selectors = IBP_SELECT_MIN;
   rule->min = IBP_CONFIG_AUTO_MIN_BYTES;
+  rule->is_auto = 1;
 }
 
 /* Parses one non-empty, trimmed rule: the word auto or key=value pairs. */

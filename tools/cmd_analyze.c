@@ -7,6 +7,7 @@
 #include "cli_args.h"
 #include "codec_opts.h"
 #include "ibp/codec.h"
+#include "ibp/container.h"
 #include "json_out.h"
 #include "mapped_file.h"
 #include "progress.h"
@@ -18,9 +19,11 @@ static const char help[] =
     "Reports how much Invariant Bit Packing saves on FILE, taken as tensors\n"
     "of R bytes (a tail shorter than R is kept raw): the share of bits that\n"
     "are invariant in >= 80% of the tensors, the chunk width and threshold\n"
-    "chosen, the exact space saved over every tensor of the file, the\n"
-    "metadata size (Mask + Bitval + one flag bit per tensor), and the saved\n"
-    "share for each chunk width and threshold the search evaluated.\n"
+    "chosen, the exact space saved -- the container `ibp compress` writes,\n"
+    "header and metadata (Mask + Bitval + one flag bit per tensor)\n"
+    "included, against FILE -- and the saved share for each chunk width and\n"
+    "threshold the search evaluated.  Fewer than 64 tensors are too few for\n"
+    "the statistics: a warning says so.\n"
     "With --clusters, also the same figures with K Mask/Bitval pairs and\n"
     "the saved share against K; with --entropy, the per-bit entropy limit\n"
     "(every bit position coded at its own empirical entropy).\n"
@@ -41,8 +44,15 @@ typedef struct analyze_args {
   int entropy;
 } analyze_args;
 
+/* Fewer tensors than this are too few for the invariant-bit statistics:
+ * every bit of one tensor agrees with itself, and the Mask/Bitval weigh
+ * two tensors (tools/README.md, "Figures"). */
+#define MIN_TRUSTED_TENSORS 64u
+
 typedef struct analysis {
   uint64_t file_bytes;
+  uint64_t container_bytes; /* what `ibp compress` writes */
+  double saved_container;   /* the headline: 1 - container / original */
   ibp_params params;
   ibp_search_report report;
   region_measure exact;
@@ -102,6 +112,13 @@ static void on_progress(void *ctx, uint64_t done) {
   progress_update(ctx, done);
 }
 
+/* The headline: the container of `stored` bytes after its header. */
+static void set_container(analysis *an, uint64_t stored) {
+  an->container_bytes = IBP_CONTAINER_HEADER_BYTES + stored;
+  an->saved_container =
+      1.0 - (double)an->container_bytes / (double)an->file_bytes;
+}
+
 static int measure(const analyze_args *a, const mapped_file *in, analysis *an) {
   progress pg;
   progress_start(&pg, "analyze", in->size, !a->json);
@@ -121,6 +138,7 @@ static int measure(const analyze_args *a, const mapped_file *in, analysis *an) {
   an->saved_with_metadata =
       1.0 - (double)(an->exact.compressed_bytes + an->metadata_bytes) /
                 (double)in->size;
+  set_container(an, an->exact.compressed_bytes + an->metadata_bytes);
   return CLI_EXIT_OK;
 }
 
@@ -145,6 +163,8 @@ static int measure_clusters(const analyze_args *a, const mapped_file *in,
   an->cluster_saved_with_metadata =
       1.0 -
       (double)(x->compressed_bytes + x->metadata_bytes) / (double)in->size;
+  if (an->clusters.count > 1) /* compress writes the clustered container */
+    set_container(an, x->compressed_bytes + x->metadata_bytes);
   return CLI_EXIT_OK;
 }
 
@@ -175,6 +195,11 @@ static double step_saved(const analysis *an, uint32_t i) {
   const ibp_cluster_report *r = &an->cluster_report;
   return 1.0 - (double)(r->stored[i] + an->exact.tail_bytes + r->metadata[i]) /
                    (double)an->file_bytes;
+}
+
+/* Whether the sample is too small for the statistics to be trusted. */
+static int too_few(const analysis *an) {
+  return an->exact.tensors < MIN_TRUSTED_TENSORS;
 }
 
 /* ---- JSON --------------------------------------------------------------- */
@@ -247,6 +272,9 @@ static void print_json(const analyze_args *a, const analysis *an) {
   json_double(&j, "saved_fraction", an->saved_fraction);
   json_u64(&j, "metadata_bytes", an->metadata_bytes);
   json_double(&j, "saved_fraction_with_metadata", an->saved_with_metadata);
+  json_u64(&j, "container_bytes", an->container_bytes);
+  json_double(&j, "saved_fraction_container", an->saved_container);
+  json_bool(&j, "too_few_tensors", too_few(an));
   json_u64(&j, "tensors_compressed", an->exact.tensors_compressed);
   json_u64(&j, "stat_tensors", an->report.stat_tensors);
   json_u64(&j, "eval_tensors", an->report.eval_tensors);
@@ -263,7 +291,7 @@ static void print_json(const analyze_args *a, const analysis *an) {
 /* ---- text --------------------------------------------------------------- */
 
 static void print_table(const ibp_search_report *r) {
-  printf("\nsaved share by chunk width and threshold "
+  printf("\nsaved share by chunk width and threshold, metadata not counted "
          "(measured on %llu tensors; best on %llu):\n",
          (unsigned long long)r->table_tensors,
          (unsigned long long)r->eval_tensors);
@@ -305,6 +333,26 @@ static void print_clusters(const analyze_args *a, const analysis *an) {
            100.0 * step_saved(an, i), (unsigned long long)r->metadata[i]);
 }
 
+/* What the figures do not say: too few tensors, a raw tail.  After the
+ * report's figures, or on stderr (`pre` "ibp analyze: ") with --json. */
+static void print_notes(FILE *f, const char *pre, const analysis *an) {
+  const region_measure *m = &an->exact;
+  uint32_t r = an->params.tensor_bytes;
+  if (too_few(an))
+    fprintf(f,
+            "%swarning: only %llu tensor%s of %u B: too few for the "
+            "statistics (at least %u): every bit looks invariant in so few "
+            "tensors, and the Mask and Bitval alone weigh 2 tensors -- try a "
+            "smaller --tensor-bytes or more of the data\n",
+            pre, (unsigned long long)m->tensors, m->tensors == 1 ? "" : "s", r,
+            MIN_TRUSTED_TENSORS);
+  if (m->tail_bytes != 0)
+    fprintf(f,
+            "%snote: the file size is not a multiple of %u B: the last %llu B "
+            "(a partial tensor) are kept raw\n",
+            pre, r, (unsigned long long)m->tail_bytes);
+}
+
 static void print_text(const analyze_args *a, const analysis *an) {
   char h[32];
   const region_measure *m = &an->exact;
@@ -326,9 +374,10 @@ static void print_text(const analyze_args *a, const analysis *an) {
          cli_human_bytes(m->compressed_bytes, h, sizeof h),
          (unsigned long long)m->tensors_compressed,
          (unsigned long long)m->tensors);
-  printf("space saved         %.2f%% (exact, over the whole file; %.2f%% "
-         "counting metadata)\n",
-         100.0 * an->saved_fraction, 100.0 * an->saved_with_metadata);
+  printf("space saved         %.2f%% (exact: the %s container `ibp "
+         "compress` writes, header and metadata included)\n",
+         100.0 * an->saved_container,
+         cli_human_bytes(an->container_bytes, h, sizeof h));
   printf("metadata            %llu B (Mask + Bitval 2 x %u B, flags %llu B)\n",
          (unsigned long long)an->metadata_bytes, r,
          (unsigned long long)(m->tensors + 7) / 8);
@@ -339,11 +388,11 @@ static void print_text(const analyze_args *a, const analysis *an) {
   printf("implementation      %s\n", ibp_impl_name(ibp_impl_active()));
   if (an->clustered)
     print_clusters(a, an);
+  if (too_few(an) || m->tail_bytes != 0) {
+    printf("\n");
+    print_notes(stdout, "", an);
+  }
   print_table(&an->report);
-  if (m->tail_bytes != 0)
-    printf("\nnote: the file size is not a multiple of %u B: the last %llu B "
-           "are kept raw\n",
-           r, (unsigned long long)m->tail_bytes);
 }
 
 int cmd_analyze(int argc, char **argv) {
@@ -366,9 +415,10 @@ int cmd_analyze(int argc, char **argv) {
   if (rc == CLI_EXIT_OK && a.entropy)
     rc = measure_entropy(&a, &in, &an);
   if (rc == CLI_EXIT_OK) {
-    if (a.json)
+    if (a.json) {
       print_json(&a, &an);
-    else
+      print_notes(stderr, "ibp analyze: ", &an);
+    } else
       print_text(&a, &an);
   }
   ibp_params_free(&an.params);

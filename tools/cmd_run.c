@@ -3,15 +3,18 @@
  * environment for job scripts (--print-env); turns on discovery
  * (--discover). */
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli.h"
 #include "cli_args.h"
 #include "config/config.h"
+#include "profile/profile.h"
 
 extern char **environ;
 
@@ -22,8 +25,12 @@ static const char help[] =
     "Runs COMMAND with libibp.so preloaded: libibp.so is put in front of\n"
     "LD_PRELOAD, and the options set libibp's variables (docs/CONFIG.md);\n"
     "the rest of the environment, IBP_* included, is passed on as it is.\n"
-    "The rules (IBP_REGIONS, IBP_CONFIG) and the other variables are\n"
-    "checked first: a bad one is one message and exit status 2.\n"
+    "The rules (IBP_REGIONS, IBP_CONFIG) and the other variables, the\n"
+    "device cost profile (IBP_PROFILE) included, are checked first: a bad\n"
+    "one is one message and exit status 2, as are an empty --regions and\n"
+    "a statistics file (--stats, IBP_STATS) that cannot be written.  The\n"
+    "statistics file is written before COMMAND starts, saying \"no CUDA\n"
+    "activity\"; libibp replaces it at exit when COMMAND used CUDA.\n"
     "When no CUDA driver is installed (libcuda.so.1 cannot be loaded, or it\n"
     "is the simulated one), or with --sim, the directory of the simulated\n"
     "driver and runtime is put in front of LD_LIBRARY_PATH, so COMMAND runs\n"
@@ -153,10 +160,9 @@ static int set_search_lists(const char *preload, const char *sim_dir) {
 /* The variables as libibp will read them (config/): a bad rule or value
  * stops here, with the message libibp would log, instead of a program
  * that runs without libibp.  Returns -1 to go on, else the exit code. */
-static int check_config(void) {
-  ibp_config cfg;
+static int check_config(ibp_config *cfg) {
   ibp_config_error e;
-  if (ibp_config_load(&cfg, NULL, &e) == 0)
+  if (ibp_config_load(cfg, NULL, &e) == 0)
     return -1;
   char where[48] = "";
   if (e.line)
@@ -166,6 +172,187 @@ static int check_config(void) {
   cli_error("ibp run", "%s%s, token '%s': %s", e.variable, where, e.token,
             e.message);
   return CLI_EXIT_USAGE;
+}
+
+/* --regions alone, as libibp reads IBP_REGIONS. */
+static const char *regions_only_value;
+static const char *regions_only(const char *name) {
+  return strcmp(name, "IBP_REGIONS") == 0 ? regions_only_value : NULL;
+}
+
+/* --regions that holds no rule ('', ';', spaces) would run the program
+ * with no region: refused.  Returns -1 to go on, else the exit code. */
+static int check_regions_given(const char *regions) {
+  ibp_config cfg;
+  ibp_config_error e;
+  if (regions == NULL)
+    return -1;
+  regions_only_value = regions;
+  if (ibp_config_load(&cfg, regions_only, &e) != 0 || cfg.n_rules > 0)
+    return -1; /* a bad one was reported by check_config */
+  cli_error("ibp run",
+            "--regions '%s': no rule (leave --regions out to run without "
+            "regions; docs/CONFIG.md)",
+            regions);
+  return CLI_EXIT_USAGE;
+}
+
+/* The device cost profile IBP_PROFILE names, loaded as libibp will
+ * (profile/): a name or file that does not load stops here. */
+static int check_profile(const ibp_config *cfg) {
+  ibp_profile prof;
+  char err[512];
+  if (!cfg->profile[0] ||
+      ibp_profile_load(cfg->profile, &prof, err, sizeof err) == 0)
+    return -1;
+  cli_error("ibp run", "IBP_PROFILE, token '%s': %s", cfg->profile, err);
+  return CLI_EXIT_USAGE;
+}
+
+/* %p (this process: the command keeps it across exec), %r ($RANK, else
+ * $LOCAL_RANK, of 1 to 9 digits, else 0) and %% expanded as libibp
+ * expands them (docs/CONFIG.md).  Returns -1 when it does not fit. */
+static int expand_report_path(const char *in, char *out, size_t cap) {
+  char pid[24], rank[16] = "0";
+  snprintf(pid, sizeof pid, "%ld", (long)getpid());
+  static const char *const vars[] = {"RANK", "LOCAL_RANK"};
+  for (size_t i = 0; i < 2; i++) {
+    const char *v = getenv(vars[i]);
+    size_t n = v ? strlen(v) : 0;
+    if (n >= 1 && n <= 9 && strspn(v, "0123456789") == n) {
+      snprintf(rank, sizeof rank, "%s", v);
+      break;
+    }
+  }
+  size_t o = 0;
+  for (const char *p = in; *p; p++) {
+    char one[2] = {*p, '\0'};
+    const char *piece = one;
+    if (p[0] == '%' && (p[1] == 'p' || p[1] == 'r' || p[1] == '%')) {
+      piece = p[1] == 'p' ? pid : p[1] == 'r' ? rank : "%";
+      p++;
+    }
+    size_t n = strlen(piece);
+    if (o + n >= cap)
+      return -1;
+    memcpy(out + o, piece, n);
+    o += n;
+  }
+  out[o] = '\0';
+  return 0;
+}
+
+static const char no_activity[] =
+    "{\"version\": 1, \"no_cuda_activity\": true, \"note\": \"no CUDA "
+    "activity: written by ibp run before the program started; libibp "
+    "replaces it at exit when the program makes a CUDA call\", "
+    "\"regions\": [], \"totals\": {\"regions\": 0}}\n";
+
+/* Writes `text` to `path` through a temporary file beside it and rename,
+ * as libibp writes its report (so the directory must take new files).
+ * Returns 0 or an errno, with `what` saying which step failed. */
+static int write_beside(const char *path, const char *text, const char **what) {
+  char tmp[PATH_MAX + 16];
+  if (snprintf(tmp, sizeof tmp, "%s.XXXXXX", path) >= (int)sizeof tmp)
+    return *what = "cannot open", ENAMETOOLONG;
+  int fd = mkstemp(tmp);
+  if (fd < 0)
+    return *what = "cannot create a file in its directory", errno;
+  mode_t mask = umask(0);
+  umask(mask);
+  (void)fchmod(fd, 0666 & ~mask); /* as a file fopen creates */
+  size_t n = strlen(text);
+  int err = write(fd, text, n) == (ssize_t)n ? 0 : errno ? errno : EIO;
+  if (close(fd) != 0 && err == 0)
+    err = errno;
+  *what = "cannot write";
+  if (err == 0 && rename(tmp, path) != 0)
+    err = errno, *what = "cannot replace it";
+  if (err != 0)
+    unlink(tmp);
+  return err;
+}
+
+/* The statistics file: written now, saying "no CUDA activity" (libibp
+ * writes it at exit only when the program made a CUDA call), so that an
+ * unwritable path stops here.  A path that is not a regular file (e.g.
+ * /dev/stderr) is only opened.  Returns -1 to go on, else the exit code. */
+static int prepare_stats_file(const ibp_config *cfg) {
+  char path[PATH_MAX];
+  struct stat st;
+  const char *what = "cannot open";
+  int err = 0;
+  if (cfg->disabled || cfg->stats != IBP_STATS_JSON)
+    return -1;
+  if (expand_report_path(cfg->stats_path, path, sizeof path) != 0) {
+    err = ENAMETOOLONG;
+  } else if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
+    int fd = open(path, O_WRONLY | O_CLOEXEC);
+    if (fd < 0)
+      err = errno;
+    else
+      close(fd);
+  } else {
+    err = write_beside(path, no_activity, &what);
+  }
+  if (err == 0)
+    return -1;
+  cli_error("ibp run", "IBP_STATS, path '%s': %s: %s", cfg->stats_path, what,
+            strerror(err));
+  return CLI_EXIT_USAGE;
+}
+
+/* IBP_DISCOVER as a path (not unset, empty, 0 or 1): libibp opens it at
+ * exit (O_TRUNC), so an existing file must open for writing, else its
+ * directory must take a new one.  Returns -1 to go on, else the exit
+ * code. */
+static int check_discover_path(const ibp_config *cfg) {
+  const char *v = getenv("IBP_DISCOVER");
+  char path[PATH_MAX];
+  int err = 0;
+  if (cfg->disabled || !v || !v[0] || strcmp(v, "0") == 0 ||
+      strcmp(v, "1") == 0)
+    return -1;
+  if (expand_report_path(v, path, sizeof path) != 0) {
+    err = ENAMETOOLONG;
+  } else if (access(path, F_OK) == 0) {
+    int fd = open(path, O_WRONLY | O_CLOEXEC);
+    if (fd < 0)
+      err = errno;
+    else
+      close(fd);
+  } else {
+    char *slash = strrchr(path, '/');
+    if (slash == path)
+      slash[1] = '\0';
+    else if (slash)
+      *slash = '\0';
+    else
+      snprintf(path, sizeof path, ".");
+    if (access(path, W_OK | X_OK) != 0)
+      err = errno;
+  }
+  if (err == 0)
+    return -1;
+  cli_error("ibp run", "IBP_DISCOVER, path '%s': cannot open it: %s", v,
+            strerror(err));
+  return CLI_EXIT_USAGE;
+}
+
+/* Everything libibp will read, before anything else is looked for.
+ * Returns -1 to go on, else the exit code. */
+static int check_everything(const run_args *a, int write_stats) {
+  ibp_config cfg;
+  int rc = check_config(&cfg);
+  if (rc < 0 && !cfg.disabled)
+    rc = check_regions_given(a->regions);
+  if (rc < 0 && !cfg.disabled)
+    rc = check_profile(&cfg);
+  if (rc < 0 && write_stats)
+    rc = prepare_stats_file(&cfg);
+  if (rc < 0)
+    rc = check_discover_path(&cfg);
+  return rc;
 }
 
 /* value single-quoted for a POSIX shell. */
@@ -211,7 +398,8 @@ int cmd_run(int argc, char **argv) {
   int rc = parse_args(argc, argv, &a);
   if (rc >= 0)
     return rc;
-  if ((rc = set_variables(&a)) >= 0 || (rc = check_config()) >= 0)
+  if ((rc = set_variables(&a)) >= 0 ||
+      (rc = check_everything(&a, !a.print_env)) >= 0)
     return rc;
   if ((rc = cli_find_preload(preload)) >= 0)
     return rc;

@@ -49,6 +49,16 @@ int ibp__loaded(void);
  * waits until the worker made it ready (tests, benchmarks). */
 int ibp__wait_ready(void);
 
+/* How warnings name rule `index` (1-based): "rule 2", or for a rule the
+ * user wrote as `auto`, "auto" (the only rule) or "auto, rule 2". */
+const char *ibp__rule_label(unsigned index, char *buf, size_t cap);
+
+/* What to write instead of rule `index` to get tensors of `tensor` bytes:
+ * "tensor=256 in rule 2", or for `auto` "'min=64M,tensor=256' in place
+ * of auto". */
+const char *ibp__rule_tensor_fix(unsigned index, uint64_t tensor, char *buf,
+                                 size_t cap);
+
 /* ---- profile.c: IBP_PROFILE ---------------------------------------------- */
 
 /* Loads the profile IBP_PROFILE names (config.c, once, after the

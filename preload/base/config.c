@@ -6,6 +6,7 @@
  * everything through. */
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -49,6 +50,33 @@ static void load(void) {
 int ibp__config_load(void) {
   pthread_once(&load_once, load);
   return active;
+}
+
+static int rule_is_auto(unsigned index) {
+  return index >= 1 && index <= ibp__cfg.n_rules &&
+         ibp__cfg.rules[index - 1].is_auto;
+}
+
+const char *ibp__rule_label(unsigned index, char *buf, size_t cap) {
+  if (!rule_is_auto(index))
+    snprintf(buf, cap, "rule %u", index);
+  else if (ibp__cfg.n_rules == 1)
+    snprintf(buf, cap, "auto");
+  else
+    snprintf(buf, cap, "auto, rule %u", index);
+  return buf;
+}
+
+const char *ibp__rule_tensor_fix(unsigned index, uint64_t tensor, char *buf,
+                                 size_t cap) {
+  if (rule_is_auto(index))
+    snprintf(buf, cap, "'min=%lluM,tensor=%llu' in place of auto",
+             (unsigned long long)(IBP_CONFIG_AUTO_MIN_BYTES >> 20),
+             (unsigned long long)tensor);
+  else
+    snprintf(buf, cap, "tensor=%llu in rule %u", (unsigned long long)tensor,
+             index);
+  return buf;
 }
 
 int ibp__loaded(void) {

@@ -31,7 +31,7 @@ static inline int quiet(void) {
  * batched launches that must run before it: serve/batch.h). */
 static int htod(CUdeviceptr dst, const void *src, size_t n, CUstream s,
                 int sync, int unified) {
-  ibp__discover_copy(src, n);
+  ibp__discover_copy(src, n, unified);
   int rc = 1;
   if (!quiet()) {
     ibp_copy c = {dst, src, n, s, sync, unified, 0, 0};
@@ -224,9 +224,28 @@ static int dtoh_2d(const CUDA_MEMCPY2D *p) {
   return bytes ? ibp__dtoh_begin(dst, bytes) : 0;
 }
 
+/* Discovery sees a 2D copy from host memory to the device as libibp
+ * serves it: row by row (stats/discover.h). */
+static void discover_2d(const CUDA_MEMCPY2D *p) {
+  if (!atomic_load_explicit(&ibp__discovering, memory_order_relaxed) || !p ||
+      (p->srcMemoryType != CU_MEMORYTYPE_HOST &&
+       p->srcMemoryType != CU_MEMORYTYPE_UNIFIED) ||
+      (p->dstMemoryType != CU_MEMORYTYPE_DEVICE &&
+       p->dstMemoryType != CU_MEMORYTYPE_UNIFIED))
+    return;
+  uintptr_t s = p->srcMemoryType == CU_MEMORYTYPE_HOST
+                    ? (uintptr_t)p->srcHost
+                    : (uintptr_t)p->srcDevice;
+  for (size_t y = 0; y < p->Height; y++)
+    ibp__discover_copy_slow(
+        (const void *)(s + (p->srcY + y) * p->srcPitch + p->srcXInBytes),
+        p->WidthInBytes, p->srcMemoryType == CU_MEMORYTYPE_UNIFIED);
+}
+
 /* The hooks of hooks.def's 2D copies: from a region, served row by row
  * through the stream's batch (serve/batch_call.h). */
 static int serve_2d(const CUDA_MEMCPY2D *p, CUstream s, int sync) {
+  discover_2d(p);
   if (quiet())
     return 1;
   ibp__guard++;
@@ -406,6 +425,9 @@ static CUresult batch_done(size_t touched, CUresult res, CUstream s) {
  * CU_STREAM_LEGACY): such a call goes to it whole. */
 static size_t batch_split(ibp_batch_call *in, CUstream raw, CUstream s,
                           int null_ok, ibp_batch_call *rest) {
+  /* discovery sees every entry (sources by their unified address) */
+  for (size_t i = 0; in->srcs && in->sizes && i < in->count; i++)
+    ibp__discover_copy((const void *)in->srcs[i], in->sizes[i], 1);
   *rest = *in;
   if (quiet() || (!raw && !null_ok) || s == CU_STREAM_LEGACY)
     return 0; /* the driver refuses the legacy stream: its answer */

@@ -100,8 +100,9 @@ static void pinned_created(void *p, size_t n, int registered) {
     ibp_region_set_owner(r, s);
     char size[32];
     ibp__human_bytes(n, size, sizeof size);
-    ibp__log(IBP_LOG_INFO, "region '%s' (%s at %p): tracked (rule %u)", r->name,
-             size, p, rule->index);
+    char label[32];
+    ibp__log(IBP_LOG_INFO, "region '%s' (%s at %p): tracked (%s)", r->name,
+             size, p, ibp__rule_label(rule->index, label, sizeof label));
   } else if (id > 0) {
     ibp__warn_once(&warned_add, "out of memory; pinned memory not tracked");
     ibp_registry_remove(p);

@@ -17,6 +17,7 @@
 #include "serve/region.h"
 #include "serve/staged.h"
 #include "serve/worker.h"
+#include "stats/discover.h"
 #include "stats/stats.h"
 #include "track/track.h"
 
@@ -60,6 +61,7 @@ static void start(void) {
   pthread_atfork(NULL, NULL, after_fork_child);
   if (!ibp__cfg.disabled && ibp__cfg.stats != IBP_STATS_OFF)
     atexit(ibp__figures_report);
+  ibp__discover_start(); /* its table even without a pinned allocation */
   ibp__guard--;
 }
 

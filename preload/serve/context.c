@@ -19,12 +19,16 @@
 #include "serve/worker.h"
 
 static void retire(ibp_region_rec *r) {
+  ibp_region_state before = ibp_region_state_get(r);
   ibp_registry_remove((void *)r->base); /* no new compression can start */
   ibp__worker_wait(r, -1);
+  int early =
+      (before == IBP_REGION_CANDIDATE || before == IBP_REGION_COMPRESSING) &&
+      ibp_region_state_get(r) != IBP_REGION_READY;
   ibp_served_region *s = ibp__served(r);
   if (s)
     ibp__track_unprotect(&s->track);
-  ibp__figures_retire(r);
+  ibp__figures_retire(r, early);
   ibp_region_transition(r, IBP_REGION_READY, IBP_REGION_DEGRADED);
   ibp__log(IBP_LOG_INFO, "region '%s': released", r->name);
 }

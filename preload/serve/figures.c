@@ -64,6 +64,7 @@ static void fill_row(ibp_stat_row *w, const ibp_region_rec *r) {
     return;
   w->tracker = ibp__track_kind_name(&s->track);
   w->tensor_bytes = s->geometry.tensor_bytes;
+  w->copy_gcd = load64(&s->gate.gcd);
   if (w->state != IBP_REGION_COMPRESSING)
     fill_codec(w, &s->layout);
 #define IBP_COUNTER(key, unit, column) w->key = load64(&s->counters.key);
@@ -73,11 +74,13 @@ static void fill_row(ibp_stat_row *w, const ibp_region_rec *r) {
 #undef IBP_GAUGE
 }
 
-void ibp__figures_retire(const ibp_region_rec *r) {
+void ibp__figures_retire(const ibp_region_rec *r, int freed_early) {
   if (r == NULL)
     return;
   ibp_stat_row row;
   fill_row(&row, r);
+  if (freed_early) /* what a half-done compression left is no figure */
+    row.freed_early = 1, row.compressed = 0, row.saved_fraction = 0;
   ibp__stats_keep_retired(&row);
 }
 

@@ -221,14 +221,16 @@ int ibp__gate_mismatch(ibp_region_rec *r, uint64_t offset, uint64_t bytes,
       !ibp_region_transition(r, IBP_REGION_READY, IBP_REGION_DEGRADED))
     return 0;
   ibp__track_unprotect(&s->track);
-  ibp__log(IBP_LOG_WARN,
-           "region '%s' (rule %u): its %u-byte tensors do not fit its copies "
-           "(%llu to %llu bytes): they would read %llu bytes over PCIe for "
-           "%llu requested; it passes through -- try tensor=%llu in rule %u",
-           r->name, r->rule.index, s->geometry.tensor_bytes,
-           (unsigned long long)atomic_load(&g->min_len),
-           (unsigned long long)atomic_load(&g->max_len),
-           (unsigned long long)host, (unsigned long long)req,
-           (unsigned long long)fitting_tensor(g), r->rule.index);
+  char rule[32], fix[80];
+  ibp__log(
+      IBP_LOG_WARN,
+      "region '%s' (%s): its %u-byte tensors do not fit its copies "
+      "(%llu to %llu bytes): they would read %llu bytes over PCIe for "
+      "%llu requested; it passes through -- try %s",
+      r->name, ibp__rule_label(r->rule.index, rule, sizeof rule),
+      s->geometry.tensor_bytes, (unsigned long long)atomic_load(&g->min_len),
+      (unsigned long long)atomic_load(&g->max_len), (unsigned long long)host,
+      (unsigned long long)req,
+      ibp__rule_tensor_fix(r->rule.index, fitting_tensor(g), fix, sizeof fix));
   return 1;
 }

@@ -5,7 +5,11 @@
  * load per copy) unless IBP_DISCOVER asks for it.  "Changed after its first
  * copy" compares hashes of the allocation's chunks taken at its first copy
  * with hashes taken when it is released (or at exit): the share of chunks
- * that differ. */
+ * that differ.  "Copied again" (what makes a region pay, docs/USING.md
+ * "Good regions and poor ones") is a copy of the same offset and length
+ * seen before -- a Bloom filter of (allocation, offset, length), so rarely
+ * a false "again" and never a missed one -- or more bytes copied than the
+ * allocation holds. */
 #include "stats/discover.h"
 
 #include <errno.h>
@@ -33,6 +37,7 @@
 #define MIN_REGION_BYTES ((uint64_t)1 << 20)
 #define MIN_TENSOR_BYTES 64u
 #define DEFAULT_TENSOR 4096u
+#define SEEN_BITS (1u << 22) /* the Bloom filter of copies seen: 512 KiB */
 
 typedef struct alloc {
   uintptr_t base;
@@ -42,6 +47,7 @@ typedef struct alloc {
   uint64_t chunk_bytes;
   unsigned chunks, changed; /* chunks; those that differ when compared */
   uint64_t copies, copied, gcd, max_len;
+  uint64_t again; /* copies of an offset and length seen before */
   uint64_t size_len[EXACT_SIZES], size_count[EXACT_SIZES];
   unsigned sizes;    /* distinct lengths in size_len (<= EXACT_SIZES) */
   int many_sizes;    /* more than EXACT_SIZES: the histogram below */
@@ -55,6 +61,10 @@ static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static alloc table[MAX_ALLOCS];
 static unsigned n_allocs;
 static uint64_t allocations, lost; /* every allocation; those not kept */
+/* host-to-device copies (not cuMemcpy's unified ones, whose source may be
+ * device memory) from memory no pinned allocation holds */
+static uint64_t unpinned_copies, unpinned_bytes;
+static uint64_t seen[SEEN_BITS / 64];
 static char out_path[IBP_CONFIG_PATH_MAX];
 
 /* ---- the bytes of an allocation ------------------------------------------ */
@@ -110,6 +120,21 @@ static void compare(alloc *a) {
   a->chunk_hash = NULL;
 }
 
+/* Whether a copy of n bytes at offset off of allocation a was seen before
+ * (Bloom filter, two probes); records it. */
+static int seen_before(const alloc *a, uint64_t off, uint64_t n) {
+  uint64_t key[3] = {a->nth, off, n};
+  uint64_t h = hash_bytes(key, sizeof key);
+  uint32_t p[2] = {(uint32_t)h % SEEN_BITS, (uint32_t)(h >> 32) % SEEN_BITS};
+  int all = 1;
+  for (int i = 0; i < 2; i++) {
+    uint64_t bit = (uint64_t)1 << (p[i] % 64);
+    all &= (seen[p[i] / 64] & bit) != 0;
+    seen[p[i] / 64] |= bit;
+  }
+  return all;
+}
+
 /* ---- recording ----------------------------------------------------------- */
 
 static void report(void);
@@ -134,6 +159,10 @@ static void start(void) {
   pthread_atfork(NULL, NULL, after_fork_child);
   atexit(report);
   atomic_store_explicit(&ibp__discovering, 1, memory_order_relaxed);
+}
+
+void ibp__discover_start(void) {
+  pthread_once(&once, start);
 }
 
 void ibp__discover_pinned(const void *p, size_t n) {
@@ -192,16 +221,21 @@ static void count_length(alloc *a, uint64_t n) {
   }
 }
 
-void ibp__discover_copy_slow(const void *src, size_t n) {
+void ibp__discover_copy_slow(const void *src, size_t n, int unified) {
   if (ibp__guard || n == 0)
     return;
   pthread_mutex_lock(&lock);
   alloc *a = find_live((uintptr_t)src, n);
+  if (!a && !unified) {
+    unpinned_copies++;
+    unpinned_bytes += n;
+  }
   if (a) {
     if (!a->hashed) /* before the first copy is queued */
       hash_first(a);
     a->copies++;
     a->copied += n;
+    a->again += seen_before(a, (uintptr_t)src - a->base, n);
     a->gcd = ibp__gcd(ibp__gcd(a->gcd, n), (uintptr_t)src - a->base);
     if (n > a->max_len)
       a->max_len = n;
@@ -286,6 +320,9 @@ static const char *unsuited(const alloc *a) {
     return "never copied to the device";
   if (a->copies < 2)
     return "copied once: nothing to gain from compressing it";
+  if (a->again == 0 && a->copied <= a->bytes)
+    return "its bytes were copied once each (no copy repeated): the "
+           "compression costs more than one copy saves";
   if (a->changed > MAX_CHANGED_SHARE * a->chunks)
     return "more than half of it changed after its first copy (a staging "
            "buffer?): written tensors are served raw until recompressed, so "
@@ -315,6 +352,26 @@ static void put_rule(out *o, const alloc *a) {
       ibp__discover_fit_tensor(a->gcd), a->nth);
 }
 
+/* Why the table is empty, or why nothing was copied from it. */
+static void put_why_empty(out *o, unsigned copied_from) {
+  char h[32];
+  if (copied_from)
+    return;
+  if (allocations == 0)
+    put(o, "[ibp] discover: the program made no pinned allocation");
+  else
+    put(o, "[ibp] discover: no host-to-device copy came from a pinned "
+           "allocation");
+  if (unpinned_copies)
+    put(o,
+        "; its %" PRIu64 " host-to-device cop%s (%s) came from pageable "
+        "memory (malloc, a NumPy array), which cannot be a region",
+        unpinned_copies, unpinned_copies == 1 ? "y" : "ies",
+        ibp__human_bytes(unpinned_bytes, h, 32));
+  put(o, " (docs/USING.md, \"What libibp needs from your program\")");
+  end_line(o);
+}
+
 static void put_table(out *o, unsigned copied_from) {
   char h[32], h2[32];
   put(o,
@@ -322,6 +379,7 @@ static void put_table(out *o, unsigned copied_from) {
       "copies from %u of them",
       allocations, allocations == 1 ? "" : "s", copied_from);
   end_line(o);
+  put_why_empty(o, copied_from);
   put(o, "  %5s %11s %8s %11s %7s %8s  %s", "nth", "size", "copies", "copied",
       "reuse", "changed", "copy lengths");
   end_line(o);
@@ -373,7 +431,8 @@ static void put_suggestions(out *o) {
     put(o, "'");
     end_line(o);
   } else {
-    put(o, "[ibp] discover: no allocation is worth a rule");
+    put(o, "[ibp] discover: no allocation is worth a rule%s",
+        n_allocs ? "" : " (an empty table: libibp cannot help this program)");
     end_line(o);
   }
 }

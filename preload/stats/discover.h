@@ -22,6 +22,11 @@
  * when IBP_DISCOVER asks for it; cleared in a forked child). */
 extern _Atomic int ibp__discovering;
 
+/* Reads IBP_DISCOVER (once) and, when it asks, starts recording and
+ * registers the report at exit -- also for a program that never pins
+ * memory, whose table is then empty (hooks/init.c, at libibp's start). */
+void ibp__discover_start(void);
+
 /* The application pinned [p, p+n) (cuMemHostAlloc, cuMemAllocHost,
  * cuMemHostRegister succeeded).  Reads IBP_DISCOVER the first time. */
 void ibp__discover_pinned(const void *p, size_t n);
@@ -30,14 +35,17 @@ void ibp__discover_pinned(const void *p, size_t n);
  * those of its first copy one last time. */
 void ibp__discover_released(const void *p);
 
-/* A host-to-device copy of n bytes from src (the slow path). */
-void ibp__discover_copy_slow(const void *src, size_t n);
+/* A host-to-device copy of n bytes from src (the slow path); `unified`:
+ * a cuMemcpy whose source may be device memory. */
+void ibp__discover_copy_slow(const void *src, size_t n, int unified);
 
-/* A host-to-device copy of n bytes from src: counted when discovering. */
-static inline void ibp__discover_copy(const void *src, size_t n) {
+/* A host-to-device copy of n bytes from src -- a plain copy, a row of a 2D
+ * copy or an entry of a batch, every copy libibp can serve: counted when
+ * discovering. */
+static inline void ibp__discover_copy(const void *src, size_t n, int unified) {
   if (__builtin_expect(
           atomic_load_explicit(&ibp__discovering, memory_order_relaxed), 0))
-    ibp__discover_copy_slow(src, n);
+    ibp__discover_copy_slow(src, n, unified);
 }
 
 /* The tensor size that fits copies whose offsets and lengths all divide

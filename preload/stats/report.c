@@ -13,7 +13,9 @@
  *    "regions": [{"id", "name", "base" ("0x..."), "bytes", "tensor_bytes",
  *                 "tensors", "tensors_compressed", "chunk_bytes",
  *                 "threshold", "compressed_bytes", "metadata_bytes",
- *                 "saved_fraction", "state", "retired" (bool), "tracker"
+ *                 "saved_fraction", "state" (the registry's, or
+ *                 "freed-early": freed before its compression finished),
+ *                 "retired" (bool), "tracker"
  *                 ("userfaultfd", "mprotect" or "none"),
  *                 <one key per row of stats.def>}, ...],
  *    "totals": {"regions", "bytes", "stored_bytes", "saved_fraction",
@@ -53,6 +55,7 @@
 #include <unistd.h>
 
 #include "base/log.h"
+#include "stats/discover.h"
 #include "stats/path.h"
 #include "stats/stats.h"
 
@@ -346,10 +349,15 @@ static void head_cells(text_row c) {
       snprintf(c[k++], cell_max, "%s", figures[i].column);
 }
 
+/* The state as the user reads it: a region freed before its compression
+ * finished is not "degraded" (docs/USING.md, "When it does not help"). */
+static const char *state_name(const ibp_stat_row *w) {
+  return w->freed_early ? "freed-early" : ibp_region_state_name(w->state);
+}
+
 static void text_cells(text_row c, const ibp_stat_row *w) {
   cell_name(c[0], w->name);
-  snprintf(c[1], cell_max, "%s%s", ibp_region_state_name(w->state),
-           w->retired ? "*" : "");
+  snprintf(c[1], cell_max, "%s%s", state_name(w), w->retired ? "*" : "");
   human(c[2], cell_max, w->bytes);
   human(c[3], cell_max, w->tensor_bytes);
   cell_u64(c[4], w->tensors);
@@ -488,7 +496,7 @@ static void json_region(sbuf *b, const ibp_stat_row *w) {
   json_u64(b, "compressed_bytes", w->compressed_bytes);
   json_u64(b, "metadata_bytes", w->metadata_bytes);
   json_num(b, "saved_fraction", w->saved_fraction);
-  sb_printf(b, ", \"state\": \"%s\"", ibp_region_state_name(w->state));
+  sb_printf(b, ", \"state\": \"%s\"", state_name(w));
   sb_printf(b, ", \"retired\": %s", w->retired ? "true" : "false");
   sb_printf(b, ", \"tracker\": \"%s\"", w->tracker ? w->tracker : "none");
   json_figures(b, w);
@@ -627,6 +635,32 @@ static void note_not_ready(const row_list *l, const totals *t) {
            regions > 1 ? " and others" : "");
 }
 
+/* A region most of whose copies the gate left to the driver: one warning
+ * naming its tensor size, and when that size does not divide the copies'
+ * offsets and lengths (each copy then reads its partial tensors whole),
+ * the size that does, chosen as discovery chooses it (docs/USING.md,
+ * "Choosing tensor=", "When it does not help"). */
+static void note_gated(const ibp_stat_row *w) {
+  uint64_t all = w->copies_served + w->copies_gated + w->copies_passthrough +
+                 w->copies_fallback;
+  if (2 * w->copies_gated <= all)
+    return;
+  char fix[160] = "";
+  if (w->copy_gcd && w->tensor_bytes && w->copy_gcd % w->tensor_bytes != 0)
+    snprintf(fix, sizeof fix,
+             "; tensor=%u does not divide their offsets and lengths "
+             "(multiples of %" PRIu64 " B), so each reads its partial "
+             "tensors whole -- try tensor=%" PRIu64,
+             w->tensor_bytes, w->copy_gcd,
+             ibp__discover_fit_tensor(w->copy_gcd));
+  ibp__log(IBP_LOG_WARN,
+           "stats: region '%s': %" PRIu64 " of %" PRIu64 " copies left to "
+           "the driver, whose copy the gate models faster than the kernel's "
+           "on tensor=%u (IBP_PROFILE)%s (docs/USING.md, \"When it does not "
+           "help\")",
+           w->name, w->copies_gated, all, w->tensor_bytes, fix);
+}
+
 int ibp__stats_wanted(void) {
   return !atomic_load(&reported) && (ibp__cfg.stats == IBP_STATS_STDERR ||
                                      ibp__cfg.stats == IBP_STATS_JSON);
@@ -650,6 +684,8 @@ void ibp__stats_write(ibp_stat_row *live, size_t n, int live_incomplete) {
   else
     report_json(&l, &t);
   note_not_ready(&l, &t);
+  for (size_t i = 0; i < l.n; i++)
+    note_gated(&l.v[i]);
   free(l.v);
   ibp__guard--;
   errno = saved_errno;

@@ -44,6 +44,9 @@ typedef struct ibp_stat_row {
   double saved_fraction;
   ibp_region_state state;
   int retired;
+  int freed_early;     /* freed before its compression finished: state
+                          "freed-early", nothing compressed */
+  uint64_t copy_gcd;   /* of its first copies' offsets and lengths; 0: none */
   const char *tracker; /* ibp__track_kind_name: a static string */
 #define IBP_COUNTER(key, unit, column) uint64_t key;
 #define IBP_GAUGE(key, unit, column, from) uint64_t key;

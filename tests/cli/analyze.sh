@@ -1,5 +1,6 @@
-# ibp analyze: JSON keys and values, the text report, the tail note, and
-# that the exact "space saved" is what `ibp compress` really produces.
+# ibp analyze: JSON keys and values, the text report, the tail note, the
+# warning on too few tensors, and that the headline "space saved" is what
+# `ibp compress` really produces, metadata and header included.
 . "$(dirname "$0")/common.sh"
 
 "$GEN" floats 1048576 1 >even.bin || exit 1   # 1024 x 1024 B
@@ -11,7 +12,8 @@ check_json() {
   expect_json_valid
   for key in tensor_bytes tensors tail_bytes chunk_bytes threshold \
     saved_fraction compressed_bytes original_bytes metadata_bytes \
-    invariant80_fraction tensors_compressed impl table table_thresholds; do
+    invariant80_fraction tensors_compressed impl table table_thresholds \
+    container_bytes saved_fraction_container too_few_tensors; do
     [ -n "$(json_get $key)" ] || fail "analyze --json $1: no key $key"
   done
   checks=$((checks + 1))
@@ -31,6 +33,10 @@ check_json() {
   m=$(json_get metadata_bytes)
   expect_true "saved_fraction_with_metadata = 1 - (compressed+metadata)/original" \
     "($(json_get saved_fraction_with_metadata) - (1 - ($c + $m) / $o))^2 < 1e-12"
+  expect_eq "container_bytes = 128 + metadata + compressed" \
+    "$(json_get container_bytes)" "$((128 + m + c))"
+  expect_true "saved_fraction_container = 1 - container/original" \
+    "($(json_get saved_fraction_container) - (1 - (128 + $c + $m) / $o))^2 < 1e-12"
   expect_true "threshold $t" "$t >= 0.5 && $t <= 1"
   expect_true "invariant80_fraction" \
     "$(json_get invariant80_fraction) >= 0 && $(json_get invariant80_fraction) <= 1"
@@ -43,11 +49,17 @@ check_json() {
 expect_ok analyze even.bin --tensor-bytes 1K --json
 check_json even.bin 1024 1024 0
 expect_true "float data saves space" "$(json_get saved_fraction) > 0.02"
-saved_even=$(json_get saved_fraction)
+saved_even=$(json_get saved_fraction_container)
 meta_even=$(json_get metadata_bytes)
 comp_even=$(json_get compressed_bytes)
 
-expect_ok analyze tail.bin --tensor-bytes 1000 --json
+# expect_notes ARGS...: exit status 0, notes or warnings allowed on stderr.
+expect_notes() {
+  run "$@"
+  [ "$rc" -eq 0 ] || fail "$(shown "$@"): exit $rc, stderr: $(cat "$ERR")"
+}
+
+expect_notes analyze tail.bin --tensor-bytes 1000 --json
 check_json tail.bin 1000 1000 3
 
 # Random bytes: nothing to save, every tensor stored raw.
@@ -90,10 +102,51 @@ done
 pct=$(awk -v s="$saved_even" 'BEGIN { printf "%.2f%%", 100 * s }')
 grep -q "^space saved         $pct (exact" "$OUT" || fail "analyze: space saved is not $pct"
 grep -q '^note:' "$OUT" && fail "analyze: tail note without a tail"
+grep -q '^warning:' "$OUT" && fail "analyze: too-few warning on 1024 tensors"
 
 expect_ok analyze tail.bin --tensor-bytes 1000
-grep -qx 'note: the file size is not a multiple of 1000 B: the last 3 B are kept raw' "$OUT" ||
+grep -qx 'note: the file size is not a multiple of 1000 B: the last 3 B (a partial tensor) are kept raw' "$OUT" ||
   fail "analyze: no tail note"
+expect_notes analyze tail.bin --tensor-bytes 1000 --json
+grep -qx 'ibp analyze: note: the file size is not a multiple of 1000 B: the last 3 B (a partial tensor) are kept raw' "$ERR" ||
+  fail "analyze --json: no tail note on stderr"
+
+# The headline is what compress reports, metadata and header included:
+# 1 MiB of random bytes as one tensor (every bit "invariant" in one tensor,
+# Mask and Bitval 2 MiB) loses about 101.57 %, never "98.44 % saved"; and
+# the sample is too small for the statistics (a warning, also with --json).
+# compress_saved FILE R: the "saved" percentage compress reports.
+compress_saved() {
+  expect_ok compress "$1" c.ibp --tensor-bytes "$2" -f
+  sed -n 's/.*saved \(-*[0-9.]*%\)).*/\1/p' "$OUT"
+  rm -f c.ibp
+}
+"$GEN" random 1048576 5 >one.bin || exit 1
+want=$(compress_saved one.bin 1M)
+expect_ok analyze one.bin --tensor-bytes 1M
+grep -q "^space saved         $want (exact" "$OUT" ||
+  fail "analyze: one random tensor: headline is not compress's $want: $(grep '^space saved' "$OUT")"
+grep -q '98\.44' "$OUT" && fail "analyze: one random tensor reports 98.44 %"
+grep -q '^warning: only 1 tensor of 1048576 B: too few for the statistics' "$OUT" ||
+  fail "analyze: one tensor: no warning"
+expect_notes analyze one.bin --tensor-bytes 1M --json
+expect_eq "one tensor: too_few_tensors" "$(json_get too_few_tensors)" true
+expect_true "one tensor: saved_fraction_container < -1" "$(json_get saved_fraction_container) < -1"
+grep -q '^ibp analyze: warning: only 1 tensor' "$ERR" || fail "analyze --json: no warning on stderr"
+
+# Two tensors of floats: the same, with compress's figure as the headline.
+"$GEN" floats 8192 6 >two.bin || exit 1
+want=$(compress_saved two.bin 4K)
+expect_ok analyze two.bin --tensor-bytes 4K
+grep -q "^space saved         $want (exact" "$OUT" ||
+  fail "analyze: two tensors: headline is not compress's $want: $(grep '^space saved' "$OUT")"
+grep -q '^warning: only 2 tensors of 4096 B: too few' "$OUT" || fail "analyze: two tensors: no warning"
+expect_notes analyze two.bin --tensor-bytes 4K --json
+check_json two.bin 4096 2 0
+expect_eq "two tensors: too_few_tensors" "$(json_get too_few_tensors)" true
+expect_ok analyze even.bin --tensor-bytes 1024 --json
+expect_eq "1024 tensors: too_few_tensors" "$(json_get too_few_tensors)" false
+rm -f one.bin two.bin
 
 # Clusters and the entropy limit (docs/FORMAT.md §4).  Clustering never
 # stores more than one Mask/Bitval, metadata included; the per-bit entropy
@@ -135,9 +188,11 @@ while [ $i -lt 64 ]; do
 done >mixed.bin
 expect_ok analyze mixed.bin --tensor-bytes 1024 --clusters auto --json
 expect_true "mixed: clusters found" "$(nested_get k) >= 2"
+mixed_container=$(json_get container_bytes)
 expect_true "mixed: clusters save more" \
   "$(nested_get saved_fraction_with_metadata) > $(json_get saved_fraction_with_metadata)"
 expect_ok compress mixed.bin mixed.ibp --tensor-bytes 1024 --clusters auto --quiet
+expect_eq "mixed: container_bytes is the container" "$(wc -c <mixed.ibp | tr -d ' ')" "$mixed_container"
 expect_eq "mixed: container version" "$(od -A n -t u4 -j 8 -N 4 mixed.ibp | tr -d ' ')" 2
 expect_ok decompress mixed.ibp mixed.out --quiet
 cmp -s mixed.bin mixed.out || fail "mixed: decompressed bytes differ"

@@ -4,17 +4,20 @@
 # that read fewer bytes over PCIe than they deliver -- with the same bytes
 # on the device.  Also the exit summary's note on copies made before
 # compression finished.
-#   sh discover.sh IBP GEN WORKDIR SAMPLES_DIR PRELOAD SIMDIR KERNEL_PROFILE
+#   sh discover.sh IBP GEN WORKDIR SAMPLES_DIR PRELOAD SIMDIR KERNEL_PROFILE PROG
 # KERNEL_PROFILE: tests/preload/kernel_path.profile, under which the gate
 # serves every copy with the kernel (the built-in profiles leave small
-# copies, such as emb_gather's 256-byte rows, to the driver).
+# copies, such as emb_gather's 256-byte rows, to the driver).  PROG:
+# discover_prog.c (pageable-only copies; 2D copies).
 # Skipped (77) without libibp.so, the simulated driver or the samples.
 . "$(dirname "$0")/common.sh"
 SAMPLES=$4
 PRELOAD=$5
 SIMDIR=$6
 KERNEL_PROFILE=$7
-for f in "$PRELOAD" "$SIMDIR/libcuda.so.1" "$SAMPLES/weight_stream" "$SAMPLES/emb_gather"; do
+PROG=$8
+for f in "$PRELOAD" "$SIMDIR/libcuda.so.1" "$SAMPLES/weight_stream" "$SAMPLES/emb_gather" \
+  "$SAMPLES/kv_blocks" "$PROG"; do
   [ -e "$f" ] || { echo "skipped: $f is not built"; exit 77; }
 done
 export IBP_PRELOAD_LIB="$PRELOAD" IBP_SIM_LIB_DIR="$SIMDIR"
@@ -90,6 +93,57 @@ discover emb_gather '^ +1 +4\.9 MiB +2048 +512\.0 KiB +0\.1x +no +256 B x2048$' 
 # shellcheck disable=SC2086
 saves emb_gather "$KERNEL_PROFILE" $eg
 
+# ---- kv_blocks: 4096 blocks x layers loaded with cudaMemcpyBatchAsync --------
+# (discovery sees each entry of the batches, as libibp serves them)
+discover kv_blocks '^ +1 +64\.0 MiB +4096 +256\.0 MiB +4\.0x +no +64\.0 KiB x4096$' \
+  'size=67108864,tensor=4096,name=pinned1'
+
+# ---- 2D copies: each row is a copy, as libibp serves them ------------------------
+run run --sim --discover -- "$PROG" 2d
+expect_eq "2d: exit status" "$rc" 0
+checks=$((checks + 1))
+grep -Eq '^ +1 +2\.0 MiB +1536 +6\.0 MiB +3\.0x +no +4\.0 KiB x1536$' "$ERR" &&
+  grep -q "^IBP_REGIONS='size=2097152,tensor=4096,name=pinned1'\$" "$ERR" ||
+  fail "2D copies not seen: $(cat "$ERR")"
+
+# ---- copies only from pageable memory: the table, empty, and why ------------------
+run run --sim --discover -- "$PROG" pageable
+expect_eq "pageable: exit status" "$rc" 0
+checks=$((checks + 1))
+grep -q '^\[ibp\] discover: 0 pinned allocations; host-to-device copies from 0 of them$' "$ERR" &&
+  grep -q '^\[ibp\] discover: the program made no pinned allocation; its 3 host-to-device copies (6\.0 MiB) came from pageable memory' "$ERR" &&
+  grep -q '^ *nth  *size  *copies' "$ERR" &&
+  grep -q '^\[ibp\] discover: no allocation is worth a rule (an empty table: libibp cannot help this program)$' "$ERR" ||
+  fail "pageable copies: no empty table saying why: $(cat "$ERR")"
+
+# ---- a buffer whose bytes are copied once each (4 layers, one pass): no rule ---------
+run run --sim --discover -- "$SAMPLES/weight_stream" --size 16M --layers 4 --epochs 1 --quiet
+checks=$((checks + 1))
+grep -Eq '^ +1 +16\.0 MiB +4 +16\.0 MiB +1\.0x ' "$ERR" &&
+  grep -q '^\[ibp\] discover: allocation nth=1: its bytes were copied once each (no copy repeated)' "$ERR" &&
+  ! grep -q '^IBP_REGIONS=' "$ERR" || fail "copied once suggested: $(cat "$ERR")"
+
+# ---- a tensor size that leaves the copies to the driver is named at exit ---------------
+# (IBP_PATH=zerocopy on h100-pcie5: the gate leaves every weight copy to
+# the driver, as tests/samples/check_gate.sh checks)
+IBP_PATH=zerocopy IBP_PROFILE=h100-pcie5 IBP_WAIT_READY=1 \
+  run run --sim --regions 'size=16777216,tensor=3000,name=w' --stats 1 -- \
+  "$SAMPLES/weight_stream" --size 16M --layers 4 --epochs 3 --quiet
+checks=$((checks + 1))
+grep -q "^\[ibp\] stats: region 'w': 12 of 12 copies left to the driver, whose copy the gate models faster than the kernel's on tensor=3000 (IBP_PROFILE); tensor=3000 does not divide their offsets and lengths (multiples of 4194304 B), so each reads its partial tensors whole -- try tensor=4096 " "$ERR" ||
+  fail "tensor=3000: no note naming it: $(cat "$ERR")"
+IBP_PATH=zerocopy IBP_PROFILE=h100-pcie5 IBP_WAIT_READY=1 \
+  run run --sim --regions 'size=16777216,tensor=4096,name=w' --stats 1 -- \
+  "$SAMPLES/weight_stream" --size 16M --layers 4 --epochs 3 --quiet
+checks=$((checks + 1))
+grep -q "^\[ibp\] stats: region 'w': 12 of 12 copies left to the driver, whose copy the gate models faster than the kernel's on tensor=4096 (IBP_PROFILE) (docs" "$ERR" ||
+  fail "tensor=4096, all gated: no note: $(cat "$ERR")"
+IBP_PROFILE="$KERNEL_PROFILE" IBP_WAIT_READY=1 \
+  run run --sim --regions 'size=16777216,tensor=4096,name=w' --stats 1 -- \
+  "$SAMPLES/weight_stream" --size 16M --layers 4 --epochs 3 --quiet
+checks=$((checks + 1))
+! grep -q "left to the driver" "$ERR" || fail "copies served, yet noted: $(cat "$ERR")"
+
 # ---- a buffer rewritten between passes (20000 random words changed) is no region
 run run --sim --discover -- "$SAMPLES/weight_stream" --size 4M --layers 4 --epochs 3 --touch 20000 --quiet
 expect_eq "rewritten: exit status" "$rc" 0
@@ -117,9 +171,32 @@ run run --sim --regions 'min=1M,name=w' --stats 1 -- "$SAMPLES/weight_stream" --
 checks=$((checks + 1))
 grep -q "^\[ibp\] stats: 2 copies passed through uncompressed because compression had not finished (region 'w'): for short runs and benchmarks set IBP_WAIT_READY=1" "$ERR" ||
   fail "no note on copies made before compression finished: $(cat "$ERR")"
+# ... and the region, freed at the end while it was still being
+# compressed, is "freed-early", not "degraded" (a staging buffer to drop)
+checks=$((checks + 1))
+grep -Eq '^\[ibp\]   w +freed-early\* +16\.0 MiB .* - +0 +2 ' "$ERR" ||
+  fail "region freed before ready: no 'freed-early*' row with saved '-': $(cat "$ERR")"
+run run --sim --regions 'min=1M,name=w' --stats "$FILES/early.json" -- "$SAMPLES/weight_stream" --size 16M --layers 2 --epochs 1 --quiet
+checks=$((checks + 1))
+grep -q '"state": "freed-early", "retired": true' "$FILES/early.json" ||
+  fail "region freed before ready: JSON state: $(cat "$FILES/early.json")"
+rm -f "$FILES/early.json"
 IBP_WAIT_READY=1 run run --sim --regions 'min=1M,name=w' --stats 1 -- "$SAMPLES/weight_stream" --size 16M --layers 2 --epochs 1 --quiet
 checks=$((checks + 1))
 ! grep -q "had not finished" "$ERR" || fail "IBP_WAIT_READY=1 still noted: $(cat "$ERR")"
+checks=$((checks + 1))
+grep -Eq '^\[ibp\]   w +ready\* ' "$ERR" || fail "IBP_WAIT_READY=1: region not 'ready*': $(cat "$ERR")"
+
+# ---- auto's warnings name auto, and the rule to write in its place --------------
+# (a 64 MiB table of 256-byte rows: auto's 4 KiB tensors do not fit)
+IBP_WAIT_READY=1 run run --sim --regions auto -- "$SAMPLES/emb_gather" --rows 262144 --dim 64 --batches 1 --batch-rows 64 --quiet
+expect_eq "auto: exit status" "$rc" 0
+checks=$((checks + 1))
+grep -Eq "^\[ibp\] region 'region@0x[0-9a-f]+' \(auto\): its 4096-byte tensors do not fit its copies .* try 'min=64M,tensor=256' in place of auto\$" "$ERR" ||
+  fail "auto: the tensor warning does not name auto: $(cat "$ERR")"
+IBP_WAIT_READY=1 run run --sim --regions 'size=1;auto' -- "$SAMPLES/emb_gather" --rows 262144 --dim 64 --batches 1 --batch-rows 64 --quiet
+checks=$((checks + 1))
+grep -q "(auto, rule 2): its 4096-byte tensors" "$ERR" || fail "auto as rule 2: $(cat "$ERR")"
 
 expect_files
 finish

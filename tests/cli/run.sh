@@ -96,11 +96,39 @@ expect_error_like 2 "ibp run: IBP_REGIONS rule 1, token 'mim=1M': .*" \
 # The rules come first: checked even before libibp.so is looked for.
 IBP_PRELOAD_LIB=nofile.so expect_error_like 2 "ibp run: IBP_REGIONS rule 1, token 'mim=1M': .*" \
   run --regions 'mim=1M' -- true
+# IBP_PROFILE is loaded as libibp will: a name that is neither a built-in
+# nor a file stops ibp run (libibp would pass everything through).
+IBP_PROFILE=no-such-gpu expect_error_like 2 "ibp run: IBP_PROFILE, token 'no-such-gpu': .*" \
+  run --sim --regions 'min=1M' -- sh -c 'echo ran'
+IBP_PROFILE=a100-pcie4 expect_ok run --sim -- sh -c 'echo ran'
+expect_eq "a built-in IBP_PROFILE" "$(cat "$OUT")" "ran"
+# --regions with no rule in it is a mistake, not "no regions".
+expect_error 2 "ibp run: --regions '': no rule (leave --regions out to run without regions; docs/CONFIG.md)" \
+  run --sim --regions '' -- sh -c 'echo ran'
+expect_error 2 "ibp run: --regions ' ; ': no rule (leave --regions out to run without regions; docs/CONFIG.md)" \
+  run --sim --regions ' ; ' -- sh -c 'echo ran'
+# The statistics file is written before the command starts: a path that
+# cannot be written stops ibp run, and a command that makes no CUDA call
+# leaves the file saying so (%p: the command keeps ibp run's process id).
+expect_error 2 "ibp run: IBP_STATS, path 'nodir/s-%p.json': cannot create a file in its directory: No such file or directory" \
+  run --sim --stats 'nodir/s-%p.json' -- sh -c 'echo ran'
+IBP_STATS=nodir/s.json expect_error 2 "ibp run: IBP_STATS, path 'nodir/s.json': cannot create a file in its directory: No such file or directory" \
+  run --sim -- sh -c 'echo ran'
+expect_ok run --sim --stats 'nc-%p.json' -- sh -c 'echo $$'
+expect_eq "no CUDA activity: stats file" "$(cat "nc-$(cat "$OUT").json" 2>&1 | grep -c '"no_cuda_activity": true, "note": "no CUDA activity')" 1
+rm -f nc-*.json
+IBP_DISCOVER=nodir/d.txt expect_error 2 "ibp run: IBP_DISCOVER, path 'nodir/d.txt': cannot open it: No such file or directory" \
+  run --sim -- sh -c 'echo ran'
+IBP_DISCOVER=d-%r.txt expect_ok run --sim -- sh -c 'echo ran'
+expect_ok run --sim --stats 'nc.json' --print-env
+[ -e nc.json ] && fail "--print-env wrote the statistics file"
 # Disabled, libibp reads nothing else, and neither does ibp run.
 expect_ok run --sim --disable --regions 'mim=1M' -- sh -c 'echo ran'
 expect_eq "--disable with a bad rule" "$(cat "$OUT")" "ran"
 IBP_DISABLE=1 expect_ok run --sim --regions 'mim=1M' -- sh -c 'echo ran'
 expect_eq "IBP_DISABLE=1 with a bad rule" "$(cat "$OUT")" "ran"
+IBP_PROFILE=no-such-gpu expect_ok run --sim --disable --stats nodir/s.json -- sh -c 'echo ran'
+expect_eq "--disable with a bad profile and stats path" "$(cat "$OUT")" "ran"
 # Good rules and files go through.
 : >empty.conf
 IBP_CONFIG=empty.conf expect_ok run --sim --regions 'min=64M,name=weights; nth=3,tensor=256' -- sh -c 'echo ran'
@@ -108,6 +136,7 @@ expect_eq "good rules" "$(cat "$OUT")" "ran"
 rm rules.conf empty.conf
 
 # ---- --print-env: export lines for a job script, nothing run -----------------------
+"$IBP" profile a100-pcie4 >"it's"
 IBP_PROFILE="it's" LD_LIBRARY_PATH= expect_ok run --print-env --sim --regions 'min=1M,name=w' \
   --stats 's-%r-%p.json' --discover
 expect_eq "--print-env" "$(grep -v '^export IBP_\(TEST\|LOG\|MIN_COPY\|WAIT_READY\|CONFIG\)=' "$OUT" | sort)" \
@@ -145,11 +174,15 @@ if [ -e "$PRELOAD" ] && [ -e "$SIMDIR/libcuda.so.1" ]; then
   ASAN_OPTIONS=verify_asan_link_order=0 expect_ok run --sim -- /usr/bin/env
   env_of LD_PRELOAD | grep -q '/preload/libibp\.so$' || fail "LD_PRELOAD is '$(env_of LD_PRELOAD)'"
   env_of LD_LIBRARY_PATH | grep -q '/sim/lib$' || fail "LD_LIBRARY_PATH is '$(env_of LD_LIBRARY_PATH)'"
+  # libibp itself, with a command that makes no CUDA call: the file stays
+  ASAN_OPTIONS=verify_asan_link_order=0 expect_ok run --sim --regions 'min=1M' --stats nc.json -- true
+  grep -q '"no_cuda_activity": true' nc.json 2>/dev/null || fail "libibp, no CUDA call: no stats file saying so"
+  rm -f nc.json
 elif [ ! -e "$PRELOAD" ]; then
   expect_error 2 "ibp run: libibp.so not found (build the ibp_preload target, or set IBP_PRELOAD_LIB)" \
     run --sim -- /usr/bin/env
 fi
 
-rm -r fakesim nodriver not-executable old.so
+rm -r fakesim nodriver not-executable old.so "it's"
 expect_files
 finish

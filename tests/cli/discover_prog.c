@@ -1,0 +1,90 @@
+/* The CUDA programs of discover.sh that the samples do not cover:
+ *
+ *   discover_prog pageable   copies to the device only from pageable
+ *                            memory (malloc): the table is empty and says why
+ *   discover_prog 2d         copies rows of a 2 MiB pinned buffer with
+ *                            cudaMemcpy2D, 3 times: discovery sees each row
+ *
+ * It reaches the runtime with dlopen (the libcudart.so.13 that `ibp run
+ * --sim` puts on the library path), so it builds without CUDA headers.
+ * Prints "discover_prog: ok" when the bytes arrived. */
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { HOST_TO_DEVICE = 1, DEVICE_TO_HOST = 2 }; /* cudaMemcpyKind */
+
+typedef struct runtime {
+  int (*alloc)(void **, size_t);
+  int (*host_alloc)(void **, size_t, unsigned);
+  int (*copy)(void *, const void *, size_t, int);
+  int (*copy_2d)(void *, size_t, const void *, size_t, size_t, size_t, int);
+  int (*free_dev)(void *);
+  int (*free_host)(void *);
+} runtime;
+
+static void *need(void *lib, const char *name) {
+  void *f = lib ? dlsym(lib, name) : NULL;
+  if (!f) {
+    fprintf(stderr, "discover_prog: %s: %s\n", name, dlerror());
+    exit(1);
+  }
+  return f;
+}
+
+static void load(runtime *rt) {
+  void *lib = dlopen("libcudart.so.13", RTLD_NOW);
+  *(void **)&rt->alloc = need(lib, "cudaMalloc");
+  *(void **)&rt->host_alloc = need(lib, "cudaHostAlloc");
+  *(void **)&rt->copy = need(lib, "cudaMemcpy");
+  *(void **)&rt->copy_2d = need(lib, "cudaMemcpy2D");
+  *(void **)&rt->free_dev = need(lib, "cudaFree");
+  *(void **)&rt->free_host = need(lib, "cudaFreeHost");
+}
+
+static int check(const runtime *rt, const void *dev, const unsigned char *want,
+                 size_t n) {
+  unsigned char *back = malloc(n);
+  int ok = back && rt->copy(back, dev, n, DEVICE_TO_HOST) == 0 &&
+           memcmp(back, want, n) == 0;
+  free(back);
+  return ok;
+}
+
+int main(int argc, char **argv) {
+  runtime rt;
+  const size_t n = 1 << 21, row = 4096, rows = n / row;
+  int two_d = argc > 1 && strcmp(argv[1], "2d") == 0;
+  load(&rt);
+  unsigned char *host = NULL;
+  void *dev = NULL;
+  if (two_d ? rt.host_alloc((void **)&host, n, 0) != 0
+            : (host = malloc(n)) == NULL)
+    host = NULL;
+  if (!host || rt.alloc(&dev, n) != 0) {
+    fprintf(stderr, "discover_prog: no memory\n");
+    return 1;
+  }
+  for (size_t i = 0; i < n; i++)
+    host[i] = (unsigned char)(i * 7 + i / 4096);
+  for (int pass = 0; pass < 3; pass++) {
+    int rc = two_d ? rt.copy_2d(dev, row, host, row, row, rows, HOST_TO_DEVICE)
+                   : rt.copy(dev, host, n, HOST_TO_DEVICE);
+    if (rc != 0) {
+      fprintf(stderr, "discover_prog: the copy failed (%d)\n", rc);
+      return 1;
+    }
+  }
+  if (!check(&rt, dev, host, n)) {
+    fprintf(stderr, "discover_prog: wrong bytes\n");
+    return 1;
+  }
+  rt.free_dev(dev);
+  if (two_d)
+    rt.free_host(host);
+  else
+    free(host);
+  printf("discover_prog: ok\n");
+  return 0;
+}
