@@ -6,6 +6,8 @@
 #
 #   IBP_QUICK=1    skip the long tests (10^6 round-trips, ~30 s)
 #   IBP_NO_FUZZ=1  skip the fuzz build (e.g. without clang)
+#   IBP_TEST_TIMEOUT_SCALE=N  multiply every test's timeout by N (default:
+#                  2 in release, 4 under the sanitizers; tests/README.md)
 #
 # What it installs when missing (apt-get, sudo when not root): the build,
 # test and fuzz groups of scripts/deps.sh (IBP_NO_INSTALL=1: only say what
