@@ -14,7 +14,9 @@
 #   --missing   only print what is missing (exit 1 when something is)
 #
 # Groups: build  compilers, CMake and the libraries libibp builds with
-#         test   what tests/run-all.sh uses besides the build
+#         test   what tests/run-all.sh uses besides the build (libegl-dev:
+#                the EGL and GL headers the toolkit's cudaEGL.h and
+#                cudaGL.h include, for test_simcuda_decls)
 #         fuzz   clang and its libFuzzer runtime (the fuzz preset)
 #         bench  what bench/ab uses (never run by the tests)
 # A package counts as installed when its probe is there: a command on PATH,
@@ -34,6 +36,7 @@ test  git            git
 test  clang-format   clang-format
 test  pkgconf        pkg-config
 test  python3        python3
+test  libegl-dev     /usr/include/EGL/egl.h
 fuzz  clang          clang
 fuzz  libclang-rt-dev /usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.fuzzer-x86_64.a
 bench gnuplot-nox    gnuplot
