@@ -1,7 +1,6 @@
 # The libraries and headers libibp builds with, found at configure time;
 # a missing one is named with the Debian package that has it (the build
-# group of scripts/deps.sh, and its test group for the tests' headers:
-# `bash scripts/deps.sh build test` installs them all).  Defines the imported target ibp::xxhash
+# group of scripts/deps.sh: `bash scripts/deps.sh build` installs them).  Defines the imported target ibp::xxhash
 # (libxxhash: the container checksum, docs/FORMAT.md §7).
 set(ibp_missing_deps)
 
@@ -43,7 +42,7 @@ if(ibp_missing_deps)
   list(JOIN ibp_missing_packages " " missing_pkgs)
   message(FATAL_ERROR "libibp cannot be built: not found:\n  ${missing_lines}\n"
     "Install them: sudo apt-get install ${missing_pkgs}\n"
-    "(or: bash scripts/deps.sh build test, which installs what a fresh machine "
+    "(or: bash scripts/deps.sh build, which installs what a fresh machine "
     "needs); elsewhere, point CMAKE_PREFIX_PATH at them.")
 endif()
 

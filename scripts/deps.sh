@@ -13,10 +13,11 @@
 #   bash scripts/deps.sh [--missing] [GROUP...]
 #   --missing   only print what is missing (exit 1 when something is)
 #
-# Groups: build  compilers, CMake and the libraries libibp builds with
-#         test   what tests/run-all.sh uses besides the build (libegl-dev:
-#                the EGL and GL headers the toolkit's cudaEGL.h and
-#                cudaGL.h include, for test_simcuda_decls)
+# Groups: build  compilers, CMake and the headers and libraries the default
+#                build (tests included) needs (libegl-dev: the EGL and GL
+#                headers the toolkit's cudaEGL.h and cudaGL.h include, for
+#                test_simcuda_decls)
+#         test   what tests/run-all.sh uses besides the build
 #         fuzz   clang and its libFuzzer runtime (the fuzz preset)
 #         bench  what bench/ab uses (never run by the tests)
 # A package counts as installed when its probe is there: a command on PATH,
@@ -32,11 +33,11 @@ build gcc            gcc
 build g++            g++
 build uthash-dev     /usr/include/uthash.h
 build libxxhash-dev  /usr/include/xxhash.h
+build libegl-dev     /usr/include/EGL/egl.h
 test  git            git
 test  clang-format   clang-format
 test  pkgconf        pkg-config
 test  python3        python3
-test  libegl-dev     /usr/include/EGL/egl.h
 fuzz  clang          clang
 fuzz  libclang-rt-dev /usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.fuzzer-x86_64.a
 bench gnuplot-nox    gnuplot
