@@ -7,8 +7,9 @@
 
 #define HDR IBP_CONTAINER_HEADER_BYTES
 #define META_SUM_AT 80
-#define CLUSTERS_AT 88 /* version 2: K */
-#define RESERVED_AT(version) ((version) >= 2 ? 92u : 88u)
+#define CLUSTERS_AT 88 /* versions 2 and 3: K */
+#define RESERVED_AT(version)                                                   \
+  ((version) >= IBP_FORMAT_VERSION_CLUSTERS ? 92u : 88u)
 #define BLOCK_SOURCE_BYTES (32u << 20) /* source bytes compressed per step */
 #define OUT_BUFFER_BYTES (4u << 20)
 
@@ -51,24 +52,25 @@ static void encode_header(const ibp_container_info *in, uint8_t *h) {
   put64(h + 56, in->tensors_compressed);
   put64(h + 64, in->payload_bytes);
   put64(h + 72, in->data_checksum);
-  if (in->version >= 2)
+  if (in->version >= IBP_FORMAT_VERSION_CLUSTERS)
     put32(h + CLUSTERS_AT, in->clusters);
 }
 
 /* Checksum of the header (without its own field) and the metadata: each
- * cluster's Mask and Bitval, the ids, the flags. */
+ * cluster's Mask and Bitval, the ids, the flags; the version's checksum
+ * (read from the header). */
 static uint64_t meta_checksum(const uint8_t *h, const ibp_params *p, uint32_t k,
                               const uint8_t *ids, uint64_t id_bytes,
                               const uint8_t *flags, uint64_t flag_bytes) {
   ibp__hash x;
-  ibp__hash_init(&x);
+  ibp__hash_init(&x, get32(h + 8));
   ibp__hash_update(&x, h, META_SUM_AT);
   ibp__hash_update(&x, h + META_SUM_AT + 8, HDR - META_SUM_AT - 8);
   for (uint32_t c = 0; c < k; c++) {
     ibp__hash_update(&x, p[c].mask, p[c].tensor_bytes);
     ibp__hash_update(&x, p[c].bitval, p[c].tensor_bytes);
   }
-  if (id_bytes) /* version 2 only */
+  if (id_bytes) /* K > 1 only */
     ibp__hash_update(&x, ids, id_bytes);
   ibp__hash_update(&x, flags, flag_bytes);
   return ibp__hash_final(&x);
@@ -178,8 +180,7 @@ ibp_status ibp_container_write_clustered(const ibp_params *p, uint32_t k,
   const uint32_t R = p->tensor_bytes;
   const uint64_t n = bytes / R, flag_bytes = (n + 7) / 8;
   const uint64_t id_bytes = ibp_cluster_id_bytes(k, n);
-  ibp_container_info in = {.version = k > 1 ? IBP_FORMAT_VERSION
-                                            : IBP_FORMAT_VERSION_SINGLE,
+  ibp_container_info in = {.version = IBP_FORMAT_VERSION,
                            .tensor_bytes = R,
                            .chunk_bytes = p->chunk_bytes,
                            .threshold = p->threshold,
@@ -192,7 +193,7 @@ ibp_status ibp_container_write_clustered(const ibp_params *p, uint32_t k,
   uint8_t *ids = k > 1 ? calloc(id_bytes + 1, 1) : NULL;
   out_buf o = {write, ctx, payload_at, malloc(OUT_BUFFER_BYTES), 0, 0};
   ibp__hash data_sum;
-  ibp__hash_init(&data_sum);
+  ibp__hash_init(&data_sum, in.version);
   if (!flags || !o.buf || (k > 1 && !ids)) {
     free(flags);
     free(ids);
@@ -243,8 +244,9 @@ static ibp_status check_fields(const ibp_container_info *in) {
   if (in->tensor_bytes == 0 || in->tensor_bytes > IBP_MAX_TENSOR_BYTES ||
       !ibp_chunk_width_valid(in->chunk_bytes))
     return IBP_ERR_CORRUPT;
-  if (in->version >= 2 && (in->clusters < 2 || in->clusters > IBP_MAX_CLUSTERS))
-    return IBP_ERR_CORRUPT; /* one cluster is written as version 1 */
+  if (in->clusters < (in->version == IBP_FORMAT_VERSION_CLUSTERS ? 2u : 1u) ||
+      in->clusters > IBP_MAX_CLUSTERS)
+    return IBP_ERR_CORRUPT; /* version 2 wrote one cluster as version 1 */
   if (in->tensors != in->original_bytes / in->tensor_bytes ||
       in->tail_bytes != in->original_bytes % in->tensor_bytes ||
       in->tensors_compressed > in->tensors)
@@ -283,6 +285,7 @@ static ibp_status read_header(const uint8_t *b, ibp_container_info *in) {
   uint64_t thr = get64(b + 24);
   in->version = get32(b + 8);
   if (in->version != IBP_FORMAT_VERSION_SINGLE &&
+      in->version != IBP_FORMAT_VERSION_CLUSTERS &&
       in->version != IBP_FORMAT_VERSION)
     return IBP_ERR_VERSION;
   if (get32(b + 12) != HDR)
@@ -299,7 +302,8 @@ static ibp_status read_header(const uint8_t *b, ibp_container_info *in) {
   in->tensors_compressed = get64(b + 56);
   in->payload_bytes = get64(b + 64);
   in->data_checksum = get64(b + 72);
-  in->clusters = in->version >= 2 ? get32(b + CLUSTERS_AT) : 1;
+  in->clusters =
+      in->version >= IBP_FORMAT_VERSION_CLUSTERS ? get32(b + CLUSTERS_AT) : 1;
   return check_fields(in);
 }
 
@@ -394,7 +398,7 @@ ibp_status ibp_container_decode(const void *buf, uint64_t len,
   uint64_t pos = 0;
   if (!o.buf)
     return IBP_ERR_NO_MEMORY;
-  ibp__hash_init(&sum);
+  ibp__hash_init(&sum, pc.info.version);
   s = decode_tensors(&pc, &o, &sum, &pos);
   if (s == IBP_OK && o.failed)
     s = IBP_ERR_IO; /* stopped early: the output cannot be written */

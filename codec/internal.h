@@ -9,6 +9,9 @@
 #include <string.h>
 
 #include "ibp/codec.h"
+/* XXH64_state_t as a complete type (a stack object, no allocation) */
+#define XXH_STATIC_LINKING_ONLY
+#include <xxhash.h>
 
 /* Loads and stores of little-endian 64-bit words at any alignment.  The
  * codec assumes a little-endian host (checked at compile time). */
@@ -94,19 +97,30 @@ typedef void (*ibp__task_fn)(void *arg);
 ibp_status ibp__run_parallel(ibp__task_fn fn, void *args, size_t arg_size,
                              unsigned n);
 
-/* Streaming 64-bit checksum (hash.c): not cryptographic, detects
- * corruption. */
-typedef struct ibp__hash {
+/* The container's checksums (docs/FORMAT.md §7): XXH64 with seed 0 from
+ * libxxhash in version 3, the legacy hash of hash_legacy.c in versions 1
+ * and 2.  Not cryptographic: they detect corruption. */
+typedef struct ibp__legacy_hash {
   uint64_t lane[4];
   uint8_t buf[32];
   unsigned buffered;
   uint64_t total;
+} ibp__legacy_hash;
+
+void ibp__legacy_hash_init(ibp__legacy_hash *h);
+void ibp__legacy_hash_update(ibp__legacy_hash *h, const void *data, size_t len);
+uint64_t ibp__legacy_hash_final(const ibp__legacy_hash *h);
+
+/* A streaming checksum of one container version (checksum.c). */
+typedef struct ibp__hash {
+  int legacy; /* versions 1 and 2 */
+  ibp__legacy_hash old;
+  XXH64_state_t xxh;
 } ibp__hash;
 
-void ibp__hash_init(ibp__hash *h);
+void ibp__hash_init(ibp__hash *h, uint32_t version);
 void ibp__hash_update(ibp__hash *h, const void *data, size_t len);
 uint64_t ibp__hash_final(const ibp__hash *h);
-uint64_t ibp__hash64(const void *data, size_t len);
 
 /* ---- sampling (shared by bitstats.c and search.c) ----------------------- */
 

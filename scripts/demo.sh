@@ -29,10 +29,13 @@
 # IBP_PROFILE (one profile instead of both built-ins),
 # DEMO_BUILD_DIR (default build/release, the release preset's), DEMO_BUILD=0
 # (skip the build).  Files go to build/demo/.
+# What it installs when missing (apt-get, sudo when not root): the build
+# group of scripts/deps.sh (IBP_NO_INSTALL=1: only say what is missing).
 # Exit status: 0 when every run succeeds, their outputs match and copies
 # reached libibp's region (served, or left to the driver by the gate); 1
-# otherwise.
-set -euo pipefail
+# otherwise (a failed build or install included); 2 for a bad argument.
+set -eEuo pipefail
+trap 'echo "demo.sh: failed (line $LINENO)" >&2; exit 1' ERR
 cd "$(dirname "$0")/.."
 
 real_data=0
@@ -40,7 +43,7 @@ for arg in "$@"; do
   case $arg in
   --real-data) real_data=1 ;;
   -h | --help)
-    sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'
+    sed -n '2,/^set -e/p' "$0" | sed '$d; s/^# \{0,1\}//'
     exit 0
     ;;
   *)
@@ -57,19 +60,10 @@ die() {
 have() { command -v "$1" >/dev/null 2>&1; }
 
 # ---- what the build needs ------------------------------------------------------
-pkgs=()
-have cmake || pkgs+=(cmake)
-have gcc || pkgs+=(gcc)
-have g++ || pkgs+=(g++)
-have make || pkgs+=(make)
-if [ "${#pkgs[@]}" -gt 0 ]; then
-  SUDO=""
-  if [ "$(id -u)" != 0 ] && have sudo; then SUDO=sudo; fi
-  have apt-get || die "missing ${pkgs[*]}; install them first"
-  echo "installing: ${pkgs[*]}"
-  $SUDO apt-get update -q
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends "${pkgs[@]}"
-fi
+# scripts/deps.sh: the one list of Debian packages (its build group).
+# shellcheck source=scripts/deps.sh
+. scripts/deps.sh
+ibp_deps_install build || die "cannot build without them"
 cuda=${CUDA_HOME:-/usr/local/cuda}
 [ -f "$cuda/include/cuda_runtime_api.h" ] ||
   die "the CUDA Toolkit's headers are not in $cuda/include (set CUDA_HOME)"
@@ -96,11 +90,15 @@ jobs=$(nproc 2>/dev/null || echo 2)
 if [ "${DEMO_BUILD:-1}" != 0 ]; then
   echo "building ($build, samples on the $runtime runtime) ..."
   if [ -z "${DEMO_BUILD_DIR:-}" ]; then
-    cmake --preset release -DIBP_SAMPLES_RUNTIME=$runtime >/dev/null
-    cmake --build --preset release -j "$jobs" --target "${targets[@]}" >/dev/null
+    cmake --preset release -DIBP_SAMPLES_RUNTIME=$runtime >/dev/null ||
+      die "cmake could not configure $build (above: why)"
+    cmake --build --preset release -j "$jobs" --target "${targets[@]}" >/dev/null ||
+      die "the build failed (above: why)"
   else
-    cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DIBP_SAMPLES_RUNTIME=$runtime >/dev/null
-    cmake --build "$build" -j "$jobs" --target "${targets[@]}" >/dev/null
+    cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DIBP_SAMPLES_RUNTIME=$runtime >/dev/null ||
+      die "cmake could not configure $build (above: why)"
+    cmake --build "$build" -j "$jobs" --target "${targets[@]}" >/dev/null ||
+      die "the build failed (above: why)"
   fi
 fi
 ibp=$build/tools/ibp
@@ -228,14 +226,11 @@ for prof in "${profiles[@]}"; do
   fi
   penv=()
   [ -z "$prof" ] || penv=(IBP_PROFILE="$prof")
-  set +e
+  rc_a=0 rc_b=0
   env "${penv[@]}" "$ibp" run "${sim_flag[@]}" --disable -- "$ws" "${args[@]}" \
-    >"$demo/baseline$tag.txt"
-  rc_a=$?
+    >"$demo/baseline$tag.txt" || rc_a=$?
   env "${penv[@]}" IBP_WAIT_READY=1 "$ibp" run "${sim_flag[@]}" --regions "$rule" \
-    --stats "$demo/stats$tag.json" -- "$ws" "${args[@]}" >"$demo/ibp$tag.txt"
-  rc_b=$?
-  set -e
+    --stats "$demo/stats$tag.json" -- "$ws" "${args[@]}" >"$demo/ibp$tag.txt" || rc_b=$?
   line_a=$(head -n 1 "$demo/baseline$tag.txt")
   line_b=$(head -n 1 "$demo/ibp$tag.txt")
   printf '  A, libibp disabled: exit %s, %s\n' "$rc_a" "$line_a"

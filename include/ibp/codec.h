@@ -41,12 +41,14 @@
 extern "C" {
 #endif
 
-/* The newest format version this library reads and writes (docs/FORMAT.md
- * §8): version 1 is one Mask/Bitval per region, version 2 adds clusters
- * (K > 1 Mask/Bitval pairs and a cluster id per tensor).  A region with one
- * cluster is always written as version 1. */
-#define IBP_FORMAT_VERSION 2u
-#define IBP_FORMAT_VERSION_SINGLE 1u
+/* The format version this library writes, and the older ones it reads
+ * (docs/FORMAT.md §8): version 1 is one Mask/Bitval per region, version 2
+ * adds clusters (K > 1 Mask/Bitval pairs and a cluster id per tensor),
+ * version 3 keeps version 2's coding and layout for every K (1 .. 256) and
+ * takes the container's checksums from libxxhash (XXH64). */
+#define IBP_FORMAT_VERSION 3u
+#define IBP_FORMAT_VERSION_CLUSTERS 2u  /* read only */
+#define IBP_FORMAT_VERSION_SINGLE 1u    /* read only */
 #define IBP_MAX_TENSOR_BYTES (1u << 20) /* 1 MiB */
 
 /* ---- errors -------------------------------------------------------------- */

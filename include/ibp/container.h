@@ -1,10 +1,10 @@
 /*
  * libibp container: a self-describing file holding one compressed region
  * (docs/FORMAT.md, "Container").  Layout: a fixed 128-byte header, Mask and
- * Bitval of each cluster, the cluster ids (version 2 only), flag bits, then
+ * Bitval of each cluster, the cluster ids (K > 1 only), flag bits, then
  * each tensor's slot bytes (compressed length or R) back to back, then the
  * raw tail.  The header carries a checksum of itself
- * and the metadata, and one of the original bytes.
+ * and the metadata, and one of the original bytes (XXH64 in version 3).
  *
  * Output goes through a positional write callback so that callers can write
  * files (pwrite), memory, or discard.  The reader works on a byte span (for
@@ -38,7 +38,7 @@ typedef struct ibp_container_info {
   uint64_t payload_bytes;   /* slots + tail */
   uint64_t container_bytes; /* whole file */
   uint64_t data_checksum;   /* of the original bytes */
-  uint32_t clusters;        /* K Mask/Bitval pairs (1 in version 1) */
+  uint32_t clusters;        /* K Mask/Bitval pairs (always 1 in version 1) */
 } ibp_container_info;
 
 /* Compresses `bytes` bytes at src with p and writes the container through
@@ -50,8 +50,8 @@ ibp_status ibp_container_write(const ibp_params *p, const void *src,
                                ibp_container_info *info);
 
 /* The same with K >= 1 Mask/Bitval pairs (ibp_compress_region_clustered
- * picks each tensor's): a version-2 container with a cluster id per tensor
- * when k > 1, exactly the bytes of ibp_container_write when k == 1. */
+ * picks each tensor's): a container with a cluster id per tensor when
+ * k > 1, exactly the bytes of ibp_container_write when k == 1. */
 ibp_status ibp_container_write_clustered(const ibp_params *params, uint32_t k,
                                          const void *src, uint64_t bytes,
                                          unsigned threads, ibp_write_fn write,

@@ -177,7 +177,8 @@ expect_error_like 2 'ibp: --clusters must be auto or a whole number from 1 to 25
   analyze even.bin --tensor-bytes 1024 --clusters 257
 
 # Tensors of two kinds, alternating (floats / all-zero rows): clusters pay,
-# compress writes a version-2 container and it decodes to the original.
+# compress writes a container with clusters (version 3) that decodes to the
+# original.
 "$GEN" floats 65536 4 >f.bin || exit 1
 head -c 65536 /dev/zero >z.bin
 i=0
@@ -193,7 +194,7 @@ expect_true "mixed: clusters save more" \
   "$(nested_get saved_fraction_with_metadata) > $(json_get saved_fraction_with_metadata)"
 expect_ok compress mixed.bin mixed.ibp --tensor-bytes 1024 --clusters auto --quiet
 expect_eq "mixed: container_bytes is the container" "$(wc -c <mixed.ibp | tr -d ' ')" "$mixed_container"
-expect_eq "mixed: container version" "$(od -A n -t u4 -j 8 -N 4 mixed.ibp | tr -d ' ')" 2
+expect_eq "mixed: container version" "$(od -A n -t u4 -j 8 -N 4 mixed.ibp | tr -d ' ')" 3
 expect_ok decompress mixed.ibp mixed.out --quiet
 cmp -s mixed.bin mixed.out || fail "mixed: decompressed bytes differ"
 rm -f f.bin z.bin mixed.ibp mixed.out

@@ -7,8 +7,8 @@
  *     ids, flags, the measure-only summary and the packed offsets agree, and
  *     whole-region and random-range decoding give back the original; an id
  *     >= K is rejected; every tensor counts as one round trip;
- *   - every 8th region also as a container: version 2 with K > 1 (version 1
- *     and exactly ibp_container_write's bytes with K = 1), decoded back;
+ *   - every 8th region also as a container: version 3 (exactly
+ *     ibp_container_write's bytes with K = 1), decoded back;
  *   - the search: planted clusters are found and save bytes, metadata
  *     included; random data stays at one cluster; the result never stores
  *     more than one cluster, metadata included; a given K is honoured;
@@ -181,8 +181,7 @@ static void check_container(const cregion *g, uint64_t stored) {
   ibp_container_info info, read;
   CHECK_OK(ibp_container_write_clustered(g->p, g->k, g->data, g->bytes, 1,
                                          sink_write, &s, &info));
-  CHECK_U64(info.version,
-            g->k > 1 ? IBP_FORMAT_VERSION : IBP_FORMAT_VERSION_SINGLE);
+  CHECK_U64(info.version, IBP_FORMAT_VERSION);
   CHECK_U64(info.clusters, g->k);
   CHECK_U64(info.payload_bytes, stored);
   CHECK_U64(s.len, IBP_CONTAINER_HEADER_BYTES +

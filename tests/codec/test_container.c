@@ -1,8 +1,10 @@
 /*
  * Container round trip and damage:
  *   - write to memory -> layout is header(128) | Mask | Bitval | flags |
- *     stored tensors back to back | tail, matching the reference region ->
- *     read_info fields -> decode (in-order writes) == original;
+ *     stored tensors back to back | tail, matching the reference region,
+ *     version 3 with K = 1 and both checksums XXH64 (libxxhash, computed
+ *     here from the bytes docs/FORMAT.md §7 lists) -> read_info fields ->
+ *     decode (in-order writes) == original;
  *   - every single-byte corruption of the header and metadata makes
  *     read_info and decode fail; sampled payload bit flips make decode
  *     fail or (don't-care bits) decode to the original; every truncation
@@ -15,6 +17,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <xxhash.h>
 
 #include "guard_buf.h"
 #include "ibp/container.h"
@@ -70,11 +74,33 @@ static void check_info_equal(const ibp_container_info *a,
   CHECK_U64(a->data_checksum, b->data_checksum);
 }
 
+static uint64_t le64(const uint8_t *p) {
+  uint64_t v = 0;
+  for (int i = 0; i < 8; i++)
+    v |= (uint64_t)p[i] << (8 * i);
+  return v;
+}
+
+/* Version 3's checksums: XXH64, seed 0, of the original bytes (at 72) and
+ * of the header without its own field plus the metadata (at 80). */
+static void check_checksums(const test_region *tr, const uint8_t *c,
+                            uint64_t meta) {
+  CHECK_U64(le64(c + 72), XXH64(tr->data, (size_t)tr->bytes, 0));
+  XXH64_state_t *x = XXH64_createState();
+  CHECK(x != NULL);
+  XXH64_reset(x, 0);
+  XXH64_update(x, c, 80);
+  XXH64_update(x, c + 88, (size_t)meta - 88);
+  CHECK_U64(le64(c + 80), XXH64_digest(x));
+  XXH64_freeState(x);
+}
+
 static void check_layout(const test_region *tr, const uint8_t *c,
                          const ibp_container_info *info) {
   uint32_t R = tr->f.R;
   CHECK_MEM(c, IBP_CONTAINER_MAGIC, 8, "magic");
-  CHECK_U64(info->version, IBP_FORMAT_VERSION_SINGLE);
+  CHECK_U64(info->version, 3);
+  CHECK_U64(le64(c + 88) & 0xffffffffu, 1); /* K */
   CHECK_U64(info->tensor_bytes, R);
   CHECK_U64(info->chunk_bytes, tr->f.c);
   CHECK_U64(info->original_bytes, tr->bytes);
@@ -95,6 +121,7 @@ static void check_layout(const test_region *tr, const uint8_t *c,
     p += len;
   }
   CHECK_MEM(p, tr->data + tr->n * R, tr->tail, "container tail");
+  check_checksums(tr, c, meta);
 }
 
 static void check_decode(const uint8_t *c, uint64_t len,

@@ -5,7 +5,9 @@
  * decode succeeds only where read_info does, its writes come in order and
  * cover exactly original_bytes, and the sizes in the info fit the input.
  * Version 1 (one Mask/Bitval) and version 2 (clusters: K pairs and a
- * cluster id per tensor) containers are both in the seed corpus.
+ * cluster id per tensor) containers are both in the seed corpus, which
+ * predates version 3 (version 2's layout for any K, XXH64 checksums);
+ * gen_corpus writes version 3.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -52,12 +54,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     FUZZ_ASSERT(info.tensors * info.tensor_bytes + info.tail_bytes ==
                 info.original_bytes);
     FUZZ_ASSERT(info.tensors_compressed <= info.tensors);
-    /* version 1: one Mask/Bitval; version 2: 2 .. 256 (docs/FORMAT.md) */
-    FUZZ_ASSERT(info.version == IBP_FORMAT_VERSION_SINGLE
-                    ? info.clusters == 1
-                    : info.version == IBP_FORMAT_VERSION &&
-                          info.clusters >= 2 &&
-                          info.clusters <= IBP_MAX_CLUSTERS);
+    /* version 1: one Mask/Bitval; version 2: 2 .. 256; version 3:
+     * 1 .. 256 (docs/FORMAT.md) */
+    FUZZ_ASSERT(
+        info.version == IBP_FORMAT_VERSION_SINGLE
+            ? info.clusters == 1
+            : (info.version == IBP_FORMAT_VERSION_CLUSTERS ||
+               info.version == IBP_FORMAT_VERSION) &&
+                  info.clusters >=
+                      (info.version == IBP_FORMAT_VERSION_CLUSTERS ? 2u : 1u) &&
+                  info.clusters <= IBP_MAX_CLUSTERS);
   }
   order o = {0, st_info == IBP_OK ? info.original_bytes : UINT64_MAX, 0};
   ibp_status st = ibp_container_decode(data, size, check_write, &o);

@@ -3,8 +3,10 @@
  *   fuzz_tensor/     valid compressed and raw tensors in the tensor_input.h
  *                    layout (encoded with the reference codec), a few sizes,
  *                    every chunk width and mask mode;
- *   fuzz_container/  small valid containers written by the library: one
- *                    Mask/Bitval (version 1) and K clusters (version 2).
+ *   fuzz_container/  small valid containers written by the library
+ *                    (version 3): one Mask/Bitval and K clusters.  The
+ *                    seeds named *_v1 and *_v2 were written by the library
+ *                    before version 3 (docs/FORMAT.md §8) and are kept.
  * Usage: gen_fuzz_corpus <corpus dir>   (the subdirectories must exist)
  */
 #include <stdio.h>
@@ -165,7 +167,7 @@ int main(int argc, char **argv) {
   container_seed(dir, &r, 100, 5, 99, DATA_SPARSE, 1);
   container_seed(dir, &r, 256, 8, 17, DATA_CONST, 1);
   container_seed(dir, &r, 1000, 3, 1, DATA_RANDOM, 1);
-  /* version 2: ids of 1, 2 and 4 bits (a given K that beats one pair) */
+  /* K > 1: ids of 1, 2 and 4 bits (a given K that beats one pair) */
   container_seed(dir, &r, 16, 200, 5, DATA_FLIPS, 2);
   container_seed(dir, &r, 24, 300, 0, DATA_INTS, 3);
   container_seed(dir, &r, 8, 640, 1, DATA_FLOAT, 5);

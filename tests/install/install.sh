@@ -58,6 +58,10 @@ if command -v pkg-config >/dev/null 2>&1; then
   libdir=$(pkg-config --variable=libdir ibp)
   [ "$(cd "$libdir" 2>/dev/null && pwd -P)" = "$(cd "$PREFIX/$LIBDIR" && pwd -P)" ] ||
     fail "ibp.pc's libdir is '$libdir', expected $PREFIX/$LIBDIR"
+  # libibp_codec.so links libxxhash (the container checksum): a static
+  # link needs it too (Requires.private)
+  pkg-config --print-requires-private ibp | grep -q '^libxxhash' ||
+    fail "ibp.pc does not list libxxhash in Requires.private"
   # shellcheck disable=SC2046
   if $CC -o "$WORK/consumer-pc" "$SRC/consumer.c" $(pkg-config --cflags --libs ibp) \
     -Wl,-rpath,"$libdir" 2>"$WORK/pc.log"; then

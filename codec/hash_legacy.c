@@ -1,6 +1,7 @@
-/* A streaming 64-bit checksum for the container: four multiply-rotate
- * lanes over 32-byte blocks, then a final avalanche.  It detects
- * corruption; it is not a cryptographic hash. */
+/* The checksum of container versions 1 and 2 (docs/FORMAT.md §7, §8): four
+ * multiply-rotate lanes over 32-byte blocks, then a final avalanche.  It is
+ * not XXH64 (no input gives the same value); version 3 uses XXH64
+ * (checksum.c), and this code only verifies older containers. */
 #include "internal.h"
 
 #define P1 0x9E3779B185EBCA87ULL
@@ -24,16 +25,17 @@ static inline uint64_t avalanche(uint64_t h) {
   return h;
 }
 
-void ibp__hash_init(ibp__hash *h) {
-  *h = (ibp__hash){{P1 + P2, P2, 0, 0 - P1}, {0}, 0, 0};
+void ibp__legacy_hash_init(ibp__legacy_hash *h) {
+  *h = (ibp__legacy_hash){{P1 + P2, P2, 0, 0 - P1}, {0}, 0, 0};
 }
 
-static void block(ibp__hash *h, const uint8_t *p) {
+static void block(ibp__legacy_hash *h, const uint8_t *p) {
   for (int i = 0; i < 4; i++)
     h->lane[i] = lane_step(h->lane[i], ibp__load64(p + 8 * i));
 }
 
-void ibp__hash_update(ibp__hash *h, const void *data, size_t len) {
+void ibp__legacy_hash_update(ibp__legacy_hash *h, const void *data,
+                             size_t len) {
   const uint8_t *p = data;
   h->total += len;
   if (h->buffered) {
@@ -53,7 +55,7 @@ void ibp__hash_update(ibp__hash *h, const void *data, size_t len) {
   h->buffered = (unsigned)len;
 }
 
-uint64_t ibp__hash_final(const ibp__hash *h) {
+uint64_t ibp__legacy_hash_final(const ibp__legacy_hash *h) {
   uint64_t acc = rotl(h->lane[0], 1) + rotl(h->lane[1], 7) +
                  rotl(h->lane[2], 12) + rotl(h->lane[3], 18);
   for (int i = 0; i < 4; i++)
@@ -62,11 +64,4 @@ uint64_t ibp__hash_final(const ibp__hash *h) {
   for (unsigned i = 0; i < h->buffered; i++)
     acc = rotl(acc ^ (h->buf[i] * P3), 11) * P1;
   return avalanche(acc);
-}
-
-uint64_t ibp__hash64(const void *data, size_t len) {
-  ibp__hash h;
-  ibp__hash_init(&h);
-  ibp__hash_update(&h, data, len);
-  return ibp__hash_final(&h);
 }
