@@ -273,6 +273,16 @@ static int write_beside(const char *path, const char *text, const char **what) {
   return err;
 }
 
+/* 0 when the existing `path` opens for writing (nothing written), else
+ * the errno. */
+static int opens_for_writing(const char *path) {
+  int fd = open(path, O_WRONLY | O_CLOEXEC);
+  if (fd < 0)
+    return errno;
+  close(fd);
+  return 0;
+}
+
 /* The statistics file: written now, saying "no CUDA activity" (libibp
  * writes it at exit only when the program made a CUDA call), so that an
  * unwritable path stops here.  A path that is not a regular file (e.g.
@@ -287,11 +297,7 @@ static int prepare_stats_file(const ibp_config *cfg) {
   if (expand_report_path(cfg->stats_path, path, sizeof path) != 0) {
     err = ENAMETOOLONG;
   } else if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
-    int fd = open(path, O_WRONLY | O_CLOEXEC);
-    if (fd < 0)
-      err = errno;
-    else
-      close(fd);
+    err = opens_for_writing(path);
   } else {
     err = write_beside(path, no_activity, &what);
   }
@@ -316,11 +322,7 @@ static int check_discover_path(const ibp_config *cfg) {
   if (expand_report_path(v, path, sizeof path) != 0) {
     err = ENAMETOOLONG;
   } else if (access(path, F_OK) == 0) {
-    int fd = open(path, O_WRONLY | O_CLOEXEC);
-    if (fd < 0)
-      err = errno;
-    else
-      close(fd);
+    err = opens_for_writing(path);
   } else {
     char *slash = strrchr(path, '/');
     if (slash == path)
