@@ -8,6 +8,7 @@
 #
 #   bash bench/paths.sh [--quick | --full] [--runs N] [--profiles LIST]
 #                       [--build DIR] [--only SAMPLE,...] [--out DIR]
+#                       [--truth NAME|FILE]
 #
 #   --quick        the quick tier of bench/lib/ab_plan.tsv (the default)
 #   --full         the full tier
@@ -18,6 +19,8 @@
 #   --out DIR      results (default build/paths): DIR/<path>/ is bench/ab's
 #                  --out for each path (its plan in DIR/<path>/plan.tsv),
 #                  DIR/paths.csv the comparison
+#   --truth P      the simulated GPU's own costs (bench/ab --truth): the
+#                  profiles are then only libibp's model of it
 #
 # Each bench/ab run is `--no-codecs --no-results`: no codec comparison, and
 # docs/RESULTS.md is left alone.  The acceptance rule (profile a100-pcie4):
@@ -37,7 +40,7 @@ while [[ $# -gt 0 ]]; do
   case $1 in
     --quick) tier=--quick ;;
     --full) tier='' ;;
-    --runs | --profiles | --build | --only | --out)
+    --runs | --profiles | --build | --only | --out | --truth)
       [[ $# -ge 2 ]] || die "$1 needs a value"
       case $1 in
         --profiles) profiles=$2 ;;

@@ -16,15 +16,23 @@
 static ibp_profile profile;
 static pthread_once_t profile_once = PTHREAD_ONCE_INIT;
 
+/* SIMCUDA_PROFILE (the simulated GPU's own truth), else IBP_PROFILE (then
+ * one profile is both the GPU and libibp's model of it): docs/PROFILE.md,
+ * "The virtual clock". */
 static void load_profile(void) {
-  const char *spec = getenv("IBP_PROFILE");
+  const char *var = "SIMCUDA_PROFILE";
+  const char *spec = getenv(var);
+  if (!spec || !*spec) {
+    var = "IBP_PROFILE";
+    spec = getenv(var);
+  }
   char err[512];
   if (spec && *spec && ibp_profile_load(spec, &profile, err, sizeof err) == 0)
     return;
   if (spec && *spec) {
     char msg[700];
-    int n = snprintf(msg, sizeof msg, "[simclock] IBP_PROFILE: %s; using %s\n",
-                     err, DEFAULT_PROFILE);
+    int n = snprintf(msg, sizeof msg, "[simclock] %s: %s; using %s\n", var, err,
+                     DEFAULT_PROFILE);
     if (n > 0 && write(STDERR_FILENO, msg, (size_t)n) < 0)
       n = 0;
   }

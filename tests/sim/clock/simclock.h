@@ -12,9 +12,11 @@
  * gap, until it has had its duration, so streams share its bandwidth and
  * its busy time does not depend on the order their workers run in.
  *
- * The profile comes from IBP_PROFILE (a built-in name or a file,
- * profile/profile.h), else `a100-pcie4`; a bad one is reported once on
- * stderr and the default is used.  Thread-safe; never exits.
+ * The profile comes from SIMCUDA_PROFILE (a built-in name or a file,
+ * profile/profile.h: the simulated GPU's truth, which libibp's model,
+ * IBP_PROFILE, may get wrong), else IBP_PROFILE, else `a100-pcie4`; a bad
+ * one is reported once on stderr and the default is used.  Thread-safe;
+ * never exits.
  */
 #ifndef IBP_SIMCLOCK_H
 #define IBP_SIMCLOCK_H
