@@ -17,9 +17,12 @@ WORD = re.compile(r"^\s*/\* (0x[0-9a-f]{16}) \*/\s*$")
 
 
 def parse_all(lines, function):
-    """Like parse, counting the text-less encodings: every instruction is
-    16 bytes, its address its index * 16."""
-    insns, inside, pending = [], False, []
+    """The function's instructions, each as [text, low encoding word], from
+    nvdisasm -hex: a line with text and the low word, then a line with the
+    high word.  nvdisasm 11.8 prints an opcode it does not know (VIADD,
+    ...) as its two words alone, without text or label: "UNKNOWN".  Every
+    instruction is 16 bytes, so its address is its index * 16."""
+    insns, inside, high_next = [], False, False
     for line in lines:
         if line.startswith(".text."):
             inside = line.strip() == ".text.%s:" % function
@@ -28,19 +31,15 @@ def parse_all(lines, function):
             continue
         m = INSN.match(line)
         if m:
-            pending = []
             insns.append([m.group(2), int(m.group(3), 16)])
             assert int(m.group(1), 16) == 16 * (len(insns) - 1), line
-            pending = ["second"]
+            high_next = True
             continue
         m = WORD.match(line)
         if m:
-            if pending:  # the second word of the instruction above
-                pending = []
-            else:
-                pending = []
+            if not high_next:  # the low word of an unknown instruction
                 insns.append(["UNKNOWN", int(m.group(1), 16)])
-                pending = ["second"]
+            high_next = not high_next
     return insns
 
 
