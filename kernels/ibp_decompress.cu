@@ -4,7 +4,8 @@
  * also compiles for the CPU against the SIMT emulator.
  *
  * Layers: warp routines (aligned copy, staging, decode of one tensor) /
- * kernels (a warp per unit, grid-stride) / host planning (plan.c).
+ * kernels (a warp per unit, grid-stride) / host planning (plan.c, and
+ * decode_plan.c: the decode plan docs/ARCHITECTURE.md describes).
  */
 #include "ibp_dev.h"
 #include "ibp_kernels.h"
@@ -18,8 +19,6 @@
 #ifndef IBP_KERNEL_STAGE_EXTRA
 #define IBP_KERNEL_STAGE_EXTRA 0u
 #endif
-
-typedef unsigned long long ull;
 
 IBP_DEV uint64_t min_u64(uint64_t a, uint64_t b) {
   return a < b ? a : b;
@@ -110,99 +109,253 @@ IBP_DEV void warp_stage(uint8_t *stage, const uint8_t *s_p, uint32_t lo,
   ibp_dev_cp_async_commit();
 }
 
-/* ---- decoding one compressed tensor -------------------------------------- */
+/* ---- decoding one compressed tensor (docs/ARCHITECTURE.md "The decode
+ * plan") ------------------------------------------------------------------ */
 
 typedef struct tensor_job {
-  const uint8_t *mask, *bitval; /* device, from the launch */
-  uint32_t R, c;                /* from the launch */
-  const uint8_t *stream;        /* the tensor's stream (packed or staged) */
-  const uint8_t *orig;          /* host: the tensor in the original */
-  const uint8_t *lo_ok; /* lowest readable address (packed or staged start) */
-  uint8_t *stage;       /* this tensor's staging buffer; stage[0] holds
-                           host address floor16(stream) */
-  uint8_t *dst;         /* where window byte w0 goes */
-  uint32_t w0, w1;      /* window of the tensor */
-  uint32_t len;         /* stream bytes */
-  uint32_t from, to;    /* stream bytes [from, to) its fetch stages; to may
-                           pass len (into the next stream, see below) */
+  const uint8_t *plan;   /* device: the plan of the tensor's Mask pair */
+  uint32_t R, c, S;      /* from the launch */
+  const uint8_t *stream; /* the tensor's stream (packed or staged) */
+  const uint8_t *orig;   /* host: the tensor in the original */
+  const uint8_t *lo_ok;  /* lowest readable address (packed or staged start) */
+  uint32_t stage_off;    /* this tensor's staging buffer (job_stage: at
+                            this offset in shared memory); its byte 0 holds
+                            host address floor16(stream) */
+  uint8_t *dst;          /* where window byte w0 goes */
+  uint32_t w0, w1;       /* window of the tensor */
+  uint32_t len;          /* stream bytes */
+  uint32_t from, to;     /* stream bytes [from, to) its fetch stages; to may
+                            pass len (into the next stream, see below) */
   const uint8_t *raw_lo, *raw_hi; /* host range a raw copy may read */
 } tensor_job;
 
-/* Non-fit byte mask of a word from its k fit bits (padding chunks fit). */
-IBP_DEV uint64_t nonfit_bytes(uint32_t fit, uint32_t c) {
-  uint64_t nf = 0;
-  uint32_t k = 8 / c;
-  for (uint32_t j = 0; j < k; j++)
-    if (!((fit >> j) & 1))
-      nf |= (c == 8 ? ~0ull : ((1ull << (8 * c)) - 1)) << (8 * c * j);
-  return nf;
+#define BLOCK 16u /* output bytes a lane decodes per step */
+
+/* (An offset, not a pointer: the compiler then knows it is shared memory
+ * and addresses it with 32 bits.) */
+IBP_DEV uint8_t *job_stage(const tensor_job *j) {
+  return ibp_dev_shared() + j->stage_off;
 }
 
-/* keep (the bits that travel) of word w, from the staged bitmap. */
-IBP_DEV uint64_t word_keep(const tensor_job *j, const uint8_t *bm, uint32_t w) {
-  const uint32_t R = j->R, c = j->c, k = 8 / c;
-  const uint32_t bytes = R - 8 * w < 8 ? R - 8 * w : 8;
-  const uint32_t have = (bytes + c - 1) / c;
-  uint32_t fit = (bm[(w * k) >> 3] >> ((w * k) & 7)) & ((1u << k) - 1);
-  fit |= ((1u << k) - 1) & ~((1u << have) - 1);
-  uint64_t valid = bytes == 8 ? ~0ull : (1ull << (8 * bytes)) - 1;
-  uint64_t m = *(const ull *)(j->mask + 8 * w); /* shared or global */
-  return (~m | nonfit_bytes(fit, c)) & valid;
+/* The 32 bits from bit p of the staged words on. */
+IBP_DEV uint32_t bits_at(const uint32_t *sw, uint32_t p) {
+  const uint32_t *q = sw + (p >> 5);
+  return ibp_dev_funnel_r(q[0], q[1], p & 31);
 }
 
-/* Payload bits of words [from, to), summed over the warp (all lanes). */
-IBP_DEV uint64_t payload_bits(const tensor_job *j, const uint8_t *bm,
-                              uint32_t from, uint32_t to) {
-  uint64_t sum = 0;
-  for (uint32_t g = from; g < to; g += 32) {
-    uint32_t w = g + ibp_dev_lane();
-    unsigned cnt = w < to ? (unsigned)ibp_dev_popc64(word_keep(j, bm, w)) : 0;
+IBP_DEV void load4(uint32_t *w, const uint8_t *p) {
+  ibp_dev_u128 q = ibp_dev_ldg_u128(p);
+  w[0] = q.x;
+  w[1] = q.y;
+  w[2] = q.z;
+  w[3] = q.w;
+}
+
+/* The fit bits of block b's 16 / C chunks; the bitmap starts at bit bit0. */
+template <unsigned C>
+IBP_DEV uint32_t block_fits(const uint32_t *sw, uint32_t bit0, uint32_t b) {
+  return bits_at(sw, bit0 + b * (16 / C)) & ((1u << (16 / C)) - 1);
+}
+
+/* 0xFF in each byte of word i of the block whose chunk fits. */
+template <unsigned C> IBP_DEV uint32_t fit_bytes(uint32_t f, unsigned i) {
+  if (C == 1)
+    return ((((f >> (4 * i)) & 15u) * 0x00204081u) & 0x01010101u) * 0xFFu;
+  if (C == 2)
+    return ((((f >> (2 * i)) & 3u) * 0x8001u) & 0x00010001u) * 0xFFFFu;
+  return 0u - ((f >> (C == 4 ? i : i / 2)) & 1u);
+}
+
+/* Per byte: the bits its chunk does not carry (fitting: inv, else shrt). */
+IBP_DEV uint32_t dropped(uint32_t fit, uint32_t inv, uint32_t shrt) {
+  return (fit & inv) | (~fit & shrt);
+}
+
+IBP_DEV uint32_t byte_sum(uint32_t v) {
+  return (v * 0x01010101u) >> 24;
+}
+
+/* Stages a C-byte chunk may need: log2 of its segment's bits. */
+template <unsigned C> struct max_stages {
+  static const unsigned value = C == 1 ? 3 : C == 2 ? 4 : 5;
+};
+
+/* Stream bits of blocks [0, b0), summed over the warp (all lanes). */
+template <unsigned C>
+IBP_DEV uint32_t skipped_bits(const tensor_job *j, const uint32_t *sw,
+                              uint32_t bit0, uint32_t b0) {
+  uint32_t sum = 0;
+  for (uint32_t g = 0; g < b0; g += 32) {
+    const uint32_t b = g + ibp_dev_lane();
+    uint32_t n = 0;
+    if (b < b0) {
+      const uint8_t *pl = j->plan + (uint64_t)b * (4 + j->S) * BLOCK;
+      uint32_t inv[4], shrt[4];
+      load4(inv, pl + 2 * BLOCK);
+      load4(shrt, pl + 3 * BLOCK);
+      const uint32_t f = block_fits<C>(sw, bit0, b);
+      IBP_UNROLL
+      for (unsigned i = 0; i < 4; i++)
+        n += 32 - byte_sum(dropped(fit_bytes<C>(f, i), inv[i], shrt[i]));
+    }
     unsigned total;
-    ibp_dev_warp_exclusive_scan(cnt, &total);
+    ibp_dev_warp_exclusive_scan(n, &total);
     sum += total;
   }
   return sum;
 }
 
-/* 64 bits of the staged stream starting at stream bit pos. */
-IBP_DEV uint64_t stream_bits(const uint8_t *stage, uint32_t off0,
-                             uint64_t pos) {
-  uint64_t q = off0 + (pos >> 3), qa = q & ~7ull;
-  uint64_t lo = *(const ull *)(stage + qa), hi = *(const ull *)(stage + qa + 8);
-  unsigned sh = (unsigned)(((q & 7) << 3) + (pos & 7));
-  return sh ? (lo >> sh) | (hi << (64 - sh)) : lo;
+/* Word i of a block from the 32 stream bits x at its first payload bit,
+ * before the deposit: each chunk's bits moved to the chunk's first bit
+ * (pre: per byte, the bits the chunks before it in the word do not carry,
+ * summed). */
+template <unsigned C> IBP_DEV uint32_t spread_chunks(uint32_t x, uint32_t pre) {
+  if (C == 1)
+    return (x & 0xFFu) | ((x << ((pre >> 8) & 0xFFu)) & 0xFF00u) |
+           ((x << ((pre >> 16) & 0xFFu)) & 0xFF0000u) |
+           ((x << (pre >> 24)) & 0xFF000000u);
+  if (C == 2)
+    return (x & 0xFFFFu) | ((x << ((pre >> 16) & 0xFFu)) & 0xFFFF0000u);
+  return x;
 }
 
-IBP_DEV void store_word(uint8_t *dst, uint64_t out, uint32_t b, uint32_t w0,
-                        uint32_t w1) {
-  uint32_t lo = b > w0 ? b : w0, hi = b + 8 < w1 ? b + 8 : w1;
-  uint8_t *d = dst + (lo - w0);
-  if (lo == b && hi == b + 8 && ((uintptr_t)d & 7) == 0) {
-    *(ull *)d = out;
-    return;
+/* One warp step: lane l decodes block g + l (when < nb) from stream bit
+ * pos on and stores the bytes of it inside the window (FULL: all of it,
+ * 16-byte aligned; else 16 bytes at once where the block lies inside and
+ * lands aligned, byte by byte where not); returns the bit after the warp's
+ * blocks.  Each word's
+ * chunks are deposited (S stages, warp-uniform) where they fit and taken
+ * whole where not, selected per byte. */
+/* What a warp's steps through one tensor share. */
+typedef struct decode_ctx {
+  const uint8_t *plan; /* the tensor's pair's plan */
+  uint8_t *dst;        /* where window byte w0 goes */
+  const uint32_t *sw;  /* the staged stream, as words */
+  uint32_t w0, w1, bit0, nb;
+  unsigned S;
+  bool aligned; /* dst - w0 is 16-byte aligned */
+} decode_ctx;
+
+template <unsigned C, bool FULL>
+IBP_DEV uint32_t decode_step(const decode_ctx &x, uint32_t g, uint32_t pos) {
+  const uint32_t b = g + ibp_dev_lane(), nb = x.nb, bit0 = x.bit0;
+  const uint32_t *sw = x.sw;
+  const unsigned S = x.S;
+  const bool live = FULL || b < nb;
+  const uint32_t bl = live ? b : g; /* dead lanes read a live block */
+  const uint8_t *pl = x.plan + (uint64_t)bl * (4 + S) * BLOCK;
+  uint32_t inv[4], shrt[4];
+  load4(inv, pl + 2 * BLOCK);
+  load4(shrt, pl + 3 * BLOCK);
+  const uint32_t f = block_fits<C>(sw, bit0, bl);
+  uint32_t fit[4], pre[4], n[4], bits = 0;
+  IBP_UNROLL
+  for (unsigned i = 0; i < 4; i++) {
+    fit[i] = fit_bytes<C>(f, i);
+    const uint32_t d = dropped(fit[i], inv[i], shrt[i]);
+    pre[i] = d * 0x01010100u;
+    n[i] = 32 - byte_sum(d);
+    bits += n[i];
   }
-  for (uint32_t i = lo; i < hi; i++)
-    dst[i - w0] = (uint8_t)(out >> (8 * (i - b)));
+  unsigned total;
+  uint32_t p = pos + ibp_dev_warp_exclusive_scan(live ? bits : 0, &total);
+  uint32_t y[4], e[4];
+  IBP_UNROLL
+  for (unsigned i = 0; i < 4; i++) {
+    y[i] = e[i] = spread_chunks<C>(bits_at(sw, p), pre[i]);
+    p += n[i];
+  }
+  IBP_UNROLL
+  for (int s = (int)max_stages<C>::value - 1; s >= 0; s--) {
+    if ((unsigned)s < S) {
+      uint32_t m[4];
+      load4(m, pl + (4 + s) * BLOCK);
+      IBP_UNROLL
+      for (unsigned i = 0; i < 4; i++)
+        e[i] = (e[i] & ~m[i]) | ((e[i] << (1u << s)) & m[i]);
+    }
+  }
+  uint32_t keep[4], val[4], out[4];
+  load4(keep, pl);
+  load4(val, pl + BLOCK);
+  IBP_UNROLL
+  for (unsigned i = 0; i < 4; i++)
+    out[i] = (fit[i] & ((e[i] & keep[i]) | val[i])) | (~fit[i] & y[i]);
+  if (FULL) {
+    ibp_dev_st16(x.dst + (BLOCK * b - x.w0),
+                 ibp_dev_u128{out[0], out[1], out[2], out[3]});
+  } else if (live) {
+    const uint32_t at0 = BLOCK * b;
+    if (x.aligned && at0 >= x.w0 && at0 + BLOCK <= x.w1) {
+      ibp_dev_st16(x.dst + (at0 - x.w0),
+                   ibp_dev_u128{out[0], out[1], out[2], out[3]});
+    } else {
+      IBP_UNROLL
+      for (unsigned i = 0; i < BLOCK; i++) {
+        const uint32_t at = at0 + i;
+        if (at >= x.w0 && at < x.w1)
+          x.dst[at - x.w0] = (uint8_t)(out[i >> 2] >> (8 * (i & 3)));
+      }
+    }
+  }
+  return pos + total;
 }
 
-/* Decodes words [wa, wb) whose payload starts at stream bit pos. */
-IBP_DEV void decode_words(const tensor_job *j, uint32_t off0, uint32_t wa,
-                          uint32_t wb, uint64_t pos) {
-  const uint8_t *bm = j->stage + off0;
-  for (uint32_t g = wa; g < wb; g += 32) {
-    uint32_t w = g + ibp_dev_lane();
-    int live = w < wb;
-    uint64_t keep = live ? word_keep(j, bm, w) : 0;
-    unsigned total;
-    unsigned before =
-        ibp_dev_warp_exclusive_scan((unsigned)ibp_dev_popc64(keep), &total);
-    if (live) {
-      uint64_t bits = stream_bits(j->stage, off0, pos + before);
-      uint64_t v = *(const ull *)(j->bitval + 8 * w);
-      uint64_t out = ibp_dev_pdep64(bits, keep) | (v & ~keep);
-      store_word(j->dst, out, 8 * w, j->w0, j->w1);
+/* The SASS count (bench/kernel_sass.sh) builds the kernels with one chunk
+ * width only, so that the fatbin holds one decode loop. */
+#ifdef IBP_KERNEL_ONLY_WIDTH
+#define IBP_WIDTH_OK(c) ((c) == IBP_KERNEL_ONLY_WIDTH)
+#else
+#define IBP_WIDTH_OK(c) 1
+#endif
+
+/* Decodes the window [w0, w1) of a compressed tensor whose whole stream is
+ * staged (its group waited for, the other lanes synchronised).  Steps
+ * whose 32 blocks all lie inside the window and land 16-byte aligned take
+ * the full path (the common one: docs/ARCHITECTURE.md "The decode plan"),
+ * the others test each lane's block. */
+template <unsigned C> IBP_DEV void decode_tensor(const tensor_job *j) {
+  if (!IBP_WIDTH_OK(C))
+    return;
+  const uint32_t R = j->R, nch = (R + C - 1) / C;
+  const decode_ctx x = {j->plan,
+                        j->dst,
+                        (const uint32_t *)job_stage(j),
+                        j->w0,
+                        j->w1,
+                        8 * (uint32_t)((uintptr_t)j->stream & (PIECE - 1)),
+                        (R + BLOCK - 1) / BLOCK,
+                        j->S,
+                        (((uintptr_t)j->dst - j->w0) & (BLOCK - 1)) == 0};
+  const uint32_t b0 = x.w0 / BLOCK, b1 = (x.w1 + BLOCK - 1) / BLOCK;
+  const uint32_t full_end = x.w1 / BLOCK; /* blocks below end inside */
+  uint32_t pos = x.bit0 + nch + skipped_bits<C>(j, x.sw, x.bit0, b0);
+  uint32_t g = b0;
+  if (x.aligned) {
+    if (x.w0 % BLOCK && g < b1) { /* the first block starts before w0 */
+      pos = decode_step<C, false>(x, g, pos);
+      g += 32;
     }
-    pos += total;
+    for (; g + 32 <= full_end; g += 32)
+      pos = decode_step<C, true>(x, g, pos);
+  }
+  for (; g < b1; g += 32) /* unaligned: all; else the last step, if any */
+    pos = decode_step<C, false>(x, g, pos);
+}
+
+IBP_DEV void warp_decode_tensor(const tensor_job *j) {
+  switch (j->c) {
+  case 1:
+    decode_tensor<1>(j);
+    break;
+  case 2:
+    decode_tensor<2>(j);
+    break;
+  case 4:
+    decode_tensor<4>(j);
+    break;
+  default:
+    decode_tensor<8>(j);
   }
 }
 
@@ -225,7 +378,7 @@ IBP_DEV uint32_t fetch_end(const tensor_job *j, int has_next,
 /* Issues j's fetch (stream bytes [from, to) + IBP_KERNEL_STAGE_EXTRA);
  * commits one cp.async group. */
 IBP_DEV void stage_job(const tensor_job *j) {
-  warp_stage(j->stage, j->stream, j->from, j->to + IBP_KERNEL_STAGE_EXTRA,
+  warp_stage(job_stage(j), j->stream, j->from, j->to + IBP_KERNEL_STAGE_EXTRA,
              j->lo_ok);
 }
 
@@ -236,20 +389,10 @@ IBP_DEV void take_carry(const tensor_job *j, const tensor_job *next) {
   const unsigned lane = ibp_dev_lane();
   const uint32_t off_j = (uint32_t)((uintptr_t)j->stream & (PIECE - 1));
   const uint32_t off_n = (uint32_t)((uintptr_t)next->stream & (PIECE - 1));
-  uint8_t v = lane < next->from ? j->stage[off_j + j->len + lane] : 0;
+  uint8_t v = lane < next->from ? job_stage(j)[off_j + j->len + lane] : 0;
   ibp_dev_syncwarp();
   if (lane < next->from)
-    next->stage[off_n + lane] = v;
-}
-
-/* Decodes the window [w0, w1) of a compressed tensor whose whole stream is
- * staged (its group waited for, the other lanes synchronised). */
-IBP_DEV void warp_decode_tensor(const tensor_job *j) {
-  const uint32_t nch = (j->R + j->c - 1) / j->c;
-  const uint32_t off0 = (uint32_t)((uintptr_t)j->stream & (PIECE - 1));
-  const uint8_t *bm = j->stage + off0;
-  const uint32_t wa = j->w0 / 8, wb = (j->w1 + 7) / 8;
-  decode_words(j, off0, wa, wb, nch + payload_bits(j, bm, 0, wa));
+    job_stage(next)[off_n + lane] = v;
 }
 
 /* ---- the kernels
@@ -286,21 +429,22 @@ IBP_DEV int unit_job(ibp_decompress_args a, uint64_t t, uint8_t *stage,
   if (t < a.tensors) {
     off = ibp_dev_ldg_u64((const uint8_t *)(a.offsets + t));
     len = ibp_dev_ldg_u32(a.lengths + t);
-    mo = (uint64_t)cluster_of(a.cluster_ids, a.clusters, t) * a.mask_stride;
+    mo = (uint64_t)cluster_of(a.cluster_ids, a.clusters, t) * a.plan_stride;
   }
   /* a stream the copy engine staged is read from device memory */
   const int in_window =
       a.staged && off >= a.staged_lo && off + len <= a.staged_hi;
   const uint8_t *stream =
       in_window ? a.staged + (off - a.staged_lo) : a.packed + off;
-  *j = (tensor_job){a.mask + mo,
-                    a.bitval + mo,
+  ibp_dev_syncwarp(); /* no lane still reads the slot */
+  *j = (tensor_job){a.plan + mo,
                     a.tensor_bytes,
                     a.chunk_bytes,
+                    a.plan_stages,
                     stream,
                     a.original + start,
                     in_window ? a.staged : a.packed,
-                    stage,
+                    (uint32_t)(stage - ibp_dev_shared()),
                     a.dst + (lo - g0),
                     (uint32_t)(lo - start),
                     (uint32_t)(hi - start),
@@ -321,52 +465,84 @@ IBP_DEV int unit_job(ibp_decompress_args a, uint64_t t, uint8_t *stage,
  * fetch is issued (buffers == 2) before unit u is decoded, and decisions
  * are made one unit further ahead, for fetch_end.  `units` maps a unit to
  * its job (single_units, batch_units below); stage0 is the warp's first
- * staging buffer. */
+ * staging buffer, slots its three job slots. */
 template <typename Units>
 IBP_DEV void walk_units(Units &units, uint64_t u0, uint64_t u1, uint8_t *stage0,
-                        uint32_t stage_bytes, unsigned buffers) {
+                        uint32_t stage_bytes, unsigned buffers,
+                        tensor_job *slots) {
   unsigned cur = 0, other = buffers - 1;
-  tensor_job j, n, nn;
-  int jc = unit_of(units, u0, stage0, &j), nc = 0, staged = 0;
+  tensor_job *j = slots, *n = slots + 1, *nn = slots + 2;
+  int jc = unit_of(units, u0, stage0, j), nc = 0, staged = 0;
   for (uint64_t u = u0; u < u1; u++) {
     if (!jc) {
-      warp_copy_raw(j.dst, j.orig + j.w0, j.w1 - j.w0, j.raw_lo, j.raw_hi);
+      warp_copy_raw(j->dst, j->orig + j->w0, j->w1 - j->w0, j->raw_lo,
+                    j->raw_hi);
       if (u + 1 < u1)
-        jc = unit_of(units, u + 1, stage0 + cur * stage_bytes, &j);
+        jc = unit_of(units, u + 1, stage0 + cur * stage_bytes, j);
       staged = 0;
       continue;
     }
     if (!staged) { /* j's fetch (nothing of it prefetched) */
-      nc =
-          u + 1 < u1 && unit_of(units, u + 1, stage0 + other * stage_bytes, &n);
-      j.to = fetch_end(&j, nc, &n);
-      stage_job(&j);
+      nc = u + 1 < u1 && unit_of(units, u + 1, stage0 + other * stage_bytes, n);
+      j->to = fetch_end(j, nc, n);
+      stage_job(j);
     }
     if (nc)
-      n.from = j.to - j.len; /* carried over from j's fetch */
+      n->from = j->to - j->len; /* carried over from j's fetch */
     int prefetch = nc && buffers == 2, nnc = 0;
     if (prefetch) {
-      nnc =
-          u + 2 < u1 && unit_of(units, u + 2, stage0 + cur * stage_bytes, &nn);
-      n.to = fetch_end(&n, nnc, &nn);
-      stage_job(&n);
+      nnc = u + 2 < u1 && unit_of(units, u + 2, stage0 + cur * stage_bytes, nn);
+      n->to = fetch_end(n, nnc, nn);
+      stage_job(n);
     }
     ibp_dev_cp_async_wait(prefetch ? 1 : 0); /* j's fetch */
     ibp_dev_syncwarp(); /* ... and the other lanes' pieces of it */
-    warp_decode_tensor(&j);
+    warp_decode_tensor(j);
     ibp_dev_syncwarp(); /* j's buffer is free: the next fetch reuses it */
-    if (nc && n.from)
-      take_carry(&j, &n);
+    if (nc && n->from)
+      take_carry(j, n);
     if (u + 1 < u1) {
+      tensor_job *done = j;
       j = n;
       jc = nc;
       staged = prefetch;
       nc = nnc;
       n = nn;
+      nn = done;
       cur = other;
       other = cur ^ (buffers - 1);
     }
   }
+}
+
+/* Dynamic shared memory: every warp's IBP_KERNEL_JOB_BYTES of job slots
+ * (the jobs of a walk live there, not in registers), then every warp's
+ * staging buffers, `per_warp` bytes each. */
+/* A warp's place in the launch's walks, in its slots too: in registers it
+ * would stay live across every decode for nothing. */
+typedef struct walk_state {
+  uint64_t next, walks, units;
+} walk_state;
+static_assert(3 * sizeof(tensor_job) + sizeof(walk_state) <=
+                  IBP_KERNEL_JOB_BYTES,
+              "three jobs and the walk state per warp");
+IBP_DEV walk_state *warp_walks(tensor_job *slots) {
+  return (walk_state *)(slots + 3);
+}
+/* To the warp's next walk: every lane reads, then every lane writes the
+ * same value. */
+IBP_DEV void advance(walk_state *ws) {
+  const uint64_t next = ws->next + ibp_dev_warps_total();
+  ibp_dev_syncwarp();
+  ws->next = next;
+}
+IBP_DEV tensor_job *warp_slots() {
+  return (tensor_job *)(ibp_dev_shared() +
+                        IBP_KERNEL_JOB_BYTES * ibp_dev_warp_in_block());
+}
+IBP_DEV uint8_t *warp_stage0(uint32_t per_warp) {
+  return ibp_dev_shared() + IBP_KERNEL_JOB_BYTES * ibp_dev_warps_per_block() +
+         (uint64_t)ibp_dev_warp_in_block() * per_warp;
 }
 
 /* The units of one copy: its tensors from a.first_tensor on. */
@@ -379,36 +555,30 @@ IBP_DEV int unit_of(single_units &s, uint64_t u, uint8_t *stage,
   return unit_job(s.a, s.a.first_tensor + u, stage, j);
 }
 
-IBP_KERNEL void ibp_decompress(ibp_decompress_args a) {
+/* At most 96 registers per thread (the fewest without spills): blocks of
+ * up to 16 warps (ibp_kernels_plan_decompress_warps), 21 warps per SM. */
+#define DECODE_BOUNDS IBP_MAX_REGISTERS(96)
+
+IBP_KERNEL void DECODE_BOUNDS ibp_decompress(ibp_decompress_args a) {
   const uint64_t R = a.tensor_bytes;
   const uint64_t g0 = a.first_tensor * R + a.first_offset, g1 = g0 + a.length;
   if (a.length == 0)
     return;
   const uint64_t last = (g1 - 1) / R < a.tensors ? (g1 - 1) / R : a.tensors;
   const uint64_t units = last - a.first_tensor + 1;
-  const uint64_t step = ibp_dev_warps_total();
   const unsigned buffers = a.stage_buffers == 2 ? 2 : 1;
-  uint8_t *smem = ibp_dev_shared();
-  if (a.mask_shared_bytes) { /* Mask and Bitval into shared memory */
-    uint8_t *m = smem, *v = smem + a.mask_shared_bytes;
-    for (uint32_t i = 8 * ibp_dev_thread(); i < a.mask_shared_bytes;
-         i += 8 * ibp_dev_block_threads()) {
-      *(ull *)(m + i) = ibp_dev_ldg_u64(a.mask + i);
-      *(ull *)(v + i) = ibp_dev_ldg_u64(a.bitval + i);
-    }
-    ibp_dev_syncthreads();
-    a.mask = m;
-    a.bitval = v;
-    smem += 2 * a.mask_shared_bytes;
-  }
-  uint8_t *stage0 =
-      smem + (uint64_t)ibp_dev_warp_in_block() * buffers * a.stage_bytes;
+  tensor_job *slots = warp_slots();
+  uint8_t *stage0 = warp_stage0(buffers * a.stage_bytes);
   const uint32_t walk = a.walk ? a.walk : 1;
   const uint64_t walks = (units + walk - 1) / walk;
   single_units su = {a};
-  for (uint64_t w = ibp_dev_warp_global(); w < walks; w += step)
-    walk_units(su, w * walk, min_u64(w * walk + walk, units), stage0,
-               a.stage_bytes, buffers);
+  walk_state *ws = warp_walks(slots);
+  *ws = walk_state{ibp_dev_warp_global(), walks, units};
+  for (uint64_t w; (w = ws->next) < ws->walks;) {
+    walk_units(su, w * walk, min_u64(w * walk + walk, ws->units), stage0,
+               a.stage_bytes, buffers, slots);
+    advance(ws);
+  }
 }
 
 /* The units of a batch: each job's tensors (a region's) or pieces of
@@ -457,6 +627,7 @@ IBP_DEV int unit_of(batch_units &b, uint64_t u, uint8_t *stage, tensor_job *j) {
   if (region == IBP_BATCH_RAW) {
     const uint64_t at = piece * IBP_BATCH_RAW_UNIT;
     const uint8_t *from = (const uint8_t *)src;
+    ibp_dev_syncwarp(); /* no lane still reads the slot */
     *j = tensor_job{};
     j->orig = from + at;
     j->dst = dst + at;
@@ -474,19 +645,22 @@ IBP_DEV int unit_of(batch_units &b, uint64_t u, uint8_t *stage, tensor_job *j) {
   return unit_job(a, a.first_tensor + piece, stage, j);
 }
 
-IBP_KERNEL void ibp_decompress_batch(ibp_batch_args b) {
+IBP_KERNEL void DECODE_BOUNDS ibp_decompress_batch(ibp_batch_args b) {
   if (b.count == 0 || b.units == 0)
     return;
   const unsigned buffers = b.stage_buffers == 2 ? 2 : 1;
-  uint8_t *stage0 = ibp_dev_shared() +
-                    (uint64_t)ibp_dev_warp_in_block() * buffers * b.stage_bytes;
+  tensor_job *slots = warp_slots();
+  uint8_t *stage0 = warp_stage0(buffers * b.stage_bytes);
   const uint32_t walk = b.walk ? b.walk : 1;
   const uint64_t walks = (b.units + walk - 1) / walk;
   batch_units bu = {b.regions, b.jobs, b.count, 0};
-  for (uint64_t w = ibp_dev_warp_global(); w < walks;
-       w += ibp_dev_warps_total())
-    walk_units(bu, w * walk, min_u64(w * walk + walk, b.units), stage0,
-               b.stage_bytes, buffers);
+  walk_state *ws = warp_walks(slots);
+  *ws = walk_state{ibp_dev_warp_global(), walks, b.units};
+  for (uint64_t w; (w = ws->next) < ws->walks;) {
+    walk_units(bu, w * walk, min_u64(w * walk + walk, ws->units), stage0,
+               b.stage_bytes, buffers, slots);
+    advance(ws);
+  }
 }
 
 IBP_KERNEL void ibp_gather(ibp_gather_args a) {

@@ -20,6 +20,7 @@
 #define IBP_DEV static __device__ __forceinline__
 #define IBP_KERNEL extern "C" __global__
 #define IBP_LAUNCH_BOUNDS(n) __launch_bounds__(n)
+#define IBP_MAX_REGISTERS(n) __maxnreg__(n)
 
 IBP_DEV unsigned ibp_dev_thread() {
   return threadIdx.x;
@@ -108,11 +109,20 @@ IBP_DEV uint4 ibp_dev_ld_host_16(const uint8_t *p) {
 }
 typedef uint4 ibp_dev_u128;
 
-IBP_DEV int ibp_dev_popc64(uint64_t x) {
-  return __popcll(x);
+#define IBP_UNROLL _Pragma("unroll")
+
+/* Read-only device loads (the non-coherent path; the data never changes
+ * while a kernel runs). */
+IBP_DEV ibp_dev_u128 ibp_dev_ldg_u128(const uint8_t *p) {
+  return __ldg((const uint4 *)p);
 }
-IBP_DEV int ibp_dev_ffs64(uint64_t x) {
-  return __ffsll((long long)x);
+/* One 16-byte store; p is 16-byte aligned. */
+IBP_DEV void ibp_dev_st16(uint8_t *p, ibp_dev_u128 v) {
+  __stwb((uint4 *)p, v);
+}
+/* Bits [sh, sh + 32) of the 64-bit value hi:lo (sh < 32). */
+IBP_DEV uint32_t ibp_dev_funnel_r(uint32_t lo, uint32_t hi, uint32_t sh) {
+  return __funnelshift_r(lo, hi, sh);
 }
 IBP_DEV uint64_t ibp_dev_ldg_u64(const uint8_t *p) {
   return __ldg((const unsigned long long *)p);
@@ -122,13 +132,20 @@ IBP_DEV uint32_t ibp_dev_ldg_u32(const uint32_t *p) {
 }
 
 /* Exclusive prefix sum of v over the warp; *total gets the warp sum. */
+/* (Each step adds under the shuffle's own "source lane exists" predicate:
+ * two instructions a step.) */
+#define IBP_DEV_SCAN_STEP(d)                                                   \
+  asm("{\n .reg .u32 t;\n .reg .pred p;\n"                                     \
+      " shfl.sync.up.b32 t|p, %0, " #d ", 0, 0xffffffff;\n"                    \
+      " @p add.u32 %0, %0, t;\n}"                                              \
+      : "+r"(x))
 IBP_DEV unsigned ibp_dev_warp_exclusive_scan(unsigned v, unsigned *total) {
-  unsigned lane = threadIdx.x & 31u, x = v;
-  for (unsigned d = 1; d < 32; d <<= 1) {
-    unsigned y = __shfl_up_sync(0xFFFFFFFFu, x, d);
-    if (lane >= d)
-      x += y;
-  }
+  unsigned x = v;
+  IBP_DEV_SCAN_STEP(1);
+  IBP_DEV_SCAN_STEP(2);
+  IBP_DEV_SCAN_STEP(4);
+  IBP_DEV_SCAN_STEP(8);
+  IBP_DEV_SCAN_STEP(16);
   *total = __shfl_sync(0xFFFFFFFFu, x, 31);
   return x - v;
 }
@@ -143,6 +160,7 @@ IBP_DEV unsigned ibp_dev_warp_exclusive_scan(unsigned v, unsigned *total) {
 #define IBP_DEV static inline
 #define IBP_KERNEL extern "C"
 #define IBP_LAUNCH_BOUNDS(n)
+#define IBP_MAX_REGISTERS(n)
 
 IBP_DEV unsigned ibp_dev_thread() {
   return simt_thread_idx(0);
@@ -202,11 +220,20 @@ IBP_DEV ibp_dev_u128 ibp_dev_ld_host_16(const uint8_t *p) {
   return v;
 }
 
-IBP_DEV int ibp_dev_popc64(uint64_t x) {
-  return __builtin_popcountll(x);
+#define IBP_UNROLL
+
+IBP_DEV ibp_dev_u128 ibp_dev_ldg_u128(const uint8_t *p) {
+  ibp_dev_u128 v;
+  memcpy(&v, p, 16);
+  return v;
 }
-IBP_DEV int ibp_dev_ffs64(uint64_t x) {
-  return __builtin_ffsll((long long)x);
+IBP_DEV void ibp_dev_st16(uint8_t *p, ibp_dev_u128 v) {
+  if ((uintptr_t)p & 15) /* a GPU faults on it */
+    simt_trap("misaligned 16-byte store");
+  memcpy(p, &v, 16);
+}
+IBP_DEV uint32_t ibp_dev_funnel_r(uint32_t lo, uint32_t hi, uint32_t sh) {
+  return (uint32_t)((((uint64_t)hi << 32) | lo) >> (sh & 31));
 }
 IBP_DEV uint64_t ibp_dev_ldg_u64(const uint8_t *p) {
   uint64_t v;
@@ -243,18 +270,6 @@ IBP_DEV uint64_t ibp_dev_warp_global() {
 }
 IBP_DEV uint64_t ibp_dev_warps_total() {
   return (uint64_t)ibp_dev_grid_blocks() * ibp_dev_warps_per_block();
-}
-
-/* pdep: the low bits of v scattered to the set bits of keep, by inserting
- * a zero at each clear bit of keep (few: the invariant bits of a word). */
-IBP_DEV uint64_t ibp_dev_pdep64(uint64_t v, uint64_t keep) {
-  uint64_t holes = ~keep, x = v;
-  while (holes) {
-    uint64_t below = (holes & (0 - holes)) - 1;
-    x = (x & below) | ((x & ~below) << 1);
-    holes &= holes - 1;
-  }
-  return x & keep;
 }
 
 #endif /* IBP_DEV_H */

@@ -51,45 +51,40 @@ extern "C" {
 #define IBP_KERNEL_WARP_SIZE 32u
 
 typedef struct ibp_decompress_args {
-  const uint8_t *packed;      /* mapped host: the compressed streams */
-  const uint8_t *original;    /* mapped host: the original region */
-  const uint64_t *offsets;    /* device: n; tensor i's stream starts at
-                                 packed + offsets[i] ... */
-  const uint32_t *lengths;    /* device: n; ... and is lengths[i] bytes (0:
-                                 none); streams need not be adjacent */
-  const uint32_t *flags;      /* device: bit i = tensor i stored compressed */
-  const uint32_t *dirty;      /* device or NULL: bit i = serve i raw */
-  const uint32_t *busy;       /* device or NULL: bit i = serve i raw (its
-                                 slot is being rewritten) */
-  const uint8_t *mask;        /* device: R bytes, zero-padded to a multiple
-                                 of 16 bytes (the kernel reads whole words);
-                                 with K clusters, K such Masks, cluster k's
-                                 at mask + k * mask_stride */
-  const uint8_t *bitval;      /* device: likewise */
-  uint8_t *dst;               /* device: length bytes */
-  uint64_t tensors;           /* n: tensors in the region */
-  uint64_t first_tensor;      /* unit of the first byte (n = the tail) */
-  uint64_t length;            /* bytes to copy */
-  uint32_t first_offset;      /* offset of the first byte in that unit */
-  uint32_t tensor_bytes;      /* R */
-  uint32_t chunk_bytes;       /* c: IBP_CHUNK_WIDTHS (ibp/chunk_widths.h) */
-  uint32_t tail_bytes;        /* region bytes after the last tensor */
-  uint32_t walk;              /* tensors per warp walk (>= 1) */
-  uint32_t stage_bytes;       /* one staging buffer (shared memory) */
-  uint32_t stage_buffers;     /* per warp: 2 = fetch the next tensor while
-                                 one decodes; 1 = no prefetch */
-  uint32_t mask_shared_bytes; /* 0: Mask/Bitval are read from global
-                                 memory; else both are copied (this many
-                                 bytes each: every cluster's) to the start
-                                 of the block's dynamic shared memory */
+  const uint8_t *packed;   /* mapped host: the compressed streams */
+  const uint8_t *original; /* mapped host: the original region */
+  const uint64_t *offsets; /* device: n; tensor i's stream starts at
+                              packed + offsets[i] ... */
+  const uint32_t *lengths; /* device: n; ... and is lengths[i] bytes (0:
+                              none); streams need not be adjacent */
+  const uint32_t *flags;   /* device: bit i = tensor i stored compressed */
+  const uint32_t *dirty;   /* device or NULL: bit i = serve i raw */
+  const uint32_t *busy;    /* device or NULL: bit i = serve i raw (its
+                              slot is being rewritten) */
+  const uint8_t *plan;     /* device: the decode plan of every
+                              cluster (ibp_kernels_decode_plan), cluster
+                              k's at plan + k * plan_stride */
+  uint8_t *dst;            /* device: length bytes */
+  uint64_t tensors;        /* n: tensors in the region */
+  uint64_t first_tensor;   /* unit of the first byte (n = the tail) */
+  uint64_t length;         /* bytes to copy */
+  uint32_t first_offset;   /* offset of the first byte in that unit */
+  uint32_t tensor_bytes;   /* R */
+  uint32_t chunk_bytes;    /* c: IBP_CHUNK_WIDTHS (ibp/chunk_widths.h) */
+  uint32_t tail_bytes;     /* region bytes after the last tensor */
+  uint32_t walk;           /* tensors per warp walk (>= 1) */
+  uint32_t stage_bytes;    /* one staging buffer (shared memory) */
+  uint32_t stage_buffers;  /* per warp: 2 = fetch the next tensor while
+                              one decodes; 1 = no prefetch */
+  uint32_t plan_stages;    /* S of the plan (ibp_kernels_plan_stages) */
   /* Clusters (docs/FORMAT.md §4); all zero = one Mask/Bitval. */
   const uint32_t *cluster_ids; /* device, NULL when clusters <= 1: tensor
                                   i's id is bits [i*b, (i+1)*b) (b =
                                   ibp_cluster_id_bits(clusters)), padded to
                                   a multiple of 4 bytes */
   uint32_t clusters;           /* K; 0 or 1 = one Mask/Bitval */
-  uint32_t mask_stride;        /* bytes from one cluster's Mask (Bitval) to
-                                  the next: (R + 15) & ~15 */
+  uint32_t plan_stride;        /* bytes from one cluster's plan to the
+                                  next: ibp_kernels_plan_bytes(R, 1, S) */
   /* The staged path (docs/ARCHITECTURE.md "Staged copies"): shadow bytes
    * [staged_lo, staged_hi) were copied by the copy engine to device memory
    * at `staged` (staged_lo a multiple of 128, `staged` 128-byte aligned,
@@ -98,6 +93,10 @@ typedef struct ibp_decompress_args {
   const uint8_t *staged;
   uint64_t staged_lo, staged_hi;
 } ibp_decompress_args;
+
+/* Shared memory per warp besides its staging buffers: the jobs of the
+ * tensors it fetches and decodes. */
+#define IBP_KERNEL_JOB_BYTES 384u
 
 /* Device bytes a staged window must be readable past its end: a warp's
  * fetch of a stream runs on to the end of the sector the next stream
@@ -120,8 +119,7 @@ typedef struct ibp_batch_job {
 
 typedef struct ibp_batch_args {
   const ibp_decompress_args *regions; /* device: launch templates (range
-                                         fields and mask_shared_bytes
-                                         unused: Masks stay global) */
+                                         fields unused) */
   const ibp_batch_job *jobs;          /* device: count, in unit order */
   uint64_t units;                     /* all jobs' */
   uint32_t count;
@@ -143,6 +141,41 @@ typedef struct ibp_gather_args {
   uint64_t count;
 } ibp_gather_args;
 
+/* ---- the decode plan (docs/ARCHITECTURE.md "The decode plan") ----------
+ *
+ * Everything the decompress kernel needs of a region's Mask/Bitval pairs,
+ * worked out once on the host.  For every 16-byte block of a tensor (the
+ * bytes a lane decodes per step) 4 + S groups of four 32-bit words, one
+ * word per 32-bit word of the block:
+ *   keep    ~Mask (0 past R)
+ *   bitval  Bitval
+ *   inv     per byte: the invariant bits a fitting chunk does not carry
+ *           (8 past R)
+ *   short   per byte: the bits a non-fitting chunk does not carry (8 past
+ *           R, else 0)
+ *   stage s (s < S; group 4 + s): the positions that take the bit 2^s
+ *           below them in stage s of the deposit (Hacker's Delight's
+ *           "expand", stages S-1 down to 0), per chunk (per 32-bit word for
+ *           chunks of 8 bytes)
+ * S (0..5) is the fewest stages that deposit every word of every pair. */
+#define IBP_PLAN_MAX_STAGES 5u
+
+/* S for K pairs: Masks at mask + k * stride (k < K), R bytes each, chunk
+ * width c. */
+unsigned ibp_kernels_plan_stages(const uint8_t *mask, uint32_t stride,
+                                 uint32_t K, uint32_t R, uint32_t c);
+
+/* Bytes of the plan of K pairs with S stages. */
+uint64_t ibp_kernels_plan_bytes(uint32_t R, uint32_t K, unsigned S);
+
+/* Writes the plan of K pairs (Masks and Bitvals `stride` bytes apart) with
+ * S >= ibp_kernels_plan_stages(...) stages to out (ibp_kernels_plan_bytes
+ * bytes, 16-byte aligned).  Returns 0, or -1 when S is too small or R, c, K
+ * are out of range. */
+int ibp_kernels_decode_plan(const uint8_t *mask, const uint8_t *bitval,
+                            uint32_t stride, uint32_t K, uint32_t R, uint32_t c,
+                            unsigned S, uint32_t *out);
+
 /* Launch geometry for one kernel launch. */
 typedef struct ibp_kernel_plan {
   unsigned grid;           /* blocks */
@@ -151,14 +184,14 @@ typedef struct ibp_kernel_plan {
 } ibp_kernel_plan;
 
 /* Fills the geometry-dependent fields of `a` (walk, stage_bytes,
- * stage_buffers, mask_shared_bytes) and the launch geometry for a device with
+ * stage_buffers) and the launch geometry for a device with
  * `max_shared` bytes of dynamic shared memory per block and `sms`
  * multiprocessors.  Returns 0, or -1 when the tensor size cannot be served (the
  * caller then copies itself). */
 int ibp_kernels_plan_decompress(ibp_decompress_args *a, unsigned max_shared,
                                 unsigned sms, ibp_kernel_plan *plan);
 
-/* The same with blocks of up to `most_warps` warps (1..32; fewer where
+/* The same with blocks of up to `most_warps` warps (1..16; fewer where
  * their staging buffers do not fit): the staged path's launches, whose
  * grid IBP_MAX_SMS cuts to one block per SM, use IBP_STAGED_WARPS. */
 int ibp_kernels_plan_decompress_warps(ibp_decompress_args *a,

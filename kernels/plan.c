@@ -22,6 +22,11 @@ static unsigned grid_for(uint64_t units, unsigned warps, unsigned sms) {
   return (unsigned)(want < 1 ? 1 : want > cap ? cap : want);
 }
 
+/* Dynamic shared memory a warp uses. */
+static uint64_t warp_bytes(unsigned buffers, uint32_t stage_bytes) {
+  return (uint64_t)buffers * stage_bytes + IBP_KERNEL_JOB_BYTES;
+}
+
 uint64_t ibp_kernels_copy_units(const ibp_decompress_args *a) {
   const uint64_t R = a->tensor_bytes;
   uint64_t g0 = a->first_tensor * R + a->first_offset;
@@ -53,33 +58,31 @@ int ibp_kernels_plan_decompress_warps(ibp_decompress_args *a,
                                       unsigned most_warps,
                                       ibp_kernel_plan *plan) {
   const uint32_t R = a->tensor_bytes, c = a->chunk_bytes;
-  if (R == 0 || !ibp_chunk_width_valid(c) || most_warps < 1 || most_warps > 32)
+  if (R == 0 || !ibp_chunk_width_valid(c) || most_warps < 1 || most_warps > 16)
     return -1;
   /* a whole stream (< R bytes) after up to 15 bytes of alignment, up to 31
    * bytes of the next stream (fetch_end), plus the 16 bytes the 128-bit
    * stream reads may look past it */
   a->stage_bytes = (R + 64 + 15) & ~15u;
-  /* two buffers per warp (prefetch) when they fit, else one */
+  /* two buffers per warp (prefetch) when they fit, else one; each warp
+   * also has its job slots */
   unsigned warps = most_warps;
   a->stage_buffers = 2;
-  while (warps > 1 && (uint64_t)warps * 2 * a->stage_bytes > max_shared)
+  while (warps > 1 && warp_bytes(2, a->stage_bytes) * warps > max_shared)
     warps /= 2;
-  if ((uint64_t)warps * 2 * a->stage_bytes > max_shared)
+  if (warp_bytes(2, a->stage_bytes) * warps > max_shared)
     a->stage_buffers = 1;
-  if ((uint64_t)warps * a->stage_buffers * a->stage_bytes > max_shared)
+  if (warp_bytes(a->stage_buffers, a->stage_bytes) * warps > max_shared)
     return -1;
-  /* every cluster's Mask/Bitval in shared memory when they fit beside the
-   * buffers */
   const uint32_t k = a->clusters > 1 ? a->clusters : 1;
   if (k > 1 && (!a->cluster_ids || k > 256))
     return -1;
-  a->mask_stride = (R + 15) & ~15u;
-  const uint64_t masks = (uint64_t)k * a->mask_stride;
-  uint64_t staging = (uint64_t)warps * a->stage_buffers * a->stage_bytes;
-  a->mask_shared_bytes =
-      staging + 2 * masks <= max_shared ? (uint32_t)masks : 0;
+  if (!a->plan || a->plan_stages > IBP_PLAN_MAX_STAGES)
+    return -1;
+  a->plan_stride = (uint32_t)ibp_kernels_plan_bytes(R, 1, a->plan_stages);
+  const uint64_t staging = warp_bytes(a->stage_buffers, a->stage_bytes) * warps;
   plan->block = warps * 32;
-  plan->dynamic_shared = (unsigned)(staging + 2ull * a->mask_shared_bytes);
+  plan->dynamic_shared = (unsigned)staging;
   ibp_kernels_plan_range(a, sms, plan);
   return 0;
 }
@@ -151,12 +154,12 @@ void ibp_kernels_plan_batch(ibp_batch_args *b,
   }
   /* each template fits one warp's buffers (ibp_kernels_plan_decompress),
    * so the largest stage with the fewest buffers does too */
-  while (warps > 1 && (uint64_t)warps * buffers * stage > max_shared)
+  while (warps > 1 && warp_bytes(buffers, stage) * warps > max_shared)
     warps /= 2;
   b->stage_bytes = stage;
   b->stage_buffers = buffers;
   b->walk = batch_walk(b->units, R, sms);
   plan->block = warps * 32;
-  plan->dynamic_shared = warps * buffers * stage;
+  plan->dynamic_shared = (unsigned)(warp_bytes(buffers, stage) * warps);
   plan->grid = grid_for((b->units + b->walk - 1) / b->walk, warps, sms);
 }

@@ -497,7 +497,8 @@ typedef struct decode_job {
 /* A case's device memory: its streams as one staged window (as the staged
  * path decodes them: no host reads), its metadata, the output. */
 typedef struct decode_mem {
-  CUdeviceptr packed, mask, bitval, flags, offsets, lengths, out;
+  CUdeviceptr packed, plan, flags, offsets, lengths, out;
+  unsigned plan_stages;
   uint8_t *original; /* pinned, mapped: where raw tensors are read */
   CUdeviceptr original_dev;
   uint8_t *shadow; /* pinned, mapped: the streams, as zero-copy reads them */
@@ -540,13 +541,30 @@ static int upload_padded(gpu *g, CUdeviceptr *d, const void *host, size_t bytes,
   return r == CUDA_SUCCESS ? 0 : fail_cuda(g, r, "uploading the decode case");
 }
 
+/* The decode plan of the case's Mask/Bitval (docs/ARCHITECTURE.md "The
+ * decode plan"), as libibp uploads it. */
+static int upload_plan(gpu *g, const ibp_params *p, decode_mem *d) {
+  const uint32_t R = p->tensor_bytes, c = p->chunk_bytes;
+  d->plan_stages = ibp_kernels_plan_stages(p->mask, R, 1, R, c);
+  const size_t bytes = ibp_kernels_plan_bytes(R, 1, d->plan_stages);
+  uint32_t *plan = malloc(bytes);
+  if (plan == NULL || ibp_kernels_decode_plan(p->mask, p->bitval, R, 1, R, c,
+                                              d->plan_stages, plan) != 0) {
+    free(plan);
+    snprintf(g->err, g->errlen, "building the decode plan");
+    return -1;
+  }
+  int rc = upload_padded(g, &d->plan, plan, bytes, bytes);
+  free(plan);
+  return rc;
+}
+
 static int decode_upload(gpu *g, const decode_case *c, decode_mem *d) {
-  const size_t R = c->tensor_bytes, n = c->tensors, masks = (R + 15) & ~15u;
+  const size_t R = c->tensor_bytes, n = c->tensors;
   const size_t packed = c->offsets[n];
   TRY(upload_padded(g, &d->packed, c->packed, packed,
                     (packed + IBP_STAGED_PAD + 127) & ~(size_t)127));
-  TRY(upload_padded(g, &d->mask, c->params.mask, R, masks));
-  TRY(upload_padded(g, &d->bitval, c->params.bitval, R, masks));
+  TRY(upload_plan(g, &c->params, d));
   TRY(upload_padded(g, &d->flags, c->flags, c->flag_bytes, c->flag_bytes));
   TRY(upload_padded(g, &d->offsets, c->offsets, (n + 1) * sizeof(uint64_t),
                     (n + 1) * sizeof(uint64_t)));
@@ -565,7 +583,7 @@ static int decode_upload(gpu *g, const decode_case *c, decode_mem *d) {
 }
 
 static void decode_mem_free(gpu *g, decode_mem *d) {
-  const CUdeviceptr mem[] = {d->packed,  d->mask,    d->bitval, d->flags,
+  const CUdeviceptr mem[] = {d->packed,  d->plan,    d->flags,
                              d->offsets, d->lengths, d->out};
   for (size_t i = 0; i < sizeof mem / sizeof mem[0]; i++)
     if (mem[i])
@@ -590,8 +608,8 @@ static int decode_time(gpu *g, const measured *m, const decode_case *c,
                       .offsets = DEV(d->offsets),
                       .lengths = DEV(d->lengths),
                       .flags = DEV(d->flags),
-                      .mask = DEV(d->mask),
-                      .bitval = DEV(d->bitval),
+                      .plan = DEV(d->plan),
+                      .plan_stages = d->plan_stages,
                       .dst = (uint8_t *)(uintptr_t)d->out,
                       .tensors = c->tensors,
                       .length = bytes,

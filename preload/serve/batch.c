@@ -317,7 +317,6 @@ static int region_template(batch *b, unsigned k, ibp_decompress_args *a) {
     a->busy = slot->busy;
   else if (atomic_load(&s->track.dirty_tensors) == 0)
     a->dirty = NULL;
-  a->mask_shared_bytes = 0; /* a batch reads every region's Masks globally */
   return 0;
 }
 

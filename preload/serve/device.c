@@ -149,11 +149,26 @@ static size_t round_up(size_t v, size_t to) {
   return (v + to - 1) / to * to;
 }
 
+/* The region's decode plan (docs/ARCHITECTURE.md "The decode plan") on
+ * the device; *stages gets its S.  0 on error. */
+static CUdeviceptr upload_plan(const ibp_driver *d, CUstream s,
+                               const ibp_params *p, unsigned *stages) {
+  const uint32_t R = p->tensor_bytes, c = p->chunk_bytes;
+  *stages = ibp_kernels_plan_stages(p->mask, R, 1, R, c);
+  const size_t bytes = ibp_kernels_plan_bytes(R, 1, *stages);
+  uint32_t *plan = malloc(bytes);
+  CUdeviceptr dp = 0;
+  if (plan && ibp_kernels_decode_plan(p->mask, p->bitval, R, 1, R, c, *stages,
+                                      plan) == 0)
+    dp = upload(d, s, plan, bytes, bytes);
+  free(plan);
+  return dp;
+}
+
 /* ---- launch template ----------------------------------------------------- */
 
 void ibp__device_memory_free(const ibp_driver *d, ibp_device_memory *m) {
-  const CUdeviceptr ptrs[] = {m->mask, m->bitval, m->flags, m->offsets,
-                              m->lengths};
+  const CUdeviceptr ptrs[] = {m->plan, m->flags, m->offsets, m->lengths};
   for (size_t k = 0; k < sizeof ptrs / sizeof ptrs[0]; k++)
     if (ptrs[k])
       d->cuMemFree(ptrs[k]);
@@ -168,16 +183,14 @@ static int upload_metadata(const ibp_driver *d, CUstream s, const ibp_params *p,
                            const uint32_t *lengths, uint64_t bytes,
                            ibp_device_memory *m) {
   const uint64_t n = bytes / p->tensor_bytes;
-  size_t masks = round_up(p->tensor_bytes, 16);
   size_t flag_bytes = ibp_region_flag_bytes(p, bytes);
-  m->mask = upload(d, s, p->mask, p->tensor_bytes, masks);
-  m->bitval = upload(d, s, p->bitval, p->tensor_bytes, masks);
+  m->plan = upload_plan(d, s, p, &m->plan_stages);
   m->flags = upload(d, s, flags, flag_bytes, round_up(flag_bytes + 1, 4));
   m->offsets =
       upload(d, s, offsets, n * sizeof *offsets, (n + 1) * sizeof *offsets);
   m->lengths =
       upload(d, s, lengths, n * sizeof *lengths, (n + 1) * sizeof *lengths);
-  if (m->mask && m->bitval && m->flags && m->offsets && m->lengths)
+  if (m->plan && m->flags && m->offsets && m->lengths)
     return 0;
   ibp__device_memory_free(d, m);
   return -1;
@@ -203,8 +216,8 @@ static int plan(const ibp_driver *d, int dev, CUfunction fn,
       .lengths = (const uint32_t *)(uintptr_t)m->lengths,
       .flags = (const uint32_t *)(uintptr_t)m->flags,
       .dirty = dirty ? (const uint32_t *)(uintptr_t)mapped(d, dirty) : NULL,
-      .mask = (const uint8_t *)(uintptr_t)m->mask,
-      .bitval = (const uint8_t *)(uintptr_t)m->bitval,
+      .plan = (const uint8_t *)(uintptr_t)m->plan,
+      .plan_stages = m->plan_stages,
       .tensors = bytes / p->tensor_bytes,
       .length = bytes,
       .tensor_bytes = p->tensor_bytes,

@@ -95,12 +95,13 @@ typedef enum ibp_device_state {
 /* A region's metadata in one device's memory (device.c allocates it, the
  * worker frees it with the region). */
 typedef struct ibp_device_memory {
-  CUdeviceptr mask, bitval; /* R bytes each */
-  CUdeviceptr flags;        /* one bit per tensor */
-  CUdeviceptr offsets;      /* n stream offsets into the shadow */
-  CUdeviceptr lengths;      /* n stream lengths (uint32) */
-  CUevent probe[2];         /* serve/staged.c: a decode's timing; NULL
-                               until used */
+  CUdeviceptr plan;     /* the decode plan (kernels/ibp_kernels.h) */
+  unsigned plan_stages; /* its S */
+  CUdeviceptr flags;    /* one bit per tensor */
+  CUdeviceptr offsets;  /* n stream offsets into the shadow */
+  CUdeviceptr lengths;  /* n stream lengths (uint32) */
+  CUevent probe[2];     /* serve/staged.c: a decode's timing; NULL
+                           until used */
 } ibp_device_memory;
 
 /* One device.  Protocol: a thread moves state ABSENT -> UPLOADING with
@@ -116,8 +117,8 @@ typedef struct ibp_device_slot {
   ibp_decompress_args args; /* launch template: region geometry filled,
                                range fields per copy */
   /* the staged path's launch shape (IBP_STAGED_WARPS warps per block):
-   * its plan, and the template whose stage_bytes, stage_buffers and
-   * mask_shared_bytes go with it */
+   * its plan, and the template whose stage_bytes and stage_buffers go
+   * with it */
   ibp_kernel_plan staged_plan;
   ibp_decompress_args staged_args;
   const uint32_t *busy; /* device address of refresh.busy */

@@ -550,7 +550,6 @@ static int stage_chunk(const ibp_driver *d, const ibp_served_region *s, ring *g,
   ibp_decompress_args ca = *a;
   ca.stage_bytes = x->shape->stage_bytes;
   ca.stage_buffers = x->shape->stage_buffers;
-  ca.mask_shared_bytes = x->shape->mask_shared_bytes;
   uint64_t from, to;
   chunk_span(a, k, last, &from, &to);
   ca.first_tensor = from / R;

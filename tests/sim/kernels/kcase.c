@@ -34,6 +34,16 @@ static int get_bit(const uint32_t *b, uint64_t i) {
   return b && ((b[i / 32] >> (i % 32)) & 1);
 }
 
+void kcase_plan(kcase *k) {
+  const uint32_t K = k->clusters > 1 ? k->clusters : 1;
+  const uint32_t stride = (k->R + 15) & ~15u;
+  free(k->plan);
+  k->plan_stages = ibp_kernels_plan_stages(k->mask, stride, K, k->R, k->c);
+  k->plan = xmalloc(ibp_kernels_plan_bytes(k->R, K, k->plan_stages));
+  CHECK(ibp_kernels_decode_plan(k->mask, k->bitval, stride, K, k->R, k->c,
+                                k->plan_stages, k->plan) == 0);
+}
+
 void kcase_compress(kcase *k) {
   const uint64_t n = k->n;
   if (k->packed_mem)
@@ -69,6 +79,7 @@ void kcase_compress(kcase *k) {
   free(slots);
   free(k->ids);
   k->ids = NULL;
+  kcase_plan(k);
   if (K > 1)
     k->ids = (uint32_t *)ids8; /* little-endian: the same bits as words */
   else
@@ -155,6 +166,7 @@ void kcase_free(kcase *k) {
   free(k->busy);
   free(k->mask);
   free(k->bitval);
+  free(k->plan);
   free(k->ids);
   ibp_params_free(&k->params);
   for (uint32_t c = 0; c < KCASE_MAX_CLUSTERS; c++)
@@ -175,8 +187,8 @@ void kcase_template(const kcase *k, ibp_decompress_args *out) {
   a.flags = k->flags;
   a.dirty = k->dirty;
   a.busy = k->busy;
-  a.mask = k->mask;
-  a.bitval = k->bitval;
+  a.plan = (const uint8_t *)k->plan;
+  a.plan_stages = k->plan_stages;
   a.clusters = k->clusters;
   a.cluster_ids = k->ids;
   a.tensors = k->n;
@@ -195,7 +207,9 @@ int kcase_run(const kcase *k, simt_entry entry, uint64_t off, uint64_t len,
   a.first_tensor = off / R < k->n ? off / R : k->n;
   a.first_offset = (uint32_t)(off - a.first_tensor * R);
   a.length = len;
-  uint8_t *dst = xmalloc(len + 1);
+  uint8_t *dst_mem = xmalloc(len + 32);
+  uint8_t *dst = (uint8_t *)(((uintptr_t)dst_mem + 15) & ~(uintptr_t)15) +
+                 k->dst_misalign % 16;
   a.dst = dst;
   ibp_kernel_plan plan;
   CHECK(ibp_kernels_plan_decompress(&a, 227 * 1024, 4, &plan) == 0);
@@ -227,7 +241,7 @@ int kcase_run(const kcase *k, simt_entry entry, uint64_t off, uint64_t len,
       *mismatch = i + 1;
       break;
     }
-  free(dst);
+  free(dst_mem);
   return rc;
 }
 

@@ -17,7 +17,7 @@
 #include "simt.h"
 #include "test_util.h"
 
-#define KCASE_MAX_CLUSTERS 40
+#define KCASE_MAX_CLUSTERS 256
 
 typedef struct kcase {
   uint32_t R, c;
@@ -29,16 +29,20 @@ typedef struct kcase {
   uint8_t *orig_mem, *orig;          /* original region (host) */
   uint8_t *packed_mem, *packed;      /* the compressed streams (host) */
   uint64_t packed_bytes;
-  uint64_t *offsets;         /* device: n+1 (the kernel reads n) */
-  uint32_t *lengths;         /* device: n */
-  uint32_t *flags, *dirty;   /* device bits (dirty may be NULL) */
-  uint32_t *busy;            /* device bits, may be NULL: like dirty */
-  uint8_t *mask, *bitval;    /* device: K of each, (R + 15) & ~15 apart */
+  uint64_t *offsets;       /* device: n+1 (the kernel reads n) */
+  uint32_t *lengths;       /* device: n */
+  uint32_t *flags, *dirty; /* device bits (dirty may be NULL) */
+  uint32_t *busy;          /* device bits, may be NULL: like dirty */
+  uint8_t *mask, *bitval;  /* K of each, (R + 15) & ~15 apart */
+  uint32_t *plan;          /* device: their decode plan */
+  unsigned plan_stages;
   uint64_t compressed_bytes; /* stored bytes of the tensors + tail */
   unsigned orig_misalign, packed_misalign;
-  unsigned grid_cap; /* 0, or at most this many blocks (so warps take
-                        several walks) */
-  unsigned walk;     /* 0, or tensors per walk instead of the plan's */
+  unsigned grid_cap;     /* 0, or at most this many blocks (so warps take
+                            several walks) */
+  unsigned walk;         /* 0, or tensors per walk instead of the plan's */
+  unsigned dst_misalign; /* the copy's destination: this many bytes past
+                            a 16-byte boundary */
 } kcase;
 
 typedef struct kcase_shape {
@@ -62,6 +66,8 @@ void kcase_build(kcase *k, rng *r, const kcase_shape *shape);
  * callers that change the data). */
 void kcase_compress(kcase *k);
 void kcase_free(kcase *k);
+/* (Re)builds k->plan from k->mask and k->bitval (kcase_compress does). */
+void kcase_plan(kcase *k);
 /* A random shape: R from 1 B to 64 KiB (log-uniform), any chunk width, up
  * to most_tensors tensors (and 256 KiB), a tail in 30 % of cases,
  * misaligned bases in 70 %, any data and Mask kind; the rest zero (no

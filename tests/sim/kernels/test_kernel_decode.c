@@ -4,8 +4,12 @@
  * 1 B - 64 KiB, every chunk width, every data and mask kind, random copy
  * ranges (whole region, partial first/last tensor, the raw tail, single
  * bytes), raw and dirty tensors, host bases misaligned to 128 B, one
- * Mask/Bitval pair (even cases) or K = 2 .. 40 with a cluster id per
- * tensor (odd cases).
+ * Mask/Bitval pair (even cases) or K = 2 .. 256 with a cluster id per
+ * tensor (odd cases), destinations at any offset from a 16-byte boundary,
+ * and in 0.25 % of cases one or two tensors of 64-160 KiB (about the largest a
+ * block's shared memory stages).  Then the decode plan is broken on
+ * purpose -- one set bit of one stage mask cleared -- and the copy must
+ * come out wrong: a kernel that ignored its plan would pass the rest.
  * IBP_TEST_ITERATIONS = cases (default 2 x 10^4: 10^4 with one pair, 10^4
  * with clusters); SIMT_SEED / IBP_TEST_SEED.
  */
@@ -15,12 +19,88 @@
 #include "kcase.h"
 #include "kernels_emu.h"
 
+#define BROKEN_PLANS 64
+
 static void shape_for(rng *r, kcase_shape *s) {
   kcase_random_shape(r, s, 16);
   s->dirty_share = rng_chance(r, 0.2) ? 0.3 : 0;
   /* clusters: ids of 1, 2, 4 and 8 bits (main keeps K = 1 in even cases) */
-  static const unsigned ks[] = {2, 3, 4, 5, 9, 16, 17, 40};
-  s->clusters = ks[rng_below(r, 8)];
+  static const unsigned ks[] = {2, 3, 4, 5, 9, 16, 17, 40, 100, 256};
+  s->clusters = ks[rng_below(r, 10)];
+  if (s->clusters > 40 && s->R > 2048) { /* plans of K x (4 + S) x R bytes */
+    s->R = (uint32_t)rng_range(r, 1, 2048);
+    s->tail %= s->R;
+  }
+  if (rng_chance(r, 0.0025)) { /* a large tensor: one warp per block */
+    s->R = (uint32_t)rng_range(r, 65536, 160 * 1024);
+    s->n = rng_range(r, 1, 2);
+    s->tail = rng_chance(r, 0.3) ? rng_below(r, 4096) : 0;
+  }
+}
+
+/* A Mask with 4 to 8 invariant bits per byte at random places and tensors
+ * that fit it everywhere (random elsewhere): every tensor is compressed and
+ * every kept bit carries random data. */
+static void fit_everything(kcase *k, rng *r) {
+  for (uint32_t b = 0; b < k->R; b++) {
+    k->mask[b] = (uint8_t)(rng_next(r) | (0xF0u >> rng_below(r, 4)));
+    k->bitval[b] = (uint8_t)(rng_next(r) & k->mask[b]);
+  }
+  ibp_params_free(&k->params);
+  CHECK_OK(ibp_params_from_masks(k->R, k->c, k->mask, k->bitval, &k->params));
+  for (uint64_t i = 0; i < k->n; i++)
+    for (uint32_t b = 0; b < k->R; b++) {
+      uint8_t *t = k->orig + i * k->R + b;
+      *t = (uint8_t)((rng_next(r) & ~k->mask[b]) | k->bitval[b]);
+    }
+  kcase_compress(k);
+  for (uint64_t i = 0; i < k->n; i++)
+    CHECK(kcase_stored(k, i) < k->R);
+}
+
+/* One set bit of one stage mask of the plan, cleared: the deposit loses a
+ * bit.  The copy of every tensor must differ somewhere. */
+static int broken_plan(simt_entry entry, uint64_t i) {
+  rng r;
+  test_iteration(&r, i);
+  kcase_shape s;
+  kcase_random_shape(&r, &s, 1);
+  s.R = (uint32_t)rng_range(&r, 16, 4096);
+  s.n = 32;
+  s.tail = 0;
+  s.mask_kind = MASK_RANDOM;
+  s.adjacent = 1;
+  kcase k;
+  kcase_build(&k, &r, &s);
+  fit_everything(&k, &r);
+  test_case("broken plan: R=%u c=%u S=%u", s.R, s.c, k.plan_stages);
+  char err[512] = "";
+  uint64_t mismatch;
+  CHECKF(kcase_run(&k, entry, 0, k.bytes, k.packed_bytes, NULL, &mismatch, err,
+                   sizeof err) == 0 &&
+             mismatch == 0,
+         "the intact plan: %s", err);
+  const unsigned S = k.plan_stages, words = (4 + S) * 4;
+  const int tried = S > 0;
+  if (tried) {
+    const uint64_t blocks = (s.R + 15) / 16;
+    uint32_t *w;
+    do { /* a random set bit of a random stage word */
+      w = k.plan + rng_below(&r, blocks) * words + 16 + rng_below(&r, 4 * S);
+    } while (*w == 0);
+    unsigned bit;
+    do
+      bit = (unsigned)rng_below(&r, 32);
+    while (!((*w >> bit) & 1));
+    *w &= ~(1u << bit);
+    CHECKF(kcase_run(&k, entry, 0, k.bytes, k.packed_bytes, NULL, &mismatch,
+                     err, sizeof err) == 0,
+           "emulator: %s", err);
+    CHECKF(mismatch != 0, "a broken plan decoded right (stage word %u)",
+           (unsigned)(w - k.plan));
+  }
+  kcase_free(&k);
+  return tried;
 }
 
 int main(void) {
@@ -41,14 +121,15 @@ int main(void) {
     kcase_pick_range(&r, &k, &off, &len);
     k.grid_cap = rng_chance(&r, 0.5) ? 1 : 0; /* one block: 4 warps share */
     k.walk = rng_chance(&r, 0.5) ? (unsigned)rng_range(&r, 1, s.n + 2) : 0;
+    k.dst_misalign = rng_chance(&r, 0.5) ? 0 : (unsigned)rng_below(&r, 16);
     test_case("R=%u c=%u n=%llu tail=%llu misalign=%u/%u data=%s mask=%s "
-              "dirty=%.1f K=%u copy [%llu, +%llu) grid_cap=%u walk=%u",
+              "dirty=%.1f K=%u copy [%llu, +%llu) grid_cap=%u walk=%u dst+%u",
               s.R, s.c, (unsigned long long)s.n, (unsigned long long)s.tail,
               s.orig_misalign, s.packed_misalign,
               data_kind_name((data_kind)s.data_kind),
               mask_kind_name((mask_kind)s.mask_kind), s.dirty_share, s.clusters,
               (unsigned long long)off, (unsigned long long)len, k.grid_cap,
-              k.walk);
+              k.walk, k.dst_misalign);
     char err[512] = "";
     simt_set_seed(rng_next(&r) | 1);
     int rc = kcase_run(&k, entry, off, len, k.packed_bytes, NULL, &mismatch,
@@ -61,5 +142,10 @@ int main(void) {
   }
   printf("test_kernel_decode: %llu cases, %llu bytes decoded, 0 mismatches\n",
          (unsigned long long)iters, (unsigned long long)bytes_out);
+  unsigned broken = 0;
+  for (uint64_t i = 0; i < BROKEN_PLANS; i++)
+    broken += (unsigned)broken_plan(entry, iters + i);
+  CHECK(broken >= BROKEN_PLANS / 2); /* most random Masks need stages */
+  printf("test_kernel_decode: %u broken plans, every one caught\n", broken);
   return test_end();
 }
