@@ -7,7 +7,7 @@
 # their sum.  A profile with a long batch_deadline_us keeps every flush
 # out of the timed copy calls.  The mprotect tracker: the userfaultfd
 # tracker's scan of the span at each flush costs with the span, not with
-# the copies, and libibp charges what it takes where it happens.
+# the copies, and libibp charges its modelled cost where it happens.
 #   bash bench/batch_hold.sh [build-dir]        (default build/release)
 set -euo pipefail
 build=${1:-build/release}

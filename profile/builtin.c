@@ -36,7 +36,8 @@
   "# row -- 74 ns holding it, 95-98 ns its share of the flush (the job\n"      \
   "# list, the rows' stored sizes, and the simulated driver's own CPU for\n"   \
   "# the flush's calls, which the calls above model again: a little too\n"     \
-  "# much).  The write tracker's scan at a flush is charged as measured.\n"    \
+  "# much).  The write tracker's scan at a flush is charged by its own\n"      \
+  "# model (preload/track/track.h).\n"                                         \
   "ibp_hold_us = 0.17\n"                                                       \
   "# ASSUMPTION: a flush costs ~5 us of calls (the job list's copy, the\n"     \
   "# launch, an event, above): batches that last 20 times that keep them\n"    \
