@@ -135,17 +135,20 @@ double ibp__gate_batch_ns(const ibp_profile *p, const ibp_gate_copy *c,
   return 1e3 * (cpu + gpu);
 }
 
-double ibp__gate_staged_ns(const ibp_profile *p, const ibp_gate_staged *c) {
+double ibp__gate_staged_cpu_us(const ibp_profile *p, const ibp_gate_staged *c) {
   const double k = c->chunks ? c->chunks : 1, w = c->windows;
   /* per chunk the launch; per window the copy, then an event, a wait, an
    * event and the next use's wait (the calls serve/staged.c makes) */
-  double cpu = p->runtime_call_us + k * p->driver_launch_call_us +
-               w * (p->driver_copy_call_us + 4 * p->driver_call_us);
+  return p->runtime_call_us + k * p->driver_launch_call_us +
+         w * (p->driver_copy_call_us + 4 * p->driver_call_us);
+}
+
+double ibp__gate_staged_ns(const ibp_profile *p, const ibp_gate_staged *c) {
   /* the chunks' copies and decodes, planned chunk by chunk
    * (serve/staged.c): a copy issued while its stream is busy overlaps
    * the work before it, one issued on an idle stream (an application that
    * waits for each copy, as kv_offload's steps do) overlaps nothing */
-  return 1e3 * max2(cpu, c->gpu_us);
+  return 1e3 * max2(ibp__gate_staged_cpu_us(p, c), c->gpu_us);
 }
 
 /* ---- tensor size against the copies ------------------------------------ */

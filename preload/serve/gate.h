@@ -77,6 +77,10 @@ typedef struct ibp_gate_staged {
  * (gpu_us), whether the copy is synchronous or not. */
 double ibp__gate_staged_ns(const ibp_profile *p, const ibp_gate_staged *c);
 
+/* Its calling thread's share (us): the runtime's call, a launch per chunk,
+ * per window the copy and four event calls. */
+double ibp__gate_staged_cpu_us(const ibp_profile *p, const ibp_gate_staged *c);
+
 /* Once the region's fit is judged (its first 32 copies seen by
  * ibp__gate_mismatch), the stored bytes a copy of `bytes` bytes reads,
  * estimated from those copies' ratio (for the choice of a held copy, which

@@ -84,6 +84,10 @@ typedef struct ibp_refresh {
   uint64_t spill_top;
 } ibp_refresh;
 
+/* Copies of a region on a device timed at once at most
+ * (serve/choose/chooser.h). */
+#define IBP_TIMING_SAMPLES 4
+
 /* Per-device state (ibp_device_slot.state). */
 typedef enum ibp_device_state {
   IBP_DEVICE_ABSENT = 0,    /* nothing uploaded */
@@ -102,6 +106,9 @@ typedef struct ibp_device_memory {
   CUdeviceptr lengths;  /* n stream lengths (uint32) */
   CUevent probe[2];     /* serve/staged.c: a decode's timing; NULL
                            until used */
+  /* serve/choose/chooser.c: the timed copies' events, two per sample;
+   * NULL until used */
+  CUevent timing[2 * IBP_TIMING_SAMPLES];
 } ibp_device_memory;
 
 /* One device.  Protocol: a thread moves state ABSENT -> UPLOADING with
@@ -132,6 +139,9 @@ typedef struct ibp_device_slot {
   double probe_model_us;
   double probe_after_ns; /* device clock: no probe before */
   _Atomic double decode_scale;
+  /* the chooser of this region on this device (serve/choose/chooser.h):
+   * its estimates and timed copies; NULL until the first decision */
+  struct ibp_chooser *_Atomic chooser;
 } ibp_device_slot;
 
 /* What the gate saw of the region's first copies (gate.c): whether its

@@ -7,6 +7,7 @@
  * launch accepted" returns 1 and the caller runs the driver's own copy:
  * fail open.  A region whose launches keep failing is degraded. */
 #include <stdatomic.h>
+#include <string.h>
 
 #include "serve/substitute.h"
 
@@ -15,6 +16,7 @@
 #include "base/driver.h"
 #include "base/log.h"
 #include "serve/batch.h"
+#include "serve/choose/chooser.h"
 #include "serve/gate.h"
 #include "serve/nvtx.h"
 #include "serve/refresh.h"
@@ -147,8 +149,6 @@ static CUresult launch(const ibp_driver *d, const ibp_device_slot *slot,
                            plan->dynamic_shared, stream, params, NULL);
 }
 
-typedef enum path { PATH_DRIVER, PATH_KERNEL, PATH_STAGED } path;
-
 /* The gate's view of copy c (its range in a, planned as *plan): the SMs its
  * grid is worth, its units; "stored" bytes over PCIe plus the partial
  * sectors at the streams' ends. */
@@ -163,55 +163,131 @@ static ibp_gate_copy gate_copy(const ibp_profile *p, const ibp_copy *c,
       a->tensor_bytes};
 }
 
-/* The fastest path for this copy (gate.c) among those IBP_PATH leaves
- * open: the driver's copy, the kernel reading over PCIe, or the staged
- * path (planned into *sp); counts a copy the gate sends to the driver.
- * *saved_ns: what the chosen path saves; *second: the faster of the other
- * two (for a staged copy the ring cannot take).  `count`: count a copy
- * sent to the driver as gated (0: a first look, see serve_region). */
-static path choose(ibp_served_region *s, ibp_device_slot *slot, int dev,
-                   CUcontext ctx, const ibp_copy *c, uint64_t pcie,
-                   const ibp_decompress_args *a, const ibp_kernel_plan *plan,
-                   ibp_staged_plan *sp, double *saved_ns, path *second,
-                   int count) {
+/* A copy's decision: the route, the one to fall back on when the staged
+ * ring cannot take it, and what timing the copy needs. */
+typedef struct decision {
+  ibp_route go, second;
+  double saved_ns; /* the model's: the driver's time less the route's */
+  ibp_choice choice;
+  ibp_route_cost prior[IBP_ROUTES];
+  unsigned cls;
+  int idle;
+  ibp_chooser *ch;
+  const ibp_profile *p;
+} decision;
+
+/* The route for this copy among those IBP_PATH leaves open: the chooser
+ * (serve/choose/chooser.h) weighs each route's model cost (gate.c) -- the
+ * driver's copy, the kernel reading over PCIe, the staged path (planned
+ * into *sp) -- against what the region's copies of its class measured.
+ * `count`: count a copy sent to the driver as gated, and decide for real
+ * (0: a first look, see serve_region: nothing counted or spent). */
+static ibp_route choose(ibp_served_region *s, ibp_device_slot *slot, int dev,
+                        CUcontext ctx, const ibp_copy *c, uint64_t pcie,
+                        const ibp_decompress_args *a,
+                        const ibp_kernel_plan *plan, ibp_staged_plan *sp,
+                        decision *x, int count) {
+  memset(x, 0, sizeof *x);
+  ibp_route_cost *prior = x->prior;
   const ibp_profile *p = ibp__gate_profile(dev);
+  x->p = p;
   if (!p) {
     count_passed(s, c->bytes);
-    return PATH_DRIVER;
+    return IBP_ROUTE_DRIVER;
   }
   const ibp_gate_copy g = gate_copy(p, c, a, plan, pcie);
-  const double pass = ibp__gate_pass_ns(p, &g);
-  double best = pass;
-  path go = PATH_DRIVER;
-  if (ibp__cfg.path != IBP_PATH_STAGED) {
-    double kernel = ibp__gate_kernel_ns(p, &g);
-    if (kernel < best) {
-      best = kernel;
-      go = PATH_KERNEL;
-    }
-  }
-  /* the staged path's calls alone must leave room before it is planned
-   * (a walk over the copy's tensors) */
+  const double runtime = 1e3 * p->runtime_call_us;
+  prior[IBP_ROUTE_DRIVER] =
+      (ibp_route_cost){runtime + 1e3 * p->driver_copy_call_us,
+                       1e3 * ibp_profile_ce_copy_us(p, c->bytes, 1)};
+  if (ibp__cfg.path != IBP_PATH_STAGED)
+    prior[IBP_ROUTE_ZEROCOPY] = (ibp_route_cost){
+        runtime + 1e3 * p->driver_launch_call_us,
+        1e3 * ibp_profile_decode_us(p, g.host_bytes, g.bytes, g.units,
+                                    g.sms ? g.sms : 1)};
+  x->idle = !ibp__chooser_stream_busy(c->stream);
+  x->cls = ibp__choose_class_index(c->bytes, !x->idle, IBP_CLASS_SINGLE);
+  /* what each route can time: the driver's copy and the kernel run on the
+   * caller's stream between the two events; the staged path's copies run
+   * on libibp's stream too, ahead of the first event when the caller's
+   * stream is busy, so it is timed on an idle stream only (its decode
+   * alone is timed by serve/staged.c, "the decode as measured") */
+  const unsigned timable = 1u << IBP_ROUTE_DRIVER | 1u << IBP_ROUTE_ZEROCOPY |
+                           (x->idle ? 1u << IBP_ROUTE_STAGED : 0u);
+  x->ch = ibp__chooser_of(slot);
+  /* the staged path is planned (a walk over the copy's tensors) only when
+   * its calls alone leave room to win */
+  ibp_choice look;
+  ibp__chooser_decide(s, slot, x->ch, p, x->cls, prior, timable, 1, &look);
+  double best = look.est_ns[look.route];
+  for (int r = 0; r < IBP_ROUTES; r++)
+    if (look.est_ns[r] > 0 && look.est_ns[r] < best)
+      best = look.est_ns[r];
   const double calls = 1e3 * (p->runtime_call_us + p->driver_copy_call_us +
                               p->driver_launch_call_us);
-  *second = go;
   if (ibp__cfg.path != IBP_PATH_ZEROCOPY && calls < best &&
-      ibp__staged_plan(s, slot, ctx, dev, c, a, sp) == 0) {
-    double staged = ibp__gate_staged_ns(p, &sp->gate);
-    if (staged < best) {
-      best = staged;
-      go = PATH_STAGED;
-    }
-  }
-  if (go != PATH_DRIVER) {
-    *saved_ns = pass - best;
-    return go;
-  }
-  if (count) {
+      ibp__staged_plan(s, slot, ctx, dev, c, a, sp) == 0)
+    prior[IBP_ROUTE_STAGED] = (ibp_route_cost){
+        1e3 * ibp__gate_staged_cpu_us(p, &sp->gate), 1e3 * sp->gate.gpu_us};
+  ibp_route go = ibp__chooser_decide(s, slot, x->ch, p, x->cls, prior, timable,
+                                     !count, &x->choice);
+  /* the faster of the other two, for a staged copy the ring cannot take */
+  const double *est = x->choice.est_ns;
+  x->second = est[IBP_ROUTE_ZEROCOPY] > 0 &&
+                      est[IBP_ROUTE_ZEROCOPY] < est[IBP_ROUTE_DRIVER]
+                  ? IBP_ROUTE_ZEROCOPY
+                  : IBP_ROUTE_DRIVER;
+  const ibp_route_cost *m = prior;
+  double model = m[go].cpu_ns > m[go].gpu_ns ? m[go].cpu_ns : m[go].gpu_ns;
+  double pass = m[0].cpu_ns > m[0].gpu_ns ? m[0].cpu_ns : m[0].gpu_ns;
+  x->saved_ns = pass > model ? pass - model : 0;
+  x->go = go;
+  if (go == IBP_ROUTE_DRIVER && count) {
     ibp__count(&s->counters, copies_gated, 1);
     ibp__count(&s->counters, bytes_gated, c->bytes);
   }
-  return PATH_DRIVER;
+  return go;
+}
+
+/* The model's CPU time before route r's first GPU work (ns): the call that
+ * queues it (the staged path: its first window's wait and copy). */
+static double lead_ns(const ibp_profile *p, ibp_route r) {
+  switch (r) {
+  case IBP_ROUTE_DRIVER:
+    return 1e3 * p->driver_copy_call_us;
+  case IBP_ROUTE_ZEROCOPY:
+    return 1e3 * p->driver_launch_call_us;
+  default:
+    return 1e3 * (p->driver_copy_call_us + 2 * p->driver_call_us);
+  }
+}
+
+static void time_begin(ibp_served_region *s, ibp_device_slot *slot,
+                       const ibp_copy *c, const decision *x, ibp_timing *t) {
+  t->index = -1;
+  if (x->choice.timed)
+    ibp__timing_begin(s, slot, x->ch, x->p, c->stream, x->cls, &x->choice,
+                      &x->prior[x->go], 1e3 * x->p->runtime_call_us,
+                      lead_ns(x->p, x->go), x->idle, t);
+}
+
+/* The driver's copy, timed (the chooser asked for it): queued here between
+ * the events, synchronised for a synchronous entry point.  Returns 0 when
+ * done; 1: the caller runs the copy (nothing was queued). */
+static int timed_driver_copy(ibp_served_region *s, ibp_device_slot *slot,
+                             const ibp_copy *c, const decision *x) {
+  const ibp_driver *d = ibp__driver();
+  ibp_timing t;
+  time_begin(s, slot, c, x, &t);
+  if (t.index < 0)
+    return 1;
+  CUresult e = d->cuMemcpyHtoDAsync(c->dst, c->src, c->bytes, c->stream);
+  ibp__timing_end(s, slot, x->ch, c->stream, &t, e == CUDA_SUCCESS);
+  if (e != CUDA_SUCCESS)
+    return 1;
+  if (c->sync && d->cuStreamSynchronize(c->stream) != CUDA_SUCCESS)
+    return 1; /* the real copy runs again, and reports what it finds */
+  return 0;
 }
 
 /* [dst, dst+bytes) lies inside one device allocation.  Otherwise -- NULL,
@@ -348,11 +424,11 @@ static int serve_region(ibp_region_rec *r, const ibp_copy *c) {
     ibp_decompress_args a0;
     ibp_kernel_plan plan0;
     ibp_staged_plan sp0;
-    double saved0 = 0;
-    path second0;
+    decision x0;
     prepare(r, s, slot, c, &a0, &plan0);
-    if (choose(s, slot, dev, ctx, c, pcie, &a0, &plan0, &sp0, &saved0, &second0,
-               0) == PATH_DRIVER) {
+    if (choose(s, slot, dev, ctx, c, pcie, &a0, &plan0, &sp0, &x0, 0) ==
+            IBP_ROUTE_DRIVER &&
+        !x0.choice.timed) {
       ibp__count(&s->counters, copies_gated, 1);
       ibp__count(&s->counters, bytes_gated, c->bytes);
       return 1;
@@ -375,47 +451,55 @@ static int serve_region(ibp_region_rec *r, const ibp_copy *c) {
   ibp_decompress_args a;
   ibp_kernel_plan plan;
   ibp_staged_plan sp;
-  double saved_ns = 0;
+  decision x;
   atomic_fetch_add(&s->refresh.launching, 1); /* refresh.c waits for it */
   prepare(r, s, slot, c, &a, &plan);
-  path second = PATH_DRIVER;
-  path go =
-      choose(s, slot, dev, ctx, c, pcie, &a, &plan, &sp, &saved_ns, &second, 1);
-  const int ranged = go != PATH_DRIVER;
+  ibp_route go = choose(s, slot, dev, ctx, c, pcie, &a, &plan, &sp, &x, 1);
+  double saved_ns = x.saved_ns;
+  if (go == IBP_ROUTE_DRIVER) {
+    atomic_fetch_sub(&s->refresh.launching, 1);
+    return x.choice.timed ? timed_driver_copy(s, slot, c, &x) : 1;
+  }
+  const int ranged = 1;
   CUresult e = CUDA_SUCCESS;
+  ibp_timing t;
+  time_begin(s, slot, c, &x, &t);
   if (ranged)
     ibp__nvtx_copy_begin(r->name, c->bytes); /* serve/nvtx.h: for nsys */
-  if (go == PATH_STAGED) {
-    ibp_staged_args x = {slot,
-                         dev,
-                         slot->fn,
-                         slot->sms,
-                         &a,
-                         &slot->staged_plan,
-                         &slot->staged_args,
-                         &sp};
-    int rc = ibp__staged_copy(s, ctx, c, &x, &e);
+  if (go == IBP_ROUTE_STAGED) {
+    ibp_staged_args sx = {slot,
+                          dev,
+                          slot->fn,
+                          slot->sms,
+                          &a,
+                          &slot->staged_plan,
+                          &slot->staged_args,
+                          &sp};
+    int rc = ibp__staged_copy(s, ctx, c, &sx, &e);
     if (rc == 1) { /* no buffer free of other streams' work */
-      go = second;
+      ibp__timing_end(s, slot, x.ch, c->stream, &t, 0);
+      go = x.second;
       saved_ns = 0;
-      if (go == PATH_DRIVER)
+      if (go == IBP_ROUTE_DRIVER)
         count_passed(s, c->bytes);
     } else if (rc < 0 && e == CUDA_SUCCESS) {
       e = CUDA_ERROR_UNKNOWN;
     }
   }
-  if (go == PATH_KERNEL)
+  if (go == IBP_ROUTE_ZEROCOPY)
     e = launch(d, slot, &a, &plan, c->stream);
+  ibp__timing_end(s, slot, x.ch, c->stream, &t,
+                  e == CUDA_SUCCESS && go != IBP_ROUTE_DRIVER);
   if (ranged)
     ibp__nvtx_copy_end();
   atomic_fetch_sub(&s->refresh.launching, 1);
-  if (go == PATH_DRIVER)
+  if (go == IBP_ROUTE_DRIVER)
     return 1;
   if (e != CUDA_SUCCESS) {
-    failed(r, s, go == PATH_STAGED ? "staged copy" : "kernel launch", e);
+    failed(r, s, go == IBP_ROUTE_STAGED ? "staged copy" : "kernel launch", e);
     return 1;
   }
-  if (go == PATH_STAGED) {
+  if (go == IBP_ROUTE_STAGED) {
     ibp__count(&s->counters, copies_staged, 1);
     pcie = sp.gate.ce_bytes + sp.gate.host_bytes;
   }

@@ -17,6 +17,7 @@
 #include "base/driver.h"
 #include "base/log.h"
 #include "base/thread.h"
+#include "serve/choose/chooser.h"
 #include "serve/compress.h"
 #include "serve/device.h"
 #include "serve/refresh.h"
@@ -262,6 +263,8 @@ void ibp__worker_release(ibp_region_rec *r, void *ctx) {
   } else {
     free(j); /* nothing to free on the GPU side, or no memory to ask */
   }
+  for (int i = 0; s && i < IBP_MAX_DEVICES; i++)
+    ibp__chooser_free(atomic_load(&s->dev[i].chooser));
   ibp__served_free(s);
 }
 

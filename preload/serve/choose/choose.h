@@ -1,0 +1,167 @@
+/*
+ * The chooser (choose.c; docs/ARCHITECTURE.md "The gate"): the one place
+ * that picks a copy's route and owns what is known of each route's cost
+ * where it runs.
+ *
+ * Each route (the driver's copy, the zero-copy kernel, the staged path)
+ * gives, for one copy, the model's cost on the device's profile
+ * (docs/PROFILE.md): the calling thread's time and the GPU's.  That is the
+ * prior.  For each class of copies (ibp__choose_class_index: the copy's
+ * size in powers of two, whether the caller's stream was busy, single or
+ * batched) the chooser keeps per route what the copies it timed measured
+ * against the model's figures for them (a ratio for the CPU's time and one
+ * for the GPU's, the smallest of the last few); a route's estimate is its prior
+ * times its ratios, and the copy takes the route with the smallest estimate,
+ * sticking with the class's last choice unless another one is clearly better
+ * (hysteresis).  Now and then, within a budget of what it may cost, an
+ * alternative is explored (taken and timed), backing off while it keeps
+ * measuring worse.
+ *
+ * The decision logic (this header's ibp__choose_* functions on one class)
+ * is pure: no CUDA call, no clock, no lock; serve/choose/timing.h times
+ * the copies and feeds the results back.  Threads: a class is touched under
+ * its table's lock (ibp_chooser.lock).
+ */
+#ifndef IBP_PRELOAD_CHOOSE_H
+#define IBP_PRELOAD_CHOOSE_H
+
+#include <stdint.h>
+
+/* The routes a single copy may take (docs/ARCHITECTURE.md "The gate").
+ * Batched launches decide in serve/batch.c for now. */
+typedef enum ibp_route {
+  IBP_ROUTE_DRIVER = 0,   /* the driver's own copy */
+  IBP_ROUTE_ZEROCOPY = 1, /* the kernel reads the streams over PCIe */
+  IBP_ROUTE_STAGED = 2,   /* the copy engine moves them, the kernel decodes */
+  IBP_ROUTES
+} ibp_route;
+
+/* How a copy arrived: on its own, held for a batched launch, or as an
+ * entry of the application's own batch (serve/batch_call.h). */
+typedef enum ibp_class_mode {
+  IBP_CLASS_SINGLE = 0,
+  IBP_CLASS_BATCHED = 1,
+  IBP_CLASS_APP_BATCH = 2,
+  IBP_CLASS_MODES
+} ibp_class_mode;
+
+/* Size classes: floor(log2(bytes)), 0 .. IBP_CHOOSE_SIZES - 1 (larger
+ * copies share the last). */
+#define IBP_CHOOSE_SIZES 40
+#define IBP_CHOOSE_CLASSES (IBP_CHOOSE_SIZES * 2 * IBP_CLASS_MODES)
+
+/* Below this many timed copies of a route in a class its ratios are not
+ * used; a class whose prior is contradicted by its measurements changes
+ * its choice after at most this many timed copies of each of the two
+ * routes (tests/preload/serve/test_choose.c). */
+#define IBP_CHOOSE_MIN_SAMPLES 2
+/* A ratio within this much of 1 counts as 1: the model is right there. */
+#define IBP_CHOOSE_DEAD_BAND 0.06
+/* Another route replaces the class's last choice only when its estimate is
+ * smaller by this share. */
+#define IBP_CHOOSE_HYSTERESIS 0.05
+/* Exploration may cost at most this share of the class's copies'
+ * estimated time; timing the chosen route at most this share again. */
+#define IBP_CHOOSE_EXPLORE_SHARE 0.01
+#define IBP_CHOOSE_TIMING_SHARE 0.01
+/* An unmeasured route's exploration is charged this share of its estimate
+ * besides its estimated excess (the prior may be that wrong). */
+#define IBP_CHOOSE_UNMEASURED 0.5
+/* After an exploration that measured worse, the route waits
+ * IBP_CHOOSE_WAIT_COPIES << backoff copies before the next (backoff grows
+ * by one each time, at most IBP_CHOOSE_BACKOFF_MAX). */
+#define IBP_CHOOSE_WAIT_COPIES 16
+#define IBP_CHOOSE_BACKOFF_MAX 12
+
+/* A route's cost for one copy, in ns: the calling thread's time and the
+ * GPU's, which copies back to back overlap (the model's figure is the
+ * larger, docs/ARCHITECTURE.md "The gate").  Both 0: the route is not open
+ * for the copy. */
+typedef struct ibp_route_cost {
+  double cpu_ns;
+  double gpu_ns;
+} ibp_route_cost;
+
+/* Timed copies a route's ratios are taken from: the smallest of the last
+ * IBP_CHOOSE_WINDOW, so that a copy that waited for another one's work
+ * (the link, the copy engine) does not count against its route, while a
+ * route that measures slower copy after copy does. */
+#define IBP_CHOOSE_WINDOW 4
+
+/* What the class knows of one route. */
+typedef struct ibp_choose_route {
+  double cpu_ratio, gpu_ratio; /* measured over the model's: the smallest
+                                  of the window's */
+  double cpu_seen[IBP_CHOOSE_WINDOW], gpu_seen[IBP_CHOOSE_WINDOW];
+  uint32_t samples; /* timed copies */
+  uint32_t pending; /* explorations not yet settled */
+  uint32_t wait;    /* copies before it may be explored again */
+  uint32_t backoff;
+  uint64_t chosen; /* copies that took it */
+} ibp_choose_route;
+
+/* One class of copies of a region on a device. */
+typedef struct ibp_choose_class {
+  ibp_choose_route route[IBP_ROUTES];
+  int last;           /* the last choice, -1 before the first */
+  uint64_t copies;    /* decided */
+  uint64_t explored;  /* copies that took an alternative to time it */
+  uint64_t overruled; /* copies whose choice was not the model's (measured
+                         costs said otherwise; explorations not counted) */
+  double spent_ns;    /* the chosen routes' estimates, summed */
+  double explore_ns;  /* what explorations cost over the choice, estimated */
+  double explore_credit_ns, timing_credit_ns;
+} ibp_choose_class;
+
+/* A decision. */
+typedef struct ibp_choice {
+  ibp_route route;
+  int timed;         /* time this copy (serve/choose/timing.h) */
+  int explore;       /* it takes an alternative, to measure it */
+  int modelled;      /* the route the model alone would take */
+  double charged_ns; /* an exploration's cost as estimated, charged to the
+                        budget (ibp__choose_settle corrects it) */
+  double choice_ns;  /* the estimate of the class's choice (which an
+                        exploration stands in for) */
+  double est_ns[IBP_ROUTES]; /* each open route's estimate (0: closed) */
+} ibp_choice;
+
+/* The class of a copy of `bytes` bytes; busy: its stream had work queued. */
+unsigned ibp__choose_class_index(uint64_t bytes, int busy, ibp_class_mode mode);
+
+void ibp__choose_class_init(ibp_choose_class *k);
+
+/* Route r's estimate for a copy whose model cost is c: c's larger term,
+ * each term scaled by what the class measured (when it has). */
+double ibp__choose_estimate(const ibp_choose_class *k, ibp_route r,
+                            const ibp_route_cost *c);
+
+/* Decides a copy of class k among the routes whose prior[] is open.
+ * timable: the routes whose copies of this class can be timed (bit r:
+ * route r; a route whose work is not all between two events on the
+ * caller's stream, as the staged path's copy-engine work on a busy
+ * stream, is neither timed nor explored).  timing_ns: what timing a copy costs
+ * (two event records and their reading).  learn = 0: the model alone (no
+ * measurement used, nothing explored or timed: timing is off).  dry: only looks
+ * (nothing counted, no credit spent).  Returns out->route. */
+ibp_route ibp__choose_decide(ibp_choose_class *k,
+                             const ibp_route_cost prior[IBP_ROUTES],
+                             unsigned timable, double timing_ns, int learn,
+                             int dry, ibp_choice *out);
+
+/* A timed copy of route r in class k took cpu_ns on the calling thread
+ * and gpu_ns on the GPU, where the model said cpu_model_ns and
+ * gpu_model_ns.  Folds them into the route's ratios; an explored route
+ * that still measures worse than the class's choice backs off. */
+void ibp__choose_learn(ibp_choose_class *k, ibp_route r, double cpu_ns,
+                       double cpu_model_ns, double gpu_ns, double gpu_model_ns);
+
+/* An exploration of route r charged charged_ns (ibp_choice.charged_ns)
+ * turned out to cost excess_ns more than the class's choice would have
+ * (measured; -1: never measured, the charge stands): the budget is
+ * corrected by the difference, so exploration stays within its share of
+ * what the copies really took. */
+void ibp__choose_settle(ibp_choose_class *k, ibp_route r, double charged_ns,
+                        double excess_ns);
+
+#endif /* IBP_PRELOAD_CHOOSE_H */

@@ -1,0 +1,289 @@
+/* The chooser of a region on a device: its lock, its classes, and the
+ * timed copies (serve/choose/chooser.h; docs/ARCHITECTURE.md "The gate"). */
+#include "serve/choose/chooser.h"
+
+#include <stdatomic.h>
+#include <stdlib.h>
+
+#include "base/clock.h"
+#include "base/driver.h"
+#include "base/log.h"
+#include "stats/stats.h"
+
+enum { SAMPLE_FREE = 0, SAMPLE_RECORDING = 1, SAMPLE_PENDING = 2 };
+
+/* Queries and event creation run in relaxed capture mode: they must not
+ * invalidate another thread's capture (docs/ARCHITECTURE.md "Nothing under
+ * capture"). */
+static CUstreamCaptureMode relaxed(const ibp_driver *d) {
+  CUstreamCaptureMode mode = CU_STREAM_CAPTURE_MODE_RELAXED;
+  if (d->cuThreadExchangeStreamCaptureMode)
+    d->cuThreadExchangeStreamCaptureMode(&mode);
+  return mode;
+}
+
+static void restore(const ibp_driver *d, CUstreamCaptureMode mode) {
+  if (d->cuThreadExchangeStreamCaptureMode)
+    d->cuThreadExchangeStreamCaptureMode(&mode);
+}
+
+int ibp__chooser_stream_busy(CUstream stream) {
+  const ibp_driver *d = ibp__driver();
+  if (!d || !d->cuStreamQuery)
+    return 0;
+  CUstreamCaptureMode mode = relaxed(d);
+  int busy = d->cuStreamQuery(stream) == CUDA_ERROR_NOT_READY;
+  restore(d, mode);
+  return busy;
+}
+
+ibp_chooser *ibp__chooser_of(ibp_device_slot *slot) {
+  ibp_chooser *ch = atomic_load_explicit(&slot->chooser, memory_order_acquire);
+  if (ch)
+    return ch;
+  ch = calloc(1, sizeof *ch);
+  if (!ch)
+    return NULL;
+  if (pthread_mutex_init(&ch->lock, NULL) != 0) {
+    free(ch);
+    return NULL;
+  }
+  for (unsigned k = 0; k < IBP_CHOOSE_CLASSES; k++)
+    ibp__choose_class_init(&ch->cls[k]);
+  ibp_chooser *none = NULL;
+  if (atomic_compare_exchange_strong_explicit(&slot->chooser, &none, ch,
+                                              memory_order_acq_rel,
+                                              memory_order_acquire))
+    return ch;
+  ibp__chooser_free(ch); /* another thread's came first */
+  return none;
+}
+
+void ibp__chooser_free(ibp_chooser *ch) {
+  if (!ch)
+    return;
+  pthread_mutex_destroy(&ch->lock);
+  free(ch);
+}
+
+double ibp__timing_cost_ns(const ibp_profile *p) {
+  /* two records, a query and the elapsed time: driver calls each */
+  return 4e3 * p->driver_call_us;
+}
+
+/* An event call failed: the model alone from now on (lock held).  One
+ * line per process, at info level: the copies are served as the model
+ * chooses them, and a failing driver call usually has its own warning
+ * where it matters (docs/ARCHITECTURE.md "Fail open"). */
+static void timing_failed(ibp_served_region *s, ibp_chooser *ch,
+                          const char *what, CUresult e) {
+  static atomic_int told;
+  (void)s;
+  ch->timing_off = 1;
+  if (atomic_exchange(&told, 1) == 0)
+    ibp__log(IBP_LOG_INFO,
+             "timing a copy: %s failed (CUresult %d); copies are chosen by "
+             "the device's cost profile alone where it failed "
+             "(docs/ARCHITECTURE.md, \"The gate\")",
+             what, (int)e);
+}
+
+/* A sample dropped before it was read (lock held): an exploration's
+ * charge stands. */
+static void drop(ibp_chooser *ch, ibp_timing_sample *x) {
+  if (x->explore)
+    ibp__choose_settle(&ch->cls[x->cls], x->route, x->charged_ns, -1);
+  x->state = SAMPLE_FREE;
+}
+
+/* Reads sample i if the GPU has run it (lock held; never waits). */
+static void read_sample(const ibp_driver *d, ibp_served_region *s,
+                        ibp_device_slot *slot, ibp_chooser *ch, int i) {
+  ibp_timing_sample *x = &ch->sample[i];
+  CUevent *ev = &slot->mem.timing[2 * i];
+  if (!ev[0] || !ev[1]) { /* its context ended with the events */
+    drop(ch, x);
+    return;
+  }
+  CUresult q = d->cuEventQuery(ev[1]);
+  if (q == CUDA_ERROR_NOT_READY)
+    return;
+  float ms = 0;
+  if (q != CUDA_SUCCESS) {
+    drop(ch, x);
+    timing_failed(s, ch, "cuEventQuery", q);
+    return;
+  }
+  if (!d->cuEventElapsedTime ||
+      (q = d->cuEventElapsedTime(&ms, ev[0], ev[1])) != CUDA_SUCCESS) {
+    drop(ch, x);
+    timing_failed(s, ch, "cuEventElapsedTime", q);
+    return;
+  }
+  x->state = SAMPLE_FREE;
+  /* the span from the first record to the second: on an idle stream it
+   * starts before the route's first GPU work, which waits for the calls
+   * that queue it (the model's lead, scaled as the calls measured) */
+  double span = 1e6 * ms, gpu = span;
+  if (x->idle && x->cpu_model_ns > 0) {
+    double lead = x->lead_model_ns * x->cpu_ns / x->cpu_model_ns;
+    gpu -= lead < x->cpu_ns ? lead : x->cpu_ns;
+  }
+  if (gpu < 0.05 * span)
+    gpu = 0.05 * span;
+  ibp_choose_class *k = &ch->cls[x->cls];
+  if (x->explore) { /* what it really cost over the choice */
+    double took =
+        x->cpu_ns + x->runtime_ns > gpu ? x->cpu_ns + x->runtime_ns : gpu;
+    double excess = took > x->choice_ns ? took - x->choice_ns : 0;
+    ibp__choose_settle(k, x->route, x->charged_ns, excess + x->timing_ns);
+  }
+  ibp__choose_learn(k, x->route, x->cpu_ns, x->cpu_model_ns, gpu,
+                    x->gpu_model_ns);
+  ibp__count(&s->counters, copies_timed, 1);
+}
+
+static void read_samples(const ibp_driver *d, ibp_served_region *s,
+                         ibp_device_slot *slot, ibp_chooser *ch) {
+  int any = 0;
+  for (int i = 0; i < IBP_TIMING_SAMPLES; i++)
+    any |= ch->sample[i].state == SAMPLE_PENDING;
+  if (!any || ch->timing_off)
+    return;
+  CUstreamCaptureMode mode = relaxed(d);
+  for (int i = 0; i < IBP_TIMING_SAMPLES && !ch->timing_off; i++)
+    if (ch->sample[i].state == SAMPLE_PENDING)
+      read_sample(d, s, slot, ch, i);
+  restore(d, mode);
+}
+
+static int free_sample(const ibp_chooser *ch) {
+  for (int i = 0; i < IBP_TIMING_SAMPLES; i++)
+    if (ch->sample[i].state == SAMPLE_FREE)
+      return i;
+  return -1;
+}
+
+ibp_route ibp__chooser_decide(ibp_served_region *s, ibp_device_slot *slot,
+                              ibp_chooser *ch, const ibp_profile *p,
+                              unsigned cls,
+                              const ibp_route_cost prior[IBP_ROUTES],
+                              unsigned timable, int dry, ibp_choice *out) {
+  const ibp_driver *d = ibp__driver();
+  if (!ch || cls >= IBP_CHOOSE_CLASSES || !d) {
+    ibp_choose_class k;
+    ibp__choose_class_init(&k);
+    return ibp__choose_decide(&k, prior, 0, 0, 0, 1, out);
+  }
+  pthread_mutex_lock(&ch->lock);
+  if (!dry)
+    read_samples(d, s, slot, ch);
+  const int learn = !ch->timing_off && d->cuEventQuery &&
+                    d->cuEventElapsedTime && d->cuEventCreate &&
+                    d->cuEventRecord;
+  /* no room for another sample: nothing timed or explored */
+  if (free_sample(ch) < 0)
+    timable = 0;
+  ibp_route r = ibp__choose_decide(&ch->cls[cls], prior, timable,
+                                   ibp__timing_cost_ns(p), learn, dry, out);
+  pthread_mutex_unlock(&ch->lock);
+  if (out->explore && !dry)
+    ibp__count(&s->counters, copies_explored, 1);
+  return r;
+}
+
+/* The events of sample i, created on first use (lock held). */
+static int sample_events(const ibp_driver *d, ibp_served_region *s,
+                         ibp_device_slot *slot, ibp_chooser *ch, int i) {
+  CUevent *ev = &slot->mem.timing[2 * i];
+  if (ev[0] && ev[1])
+    return 1;
+  CUstreamCaptureMode mode = relaxed(d);
+  int ok = 1;
+  for (int k = 0; k < 2 && ok; k++) {
+    CUresult e;
+    if (!ev[k] && (e = d->cuEventCreate(&ev[k], CU_EVENT_DEFAULT))) {
+      ev[k] = NULL;
+      timing_failed(s, ch, "cuEventCreate", e);
+      ok = 0;
+    }
+  }
+  restore(d, mode);
+  return ok;
+}
+
+void ibp__timing_begin(ibp_served_region *s, ibp_device_slot *slot,
+                       ibp_chooser *ch, const ibp_profile *p, CUstream stream,
+                       unsigned cls, const ibp_choice *c,
+                       const ibp_route_cost *prior, double runtime_ns,
+                       double lead_ns, int idle, ibp_timing *t) {
+  const ibp_driver *d = ibp__driver();
+  t->index = -1;
+  if (!ch || cls >= IBP_CHOOSE_CLASSES)
+    return;
+  CUstreamCaptureStatus cs = CU_STREAM_CAPTURE_STATUS_NONE;
+  const int capturing = !d ||
+                        d->cuStreamIsCapturing(stream, &cs) != CUDA_SUCCESS ||
+                        cs != CU_STREAM_CAPTURE_STATUS_NONE;
+  pthread_mutex_lock(&ch->lock);
+  int i = free_sample(ch);
+  if (i >= 0) {
+    ibp_timing_sample *x = &ch->sample[i];
+    double cpu = prior->cpu_ns - runtime_ns;
+    *x = (ibp_timing_sample){.state = SAMPLE_RECORDING,
+                             .cls = cls,
+                             .route = c->route,
+                             .idle = idle,
+                             .explore = c->explore,
+                             .charged_ns = c->charged_ns,
+                             .choice_ns = c->choice_ns,
+                             .runtime_ns = runtime_ns,
+                             .timing_ns = ibp__timing_cost_ns(p),
+                             .cpu_model_ns = cpu > 0 ? cpu : 0,
+                             .lead_model_ns = lead_ns,
+                             .gpu_model_ns = prior->gpu_ns};
+    /* nothing is timed under capture */
+    if (capturing || ch->timing_off || !sample_events(d, s, slot, ch, i)) {
+      drop(ch, x);
+      i = -1;
+    }
+  } else if (c->explore) {
+    ibp__choose_settle(&ch->cls[cls], c->route, c->charged_ns, -1);
+  }
+  pthread_mutex_unlock(&ch->lock);
+  if (i < 0)
+    return;
+  CUresult e = d->cuEventRecord(slot->mem.timing[2 * i], stream);
+  if (e != CUDA_SUCCESS) {
+    pthread_mutex_lock(&ch->lock);
+    drop(ch, &ch->sample[i]);
+    timing_failed(s, ch, "cuEventRecord", e);
+    pthread_mutex_unlock(&ch->lock);
+    return;
+  }
+  ch->sample[i].t0_ns = ibp__clock_ns(); /* the sample is this thread's */
+  t->index = i;
+}
+
+void ibp__timing_end(ibp_served_region *s, ibp_device_slot *slot,
+                     ibp_chooser *ch, CUstream stream, ibp_timing *t,
+                     int submitted) {
+  const int i = t->index;
+  if (i < 0 || !ch)
+    return;
+  t->index = -1;
+  const ibp_driver *d = ibp__driver();
+  const double cpu = ibp__clock_ns() - ch->sample[i].t0_ns;
+  CUresult e = submitted && d
+                   ? d->cuEventRecord(slot->mem.timing[2 * i + 1], stream)
+                   : CUDA_SUCCESS;
+  pthread_mutex_lock(&ch->lock);
+  ibp_timing_sample *x = &ch->sample[i];
+  x->cpu_ns = cpu;
+  x->state = SAMPLE_PENDING;
+  if (!submitted || e != CUDA_SUCCESS)
+    drop(ch, x);
+  if (e != CUDA_SUCCESS)
+    timing_failed(s, ch, "cuEventRecord", e);
+  pthread_mutex_unlock(&ch->lock);
+}

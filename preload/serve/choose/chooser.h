@@ -1,0 +1,105 @@
+/*
+ * The chooser of a region on a device (chooser.c; docs/ARCHITECTURE.md
+ * "The gate"): its classes' estimates (serve/choose/choose.h) under one
+ * lock, and the timing of a bounded sample of copies with two events the
+ * GPU stamps around each one's submission on the caller's stream.
+ *
+ * Timing rules: an event is never waited for -- a sample's end event is
+ * queried at a later decision of the same region and device, and read only
+ * once complete; nothing is timed on a stream that is capturing (the
+ * caller checks, and ibp__timing_begin checks again); a failing event call
+ * (create, record, query, elapsed time) turns timing off for the region on
+ * that device, with one warning per process, and its copies are then
+ * chosen by the model alone.  The events live in the device slot's memory
+ * (serve/region.h, ibp_device_memory.timing) and end with it.
+ */
+#ifndef IBP_PRELOAD_CHOOSER_H
+#define IBP_PRELOAD_CHOOSER_H
+
+#include <cuda.h>
+#include <pthread.h>
+
+#include "profile/profile.h"
+#include "serve/choose/choose.h"
+#include "serve/region.h"
+
+/* One timed copy, from its first event to its reading. */
+typedef struct ibp_timing_sample {
+  int state; /* 0 free, 1 being recorded, 2 recorded: waiting for the GPU */
+  unsigned cls;
+  ibp_route route;
+  int idle;             /* the stream had nothing queued before it */
+  int explore;          /* an exploration (ibp__choose_settle) */
+  double charged_ns;    /* ... what it was charged */
+  double choice_ns;     /* ... the estimate of the choice it replaced */
+  double runtime_ns;    /* the runtime's share of the model's CPU time */
+  double timing_ns;     /* what timing it cost (model) */
+  double t0_ns;         /* device clock after the first event */
+  double cpu_ns;        /* measured: the submission on the calling thread */
+  double cpu_model_ns;  /* the model's for the same calls */
+  double lead_model_ns; /* the model's CPU time before the route's first
+                           GPU work (idle streams: not the GPU's) */
+  double gpu_model_ns;  /* the model's GPU time */
+} ibp_timing_sample;
+
+typedef struct ibp_chooser {
+  pthread_mutex_t lock;
+  int timing_off; /* an event call failed: the model alone */
+  ibp_timing_sample sample[IBP_TIMING_SAMPLES];
+  ibp_choose_class cls[IBP_CHOOSE_CLASSES];
+} ibp_chooser;
+
+/* Slot's chooser, made on first use; NULL on out of memory (the caller
+ * then takes the model's choice). */
+ibp_chooser *ibp__chooser_of(ibp_device_slot *slot);
+
+/* Frees a chooser (with its served region; its events are the slot's). */
+void ibp__chooser_free(ibp_chooser *ch);
+
+/* Whether `stream` has work queued (cuStreamQuery, in relaxed capture
+ * mode); 0 when it cannot say. */
+int ibp__chooser_stream_busy(CUstream stream);
+
+/* What timing one copy costs on profile p, ns: two event records, a query
+ * and the reading. */
+double ibp__timing_cost_ns(const ibp_profile *p);
+
+/* Decides a copy of class cls (ibp__choose_class_index) of region s on the
+ * slot's device among the routes prior[] leaves open (timable: as
+ * ibp__choose_decide): reads the samples
+ * the GPU has finished first (never waits).  dry: a look only.  ch NULL:
+ * the model's choice.  Returns out->route; counts explored copies in s's
+ * statistics. */
+ibp_route ibp__chooser_decide(ibp_served_region *s, ibp_device_slot *slot,
+                              ibp_chooser *ch, const ibp_profile *p,
+                              unsigned cls,
+                              const ibp_route_cost prior[IBP_ROUTES],
+                              unsigned timable, int dry, ibp_choice *out);
+
+/* A timing in progress (index -1: not timed). */
+typedef struct ibp_timing {
+  int index;
+} ibp_timing;
+
+/* Starts timing a copy of class cls by route c->route (decided by
+ * ibp__chooser_decide, which asked for it: c->timed) on `stream` (not
+ * capturing; the slot's context current): records the first event.
+ * prior: the route's model cost for it; runtime_ns: the share of
+ * prior->cpu_ns the runtime spends before libibp sees the copy; lead_ns:
+ * the model's CPU time before the route's first GPU work; idle: the stream
+ * had nothing queued.  Leaves t->index -1 when the copy is not timed (no
+ * free sample, capturing, an event call failed). */
+void ibp__timing_begin(ibp_served_region *s, ibp_device_slot *slot,
+                       ibp_chooser *ch, const ibp_profile *p, CUstream stream,
+                       unsigned cls, const ibp_choice *c,
+                       const ibp_route_cost *prior, double runtime_ns,
+                       double lead_ns, int idle, ibp_timing *t);
+
+/* Ends the timing t after the copy's submission: records the second
+ * event.  submitted = 0: the copy was not queued after all (the sample is
+ * dropped). */
+void ibp__timing_end(ibp_served_region *s, ibp_device_slot *slot,
+                     ibp_chooser *ch, CUstream stream, ibp_timing *t,
+                     int submitted);
+
+#endif /* IBP_PRELOAD_CHOOSER_H */
