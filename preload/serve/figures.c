@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "base/base.h"
+#include "serve/choose/chooser.h"
 #include "serve/region.h"
 #include "stats/stats.h"
 
@@ -72,6 +73,10 @@ static void fill_row(ibp_stat_row *w, const ibp_region_rec *r) {
 #include "stats/stats.def"
 #undef IBP_COUNTER
 #undef IBP_GAUGE
+  for (int i = 0; i < IBP_MAX_DEVICES; i++)
+    ibp__chooser_figures(
+        atomic_load((struct ibp_chooser * _Atomic *)&s->dev[i].chooser),
+        w->route);
 }
 
 void ibp__figures_retire(const ibp_region_rec *r, int freed_early) {

@@ -17,7 +17,11 @@
  *                 "freed-early": freed before its compression finished),
  *                 "retired" (bool), "tracker"
  *                 ("userfaultfd", "mprotect" or "none"),
- *                 <one key per row of stats.def>}, ...],
+ *                 <one key per row of stats.def>,
+ *                 "routes": {<one key per route of routes.def>:
+ *                            {"copies", "explored", "timed",
+ *                             "measured_seconds", "model_seconds",
+ *                             "classes"}, ...}}, ...],
  *    "totals": {"regions", "bytes", "stored_bytes", "saved_fraction",
  *               <one key per row of stats.def>, "pcie_saved_fraction"}}
  *
@@ -29,7 +33,13 @@
  * back as the same double; nothing is NaN or infinite.
  *
  * The figures after the codec's are the rows of stats.def, in its order
- * (NANOSECONDS figures in seconds, as JSON numbers).
+ * (NANOSECONDS figures in seconds, as JSON numbers).  "routes" is what the
+ * gate's chooser did with the region's copies on each route
+ * (docs/ARCHITECTURE.md "The gate"): copies that took it, explorations
+ * among them, copies timed, the timed copies' cost summed as measured and
+ * as modelled, and the classes of copies whose choice ended on it; the
+ * text report shows it as a second table (routes some copy took, the
+ * costs per timed copy).
  *
  * Regions that leave the registry before exit are kept by
  * ibp__stats_keep_retired on a lock-free list (a CAS push; nodes are never
@@ -411,6 +421,82 @@ static void write_all(int fd, const char *p, size_t n) {
   }
 }
 
+/* ---- the route table ----------------------------------------------------
+ *
+ * Per region and route, what the gate's chooser did (docs/ARCHITECTURE.md
+ * "The gate"): copies, explorations, timed copies, the timed copies' cost
+ * per copy as measured and as modelled, and the classes of copies whose
+ * choice ended on the route.  Only routes some copy took. */
+
+static const char *const route_names[IBP_STAT_ROUTES] = {
+#define IBP_ROUTE(name, text) text,
+#include "stats/routes.def"
+#undef IBP_ROUTE
+};
+
+enum { route_cols = 8 };
+typedef char route_row[route_cols][cell_max];
+
+static void cell_per_copy(char *out, double ns, uint64_t n) {
+  char num[32];
+  if (!n) {
+    snprintf(out, cell_max, "-");
+    return;
+  }
+  fmt_double(num, sizeof num, "%.1f", ns / (double)n / 1e3);
+  snprintf(out, cell_max, "%s us", num);
+}
+
+static void route_cells(route_row c, const ibp_stat_row *w, int r) {
+  const ibp_stat_route *q = &w->route[r];
+  cell_name(c[0], w->name);
+  snprintf(c[1], cell_max, "%s", route_names[r]);
+  cell_u64(c[2], q->copies);
+  cell_u64(c[3], q->explored);
+  cell_u64(c[4], q->timed);
+  cell_per_copy(c[5], q->measured_ns, q->timed);
+  cell_per_copy(c[6], q->model_ns, q->timed);
+  cell_u64(c[7], q->classes);
+}
+
+static void report_routes(sbuf *b, const row_list *l) {
+  static const char *const head[route_cols] = {"region",   "route",  "copies",
+                                               "explored", "timed",  "measured",
+                                               "modelled", "classes"};
+  size_t n = 1;
+  for (size_t i = 0; i < l->n; i++)
+    for (int r = 0; r < IBP_STAT_ROUTES; r++)
+      n += l->v[i].route[r].copies > 0;
+  if (n == 1)
+    return;
+  route_row *c = calloc(n, sizeof *c);
+  if (!c)
+    return;
+  for (int k = 0; k < route_cols; k++)
+    snprintf(c[0][k], cell_max, "%s", head[k]);
+  size_t m = 1, width[route_cols] = {0};
+  for (size_t i = 0; i < l->n; i++)
+    for (int r = 0; r < IBP_STAT_ROUTES; r++)
+      if (l->v[i].route[r].copies)
+        route_cells(c[m++], &l->v[i], r);
+  for (size_t i = 0; i < m; i++)
+    for (int k = 0; k < route_cols; k++) {
+      size_t len = strlen(c[i][k]);
+      width[k] = len > width[k] ? len : width[k];
+    }
+  sb_printf(b, "[ibp] stats: routes (measured, modelled: per timed copy; "
+               "classes: of copies, the choice they ended on)\n");
+  for (size_t i = 0; i < m; i++) {
+    sb_printf(b, "[ibp]  ");
+    for (int k = 0; k < route_cols; k++)
+      sb_printf(b, k < 2 ? " %-*s" : " %*s", (int)width[k], c[i][k]);
+    while (b->n > 0 && b->p[b->n - 1] == ' ')
+      b->n--;
+    sb_printf(b, "\n");
+  }
+  free(c);
+}
+
 static void report_text(const row_list *l, const totals *t) {
   text_row *cells = calloc(l->n + 2, sizeof *cells);
   if (cells == NULL) {
@@ -439,6 +525,7 @@ static void report_text(const row_list *l, const totals *t) {
           saving(t->sum.bytes_read_pcie, t->sum.bytes_requested));
   sb_printf(&b, "[ibp] stats: requested %s, read over PCIe %s, saved %s\n", req,
             pcie, pct);
+  report_routes(&b, l);
   if (b.oom)
     ibp__log(IBP_LOG_WARN, "stats: out of memory; no report");
   else
@@ -500,7 +587,19 @@ static void json_region(sbuf *b, const ibp_stat_row *w) {
   sb_printf(b, ", \"retired\": %s", w->retired ? "true" : "false");
   sb_printf(b, ", \"tracker\": \"%s\"", w->tracker ? w->tracker : "none");
   json_figures(b, w);
-  sb_printf(b, "}");
+  sb_printf(b, ", \"routes\": {");
+  for (int r = 0; r < IBP_STAT_ROUTES; r++) {
+    const ibp_stat_route *q = &w->route[r];
+    sb_printf(b, "%s\"%s\": {\"copies\": %" PRIu64, r ? ", " : "",
+              route_names[r], q->copies);
+    json_u64(b, "explored", q->explored);
+    json_u64(b, "timed", q->timed);
+    json_num(b, "measured_seconds", q->measured_ns / 1e9);
+    json_num(b, "model_seconds", q->model_ns / 1e9);
+    json_u64(b, "classes", q->classes);
+    sb_printf(b, "}");
+  }
+  sb_printf(b, "}}");
 }
 
 static void json_totals(sbuf *b, const totals *t, size_t n) {

@@ -30,6 +30,25 @@ typedef struct ibp_counters {
 #define ibp__count(counters, key, v)                                           \
   atomic_fetch_add_explicit(&(counters)->key, (v), memory_order_relaxed)
 
+/* The routes of stats/routes.def, counted. */
+enum {
+#define IBP_ROUTE(name, text) IBP_STAT_ROUTE_##name,
+#include "stats/routes.def"
+#undef IBP_ROUTE
+  IBP_STAT_ROUTES
+};
+
+/* What the gate's chooser (docs/ARCHITECTURE.md "The gate") saw of one
+ * route of a region, all devices together. */
+typedef struct ibp_stat_route {
+  uint64_t copies;    /* that took it */
+  uint64_t explored;  /* of those, taken to measure it */
+  uint64_t timed;     /* of those, timed on the GPU */
+  double measured_ns; /* the timed copies' cost, measured (summed) */
+  double model_ns;    /* ... and as the model gave it */
+  uint64_t classes;   /* classes of copies whose choice ended on it */
+} ibp_stat_route;
+
 /* The figures of one region, copied out of its records. */
 typedef struct ibp_stat_row {
   uint64_t id;
@@ -53,6 +72,7 @@ typedef struct ibp_stat_row {
 #include "stats/stats.def"
 #undef IBP_COUNTER
 #undef IBP_GAUGE
+  ibp_stat_route route[IBP_STAT_ROUTES];
 } ibp_stat_row;
 
 /* Keeps the final figures of a region about to leave the registry (freed,

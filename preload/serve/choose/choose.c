@@ -144,6 +144,8 @@ ibp_route ibp__choose_decide(ibp_choose_class *k,
       k->explore_credit_ns + IBP_CHOOSE_EXPLORE_SHARE * est[go];
   double timing_credit =
       k->timing_credit_ns + IBP_CHOOSE_TIMING_SHARE * est[go];
+  if (!k->copies) /* a class's first copy is timed */
+    timing_credit += timing_ns;
   if (timing_credit > TIMING_CREDIT_MAX * timing_ns)
     timing_credit = TIMING_CREDIT_MAX * timing_ns;
   ibp_route take = go;
@@ -174,6 +176,7 @@ ibp_route ibp__choose_decide(ibp_choose_class *k,
   k->timing_credit_ns = timing_credit;
   if (out->explore) {
     k->explored++;
+    k->route[take].explored++;
     k->explore_ns += cost;
     k->route[take].pending++;
     back_off(&k->route[take]);

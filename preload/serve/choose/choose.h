@@ -30,9 +30,12 @@
 /* The routes a single copy may take (docs/ARCHITECTURE.md "The gate").
  * Batched launches decide in serve/batch.c for now. */
 typedef enum ibp_route {
-  IBP_ROUTE_DRIVER = 0,   /* the driver's own copy */
-  IBP_ROUTE_ZEROCOPY = 1, /* the kernel reads the streams over PCIe */
-  IBP_ROUTE_STAGED = 2,   /* the copy engine moves them, the kernel decodes */
+/* DRIVER: the driver's own copy; ZEROCOPY: the kernel reads the streams
+ * over PCIe; STAGED: the copy engine moves them, the kernel decodes
+ * (stats/routes.def) */
+#define IBP_ROUTE(name, text) IBP_ROUTE_##name,
+#include "stats/routes.def"
+#undef IBP_ROUTE
   IBP_ROUTES
 } ibp_route;
 
@@ -51,9 +54,10 @@ typedef enum ibp_class_mode {
 #define IBP_CHOOSE_CLASSES (IBP_CHOOSE_SIZES * 2 * IBP_CLASS_MODES)
 
 /* Below this many timed copies of a route in a class its ratios are not
- * used; a class whose prior is contradicted by its measurements changes
- * its choice after at most this many timed copies of each of the two
- * routes (tests/preload/serve/test_choose.c). */
+ * used: a class whose chosen route measures worse than its prior says
+ * leaves it after 2 timed copies of it (the first copy, then one per
+ * timing_ns / (IBP_CHOOSE_TIMING_SHARE x its estimate) copies: 21 copies of
+ * 50 us at 2 us a timing; tests/preload/serve/test_choose.c). */
 #define IBP_CHOOSE_MIN_SAMPLES 2
 /* A ratio within this much of 1 counts as 1: the model is right there. */
 #define IBP_CHOOSE_DEAD_BAND 0.06
@@ -61,9 +65,10 @@ typedef enum ibp_class_mode {
  * smaller by this share. */
 #define IBP_CHOOSE_HYSTERESIS 0.05
 /* Exploration may cost at most this share of the class's copies'
- * estimated time; timing the chosen route at most this share again. */
+ * estimated time; timing the chosen route at most this share (beyond the
+ * class's first copy, timed at once). */
 #define IBP_CHOOSE_EXPLORE_SHARE 0.01
-#define IBP_CHOOSE_TIMING_SHARE 0.01
+#define IBP_CHOOSE_TIMING_SHARE 0.002
 /* An unmeasured route's exploration is charged this share of its estimate
  * besides its estimated excess (the prior may be that wrong). */
 #define IBP_CHOOSE_UNMEASURED 0.5
@@ -97,7 +102,8 @@ typedef struct ibp_choose_route {
   uint32_t pending; /* explorations not yet settled */
   uint32_t wait;    /* copies before it may be explored again */
   uint32_t backoff;
-  uint64_t chosen; /* copies that took it */
+  uint64_t chosen;   /* copies that took it */
+  uint64_t explored; /* of those, explorations */
 } ibp_choose_route;
 
 /* One class of copies of a region on a device. */

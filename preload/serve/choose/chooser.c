@@ -27,14 +27,27 @@ static void restore(const ibp_driver *d, CUstreamCaptureMode mode) {
     d->cuThreadExchangeStreamCaptureMode(&mode);
 }
 
-int ibp__chooser_stream_busy(CUstream stream) {
-  const ibp_driver *d = ibp__driver();
-  if (!d || !d->cuStreamQuery)
+int ibp__chooser_stream_busy(ibp_chooser *ch, CUstream stream) {
+  if (!ch)
     return 0;
-  CUstreamCaptureMode mode = relaxed(d);
-  int busy = d->cuStreamQuery(stream) == CUDA_ERROR_NOT_READY;
-  restore(d, mode);
+  pthread_mutex_lock(&ch->lock);
+  int busy = ch->last_stream == stream && ibp__clock_ns() < ch->last_end_ns;
+  pthread_mutex_unlock(&ch->lock);
   return busy;
+}
+
+void ibp__chooser_queued(ibp_chooser *ch, CUstream stream, double est_ns) {
+  if (!ch)
+    return;
+  pthread_mutex_lock(&ch->lock);
+  const double now = ibp__clock_ns();
+  /* back to back: after the one before */
+  double start = ch->last_stream == stream && ch->last_end_ns > now
+                     ? ch->last_end_ns
+                     : now;
+  ch->last_stream = stream;
+  ch->last_end_ns = start + est_ns;
+  pthread_mutex_unlock(&ch->lock);
 }
 
 ibp_chooser *ibp__chooser_of(ibp_device_slot *slot) {
@@ -64,6 +77,30 @@ void ibp__chooser_free(ibp_chooser *ch) {
     return;
   pthread_mutex_destroy(&ch->lock);
   free(ch);
+}
+
+void ibp__chooser_figures(ibp_chooser *ch,
+                          ibp_stat_route out[IBP_STAT_ROUTES]) {
+  if (!ch)
+    return;
+  pthread_mutex_lock(&ch->lock);
+  for (int r = 0; r < IBP_ROUTES; r++) {
+    out[r].timed += ch->timed[r];
+    out[r].measured_ns += ch->measured_ns[r];
+    out[r].model_ns += ch->model_ns[r];
+  }
+  for (unsigned c = 0; c < IBP_CHOOSE_CLASSES; c++) {
+    const ibp_choose_class *k = &ch->cls[c];
+    if (!k->copies)
+      continue;
+    for (int r = 0; r < IBP_ROUTES; r++) {
+      out[r].copies += k->route[r].chosen;
+      out[r].explored += k->route[r].explored;
+    }
+    if (k->last >= 0)
+      out[k->last].classes++;
+  }
+  pthread_mutex_unlock(&ch->lock);
 }
 
 double ibp__timing_cost_ns(const ibp_profile *p) {
@@ -105,17 +142,14 @@ static void read_sample(const ibp_driver *d, ibp_served_region *s,
     drop(ch, x);
     return;
   }
-  CUresult q = d->cuEventQuery(ev[1]);
+  /* the elapsed time is the query: CUDA_ERROR_NOT_READY until both events
+   * completed (and, unlike cuEventQuery, it says nothing the host must
+   * have waited for) */
+  float ms = 0;
+  CUresult q = d->cuEventElapsedTime(&ms, ev[0], ev[1]);
   if (q == CUDA_ERROR_NOT_READY)
     return;
-  float ms = 0;
   if (q != CUDA_SUCCESS) {
-    drop(ch, x);
-    timing_failed(s, ch, "cuEventQuery", q);
-    return;
-  }
-  if (!d->cuEventElapsedTime ||
-      (q = d->cuEventElapsedTime(&ms, ev[0], ev[1])) != CUDA_SUCCESS) {
     drop(ch, x);
     timing_failed(s, ch, "cuEventElapsedTime", q);
     return;
@@ -132,9 +166,14 @@ static void read_sample(const ibp_driver *d, ibp_served_region *s,
   if (gpu < 0.05 * span)
     gpu = 0.05 * span;
   ibp_choose_class *k = &ch->cls[x->cls];
+  const double took =
+      x->cpu_ns + x->runtime_ns > gpu ? x->cpu_ns + x->runtime_ns : gpu;
+  const double cpu_model = x->cpu_model_ns + x->runtime_ns;
+  ch->timed[x->route]++;
+  ch->measured_ns[x->route] += took;
+  ch->model_ns[x->route] +=
+      cpu_model > x->gpu_model_ns ? cpu_model : x->gpu_model_ns;
   if (x->explore) { /* what it really cost over the choice */
-    double took =
-        x->cpu_ns + x->runtime_ns > gpu ? x->cpu_ns + x->runtime_ns : gpu;
     double excess = took > x->choice_ns ? took - x->choice_ns : 0;
     ibp__choose_settle(k, x->route, x->charged_ns, excess + x->timing_ns);
   }
@@ -145,14 +184,17 @@ static void read_sample(const ibp_driver *d, ibp_served_region *s,
 
 static void read_samples(const ibp_driver *d, ibp_served_region *s,
                          ibp_device_slot *slot, ibp_chooser *ch) {
+  /* a sample is queried only once the model says it ran (twice over): an
+   * event is never waited for, nor asked about much too early */
+  const double now = ibp__clock_ns();
   int any = 0;
   for (int i = 0; i < IBP_TIMING_SAMPLES; i++)
-    any |= ch->sample[i].state == SAMPLE_PENDING;
+    any |= ch->sample[i].state == SAMPLE_PENDING && now >= ch->sample[i].due_ns;
   if (!any || ch->timing_off)
     return;
   CUstreamCaptureMode mode = relaxed(d);
   for (int i = 0; i < IBP_TIMING_SAMPLES && !ch->timing_off; i++)
-    if (ch->sample[i].state == SAMPLE_PENDING)
+    if (ch->sample[i].state == SAMPLE_PENDING && now >= ch->sample[i].due_ns)
       read_sample(d, s, slot, ch, i);
   restore(d, mode);
 }
@@ -178,9 +220,8 @@ ibp_route ibp__chooser_decide(ibp_served_region *s, ibp_device_slot *slot,
   pthread_mutex_lock(&ch->lock);
   if (!dry)
     read_samples(d, s, slot, ch);
-  const int learn = !ch->timing_off && d->cuEventQuery &&
-                    d->cuEventElapsedTime && d->cuEventCreate &&
-                    d->cuEventRecord;
+  const int learn = !ch->timing_off && d->cuEventElapsedTime &&
+                    d->cuEventCreate && d->cuEventRecord;
   /* no room for another sample: nothing timed or explored */
   if (free_sample(ch) < 0)
     timable = 0;
@@ -281,6 +322,8 @@ void ibp__timing_end(ibp_served_region *s, ibp_device_slot *slot,
   ibp_timing_sample *x = &ch->sample[i];
   x->cpu_ns = cpu;
   x->state = SAMPLE_PENDING;
+  x->due_ns =
+      x->t0_ns + cpu + 2 * (x->gpu_model_ns > cpu ? x->gpu_model_ns : cpu);
   if (!submitted || e != CUDA_SUCCESS)
     drop(ch, x);
   if (e != CUDA_SUCCESS)

@@ -4,11 +4,12 @@
  * lock, and the timing of a bounded sample of copies with two events the
  * GPU stamps around each one's submission on the caller's stream.
  *
- * Timing rules: an event is never waited for -- a sample's end event is
- * queried at a later decision of the same region and device, and read only
- * once complete; nothing is timed on a stream that is capturing (the
+ * Timing rules: an event is never waited for -- a sample is read at a
+ * later decision of the same region and device, once the model says it ran,
+ * with cuEventElapsedTime, which answers CUDA_ERROR_NOT_READY until both
+ * events completed; nothing is timed on a stream that is capturing (the
  * caller checks, and ibp__timing_begin checks again); a failing event call
- * (create, record, query, elapsed time) turns timing off for the region on
+ * (create, record, elapsed time) turns timing off for the region on
  * that device, with one warning per process, and its copies are then
  * chosen by the model alone.  The events live in the device slot's memory
  * (serve/region.h, ibp_device_memory.timing) and end with it.
@@ -22,6 +23,7 @@
 #include "profile/profile.h"
 #include "serve/choose/choose.h"
 #include "serve/region.h"
+#include "stats/stats.h"
 
 /* One timed copy, from its first event to its reading. */
 typedef struct ibp_timing_sample {
@@ -29,6 +31,8 @@ typedef struct ibp_timing_sample {
   unsigned cls;
   ibp_route route;
   int idle;             /* the stream had nothing queued before it */
+  double due_ns;        /* device clock: not queried before (the model's
+                           end, twice over) */
   int explore;          /* an exploration (ibp__choose_settle) */
   double charged_ns;    /* ... what it was charged */
   double choice_ns;     /* ... the estimate of the choice it replaced */
@@ -47,18 +51,33 @@ typedef struct ibp_chooser {
   int timing_off; /* an event call failed: the model alone */
   ibp_timing_sample sample[IBP_TIMING_SAMPLES];
   ibp_choose_class cls[IBP_CHOOSE_CLASSES];
+  /* per route, the timed copies: how many, what they took, what the model
+   * gave them (ns) */
+  uint64_t timed[IBP_ROUTES];
+  double measured_ns[IBP_ROUTES], model_ns[IBP_ROUTES];
+  /* the last stream a copy was decided on, and when the model expects it
+   * to be done (device clock, ns) */
+  CUstream last_stream;
+  double last_end_ns;
 } ibp_chooser;
 
 /* Slot's chooser, made on first use; NULL on out of memory (the caller
  * then takes the model's choice). */
 ibp_chooser *ibp__chooser_of(ibp_device_slot *slot);
 
+/* Adds what ch saw of each route to out[] (the statistics; under its
+ * lock). */
+void ibp__chooser_figures(ibp_chooser *ch, ibp_stat_route out[IBP_STAT_ROUTES]);
+
 /* Frees a chooser (with its served region; its events are the slot's). */
 void ibp__chooser_free(ibp_chooser *ch);
 
-/* Whether `stream` has work queued (cuStreamQuery, in relaxed capture
- * mode); 0 when it cannot say. */
-int ibp__chooser_stream_busy(CUstream stream);
+/* Whether `stream` still runs the last copy ch decided on it, as the
+ * model expects it to (no driver call: a query costs a call per copy, and
+ * the class needs only the application's pattern -- copies back to back
+ * or one at a time).  ibp__chooser_queued records a decided copy. */
+int ibp__chooser_stream_busy(ibp_chooser *ch, CUstream stream);
+void ibp__chooser_queued(ibp_chooser *ch, CUstream stream, double est_ns);
 
 /* What timing one copy costs on profile p, ns: two event records, a query
  * and the reading. */

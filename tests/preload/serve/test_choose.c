@@ -98,8 +98,9 @@ static void test_truth_is_prior(void) {
 }
 
 /* The kernel 4x slower than the prior says (data that decodes slower): the
- * class leaves it for the driver within 8 copies (the kernel timed every
- * copy or two at 1 % of 50 us, two timed copies before its ratio counts). */
+ * class leaves it for the driver within 24 copies (its first copy timed,
+ * then one every 2 us / (0.2 % of 50 us) = 20 copies; two timed copies
+ * before its ratio counts). */
 static void test_prior_too_kind(void) {
   ibp_route_cost truth[IBP_ROUTES];
   memcpy(truth, PRIOR, sizeof truth);
@@ -107,7 +108,7 @@ static void test_prior_too_kind(void) {
   ibp_choose_class k;
   ibp__choose_class_init(&k);
   run o = simulate(&k, PRIOR, truth, 2000, IBP_ROUTE_DRIVER, 1);
-  CHECK(o.settled >= 0 && o.settled <= 8);
+  CHECK(o.settled >= 0 && o.settled <= 24);
   fprintf(stderr, "kernel 4x slower than its prior: the driver from copy %ld\n",
           o.settled);
 }

@@ -25,7 +25,7 @@ REGION_KEYS = {
     "staged_decodes_timed": int, "staged_decode_seconds": (int, float),
     "staged_decode_model_seconds": (int, float),
     "prepare_peak_bytes": int, "first_chunk_seconds": (int, float),
-    "ready_seconds": (int, float),
+    "ready_seconds": (int, float), "routes": dict,
 }
 TOTAL_KEYS = {
     "regions": int, "bytes": int, "stored_bytes": int,

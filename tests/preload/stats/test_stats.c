@@ -31,6 +31,7 @@
 #include "base/base.h"
 #include "serve/figures.h"
 #include "serve/region.h"
+#include "stats/stats.h"
 
 /* Normally defined in preload/base/config.c. */
 ibp_config ibp__cfg;
@@ -40,6 +41,14 @@ int ibp__loaded(void) {
 }
 int ibp__config_load(void) { /* for stats/discover.c, never started here */
   return 0;
+}
+
+/* Normally preload/serve/choose/chooser.c: the regions here have no
+ * chooser (their slots' pointers are NULL), so no route figures. */
+void ibp__chooser_figures(struct ibp_chooser *ch,
+                          ibp_stat_route out[IBP_STAT_ROUTES]) {
+  (void)ch;
+  (void)out;
 }
 
 static int failures;
