@@ -233,7 +233,7 @@ static int load_path(ibp__span v, ibp__where *w, ibp_path *out) {
 }
 
 /* IBP_STAGING: 0 (none), or a size from 128K (two buffers of 64 KiB) to
- * 64M (sixteen of 4 MiB: serve/staged.c). */
+ * 64M (sixteen of 4 MiB: serve/staged/staged.c). */
 static int load_staging(ibp__span v, ibp__where *w, uint64_t *bytes) {
   if (v.n == 0)
     return 0;

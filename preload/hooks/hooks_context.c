@@ -6,9 +6,9 @@
 #include "base/base.h"
 #include "hooks/hooks.h"
 #include "registry/registry.h"
-#include "serve/batch.h"
+#include "serve/batch/batch.h"
 #include "serve/context.h"
-#include "serve/staged.h"
+#include "serve/staged/staged.h"
 
 static void ending(CUcontext ctx, int dev) {
   if (ibp__guard)

@@ -10,8 +10,8 @@
 #include "base/base.h"
 #include "hooks/hooks.h"
 #include "registry/registry.h"
-#include "serve/batch.h"
-#include "serve/batch_call.h"
+#include "serve/batch/batch.h"
+#include "serve/batch/batch_call.h"
 #include "serve/dtoh.h"
 #include "serve/substitute.h"
 #include "stats/discover.h"
@@ -28,7 +28,7 @@ static inline int quiet(void) {
 }
 
 /* 0 when served; 1 when the real copy must run (after what is held for
- * batched launches that must run before it: serve/batch.h). */
+ * batched launches that must run before it: serve/batch/batch.h). */
 static int htod(CUdeviceptr dst, const void *src, size_t n, CUstream s,
                 int sync, int unified) {
   ibp__discover_copy(src, n, unified);
@@ -243,7 +243,7 @@ static void discover_2d(const CUDA_MEMCPY2D *p) {
 }
 
 /* The hooks of hooks.def's 2D copies: from a region, served row by row
- * through the stream's batch (serve/batch_call.h). */
+ * through the stream's batch (serve/batch/batch_call.h). */
 static int serve_2d(const CUDA_MEMCPY2D *p, CUstream s, int sync) {
   discover_2d(p);
   if (quiet())
@@ -419,7 +419,7 @@ static CUresult batch_done(size_t touched, CUresult res, CUstream s) {
   return res;
 }
 
-/* The entries libibp serves join the stream's batch (serve/batch_call.h);
+/* The entries libibp serves join the stream's batch (serve/batch/batch_call.h);
  * the others go to the driver in one call, after what is held.  The
  * driver refuses the legacy stream (stream 0 of the legacy variants, or
  * CU_STREAM_LEGACY): such a call goes to it whole. */

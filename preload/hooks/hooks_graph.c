@@ -6,7 +6,7 @@
 #include "base/base.h"
 #include "hooks/hooks.h"
 #include "registry/registry.h"
-#include "serve/batch.h"
+#include "serve/batch/batch.h"
 #include "serve/graph.h"
 #include "serve/kernel_args.h"
 

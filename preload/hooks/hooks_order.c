@@ -2,7 +2,7 @@
  * points of batched launches (order.def): each launches what must run
  * before the call, then calls the driver's own function. */
 #include "hooks/hooks.h"
-#include "serve/batch.h"
+#include "serve/batch/batch.h"
 
 #define IBP_LEGACY(s) ((s) ? (s) : CU_STREAM_LEGACY)
 #define IBP_PER_THREAD(s) ((s) ? (s) : CU_STREAM_PER_THREAD)

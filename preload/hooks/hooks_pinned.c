@@ -11,7 +11,7 @@
 #include "base/driver.h"
 #include "base/log.h"
 #include "hooks/hooks.h"
-#include "serve/batch.h"
+#include "serve/batch/batch.h"
 #include "serve/context.h"
 #include "serve/region.h"
 #include "stats/discover.h"

@@ -12,9 +12,9 @@
 
 #include "base/driver.h"
 #include "base/log.h"
-#include "serve/device.h"
 #include "serve/dtoh.h"
 #include "serve/figures.h"
+#include "serve/prepare/device.h"
 #include "serve/region.h"
 #include "serve/worker.h"
 

@@ -104,7 +104,7 @@ typedef struct ibp_device_memory {
   CUdeviceptr flags;    /* one bit per tensor */
   CUdeviceptr offsets;  /* n stream offsets into the shadow */
   CUdeviceptr lengths;  /* n stream lengths (uint32) */
-  CUevent probe[2];     /* serve/staged.c: a decode's timing; NULL
+  CUevent probe[2];     /* serve/staged/staged.c: a decode's timing; NULL
                            until used */
   /* serve/choose/chooser.c: the timed copies' events, two per sample;
    * NULL until used */
@@ -129,7 +129,7 @@ typedef struct ibp_device_slot {
   ibp_kernel_plan staged_plan;
   ibp_decompress_args staged_args;
   const uint32_t *busy; /* device address of refresh.busy */
-  /* the staged decode as measured (serve/staged.c, under its lock): a
+  /* the staged decode as measured (serve/staged/staged.c, under its lock): a
    * chunk's kernel timed between mem.probe's events, against the model's
    * time for it (probe_model_us, while probe_pending; one per 100 ms at
    * most); decode_scale is the
@@ -167,7 +167,7 @@ typedef struct ibp_served_region {
   _Atomic int invalidated; /* written by a copy while compressing */
   _Atomic unsigned failures; /* substitution errors (degrade on repeat) */
   _Atomic int kernel_args;   /* an application kernel got a pointer into it */
-  _Atomic double batch_scan_ns; /* serve/batch.c (a holding thread, or the
+  _Atomic double batch_scan_ns; /* serve/batch/batch.c (a holding thread, or the
                                    flusher): what the write tracker's scan
                                    cost the region's batched launches
                                    (smoothed; fades while copies are

@@ -15,13 +15,13 @@
 #include "base/clock.h"
 #include "base/driver.h"
 #include "base/log.h"
-#include "serve/batch.h"
+#include "serve/batch/batch.h"
 #include "serve/choose/chooser.h"
-#include "serve/gate.h"
+#include "serve/choose/gate.h"
 #include "serve/nvtx.h"
-#include "serve/refresh.h"
+#include "serve/prepare/refresh.h"
 #include "serve/region.h"
-#include "serve/staged.h"
+#include "serve/staged/staged.h"
 #include "serve/worker.h"
 
 #define FAILURES_BEFORE_DEGRADE 3
@@ -78,7 +78,7 @@ uint64_t ibp__stored_bytes(const ibp_served_region *s, uint64_t off,
   uint64_t bytes = 0;
   if (off < body) {
     uint64_t first = off / R, last = ((end < body ? end : body) - 1) / R;
-    /* tensors the fill has not placed yet are raw (serve/pack.h) */
+    /* tensors the fill has not placed yet are raw (serve/prepare/pack.h) */
     const uint64_t filled =
         atomic_load_explicit(&s->layout.filled, memory_order_acquire);
     if (last >= filled) {
@@ -212,7 +212,7 @@ static ibp_route choose(ibp_served_region *s, ibp_device_slot *slot, int dev,
    * caller's stream between the two events; the staged path's copies run
    * on libibp's stream too, ahead of the first event whenever the one
    * before is still in flight, so its span is not its cost: its decode
-   * alone is timed (serve/staged.c, "the decode as measured") */
+   * alone is timed (serve/staged/staged.c, "the decode as measured") */
   unsigned timable = 1u << IBP_ROUTE_DRIVER | 1u << IBP_ROUTE_ZEROCOPY;
   /* KNOWN GAP (docs/ARCHITECTURE.md "The gate"): the driver's copy is not
    * timed on the legacy stream -- on the simulated GPU, whose queries do

@@ -21,7 +21,7 @@ typedef struct ibp_copy {
   int unified;   /* cuMemcpy*: dst may be host memory (every destination is
                     checked to lie in one device allocation anyway) */
   int hold_only; /* served only if held for a batched launch (an entry of
-                    the application's own batch: serve/batch_call.h) */
+                    the application's own batch: serve/batch/batch_call.h) */
   size_t arrive; /* copies arriving with it (the entries of the
                     application's batch, the rows of a 2D copy), or 0 */
 } ibp_copy;

@@ -18,9 +18,9 @@
 #include "base/log.h"
 #include "base/thread.h"
 #include "serve/choose/chooser.h"
-#include "serve/compress.h"
-#include "serve/device.h"
-#include "serve/refresh.h"
+#include "serve/prepare/compress.h"
+#include "serve/prepare/device.h"
+#include "serve/prepare/refresh.h"
 #include "serve/region.h"
 
 #define WAIT_LIMIT_SECONDS 300

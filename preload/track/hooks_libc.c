@@ -7,7 +7,7 @@
  * dirty, pages made writable) and then calls the real function with the
  * same arguments, returning its result and errno untouched.  From the
  * announcement until the call returns (ibp__track_kwrite_begin/end) no
- * recompression may protect pages again (serve/refresh.c), or the call
+ * recompression may protect pages again (serve/prepare/refresh.c), or the call
  * would fail with EFAULT halfway.
  *
  * Every hook is generated from one row of libc_hooks.def; what differs

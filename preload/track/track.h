@@ -117,7 +117,8 @@ void ibp__track_unprotect(ibp_tracked *t);
  * page protection (device-to-host copies into a region). */
 void ibp__track_mark_dirty(ibp_tracked *t, uintptr_t addr, size_t len);
 
-/* ---- re-protection (serve/refresh.c) ------------------------------------- */
+/* ---- re-protection (serve/prepare/refresh.c)
+ * ------------------------------------- */
 
 /* Protects every page of tracked t again without a gap (pages still
  * protected stay so); every write recorded until then has marked its

@@ -13,7 +13,7 @@
  *     lists the written pages of the span; their tensors are marked dirty.
  *     The scan only reads: a page stays "written" until re-protection, as
  *     a page the mprotect tracker released stays writable.
- *   - reprotect (serve/refresh.c): one scan over the region with
+ *   - reprotect (serve/prepare/refresh.c): one scan over the region with
  *     PM_SCAN_WP_MATCHING marks the written pages' tensors dirty and
  *     protects those pages again, atomically per page.  While it runs
  *     `uffd_seq` is odd, and a sync that overlapped it scans again: it

@@ -47,7 +47,7 @@ else
   awk -v s="${saved:-0}" 'BEGIN { exit !(s > 0) }' ||
     fail "saved_fraction not > 0: $(cat "$json")"
   # kv_offload appends blocks into the compressed cache: they must be
-  # recompressed (preload/serve/refresh.c), not only served raw
+  # recompressed (preload/serve/prepare/refresh.c), not only served raw
   case $name in kv_offload*)
     again=$(grep -o '"tensors_recompressed": *[0-9]*' "$json" | head -n 1 | grep -o '[0-9]*$')
     [ "${again:-0}" -gt 0 ] || fail "no tensor recompressed: $(cat "$json")"

@@ -28,7 +28,7 @@
 #include <stdint.h>
 
 /* The routes a single copy may take (docs/ARCHITECTURE.md "The gate").
- * Batched launches decide in serve/batch.c for now. */
+ * Batched launches decide in serve/batch/batch.c for now. */
 typedef enum ibp_route {
 /* DRIVER: the driver's own copy; ZEROCOPY: the kernel reads the streams
  * over PCIe; STAGED: the copy engine moves them, the kernel decodes
@@ -40,7 +40,7 @@ typedef enum ibp_route {
 } ibp_route;
 
 /* How a copy arrived: on its own, held for a batched launch, or as an
- * entry of the application's own batch (serve/batch_call.h). */
+ * entry of the application's own batch (serve/batch/batch_call.h). */
 typedef enum ibp_class_mode {
   IBP_CLASS_SINGLE = 0,
   IBP_CLASS_BATCHED = 1,

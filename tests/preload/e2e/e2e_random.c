@@ -22,8 +22,8 @@
  * cuMemcpyHtoD*, cuStreamSynchronize or cuStreamCreate (its streams are created
  * with a priority), and the injected failures of those land in libibp's calls.
  * Between batches it also writes an eighth of a region, so that libibp
- * serves written tensors raw and recompresses them (preload/serve/refresh.c)
- * under the injected failures too.
+ * serves written tensors raw and recompresses them
+ * (preload/serve/prepare/refresh.c) under the injected failures too.
  */
 #include "e2e_util.h"
 

@@ -1,5 +1,5 @@
 /* Compressing straight into the packed layout, chunk by chunk
- * (preload/serve/pack.c): flags and lengths equal what the codec stores
+ * (preload/serve/prepare/pack.c): flags and lengths equal what the codec stores
  * for every tensor, the streams decode to the original, prefix sums and
  * offsets are consistent, chunks are published in order and their busy
  * words cleared only after publish returned, tensors that do not fit the
@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "base/base.h"
-#include "serve/pack.h"
+#include "serve/prepare/pack.h"
 
 #define CHECK(c)                                                               \
   do {                                                                         \

@@ -1,8 +1,8 @@
 /*
  * Compressing a region straight into its packed layout, chunk by chunk
- * (serve/compress.c, docs/ARCHITECTURE.md "Preparing a region"): no buffer
- * as large as the region besides the shadow itself, each tensor compressed
- * once, each chunk usable as soon as it is in place.
+ * (serve/prepare/compress.c, docs/ARCHITECTURE.md "Preparing a region"): no
+ * buffer as large as the region besides the shadow itself, each tensor
+ * compressed once, each chunk usable as soon as it is in place.
  *
  * Per chunk of CHUNK_TENSORS tensors (whole 32-tensor words), in order:
  *   1. every thread compresses its part of the chunk into a buffer of its

@@ -1,5 +1,5 @@
 /* Compressing a region straight into its packed layout, chunk by chunk
- * (serve/pack.h). */
+ * (serve/prepare/pack.h). */
 #include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -9,7 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "serve/pack.h"
+#include "serve/prepare/pack.h"
 
 #include "base/base.h"
 

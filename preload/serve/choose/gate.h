@@ -44,16 +44,16 @@ double ibp__gate_pass_ns(const ibp_profile *p, const ibp_gate_copy *c);
 double ibp__gate_kernel_ns(const ibp_profile *p, const ibp_gate_copy *c);
 
 /* The same for a copy held for a batched launch of `copies` copies like
- * it (serve/batch.h): libibp's hold on the CPU plus the SMs' reads on the
+ * it (serve/batch/batch.h): libibp's hold on the CPU plus the SMs' reads on the
  * GPU (the sum: a batch's GPU work starts after its copies were held),
  * and the flush's calls, launch and job-list copy shared among them;
  * own_call: the copy came in a runtime call of its own (not as an entry of
  * the application's batch).  The write tracker's scan at the flush is
- * the caller's to add (serve/batch.c measures it). */
+ * the caller's to add (serve/batch/batch.c measures it). */
 double ibp__gate_batch_ns(const ibp_profile *p, const ibp_gate_copy *c,
                           double copies, int own_call);
 
-/* A copy by the staged path (serve/staged.h) as the gate sees it. */
+/* A copy by the staged path (serve/staged/staged.h) as the gate sees it. */
 typedef struct ibp_gate_staged {
   uint64_t bytes;      /* requested */
   uint64_t ce_bytes;   /* the windows the copy engine moves */

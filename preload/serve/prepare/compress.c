@@ -1,4 +1,4 @@
-/* Compressing a region on the worker thread (serve/compress.h,
+/* Compressing a region on the worker thread (serve/prepare/compress.h,
  * docs/ARCHITECTURE.md "No stale byte").
  *
  * Order matters for "no stale byte": the dirty bitmap exists and the pages
@@ -11,13 +11,13 @@
 #include <string.h>
 #include <time.h>
 
-#include "serve/compress.h"
+#include "serve/prepare/compress.h"
 
 #include "base/driver.h"
 #include "base/log.h"
-#include "serve/device.h"
 #include "serve/dtoh.h"
-#include "serve/pack.h"
+#include "serve/prepare/device.h"
+#include "serve/prepare/pack.h"
 #include "serve/region.h"
 
 #define SEARCH_STATS_BYTES (32ull << 20)
@@ -65,8 +65,8 @@ static int start_tracking(const ibp_driver *d, ibp_region_rec *r,
 }
 
 /* Lays the region out in a pinned, device-mapped shadow (docs/FORMAT.md
- * §3; serve/pack.h): tables of n entries (every tensor raw until the fill
- * places its stream) and the shadow, sized from an estimate of the packed
+ * §3; serve/prepare/pack.h): tables of n entries (every tensor raw until the
+ * fill places its stream) and the shadow, sized from an estimate of the packed
  * streams plus a margin, followed by room for streams a refresh moves
  * (refresh.c): a quarter of the packed bytes, plus R for every tensor that
  * is all zero now (not written yet: a KV cache's free blocks), whose

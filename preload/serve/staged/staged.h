@@ -14,7 +14,7 @@
 
 #include "ibp_kernels.h"
 #include "profile/profile.h"
-#include "serve/gate.h"
+#include "serve/choose/gate.h"
 #include "serve/region.h"
 #include "serve/substitute.h"
 

@@ -1,11 +1,11 @@
-/* Batched launches (serve/batch.h; docs/ARCHITECTURE.md "Batched
+/* Batched launches (serve/batch/batch.h; docs/ARCHITECTURE.md "Batched
  * launches").
  *
  * A stream's batch is a job list: for each held copy its region (an index
  * into the batch's regions, each referenced until the flush), its offset,
  * length and destination, and the write tracker's shares of its pages
- * (serve/scan_ahead.h).  The flush -- at the stream's next ordering point,
- * or, handed to the flusher thread, when the list is full, when a copy
+ * (serve/batch/scan_ahead.h).  The flush -- at the stream's next ordering
+ * point, or, handed to the flusher thread, when the list is full, when a copy
  * overlaps a held one's destination, when the first held copy is older
  * than the profile's batch_deadline_us (checked by the next copy on the
  * device's clock; a timer thread flushes against real time for a program
@@ -32,17 +32,17 @@
 #include <uthash.h>
 #include <utlist.h>
 
-#include "serve/batch.h"
+#include "serve/batch/batch.h"
 
 #include "base/base.h"
 #include "base/clock.h"
 #include "base/driver.h"
 #include "base/log.h"
 #include "base/thread.h"
-#include "serve/device.h"
-#include "serve/gate.h"
+#include "serve/batch/scan_ahead.h"
+#include "serve/choose/gate.h"
 #include "serve/nvtx.h"
-#include "serve/scan_ahead.h"
+#include "serve/prepare/device.h"
 
 #define MAX_JOBS 4096
 #define MAX_REGIONS 16
@@ -98,7 +98,7 @@ typedef struct gate_answer {
 } gate_answer;
 
 /* A batch's job list and the write tracker's shares of it
- * (serve/scan_ahead.h): handed whole to the flusher with the batch.
+ * (serve/batch/scan_ahead.h): handed whole to the flusher with the batch.
  * Never freed -- the scanners' ring may still point at its shares -- but
  * kept for reuse. */
 typedef struct held_jobs {
@@ -275,7 +275,7 @@ static int staging_failed(CUcontext ctx) {
 
 /* ---- the flush ----------------------------------------------------------- */
 
-/* The tracker's scan of the pages b's jobs read (serve/scan_ahead.h),
+/* The tracker's scan of the pages b's jobs read (serve/batch/scan_ahead.h),
  * settled before its launch; what the flushing thread pays of it is
  * charged to the virtual clock and remembered for the gate
  * (s->batch_scan_ns). */
@@ -848,7 +848,7 @@ static int hold_locked(batch *b, ibp_region_rec *r, ibp_served_region *s,
   h->saved_ns += a->alone - a->batched - scan_ns / n;
   b->received++;
   /* its pages, for the tracker's scan; a whole share goes to the
-   * scanners at once (serve/scan_ahead.h) */
+   * scanners at once (serve/batch/scan_ahead.h) */
   ibp_scan_share *sh = &b->hj->shares[b->count / IBP_SCAN_SHARE];
   if (ibp__track_scans(&s->track)) {
     const uint64_t at = r->base + off;

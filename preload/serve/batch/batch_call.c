@@ -1,12 +1,12 @@
-/* The application's own batches (serve/batch_call.h). */
+/* The application's own batches (serve/batch/batch_call.h). */
 #include <stdlib.h>
 
-#include "serve/batch_call.h"
+#include "serve/batch/batch_call.h"
 
 #include "base/base.h"
 #include "base/driver.h"
 #include "base/log.h"
-#include "serve/batch.h"
+#include "serve/batch/batch.h"
 #include "serve/substitute.h"
 
 /* Arguments the driver accepts: arrays present, attribute ranges starting

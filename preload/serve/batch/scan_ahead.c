@@ -1,4 +1,4 @@
-/* The tracker's scan ahead of batched launches (serve/scan_ahead.h;
+/* The tracker's scan ahead of batched launches (serve/batch/scan_ahead.h;
  * docs/ARCHITECTURE.md, "Batched launches").
  *
  * Posted shares wait in a ring.  The first scanner polls it every
@@ -15,7 +15,7 @@
 #include <sys/prctl.h>
 #include <time.h>
 
-#include "serve/scan_ahead.h"
+#include "serve/batch/scan_ahead.h"
 
 #include "base/base.h"
 #include "base/clock.h"

@@ -1,4 +1,4 @@
-/* The gate (serve/gate.h; docs/ARCHITECTURE.md "The gate").
+/* The gate (serve/choose/gate.h; docs/ARCHITECTURE.md "The gate").
  *
  * Per copy, two modelled times on the device's profile:
  *
@@ -16,7 +16,7 @@
  *                the application's cuMemcpyBatchAsync) + ibp_hold_us
  *                + (driver_copy_call_us + driver_launch_call_us
  *                   + driver_call_us) / n
- *           (+ the write tracker's scan of the span / n: serve/batch.c)
+ *           (+ the write tracker's scan of the span / n: serve/batch/batch.c)
  *           GPU: (ibp_profile_decode_us(n x host bytes, n x bytes, sms)
  *                 + ce_setup_us) / n
  *
@@ -32,7 +32,7 @@
  * model the simulated GPU's virtual clock runs
  * (tests/sim/driver/src/simcuda_vclock.c).  The kernel is taken only when its
  * time is strictly smaller. */
-#include "serve/gate.h"
+#include "serve/choose/gate.h"
 
 #include <stdatomic.h>
 #include <string.h>
@@ -138,14 +138,14 @@ double ibp__gate_batch_ns(const ibp_profile *p, const ibp_gate_copy *c,
 double ibp__gate_staged_cpu_us(const ibp_profile *p, const ibp_gate_staged *c) {
   const double k = c->chunks ? c->chunks : 1, w = c->windows;
   /* per chunk the launch; per window the copy, then an event, a wait, an
-   * event and the next use's wait (the calls serve/staged.c makes) */
+   * event and the next use's wait (the calls serve/staged/staged.c makes) */
   return p->runtime_call_us + k * p->driver_launch_call_us +
          w * (p->driver_copy_call_us + 4 * p->driver_call_us);
 }
 
 double ibp__gate_staged_ns(const ibp_profile *p, const ibp_gate_staged *c) {
   /* the chunks' copies and decodes, planned chunk by chunk
-   * (serve/staged.c): a copy issued while its stream is busy overlaps
+   * (serve/staged/staged.c): a copy issued while its stream is busy overlaps
    * the work before it, one issued on an idle stream (an application that
    * waits for each copy, as kv_offload's steps do) overlaps nothing */
   return 1e3 * max2(ibp__gate_staged_cpu_us(p, c), c->gpu_us);

@@ -1,5 +1,5 @@
 /*
- * Batched launches (serve/batch.c; docs/ARCHITECTURE.md "Batched
+ * Batched launches (serve/batch/batch.c; docs/ARCHITECTURE.md "Batched
  * launches"): consecutive asynchronous host-to-device copies from ready
  * regions on one stream are held and served by one launch of
  * ibp_decompress_batch at the stream's next ordering point.

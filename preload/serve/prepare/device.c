@@ -1,4 +1,4 @@
-/* Per-device work on the worker thread (serve/device.h): loading the
+/* Per-device work on the worker thread (serve/prepare/device.h): loading the
  * kernels, the built-in self-test, and uploading a region's metadata.
  *
  * The kernels come from the embedded fatbin, loaded once per process with
@@ -11,12 +11,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "serve/device.h"
+#include "serve/prepare/device.h"
 
 #include "base/driver.h"
 #include "base/log.h"
 #include "kernels/ibp_fatbin.h"
-#include "serve/gate.h"
+#include "serve/choose/gate.h"
 #include "serve/region.h"
 
 #define MAX_CONTEXTS 64

@@ -1,4 +1,5 @@
-/* The staged path (serve/staged.h; docs/ARCHITECTURE.md "Staged copies").
+/* The staged path (serve/staged/staged.h; docs/ARCHITECTURE.md "Staged
+ * copies").
  *
  * A copy's tensors are cut into chunks whose streams fit one buffer of the
  * context's ring: a chunk's window is the shadow bytes from its first
@@ -21,7 +22,7 @@
  *
  * One mutex guards the rings and every staged submission (a few driver
  * calls per chunk). */
-#include "serve/staged.h"
+#include "serve/staged/staged.h"
 
 #include <pthread.h>
 #include <stdatomic.h>

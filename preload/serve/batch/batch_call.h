@@ -1,5 +1,5 @@
 /*
- * The application's own batches (serve/batch_call.c; docs/ARCHITECTURE.md
+ * The application's own batches (serve/batch/batch_call.c; docs/ARCHITECTURE.md
  * "Batched launches"): the entries of a cuMemcpyBatchAsync that copy from
  * ready regions to the device join the stream's batch; the others go to
  * the driver in one call of their own.  The rows of a 2D copy likewise.

@@ -1,4 +1,4 @@
-/* Recompressing written tensors (serve/refresh.h).
+/* Recompressing written tensors (serve/prepare/refresh.h).
  *
  * A write marks tensors dirty and the kernel serves them raw from the
  * original.  When a 32nd of a region more is dirty than the last
@@ -42,7 +42,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "serve/refresh.h"
+#include "serve/prepare/refresh.h"
 
 #include "base/driver.h"
 #include "base/log.h"
