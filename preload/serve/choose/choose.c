@@ -48,8 +48,16 @@ static double used(const ibp_choose_route *q, double ratio) {
 double ibp__choose_estimate(const ibp_choose_class *k, ibp_route r,
                             const ibp_route_cost *c) {
   const ibp_choose_route *q = &k->route[r];
-  return max2(c->cpu_ns * used(q, q->cpu_ratio),
-              c->gpu_ns * used(q, q->gpu_ratio));
+  double cr = used(q, q->cpu_ratio), gr = used(q, q->gpu_ratio);
+  /* the driver's copy is the baseline: measured cheaper than modelled, it
+   * is believed; measured dearer, not -- its timed copies share the link
+   * with libibp's own routes' work, which made it look up to 1.7x dearer
+   * on a weight stream and sent its copies to a slower staged path */
+  if (r == IBP_ROUTE_DRIVER) {
+    cr = cr < 1.0 ? cr : 1.0;
+    gr = gr < 1.0 ? gr : 1.0;
+  }
+  return max2(c->cpu_ns * cr, c->gpu_ns * gr);
 }
 
 /* The smallest of est[] among the open routes, the driver's first: another
