@@ -199,12 +199,13 @@ static ibp_route choose(ibp_served_region *s, ibp_device_slot *slot, int dev,
   const double runtime = 1e3 * p->runtime_call_us;
   prior[IBP_ROUTE_DRIVER] =
       (ibp_route_cost){runtime + 1e3 * p->driver_copy_call_us,
-                       1e3 * ibp_profile_ce_copy_us(p, c->bytes, 1)};
+                       1e3 * ibp_profile_ce_copy_us(p, c->bytes, 1), 0};
   if (ibp__cfg.path != IBP_PATH_STAGED)
     prior[IBP_ROUTE_ZEROCOPY] = (ibp_route_cost){
         runtime + 1e3 * p->driver_launch_call_us,
         1e3 * ibp_profile_decode_us(p, g.host_bytes, g.bytes, g.units,
-                                    g.sms ? g.sms : 1)};
+                                    g.sms ? g.sms : 1),
+        0};
   x->ch = ibp__chooser_of(slot);
   x->idle = !ibp__chooser_stream_busy(x->ch, c->stream);
   x->cls = ibp__choose_class_index(c->bytes, !x->idle, IBP_CLASS_SINGLE);
@@ -214,12 +215,6 @@ static ibp_route choose(ibp_served_region *s, ibp_device_slot *slot, int dev,
    * before is still in flight, so its span is not its cost: its decode
    * alone is timed (serve/staged/staged.c, "the decode as measured") */
   unsigned timable = 1u << IBP_ROUTE_DRIVER | 1u << IBP_ROUTE_ZEROCOPY;
-  /* KNOWN GAP (docs/ARCHITECTURE.md "The gate"): the driver's copy is not
-   * timed on the legacy stream -- on the simulated GPU, whose queries do
-   * not yet answer in virtual time, the events around it slowed a
-   * default-stream application (kv_offload) by a third */
-  if (c->stream == CU_STREAM_LEGACY)
-    timable &= ~(1u << IBP_ROUTE_DRIVER);
   /* the staged path is planned (a walk over the copy's tensors) only when
    * its calls alone leave room to win */
   ibp_choice look;
@@ -233,7 +228,8 @@ static ibp_route choose(ibp_served_region *s, ibp_device_slot *slot, int dev,
   if (ibp__cfg.path != IBP_PATH_ZEROCOPY && calls < best &&
       ibp__staged_plan(s, slot, ctx, dev, c, a, sp) == 0)
     prior[IBP_ROUTE_STAGED] = (ibp_route_cost){
-        1e3 * ibp__gate_staged_cpu_us(p, &sp->gate), 1e3 * sp->gate.gpu_us};
+        1e3 * ibp__gate_staged_cpu_us(p, &sp->gate), 1e3 * sp->gate.gpu_us,
+        0};
   ibp_route go = ibp__chooser_decide(s, slot, x->ch, p, x->cls, prior, timable,
                                      !count, &x->choice);
   /* the faster of the other two, for a staged copy the ring cannot take */
@@ -360,7 +356,9 @@ static int rewritten(ibp_region_rec *r, ibp_served_region *s) {
   return 1;
 }
 
-static int serve_region(ibp_region_rec *r, const ibp_copy *c) {
+/* offered: the batch's chooser already declined to hold c
+ * (ibp__batch_hold_more answered 2). */
+static int serve_region(ibp_region_rec *r, const ibp_copy *c, int offered) {
   const ibp_driver *d = ibp__driver();
   ibp_served_region *s = ibp__served(r);
   if (!d || !s)
@@ -407,7 +405,8 @@ static int serve_region(ibp_region_rec *r, const ibp_copy *c) {
   /* held: served by its stream's batched launch, whose flush scans the
    * span its copies read for writes the kernel recorded (batch.c) */
   const int offer =
-      ibp__batch_offer(r, s, dev, ctx, c, pcie, alloc, alloc_bytes);
+      offered ? 2
+              : ibp__batch_offer(r, s, dev, ctx, c, pcie, alloc, alloc_bytes);
   if (offer == 0)
     return 0;
   if (c->hold_only) { /* an entry of the application's batch: the driver's */
@@ -535,10 +534,11 @@ int ibp__serve_htod(const ibp_copy *c) {
   int rc = 1;
   ibp__guard++;
   ibp_served_region *s = ibp__served(r);
-  if (f == IBP_FIND_FOUND && ibp__batch_hold_more(r, c) == 0)
+  const int more = f == IBP_FIND_FOUND ? ibp__batch_hold_more(r, c) : 1;
+  if (more == 0)
     rc = 0; /* held, like the batch's earlier copies */
   else if (f == IBP_FIND_FOUND)
-    rc = serve_region(r, c);
+    rc = serve_region(r, c, more == 2);
   else if (s)
     count_passed(s, c->bytes);
   ibp__guard--;

@@ -39,6 +39,7 @@
 #include "base/driver.h"
 #include "base/log.h"
 #include "base/thread.h"
+#include "serve/batch/batch_route.h"
 #include "serve/batch/scan_ahead.h"
 #include "serve/choose/gate.h"
 #include "serve/nvtx.h"
@@ -54,12 +55,6 @@
  * seen RATE_EVERY of them (then: as many as arrive, at the rate they have
  * been arriving, within the deadline). */
 #define EXPECTED_PRIOR 16
-/* A copy is held only when the model has its batch at most this share of
- * its time alone: the model leaves out how a batched launch's reads share
- * the link with the worker's uploads and the application's copies, and
- * batches of written regions recompressed meanwhile (bench/ab's kv_offload
- * line: batches modelled 1 % faster ran 5 % slower). */
-#define BATCH_MARGIN 0.9
 #define RATE_EVERY 16
 #define SHARED_DEFAULT_LIMIT (48 * 1024)
 /* Held copies whose destinations are compared one by one with a new
@@ -87,14 +82,16 @@ typedef struct held_region {
   double saved_ns;
 } held_region;
 
-/* The gate's last answer for a batch (hold_locked). */
+/* The model's last answer for a batch (hold_locked): the routes' costs
+ * for a copy like the last one (serve/batch/batch_route.h). */
 typedef struct gate_answer {
   const ibp_region_rec *region;
   uint64_t bytes, pcie;
   uint32_t copies;
   int hold_only;
-  double alone, batched; /* ns */
-  double alone_cpu;      /* ns of the calling thread's time, alone */
+  ibp_gate_copy g;
+  ibp_route_cost prior[IBP_ROUTES];
+  double alone, batched; /* ns, the model's (before the margin) */
 } gate_answer;
 
 /* A batch's job list and the write tracker's shares of it
@@ -127,6 +124,7 @@ typedef struct batch {
   CUdeviceptr dst_lo, dst_hi; /* the allocation of the last copy's dst */
   CUdeviceptr env_lo, env_hi; /* the held copies' destinations span this */
   gate_answer answer;
+  ibp_batch_timed timed; /* the launch is timed for the chooser */
   unsigned nregions;
   held_region regions[MAX_REGIONS];
   held_jobs *hj;      /* the job list (its own from batch_for on) */
@@ -483,9 +481,12 @@ static void flush_now(batch *b) {
     if (s)
       atomic_fetch_add(&s->refresh.launching, 1);
   }
+  ibp_batch_timing_run run;
+  ibp__batch_time_begin(&b->timed, b->dev, b->ctx, b->stream, b->count, &run);
   pthread_mutex_lock(&stage_lock);
   CUresult e = launch(d, b);
   pthread_mutex_unlock(&stage_lock);
+  ibp__batch_time_end(&run, b->stream, e == CUDA_SUCCESS);
   for (unsigned k = 0; k < b->nregions; k++) {
     ibp_served_region *s = ibp__served(b->regions[k].rec);
     if (s)
@@ -661,6 +662,7 @@ static void close_batch(batch *b) {
       (d = malloc(sizeof *d)) && (hj = jobs_get())) {
     *d = *b; /* the held copies, their regions' references and job list */
     d->handed_ns = ibp__clock_ns();
+    b->timed.rec = NULL; /* d's now */
     b->hj = hj;
     b->count = 0; /* `held` still counts d until the flusher is done */
     b->units = 0;
@@ -782,28 +784,19 @@ static int hold_locked(batch *b, ibp_region_rec *r, ibp_served_region *s,
   if (a->region != r || a->bytes != c->bytes || a->pcie != pcie ||
       a->copies != n || a->hold_only != c->hold_only) {
     const ibp_kernel_plan *pl = &s->dev[b->dev].plan;
-    ibp_gate_copy g = {
+    *a = (gate_answer){.region = r,
+                       .bytes = c->bytes,
+                       .pcie = pcie,
+                       .copies = n,
+                       .hold_only = c->hold_only};
+    a->g = (ibp_gate_copy){
         c->bytes, pcie + 32,
         ibp_kernels_decode_sms(pl->grid, pl->block, (unsigned)p->sms),
         ibp__gate_units(s->geometry.tensor_bytes, s->geometry.tensors,
                         (uintptr_t)c->src - r->base, c->bytes),
         s->geometry.tensor_bytes};
-    *a = (gate_answer){r, c->bytes, pcie, n, c->hold_only, 0, 0, 0};
-    if (c->hold_only) { /* an entry of the application's own batch: its
-                           call is paid either way, the copy engine moves
-                           it */
-      a->alone = 1e3 * ibp_profile_ce_copy_us(p, c->bytes, 1);
-      a->batched = ibp__gate_batch_ns(p, &g, n, 0);
-      a->alone_cpu = 0;
-    } else {
-      double kernel = ibp__gate_kernel_ns(p, &g);
-      a->alone = ibp__gate_pass_ns(p, &g);
-      a->alone_cpu = 1e3 * (p->runtime_call_us +
-                            (kernel < a->alone ? p->driver_launch_call_us
-                                               : p->driver_copy_call_us));
-      a->alone = kernel < a->alone ? kernel : a->alone;
-      a->batched = ibp__gate_batch_ns(p, &g, n, 1);
-    }
+    ibp__batch_priors(p, &a->g, n, c->hold_only, a->prior, &a->alone,
+                      &a->batched);
   }
   /* the tracker's scan at the flush: what it took at the region's last
    * batched launch (userfaultfd; nothing for mprotect) */
@@ -811,14 +804,42 @@ static int hold_locked(batch *b, ibp_region_rec *r, ibp_served_region *s,
       ibp__track_scans(&s->track)
           ? atomic_load_explicit(&s->batch_scan_ns, memory_order_relaxed)
           : 0;
-  if (a->batched + scan_ns / n >= BATCH_MARGIN * a->alone) {
+  ibp_route_cost prior[IBP_ROUTES];
+  memcpy(prior, a->prior, sizeof prior);
+  prior[IBP_ROUTE_BATCHED].cpu_ns += scan_ns / n / IBP_BATCH_MARGIN;
+  /* the chooser: held, or alone -- the driver's copy timed here when it
+   * asks for that (the kernel alone is the single copy's to decide) */
+  ibp_device_slot *slot = &s->dev[b->dev];
+  ibp_chooser *ch = ibp__chooser_of(slot);
+  const unsigned cls = ibp__choose_class_index(
+      c->bytes, 0, c->hold_only ? IBP_CLASS_APP_BATCH : IBP_CLASS_BATCHED);
+  ibp_choice x;
+  const ibp_route go =
+      ibp__chooser_decide(s, slot, ch, p, cls, prior,
+                          1u << IBP_ROUTE_BATCHED | 1u << IBP_ROUTE_DRIVER, 0,
+                          &x);
+  if (go != IBP_ROUTE_BATCHED) {
     /* refused for the scan alone: let the figure fade, so that one slow
      * scan (a busy host) does not end batching for good -- the next
      * batched launch measures it again */
-    if (scan_ns > 0 && a->batched < BATCH_MARGIN * a->alone)
+    const double unscanned =
+        x.est_ns[IBP_ROUTE_BATCHED] - scan_ns / n / IBP_BATCH_MARGIN;
+    if (scan_ns > 0 && unscanned < x.est_ns[go])
       atomic_store_explicit(&s->batch_scan_ns, 0.98 * scan_ns,
                             memory_order_relaxed);
-    b->own_ns += a->alone_cpu;
+    b->own_ns += prior[go].cpu_ns;
+    if (go == IBP_ROUTE_DRIVER && x.timed) {
+      flush(b); /* what it holds comes first */
+      if (ibp__batch_time_alone(s, slot, p, c, cls, &x, prior) == 0) {
+        ibp__count(&s->counters, copies_gated, 1);
+        ibp__count(&s->counters, bytes_gated, c->bytes);
+        return 3;
+      }
+    } else {
+      ibp__chooser_untimed(ch, cls, &x);
+    }
+    if (!c->hold_only) /* the single copy's chooser decides it next */
+      ibp__chooser_passed_on(ch, cls, go);
     return 2;
   }
   b->own_ns += held_cpu_ns;
@@ -846,6 +867,9 @@ static int hold_locked(batch *b, ibp_region_rec *r, ibp_served_region *s,
   h->copies++;
   h->bytes += c->bytes;
   h->saved_ns += a->alone - a->batched - scan_ns / n;
+  if (x.timed) /* after the close above: its batch holds r */
+    ibp__batch_want_timing(&b->timed, r, slot, cls, &x, &a->g,
+                           !c->hold_only);
   b->received++;
   /* its pages, for the tracker's scan; a whole share goes to the
    * scanners at once (serve/batch/scan_ahead.h) */
@@ -903,7 +927,7 @@ int ibp__batch_offer(ibp_region_rec *r, ibp_served_region *s, int dev,
   pthread_mutex_unlock(&lock);
   if (rc == 0)
     held_one(r, c, p);
-  return rc;
+  return rc == 3 ? 0 : rc; /* 3: the driver's copy, timed (hold_locked) */
 }
 
 int ibp__batch_hold_more(ibp_region_rec *r, const ibp_copy *c) {
@@ -933,7 +957,7 @@ int ibp__batch_hold_more(ibp_region_rec *r, const ibp_copy *c) {
   pthread_mutex_unlock(&lock);
   if (rc == 0)
     held_one(r, c, p);
-  return rc;
+  return rc == 3 ? 0 : rc; /* 3: the driver's copy, timed (hold_locked) */
 }
 
 /* ---- ordering points ----------------------------------------------------- */

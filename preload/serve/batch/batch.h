@@ -22,8 +22,9 @@
  * alloc_bytes): the device allocation its destination lies in) to its
  * stream's batch.  Returns 0
  * when the copy is held (it will be served by the batch's launch, or by
- * the driver's own copy should that fail), 2 when the gate prefers a copy
- * of its own, 1 when the caller serves it otherwise for another reason
+ * the driver's own copy should that fail) or was queued as the driver's
+ * copy between two events (the chooser timing the copy alone), 2 when the
+ * chooser prefers a copy of its own, 1 when the caller serves it otherwise for another reason
  * (batching off or not possible on its stream). */
 int ibp__batch_offer(ibp_region_rec *r, ibp_served_region *s, int dev,
                      CUcontext ctx, const ibp_copy *c, uint64_t pcie,
@@ -34,8 +35,9 @@ int ibp__batch_offer(ibp_region_rec *r, ibp_served_region *s, int dev,
  * in the current context, its destination lies in the allocation of the
  * batch's last destination, the region is ready on the batch's device and
  * its fit judged -- what serve_region checks with driver queries per copy
- * holds until the stream's next ordering point.  0 when held; 1: take the
- * full path (serve_region). */
+ * holds until the stream's next ordering point.  0 when held (or sent to
+ * the driver, timed); 2: the chooser prefers a copy of its own (the full
+ * path without offering it again); 1: take the full path (serve_region). */
 int ibp__batch_hold_more(ibp_region_rec *r, const ibp_copy *c);
 
 /* An ordering point for stream s (CU_STREAM_LEGACY and CU_STREAM_PER_THREAD

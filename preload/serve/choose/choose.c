@@ -57,7 +57,8 @@ double ibp__choose_estimate(const ibp_choose_class *k, ibp_route r,
     cr = cr < 1.0 ? cr : 1.0;
     gr = gr < 1.0 ? gr : 1.0;
   }
-  return max2(c->cpu_ns * cr, c->gpu_ns * gr);
+  return c->serial ? c->cpu_ns * cr + c->gpu_ns * gr
+                   : max2(c->cpu_ns * cr, c->gpu_ns * gr);
 }
 
 /* The smallest of est[] among the open routes, the driver's first: another
@@ -124,8 +125,11 @@ ibp_route ibp__choose_decide(ibp_choose_class *k,
   double model[IBP_ROUTES];
   memset(out, 0, sizeof *out);
   for (int r = 0; r < IBP_ROUTES; r++)
-    model[r] =
-        is_open(&prior[r]) ? max2(prior[r].cpu_ns, prior[r].gpu_ns) + 1e-9 : 0;
+    model[r] = is_open(&prior[r])
+                   ? (prior[r].serial ? prior[r].cpu_ns + prior[r].gpu_ns
+                                      : max2(prior[r].cpu_ns, prior[r].gpu_ns)) +
+                         1e-9
+                   : 0;
   out->modelled = smallest(model);
   if (!learn) {
     out->route = (ibp_route)out->modelled;

@@ -27,12 +27,14 @@
 
 #include <stdint.h>
 
-/* The routes a single copy may take (docs/ARCHITECTURE.md "The gate").
- * Batched launches decide in serve/batch/batch.c for now. */
+/* The routes a copy may take (docs/ARCHITECTURE.md "The gate"): a single
+ * copy among the first three (serve/substitute.c), a copy that may be held
+ * for a batched launch between BATCHED and going alone
+ * (serve/batch/batch.c). */
 typedef enum ibp_route {
 /* DRIVER: the driver's own copy; ZEROCOPY: the kernel reads the streams
- * over PCIe; STAGED: the copy engine moves them, the kernel decodes
- * (stats/routes.def) */
+ * over PCIe; STAGED: the copy engine moves them, the kernel decodes;
+ * BATCHED: held for its stream's batched launch (stats/routes.def) */
 #define IBP_ROUTE(name, text) IBP_ROUTE_##name,
 #include "stats/routes.def"
 #undef IBP_ROUTE
@@ -85,6 +87,8 @@ typedef enum ibp_class_mode {
 typedef struct ibp_route_cost {
   double cpu_ns;
   double gpu_ns;
+  int serial; /* the two add up instead: a batched launch's GPU work
+                 starts after its copies were held (serve/choose/gate.h) */
 } ibp_route_cost;
 
 /* Timed copies a route's ratios are taken from: the smallest of the last
@@ -104,6 +108,8 @@ typedef struct ibp_choose_route {
   uint32_t backoff;
   uint64_t chosen;   /* copies that took it */
   uint64_t explored; /* of those, explorations */
+  uint64_t passed_on; /* of those, left to another decision
+                         (ibp__chooser_passed_on) */
 } ibp_choose_route;
 
 /* One class of copies of a region on a device. */
@@ -137,8 +143,9 @@ unsigned ibp__choose_class_index(uint64_t bytes, int busy, ibp_class_mode mode);
 
 void ibp__choose_class_init(ibp_choose_class *k);
 
-/* Route r's estimate for a copy whose model cost is c: c's larger term,
- * each term scaled by what the class measured (when it has). */
+/* Route r's estimate for a copy whose model cost is c: c's larger term
+ * (their sum when c->serial), each term scaled by what the class measured
+ * (when it has). */
 double ibp__choose_estimate(const ibp_choose_class *k, ibp_route r,
                             const ibp_route_cost *c);
 

@@ -94,12 +94,29 @@ void ibp__chooser_figures(ibp_chooser *ch,
     if (!k->copies)
       continue;
     for (int r = 0; r < IBP_ROUTES; r++) {
-      out[r].copies += k->route[r].chosen;
+      out[r].copies += k->route[r].chosen - k->route[r].passed_on;
       out[r].explored += k->route[r].explored;
     }
     if (k->last >= 0)
       out[k->last].classes++;
   }
+  pthread_mutex_unlock(&ch->lock);
+}
+
+void ibp__chooser_untimed(ibp_chooser *ch, unsigned cls,
+                          const ibp_choice *c) {
+  if (!ch || cls >= IBP_CHOOSE_CLASSES || !c->explore)
+    return;
+  pthread_mutex_lock(&ch->lock);
+  ibp__choose_settle(&ch->cls[cls], c->route, c->charged_ns, -1);
+  pthread_mutex_unlock(&ch->lock);
+}
+
+void ibp__chooser_passed_on(ibp_chooser *ch, unsigned cls, ibp_route r) {
+  if (!ch || cls >= IBP_CHOOSE_CLASSES || (unsigned)r >= IBP_ROUTES)
+    return;
+  pthread_mutex_lock(&ch->lock);
+  ch->cls[cls].route[r].passed_on++;
   pthread_mutex_unlock(&ch->lock);
 }
 

@@ -95,6 +95,15 @@ ibp_route ibp__chooser_decide(ibp_served_region *s, ibp_device_slot *slot,
                               const ibp_route_cost prior[IBP_ROUTES],
                               unsigned timable, int dry, ibp_choice *out);
 
+/* A decision *c of class cls that asked for timing will not be timed
+ * after all: an exploration's charge stands. */
+void ibp__chooser_untimed(ibp_chooser *ch, unsigned cls, const ibp_choice *c);
+
+/* A copy decided as route r in class cls was left to another decision
+ * (a copy not held for a batch goes to the single copy's chooser): it is
+ * not counted twice in the statistics. */
+void ibp__chooser_passed_on(ibp_chooser *ch, unsigned cls, ibp_route r);
+
 /* A timing in progress (index -1: not timed). */
 typedef struct ibp_timing {
   int index;

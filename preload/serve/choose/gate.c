@@ -116,8 +116,9 @@ double ibp__gate_kernel_ns(const ibp_profile *p, const ibp_gate_copy *c) {
   return 1e3 * max2(cpu, gpu);
 }
 
-double ibp__gate_batch_ns(const ibp_profile *p, const ibp_gate_copy *c,
-                          double copies, int own_call) {
+void ibp__gate_batch_split(const ibp_profile *p, const ibp_gate_copy *c,
+                           double copies, int own_call, double *cpu_ns,
+                           double *gpu_ns) {
   const double n = copies < 1 ? 1 : copies;
   /* the flush: the job list's copy, the launch, the slot's event */
   double flush_cpu =
@@ -128,11 +129,18 @@ double ibp__gate_batch_ns(const ibp_profile *p, const ibp_gate_copy *c,
   double kernel = ibp_profile_decode_us(
       p, (uint64_t)(c->host_bytes * n), (uint64_t)(c->bytes * n), units,
       ibp_kernels_batch_sms(units, c->tensor_bytes, (unsigned)p->sms));
-  double gpu = (kernel + ibp_profile_ce_copy_us(p, 0, 1)) / n;
+  *cpu_ns = 1e3 * cpu;
+  *gpu_ns = 1e3 * (kernel + ibp_profile_ce_copy_us(p, 0, 1)) / n;
+}
+
+double ibp__gate_batch_ns(const ibp_profile *p, const ibp_gate_copy *c,
+                          double copies, int own_call) {
+  double cpu, gpu;
+  ibp__gate_batch_split(p, c, copies, own_call, &cpu, &gpu);
   /* the sum, not the larger: the GPU starts on a batch only when it is
    * launched, after the copies were held, so a batch that ends at a
    * synchronisation overlaps nothing of the two */
-  return 1e3 * (cpu + gpu);
+  return cpu + gpu;
 }
 
 double ibp__gate_staged_cpu_us(const ibp_profile *p, const ibp_gate_staged *c) {

@@ -52,6 +52,11 @@ double ibp__gate_kernel_ns(const ibp_profile *p, const ibp_gate_copy *c);
  * the caller's to add (serve/batch/batch.c measures it). */
 double ibp__gate_batch_ns(const ibp_profile *p, const ibp_gate_copy *c,
                           double copies, int own_call);
+/* Its two terms (ns per copy): the CPU's (hold, call, the flush's share)
+ * and the GPU's (the batch's kernel and job-list copy, shared). */
+void ibp__gate_batch_split(const ibp_profile *p, const ibp_gate_copy *c,
+                           double copies, int own_call, double *cpu_ns,
+                           double *gpu_ns);
 
 /* A copy by the staged path (serve/staged/staged.h) as the gate sees it. */
 typedef struct ibp_gate_staged {

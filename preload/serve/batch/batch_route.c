@@ -1,0 +1,134 @@
+/* A copy that may be held for a batched launch, as the chooser sees it
+ * (serve/batch/batch_route.h). */
+#include "serve/batch/batch_route.h"
+
+#include <string.h>
+
+#include "base/driver.h"
+#include "serve/choose/gate.h"
+#include "serve/prepare/device.h"
+
+void ibp__batch_priors(const ibp_profile *p, const ibp_gate_copy *g,
+                       uint32_t n, int hold_only,
+                       ibp_route_cost prior[IBP_ROUTES], double *alone_ns,
+                       double *batched_ns) {
+  memset(prior, 0, IBP_ROUTES * sizeof *prior);
+  double cpu, gpu;
+  ibp__gate_batch_split(p, g, n, !hold_only, &cpu, &gpu);
+  *batched_ns = cpu + gpu;
+  prior[IBP_ROUTE_BATCHED] = (ibp_route_cost){
+      cpu / IBP_BATCH_MARGIN, gpu / IBP_BATCH_MARGIN, 1};
+  const double ce = 1e3 * ibp_profile_ce_copy_us(p, g->bytes, 1);
+  if (hold_only) { /* its call is paid either way, the copy engine moves
+                      it */
+    prior[IBP_ROUTE_DRIVER] = (ibp_route_cost){0, ce, 0};
+    *alone_ns = ce;
+    return;
+  }
+  const double runtime = 1e3 * p->runtime_call_us;
+  prior[IBP_ROUTE_DRIVER] =
+      (ibp_route_cost){runtime + 1e3 * p->driver_copy_call_us, ce, 0};
+  prior[IBP_ROUTE_ZEROCOPY] = (ibp_route_cost){
+      runtime + 1e3 * p->driver_launch_call_us,
+      1e3 * ibp_profile_decode_us(p, g->host_bytes, g->bytes, g->units,
+                                  g->sms ? g->sms : 1),
+      0};
+  const double pass = ibp__gate_pass_ns(p, g), kernel = ibp__gate_kernel_ns(p, g);
+  *alone_ns = kernel < pass ? kernel : pass;
+}
+
+static ibp_chooser *chooser_at(ibp_region_rec *r, int dev,
+                               ibp_served_region **s,
+                               ibp_device_slot **slot) {
+  *s = r ? ibp__served(r) : NULL;
+  if (!*s || dev < 0 || dev >= IBP_MAX_DEVICES)
+    return NULL;
+  *slot = &(*s)->dev[dev];
+  return ibp__chooser_of(*slot);
+}
+
+void ibp__batch_want_timing(ibp_batch_timed *t, ibp_region_rec *r,
+                            ibp_device_slot *slot, unsigned cls,
+                            const ibp_choice *x, const ibp_gate_copy *g,
+                            int own_call) {
+  if (t->rec) { /* one timing per batch */
+    ibp__chooser_untimed(ibp__chooser_of(slot), cls, x);
+    return;
+  }
+  *t = (ibp_batch_timed){r, cls, *x, *g, own_call};
+}
+
+void ibp__batch_timing_drop(ibp_batch_timed *t, int dev) {
+  ibp_served_region *s;
+  ibp_device_slot *slot;
+  if (!t->rec)
+    return;
+  ibp__chooser_untimed(chooser_at(t->rec, dev, &s, &slot), t->cls,
+                       &t->choice);
+  t->rec = NULL;
+}
+
+void ibp__batch_time_begin(ibp_batch_timed *t, int dev, CUcontext ctx,
+                           CUstream stream, uint32_t copies,
+                           ibp_batch_timing_run *run) {
+  memset(run, 0, sizeof *run);
+  run->t.index = -1;
+  if (!t->rec)
+    return;
+  const ibp_driver *d = ibp__driver();
+  const ibp_profile *p = ibp__gate_profile(dev);
+  run->ch = chooser_at(t->rec, dev, &run->s, &run->slot);
+  if (!d || !p || !run->ch || run->slot->ctx != ctx ||
+      ibp__device_state(run->s, (unsigned)dev) != IBP_DEVICE_READY) {
+    ibp__batch_timing_drop(t, dev);
+    run->ch = NULL;
+    return;
+  }
+  /* the model's time for this batch: the flush's calls on the CPU (before
+   * its first GPU work), its kernel and job list on the GPU */
+  double cpu, gpu;
+  ibp__gate_batch_split(p, &t->g, copies, t->own_call, &cpu, &gpu);
+  const double calls = 1e3 * (p->driver_copy_call_us +
+                              p->driver_launch_call_us + p->driver_call_us);
+  const ibp_route_cost model = {calls, gpu * (copies ? copies : 1), 1};
+  /* one query per timed batch (never per copy): whether the span starts
+   * with the calls (an idle stream) or with the work before it */
+  const int idle = d->cuStreamQuery(stream) == CUDA_SUCCESS;
+  ibp__timing_begin(run->s, run->slot, run->ch, p, stream, t->cls, &t->choice,
+                    &model, 0, 1e3 * (p->driver_copy_call_us +
+                                      p->driver_launch_call_us),
+                    idle, &run->t);
+  t->rec = NULL;
+}
+
+void ibp__batch_time_end(ibp_batch_timing_run *run, CUstream stream,
+                         int submitted) {
+  if (run->ch)
+    ibp__timing_end(run->s, run->slot, run->ch, stream, &run->t, submitted);
+}
+
+int ibp__batch_time_alone(ibp_served_region *s, ibp_device_slot *slot,
+                          const ibp_profile *p, const ibp_copy *c,
+                          unsigned cls, const ibp_choice *x,
+                          const ibp_route_cost prior[IBP_ROUTES]) {
+  const ibp_driver *d = ibp__driver();
+  ibp_chooser *ch = ibp__chooser_of(slot);
+  if (!d || !ch) {
+    ibp__chooser_untimed(ch, cls, x);
+    return 1;
+  }
+  /* the calls libibp makes are its CPU time (an entry of the
+   * application's batch: its own call is paid either way) */
+  const double runtime = c->hold_only ? 0 : 1e3 * p->runtime_call_us;
+  const ibp_route_cost model = {runtime + 1e3 * p->driver_copy_call_us,
+                                prior[IBP_ROUTE_DRIVER].gpu_ns, 0};
+  const int idle = d->cuStreamQuery(c->stream) == CUDA_SUCCESS;
+  ibp_timing t;
+  ibp__timing_begin(s, slot, ch, p, c->stream, cls, x, &model, runtime,
+                    1e3 * p->driver_copy_call_us, idle, &t);
+  if (t.index < 0)
+    return 1; /* not timed: the driver's copy all the same */
+  CUresult e = d->cuMemcpyHtoDAsync(c->dst, c->src, c->bytes, c->stream);
+  ibp__timing_end(s, slot, ch, c->stream, &t, e == CUDA_SUCCESS);
+  return e == CUDA_SUCCESS ? 0 : 1;
+}

@@ -1,0 +1,95 @@
+/*
+ * A copy that may be held for a batched launch, as the chooser sees it
+ * (batch_route.c; docs/ARCHITECTURE.md "The gate"): the routes' model
+ * costs -- held for a batch of n copies like it, or alone (the driver's
+ * copy, the kernel) -- and the timing of a batched launch or of a copy
+ * sent alone, so that the chooser learns what holding really costs where
+ * it runs (serve/choose/chooser.h).
+ *
+ * Classes: IBP_CLASS_BATCHED for a copy of a runtime call of its own,
+ * IBP_CLASS_APP_BATCH for an entry of the application's cuMemcpyBatchAsync
+ * or a row of a 2D copy (whose call the application pays either way, and
+ * whose alternative is the copy engine).  A batched launch is timed as a
+ * whole, from the job list's copy to the kernel, against the model's GPU
+ * time for its copies; a copy explored alone is the driver's copy, timed
+ * by two events around it after what the batch held was launched.
+ */
+#ifndef IBP_PRELOAD_BATCH_ROUTE_H
+#define IBP_PRELOAD_BATCH_ROUTE_H
+
+#include <cuda.h>
+#include <stdint.h>
+
+#include "profile/profile.h"
+#include "registry/registry.h"
+#include "serve/choose/chooser.h"
+#include "serve/choose/gate.h"
+#include "serve/region.h"
+#include "serve/substitute.h"
+
+/* A copy held for a batched launch.  The model's batch is at most this
+ * share of its time alone (the prior's margin): the model leaves out how a
+ * batched launch's reads share the link with the worker's uploads and the
+ * application's copies, and batches of written regions recompressed
+ * meanwhile (bench/ab's kv_offload line: batches modelled 1 % faster ran
+ * 5 % slower). */
+#define IBP_BATCH_MARGIN 0.9
+
+/* The routes' model costs for copy c (g: as the gate sees it) held in a
+ * batch of n, or alone (prior[IBP_ROUTE_DRIVER], and the kernel's
+ * prior[IBP_ROUTE_ZEROCOPY] for a copy of its own call when IBP_PATH
+ * allows it); *alone_ns and *batched_ns: the model's time of each, before
+ * the margin (for the statistics' modelled saving). */
+void ibp__batch_priors(const ibp_profile *p, const ibp_gate_copy *g,
+                       uint32_t n, int hold_only,
+                       ibp_route_cost prior[IBP_ROUTES], double *alone_ns,
+                       double *batched_ns);
+
+/* A batched launch to be timed: the copy whose decision asked for it. */
+typedef struct ibp_batch_timed {
+  ibp_region_rec *rec; /* NULL: not timed; else referenced by the batch */
+  unsigned cls;
+  ibp_choice choice;
+  ibp_gate_copy g;
+  int own_call;
+} ibp_batch_timed;
+
+/* Asks for the batch to be timed for copy c of region r decided as *x in
+ * class cls (x->timed, route BATCHED); a batch already timed keeps its
+ * request (an exploration of this one is settled untimed). */
+void ibp__batch_want_timing(ibp_batch_timed *t, ibp_region_rec *r,
+                            ibp_device_slot *slot, unsigned cls,
+                            const ibp_choice *x, const ibp_gate_copy *g,
+                            int own_call);
+
+/* Drops a timing request that will not be met (its exploration's charge
+ * stands). */
+void ibp__batch_timing_drop(ibp_batch_timed *t, int dev);
+
+/* Times the launch of a batch of `copies` copies on `stream` of device
+ * `dev` in context ctx (current; not capturing) for request t: _begin
+ * before its first call, _end after its last (submitted: it was queued).
+ * t is cleared. */
+typedef struct ibp_batch_timing_run {
+  ibp_served_region *s;
+  ibp_device_slot *slot;
+  ibp_chooser *ch;
+  ibp_timing t;
+} ibp_batch_timing_run;
+void ibp__batch_time_begin(ibp_batch_timed *t, int dev, CUcontext ctx,
+                           CUstream stream, uint32_t copies,
+                           ibp_batch_timing_run *run);
+void ibp__batch_time_end(ibp_batch_timing_run *run, CUstream stream,
+                         int submitted);
+
+/* Copy c of region s, decided alone as *x (route DRIVER, x->timed) in
+ * class cls with model costs prior[]: the driver's copy between two
+ * events on c->stream (whatever the stream's batch held is launched first:
+ * the caller's).  0 when queued; 1: nothing was (the caller leaves the
+ * copy to the driver). */
+int ibp__batch_time_alone(ibp_served_region *s, ibp_device_slot *slot,
+                          const ibp_profile *p, const ibp_copy *c,
+                          unsigned cls, const ibp_choice *x,
+                          const ibp_route_cost prior[IBP_ROUTES]);
+
+#endif /* IBP_PRELOAD_BATCH_ROUTE_H */
