@@ -199,13 +199,13 @@ static ibp_route choose(ibp_served_region *s, ibp_device_slot *slot, int dev,
   const double runtime = 1e3 * p->runtime_call_us;
   prior[IBP_ROUTE_DRIVER] =
       (ibp_route_cost){runtime + 1e3 * p->driver_copy_call_us,
-                       1e3 * ibp_profile_ce_copy_us(p, c->bytes, 1), 0};
+                       1e3 * ibp_profile_ce_copy_us(p, c->bytes, 1), 0, 0};
   if (ibp__cfg.path != IBP_PATH_STAGED)
     prior[IBP_ROUTE_ZEROCOPY] = (ibp_route_cost){
         runtime + 1e3 * p->driver_launch_call_us,
         1e3 * ibp_profile_decode_us(p, g.host_bytes, g.bytes, g.units,
                                     g.sms ? g.sms : 1),
-        0};
+        0, 0};
   x->ch = ibp__chooser_of(slot);
   x->idle = !ibp__chooser_stream_busy(x->ch, c->stream);
   x->cls = ibp__choose_class_index(c->bytes, !x->idle, IBP_CLASS_SINGLE);
@@ -229,7 +229,7 @@ static ibp_route choose(ibp_served_region *s, ibp_device_slot *slot, int dev,
       ibp__staged_plan(s, slot, ctx, dev, c, a, sp) == 0)
     prior[IBP_ROUTE_STAGED] = (ibp_route_cost){
         1e3 * ibp__gate_staged_cpu_us(p, &sp->gate), 1e3 * sp->gate.gpu_us,
-        0};
+        0, 0};
   ibp_route go = ibp__chooser_decide(s, slot, x->ch, p, x->cls, prior, timable,
                                      !count, &x->choice);
   /* the faster of the other two, for a staged copy the ring cannot take */
@@ -272,6 +272,13 @@ static void time_begin(ibp_served_region *s, ibp_device_slot *slot,
     ibp__timing_begin(s, slot, x->ch, x->p, c->stream, x->cls, &x->choice,
                       &x->prior[x->go], 1e3 * x->p->runtime_call_us,
                       lead_ns(x->p, x->go), x->idle, t);
+}
+
+/* A decision's timing that will not happen (its route changed). */
+static void time_untimed(decision *x) {
+  if (x->choice.timed)
+    ibp__chooser_untimed(x->ch, x->cls, &x->choice);
+  x->choice.timed = 0;
 }
 
 /* The driver's copy, timed (the chooser asked for it): queued here between
@@ -421,28 +428,22 @@ static int serve_region(ibp_region_rec *r, const ibp_copy *c, int offered) {
   ibp__batch_order(c->stream); /* what is held runs first */
   if (estimate)
     pcie = ibp__stored_bytes(s, off, c->bytes);
-  /* A first look before the tracker's sync of the span, so that a copy the
-   * gate declines costs libibp no scan (docs/ARCHITECTURE.md, "The
-   * gate"): writes not yet synced only add bytes the GPU paths read, so a
-   * copy declined now would be declined after it.  (No scan, no first
-   * look: the page-protection tracker's sync costs nothing.) */
+  /* Decided before the tracker's sync of the span, so that a copy the
+   * chooser leaves to the driver costs libibp no scan (docs/ARCHITECTURE.md,
+   * "The gate"): writes not yet synced only add bytes the GPU paths read,
+   * so a copy declined now would be declined after it.  (No scan, decided
+   * after it: the page-protection tracker's sync costs nothing.) */
+  ibp_decompress_args a;
+  ibp_kernel_plan plan;
+  ibp_staged_plan sp;
+  decision x;
+  int decided = 0;
   if (ibp__track_scans(&s->track)) {
-    ibp_decompress_args a0;
-    ibp_kernel_plan plan0;
-    ibp_staged_plan sp0;
-    decision x0;
-    prepare(r, s, slot, c, &a0, &plan0);
-    if (choose(s, slot, dev, ctx, c, pcie, &a0, &plan0, &sp0, &x0, 0) ==
-            IBP_ROUTE_DRIVER &&
-        !x0.choice.timed) {
-      /* decided: counted in its class as the driver's, nothing timed */
-      ibp_choice kept;
-      ibp__chooser_decide(s, slot, x0.ch, x0.p, x0.cls, x0.prior, 0, 0, &kept);
-      ibp__chooser_queued(x0.ch, c->stream, kept.est_ns[kept.route]);
-      ibp__count(&s->counters, copies_gated, 1);
-      ibp__count(&s->counters, bytes_gated, c->bytes);
-      return 1;
-    }
+    prepare(r, s, slot, c, &a, &plan);
+    if (choose(s, slot, dev, ctx, c, pcie, &a, &plan, &sp, &x, 1) ==
+        IBP_ROUTE_DRIVER) /* timed or not, the driver reads the host's bytes */
+      return x.choice.timed ? timed_driver_copy(s, slot, c, &x) : 1;
+    decided = 1;
   }
   /* writes the kernel recorded in the span count before the dirty bits are
    * judged (a region whose memory was remapped counts as all written); the
@@ -458,17 +459,25 @@ static int serve_region(ibp_region_rec *r, const ibp_copy *c, int offered) {
     count_passed(s, c->bytes);
     return 1;
   }
-  ibp_decompress_args a;
-  ibp_kernel_plan plan;
-  ibp_staged_plan sp;
-  decision x;
   atomic_fetch_add(&s->refresh.launching, 1); /* refresh.c waits for it */
   prepare(r, s, slot, c, &a, &plan);
-  ibp_route go = choose(s, slot, dev, ctx, c, pcie, &a, &plan, &sp, &x, 1);
+  ibp_route go;
+  if (!decided) {
+    go = choose(s, slot, dev, ctx, c, pcie, &a, &plan, &sp, &x, 1);
+  } else { /* the choice stands; the staged path is planned again on what
+              the sync found (a tensor written since is read raw) */
+    go = x.go;
+    if (go == IBP_ROUTE_STAGED &&
+        ibp__staged_plan(s, slot, ctx, dev, c, &a, &sp) != 0) {
+      time_untimed(&x);
+      go = x.second;
+    }
+  }
   double saved_ns = x.saved_ns;
   if (go == IBP_ROUTE_DRIVER) {
     atomic_fetch_sub(&s->refresh.launching, 1);
-    return x.choice.timed ? timed_driver_copy(s, slot, c, &x) : 1;
+    return x.choice.timed && go == x.go ? timed_driver_copy(s, slot, c, &x)
+                                        : 1;
   }
   const int ranged = 1;
   CUresult e = CUDA_SUCCESS;

@@ -866,7 +866,9 @@ static int hold_locked(batch *b, ibp_region_rec *r, ibp_served_region *s,
   held_region *h = &b->regions[k];
   h->copies++;
   h->bytes += c->bytes;
-  h->saved_ns += a->alone - a->batched - scan_ns / n;
+  /* the model's saving (none for a copy held to measure the batch) */
+  const double saved = a->alone - a->batched - scan_ns / n;
+  h->saved_ns += saved > 0 ? saved : 0;
   if (x.timed) /* after the close above: its batch holds r */
     ibp__batch_want_timing(&b->timed, r, slot, cls, &x, &a->g,
                            !c->hold_only);

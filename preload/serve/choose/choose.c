@@ -166,11 +166,18 @@ ibp_route ibp__choose_decide(ibp_choose_class *k,
    * timing, and while it is unmeasured, half its estimate again (the
    * prior may be that wrong; ibp__choose_settle charges what it took) */
   double cost = 0;
-  if (alt >= 0)
-    cost = max2(0, est[alt] - est[go]) + timing_ns +
+  if (alt >= 0) {
+    /* taken once, by itself (a batch of one copy: its model's figure
+     * scaled as the class measured the route) */
+    const double once =
+        prior[alt].once_ns > model[alt]
+            ? est[alt] * prior[alt].once_ns / model[alt]
+            : est[alt];
+    cost = max2(0, once - est[go]) + timing_ns +
            (k->route[alt].samples < IBP_CHOOSE_MIN_SAMPLES
-                ? IBP_CHOOSE_UNMEASURED * est[alt]
+                ? IBP_CHOOSE_UNMEASURED * once
                 : 0);
+  }
   if (alt >= 0 && explore_credit >= cost) {
     take = (ibp_route)alt;
     out->explore = out->timed = 1;

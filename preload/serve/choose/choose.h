@@ -89,6 +89,9 @@ typedef struct ibp_route_cost {
   double gpu_ns;
   int serial; /* the two add up instead: a batched launch's GPU work
                  starts after its copies were held (serve/choose/gate.h) */
+  double once_ns; /* what taking it for one copy costs while another route
+                     is the choice, where that is more (a batch of one
+                     copy); 0: as much as any copy */
 } ibp_route_cost;
 
 /* Timed copies a route's ratios are taken from: the smallest of the last

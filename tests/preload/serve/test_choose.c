@@ -94,7 +94,7 @@ static run simulate(ibp_choose_class *k, const ibp_route_cost prior[],
 
 /* 1 MiB copies in the model: the driver 80 us, the kernel 50 us (GPU). */
 static const ibp_route_cost PRIOR[IBP_ROUTES] = {
-    {2500, 80000, 0}, {2800, 50000, 0}, {0, 0, 0}};
+    {2500, 80000, 0, 0}, {2800, 50000, 0, 0}, {0, 0, 0, 0}};
 
 static void test_truth_is_prior(void) {
   ibp_choose_class k;
@@ -127,7 +127,7 @@ static void test_prior_too_kind(void) {
  * driver (kernel 100 us modelled, 50 us true): exploration finds it, and
  * the class moves to it within 200 copies. */
 static void test_prior_too_harsh(void) {
-  ibp_route_cost prior[IBP_ROUTES] = {{2500, 80000, 0}, {2800, 100000, 0}, {0, 0, 0}};
+  ibp_route_cost prior[IBP_ROUTES] = {{2500, 80000, 0, 0}, {2800, 100000, 0, 0}, {0, 0, 0, 0}};
   ibp_route_cost truth[IBP_ROUTES];
   memcpy(truth, prior, sizeof truth);
   truth[IBP_ROUTE_ZEROCOPY].gpu_ns = 50000;
@@ -146,7 +146,7 @@ static void test_prior_too_harsh(void) {
  * (plus one exploration's cost) and back off -- few of them in 100000
  * copies. */
 static void test_exploration_bounded(void) {
-  ibp_route_cost prior[IBP_ROUTES] = {{2500, 30000, 0}, {2800, 90000, 0}, {0, 0, 0}};
+  ibp_route_cost prior[IBP_ROUTES] = {{2500, 30000, 0, 0}, {2800, 90000, 0, 0}, {0, 0, 0, 0}};
   ibp_choose_class k;
   ibp__choose_class_init(&k);
   run o = simulate(&k, prior, prior, 100000, IBP_ROUTE_DRIVER, 1);
@@ -169,7 +169,7 @@ static void test_exploration_bounded(void) {
  * explored once the 1 % budget covers it, twice before it counts). */
 static void test_batched_prior_too_kind(void) {
   ibp_route_cost prior[IBP_ROUTES] = {
-      {0, 5000, 0}, {0, 0, 0}, {0, 0, 0}, {1000, 3000, 1}};
+      {0, 5000, 0, 0}, {0, 0, 0, 0}, {0, 0, 0, 0}, {1000, 3000, 1, 0}};
   ibp_route_cost truth[IBP_ROUTES];
   memcpy(truth, prior, sizeof truth);
   truth[IBP_ROUTE_DRIVER].gpu_ns = 2040;
@@ -191,7 +191,7 @@ static void test_batched_prior_too_kind(void) {
  * within 600 copies. */
 static void test_batched_prior_too_harsh(void) {
   ibp_route_cost prior[IBP_ROUTES] = {
-      {0, 5000, 0}, {0, 0, 0}, {0, 0, 0}, {1000, 6000, 1}};
+      {0, 5000, 0, 0}, {0, 0, 0, 0}, {0, 0, 0, 0}, {1000, 6000, 1, 0}};
   ibp_route_cost truth[IBP_ROUTES];
   memcpy(truth, prior, sizeof truth);
   truth[IBP_ROUTE_BATCHED].gpu_ns = 2000;
