@@ -268,10 +268,18 @@ static double lead_ns(const ibp_profile *p, ibp_route r) {
 static void time_begin(ibp_served_region *s, ibp_device_slot *slot,
                        const ibp_copy *c, const decision *x, ibp_timing *t) {
   t->index = -1;
-  if (x->choice.timed)
-    ibp__timing_begin(s, slot, x->ch, x->p, c->stream, x->cls, &x->choice,
-                      &x->prior[x->go], 1e3 * x->p->runtime_call_us,
-                      lead_ns(x->p, x->go), x->idle, t);
+  if (!x->choice.timed)
+    return;
+  /* whether the span starts with the calls (an idle stream) or with the
+   * work queued before: asked, once per timed copy -- the class's busy bit
+   * is the model's guess, and a busy stream taken for idle would have the
+   * calls' time taken off a span that never held them (the driver's copy
+   * then measured cheaper than it is) */
+  const ibp_driver *d = ibp__driver();
+  const int idle = d->cuStreamQuery(c->stream) == CUDA_SUCCESS;
+  ibp__timing_begin(s, slot, x->ch, x->p, c->stream, x->cls, &x->choice,
+                    &x->prior[x->go], 1e3 * x->p->runtime_call_us,
+                    lead_ns(x->p, x->go), idle, t);
 }
 
 /* A decision's timing that will not happen (its route changed). */
@@ -440,10 +448,17 @@ static int serve_region(ibp_region_rec *r, const ibp_copy *c, int offered) {
   int decided = 0;
   if (ibp__track_scans(&s->track)) {
     prepare(r, s, slot, c, &a, &plan);
-    if (choose(s, slot, dev, ctx, c, pcie, &a, &plan, &sp, &x, 1) ==
-        IBP_ROUTE_DRIVER) /* timed or not, the driver reads the host's bytes */
-      return x.choice.timed ? timed_driver_copy(s, slot, c, &x) : 1;
-    decided = 1;
+    /* a look first (nothing counted): a copy for a GPU path is decided
+     * after the sync, nearer its submission (the staged path's model asks
+     * whether the stream is still busy) */
+    if (choose(s, slot, dev, ctx, c, pcie, &a, &plan, &sp, &x, 0) ==
+        IBP_ROUTE_DRIVER) {
+      if (choose(s, slot, dev, ctx, c, pcie, &a, &plan, &sp, &x, 1) ==
+          IBP_ROUTE_DRIVER) /* timed or not, the driver reads the host's
+                               bytes */
+        return x.choice.timed ? timed_driver_copy(s, slot, c, &x) : 1;
+      decided = 1; /* an exploration */
+    }
   }
   /* writes the kernel recorded in the span count before the dirty bits are
    * judged (a region whose memory was remapped counts as all written); the

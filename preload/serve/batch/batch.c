@@ -807,17 +807,20 @@ static int hold_locked(batch *b, ibp_region_rec *r, ibp_served_region *s,
   ibp_route_cost prior[IBP_ROUTES];
   memcpy(prior, a->prior, sizeof prior);
   prior[IBP_ROUTE_BATCHED].cpu_ns += scan_ns / n / IBP_BATCH_MARGIN;
-  /* the chooser: held, or alone -- the driver's copy timed here when it
-   * asks for that (the kernel alone is the single copy's to decide) */
+  /* the chooser: held, or alone.  Alone, an entry of the application's
+   * batch is the driver's copy, timed here when the chooser asks for it;
+   * a copy of its own call goes to the single copy's decision (driver,
+   * kernel or staged path, learned in its own class), so only the batch
+   * is timed or explored here */
   ibp_device_slot *slot = &s->dev[b->dev];
   ibp_chooser *ch = ibp__chooser_of(slot);
   const unsigned cls = ibp__choose_class_index(
       c->bytes, 0, c->hold_only ? IBP_CLASS_APP_BATCH : IBP_CLASS_BATCHED);
+  const unsigned timable =
+      1u << IBP_ROUTE_BATCHED | (c->hold_only ? 1u << IBP_ROUTE_DRIVER : 0);
   ibp_choice x;
   const ibp_route go =
-      ibp__chooser_decide(s, slot, ch, p, cls, prior,
-                          1u << IBP_ROUTE_BATCHED | 1u << IBP_ROUTE_DRIVER, 0,
-                          &x);
+      ibp__chooser_decide(s, slot, ch, p, cls, prior, timable, 0, &x);
   if (go != IBP_ROUTE_BATCHED) {
     /* refused for the scan alone: let the figure fade, so that one slow
      * scan (a busy host) does not end batching for good -- the next
@@ -828,8 +831,19 @@ static int hold_locked(batch *b, ibp_region_rec *r, ibp_served_region *s,
       atomic_store_explicit(&s->batch_scan_ns, 0.98 * scan_ns,
                             memory_order_relaxed);
     b->own_ns += prior[go].cpu_ns;
-    if (go == IBP_ROUTE_DRIVER && x.timed) {
-      flush(b); /* what it holds comes first */
+    if (go == IBP_ROUTE_DRIVER && x.timed && c->hold_only) {
+      /* what comes before it in stream order and may write the same
+       * bytes launches first: b's held copies when they overlap it (rows
+       * of a gather do not: the batch is left whole), the batches handed
+       * to the flusher, and what the streams b's stream synchronises with
+       * hold */
+      if (b->blocking && atomic_load_explicit(&held, memory_order_relaxed) >
+                             (b->count ? 1u : 0u))
+        flush_others(b);
+      if (overlaps(b, c->dst, c->bytes))
+        flush(b);
+      else
+        drain_handed();
       if (ibp__batch_time_alone(s, slot, p, c, cls, &x, prior) == 0) {
         ibp__count(&s->counters, copies_gated, 1);
         ibp__count(&s->counters, bytes_gated, c->bytes);

@@ -71,11 +71,18 @@ static ibp_route smallest(const double est[IBP_ROUTES]) {
   return best;
 }
 
-/* Whether the class has measured either route enough to prefer one of
- * them over what the prior says per copy. */
+/* Whether what the class measured of route r moves its estimate off the
+ * prior (enough timed copies, a ratio outside the dead band). */
+static int corrected(const ibp_choose_route *q) {
+  return used(q, q->cpu_ratio) != 1.0 || used(q, q->gpu_ratio) != 1.0;
+}
+
+/* Whether the class's measurements moved either route off its prior: only
+ * then does the last choice stay while nearly as good (hysteresis) --
+ * where the model stands, each copy takes the model's choice for it (its
+ * prior varies from copy to copy: a stream busy or not). */
 static int measured(const ibp_choose_class *k, int a, int b) {
-  return k->route[a].samples >= IBP_CHOOSE_MIN_SAMPLES ||
-         k->route[b].samples >= IBP_CHOOSE_MIN_SAMPLES;
+  return corrected(&k->route[a]) || corrected(&k->route[b]);
 }
 
 /* The alternative to explore: an open route other than `go` that may be
