@@ -138,4 +138,10 @@ if(TARGET ibp_preload AND NOT samples_gpu)
       $<TARGET_FILE:emb_gather>)
   set_tests_properties(preload_sample_gate PROPERTIES
     LABELS "sim;preload;samples" TIMEOUT 300 ENVIRONMENT "${samples_env}")
+  # the gate learns what batched launches cost (serve/choose/)
+  add_test(NAME preload_sample_learn
+    COMMAND sh ${samples_test_dir}/check_learn.sh $<TARGET_FILE:ibp_preload>
+      ${CMAKE_CURRENT_BINARY_DIR}/libibp-learn $<TARGET_FILE:emb_gather>)
+  set_tests_properties(preload_sample_learn PROPERTIES
+    LABELS "sim;preload;samples" TIMEOUT 300 ENVIRONMENT "${samples_env}")
 endif()

@@ -1,0 +1,52 @@
+# Usage: check_learn.sh LIBIBP WORK_DIR EMB_GATHER
+# The gate learns what its batched launches cost where it runs
+# (docs/ARCHITECTURE.md, "The gate"): 256-byte row gathers on a100-pcie4,
+# whose model holds them for batched launches, from libibp's statistics
+# (routes); every run prints the same result line as IBP_DISABLE=1:
+#   - the simulated GPU as the model says (truth = prior): the rows stay
+#     batched (the class's choice ends on `batched`), and some batched
+#     launches are timed;
+#   - the simulated GPU's decode 100x slower than the profile says
+#     (SIMCUDA_DECODE_SCALE=100, a prior far too kind): after a few timed
+#     launches the rows go to the driver -- more copies end on the driver's
+#     route than batched, and the class's choice ends there.
+. "$(dirname "$0")/common.sh"
+lib=$1 work=$2 emb=$3
+mkdir -p "$work"
+TMP_OUT=$work/learn.out
+TMP_ERR=$work/learn.err
+json=$work/learn.json
+
+# route NAME FIELD: the first region's routes.NAME.FIELD in $json
+route() {
+  python3 -c 'import json, sys
+r = json.load(open(sys.argv[1]))["regions"][0]["routes"]
+print(r[sys.argv[2]][sys.argv[3]])' "$json" "$1" "$2"
+}
+
+libibp_run() {
+  rm -f "$json"
+  IBP_PROFILE=a100-pcie4 IBP_REGIONS=min=1M,tensor=256,name=emb \
+    IBP_WAIT_READY=1 IBP_STATS=$json LD_PRELOAD=$lib run "$@"
+  [ "$rc" -eq 0 ] || fail "exit $rc: $(cat "$TMP_ERR")"
+  [ "$(head -n 1 "$TMP_OUT")" = "$base" ] ||
+    fail "result differs: $(head -n 1 "$TMP_OUT") vs $base"
+}
+
+set -- --rows 20000 --dim 64 --batches 8 --batch-rows 1024
+IBP_DISABLE=1 LD_PRELOAD=$lib run "$emb" "$@"
+base=$(head -n 1 "$TMP_OUT")
+
+libibp_run "$emb" "$@"
+checks=$((checks + 1))
+[ "$(route batched classes)" -ge 1 ] && [ "$(route batched timed)" -ge 1 ] &&
+  [ "$(route batched copies)" -gt $((10 * $(route driver copies))) ] ||
+  fail "truth = prior: rows not kept batched, or no launch timed: $(cat "$json")"
+
+SIMCUDA_DECODE_SCALE=100 libibp_run "$emb" "$@"
+checks=$((checks + 1))
+[ "$(route batched timed)" -ge 2 ] && [ "$(route batched classes)" -eq 0 ] &&
+  [ "$(route driver classes)" -ge 1 ] &&
+  [ "$(route driver copies)" -gt "$(route batched copies)" ] ||
+  fail "decode 100x slower than modelled: rows still batched: $(cat "$json")"
+finish
