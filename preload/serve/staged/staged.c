@@ -44,11 +44,13 @@
 #define LAST_CHUNK (512u << 10) /* the smallest chunk of a long copy's end */
 /* A decode is timed only when the model gives it at least this long, so
  * that a launch's own latency does not pass for its decode (us). */
-#define PROBE_MIN_US 20.0
-/* After a timed decode, the next waits this long (device clock, ns): the
- * data's decode rate changes slowly, and two event records and their
- * queries are not free. */
-#define PROBE_EVERY_NS 100e6
+#define PROBE_MIN_US 5.0
+/* After a timed decode, the next waits until its cost -- two event
+ * records, a query and the reading, PROBE_CALLS driver calls -- is this
+ * share of the time passed (device clock): the data's decode rate changes
+ * slowly, but a run of a few milliseconds must see it. */
+#define PROBE_CALLS 4.0
+#define PROBE_SHARE 0.005
 
 /* A caller's stream as the ring tells them apart: the per-thread default
  * stream is another stream in every thread.  Hashed as bytes. */
@@ -588,7 +590,9 @@ static int stage_chunk(const ibp_driver *d, const ibp_served_region *s, ring *g,
   if (timed && d->cuEventRecord(probe[1], c->stream) == CUDA_SUCCESS) {
     x->slot->probe_pending = 1;
     x->slot->probe_model_us = model_us;
-    x->slot->probe_after_ns = ibp__clock_ns() + PROBE_EVERY_NS;
+    x->slot->probe_after_ns =
+        ibp__clock_ns() +
+        (prof ? 1e3 * PROBE_CALLS * prof->driver_call_us / PROBE_SHARE : 0);
   }
   if (b && d->cuEventRecord(b->free, c->stream) != CUDA_SUCCESS) {
     b->dead = 1; /* the decode may still read it */
