@@ -73,7 +73,7 @@ typedef enum ibp_class_mode {
 #define IBP_CHOOSE_TIMING_SHARE 0.002
 /* An unmeasured route's exploration is charged this share of its estimate
  * besides its estimated excess (the prior may be that wrong). */
-#define IBP_CHOOSE_UNMEASURED 0.5
+#define IBP_CHOOSE_UNMEASURED 1.0
 /* After an exploration that measured worse, the route waits
  * IBP_CHOOSE_WAIT_COPIES << backoff copies before the next (backoff grows
  * by one each time, at most IBP_CHOOSE_BACKOFF_MAX). */
