@@ -170,8 +170,9 @@ ibp_route ibp__choose_decide(ibp_choose_class *k,
   ibp_route take = go;
   const int alt = candidate(k, est, go, timable);
   /* what exploring it may cost: its estimate over the choice's, the
-   * timing, and while it is unmeasured, half its estimate again (the
-   * prior may be that wrong; ibp__choose_settle charges what it took) */
+   * timing, and while it is unmeasured, IBP_CHOOSE_UNMEASURED of its
+   * estimate again (the prior may be that wrong; ibp__choose_settle
+   * charges what it took) */
   double cost = 0;
   if (alt >= 0) {
     /* taken once, by itself (a batch of one copy: its model's figure
