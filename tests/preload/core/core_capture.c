@@ -7,8 +7,9 @@
  * copy) and a first copy from region B (starts B's compression on libibp's
  * worker, which allocates pinned memory while the capture runs: it must not
  * invalidate the capture).  The capture must end cleanly; the graph is
- * replayed and every byte checked.  Run with IBP_REGIONS selecting both
- * 4 MiB regions; passes without libibp too. */
+ * replayed and every byte checked; the graph holds the two copies alone
+ * (nothing timed, launched or recorded by libibp under capture).  Run with
+ * IBP_REGIONS selecting both 4 MiB regions; passes without libibp too. */
 #include <cuda.h>
 #include <dlfcn.h>
 #include <stdint.h>
@@ -107,6 +108,16 @@ int main(void) {
   CALL("cuMemcpyHtoDAsync", 3020, htod_fn, d1, a + MIB + 12, MIB, s);
   CALL("cuMemcpyHtoDAsync", 3020, htod_fn, d2, b + 100, MIB, s);
   CALL("cuStreamEndCapture", 10000, end_fn, s, &g);
+  /* the graph holds the two copies and nothing of libibp's: no kernel, no
+   * event recorded to time a copy (docs/ARCHITECTURE.md, "The gate") */
+  typedef CUresult (*nodes_fn)(CUgraph, CUgraphNode *, size_t *);
+  size_t nodes = 0;
+  CALL("cuGraphGetNodes", 10000, nodes_fn, g, NULL, &nodes);
+  if (nodes != 2) {
+    fprintf(stderr, "core_capture: the graph has %zu nodes, not the 2 copies\n",
+            nodes);
+    return 1;
+  }
   CALL("cuGraphInstantiateWithFlags", 11040, inst_fn, &ge, g, 0);
   CALL("cuGraphLaunch", 10000, launch_fn, ge, s);
   CALL("cuStreamSynchronize", 2000, sync_fn, s);
