@@ -19,8 +19,9 @@
 
 #define IBP_DEV static __device__ __forceinline__
 #define IBP_KERNEL extern "C" __global__
-#define IBP_LAUNCH_BOUNDS(n) __launch_bounds__(n)
-#define IBP_MAX_REGISTERS(n) __maxnreg__(n)
+/* A kernel parameter whose address may be taken without a copy to local
+ * memory (read in place, from the parameter bank). */
+#define IBP_GRID_CONSTANT __grid_constant__
 
 IBP_DEV unsigned ibp_dev_thread() {
   return threadIdx.x;
@@ -159,8 +160,7 @@ IBP_DEV unsigned ibp_dev_warp_exclusive_scan(unsigned v, unsigned *total) {
 
 #define IBP_DEV static inline
 #define IBP_KERNEL extern "C"
-#define IBP_LAUNCH_BOUNDS(n)
-#define IBP_MAX_REGISTERS(n)
+#define IBP_GRID_CONSTANT
 
 IBP_DEV unsigned ibp_dev_thread() {
   return simt_thread_idx(0);
@@ -254,6 +254,12 @@ IBP_DEV unsigned ibp_dev_warp_exclusive_scan(unsigned v, unsigned *total) {
 
 /* ======================= shared helpers ====================================
  */
+
+/* Values read from memory before this point are read again after it: the
+ * compiler may not keep them in registers across it. */
+IBP_DEV void ibp_dev_compiler_fence() {
+  __asm__ __volatile__("" ::: "memory");
+}
 
 IBP_DEV unsigned ibp_dev_lane() {
   return ibp_dev_thread() & 31u;

@@ -95,7 +95,7 @@ typedef struct ibp_decompress_args {
 } ibp_decompress_args;
 
 /* Shared memory per warp besides its staging buffers: the jobs of the
- * tensors it fetches and decodes. */
+ * tensors it fetches and decodes, and its walk's state. */
 #define IBP_KERNEL_JOB_BYTES 384u
 
 /* Device bytes a staged window must be readable past its end: a warp's
