@@ -1,6 +1,7 @@
-# The register budget of libibp's kernels: 64 per thread (32 warps per SM).
-# ibp_kernel_registers_check(<ptxas -v output> <report path>) fails when a
-# kernel of any architecture uses more.
+# The register budget of libibp's kernels: 64 per thread (32 warps per SM;
+# docs/ARCHITECTURE.md "The decode plan").  ibp_kernel_registers_check(
+# <ptxas -v output> <report path>) fails when a kernel of any architecture
+# uses more.
 set(IBP_KERNEL_MAX_REGISTERS 64)
 function(ibp_kernel_registers_check text report)
   string(REGEX MATCHALL "Used [0-9]+ registers" used "${text}")

@@ -32,6 +32,7 @@ IBP_DEV uint64_t max_u64(uint64_t a, uint64_t b) {
 /* Stores the bytes [lo, hi) of the 16-byte piece at host address p. */
 IBP_DEV void store_piece(uint8_t *dst, uintptr_t src, uintptr_t p, uintptr_t lo,
                          uintptr_t hi, ibp_dev_u128 v) {
+  IBP_NO_UNROLL
   for (uintptr_t a = lo; a < hi; a++) {
     unsigned i = (unsigned)(a - p); /* no array: keep it out of local memory */
     uint32_t w = i < 4 ? v.x : i < 8 ? v.y : i < 12 ? v.z : v.w;
@@ -68,8 +69,9 @@ IBP_DEV void warp_copy_raw(uint8_t *dst, const uint8_t *src_p, uint64_t len,
       if (mine)
         store_piece(dst, src, p, lo, hi, v);
     } else if (mine) { /* a piece at the edge of the readable range */
-      for (uintptr_t a = lo; a < hi; a++)
-        dst[a - src] = ibp_dev_ld_host_u8((const uint8_t *)a);
+      IBP_NO_UNROLL    /* a rare path: loads in flight would cost registers */
+          for (uintptr_t a = lo; a < hi; a++) dst[a - src] =
+              ibp_dev_ld_host_u8((const uint8_t *)a);
     }
   }
   ibp_dev_syncwarp();
@@ -100,9 +102,10 @@ IBP_DEV void warp_stage(uint8_t *stage, const uint8_t *s_p, uint32_t lo,
       unsigned n = (unsigned)min_u64(PIECE, end - p);
       if (p >= (uintptr_t)lo_ok_p) {
         ibp_dev_cp_async16(stage + (p - s16), (const void *)p, n);
-      } else { /* the region starts inside this piece: from >= lo_ok */
-        for (uintptr_t a = from; a < p + n; a++)
-          stage[a - s16] = ibp_dev_ld_host_u8((const uint8_t *)a);
+      } else {        /* the region starts inside this piece: from >= lo_ok */
+        IBP_NO_UNROLL /* a rare path: loads in flight would cost registers */
+            for (uintptr_t a = from; a < p + n; a++) stage[a - s16] =
+                ibp_dev_ld_host_u8((const uint8_t *)a);
       }
     }
   }
@@ -135,6 +138,13 @@ typedef struct tensor_job {
  * and addresses it with 32 bits.) */
 IBP_DEV uint8_t *job_stage(const tensor_job *j) {
   return ibp_dev_shared() + j->stage_off;
+}
+
+/* The warp's job slots (shared memory: IBP_KERNEL_JOB_BYTES per warp
+ * before the staging buffers). */
+IBP_DEV tensor_job *warp_slots() {
+  return (tensor_job *)(ibp_dev_shared() +
+                        IBP_KERNEL_JOB_BYTES * ibp_dev_warp_in_block());
 }
 
 /* The 32 bits from bit p of the staged words on. */
@@ -291,6 +301,7 @@ IBP_DEV uint32_t decode_step(const decode_ctx &x, uint32_t g, uint32_t pos) {
                    ibp_dev_u128{out[0], out[1], out[2], out[3]});
     } else { /* the window's bytes of it, one by one */
       const uint32_t hi = at0 + BLOCK < x.w1 ? at0 + BLOCK : x.w1;
+      IBP_NO_UNROLL
       for (uint32_t at = at0 > x.w0 ? at0 : x.w0; at < hi; at++) {
         const unsigned i = at - at0; /* no array: keep out of local memory */
         const uint32_t w = i < 4    ? out[0]
@@ -368,6 +379,175 @@ IBP_DEV void warp_decode_tensor(const tensor_job *j) {
     break;
   default:
     decode_tensor<8>(j);
+  }
+}
+
+/* ---- decoding one tensor with a whole block (docs/ARCHITECTURE.md
+ * "Large tensors") ----------------------------------------------------------
+ */
+
+#define ROUND_STEPS IBP_KERNEL_ROUND_STEPS
+#define ROUND_TOTALS 64u /* bytes: a word per warp (at most 16) */
+
+/* Stages host bytes [from, to) into stage (stage[0] holds host address
+ * floor16(from)) with the whole block: 16-byte cp.async pieces, thread t
+ * of the block the t-th piece of each block-wide step, each warp's
+ * request line-aligned (a warp with no piece in range makes none), never
+ * reading at or past `to`.  A piece starting
+ * below lo_ok (the readable range) is read byte by byte.  Commits one
+ * group per thread. */
+IBP_DEV void block_stage(uint8_t *stage, uintptr_t from, uintptr_t to,
+                         const uint8_t *lo_ok) {
+  if (to > from) { /* offsets from the line below `from`: 32 bits */
+    const uintptr_t line = from & ~(uintptr_t)(LINE - 1);
+    const uint32_t first = (uint32_t)(from - line) & ~(PIECE - 1);
+    const uint32_t last = (uint32_t)(to - 1 - line) & ~(PIECE - 1);
+    const uint32_t end = (uint32_t)(to - line);
+    const uint32_t span = PIECE * ibp_dev_block_threads();
+    for (uint32_t step = 0; step <= last; step += span) {
+      if (step + SPAN * ibp_dev_warp_in_block() > last)
+        break; /* nothing of it for this warp (no request: no sector) */
+      uint32_t o = step + PIECE * ibp_dev_thread();
+      o = o < first ? first : o > last ? last : o;
+      const unsigned n = end - o < PIECE ? end - o : PIECE;
+      const uint8_t *p = (const uint8_t *)(line + o);
+      if (p >= lo_ok) {
+        ibp_dev_cp_async16(stage + (o - first), p, n);
+      } else {        /* the readable range starts inside this piece */
+        IBP_NO_UNROLL /* a rare path: loads in flight would cost registers */
+            for (uint32_t a = (uint32_t)(from - line); a < o + n; a++)
+                stage[a - first] =
+                    ibp_dev_ld_host_u8((const uint8_t *)(line + a));
+      }
+    }
+  }
+  ibp_dev_cp_async_commit();
+}
+
+/* Waits for the block's pieces of the last block_stage. */
+IBP_DEV void block_staged() {
+  ibp_dev_cp_async_wait(0);
+  ibp_dev_syncthreads();
+}
+
+/* Copies j's window from the original with every warp of the block, each
+ * a part starting at a 512-byte boundary of the host range (so no sector
+ * is read by two warps). */
+IBP_DEV void block_copy_raw(const tensor_job *j) {
+  const unsigned W = ibp_dev_warps_per_block(), w = ibp_dev_warp_in_block();
+  const uintptr_t src = (uintptr_t)(j->orig + j->w0);
+  const uint64_t len = j->w1 - j->w0;
+  const uintptr_t base = src & ~(uintptr_t)(SPAN - 1);
+  const uint64_t spans = (src - base + len + SPAN - 1) / SPAN;
+  const uint64_t part = (spans + W - 1) / W * SPAN;
+  const uint64_t a = min_u64(max_u64(base + w * part, src) - src, len);
+  const uint64_t b = min_u64(max_u64(base + (w + 1) * part, src) - src, len);
+  if (b > a)
+    warp_copy_raw(j->dst + a, (const uint8_t *)src + a, b - a, j->raw_lo,
+                  j->raw_hi);
+}
+
+/* Where a block decode stands: the first block of the next round, and
+ * that block's first payload bit.  Each warp keeps its copy in its second
+ * job slot (unused by a block decode) and reads it back after each
+ * round's decode, so that nothing else stays live across the decode. */
+typedef struct round_state {
+  uint32_t rb, payload;
+} round_state;
+
+IBP_DEV round_state *warp_round() {
+  return (round_state *)(warp_slots() + 1);
+}
+
+/* One round of j's block decode: W x n x 32 blocks of 16 bytes from
+ * rs->rb on (n = ceil(ROUND_STEPS / W)), warp w the w-th n x 32 of them.
+ * The round's fit bits are staged, each warp sums its blocks' payload
+ * bits, a block-level scan of the warps' sums gives each warp its first
+ * payload bit, then the round's payload is staged and every warp decodes
+ * its blocks.  The round buffer (IBP_KERNEL_ROUND_BYTES of shared memory
+ * after the warps' slots): the warps' sums, the fit bits, the payload.
+ * Returns whether rounds remain. */
+template <unsigned C> IBP_DEV int block_round(const tensor_job *j) {
+  const unsigned W = ibp_dev_warps_per_block(), w = ibp_dev_warp_in_block();
+  round_state *rs = warp_round();
+  uint8_t *round = ibp_dev_shared() + IBP_KERNEL_JOB_BYTES * W;
+  uint32_t *sums = (uint32_t *)round;
+  uint8_t *fits = round + ROUND_TOTALS;
+  const uint32_t fits_max = IBP_KERNEL_ROUND_BLOCKS * 2 + 64; /* bytes */
+  const uint32_t F = 16 / C; /* fit bits a block */
+  const uintptr_t s = (uintptr_t)j->stream, s_end = s + j->len;
+  const uint32_t b0 = j->w0 / BLOCK, b1 = (j->w1 + BLOCK - 1) / BLOCK;
+  const uint32_t per_warp = 32 * ((ROUND_STEPS + W - 1) / W);
+  const uint32_t rb = rs->rb, payload = rs->payload;
+  const uint32_t re = (uint32_t)min_u64(rb + W * per_warp, b1);
+  const uint32_t wb = (uint32_t)min_u64(rb + w * per_warp, re);
+  const uint32_t we = (uint32_t)min_u64(wb + per_warp, re);
+  const uintptr_t f0 = s + rb * F / 8;
+  block_stage(fits, f0, min_u64(s + ((uint64_t)re * F + 7) / 8, s_end),
+              j->lo_ok);
+  block_staged();
+  /* block b's fit bits (stream bit b * F) are bit bit0 + b * F of fits */
+  const decode_ctx x =
+      job_ctx(j, (const uint32_t *)fits,
+              (uint32_t)(8 * (s - (f0 & ~(uintptr_t)(PIECE - 1)))), we);
+  const uint32_t mine = blocks_bits<C>(x, wb, we);
+  if (ibp_dev_lane() == 0)
+    sums[w] = mine;
+  ibp_dev_syncthreads();
+  uint32_t before = 0, all = 0;
+  for (unsigned i = 0; i < W; i++) {
+    const uint32_t t = sums[i];
+    before += i < w ? t : 0;
+    all += t;
+  }
+  rs->rb = re;
+  rs->payload = payload + all;
+  if (re > b0) {
+    const uintptr_t p0 = s + payload / 8;
+    block_stage(fits + fits_max, p0,
+                min_u64(s + ((uint64_t)payload + all + 7) / 8, s_end),
+                j->lo_ok);
+    block_staged();
+    if (we > b0) {
+      uint32_t g = wb;
+      uint32_t pos = 8 * fits_max + 8 * (uint32_t)(p0 & (PIECE - 1)) +
+                     payload % 8 + before;
+      if (g < b0) { /* the window starts in the warp's blocks */
+        pos += blocks_bits<C>(x, g, b0);
+        g = b0;
+      }
+      decode_blocks<C>(x, g, pos);
+    }
+  }
+  ibp_dev_syncthreads(); /* the round buffer is free */
+  ibp_dev_compiler_fence();
+  return warp_round()->rb < (j->w1 + BLOCK - 1) / BLOCK;
+}
+
+/* Decodes j's window with every warp of the block, round by round. */
+template <unsigned C> IBP_DEV void block_decode(const tensor_job *j) {
+  if (!IBP_WIDTH_OK(C))
+    return;
+  round_state *rs = warp_round();
+  rs->rb = 0;
+  rs->payload = (j->R + C - 1) / C; /* the fit bits come first */
+  while (block_round<C>(j)) {
+  }
+}
+
+IBP_DEV void block_decode_tensor(const tensor_job *j) {
+  switch (j->c) {
+  case 1:
+    block_decode<1>(j);
+    break;
+  case 2:
+    block_decode<2>(j);
+    break;
+  case 4:
+    block_decode<4>(j);
+    break;
+  default:
+    block_decode<8>(j);
   }
 }
 
@@ -483,8 +663,8 @@ IBP_DEV int unit_job(const ibp_decompress_args &a, const copy_range &c,
 
 /* A warp's place in the launch's walks and in its walk.  It lives in the
  * warp's slots (shared memory) and is read back after each decode: in
- * registers it would stay live across the decode loop, which then would
- * not fit 64 registers (docs/ARCHITECTURE.md "The decode plan"). */
+ * registers it would stay live across the decode loop and cost it
+ * registers (docs/ARCHITECTURE.md "The decode plan"). */
 typedef struct walk_state {
   uint64_t next, walks, units; /* the warp's next walk; the launch's */
   uint64_t u, end;             /* the unit being decoded; the walk's end */
@@ -505,10 +685,6 @@ static_assert(3 * sizeof(tensor_job) + sizeof(walk_state) <=
                   IBP_KERNEL_JOB_BYTES,
               "three jobs and the walk state per warp");
 
-IBP_DEV tensor_job *warp_slots() {
-  return (tensor_job *)(ibp_dev_shared() +
-                        IBP_KERNEL_JOB_BYTES * ibp_dev_warp_in_block());
-}
 IBP_DEV walk_state *warp_walks(tensor_job *slots) {
   return (walk_state *)(slots + 3);
 }
@@ -629,6 +805,42 @@ IBP_DEV void warp_walks_all(Units &units, uint64_t nunits, uint32_t walk_len,
   }
 }
 
+/* Every unit of a launch of `nunits` decoded or copied by a whole block,
+ * blocks grid-stride (docs/ARCHITECTURE.md "Large tensors").  Warp 0
+ * makes the unit's job in its first slot and decides, for the block, to
+ * decode it or copy it raw (one answer: the dirty bits may change while
+ * the kernel runs, and warps that disagreed would miss each other's
+ * barriers); every warp reads that job. */
+template <typename Units>
+IBP_DEV void block_units_all(Units &units, uint64_t nunits) {
+  tensor_job *j = (tensor_job *)ibp_dev_shared(); /* warp 0's slot */
+  walk_state *ws = warp_walks(warp_slots());
+  uint32_t *coded =
+      (uint32_t *)(ibp_dev_shared() +
+                   IBP_KERNEL_JOB_BYTES * ibp_dev_warps_per_block());
+  for (uint64_t u = ibp_dev_block(); u < nunits;) {
+    if (ibp_dev_warp_in_block() == 0) {
+      const int c = unit_of(units, u, (uint8_t *)coded, j);
+      if (ibp_dev_lane() == 0)
+        *coded = (uint32_t)c;
+    }
+    ibp_dev_syncwarp(); /* every lane of the warp has read ws */
+    ws->u = u;
+    ws->units = nunits;
+    units_save(units, ws);
+    ibp_dev_syncthreads(); /* the job and the answer */
+    if (*coded)
+      block_decode_tensor(j);
+    else
+      block_copy_raw(j);
+    ibp_dev_syncthreads(); /* the job and the round buffer are free */
+    ibp_dev_compiler_fence();
+    u = ws->u + ibp_dev_grid_blocks();
+    nunits = ws->units;
+    units_restore(units, ws);
+  }
+}
+
 /* The units of one copy: its tensors from a.first_tensor on. */
 struct single_units {
   const ibp_decompress_args *a; /* the launch's (IBP_GRID_CONSTANT) */
@@ -640,24 +852,39 @@ IBP_DEV int unit_of(single_units &s, uint64_t u, uint8_t *stage,
   const copy_range c = {a.first_tensor, a.length, a.first_offset, a.dst};
   return unit_job(a, c, a.first_tensor + u, stage, j);
 }
-IBP_DEV void units_save(single_units &, walk_state *) {}
-IBP_DEV void units_restore(single_units &, const walk_state *) {}
+IBP_DEV void units_save(single_units &s, walk_state *ws) {
+  ws->regions = s.a; /* not live in registers across the decode */
+}
+IBP_DEV void units_restore(single_units &s, const walk_state *ws) {
+  s.a = ws->regions;
+}
 
-/* No register bound: ptxas then allocates 54-64 registers to the decode
- * kernels on every architecture without spills, where __maxnreg__(64)
- * made it spill on sm_120 (it schedules to fill the bound).  The walk's
- * state in shared memory (walk_state) and the launch's arguments read in
- * place leave the decode loop the rest.  The build fails on more than 64
- * (cmake/kernel_registers.cmake). */
-IBP_KERNEL void ibp_decompress(IBP_GRID_CONSTANT const ibp_decompress_args a) {
+/* At most 64 registers per thread (32 warps per SM), no spills, no stack:
+ * the walk's and the round's state in shared memory and the launch's
+ * arguments read in place leave the decode loop the rest.  The bound is
+ * set per architecture: on sm_120, ptxas schedules to fill it and spills
+ * 8 bytes, while unbounded it takes 56-62.  The build fails on a spill or
+ * more than 64 registers (cmake/kernel_registers.cmake; docs/
+ * ARCHITECTURE.md "The decode plan"). */
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 1200
+#define DECODE_BOUNDS __maxnreg__(64)
+#else
+#define DECODE_BOUNDS
+#endif
+
+IBP_KERNEL void DECODE_BOUNDS
+ibp_decompress(IBP_GRID_CONSTANT const ibp_decompress_args a) {
   const uint64_t R = a.tensor_bytes;
   const uint64_t g0 = a.first_tensor * R + a.first_offset, g1 = g0 + a.length;
   if (a.length == 0)
     return;
   const uint64_t last = (g1 - 1) / R < a.tensors ? (g1 - 1) / R : a.tensors;
   single_units su = {&a};
-  warp_walks_all(su, last - a.first_tensor + 1, a.walk, a.stage_bytes,
-                 a.stage_buffers == 2 ? 2 : 1);
+  if (a.tensor_bytes >= IBP_KERNEL_BLOCK_R)
+    block_units_all(su, last - a.first_tensor + 1);
+  else
+    warp_walks_all(su, last - a.first_tensor + 1, a.walk, a.stage_bytes,
+                   a.stage_buffers == 2 ? 2 : 1);
 }
 
 /* The units of a batch: each job's tensors (a region's) or pieces of
@@ -699,6 +926,7 @@ IBP_DEV void units_save(batch_units &b, walk_state *ws) {
 }
 IBP_DEV void units_restore(batch_units &b, const walk_state *ws) {
   b.k = ws->k;
+  b.ws = ws; /* (the pointer not live in registers across the decode) */
 }
 
 IBP_DEV int unit_of(batch_units &b, uint64_t u, uint8_t *stage, tensor_job *j) {
@@ -728,7 +956,7 @@ IBP_DEV int unit_of(batch_units &b, uint64_t u, uint8_t *stage, tensor_job *j) {
   return unit_job(a, c, c.first_tensor + piece, stage, j);
 }
 
-IBP_KERNEL void ibp_decompress_batch(ibp_batch_args b) {
+IBP_KERNEL void DECODE_BOUNDS ibp_decompress_batch(ibp_batch_args b) {
   if (b.count == 0 || b.units == 0)
     return;
   walk_state *ws = warp_walks(warp_slots());
@@ -736,8 +964,11 @@ IBP_KERNEL void ibp_decompress_batch(ibp_batch_args b) {
   ws->jobs = b.jobs;
   ws->regions = b.regions;
   batch_units bu = {ws, 0};
-  warp_walks_all(bu, b.units, b.walk, b.stage_bytes,
-                 b.stage_buffers == 2 ? 2 : 1);
+  if (b.stage_buffers == 0) /* a block per unit */
+    block_units_all(bu, b.units);
+  else
+    warp_walks_all(bu, b.units, b.walk, b.stage_bytes,
+                   b.stage_buffers == 2 ? 2 : 1);
 }
 
 IBP_KERNEL void ibp_gather(ibp_gather_args a) {

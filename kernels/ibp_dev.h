@@ -66,9 +66,14 @@ IBP_DEV void ibp_dev_cp_async16(void *smem, const void *src,
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s),
                "l"(src), "r"(src_bytes)
                : "memory");
-#else
+#else /* both 16-byte aligned */
+  if (src_bytes == 16) {
+    *(uint4 *)smem = __ldcg((const uint4 *)src);
+    return;
+  }
   unsigned char *d = (unsigned char *)smem;
   const volatile unsigned char *p = (const volatile unsigned char *)src;
+#pragma unroll 1
   for (unsigned i = 0; i < 16; i++)
     d[i] = i < src_bytes ? p[i] : 0;
 #endif
@@ -111,6 +116,7 @@ IBP_DEV uint4 ibp_dev_ld_host_16(const uint8_t *p) {
 typedef uint4 ibp_dev_u128;
 
 #define IBP_UNROLL _Pragma("unroll")
+#define IBP_NO_UNROLL _Pragma("unroll 1")
 
 /* Read-only device loads (the non-coherent path; the data never changes
  * while a kernel runs). */
@@ -221,6 +227,7 @@ IBP_DEV ibp_dev_u128 ibp_dev_ld_host_16(const uint8_t *p) {
 }
 
 #define IBP_UNROLL
+#define IBP_NO_UNROLL
 
 IBP_DEV ibp_dev_u128 ibp_dev_ldg_u128(const uint8_t *p) {
   ibp_dev_u128 v;
