@@ -1,6 +1,6 @@
 # Test: the kernels' fatbin is a fatbin (magic 0xBA55ED50), and the ptxas
-# report has both kernels for every architecture with no spill and no
-# stack frame.  Run as: cmake -DFATBIN=... -DREPORT=... -P check_fatbin.cmake
+# report has every kernel for every architecture with no spill, no stack
+# frame and at most IBP_KERNEL_MAX_REGISTERS registers.  Run as: cmake -DFATBIN=... -DREPORT=... -P check_fatbin.cmake
 file(READ ${FATBIN} magic LIMIT 4 HEX)
 if(NOT magic STREQUAL "50ed55ba")
   message(FATAL_ERROR "${FATBIN}: not a fatbin (magic ${magic})")
@@ -18,4 +18,7 @@ string(REGEX MATCHALL "[1-9][0-9]* bytes (spill stores|spill loads|stack frame)"
 if(bad)
   message(FATAL_ERROR "spills or local memory in the kernels: ${bad}")
 endif()
-message(STATUS "fatbin OK: 7 architectures, 0 spills, 0 stack")
+include(${CMAKE_CURRENT_LIST_DIR}/kernel_registers.cmake)
+ibp_kernel_registers_check("${report}" "${REPORT}")
+message(STATUS "fatbin OK: 7 architectures, 0 spills, 0 stack, "
+               "<= ${IBP_KERNEL_MAX_REGISTERS} registers")

@@ -1,5 +1,7 @@
 # Builds the kernels' fatbin with nvcc, writes the ptxas -v report and fails
-# on any register spill.  Run as: cmake -DNVCC=... -DSRC=... -DOUT=...
+# on any register spill or stack frame, or a kernel of more than
+# IBP_KERNEL_MAX_REGISTERS registers (docs/ARCHITECTURE.md "The decode
+# plan": no register bound in the source, where ptxas would spill).  Run as: cmake -DNVCC=... -DSRC=... -DOUT=...
 #   -DREPORT=... -DINCLUDES="a;b" -P nvcc_fatbin.cmake
 set(arch
   -gencode arch=compute_75,code=sm_75
@@ -20,7 +22,10 @@ file(WRITE ${REPORT} "${out}${err}")
 if(NOT rc EQUAL 0)
   message(FATAL_ERROR "nvcc failed (see ${REPORT}):\n${err}")
 endif()
-string(REGEX MATCHALL "[1-9][0-9]* bytes spill (stores|loads)" spills "${err}")
+string(REGEX MATCHALL "[1-9][0-9]* bytes (spill stores|spill loads|stack frame)"
+       spills "${err}")
 if(spills)
   message(FATAL_ERROR "register spills in the kernels (see ${REPORT}): ${spills}")
 endif()
+include(${CMAKE_CURRENT_LIST_DIR}/kernel_registers.cmake)
+ibp_kernel_registers_check("${err}" "${REPORT}")

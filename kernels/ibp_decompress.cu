@@ -32,6 +32,7 @@ IBP_DEV uint64_t max_u64(uint64_t a, uint64_t b) {
 /* Stores the bytes [lo, hi) of the 16-byte piece at host address p. */
 IBP_DEV void store_piece(uint8_t *dst, uintptr_t src, uintptr_t p, uintptr_t lo,
                          uintptr_t hi, ibp_dev_u128 v) {
+  IBP_NO_UNROLL
   for (uintptr_t a = lo; a < hi; a++) {
     unsigned i = (unsigned)(a - p); /* no array: keep it out of local memory */
     uint32_t w = i < 4 ? v.x : i < 8 ? v.y : i < 12 ? v.z : v.w;
@@ -68,8 +69,9 @@ IBP_DEV void warp_copy_raw(uint8_t *dst, const uint8_t *src_p, uint64_t len,
       if (mine)
         store_piece(dst, src, p, lo, hi, v);
     } else if (mine) { /* a piece at the edge of the readable range */
-      for (uintptr_t a = lo; a < hi; a++)
-        dst[a - src] = ibp_dev_ld_host_u8((const uint8_t *)a);
+      IBP_NO_UNROLL    /* a rare path: loads in flight would cost registers */
+          for (uintptr_t a = lo; a < hi; a++) dst[a - src] =
+              ibp_dev_ld_host_u8((const uint8_t *)a);
     }
   }
   ibp_dev_syncwarp();
@@ -100,9 +102,10 @@ IBP_DEV void warp_stage(uint8_t *stage, const uint8_t *s_p, uint32_t lo,
       unsigned n = (unsigned)min_u64(PIECE, end - p);
       if (p >= (uintptr_t)lo_ok_p) {
         ibp_dev_cp_async16(stage + (p - s16), (const void *)p, n);
-      } else { /* the region starts inside this piece: from >= lo_ok */
-        for (uintptr_t a = from; a < p + n; a++)
-          stage[a - s16] = ibp_dev_ld_host_u8((const uint8_t *)a);
+      } else {        /* the region starts inside this piece: from >= lo_ok */
+        IBP_NO_UNROLL /* a rare path: loads in flight would cost registers */
+            for (uintptr_t a = from; a < p + n; a++) stage[a - s16] =
+                ibp_dev_ld_host_u8((const uint8_t *)a);
       }
     }
   }
@@ -115,12 +118,12 @@ IBP_DEV void warp_stage(uint8_t *stage, const uint8_t *s_p, uint32_t lo,
 typedef struct tensor_job {
   const uint8_t *plan;   /* device: the plan of the tensor's Mask pair */
   uint32_t R, c, S;      /* from the launch */
-  const uint8_t *stream; /* the tensor's stream (packed or staged) */
-  const uint8_t *orig;   /* host: the tensor in the original */
-  const uint8_t *lo_ok;  /* lowest readable address (packed or staged start) */
   uint32_t stage_off;    /* this tensor's staging buffer (job_stage: at
                             this offset in shared memory); its byte 0 holds
                             host address floor16(stream) */
+  const uint8_t *stream; /* the tensor's stream (packed or staged) */
+  const uint8_t *orig;   /* host: the tensor in the original */
+  const uint8_t *lo_ok;  /* lowest readable address (packed or staged start) */
   uint8_t *dst;          /* where window byte w0 goes */
   uint32_t w0, w1;       /* window of the tensor */
   uint32_t len;          /* stream bytes */
@@ -135,6 +138,13 @@ typedef struct tensor_job {
  * and addresses it with 32 bits.) */
 IBP_DEV uint8_t *job_stage(const tensor_job *j) {
   return ibp_dev_shared() + j->stage_off;
+}
+
+/* The warp's job slots (shared memory: IBP_KERNEL_JOB_BYTES per warp
+ * before the staging buffers). */
+IBP_DEV tensor_job *warp_slots() {
+  return (tensor_job *)(ibp_dev_shared() +
+                        IBP_KERNEL_JOB_BYTES * ibp_dev_warp_in_block());
 }
 
 /* The 32 bits from bit p of the staged words on. */
@@ -180,31 +190,6 @@ template <unsigned C> struct max_stages {
   static const unsigned value = C == 1 ? 3 : C == 2 ? 4 : 5;
 };
 
-/* Stream bits of blocks [0, b0), summed over the warp (all lanes). */
-template <unsigned C>
-IBP_DEV uint32_t skipped_bits(const tensor_job *j, const uint32_t *sw,
-                              uint32_t bit0, uint32_t b0) {
-  uint32_t sum = 0;
-  for (uint32_t g = 0; g < b0; g += 32) {
-    const uint32_t b = g + ibp_dev_lane();
-    uint32_t n = 0;
-    if (b < b0) {
-      const uint8_t *pl = j->plan + (uint64_t)b * (4 + j->S) * BLOCK;
-      uint32_t inv[4], shrt[4];
-      load4(inv, pl + 2 * BLOCK);
-      load4(shrt, pl + 3 * BLOCK);
-      const uint32_t f = block_fits<C>(sw, bit0, b);
-      IBP_UNROLL
-      for (unsigned i = 0; i < 4; i++)
-        n += 32 - byte_sum(dropped(fit_bytes<C>(f, i), inv[i], shrt[i]));
-    }
-    unsigned total;
-    ibp_dev_warp_exclusive_scan(n, &total);
-    sum += total;
-  }
-  return sum;
-}
-
 /* Word i of a block from the 32 stream bits x at its first payload bit,
  * before the deposit: each chunk's bits moved to the chunk's first bit
  * (pre: per byte, the bits the chunks before it in the word do not carry,
@@ -231,10 +216,35 @@ typedef struct decode_ctx {
   const uint8_t *plan; /* the tensor's pair's plan */
   uint8_t *dst;        /* where window byte w0 goes */
   const uint32_t *sw;  /* the staged stream, as words */
-  uint32_t w0, w1, bit0, nb;
+  uint32_t w0, w1, bit0;
+  uint32_t nb; /* the blocks decoded end here */
   unsigned S;
   bool aligned; /* dst - w0 is 16-byte aligned */
 } decode_ctx;
+
+/* Stream bits of blocks [lo, hi), summed over the warp (all lanes). */
+template <unsigned C>
+IBP_DEV uint32_t blocks_bits(const decode_ctx &x, uint32_t lo, uint32_t hi) {
+  uint32_t sum = 0;
+  for (uint32_t g = lo; g < hi; g += 32) {
+    const uint32_t b = g + ibp_dev_lane();
+    uint32_t n = 0;
+    if (b < hi) {
+      const uint8_t *pl = x.plan + b * ((4 + x.S) * BLOCK);
+      uint32_t inv[4], shrt[4];
+      load4(inv, pl + 2 * BLOCK);
+      load4(shrt, pl + 3 * BLOCK);
+      const uint32_t f = block_fits<C>(x.sw, x.bit0, b);
+      IBP_UNROLL
+      for (unsigned i = 0; i < 4; i++)
+        n += 32 - byte_sum(dropped(fit_bytes<C>(f, i), inv[i], shrt[i]));
+    }
+    unsigned total;
+    ibp_dev_warp_exclusive_scan(n, &total);
+    sum += total;
+  }
+  return sum;
+}
 
 template <unsigned C, bool FULL>
 IBP_DEV uint32_t decode_step(const decode_ctx &x, uint32_t g, uint32_t pos) {
@@ -243,7 +253,7 @@ IBP_DEV uint32_t decode_step(const decode_ctx &x, uint32_t g, uint32_t pos) {
   const unsigned S = x.S;
   const bool live = FULL || b < nb;
   const uint32_t bl = live ? b : g; /* dead lanes read a live block */
-  const uint8_t *pl = x.plan + (uint64_t)bl * (4 + S) * BLOCK;
+  const uint8_t *pl = x.plan + bl * ((4 + S) * BLOCK); /* < 4 GiB */
   uint32_t inv[4], shrt[4];
   load4(inv, pl + 2 * BLOCK);
   load4(shrt, pl + 3 * BLOCK);
@@ -289,12 +299,16 @@ IBP_DEV uint32_t decode_step(const decode_ctx &x, uint32_t g, uint32_t pos) {
     if (x.aligned && at0 >= x.w0 && at0 + BLOCK <= x.w1) {
       ibp_dev_st16(x.dst + (at0 - x.w0),
                    ibp_dev_u128{out[0], out[1], out[2], out[3]});
-    } else {
-      IBP_UNROLL
-      for (unsigned i = 0; i < BLOCK; i++) {
-        const uint32_t at = at0 + i;
-        if (at >= x.w0 && at < x.w1)
-          x.dst[at - x.w0] = (uint8_t)(out[i >> 2] >> (8 * (i & 3)));
+    } else { /* the window's bytes of it, one by one */
+      const uint32_t hi = at0 + BLOCK < x.w1 ? at0 + BLOCK : x.w1;
+      IBP_NO_UNROLL
+      for (uint32_t at = at0 > x.w0 ? at0 : x.w0; at < hi; at++) {
+        const unsigned i = at - at0; /* no array: keep out of local memory */
+        const uint32_t w = i < 4    ? out[0]
+                           : i < 8  ? out[1]
+                           : i < 12 ? out[2]
+                                    : out[3];
+        x.dst[at - x.w0] = (uint8_t)(w >> (8 * (i & 3)));
       }
     }
   }
@@ -309,38 +323,47 @@ IBP_DEV uint32_t decode_step(const decode_ctx &x, uint32_t g, uint32_t pos) {
 #define IBP_WIDTH_OK(c) 1
 #endif
 
-/* Decodes the window [w0, w1) of a compressed tensor whose whole stream is
- * staged (its group waited for, the other lanes synchronised).  Steps
- * whose 32 blocks all lie inside the window and land 16-byte aligned take
- * the full path (the common one: docs/ARCHITECTURE.md "The decode plan"),
- * the others test each lane's block. */
-template <unsigned C> IBP_DEV void decode_tensor(const tensor_job *j) {
-  if (!IBP_WIDTH_OK(C))
-    return;
-  const uint32_t R = j->R, nch = (R + C - 1) / C;
-  const decode_ctx x = {j->plan,
-                        j->dst,
-                        (const uint32_t *)job_stage(j),
-                        j->w0,
-                        j->w1,
-                        8 * (uint32_t)((uintptr_t)j->stream & (PIECE - 1)),
-                        (R + BLOCK - 1) / BLOCK,
-                        j->S,
-                        (((uintptr_t)j->dst - j->w0) & (BLOCK - 1)) == 0};
-  const uint32_t b0 = x.w0 / BLOCK, b1 = (x.w1 + BLOCK - 1) / BLOCK;
+/* The context of j's decode, its stream staged at sw with bit0 its first
+ * bit; blocks up to `end`. */
+IBP_DEV decode_ctx job_ctx(const tensor_job *j, const uint32_t *sw,
+                           uint32_t bit0, uint32_t end) {
+  return decode_ctx{
+      j->plan, j->dst, sw,
+      j->w0,   j->w1,  bit0,
+      end,     j->S,   (((uintptr_t)j->dst - j->w0) & (BLOCK - 1)) == 0};
+}
+
+/* Decodes blocks [g, x.nb) of the window, the first from stream bit pos
+ * on.  Steps whose 32 blocks all lie inside the window and land 16-byte
+ * aligned take the full path (the common one: docs/ARCHITECTURE.md "The
+ * decode plan"), the others test each lane's block. */
+template <unsigned C>
+IBP_DEV void decode_blocks(const decode_ctx &x, uint32_t g, uint32_t pos) {
+  const uint32_t end = x.nb;
   const uint32_t full_end = x.w1 / BLOCK; /* blocks below end inside */
-  uint32_t pos = x.bit0 + nch + skipped_bits<C>(j, x.sw, x.bit0, b0);
-  uint32_t g = b0;
   if (x.aligned) {
-    if (x.w0 % BLOCK && g < b1) { /* the first block starts before w0 */
+    if (g * BLOCK < x.w0 && g < end) { /* the first starts before w0 */
       pos = decode_step<C, false>(x, g, pos);
       g += 32;
     }
-    for (; g + 32 <= full_end; g += 32)
+    for (; g + 32 <= full_end && g + 32 <= end; g += 32)
       pos = decode_step<C, true>(x, g, pos);
   }
-  for (; g < b1; g += 32) /* unaligned: all; else the last step, if any */
+  for (; g < end; g += 32) /* unaligned: all; else the last step, if any */
     pos = decode_step<C, false>(x, g, pos);
+}
+
+/* Decodes the window [w0, w1) of a compressed tensor whose whole stream is
+ * staged (its group waited for, the other lanes synchronised). */
+template <unsigned C> IBP_DEV void decode_tensor(const tensor_job *j) {
+  if (!IBP_WIDTH_OK(C))
+    return;
+  const uint32_t nch = (j->R + C - 1) / C, b0 = j->w0 / BLOCK;
+  const decode_ctx x =
+      job_ctx(j, (const uint32_t *)job_stage(j),
+              8 * (uint32_t)((uintptr_t)j->stream & (PIECE - 1)),
+              (j->w1 + BLOCK - 1) / BLOCK);
+  decode_blocks<C>(x, b0, x.bit0 + nch + blocks_bits<C>(x, 0, b0));
 }
 
 IBP_DEV void warp_decode_tensor(const tensor_job *j) {
@@ -356,6 +379,175 @@ IBP_DEV void warp_decode_tensor(const tensor_job *j) {
     break;
   default:
     decode_tensor<8>(j);
+  }
+}
+
+/* ---- decoding one tensor with a whole block (docs/ARCHITECTURE.md
+ * "Large tensors") ----------------------------------------------------------
+ */
+
+#define ROUND_STEPS IBP_KERNEL_ROUND_STEPS
+#define ROUND_TOTALS 64u /* bytes: a word per warp (at most 16) */
+
+/* Stages host bytes [from, to) into stage (stage[0] holds host address
+ * floor16(from)) with the whole block: 16-byte cp.async pieces, thread t
+ * of the block the t-th piece of each block-wide step, each warp's
+ * request line-aligned (a warp with no piece in range makes none), never
+ * reading at or past `to`.  A piece starting
+ * below lo_ok (the readable range) is read byte by byte.  Commits one
+ * group per thread. */
+IBP_DEV void block_stage(uint8_t *stage, uintptr_t from, uintptr_t to,
+                         const uint8_t *lo_ok) {
+  if (to > from) { /* offsets from the line below `from`: 32 bits */
+    const uintptr_t line = from & ~(uintptr_t)(LINE - 1);
+    const uint32_t first = (uint32_t)(from - line) & ~(PIECE - 1);
+    const uint32_t last = (uint32_t)(to - 1 - line) & ~(PIECE - 1);
+    const uint32_t end = (uint32_t)(to - line);
+    const uint32_t span = PIECE * ibp_dev_block_threads();
+    for (uint32_t step = 0; step <= last; step += span) {
+      if (step + SPAN * ibp_dev_warp_in_block() > last)
+        break; /* nothing of it for this warp (no request: no sector) */
+      uint32_t o = step + PIECE * ibp_dev_thread();
+      o = o < first ? first : o > last ? last : o;
+      const unsigned n = end - o < PIECE ? end - o : PIECE;
+      const uint8_t *p = (const uint8_t *)(line + o);
+      if (p >= lo_ok) {
+        ibp_dev_cp_async16(stage + (o - first), p, n);
+      } else {        /* the readable range starts inside this piece */
+        IBP_NO_UNROLL /* a rare path: loads in flight would cost registers */
+            for (uint32_t a = (uint32_t)(from - line); a < o + n; a++)
+                stage[a - first] =
+                    ibp_dev_ld_host_u8((const uint8_t *)(line + a));
+      }
+    }
+  }
+  ibp_dev_cp_async_commit();
+}
+
+/* Waits for the block's pieces of the last block_stage. */
+IBP_DEV void block_staged() {
+  ibp_dev_cp_async_wait(0);
+  ibp_dev_syncthreads();
+}
+
+/* Copies j's window from the original with every warp of the block, each
+ * a part starting at a 512-byte boundary of the host range (so no sector
+ * is read by two warps). */
+IBP_DEV void block_copy_raw(const tensor_job *j) {
+  const unsigned W = ibp_dev_warps_per_block(), w = ibp_dev_warp_in_block();
+  const uintptr_t src = (uintptr_t)(j->orig + j->w0);
+  const uint64_t len = j->w1 - j->w0;
+  const uintptr_t base = src & ~(uintptr_t)(SPAN - 1);
+  const uint64_t spans = (src - base + len + SPAN - 1) / SPAN;
+  const uint64_t part = (spans + W - 1) / W * SPAN;
+  const uint64_t a = min_u64(max_u64(base + w * part, src) - src, len);
+  const uint64_t b = min_u64(max_u64(base + (w + 1) * part, src) - src, len);
+  if (b > a)
+    warp_copy_raw(j->dst + a, (const uint8_t *)src + a, b - a, j->raw_lo,
+                  j->raw_hi);
+}
+
+/* Where a block decode stands: the first block of the next round, and
+ * that block's first payload bit.  Each warp keeps its copy in its second
+ * job slot (unused by a block decode) and reads it back after each
+ * round's decode, so that nothing else stays live across the decode. */
+typedef struct round_state {
+  uint32_t rb, payload;
+} round_state;
+
+IBP_DEV round_state *warp_round() {
+  return (round_state *)(warp_slots() + 1);
+}
+
+/* One round of j's block decode: W x n x 32 blocks of 16 bytes from
+ * rs->rb on (n = ceil(ROUND_STEPS / W)), warp w the w-th n x 32 of them.
+ * The round's fit bits are staged, each warp sums its blocks' payload
+ * bits, a block-level scan of the warps' sums gives each warp its first
+ * payload bit, then the round's payload is staged and every warp decodes
+ * its blocks.  The round buffer (IBP_KERNEL_ROUND_BYTES of shared memory
+ * after the warps' slots): the warps' sums, the fit bits, the payload.
+ * Returns whether rounds remain. */
+template <unsigned C> IBP_DEV int block_round(const tensor_job *j) {
+  const unsigned W = ibp_dev_warps_per_block(), w = ibp_dev_warp_in_block();
+  round_state *rs = warp_round();
+  uint8_t *round = ibp_dev_shared() + IBP_KERNEL_JOB_BYTES * W;
+  uint32_t *sums = (uint32_t *)round;
+  uint8_t *fits = round + ROUND_TOTALS;
+  const uint32_t fits_max = IBP_KERNEL_ROUND_BLOCKS * 2 + 64; /* bytes */
+  const uint32_t F = 16 / C; /* fit bits a block */
+  const uintptr_t s = (uintptr_t)j->stream, s_end = s + j->len;
+  const uint32_t b0 = j->w0 / BLOCK, b1 = (j->w1 + BLOCK - 1) / BLOCK;
+  const uint32_t per_warp = 32 * ((ROUND_STEPS + W - 1) / W);
+  const uint32_t rb = rs->rb, payload = rs->payload;
+  const uint32_t re = (uint32_t)min_u64(rb + W * per_warp, b1);
+  const uint32_t wb = (uint32_t)min_u64(rb + w * per_warp, re);
+  const uint32_t we = (uint32_t)min_u64(wb + per_warp, re);
+  const uintptr_t f0 = s + rb * F / 8;
+  block_stage(fits, f0, min_u64(s + ((uint64_t)re * F + 7) / 8, s_end),
+              j->lo_ok);
+  block_staged();
+  /* block b's fit bits (stream bit b * F) are bit bit0 + b * F of fits */
+  const decode_ctx x =
+      job_ctx(j, (const uint32_t *)fits,
+              (uint32_t)(8 * (s - (f0 & ~(uintptr_t)(PIECE - 1)))), we);
+  const uint32_t mine = blocks_bits<C>(x, wb, we);
+  if (ibp_dev_lane() == 0)
+    sums[w] = mine;
+  ibp_dev_syncthreads();
+  uint32_t before = 0, all = 0;
+  for (unsigned i = 0; i < W; i++) {
+    const uint32_t t = sums[i];
+    before += i < w ? t : 0;
+    all += t;
+  }
+  rs->rb = re;
+  rs->payload = payload + all;
+  if (re > b0) {
+    const uintptr_t p0 = s + payload / 8;
+    block_stage(fits + fits_max, p0,
+                min_u64(s + ((uint64_t)payload + all + 7) / 8, s_end),
+                j->lo_ok);
+    block_staged();
+    if (we > b0) {
+      uint32_t g = wb;
+      uint32_t pos = 8 * fits_max + 8 * (uint32_t)(p0 & (PIECE - 1)) +
+                     payload % 8 + before;
+      if (g < b0) { /* the window starts in the warp's blocks */
+        pos += blocks_bits<C>(x, g, b0);
+        g = b0;
+      }
+      decode_blocks<C>(x, g, pos);
+    }
+  }
+  ibp_dev_syncthreads(); /* the round buffer is free */
+  ibp_dev_compiler_fence();
+  return warp_round()->rb < (j->w1 + BLOCK - 1) / BLOCK;
+}
+
+/* Decodes j's window with every warp of the block, round by round. */
+template <unsigned C> IBP_DEV void block_decode(const tensor_job *j) {
+  if (!IBP_WIDTH_OK(C))
+    return;
+  round_state *rs = warp_round();
+  rs->rb = 0;
+  rs->payload = (j->R + C - 1) / C; /* the fit bits come first */
+  while (block_round<C>(j)) {
+  }
+}
+
+IBP_DEV void block_decode_tensor(const tensor_job *j) {
+  switch (j->c) {
+  case 1:
+    block_decode<1>(j);
+    break;
+  case 2:
+    block_decode<2>(j);
+    break;
+  case 4:
+    block_decode<4>(j);
+    break;
+  default:
+    block_decode<8>(j);
   }
 }
 
@@ -414,14 +606,22 @@ IBP_DEV uint32_t cluster_of(const uint32_t *ids, uint32_t k, uint64_t t) {
   return id < k ? id : 0; /* never outside the Masks */
 }
 
-/* The job for unit t of the region (t == tensors: the tail); returns 1
- * when it is a compressed tensor the warp decodes, 0 when it is copied
- * raw from the original.  (The launch's arguments pass by value: taking
- * the address of a kernel parameter would copy it to local memory.) */
-IBP_DEV int unit_job(ibp_decompress_args a, uint64_t t, uint8_t *stage,
-                     tensor_job *j) {
+/* A copy's range in a region: bytes [first_tensor * R + first_offset,
+ * + length) to dst. */
+typedef struct copy_range {
+  uint64_t first_tensor, length;
+  uint32_t first_offset;
+  uint8_t *dst;
+} copy_range;
+
+/* The job for unit t of region a's copy c (t == tensors: the tail);
+ * returns 1 when it is a compressed tensor the warp decodes, 0 when it is
+ * copied raw from the original.  (a is read in place: the launch's
+ * parameter, or a batch's template in device memory.) */
+IBP_DEV int unit_job(const ibp_decompress_args &a, const copy_range &c,
+                     uint64_t t, uint8_t *stage, tensor_job *j) {
   const uint64_t R = a.tensor_bytes;
-  const uint64_t g0 = a.first_tensor * R + a.first_offset, g1 = g0 + a.length;
+  const uint64_t g0 = c.first_tensor * R + c.first_offset, g1 = g0 + c.length;
   const uint64_t start = t * R;
   const uint64_t size = t < a.tensors ? R : a.tail_bytes;
   const uint64_t lo = max_u64(g0, start), hi = min_u64(g1, start + size);
@@ -441,11 +641,11 @@ IBP_DEV int unit_job(ibp_decompress_args a, uint64_t t, uint8_t *stage,
                     a.tensor_bytes,
                     a.chunk_bytes,
                     a.plan_stages,
+                    (uint32_t)(stage - ibp_dev_shared()),
                     stream,
                     a.original + start,
                     in_window ? a.staged : a.packed,
-                    (uint32_t)(stage - ibp_dev_shared()),
-                    a.dst + (lo - g0),
+                    c.dst + (lo - g0),
                     (uint32_t)(lo - start),
                     (uint32_t)(hi - start),
                     (uint32_t)len,
@@ -456,79 +656,116 @@ IBP_DEV int unit_job(ibp_decompress_args a, uint64_t t, uint8_t *stage,
   /* One answer per warp: the dirty bits may change while the kernel runs
    * (libibp recompresses written tensors and clears them), and lanes that
    * disagreed would diverge around the warp collectives. */
-  unsigned c = t < a.tensors && len && bit_set(a.flags, t) &&
-               !bit_set(a.dirty, t) && !bit_set(a.busy, t);
-  return (int)ibp_dev_shfl(c, 0);
+  unsigned coded = t < a.tensors && len && bit_set(a.flags, t) &&
+                   !bit_set(a.dirty, t) && !bit_set(a.busy, t);
+  return (int)ibp_dev_shfl(coded, 0);
 }
 
-/* Decodes units [u0, u1) of a launch in one warp: in a walk, unit u+1's
- * fetch is issued (buffers == 2) before unit u is decoded, and decisions
- * are made one unit further ahead, for fetch_end.  `units` maps a unit to
- * its job (single_units, batch_units below); stage0 is the warp's first
- * staging buffer, slots its three job slots. */
+/* A warp's place in the launch's walks and in its walk.  It lives in the
+ * warp's slots (shared memory) and is read back after each decode: in
+ * registers it would stay live across the decode loop and cost it
+ * registers (docs/ARCHITECTURE.md "The decode plan"). */
+typedef struct walk_state {
+  uint64_t next, walks, units; /* the warp's next walk; the launch's */
+  uint64_t u, end;             /* the unit being decoded; the walk's end */
+  uint32_t walk;               /* units per walk */
+  uint32_t stage0;             /* the warp's first staging buffer (an offset in
+                                  shared memory) */
+  uint32_t stage_bytes;        /* per buffer */
+  uint8_t buffers;             /* 1 or 2 */
+  uint8_t slot;                /* j's job slot; n's and nn's follow, mod 3 */
+  uint8_t cur;                 /* j's buffer */
+  uint8_t nc, nnc, prefetch;
+  /* batch_units: the launch's job list, and the job of the last unit */
+  uint32_t count, k;
+  const ibp_batch_job *jobs;
+  const ibp_decompress_args *regions;
+} walk_state;
+static_assert(3 * sizeof(tensor_job) + sizeof(walk_state) <=
+                  IBP_KERNEL_JOB_BYTES,
+              "three jobs and the walk state per warp");
+
+IBP_DEV walk_state *warp_walks(tensor_job *slots) {
+  return (walk_state *)(slots + 3);
+}
+IBP_DEV uint8_t *walk_stage(const walk_state *ws, unsigned b) {
+  return ibp_dev_shared() + ws->stage0 + b * ws->stage_bytes;
+}
+
+/* Decodes units [ws->u, ws->end) of a launch in one warp: in a walk, unit
+ * u+1's fetch is issued (two buffers) before unit u is decoded, and
+ * decisions are made one unit further ahead, for fetch_end.  `units` maps
+ * a unit to its job (single_units, batch_units below). */
 template <typename Units>
-IBP_DEV void walk_units(Units &units, uint64_t u0, uint64_t u1, uint8_t *stage0,
-                        uint32_t stage_bytes, unsigned buffers,
-                        tensor_job *slots) {
-  unsigned cur = 0, other = buffers - 1;
+IBP_DEV void walk_units(Units &units, walk_state *ws, tensor_job *slots) {
+  uint64_t u = ws->u, u1 = ws->end;
+  unsigned cur = 0, other = ws->buffers - 1, at = 0;
   tensor_job *j = slots, *n = slots + 1, *nn = slots + 2;
-  int jc = unit_of(units, u0, stage0, j), nc = 0, staged = 0;
-  for (uint64_t u = u0; u < u1; u++) {
+  int jc = unit_of(units, u, walk_stage(ws, 0), j), nc = 0, staged = 0;
+  for (; u < u1; u++) {
     if (!jc) {
       warp_copy_raw(j->dst, j->orig + j->w0, j->w1 - j->w0, j->raw_lo,
                     j->raw_hi);
       if (u + 1 < u1)
-        jc = unit_of(units, u + 1, stage0 + cur * stage_bytes, j);
+        jc = unit_of(units, u + 1, walk_stage(ws, cur), j);
       staged = 0;
       continue;
     }
     if (!staged) { /* j's fetch (nothing of it prefetched) */
-      nc = u + 1 < u1 && unit_of(units, u + 1, stage0 + other * stage_bytes, n);
+      nc = u + 1 < u1 && unit_of(units, u + 1, walk_stage(ws, other), n);
       j->to = fetch_end(j, nc, n);
       stage_job(j);
     }
     if (nc)
       n->from = j->to - j->len; /* carried over from j's fetch */
-    int prefetch = nc && buffers == 2, nnc = 0;
+    int prefetch = nc && ws->buffers == 2, nnc = 0;
     if (prefetch) {
-      nnc = u + 2 < u1 && unit_of(units, u + 2, stage0 + cur * stage_bytes, nn);
+      nnc = u + 2 < u1 && unit_of(units, u + 2, walk_stage(ws, cur), nn);
       n->to = fetch_end(n, nnc, nn);
       stage_job(n);
     }
+    /* the walk's state to shared memory, and back after the decode */
+    ibp_dev_syncwarp(); /* every lane has read it */
+    ws->u = u;
+    ws->end = u1;
+    ws->slot = (uint8_t)at;
+    ws->cur = (uint8_t)cur;
+    ws->nc = (uint8_t)nc;
+    ws->nnc = (uint8_t)nnc;
+    ws->prefetch = (uint8_t)prefetch;
+    units_save(units, ws);
     ibp_dev_cp_async_wait(prefetch ? 1 : 0); /* j's fetch */
     ibp_dev_syncwarp(); /* ... and the other lanes' pieces of it */
     warp_decode_tensor(j);
     ibp_dev_syncwarp(); /* j's buffer is free: the next fetch reuses it */
+    ibp_dev_compiler_fence();
+    u = ws->u;
+    u1 = ws->end;
+    at = ws->slot;
+    cur = ws->cur;
+    nc = ws->nc;
+    nnc = ws->nnc;
+    prefetch = ws->prefetch;
+    units_restore(units, ws);
+    j = slots + at;
+    n = slots + (at + 1) % 3;
+    nn = slots + (at + 2) % 3;
     if (nc && n->from)
       take_carry(j, n);
     if (u + 1 < u1) {
-      tensor_job *done = j;
+      at = (at + 1) % 3;
       j = n;
       jc = nc;
       staged = prefetch;
       nc = nnc;
       n = nn;
-      nn = done;
-      cur = other;
-      other = cur ^ (buffers - 1);
+      nn = slots + (at + 2) % 3;
+      other = cur;
+      cur = cur ^ (ws->buffers - 1);
     }
   }
 }
 
-/* Dynamic shared memory: every warp's IBP_KERNEL_JOB_BYTES of job slots
- * (the jobs of a walk live there, not in registers), then every warp's
- * staging buffers, `per_warp` bytes each. */
-/* A warp's place in the launch's walks, in its slots too: in registers it
- * would stay live across every decode for nothing. */
-typedef struct walk_state {
-  uint64_t next, walks, units;
-} walk_state;
-static_assert(3 * sizeof(tensor_job) + sizeof(walk_state) <=
-                  IBP_KERNEL_JOB_BYTES,
-              "three jobs and the walk state per warp");
-IBP_DEV walk_state *warp_walks(tensor_job *slots) {
-  return (walk_state *)(slots + 3);
-}
 /* To the warp's next walk: every lane reads, then every lane writes the
  * same value. */
 IBP_DEV void advance(walk_state *ws) {
@@ -536,76 +773,144 @@ IBP_DEV void advance(walk_state *ws) {
   ibp_dev_syncwarp();
   ws->next = next;
 }
-IBP_DEV tensor_job *warp_slots() {
-  return (tensor_job *)(ibp_dev_shared() +
-                        IBP_KERNEL_JOB_BYTES * ibp_dev_warp_in_block());
+
+/* Dynamic shared memory: every warp's IBP_KERNEL_JOB_BYTES of job slots
+ * (the jobs of a walk and the walk state live there, not in registers),
+ * then every warp's staging buffers, `per_warp` bytes each.  Walks the
+ * warp's walks of a launch of `units` units. */
+template <typename Units>
+IBP_DEV void warp_walks_all(Units &units, uint64_t nunits, uint32_t walk_len,
+                            uint32_t stage_bytes, unsigned buffers) {
+  tensor_job *slots = warp_slots();
+  walk_state *ws = warp_walks(slots);
+  const uint32_t walk = walk_len ? walk_len : 1;
+  const uint32_t per_warp = buffers * stage_bytes;
+  ibp_dev_syncwarp();
+  ws->next = ibp_dev_warp_global();
+  ws->walks = (nunits + walk - 1) / walk;
+  ws->units = nunits;
+  ws->walk = walk;
+  ws->stage0 = IBP_KERNEL_JOB_BYTES * ibp_dev_warps_per_block() +
+               ibp_dev_warp_in_block() * per_warp;
+  ws->stage_bytes = stage_bytes;
+  ws->buffers = (uint8_t)buffers;
+  for (uint64_t w; (w = ws->next) < ws->walks;) {
+    const uint64_t u0 = w * ws->walk, u1 = min_u64(u0 + ws->walk, ws->units);
+    ibp_dev_syncwarp();
+    ws->u = u0;
+    ws->end = u1;
+    walk_units(units, ws, slots);
+    ibp_dev_syncwarp();
+    advance(ws);
+  }
 }
-IBP_DEV uint8_t *warp_stage0(uint32_t per_warp) {
-  return ibp_dev_shared() + IBP_KERNEL_JOB_BYTES * ibp_dev_warps_per_block() +
-         (uint64_t)ibp_dev_warp_in_block() * per_warp;
+
+/* Every unit of a launch of `nunits` decoded or copied by a whole block,
+ * blocks grid-stride (docs/ARCHITECTURE.md "Large tensors").  Warp 0
+ * makes the unit's job in its first slot and decides, for the block, to
+ * decode it or copy it raw (one answer: the dirty bits may change while
+ * the kernel runs, and warps that disagreed would miss each other's
+ * barriers); every warp reads that job. */
+template <typename Units>
+IBP_DEV void block_units_all(Units &units, uint64_t nunits) {
+  tensor_job *j = (tensor_job *)ibp_dev_shared(); /* warp 0's slot */
+  walk_state *ws = warp_walks(warp_slots());
+  uint32_t *coded =
+      (uint32_t *)(ibp_dev_shared() +
+                   IBP_KERNEL_JOB_BYTES * ibp_dev_warps_per_block());
+  for (uint64_t u = ibp_dev_block(); u < nunits;) {
+    if (ibp_dev_warp_in_block() == 0) {
+      const int c = unit_of(units, u, (uint8_t *)coded, j);
+      if (ibp_dev_lane() == 0)
+        *coded = (uint32_t)c;
+    }
+    ibp_dev_syncwarp(); /* every lane of the warp has read ws */
+    ws->u = u;
+    ws->units = nunits;
+    units_save(units, ws);
+    ibp_dev_syncthreads(); /* the job and the answer */
+    if (*coded)
+      block_decode_tensor(j);
+    else
+      block_copy_raw(j);
+    ibp_dev_syncthreads(); /* the job and the round buffer are free */
+    ibp_dev_compiler_fence();
+    u = ws->u + ibp_dev_grid_blocks();
+    nunits = ws->units;
+    units_restore(units, ws);
+  }
 }
 
 /* The units of one copy: its tensors from a.first_tensor on. */
 struct single_units {
-  ibp_decompress_args a;
+  const ibp_decompress_args *a; /* the launch's (IBP_GRID_CONSTANT) */
 };
 
 IBP_DEV int unit_of(single_units &s, uint64_t u, uint8_t *stage,
                     tensor_job *j) {
-  return unit_job(s.a, s.a.first_tensor + u, stage, j);
+  const ibp_decompress_args &a = *s.a;
+  const copy_range c = {a.first_tensor, a.length, a.first_offset, a.dst};
+  return unit_job(a, c, a.first_tensor + u, stage, j);
+}
+IBP_DEV void units_save(single_units &s, walk_state *ws) {
+  ws->regions = s.a; /* not live in registers across the decode */
+}
+IBP_DEV void units_restore(single_units &s, const walk_state *ws) {
+  s.a = ws->regions;
 }
 
-/* At most 96 registers per thread (the fewest without spills): blocks of
- * up to 16 warps (ibp_kernels_plan_decompress_warps), 21 warps per SM. */
-#define DECODE_BOUNDS IBP_MAX_REGISTERS(96)
+/* At most 64 registers per thread (32 warps per SM), no spills, no stack:
+ * the walk's and the round's state in shared memory and the launch's
+ * arguments read in place leave the decode loop the rest.  The bound is
+ * set per architecture: on sm_120, ptxas schedules to fill it and spills
+ * 8 bytes, while unbounded it takes 56-62.  The build fails on a spill or
+ * more than 64 registers (cmake/kernel_registers.cmake; docs/
+ * ARCHITECTURE.md "The decode plan"). */
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 1200
+#define DECODE_BOUNDS __maxnreg__(64)
+#else
+#define DECODE_BOUNDS
+#endif
 
-IBP_KERNEL void DECODE_BOUNDS ibp_decompress(ibp_decompress_args a) {
+IBP_KERNEL void DECODE_BOUNDS
+ibp_decompress(IBP_GRID_CONSTANT const ibp_decompress_args a) {
   const uint64_t R = a.tensor_bytes;
   const uint64_t g0 = a.first_tensor * R + a.first_offset, g1 = g0 + a.length;
   if (a.length == 0)
     return;
   const uint64_t last = (g1 - 1) / R < a.tensors ? (g1 - 1) / R : a.tensors;
-  const uint64_t units = last - a.first_tensor + 1;
-  const unsigned buffers = a.stage_buffers == 2 ? 2 : 1;
-  tensor_job *slots = warp_slots();
-  uint8_t *stage0 = warp_stage0(buffers * a.stage_bytes);
-  const uint32_t walk = a.walk ? a.walk : 1;
-  const uint64_t walks = (units + walk - 1) / walk;
-  single_units su = {a};
-  walk_state *ws = warp_walks(slots);
-  *ws = walk_state{ibp_dev_warp_global(), walks, units};
-  for (uint64_t w; (w = ws->next) < ws->walks;) {
-    walk_units(su, w * walk, min_u64(w * walk + walk, ws->units), stage0,
-               a.stage_bytes, buffers, slots);
-    advance(ws);
-  }
+  single_units su = {&a};
+  if (a.tensor_bytes >= IBP_KERNEL_BLOCK_R)
+    block_units_all(su, last - a.first_tensor + 1);
+  else
+    warp_walks_all(su, last - a.first_tensor + 1, a.walk, a.stage_bytes,
+                   a.stage_buffers == 2 ? 2 : 1);
 }
 
 /* The units of a batch: each job's tensors (a region's) or pieces of
  * IBP_BATCH_RAW_UNIT bytes (a raw host range), jobs in order.  `k` caches
  * the job of the last unit asked for: a walk asks in increasing order. */
 struct batch_units {
-  const ibp_decompress_args *regions;
-  const ibp_batch_job *jobs;
-  uint32_t count, k;
+  const walk_state *ws; /* the job list (read only) */
+  uint32_t k;
 };
 
 IBP_DEV uint64_t job_first_unit(const batch_units &b, uint32_t i) {
-  return ibp_dev_ldg_u64((const uint8_t *)&b.jobs[i].first_unit);
+  return ibp_dev_ldg_u64((const uint8_t *)&b.ws->jobs[i].first_unit);
 }
 
 /* Points b.k at the job of unit u. */
 IBP_DEV void find_job(batch_units &b, uint64_t u) {
   const uint32_t k = b.k;
   if (u >= job_first_unit(b, k) &&
-      (k + 1 == b.count || u < job_first_unit(b, k + 1)))
+      (k + 1 == b.ws->count || u < job_first_unit(b, k + 1)))
     return;
-  if (k + 1 < b.count && u >= job_first_unit(b, k + 1) &&
-      (k + 2 == b.count || u < job_first_unit(b, k + 2))) {
+  if (k + 1 < b.ws->count && u >= job_first_unit(b, k + 1) &&
+      (k + 2 == b.ws->count || u < job_first_unit(b, k + 2))) {
     b.k = k + 1;
     return;
   }
-  uint32_t lo = 0, hi = b.count; /* the last job whose first unit <= u */
+  uint32_t lo = 0, hi = b.ws->count; /* the last job whose first unit <= u */
   while (hi - lo > 1) {
     uint32_t mid = lo + (hi - lo) / 2;
     if (job_first_unit(b, mid) <= u)
@@ -616,9 +921,17 @@ IBP_DEV void find_job(batch_units &b, uint64_t u) {
   b.k = lo;
 }
 
+IBP_DEV void units_save(batch_units &b, walk_state *ws) {
+  ws->k = b.k;
+}
+IBP_DEV void units_restore(batch_units &b, const walk_state *ws) {
+  b.k = ws->k;
+  b.ws = ws; /* (the pointer not live in registers across the decode) */
+}
+
 IBP_DEV int unit_of(batch_units &b, uint64_t u, uint8_t *stage, tensor_job *j) {
   find_job(b, u);
-  const ibp_batch_job *job = &b.jobs[b.k];
+  const ibp_batch_job *job = &b.ws->jobs[b.k];
   const uint64_t src = ibp_dev_ldg_u64((const uint8_t *)&job->src);
   uint8_t *dst = (uint8_t *)ibp_dev_ldg_u64((const uint8_t *)&job->dst);
   const uint32_t len = ibp_dev_ldg_u32(&job->length);
@@ -637,30 +950,25 @@ IBP_DEV int unit_of(batch_units &b, uint64_t u, uint8_t *stage, tensor_job *j) {
     j->raw_hi = from + len;
     return 0;
   }
-  ibp_decompress_args a = b.regions[region];
-  a.first_tensor = src / a.tensor_bytes;
-  a.first_offset = (uint32_t)(src % a.tensor_bytes);
-  a.length = len;
-  a.dst = dst;
-  return unit_job(a, a.first_tensor + piece, stage, j);
+  const ibp_decompress_args &a = b.ws->regions[region];
+  const uint32_t R = a.tensor_bytes;
+  const copy_range c = {src / R, len, (uint32_t)(src % R), dst};
+  return unit_job(a, c, c.first_tensor + piece, stage, j);
 }
 
 IBP_KERNEL void DECODE_BOUNDS ibp_decompress_batch(ibp_batch_args b) {
   if (b.count == 0 || b.units == 0)
     return;
-  const unsigned buffers = b.stage_buffers == 2 ? 2 : 1;
-  tensor_job *slots = warp_slots();
-  uint8_t *stage0 = warp_stage0(buffers * b.stage_bytes);
-  const uint32_t walk = b.walk ? b.walk : 1;
-  const uint64_t walks = (b.units + walk - 1) / walk;
-  batch_units bu = {b.regions, b.jobs, b.count, 0};
-  walk_state *ws = warp_walks(slots);
-  *ws = walk_state{ibp_dev_warp_global(), walks, b.units};
-  for (uint64_t w; (w = ws->next) < ws->walks;) {
-    walk_units(bu, w * walk, min_u64(w * walk + walk, ws->units), stage0,
-               b.stage_bytes, buffers, slots);
-    advance(ws);
-  }
+  walk_state *ws = warp_walks(warp_slots());
+  ws->count = b.count;
+  ws->jobs = b.jobs;
+  ws->regions = b.regions;
+  batch_units bu = {ws, 0};
+  if (b.stage_buffers == 0) /* a block per unit */
+    block_units_all(bu, b.units);
+  else
+    warp_walks_all(bu, b.units, b.walk, b.stage_bytes,
+                   b.stage_buffers == 2 ? 2 : 1);
 }
 
 IBP_KERNEL void ibp_gather(ibp_gather_args a) {

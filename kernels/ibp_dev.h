@@ -19,8 +19,9 @@
 
 #define IBP_DEV static __device__ __forceinline__
 #define IBP_KERNEL extern "C" __global__
-#define IBP_LAUNCH_BOUNDS(n) __launch_bounds__(n)
-#define IBP_MAX_REGISTERS(n) __maxnreg__(n)
+/* A kernel parameter whose address may be taken without a copy to local
+ * memory (read in place, from the parameter bank). */
+#define IBP_GRID_CONSTANT __grid_constant__
 
 IBP_DEV unsigned ibp_dev_thread() {
   return threadIdx.x;
@@ -65,9 +66,14 @@ IBP_DEV void ibp_dev_cp_async16(void *smem, const void *src,
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s),
                "l"(src), "r"(src_bytes)
                : "memory");
-#else
+#else /* both 16-byte aligned */
+  if (src_bytes == 16) {
+    *(uint4 *)smem = __ldcg((const uint4 *)src);
+    return;
+  }
   unsigned char *d = (unsigned char *)smem;
   const volatile unsigned char *p = (const volatile unsigned char *)src;
+#pragma unroll 1
   for (unsigned i = 0; i < 16; i++)
     d[i] = i < src_bytes ? p[i] : 0;
 #endif
@@ -110,6 +116,7 @@ IBP_DEV uint4 ibp_dev_ld_host_16(const uint8_t *p) {
 typedef uint4 ibp_dev_u128;
 
 #define IBP_UNROLL _Pragma("unroll")
+#define IBP_NO_UNROLL _Pragma("unroll 1")
 
 /* Read-only device loads (the non-coherent path; the data never changes
  * while a kernel runs). */
@@ -159,8 +166,7 @@ IBP_DEV unsigned ibp_dev_warp_exclusive_scan(unsigned v, unsigned *total) {
 
 #define IBP_DEV static inline
 #define IBP_KERNEL extern "C"
-#define IBP_LAUNCH_BOUNDS(n)
-#define IBP_MAX_REGISTERS(n)
+#define IBP_GRID_CONSTANT
 
 IBP_DEV unsigned ibp_dev_thread() {
   return simt_thread_idx(0);
@@ -221,6 +227,7 @@ IBP_DEV ibp_dev_u128 ibp_dev_ld_host_16(const uint8_t *p) {
 }
 
 #define IBP_UNROLL
+#define IBP_NO_UNROLL
 
 IBP_DEV ibp_dev_u128 ibp_dev_ldg_u128(const uint8_t *p) {
   ibp_dev_u128 v;
@@ -254,6 +261,12 @@ IBP_DEV unsigned ibp_dev_warp_exclusive_scan(unsigned v, unsigned *total) {
 
 /* ======================= shared helpers ====================================
  */
+
+/* Values read from memory before this point are read again after it: the
+ * compiler may not keep them in registers across it. */
+IBP_DEV void ibp_dev_compiler_fence() {
+  __asm__ __volatile__("" ::: "memory");
+}
 
 IBP_DEV unsigned ibp_dev_lane() {
   return ibp_dev_thread() & 31u;

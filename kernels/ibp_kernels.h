@@ -32,8 +32,12 @@
  * ibp_gather: copies a list of byte ranges from host memory to device
  * memory, one warp per range, with the same aligned warp copy.
  *
- * Limits: a compressed tensor is staged whole, so R is bounded by the
- * shared memory a block may use (ibp_kernels_plan_decompress checks it).
+ * Tensors of IBP_KERNEL_BLOCK_R bytes and more are decoded by a whole
+ * block each (docs/ARCHITECTURE.md "Large tensors"): in rounds, the warps
+ * of the block find where each one's slice of the stream starts with a
+ * block-level scan; a round's bytes are staged, not the whole stream, so
+ * R is not bounded by shared memory.  Smaller tensors are staged whole and
+ * decoded by one warp each.
  */
 #ifndef IBP_KERNELS_H
 #define IBP_KERNELS_H
@@ -95,13 +99,26 @@ typedef struct ibp_decompress_args {
 } ibp_decompress_args;
 
 /* Shared memory per warp besides its staging buffers: the jobs of the
- * tensors it fetches and decodes. */
+ * tensors it fetches and decodes, and its walk's state. */
 #define IBP_KERNEL_JOB_BYTES 384u
 
 /* Device bytes a staged window must be readable past its end: a warp's
  * fetch of a stream runs on to the end of the sector the next stream
  * starts in, in 16-byte pieces. */
 #define IBP_STAGED_PAD 128u
+
+/* A launch whose tensors have at least this many bytes decodes each with a
+ * whole block (ibp_decompress: the region's R; ibp_decompress_batch:
+ * stage_buffers 0, when any region's R is this large). */
+#define IBP_KERNEL_BLOCK_R 16384u
+/* A block decode's round: about this many steps of 512 bytes, the block's
+ * warps together (each warp ceil(steps / warps) of them); its buffer, the
+ * block's IBP_KERNEL_ROUND_BYTES of shared memory after the warps' job
+ * slots, holds the warps' sums, the round's fit bits (at most 2 bytes per
+ * 16-byte block) and its payload (at most 16 bytes per block). */
+#define IBP_KERNEL_ROUND_STEPS 64u
+#define IBP_KERNEL_ROUND_BLOCKS (32u * (IBP_KERNEL_ROUND_STEPS + 15u))
+#define IBP_KERNEL_ROUND_BYTES (IBP_KERNEL_ROUND_BLOCKS * 18u + 192u)
 
 #define IBP_BATCH_RAW 0xFFFFFFFFu /* ibp_batch_job.region: a raw range */
 #define IBP_BATCH_RAW_UNIT 8192u  /* bytes of a raw job per unit */
@@ -125,7 +142,10 @@ typedef struct ibp_batch_args {
   uint32_t count;
   uint32_t walk;          /* units per warp walk (>= 1) */
   uint32_t stage_bytes;   /* the largest of the regions' */
-  uint32_t stage_buffers; /* the fewest of the regions' */
+  uint32_t stage_buffers; /* the fewest of the regions'; 0: every unit is
+                             decoded (or copied) by a whole block, as
+                             tensors of IBP_KERNEL_BLOCK_R bytes are (some
+                             region's R is that large) */
 } ibp_batch_args;
 
 typedef struct ibp_gather_range {

@@ -36,6 +36,12 @@ uint64_t ibp_kernels_copy_units(const ibp_decompress_args *a) {
   return last - a->first_tensor + 1;
 }
 
+/* Per warp of a block of `warps`: its share of a block decode's round
+ * buffer (IBP_KERNEL_ROUND_BYTES a block). */
+static uint32_t round_share(unsigned warps) {
+  return ((IBP_KERNEL_ROUND_BYTES + warps - 1) / warps + 15) & ~15u;
+}
+
 static uint32_t walk_for(uint32_t R, uint64_t units, unsigned sms) {
   uint64_t walk = WALK_BYTES / R;
   uint64_t min_walks = (uint64_t)(sms ? sms : 1) * MIN_WALKS_PER_SM;
@@ -60,18 +66,23 @@ int ibp_kernels_plan_decompress_warps(ibp_decompress_args *a,
   const uint32_t R = a->tensor_bytes, c = a->chunk_bytes;
   if (R == 0 || !ibp_chunk_width_valid(c) || most_warps < 1 || most_warps > 16)
     return -1;
-  /* a whole stream (< R bytes) after up to 15 bytes of alignment, up to 31
-   * bytes of the next stream (fetch_end), plus the 16 bytes the 128-bit
-   * stream reads may look past it */
-  a->stage_bytes = (R + 64 + 15) & ~15u;
-  /* two buffers per warp (prefetch) when they fit, else one; each warp
-   * also has its job slots */
   unsigned warps = most_warps;
-  a->stage_buffers = 2;
-  while (warps > 1 && warp_bytes(2, a->stage_bytes) * warps > max_shared)
-    warps /= 2;
-  if (warp_bytes(2, a->stage_bytes) * warps > max_shared)
+  if (R >= IBP_KERNEL_BLOCK_R) { /* a block per tensor, in rounds */
+    a->stage_bytes = round_share(warps);
     a->stage_buffers = 1;
+  } else {
+    /* a whole stream (< R bytes) after up to 15 bytes of alignment, up to
+     * 31 bytes of the next stream (fetch_end), plus the 16 bytes the
+     * 128-bit stream reads may look past it */
+    a->stage_bytes = (R + 64 + 15) & ~15u;
+    /* two buffers per warp (prefetch) when they fit, else one; each warp
+     * also has its job slots */
+    a->stage_buffers = 2;
+    while (warps > 1 && warp_bytes(2, a->stage_bytes) * warps > max_shared)
+      warps /= 2;
+    if (warp_bytes(2, a->stage_bytes) * warps > max_shared)
+      a->stage_buffers = 1;
+  }
   if (warp_bytes(a->stage_buffers, a->stage_bytes) * warps > max_shared)
     return -1;
   const uint32_t k = a->clusters > 1 ? a->clusters : 1;
@@ -97,6 +108,11 @@ void ibp_kernels_plan_gather(uint64_t count, unsigned sms,
 void ibp_kernels_plan_range(ibp_decompress_args *a, unsigned sms,
                             ibp_kernel_plan *plan) {
   const uint64_t units = ibp_kernels_copy_units(a);
+  if (a->tensor_bytes >= IBP_KERNEL_BLOCK_R) { /* a block per unit */
+    a->walk = 1;
+    plan->grid = grid_for(units, 1, sms);
+    return;
+  }
   a->walk = walk_for(a->tensor_bytes, units, sms);
   plan->grid = grid_for((units + a->walk - 1) / a->walk, plan->block / 32, sms);
 }
@@ -136,7 +152,10 @@ unsigned ibp_kernels_decode_sms(uint64_t grid, unsigned block_threads,
 unsigned ibp_kernels_batch_sms(uint64_t units, uint32_t tensor_bytes,
                                unsigned sms) {
   uint32_t walk = batch_walk(units, tensor_bytes, sms);
-  uint64_t grid = grid_for((units + walk - 1) / walk, WARPS_PER_BLOCK, sms);
+  uint64_t grid =
+      tensor_bytes >= IBP_KERNEL_BLOCK_R
+          ? grid_for(units, 1, sms)
+          : grid_for((units + walk - 1) / walk, WARPS_PER_BLOCK, sms);
   return ibp_kernels_decode_sms(grid, WARPS_PER_BLOCK * 32, sms);
 }
 
@@ -152,14 +171,21 @@ void ibp_kernels_plan_batch(ibp_batch_args *b,
     stage = a->stage_bytes > stage ? a->stage_bytes : stage;
     buffers = a->stage_buffers < buffers ? a->stage_buffers : buffers;
   }
+  const int by_block = R >= IBP_KERNEL_BLOCK_R;
+  if (by_block) { /* every unit by a block, in rounds */
+    stage = round_share(warps);
+    buffers = 1;
+  }
   /* each template fits one warp's buffers (ibp_kernels_plan_decompress),
    * so the largest stage with the fewest buffers does too */
   while (warps > 1 && warp_bytes(buffers, stage) * warps > max_shared)
     warps /= 2;
   b->stage_bytes = stage;
-  b->stage_buffers = buffers;
-  b->walk = batch_walk(b->units, R, sms);
+  b->stage_buffers = by_block ? 0 : buffers;
+  b->walk = by_block ? 1 : batch_walk(b->units, R, sms);
   plan->block = warps * 32;
   plan->dynamic_shared = (unsigned)(warp_bytes(buffers, stage) * warps);
-  plan->grid = grid_for((b->units + b->walk - 1) / b->walk, warps, sms);
+  plan->grid = by_block
+                   ? grid_for(b->units, 1, sms)
+                   : grid_for((b->units + b->walk - 1) / b->walk, warps, sms);
 }

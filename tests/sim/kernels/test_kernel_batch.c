@@ -4,7 +4,9 @@
  *
  * Random cases: 1-3 regions (random shapes as in test_kernel_decode:
  * every chunk width, data and mask kind, raw, dirty and busy tensors,
- * clusters, misaligned bases) and a raw pinned buffer; 1-300 jobs, each a
+ * clusters, misaligned bases; in 5 % of the regions tensors of
+ * IBP_KERNEL_BLOCK_R - 128 KiB, when every unit of the batch is decoded
+ * or copied by a whole block) and a raw pinned buffer; 1-300 jobs, each a
  * random range of a random region (whole region, whole tensors, one byte,
  * anything; or, in 30 % of the cases, one random whole tensor per job, a
  * gather) or of the raw buffer, written to its own place in one device
@@ -44,8 +46,10 @@ typedef struct batch_case {
 
 static void shape_for(rng *r, kcase_shape *s) {
   s->R = rng_log_uniform(r, 1, 16384);
+  if (rng_chance(r, 0.05)) /* every unit of the batch decoded by a block */
+    s->R = rng_log_uniform(r, IBP_KERNEL_BLOCK_R, 131072);
   s->c = rng_chunk(r);
-  uint64_t max_n = 65536 / s->R;
+  uint64_t max_n = (s->R > 16384 ? 262144 : 65536) / s->R;
   s->n = 1 + rng_below(r, max_n < 24 ? max_n + 1 : 24);
   s->tail = rng_chance(r, 0.3) ? rng_below(r, s->R) : 0;
   s->orig_misalign = (unsigned)rng_below(r, 128);

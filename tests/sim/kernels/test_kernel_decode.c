@@ -6,10 +6,13 @@
  * bytes), raw and dirty tensors, host bases misaligned to 128 B, one
  * Mask/Bitval pair (even cases) or K = 2 .. 256 with a cluster id per
  * tensor (odd cases), destinations at any offset from a 16-byte boundary,
- * and in 0.25 % of cases one or two tensors of 64-160 KiB (about the largest a
- * block's shared memory stages).  Then the decode plan is broken on
- * purpose -- one set bit of one stage mask cleared -- and the copy must
- * come out wrong: a kernel that ignored its plan would pass the rest.
+ * and in 0.3 % of cases one or two tensors of 64 KiB - 1 MiB.  Tensors of
+ * IBP_KERNEL_BLOCK_R bytes and more (a sixth of the cases) are decoded by
+ * whole blocks in rounds (ibp_kernels.h), the others by one warp each.
+ * Then the decode plan is broken on purpose -- one set bit of one stage
+ * mask cleared -- and the copy must come out wrong: a kernel that ignored
+ * its plan would pass the rest (every other broken plan with tensors a
+ * block decodes).
  * IBP_TEST_ITERATIONS = cases (default 2 x 10^4: 10^4 with one pair, 10^4
  * with clusters); SIMT_SEED / IBP_TEST_SEED.
  */
@@ -31,8 +34,8 @@ static void shape_for(rng *r, kcase_shape *s) {
     s->R = (uint32_t)rng_range(r, 1, 2048);
     s->tail %= s->R;
   }
-  if (rng_chance(r, 0.0025)) { /* a large tensor: one warp per block */
-    s->R = (uint32_t)rng_range(r, 65536, 160 * 1024);
+  if (rng_chance(r, 0.003)) { /* a large tensor, up to 1 MiB */
+    s->R = (uint32_t)rng_log_uniform(r, 65536, 1u << 20);
     s->n = rng_range(r, 1, 2);
     s->tail = rng_chance(r, 0.3) ? rng_below(r, 4096) : 0;
   }
@@ -65,8 +68,10 @@ static int broken_plan(simt_entry entry, uint64_t i) {
   test_iteration(&r, i);
   kcase_shape s;
   kcase_random_shape(&r, &s, 1);
-  s.R = (uint32_t)rng_range(&r, 16, 4096);
-  s.n = 32;
+  const int block = i % 2; /* tensors a whole block decodes */
+  s.R = (uint32_t)(block ? rng_range(&r, IBP_KERNEL_BLOCK_R, 32768)
+                         : rng_range(&r, 16, 4096));
+  s.n = block ? 16 : 32; /* a lost bit may match its neighbour by chance */
   s.tail = 0;
   s.mask_kind = MASK_RANDOM;
   s.adjacent = 1;

@@ -245,6 +245,16 @@ static uint64_t edge_slack(uintptr_t a, uintptr_t b, uintptr_t ok_lo,
   return edges * (16 + steps(a, b) + more);
 }
 
+/* What a block decode of a tensor of R bytes may read twice: per round
+ * (at least IBP_KERNEL_ROUND_STEPS x 512 bytes of the tensor), the sector
+ * its fit bits share with the last round's, the one its payload shares
+ * with the last round's, and the one where the fit bits end and the
+ * payload begins. */
+static uint64_t block_slack(uint64_t R) {
+  return 3 * ((R + 512 * IBP_KERNEL_ROUND_STEPS - 1) /
+              (512 * IBP_KERNEL_ROUND_STEPS));
+}
+
 /* The host stream of unit t, 0 when none (raw, or staged). */
 static int host_stream(const kcase *k, const window *w, uint64_t t) {
   if (!decoded(k, t))
@@ -288,6 +298,8 @@ static void tally(const kcase *k, uint64_t off, uint64_t len, const window *w,
                               : 0;
     x->host += sectors(packed + s, packed + e) +
                edge_slack(packed + s, packed + e, packed, UINTPTR_MAX, more);
+    if (R >= IBP_KERNEL_BLOCK_R) /* a block decode (ibp_kernels.h) */
+      x->host += block_slack(R);
   }
 }
 
