@@ -9,7 +9,13 @@ STUB=$4
 PRELOAD=$5
 SIMDIR=$6
 
-unset IBP_PRELOAD_LIB IBP_SIM_LIB_DIR IBP_REGIONS IBP_STATS IBP_DISABLE LD_PRELOAD
+# every IBP_* the caller set (IBP_TEST_TIMEOUT_SCALE from tests/run-all.sh,
+# a user's IBP_PROFILE, ...): ibp run passes them on, and --print-env lists
+# them
+for v in $(env | sed -n 's/^\(IBP_[A-Za-z0-9_]*\)=.*/\1/p'); do
+  unset "$v"
+done
+unset LD_PRELOAD
 mkdir fakesim && : >fakesim/libcuda.so.1
 mkdir nodriver
 
