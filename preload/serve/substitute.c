@@ -227,9 +227,9 @@ static ibp_route choose(ibp_served_region *s, ibp_device_slot *slot, int dev,
                               p->driver_launch_call_us);
   if (ibp__cfg.path != IBP_PATH_ZEROCOPY && calls < best &&
       ibp__staged_plan(s, slot, ctx, dev, c, a, sp) == 0)
-    prior[IBP_ROUTE_STAGED] = (ibp_route_cost){
-        1e3 * ibp__gate_staged_cpu_us(p, &sp->gate), 1e3 * sp->gate.gpu_us,
-        0, 0};
+    prior[IBP_ROUTE_STAGED] =
+        (ibp_route_cost){1e3 * ibp__gate_staged_cpu_us(p, &sp->gate),
+                         1e3 * sp->gate.gpu_us, 0, 0};
   ibp_route go = ibp__chooser_decide(s, slot, x->ch, p, x->cls, prior, timable,
                                      !count, &x->choice);
   /* the faster of the other two, for a staged copy the ring cannot take */
@@ -491,8 +491,7 @@ static int serve_region(ibp_region_rec *r, const ibp_copy *c, int offered) {
   double saved_ns = x.saved_ns;
   if (go == IBP_ROUTE_DRIVER) {
     atomic_fetch_sub(&s->refresh.launching, 1);
-    return x.choice.timed && go == x.go ? timed_driver_copy(s, slot, c, &x)
-                                        : 1;
+    return x.choice.timed && go == x.go ? timed_driver_copy(s, slot, c, &x) : 1;
   }
   const int ranged = 1;
   CUresult e = CUDA_SUCCESS;

@@ -884,8 +884,7 @@ static int hold_locked(batch *b, ibp_region_rec *r, ibp_served_region *s,
   const double saved = a->alone - a->batched - scan_ns / n;
   h->saved_ns += saved > 0 ? saved : 0;
   if (x.timed) /* after the close above: its batch holds r */
-    ibp__batch_want_timing(&b->timed, r, slot, cls, &x, &a->g,
-                           !c->hold_only);
+    ibp__batch_want_timing(&b->timed, r, slot, cls, &x, &a->g, !c->hold_only);
   b->received++;
   /* its pages, for the tracker's scan; a whole share goes to the
    * scanners at once (serve/batch/scan_ahead.h) */

@@ -24,8 +24,8 @@
  * when the copy is held (it will be served by the batch's launch, or by
  * the driver's own copy should that fail) or was queued as the driver's
  * copy between two events (the chooser timing the copy alone), 2 when the
- * chooser prefers a copy of its own, 1 when the caller serves it otherwise for another reason
- * (batching off or not possible on its stream). */
+ * chooser prefers a copy of its own, 1 when the caller serves it otherwise for
+ * another reason (batching off or not possible on its stream). */
 int ibp__batch_offer(ibp_region_rec *r, ibp_served_region *s, int dev,
                      CUcontext ctx, const ibp_copy *c, uint64_t pcie,
                      CUdeviceptr alloc, size_t alloc_bytes);

@@ -8,19 +8,18 @@
 #include "serve/choose/gate.h"
 #include "serve/prepare/device.h"
 
-void ibp__batch_priors(const ibp_profile *p, const ibp_gate_copy *g,
-                       uint32_t n, int hold_only,
-                       ibp_route_cost prior[IBP_ROUTES], double *alone_ns,
-                       double *batched_ns) {
+void ibp__batch_priors(const ibp_profile *p, const ibp_gate_copy *g, uint32_t n,
+                       int hold_only, ibp_route_cost prior[IBP_ROUTES],
+                       double *alone_ns, double *batched_ns) {
   memset(prior, 0, IBP_ROUTES * sizeof *prior);
   double cpu, gpu;
   ibp__gate_batch_split(p, g, n, !hold_only, &cpu, &gpu);
   *batched_ns = cpu + gpu;
   double cpu1, gpu1; /* explored alone: a batch of one */
   ibp__gate_batch_split(p, g, 1, !hold_only, &cpu1, &gpu1);
-  prior[IBP_ROUTE_BATCHED] = (ibp_route_cost){
-      cpu / IBP_BATCH_MARGIN, gpu / IBP_BATCH_MARGIN, 1,
-      (cpu1 + gpu1) / IBP_BATCH_MARGIN};
+  prior[IBP_ROUTE_BATCHED] =
+      (ibp_route_cost){cpu / IBP_BATCH_MARGIN, gpu / IBP_BATCH_MARGIN, 1,
+                       (cpu1 + gpu1) / IBP_BATCH_MARGIN};
   const double ce = 1e3 * ibp_profile_ce_copy_us(p, g->bytes, 1);
   if (hold_only) { /* its call is paid either way, the copy engine moves
                       it */
@@ -36,13 +35,13 @@ void ibp__batch_priors(const ibp_profile *p, const ibp_gate_copy *g,
       1e3 * ibp_profile_decode_us(p, g->host_bytes, g->bytes, g->units,
                                   g->sms ? g->sms : 1),
       0, 0};
-  const double pass = ibp__gate_pass_ns(p, g), kernel = ibp__gate_kernel_ns(p, g);
+  const double pass = ibp__gate_pass_ns(p, g),
+               kernel = ibp__gate_kernel_ns(p, g);
   *alone_ns = kernel < pass ? kernel : pass;
 }
 
 static ibp_chooser *chooser_at(ibp_region_rec *r, int dev,
-                               ibp_served_region **s,
-                               ibp_device_slot **slot) {
+                               ibp_served_region **s, ibp_device_slot **slot) {
   *s = r ? ibp__served(r) : NULL;
   if (!*s || dev < 0 || dev >= IBP_MAX_DEVICES)
     return NULL;
@@ -66,8 +65,7 @@ void ibp__batch_timing_drop(ibp_batch_timed *t, int dev) {
   ibp_device_slot *slot;
   if (!t->rec)
     return;
-  ibp__chooser_untimed(chooser_at(t->rec, dev, &s, &slot), t->cls,
-                       &t->choice);
+  ibp__chooser_untimed(chooser_at(t->rec, dev, &s, &slot), t->cls, &t->choice);
   t->rec = NULL;
 }
 
@@ -97,10 +95,9 @@ void ibp__batch_time_begin(ibp_batch_timed *t, int dev, CUcontext ctx,
   /* one query per timed batch (never per copy): whether the span starts
    * with the calls (an idle stream) or with the work before it */
   const int idle = d->cuStreamQuery(stream) == CUDA_SUCCESS;
-  ibp__timing_begin(run->s, run->slot, run->ch, p, stream, t->cls, &t->choice,
-                    &model, 0, 1e3 * (p->driver_copy_call_us +
-                                      p->driver_launch_call_us),
-                    idle, &run->t);
+  ibp__timing_begin(
+      run->s, run->slot, run->ch, p, stream, t->cls, &t->choice, &model, 0,
+      1e3 * (p->driver_copy_call_us + p->driver_launch_call_us), idle, &run->t);
   t->rec = NULL;
 }
 
@@ -111,8 +108,8 @@ void ibp__batch_time_end(ibp_batch_timing_run *run, CUstream stream,
 }
 
 int ibp__batch_time_alone(ibp_served_region *s, ibp_device_slot *slot,
-                          const ibp_profile *p, const ibp_copy *c,
-                          unsigned cls, const ibp_choice *x,
+                          const ibp_profile *p, const ibp_copy *c, unsigned cls,
+                          const ibp_choice *x,
                           const ibp_route_cost prior[IBP_ROUTES]) {
   const ibp_driver *d = ibp__driver();
   ibp_chooser *ch = ibp__chooser_of(slot);

@@ -40,10 +40,9 @@
  * prior[IBP_ROUTE_ZEROCOPY] for a copy of its own call when IBP_PATH
  * allows it); *alone_ns and *batched_ns: the model's time of each, before
  * the margin (for the statistics' modelled saving). */
-void ibp__batch_priors(const ibp_profile *p, const ibp_gate_copy *g,
-                       uint32_t n, int hold_only,
-                       ibp_route_cost prior[IBP_ROUTES], double *alone_ns,
-                       double *batched_ns);
+void ibp__batch_priors(const ibp_profile *p, const ibp_gate_copy *g, uint32_t n,
+                       int hold_only, ibp_route_cost prior[IBP_ROUTES],
+                       double *alone_ns, double *batched_ns);
 
 /* A batched launch to be timed: the copy whose decision asked for it. */
 typedef struct ibp_batch_timed {
@@ -88,8 +87,8 @@ void ibp__batch_time_end(ibp_batch_timing_run *run, CUstream stream,
  * the caller's).  0 when queued; 1: nothing was (the caller leaves the
  * copy to the driver). */
 int ibp__batch_time_alone(ibp_served_region *s, ibp_device_slot *slot,
-                          const ibp_profile *p, const ibp_copy *c,
-                          unsigned cls, const ibp_choice *x,
+                          const ibp_profile *p, const ibp_copy *c, unsigned cls,
+                          const ibp_choice *x,
                           const ibp_route_cost prior[IBP_ROUTES]);
 
 #endif /* IBP_PRELOAD_BATCH_ROUTE_H */

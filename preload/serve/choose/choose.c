@@ -132,11 +132,12 @@ ibp_route ibp__choose_decide(ibp_choose_class *k,
   double model[IBP_ROUTES];
   memset(out, 0, sizeof *out);
   for (int r = 0; r < IBP_ROUTES; r++)
-    model[r] = is_open(&prior[r])
-                   ? (prior[r].serial ? prior[r].cpu_ns + prior[r].gpu_ns
-                                      : max2(prior[r].cpu_ns, prior[r].gpu_ns)) +
-                         1e-9
-                   : 0;
+    model[r] =
+        is_open(&prior[r])
+            ? (prior[r].serial ? prior[r].cpu_ns + prior[r].gpu_ns
+                               : max2(prior[r].cpu_ns, prior[r].gpu_ns)) +
+                  1e-9
+            : 0;
   out->modelled = smallest(model);
   if (!learn) {
     out->route = (ibp_route)out->modelled;
@@ -177,10 +178,9 @@ ibp_route ibp__choose_decide(ibp_choose_class *k,
   if (alt >= 0) {
     /* taken once, by itself (a batch of one copy: its model's figure
      * scaled as the class measured the route) */
-    const double once =
-        prior[alt].once_ns > model[alt]
-            ? est[alt] * prior[alt].once_ns / model[alt]
-            : est[alt];
+    const double once = prior[alt].once_ns > model[alt]
+                            ? est[alt] * prior[alt].once_ns / model[alt]
+                            : est[alt];
     cost = max2(0, once - est[go]) + timing_ns +
            (k->route[alt].samples < IBP_CHOOSE_MIN_SAMPLES
                 ? IBP_CHOOSE_UNMEASURED * once

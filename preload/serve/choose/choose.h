@@ -87,8 +87,8 @@ typedef enum ibp_class_mode {
 typedef struct ibp_route_cost {
   double cpu_ns;
   double gpu_ns;
-  int serial; /* the two add up instead: a batched launch's GPU work
-                 starts after its copies were held (serve/choose/gate.h) */
+  int serial;     /* the two add up instead: a batched launch's GPU work
+                     starts after its copies were held (serve/choose/gate.h) */
   double once_ns; /* what taking it for one copy costs while another route
                      is the choice, where that is more (a batch of one
                      copy); 0: as much as any copy */
@@ -109,8 +109,8 @@ typedef struct ibp_choose_route {
   uint32_t pending; /* explorations not yet settled */
   uint32_t wait;    /* copies before it may be explored again */
   uint32_t backoff;
-  uint64_t chosen;   /* copies that took it */
-  uint64_t explored; /* of those, explorations */
+  uint64_t chosen;    /* copies that took it */
+  uint64_t explored;  /* of those, explorations */
   uint64_t passed_on; /* of those, left to another decision
                          (ibp__chooser_passed_on) */
 } ibp_choose_route;

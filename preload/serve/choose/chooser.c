@@ -103,8 +103,7 @@ void ibp__chooser_figures(ibp_chooser *ch,
   pthread_mutex_unlock(&ch->lock);
 }
 
-void ibp__chooser_untimed(ibp_chooser *ch, unsigned cls,
-                          const ibp_choice *c) {
+void ibp__chooser_untimed(ibp_chooser *ch, unsigned cls, const ibp_choice *c) {
   if (!ch || cls >= IBP_CHOOSE_CLASSES || !c->explore)
     return;
   pthread_mutex_lock(&ch->lock);

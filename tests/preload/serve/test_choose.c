@@ -127,7 +127,8 @@ static void test_prior_too_kind(void) {
  * driver (kernel 100 us modelled, 50 us true): exploration finds it, and
  * the class moves to it within 200 copies. */
 static void test_prior_too_harsh(void) {
-  ibp_route_cost prior[IBP_ROUTES] = {{2500, 80000, 0, 0}, {2800, 100000, 0, 0}, {0, 0, 0, 0}};
+  ibp_route_cost prior[IBP_ROUTES] = {
+      {2500, 80000, 0, 0}, {2800, 100000, 0, 0}, {0, 0, 0, 0}};
   ibp_route_cost truth[IBP_ROUTES];
   memcpy(truth, prior, sizeof truth);
   truth[IBP_ROUTE_ZEROCOPY].gpu_ns = 50000;
@@ -146,7 +147,8 @@ static void test_prior_too_harsh(void) {
  * (plus one exploration's cost) and back off -- few of them in 100000
  * copies. */
 static void test_exploration_bounded(void) {
-  ibp_route_cost prior[IBP_ROUTES] = {{2500, 30000, 0, 0}, {2800, 90000, 0, 0}, {0, 0, 0, 0}};
+  ibp_route_cost prior[IBP_ROUTES] = {
+      {2500, 30000, 0, 0}, {2800, 90000, 0, 0}, {0, 0, 0, 0}};
   ibp_choose_class k;
   ibp__choose_class_init(&k);
   run o = simulate(&k, prior, prior, 100000, IBP_ROUTE_DRIVER, 1);
@@ -178,8 +180,8 @@ static void test_batched_prior_too_kind(void) {
   ibp__choose_class_init(&k);
   run o = simulate(&k, prior, truth, 20000, IBP_ROUTE_DRIVER, 1);
   CHECK(o.settled >= 0 && o.settled <= 400);
-  CHECK(o.explore <= IBP_CHOOSE_EXPLORE_SHARE * o.spent + 2 * 5000 +
-                         2 * TIMING_NS + 2500);
+  CHECK(o.explore <=
+        IBP_CHOOSE_EXPLORE_SHARE * o.spent + 2 * 5000 + 2 * TIMING_NS + 2500);
   fprintf(stderr,
           "batched launch dearer, driver cheaper than modelled: the driver "
           "from copy %ld (%ld explored)\n",
