@@ -167,6 +167,10 @@ typedef struct ibp_served_region {
   _Atomic int invalidated; /* written by a copy while compressing */
   _Atomic unsigned failures; /* substitution errors (degrade on repeat) */
   _Atomic int kernel_args;   /* an application kernel got a pointer into it */
+  /* compact regions (serve/compact.h): 1 while the memory is libibp's and
+   * may be released (until ibp__compact_pin); the tracker's questions */
+  _Atomic int compact;
+  ibp_compact_ops compact_ops;
   _Atomic double batch_scan_ns; /* serve/batch/batch.c (a holding thread, or the
                                    flusher): what the write tracker's scan
                                    cost the region's batched launches

@@ -18,6 +18,7 @@
 #include "serve/batch/batch.h"
 #include "serve/choose/chooser.h"
 #include "serve/choose/gate.h"
+#include "serve/compact.h"
 #include "serve/nvtx.h"
 #include "serve/prepare/refresh.h"
 #include "serve/region.h"
@@ -176,6 +177,8 @@ typedef struct decision {
   const ibp_profile *p;
 } decision;
 
+static ibp_route compact_route(decision *x);
+
 /* The route for this copy among those IBP_PATH leaves open: the chooser
  * (serve/choose/chooser.h) weighs each route's model cost (gate.c) -- the
  * driver's copy, the kernel reading over PCIe, the staged path (planned
@@ -238,6 +241,12 @@ static ibp_route choose(ibp_served_region *s, ibp_device_slot *slot, int dev,
                       est[IBP_ROUTE_ZEROCOPY] < est[IBP_ROUTE_DRIVER]
                   ? IBP_ROUTE_ZEROCOPY
                   : IBP_ROUTE_DRIVER;
+  if (ibp__compact_active(s)) { /* its memory is the shadow's */
+    if (est[IBP_ROUTE_ZEROCOPY] > 0)
+      x->second = IBP_ROUTE_ZEROCOPY;
+    if (go == IBP_ROUTE_DRIVER)
+      go = compact_route(x);
+  }
   const ibp_route_cost *m = prior;
   double model = m[go].cpu_ns > m[go].gpu_ns ? m[go].cpu_ns : m[go].gpu_ns;
   double pass = m[0].cpu_ns > m[0].gpu_ns ? m[0].cpu_ns : m[0].gpu_ns;
@@ -287,6 +296,30 @@ static void time_untimed(decision *x) {
   if (x->choice.timed)
     ibp__chooser_untimed(x->ch, x->cls, &x->choice);
   x->choice.timed = 0;
+}
+
+/* A compact region's copy the chooser gave the driver: the GPU path its
+ * estimates rank first among those open (compact.h: its pages are the
+ * shadow's; where none is open, the driver reads the memory, rebuilding
+ * what it touches).  The timing asked for the driver is dropped. */
+static ibp_route compact_route(decision *x) {
+  const double *est = x->choice.est_ns;
+  ibp_route go = IBP_ROUTE_DRIVER;
+  if (est[IBP_ROUTE_ZEROCOPY] > 0)
+    go = IBP_ROUTE_ZEROCOPY;
+  if (est[IBP_ROUTE_STAGED] > 0 &&
+      (go == IBP_ROUTE_DRIVER || est[IBP_ROUTE_STAGED] < est[go]))
+    go = IBP_ROUTE_STAGED;
+  if (go != IBP_ROUTE_DRIVER)
+    time_untimed(x);
+  return go;
+}
+
+/* Whether `stream` is capturing (or cannot tell). */
+static int capturing(const ibp_driver *d, CUstream stream) {
+  CUstreamCaptureStatus cs = CU_STREAM_CAPTURE_STATUS_NONE;
+  return d->cuStreamIsCapturing(stream, &cs) != CUDA_SUCCESS ||
+         cs != CU_STREAM_CAPTURE_STATUS_NONE;
 }
 
 /* The driver's copy, timed (the chooser asked for it): queued here between
@@ -359,7 +392,9 @@ static int rewritten(ibp_region_rec *r, ibp_served_region *s) {
     ibp__refresh_maybe(r);
     return 0;
   }
-  if (ibp_region_transition(r, IBP_REGION_READY, IBP_REGION_DEGRADED)) {
+  if (ibp__compact_pin(r, "rewritten faster than copied")) {
+    /* pinned, and demoted like any other */
+  } else if (ibp_region_transition(r, IBP_REGION_READY, IBP_REGION_DEGRADED)) {
     ibp__track_unprotect(&s->track);
     ibp__log(IBP_LOG_INFO,
              "region '%s': rewritten faster than copied (%llu of %llu "
@@ -378,6 +413,14 @@ static int serve_region(ibp_region_rec *r, const ibp_copy *c, int offered) {
   ibp_served_region *s = ibp__served(r);
   if (!d || !s)
     return 1;
+  /* a compact region's memory is pageable to the driver: a copy of it
+   * that a graph captures needs it pinned */
+  const int compact = ibp__compact_active(s);
+  if (compact && capturing(d, c->stream) &&
+      ibp__compact_pin(r, "a copy from it is captured")) {
+    count_passed(s, c->bytes);
+    return 1;
+  }
   if (atomic_load_explicit(&s->kernel_args, memory_order_relaxed)) {
     count_passed(s, c->bytes); /* kernel_args.c: it may be written unseen */
     return 1;
@@ -409,6 +452,13 @@ static int serve_region(ibp_region_rec *r, const ibp_copy *c, int offered) {
     return 1;
   }
   const uint64_t off = (uintptr_t)c->src - r->base;
+  /* a compact region's copy the shadow cannot serve alone is the driver's:
+   * it reads the memory, whose pages come back as it touches them */
+  if (compact && !ibp__compact_servable(s, off, c->bytes)) {
+    count_passed(s, c->bytes);
+    ibp__count(&s->counters, copies_compact_driver, 1);
+    return 1;
+  }
   /* a held copy's choice needs no exact count (batch.c counts at the
    * flush) */
   const uint64_t estimate = ibp__gate_stored_estimate(s, c->bytes);
@@ -420,8 +470,9 @@ static int serve_region(ibp_region_rec *r, const ibp_copy *c, int offered) {
   /* held: served by its stream's batched launch, whose flush scans the
    * span its copies read for writes the kernel recorded (batch.c) */
   const int offer =
-      offered ? 2
-              : ibp__batch_offer(r, s, dev, ctx, c, pcie, alloc, alloc_bytes);
+      offered   ? 2
+      : compact ? 1 /* not batched: a batch's entries are judged at its flush */
+                : ibp__batch_offer(r, s, dev, ctx, c, pcie, alloc, alloc_bytes);
   if (offer == 0)
     return 0;
   if (c->hold_only) { /* an entry of the application's batch: the driver's */
@@ -476,6 +527,18 @@ static int serve_region(ibp_region_rec *r, const ibp_copy *c, int offered) {
   }
   atomic_fetch_add(&s->refresh.launching, 1); /* refresh.c waits for it */
   prepare(r, s, slot, c, &a, &plan);
+  if (compact) {
+    /* a refresh that began since rewrites streams in place: the driver's
+     * copy then; the kernel never reads the original (compact.h) */
+    a.dirty = NULL;
+    a.busy = NULL;
+    if (!ibp__compact_servable(s, off, c->bytes)) {
+      atomic_fetch_sub(&s->refresh.launching, 1);
+      count_passed(s, c->bytes);
+      ibp__count(&s->counters, copies_compact_driver, 1);
+      return 1;
+    }
+  }
   ibp_route go;
   if (!decided) {
     go = choose(s, slot, dev, ctx, c, pcie, &a, &plan, &sp, &x, 1);

@@ -68,6 +68,8 @@ typedef struct ibp_tracked {
   struct ibp_compact_pages *_Atomic pages;
   _Atomic uint64_t pages_released; /* releases, counted per page */
   _Atomic uint64_t pages_rebuilt;  /* pages rebuilt on an access */
+  _Atomic int discard; /* set by the owner: the memory is about to go, and
+                          unprotect need not rebuild it */
 } ibp_tracked;
 
 typedef enum ibp_tracker_kind {

@@ -362,8 +362,10 @@ void ibp__compact_unprotect(ibp_tracked *t) {
   const uintptr_t pg = page_size();
   int saved = errno;
   pthread_mutex_lock(&lock);
-  /* every page back with its bytes, then plain memory again */
-  for (size_t k = 0; k < p->count && fd >= 0; k++)
+  /* every page back with its bytes (unless they are no longer wanted),
+   * then plain memory again */
+  const int keep = !atomic_load(&t->discard);
+  for (size_t k = 0; keep && k < p->count && fd >= 0; k++)
     if (atomic_load(&p->state[k]) == RELEASED) {
       uintptr_t a = p->lo + k * pg;
       if (page_bytes(t, a, page_buf) != 0)

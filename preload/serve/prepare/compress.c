@@ -15,6 +15,7 @@
 
 #include "base/driver.h"
 #include "base/log.h"
+#include "serve/compact.h"
 #include "serve/dtoh.h"
 #include "serve/prepare/device.h"
 #include "serve/prepare/pack.h"
@@ -57,6 +58,12 @@ static int start_tracking(const ibp_driver *d, ibp_region_rec *r,
   memset(bits, 0, 2 * bytes);
   s->refresh.busy = (_Atomic uint32_t *)(bits + bytes);
   __atomic_store_n(&s->track.dirty, (_Atomic uint32_t *)bits, __ATOMIC_RELEASE);
+  if (!ibp__compact_active(s))
+    s->track.compact = NULL; /* pinned before it was compressed */
+  else                       /* its own tracker, whatever track= says */
+    return ibp__track_protect(&s->track) == 0
+               ? 0
+               : fail(r, "cannot take its pages (userfaultfd)");
   if (r->rule.track == IBP_TRACK_TRUST)
     return 0;
   if (ibp__track_install() != 0 || ibp__track_protect(&s->track) != 0)
@@ -217,6 +224,7 @@ int ibp__compress_fill(ibp_region_rec *r) {
   if (rc == 0) { /* busy bits are all clear: kernels may stop reading them */
     atomic_store(&s->refresh.refreshing, 0);
     atomic_store(&s->refresh.filling, 0);
+    ibp__compact_release(r); /* still `pending`: nothing unprotects it */
   }
   atomic_store(&s->refresh.pending, 0);
   if (rc != 0 && !atomic_load(&r->removed))

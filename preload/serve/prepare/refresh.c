@@ -46,6 +46,7 @@
 
 #include "base/driver.h"
 #include "base/log.h"
+#include "serve/compact.h"
 #include "serve/dtoh.h"
 #include "serve/region.h"
 #include "serve/worker.h"
@@ -216,7 +217,8 @@ void ibp__refresh_region(ibp_region_rec *r) {
   ibp_served_region *s = ibp__served(r);
   ibp_refresh *f = &s->refresh;
   const uint64_t n = s->geometry.tensors, words = (n + 31) / 32;
-  const int tracked = r->rule.track == IBP_TRACK_PROTECT;
+  const int tracked =
+      r->rule.track == IBP_TRACK_PROTECT || ibp__compact_active(s);
   uint32_t *set = calloc(words ? words : 1, sizeof *set);
   uint8_t *tmp = malloc((size_t)s->geometry.tensor_bytes + 16);
   uint64_t count = 0;
@@ -259,6 +261,8 @@ void ibp__refresh_region(ibp_region_rec *r) {
   ibp__count(&s->counters, tensors_recompressed, count);
   ibp__log(IBP_LOG_DEBUG, "region '%s': %llu tensors recompressed", r->name,
            (unsigned long long)count);
+  ibp__compact_release(r); /* the rewritten tensors' pages, bounded by the
+                              refresh's own pace (refresh_maybe) */
 out:
   free(set);
   free(tmp);

@@ -26,6 +26,7 @@ REGION_KEYS = {
     "staged_decode_model_seconds": (int, float),
     "prepare_peak_bytes": int, "first_chunk_seconds": (int, float),
     "ready_seconds": (int, float), "routes": dict,
+    "copies_compact_driver": int, "pages_released": int, "pages_rebuilt": int,
 }
 TOTAL_KEYS = {
     "regions": int, "bytes": int, "stored_bytes": int,
@@ -42,6 +43,7 @@ TOTAL_KEYS = {
     "staged_decode_model_seconds": (int, float),
     "prepare_peak_bytes": int, "first_chunk_seconds": (int, float),
     "ready_seconds": (int, float),
+    "copies_compact_driver": int, "pages_released": int, "pages_rebuilt": int,
 }
 
 # The figures of test_stats.c's `regions` table, in registration order.
