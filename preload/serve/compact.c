@@ -212,7 +212,11 @@ void ibp__compact_release(ibp_region_rec *r) {
   if (!s || !ibp__compact_active(s) || atomic_load(&r->removed) ||
       ibp_region_state_get(r) != IBP_REGION_READY)
     return;
+  atomic_store(&s->host.rebuilt_mark, atomic_load(&s->track.pages_rebuilt));
   long n = ibp__track_release(&s->track);
+  long long resident = ibp__track_resident_bytes(&s->track);
+  if (resident >= 0)
+    atomic_store(&s->host.resident_bytes, (uint64_t)resident);
   if (n > 0)
     ibp__log(IBP_LOG_DEBUG, "region '%s': %ld pages released", r->name, n);
 }
@@ -268,6 +272,16 @@ int ibp__compact_pin(ibp_region_rec *r, const char *why) {
              "passes through",
              r->name, why);
   return 1;
+}
+
+int ibp__compact_release_due(const ibp_served_region *s, unsigned share) {
+  if (!ibp__compact_active(s))
+    return 0;
+  const uint64_t back =
+      atomic_load_explicit(&s->track.pages_rebuilt, memory_order_relaxed) -
+      atomic_load_explicit(&s->host.rebuilt_mark, memory_order_relaxed);
+  const uint64_t pages = s->track.bytes / 4096 + 1;
+  return back * share >= pages;
 }
 
 long long ibp__compact_resident(const ibp_served_region *s) {

@@ -61,6 +61,11 @@ int ibp__compact_servable(const ibp_served_region *s, uint64_t off,
  * the shadow holds (track/track.h, ibp__track_release). */
 void ibp__compact_release(ibp_region_rec *r);
 
+/* Nonzero when compact s has 1/`share` of its pages or more back since
+ * the last release (read, or written and recompressed since): time for
+ * another (refresh.c queues it with a refresh). */
+int ibp__compact_release_due(const ibp_served_region *s, unsigned share);
+
 /* When r is compact: rebuilds every page of it and pins the memory (the
  * application needs it pinned, or libibp no longer serves it: `why`, said
  * in one line); from then on r passes through like an ordinary region

@@ -244,8 +244,10 @@ static ibp_route choose(ibp_served_region *s, ibp_device_slot *slot, int dev,
   if (ibp__compact_active(s)) { /* its memory is the shadow's */
     if (est[IBP_ROUTE_ZEROCOPY] > 0)
       x->second = IBP_ROUTE_ZEROCOPY;
-    if (go == IBP_ROUTE_DRIVER)
-      go = compact_route(x);
+    if (go == IBP_ROUTE_DRIVER && (go = compact_route(x)) != IBP_ROUTE_DRIVER &&
+        count && est[go] > est[IBP_ROUTE_DRIVER])
+      ibp__count(&s->counters, compact_seconds_cost,
+                 (uint64_t)(est[go] - est[IBP_ROUTE_DRIVER]));
   }
   const ibp_route_cost *m = prior;
   double model = m[go].cpu_ns > m[go].gpu_ns ? m[go].cpu_ns : m[go].gpu_ns;

@@ -61,6 +61,11 @@ unsigned ibp__pack_threads(void);
  * NULL): the estimated number of all-zero tensors. */
 uint64_t ibp__pack_estimate(const ibp_pack *p, uint64_t *zero_tensors);
 
+/* Bytes the packed streams of p's region take now, exactly: every tensor
+ * measured (a compact region's shadow is all the memory it keeps, so it
+ * gets no margin; compact.h). */
+uint64_t ibp__pack_exact(const ibp_pack *p);
+
 /* Compresses every chunk into place.  Returns 0, or -1 (out of memory,
  * stopped, or publish failed: the tensors not yet published stay busy). */
 int ibp__pack_fill(ibp_pack *p);

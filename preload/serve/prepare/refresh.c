@@ -62,7 +62,10 @@ void ibp__refresh_maybe(ibp_region_rec *r) {
   uint64_t floor =
       atomic_load_explicit(&s->refresh.dirty_floor, memory_order_relaxed);
   dirty = dirty > floor ? dirty - floor : 0;
-  if (dirty == 0 || dirty * REFRESH_SHARE < s->geometry.tensors ||
+  /* a compact region's pages that came back (read, or rewritten and
+   * recompressed) go again at the same pace */
+  const int due = ibp__compact_release_due(s, REFRESH_SHARE);
+  if ((!due && (dirty == 0 || dirty * REFRESH_SHARE < s->geometry.tensors)) ||
       atomic_load_explicit(&s->refresh.pending, memory_order_relaxed))
     return;
   int expected = 0;
@@ -261,9 +264,11 @@ void ibp__refresh_region(ibp_region_rec *r) {
   ibp__count(&s->counters, tensors_recompressed, count);
   ibp__log(IBP_LOG_DEBUG, "region '%s': %llu tensors recompressed", r->name,
            (unsigned long long)count);
-  ibp__compact_release(r); /* the rewritten tensors' pages, bounded by the
-                              refresh's own pace (refresh_maybe) */
 out:
+  /* a compact region's pages that came back since the last release
+   * (read, or rewritten and recompressed now), at the refresh's own pace
+   * (refresh_maybe) */
+  ibp__compact_release(r);
   free(set);
   free(tmp);
   atomic_store(&f->pending, 0);
