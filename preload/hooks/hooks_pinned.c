@@ -153,7 +153,9 @@ static CUresult host_alloc(void **pp, size_t n, unsigned flags, int legacy) {
   /* the driver's answer without a context is its own error */
   if (rule && rule->mode == IBP_MODE_COMPACT && d &&
       d->cuCtxGetCurrent(&ctx) == CUDA_SUCCESS && ctx) {
-    void *p = ibp__compact_alloc(n, flags);
+    CUdevice dev = -1;
+    d->cuCtxGetDevice(&dev);
+    void *p = ibp__compact_alloc(n, flags, ctx, (int)dev);
     if (p && pinned_created(p, n, rule, 0, 1)) {
       *pp = p;
       return CUDA_SUCCESS;

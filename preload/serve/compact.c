@@ -24,7 +24,9 @@ typedef struct mapping {
   uintptr_t base;
   size_t bytes, map_bytes;
   unsigned flags; /* cuMemHostAlloc's */
-  int pinned;     /* registered with the driver since (ibp__compact_pin) */
+  CUcontext ctx;  /* current at the allocation */
+  int dev;
+  int pinned; /* registered with the driver since (ibp__compact_pin) */
   UT_hash_handle hh;
 } mapping;
 
@@ -32,7 +34,7 @@ static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static mapping *mappings;
 static _Atomic int any_mapping; /* a relaxed look before the lock */
 
-void *ibp__compact_alloc(size_t n, unsigned flags) {
+void *ibp__compact_alloc(size_t n, unsigned flags, CUcontext ctx, int dev) {
   const size_t pg = (size_t)sysconf(_SC_PAGESIZE);
   const size_t len = (n + pg - 1) / pg * pg;
   if (n == 0 || len < n || !ibp__track_compact_available())
@@ -49,8 +51,12 @@ void *ibp__compact_alloc(size_t n, unsigned flags) {
    * released page by page, so never a huge page */
   (void)madvise(p, len, MADV_DONTFORK);
   (void)madvise(p, len, MADV_NOHUGEPAGE);
-  *m = (mapping){
-      .base = (uintptr_t)p, .bytes = n, .map_bytes = len, .flags = flags};
+  *m = (mapping){.base = (uintptr_t)p,
+                 .bytes = n,
+                 .map_bytes = len,
+                 .flags = flags,
+                 .ctx = ctx,
+                 .dev = dev};
   pthread_mutex_lock(&lock);
   HASH_ADD(hh, mappings, base, sizeof m->base, m);
   atomic_store(&any_mapping, 1);
@@ -76,6 +82,24 @@ int ibp__compact_free(void *p) {
   munmap(p, m->map_bytes);
   free(m);
   return 1;
+}
+
+int ibp__compact_memory_of(const void *p, ibp_compact_memory *out) {
+  if (!atomic_load_explicit(&any_mapping, memory_order_relaxed))
+    return 0;
+  const uintptr_t a = (uintptr_t)p;
+  int found = 0;
+  pthread_mutex_lock(&lock);
+  mapping *m, *next;
+  HASH_ITER(hh, mappings, m, next) {
+    if (!m->pinned && a >= m->base && a < m->base + m->bytes) {
+      *out = (ibp_compact_memory){m->base, m->bytes, m->flags, m->ctx, m->dev};
+      found = 1;
+      break;
+    }
+  }
+  pthread_mutex_unlock(&lock);
+  return found;
 }
 
 int ibp__compact_owns(const void *p, size_t n) {

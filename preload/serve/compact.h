@@ -20,9 +20,24 @@
 #include "serve/region.h"
 
 /* Memory for a pinned allocation of n bytes matching a compact rule
- * (`flags`: cuMemHostAlloc's), or NULL when compact regions cannot be
- * kept here (then the driver allocates, and the region is ordinary). */
-void *ibp__compact_alloc(size_t n, unsigned flags);
+ * (`flags`: cuMemHostAlloc's; made in context ctx of device dev), or NULL
+ * when compact regions cannot be kept here (then the driver allocates,
+ * and the region is ordinary). */
+void *ibp__compact_alloc(size_t n, unsigned flags, CUcontext ctx, int dev);
+
+/* What the driver would say of memory ibp__compact_alloc gave and did not
+ * pin since. */
+typedef struct ibp_compact_memory {
+  uintptr_t base;
+  size_t bytes;
+  unsigned flags;
+  CUcontext ctx;
+  int dev;
+} ibp_compact_memory;
+
+/* 1 with *out filled when p lies in such memory, else 0 (a relaxed load
+ * when there is none). */
+int ibp__compact_memory_of(const void *p, ibp_compact_memory *out);
 
 /* cuMemFreeHost of p: when p is memory ibp__compact_alloc gave, unpins it
  * if it was pinned since, unmaps it and returns 1 (the region is

@@ -6,8 +6,10 @@
  * this file's thread answers.  Each page is in one of three states, changed
  * only under `lock`:
  *
- *   PROTECTED  resident (or never touched: zeros) and write-protected: the
- *              compressed copy may hold it
+ *   PROTECTED  resident and write-protected: the compressed copy may hold
+ *              it (a page missing in this state was never touched, or the
+ *              application dropped it: its tensors are marked dirty when
+ *              it comes back as zeros)
  *   WRITTEN    resident and writable: written since it was last protected;
  *              its tensors were marked dirty before the write went on
  *   RELEASED   dropped (MADV_DONTNEED): the compressed copy holds it
@@ -205,13 +207,16 @@ static void on_fault(uintptr_t addr, uint64_t flags) {
                      "region '%s': a released page could not be rebuilt; "
                      "its bytes are lost (a libibp bug)",
                      t->name);
+    /* a page missing that we did not release was never touched, or was
+     * dropped by the application (a raw madvise MADV_DONTNEED: zeros
+     * now): its tensors may no longer be what the shadow holds */
     const int write = (flags & UFFD_PAGEFAULT_FLAG_WRITE) != 0;
-    if (write)
+    if (write || !released)
       mark_page(t, a);
-    atomic_store(st, write ? WRITTEN : PROTECTED);
+    atomic_store(st, write || !released ? WRITTEN : PROTECTED);
     if (released) /* counted before the access goes on */
       atomic_fetch_add_explicit(&t->pages_rebuilt, 1, memory_order_relaxed);
-    install(a, page_buf, !write);
+    install(a, page_buf, released && !write);
   }
   pthread_mutex_unlock(&lock);
 }
