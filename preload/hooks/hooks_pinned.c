@@ -74,7 +74,7 @@ static const ibp_rule *rule_for(size_t n) {
  * compact rule.  Returns 1 when a region was made. */
 static int pinned_created(void *p, size_t n, const ibp_rule *rule,
                           int registered, int compact) {
-  ibp__discover_pinned(p, n);
+  ibp__discover_pinned(p, n, registered);
   if (!rule || !p || n == 0)
     return 0;
   if (rule->mode == IBP_MODE_INPLACE) {
