@@ -189,9 +189,20 @@ static ibp_route choose(ibp_served_region *s, ibp_device_slot *slot, int dev,
                         CUcontext ctx, const ibp_copy *c, uint64_t pcie,
                         const ibp_decompress_args *a,
                         const ibp_kernel_plan *plan, ibp_staged_plan *sp,
-                        decision *x, int count) {
-  memset(x, 0, sizeof *x);
+                        decision *x, int count, int again) {
+  /* what each route can time: the driver's copy and the kernel run on the
+   * caller's stream between the two events; the staged path's copies run
+   * on libibp's stream too, ahead of the first event whenever the one
+   * before is still in flight, so its span is not its cost: its decode
+   * alone is timed (serve/staged/staged.c, "the decode as measured") */
+  const unsigned timable = 1u << IBP_ROUTE_DRIVER | 1u << IBP_ROUTE_ZEROCOPY;
   ibp_route_cost *prior = x->prior;
+  if (again) { /* the look's priors, class and staged plan stand */
+    if (!x->p)
+      return IBP_ROUTE_DRIVER;
+    goto decide;
+  }
+  memset(x, 0, sizeof *x);
   const ibp_profile *p = ibp__gate_profile(dev);
   x->p = p;
   if (!p) {
@@ -212,12 +223,6 @@ static ibp_route choose(ibp_served_region *s, ibp_device_slot *slot, int dev,
   x->ch = ibp__chooser_of(slot);
   x->idle = !ibp__chooser_stream_busy(x->ch, c->stream);
   x->cls = ibp__choose_class_index(c->bytes, !x->idle, IBP_CLASS_SINGLE);
-  /* what each route can time: the driver's copy and the kernel run on the
-   * caller's stream between the two events; the staged path's copies run
-   * on libibp's stream too, ahead of the first event whenever the one
-   * before is still in flight, so its span is not its cost: its decode
-   * alone is timed (serve/staged/staged.c, "the decode as measured") */
-  unsigned timable = 1u << IBP_ROUTE_DRIVER | 1u << IBP_ROUTE_ZEROCOPY;
   /* the staged path is planned (a walk over the copy's tensors) only when
    * its calls alone leave room to win */
   ibp_choice look;
@@ -233,8 +238,9 @@ static ibp_route choose(ibp_served_region *s, ibp_device_slot *slot, int dev,
     prior[IBP_ROUTE_STAGED] =
         (ibp_route_cost){1e3 * ibp__gate_staged_cpu_us(p, &sp->gate),
                          1e3 * sp->gate.gpu_us, 0, 0};
-  ibp_route go = ibp__chooser_decide(s, slot, x->ch, p, x->cls, prior, timable,
-                                     !count, &x->choice);
+decide:;
+  ibp_route go = ibp__chooser_decide(s, slot, x->ch, x->p, x->cls, prior,
+                                     timable, !count, &x->choice);
   /* the faster of the other two, for a staged copy the ring cannot take */
   const double *est = x->choice.est_ns;
   x->second = est[IBP_ROUTE_ZEROCOPY] > 0 &&
@@ -504,9 +510,11 @@ static int serve_region(ibp_region_rec *r, const ibp_copy *c, int offered) {
     /* a look first (nothing counted): a copy for a GPU path is decided
      * after the sync, nearer its submission (the staged path's model asks
      * whether the stream is still busy) */
-    if (choose(s, slot, dev, ctx, c, pcie, &a, &plan, &sp, &x, 0) ==
+    if (choose(s, slot, dev, ctx, c, pcie, &a, &plan, &sp, &x, 0, 0) ==
         IBP_ROUTE_DRIVER) {
-      if (choose(s, slot, dev, ctx, c, pcie, &a, &plan, &sp, &x, 1) ==
+      /* decided for real on the look's priors (the staged plan is not
+       * walked twice) */
+      if (choose(s, slot, dev, ctx, c, pcie, &a, &plan, &sp, &x, 1, 1) ==
           IBP_ROUTE_DRIVER) /* timed or not, the driver reads the host's
                                bytes */
         return x.choice.timed ? timed_driver_copy(s, slot, c, &x) : 1;
@@ -543,7 +551,7 @@ static int serve_region(ibp_region_rec *r, const ibp_copy *c, int offered) {
   }
   ibp_route go;
   if (!decided) {
-    go = choose(s, slot, dev, ctx, c, pcie, &a, &plan, &sp, &x, 1);
+    go = choose(s, slot, dev, ctx, c, pcie, &a, &plan, &sp, &x, 1, 0);
   } else { /* the choice stands; the staged path is planned again on what
               the sync found (a tensor written since is read raw) */
     go = x.go;
