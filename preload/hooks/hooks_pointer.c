@@ -69,9 +69,12 @@ static int answerable(CUpointer_attribute a) {
   return answer(a, &none, 0, &scratch);
 }
 
-/* The compact memory p lies in, when no libibp call is underway. */
-static int compact_memory(CUdeviceptr p, ibp_compact_memory *m) {
-  return !ibp__guard && ibp__compact_memory_of((const void *)(uintptr_t)p, m);
+/* The compact memory p lies in, when no libibp call is underway
+ * (`pinned_too`: also once pinned). */
+static int compact_memory(CUdeviceptr p, int pinned_too,
+                          ibp_compact_memory *m) {
+  return !ibp__guard &&
+         ibp__compact_memory_of((const void *)(uintptr_t)p, pinned_too, m);
 }
 
 static void pin(CUdeviceptr p, const char *why) {
@@ -81,7 +84,7 @@ static void pin(CUdeviceptr p, const char *why) {
 CUresult ibp__hook_cuPointerGetAttribute(void *data, CUpointer_attribute attr,
                                          CUdeviceptr p) {
   ibp_compact_memory m;
-  if (data && compact_memory(p, &m)) {
+  if (data && compact_memory(p, 0, &m)) {
     if (answer(attr, &m, (uintptr_t)p, data))
       return CUDA_SUCCESS;
     pin(p, "the driver is asked what only pinned memory has");
@@ -93,7 +96,7 @@ CUresult ibp__hook_cuPointerGetAttributes(unsigned n,
                                           CUpointer_attribute *attrs,
                                           void **data, CUdeviceptr p) {
   ibp_compact_memory m;
-  if (attrs && data && compact_memory(p, &m)) {
+  if (attrs && data && compact_memory(p, 0, &m)) {
     int all = 1;
     for (unsigned i = 0; i < n && all; i++)
       all = answerable(attrs[i]);
@@ -110,7 +113,10 @@ CUresult ibp__hook_cuPointerGetAttributes(unsigned n,
 
 CUresult ibp__hook_cuMemHostGetFlags(unsigned *flags, void *p) {
   ibp_compact_memory m;
-  if (flags && compact_memory((CUdeviceptr)(uintptr_t)p, &m)) {
+  /* also once pinned: the driver knows registered memory then, whose
+   * flags it does not answer for (those of the allocation the program
+   * made are ours to give) */
+  if (flags && compact_memory((CUdeviceptr)(uintptr_t)p, 1, &m)) {
     *flags = m.flags;
     return CUDA_SUCCESS;
   }
@@ -120,7 +126,7 @@ CUresult ibp__hook_cuMemHostGetFlags(unsigned *flags, void *p) {
 CUresult ibp__hook_cuMemHostGetDevicePointer_v2(CUdeviceptr *dptr, void *p,
                                                 unsigned flags) {
   ibp_compact_memory m;
-  if (compact_memory((CUdeviceptr)(uintptr_t)p, &m))
+  if (compact_memory((CUdeviceptr)(uintptr_t)p, 0, &m))
     pin((CUdeviceptr)(uintptr_t)p, "a device pointer into it is asked for");
   return ibp__real_cuMemHostGetDevicePointer_v2(dptr, p, flags);
 }

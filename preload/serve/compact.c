@@ -84,7 +84,8 @@ int ibp__compact_free(void *p) {
   return 1;
 }
 
-int ibp__compact_memory_of(const void *p, ibp_compact_memory *out) {
+int ibp__compact_memory_of(const void *p, int pinned_too,
+                           ibp_compact_memory *out) {
   if (!atomic_load_explicit(&any_mapping, memory_order_relaxed))
     return 0;
   const uintptr_t a = (uintptr_t)p;
@@ -92,7 +93,7 @@ int ibp__compact_memory_of(const void *p, ibp_compact_memory *out) {
   pthread_mutex_lock(&lock);
   mapping *m, *next;
   HASH_ITER(hh, mappings, m, next) {
-    if (!m->pinned && a >= m->base && a < m->base + m->bytes) {
+    if ((pinned_too || !m->pinned) && a >= m->base && a < m->base + m->bytes) {
       *out = (ibp_compact_memory){m->base, m->bytes, m->flags, m->ctx, m->dev};
       found = 1;
       break;

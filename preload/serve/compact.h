@@ -36,8 +36,10 @@ typedef struct ibp_compact_memory {
 } ibp_compact_memory;
 
 /* 1 with *out filled when p lies in such memory, else 0 (a relaxed load
- * when there is none). */
-int ibp__compact_memory_of(const void *p, ibp_compact_memory *out);
+ * when there is none).  `pinned_too`: also memory pinned since (the
+ * driver knows it then, as registered memory, not as its allocation). */
+int ibp__compact_memory_of(const void *p, int pinned_too,
+                           ibp_compact_memory *out);
 
 /* cuMemFreeHost of p: when p is memory ibp__compact_alloc gave, unpins it
  * if it was pinned since, unmaps it and returns 1 (the region is
