@@ -1,5 +1,6 @@
 # Test timeouts that hold on a loaded machine (tests/README.md,
-# "Timeouts"): every TIMEOUT a CMakeLists.txt gives a test is the time the
+# "Timeouts"), and the sanitizer builds' reduced work (IBP_TEST_REDUCE,
+# below).  Every TIMEOUT a CMakeLists.txt gives a test is the time the
 # test may take on an idle machine, and is multiplied here by
 # IBP_TEST_TIMEOUT_SCALE, a whole number: the cache variable when set
 # (-DIBP_TEST_TIMEOUT_SCALE=N), else the environment variable of the same
@@ -30,9 +31,37 @@ if(NOT ibp_timeout_scale MATCHES "^[1-9][0-9]*$")
 endif()
 message(STATUS "Test timeouts: x${ibp_timeout_scale} (IBP_TEST_TIMEOUT_SCALE)")
 
+# IBP_TEST_REDUCE (tests/README.md, "Under the sanitizers"): the one knob
+# by which a build runs less randomized work per test -- randomized tests
+# the first 1/N of their default cases, e2e programs fewer copies, fault
+# injection every kind of point once.  Set in every test's environment by
+# the same deferred pass as the timeouts: the cache variable when set, else
+# 8 under the sanitizers (whose point is memory and UB errors on every code
+# path, not statistics: the release build runs everything in full), else 1.
+set(IBP_TEST_REDUCE "" CACHE STRING
+  "Run 1/N of the randomized tests' work (empty: 8 under the sanitizers, else 1)")
+if(NOT "${IBP_TEST_REDUCE}" STREQUAL "")
+  set(ibp_test_reduce "${IBP_TEST_REDUCE}")
+elseif(IBP_SANITIZE)
+  set(ibp_test_reduce 8)
+else()
+  set(ibp_test_reduce 1)
+endif()
+if(NOT ibp_test_reduce MATCHES "^[1-9][0-9]*$")
+  message(FATAL_ERROR "IBP_TEST_REDUCE must be a whole number >= 1 "
+    "(got '${ibp_test_reduce}')")
+endif()
+if(ibp_test_reduce GREATER 1)
+  message(STATUS "Randomized test work: 1/${ibp_test_reduce} (IBP_TEST_REDUCE)")
+endif()
+
 function(_ibp_scale_test_timeouts_now)
   get_property(tests DIRECTORY PROPERTY TESTS)
   foreach(test IN LISTS tests)
+    if(ibp_test_reduce GREATER 1)
+      set_property(TEST ${test} APPEND PROPERTY ENVIRONMENT
+        "IBP_TEST_REDUCE=${ibp_test_reduce}")
+    endif()
     get_test_property(${test} TIMEOUT seconds)
     if(NOT seconds)
       set(seconds 1500) # CTest's default

@@ -34,17 +34,22 @@ static uint32_t keep_word(const uint8_t *mask, uint32_t R, uint64_t w) {
   return k;
 }
 
-/* Largest d of the kept bits of word `keep`, segments of `seg` bits. */
+/* The kept bits of the segment at bit `base` of `keep`, at its low end. */
+static uint32_t segment_keep(uint32_t keep, unsigned base, unsigned seg) {
+  return seg == 32 ? keep : (keep >> base) & ((1u << seg) - 1);
+}
+
+/* Largest d of the kept bits of word `keep`, segments of `seg` bits: since
+ * d never decreases, the d of each segment's highest kept bit. */
 static unsigned word_max_shift(uint32_t keep, unsigned seg) {
   unsigned most = 0;
   for (unsigned base = 0; base < 32; base += seg) {
-    unsigned holes = 0;
-    for (unsigned t = 0; t < seg; t++) {
-      if ((keep >> (base + t)) & 1)
-        most = holes > most ? holes : most;
-      else
-        holes++;
-    }
+    const uint32_t k = segment_keep(keep, base, seg);
+    if (!k)
+      continue;
+    const unsigned top = 31u - (unsigned)__builtin_clz(k);
+    const unsigned d = top + 1u - (unsigned)__builtin_popcount(k);
+    most = d > most ? d : most;
   }
   return most;
 }
@@ -74,22 +79,23 @@ uint64_t ibp_kernels_plan_bytes(uint32_t R, uint32_t K, unsigned S) {
   return (K ? K : 1) * blocks * (4 + S) * BLOCK;
 }
 
-/* The S stage masks of word `keep`; 0 when S stages are too few. */
+/* The S stage masks of word `keep`; 0 when S stages are too few.  Visits
+ * the kept bits only, and of each only the stages it moves in. */
 static int word_stages(uint32_t keep, unsigned seg, unsigned S,
                        uint32_t *stage) {
   for (unsigned s = 0; s < S; s++)
     stage[s] = 0;
   for (unsigned base = 0; base < 32; base += seg) {
-    unsigned rank = 0;
-    for (unsigned t = 0; t < seg; t++) {
-      if (!((keep >> (base + t)) & 1))
-        continue;
-      const unsigned d = t - rank++;
+    uint32_t k = segment_keep(keep, base, seg);
+    for (unsigned rank = 0; k; k &= k - 1, rank++) {
+      const unsigned d = (unsigned)__builtin_ctz(k) - rank;
       if (d >> S)
         return 0;
-      for (unsigned s = 0; s < S; s++)
-        if ((d >> s) & 1) /* lands at r + (d with bits below s cleared) */
-          stage[s] |= 1u << (base + rank - 1 + (d & ~((1u << s) - 1)));
+      for (unsigned m = d; m; m &= m - 1) {
+        const unsigned s = (unsigned)__builtin_ctz(m);
+        /* lands at r + (d with bits below s cleared) */
+        stage[s] |= 1u << (base + rank + (d & ~((1u << s) - 1)));
+      }
     }
   }
   return 1;

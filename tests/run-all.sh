@@ -59,7 +59,8 @@ else
 fi
 
 step "ASan + UBSan build + tests"
-cmake --preset asan >/dev/null
+# the kernels' fatbin is the release build's (nvcc once: kernels/CMakeLists.txt)
+cmake --preset asan -DIBP_FATBIN_FROM="$PWD/build/release" >/dev/null
 cmake --build --preset asan -j "$jobs"
 ctest --preset asan -j "$jobs"
 

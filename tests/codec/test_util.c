@@ -104,9 +104,19 @@ static uint64_t env_u64(const char *var, uint64_t fallback) {
 uint64_t test_begin(const char *name, uint64_t default_iterations) {
   g_name = name;
   g_seed = env_u64("IBP_TEST_SEED", TEST_DEFAULT_SEED);
+  /* IBP_TEST_REDUCE=N: the first 1/N of the default cases (rounded up);
+   * an explicit IBP_TEST_ITERATIONS is never reduced. */
+  uint64_t reduce = env_u64("IBP_TEST_REDUCE", 1);
+  if (reduce > 1)
+    default_iterations = (default_iterations + reduce - 1) / reduce;
+  else
+    reduce = 1;
   g_iterations = env_u64("IBP_TEST_ITERATIONS", default_iterations);
-  printf("%s: IBP_TEST_SEED=0x%llx IBP_TEST_ITERATIONS=%llu\n", name,
+  printf("%s: IBP_TEST_SEED=0x%llx IBP_TEST_ITERATIONS=%llu", name,
          (unsigned long long)g_seed, (unsigned long long)g_iterations);
+  if (reduce > 1 && !getenv("IBP_TEST_ITERATIONS"))
+    printf(" (the default / IBP_TEST_REDUCE=%llu)", (unsigned long long)reduce);
+  printf("\n");
   fflush(stdout);
   return g_iterations;
 }

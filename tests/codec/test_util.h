@@ -4,6 +4,9 @@
  *
  * Knobs (environment):
  *   IBP_TEST_ITERATIONS  iteration count of every randomized test
+ *   IBP_TEST_REDUCE      N >= 1: without IBP_TEST_ITERATIONS, the first 1/N
+ *                        of the default count (the sanitizer builds set it;
+ *                        tests/README.md, "Under the sanitizers")
  *   IBP_TEST_SEED        base seed (decimal or 0x hex); iteration i uses a
  *                        PRNG seeded from (seed, i)
  * Exit codes: 0 pass, 1 fail, 77 skip (CTest SKIP_RETURN_CODE).
@@ -44,7 +47,8 @@ uint32_t rng_chunk(rng *r);
 /* ---- knobs and reporting ------------------------------------------------- */
 
 /* Prints "name: seed=... iterations=..." and remembers them for failures.
- * Returns the iteration count (IBP_TEST_ITERATIONS or `default_iterations`). */
+ * Returns the iteration count (IBP_TEST_ITERATIONS, or `default_iterations`
+ * divided by IBP_TEST_REDUCE). */
 uint64_t test_begin(const char *name, uint64_t default_iterations);
 uint64_t test_seed(void);
 /* Seeds r for iteration i and makes i the "current iteration". */

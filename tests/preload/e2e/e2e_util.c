@@ -68,6 +68,11 @@ unsigned long e2e_env_count(const char *name, unsigned long dflt) {
   return (unsigned long)v;
 }
 
+unsigned long e2e_default_copies(unsigned long full) {
+  unsigned long reduce = e2e_env_count("IBP_TEST_REDUCE", 1);
+  return reduce > 1 ? (full + reduce - 1) / reduce : full;
+}
+
 static void vreport(const char *tag, const char *fmt, va_list ap) {
   char line[1024];
   vsnprintf(line, sizeof line, fmt, ap);

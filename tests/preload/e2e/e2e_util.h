@@ -36,9 +36,10 @@ enum {
 };
 
 #define E2E_DEFAULT_SEED 0x1B9C0DEC5EEDull
-#ifndef E2E_DEFAULT_COPIES /* IBP_E2E_COPIES when unset (less under ASan) */
-#define E2E_DEFAULT_COPIES 1000
-#endif
+/* IBP_E2E_COPIES when unset: 1000, divided by IBP_TEST_REDUCE (the
+ * sanitizer builds; tests/README.md, "Under the sanitizers"). */
+#define E2E_DEFAULT_COPIES e2e_default_copies(1000)
+unsigned long e2e_default_copies(unsigned long full);
 #define E2E_MAX_COPY ((size_t)256 << 10) /* longest random copy */
 
 /* ---- reporting ----------------------------------------------------------- */

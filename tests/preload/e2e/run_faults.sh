@@ -28,7 +28,10 @@
 # cuModuleLoadData@cuLibraryLoadData:* reaches the module fallback).
 # Environment: IBP_E2E_FAULT_COPIES (copies per run, default 48),
 # IBP_E2E_FAULT_MAX_WARNINGS (default 1), IBP_E2E_FAULT_PLAIN=0 (skip the
-# plain shape).
+# plain shape).  IBP_TEST_REDUCE > 1 (the sanitizer builds; tests/README.md,
+# "Under the sanitizers"): 8 copies, no plain shape, and of nths that only
+# repeat a kind of point (1 and 2 of libibp's calls; 1, C, C+1, C+2, C+4
+# where they are all the application's or all libibp's) the first of each.
 set -u -f
 if [ $# -lt 6 ] || [ "$5" != "--" ]; then
   echo "usage: run_faults.sh WORKDIR PRELOAD ENTRY[@PREFIX] SETUP_ONLY -- PROGRAM [ARGS...]" >&2
@@ -39,7 +42,11 @@ shift 5
 entry=${item%%@*}
 prefix=
 [ "$entry" != "$item" ] && prefix="${item#*@},"
-copies=${IBP_E2E_FAULT_COPIES:-48}
+reduce=${IBP_TEST_REDUCE:-1}
+copies=48 plain=1
+[ "$reduce" -gt 1 ] && copies=8 plain=0
+copies=${IBP_E2E_FAULT_COPIES:-$copies}
+plain=${IBP_E2E_FAULT_PLAIN:-$plain}
 max_warnings=${IBP_E2E_FAULT_MAX_WARNINGS:-1}
 mkdir -p "$work" || exit 2
 failed=0
@@ -132,7 +139,7 @@ shapes="$*"
 for shape_arg in "$shapes" plain; do
   if [ "$shape_arg" = plain ]; then
     case " $shapes " in *" --faults "*) ;; *) continue ;; esac
-    [ "${IBP_E2E_FAULT_PLAIN:-1}" = 1 ] || continue
+    [ "$plain" = 1 ] || continue
     shape=
     shape_name="(plain shape)"
     shape_tag=plain
@@ -164,8 +171,12 @@ for shape_arg in "$shapes" plain; do
   fi
   if [ "$shape_tag" = plain ]; then
     nths="1 *"
+  elif [ "$app" -eq 0 ] && [ "$reduce" -gt 1 ]; then
+    nths="1 *"
   elif [ "$app" -eq 0 ]; then
     nths="1 2 *"
+  elif [ "$setup_only" = 1 ] && [ "$reduce" -gt 1 ]; then
+    nths="1 $((app + 1))"
   elif [ "$setup_only" = 1 ]; then
     nths="1 $app $((app + 1)) $((app + 2)) $((app + 4))"
   else

@@ -61,11 +61,11 @@ void simt__stack_unpoison(const struct simt_stacks *s, unsigned i,
                           const void *sp) {
 #if SIMT_ASAN
   char *lo = simt__stack_lo(s, i), *hi = lo + s->stack_bytes;
-  char *from = (char *)sp - 128; /* the red zone below the stack pointer */
-  if ((char *)sp <= lo || (char *)sp > hi)
-    return; /* never ran on this stack */
-  if (from < lo)
-    from = lo;
+  uintptr_t at = (uintptr_t)sp;
+  if (at <= (uintptr_t)lo || at > (uintptr_t)hi)
+    return; /* never ran on this stack (sp may be NULL) */
+  /* the red zone below the stack pointer too */
+  char *from = at - (uintptr_t)lo > 128 ? (char *)sp - 128 : lo;
   ASAN_UNPOISON_MEMORY_REGION(from, (size_t)(hi - from));
 #else
   (void)s;

@@ -148,6 +148,10 @@ static void fibers_init(struct simt_run *r) {
     f->ctx.stack_lo = lo;
     f->ctx.stack_bytes = ws->stacks.stack_bytes;
     f->ctx.fake_stack = NULL;
+    /* ASan: a fiber that finished never returned from its frames, whose
+     * redzones are still poisoned (inlining decides where): clear them
+     * before the stack is used again. */
+    simt__stack_unpoison(&ws->stacks, t, f->ctx.sp);
     f->ctx.sp = simt__ctx_prepare(lo + ws->stacks.stack_bytes - color(t),
                                   fiber_main, f);
     simt__make_ready(r, f);
@@ -165,16 +169,15 @@ int simt__run_block(struct simt_run *r) {
   }
   struct simt_fiber *first = simt__pick(r);
   simt__switch(r, &r->host, &first->ctx, first, 0);
-  /* Back here when no fiber can run any more, or after a violation. */
-  if (r->failed) {
-    r->ws->stacks_dirty = 1;
+  /* Back here when no fiber can run any more, or after a violation; every
+   * fiber left poisoned frames behind (ASan). */
+  r->ws->stacks_dirty = 1;
+  if (r->failed)
     return -1;
-  }
   if (r->live > 0) {
     char what[SIMT_MSG_BYTES];
     simt__describe_waits(r, what, sizeof what);
     simt__run_fail(r, "deadlock: no thread can run; %s", what);
-    r->ws->stacks_dirty = 1;
     return -1;
   }
   return 0;

@@ -165,7 +165,7 @@ struct simt_ws {
   struct simt_stacks stacks;
   struct simt_fiber *fibers;
   struct simt_warp *warps;
-  int stacks_dirty; /* ASan: a launch abandoned fibers on these stacks */
+  int stacks_dirty; /* ASan: a launch left poisoned frames on these stacks */
   struct simt_ws *next;
 };
 SIMT_HIDDEN struct simt_ws *simt__ws_get(unsigned threads);

@@ -16,8 +16,8 @@ static pthread_mutex_t pool_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct simt_ws *pool;
 static unsigned pool_len;
 
-/* After a failed launch (ASan builds): before the stacks are used again or
- * unmapped, clear what the abandoned fibers' frames poisoned. */
+/* After a launch (ASan builds): before the stacks are used again or
+ * unmapped, clear what the fibers' frames left poisoned. */
 static void clean_stacks(struct simt_ws *ws) {
   if (!ws->stacks_dirty)
     return;

@@ -154,7 +154,7 @@ static void variants_of(const char *name, void *p, char *out, size_t size) {
 #define DEFINE_HOOK(id, str, params, args)                                     \
   static CUresult(*real_##id[2]) params;                                       \
   static atomic_ulong calls_##id[2];                                           \
-  static char variant_##id[2][256];                                            \
+  static char variant_##id[2][512];                                            \
   static CUresult hook_##id##_0 params {                                       \
     atomic_fetch_add(&calls_##id[0], 1);                                       \
     return real_##id[0] args;                                                  \
