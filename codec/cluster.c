@@ -94,6 +94,16 @@ uint32_t ibp__best_cluster(const ibp__pack_ops *pack, const ibp_params *p,
   return best;
 }
 
+uint32_t ibp_cluster_best(const ibp_params *params, uint32_t k,
+                          const void *tensor, size_t *stored) {
+  size_t least = 0;
+  uint32_t id = ibp__best_cluster(ibp__pack(), params, k ? k : 1,
+                                  (const uint8_t *)tensor, &least);
+  if (stored)
+    *stored = least;
+  return id;
+}
+
 /* ---- exact bytes of a sample under k pairs ------------------------------- */
 
 typedef struct assign_job {
