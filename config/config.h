@@ -43,7 +43,10 @@ typedef enum ibp_log_level {
 
 typedef enum ibp_mode {
   IBP_MODE_SHADOW = 0, /* the default: the app's bytes are never changed */
-  IBP_MODE_INPLACE = 1
+  IBP_MODE_INPLACE = 1,
+  /* the allocation is libibp's memory, released once compressed and
+   * rebuilt on access: host memory at (1 - saved) of the region */
+  IBP_MODE_COMPACT = 2
 } ibp_mode;
 
 typedef enum ibp_track {

@@ -126,10 +126,12 @@ static int parse_mode_key(ibp__span value, ibp__span token, const ibp__where *w,
                           ibp_rule *rule) {
   if (ibp__word_is(value, "shadow"))
     rule->mode = IBP_MODE_SHADOW;
+  else if (ibp__word_is(value, "compact"))
+    rule->mode = IBP_MODE_COMPACT;
   else if (ibp__word_is(value, "inplace"))
     rule->mode = IBP_MODE_INPLACE;
   else
-    return ibp__fail(w, token, "mode must be shadow or inplace");
+    return ibp__fail(w, token, "mode must be shadow, compact or inplace");
   return 0;
 }
 

@@ -46,7 +46,7 @@ RUN_FIELDS = [
     "copies_batched", "copies_gated", "copies_passthrough", "copies_fallback", "bytes_gated",
     "state", "tensors_recompressed", "region_bytes", "region_saved_fraction",
     "metadata_bytes", "modelled_seconds_saved", "compress_seconds",
-    "process_wall_s", "copies_staged"]
+    "process_wall_s", "copies_staged", "host_bytes"]
 
 AB_FIELDS = [
     "backend", "timing", "line", "sample", "data", "profile", "tensor_bytes",
@@ -57,7 +57,8 @@ AB_FIELDS = [
     "copies_passthrough", "copies_fallback", "degraded", "state",
     "gate_modelled_ms_saved", "metadata_bytes", "tensors_recompressed",
     "compress_seconds", "process_wall_a_s", "process_wall_b_s", "data_bytes",
-    "regions", "args", "env", "copies_batched", "copies_staged"]
+    "regions", "args", "env", "copies_batched", "copies_staged",
+    "host_bytes_b", "region_bytes_b"]
 
 DATASET_FIELDS = [
     "name", "dtype", "tensor_bytes", "rows", "bytes", "package",
@@ -96,6 +97,14 @@ def stats_totals(path):
     t["saved_fraction"] = float(doc["totals"]["saved_fraction"])
     t["tensor_bytes"] = regions[0]["tensor_bytes"] if regions else ""
     t["state"] = "+".join(sorted({r.get("state", "?") for r in regions}))
+    # host memory once prepared: an ordinary region's is its pinned bytes
+    # (its own pages and the shadow), a compact one's its shadow and the
+    # pages not released (docs/CONFIG.md, "Statistics")
+    t["host_bytes"] = sum(
+        int(r.get("host_pinned_bytes", 0)) +
+        (int(r.get("host_resident_bytes", 0))
+         if r.get("tracker") == "compact" else 0)
+        for r in regions)
     return t
 
 
@@ -134,7 +143,7 @@ def run_rows(env, meta_path, profile):
                            "copies_gated", "copies_passthrough",
                            "copies_fallback", "bytes_gated", "tensors_recompressed",
                            "metadata_bytes", "modelled_seconds_saved",
-                           "compress_seconds"):
+                           "compress_seconds", "host_bytes"):
                     row[k2] = t[k2]
                 row["tensor_bytes"] = t["tensor_bytes"] or row["tensor_bytes"]
             rows.append(row)
@@ -183,6 +192,8 @@ def summarize(rows, meta, env):
               "copies_passthrough", "copies_fallback", "metadata_bytes",
               "tensors_recompressed", "compress_seconds"):
         s[k] = med(b, k)
+    s["host_bytes_b"] = med(b, "host_bytes")
+    s["region_bytes_b"] = med(b, "region_bytes")
     return s
 
 

@@ -221,13 +221,26 @@ class Results:
                 num(s["speedup"], 3), pct(s["region_saved"]),
                 num(s["ideal"], 3), num(s["speedup_vs_ideal"], 3),
                 mb(s["bytes_a"]), mb(s["bytes_b"]), self.gate_cell(s),
-                s["degraded"]])
+                s["degraded"], self.host_cell(s)])
         w = self.time_word()
         head = ["#", "sample", "data", "R (B)", f"ms A ({w})", f"ms B ({w})",
                 "spread of runs A / B", "speedup A/B", "region saved", "ideal 1/(1-saved)",
                 "speedup / ideal", "MB over PCIe A", "MB over PCIe B",
-                "copies served / gated / passed / fell back", "degraded"]
-        return table(head, rows, "rllr" + "r" * 10 + "l")
+                "copies served / gated / passed / fell back", "degraded",
+                "host memory B / region"]
+        return table(head, rows, "rllr" + "r" * 10 + "lr")
+
+    @staticmethod
+    def host_cell(s):
+        """B's host memory for its regions once prepared, over their bytes
+        (an ordinary region: its pinned bytes and the shadow; compact: the
+        shadow and what was not released); - where the stats lack it."""
+        try:
+            host = float(s.get("host_bytes_b", ""))
+            region = float(s["region_bytes_b"])
+        except (TypeError, ValueError, KeyError):
+            return "-"
+        return f"{host / region:.3f}" if host > 0 and region > 0 else "-"
 
     def acceptance(self, profile):
         """(holds, worst row) of the rule: no line more than 2 % slower."""
@@ -311,7 +324,13 @@ class Results:
             "tensor a copy touches, before real reads round up to 32-byte sectors) "
             "plus the bytes of the copies left to the driver.  The one-time upload "
             "of the region's metadata is not in B (`metadata_bytes` in `ab.csv`).  "
-            "The warm-up pass is counted in both.")
+            "The warm-up pass is counted in both.\n"
+            "- **Host memory B / region**: the host memory of B's regions once "
+            "prepared, over their bytes (libibp's `host_pinned_bytes`, plus "
+            "`host_resident_bytes` for a compact region; docs/CONFIG.md): an "
+            "ordinary region keeps its own pinned bytes and the shadow, a "
+            "`mode=compact` one the shadow and the pages not released.  A keeps "
+            "1.000 (the region's pinned bytes).")
         if self.gpu:
             return common + (
                 f"\n\nOn the GPU ({self.env.get('gpu', '?')}) the times are "

@@ -19,6 +19,7 @@
 
 #include "base/base.h"
 #include "base/driver.h"
+#include "serve/compact.h"
 #include "serve/region.h"
 
 typedef struct pending_event {
@@ -57,6 +58,11 @@ static int note_write(const void *dst, size_t bytes) {
 }
 
 int ibp__dtoh_begin(const void *dst, size_t bytes) {
+  /* compact regions there are pinned first: the device writes host memory
+   * it must see pinned (a memset needs that; a copy would be captured or
+   * asynchronous only so).  Before the copy counts as in flight: pinning
+   * waits for a compression, which waits for those. */
+  ibp__compact_pin_range(dst, bytes ? bytes : 1, "the device writes into it");
   atomic_fetch_add(&inflight, 1);
   if (note_write(dst, bytes))
     return 1;

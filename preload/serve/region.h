@@ -178,6 +178,20 @@ typedef struct ibp_served_region {
   _Atomic int invalidated; /* written by a copy while compressing */
   _Atomic unsigned failures; /* substitution errors (degrade on repeat) */
   _Atomic int kernel_args;   /* an application kernel got a pointer into it */
+  /* compact regions (serve/compact.h): 1 while the memory is libibp's and
+   * may be released (until ibp__compact_pin); the tracker's questions */
+  _Atomic int compact;
+  ibp_compact_ops compact_ops;
+  /* host memory of the region and its shadow (stats), set once it is
+   * compressed and after each release of a compact region's pages: the
+   * region's resident bytes, the pinned bytes (the region's unless
+   * compact, the shadow, the bitmaps), and how long the first release took
+   * after compression began */
+  struct {
+    _Atomic uint64_t resident_bytes, pinned_bytes, release_ns;
+    _Atomic uint64_t rebuilt_mark; /* track.pages_rebuilt at the last
+                                      release (compact.c) */
+  } host;
   _Atomic double batch_scan_ns; /* serve/batch/batch.c (a holding thread, or the
                                    flusher): what the write tracker's scan
                                    cost the region's batched launches

@@ -18,6 +18,7 @@
 #include "serve/batch/batch.h"
 #include "serve/choose/chooser.h"
 #include "serve/choose/gate.h"
+#include "serve/compact.h"
 #include "serve/nvtx.h"
 #include "serve/prepare/refresh.h"
 #include "serve/region.h"
@@ -176,6 +177,8 @@ typedef struct decision {
   const ibp_profile *p;
 } decision;
 
+static ibp_route compact_route(decision *x);
+
 /* The route for this copy among those IBP_PATH leaves open: the chooser
  * (serve/choose/chooser.h) weighs each route's model cost (gate.c) -- the
  * driver's copy, the kernel reading over PCIe, the staged path (planned
@@ -186,9 +189,20 @@ static ibp_route choose(ibp_served_region *s, ibp_device_slot *slot, int dev,
                         CUcontext ctx, const ibp_copy *c, uint64_t pcie,
                         const ibp_decompress_args *a,
                         const ibp_kernel_plan *plan, ibp_staged_plan *sp,
-                        decision *x, int count) {
-  memset(x, 0, sizeof *x);
+                        decision *x, int count, int again) {
+  /* what each route can time: the driver's copy and the kernel run on the
+   * caller's stream between the two events; the staged path's copies run
+   * on libibp's stream too, ahead of the first event whenever the one
+   * before is still in flight, so its span is not its cost: its decode
+   * alone is timed (serve/staged/staged.c, "the decode as measured") */
+  const unsigned timable = 1u << IBP_ROUTE_DRIVER | 1u << IBP_ROUTE_ZEROCOPY;
   ibp_route_cost *prior = x->prior;
+  if (again) { /* the look's priors, class and staged plan stand */
+    if (!x->p)
+      return IBP_ROUTE_DRIVER;
+    goto decide;
+  }
+  memset(x, 0, sizeof *x);
   const ibp_profile *p = ibp__gate_profile(dev);
   x->p = p;
   if (!p) {
@@ -209,12 +223,6 @@ static ibp_route choose(ibp_served_region *s, ibp_device_slot *slot, int dev,
   x->ch = ibp__chooser_of(slot);
   x->idle = !ibp__chooser_stream_busy(x->ch, c->stream);
   x->cls = ibp__choose_class_index(c->bytes, !x->idle, IBP_CLASS_SINGLE);
-  /* what each route can time: the driver's copy and the kernel run on the
-   * caller's stream between the two events; the staged path's copies run
-   * on libibp's stream too, ahead of the first event whenever the one
-   * before is still in flight, so its span is not its cost: its decode
-   * alone is timed (serve/staged/staged.c, "the decode as measured") */
-  unsigned timable = 1u << IBP_ROUTE_DRIVER | 1u << IBP_ROUTE_ZEROCOPY;
   /* the staged path is planned (a walk over the copy's tensors) only when
    * its calls alone leave room to win */
   ibp_choice look;
@@ -230,14 +238,23 @@ static ibp_route choose(ibp_served_region *s, ibp_device_slot *slot, int dev,
     prior[IBP_ROUTE_STAGED] =
         (ibp_route_cost){1e3 * ibp__gate_staged_cpu_us(p, &sp->gate),
                          1e3 * sp->gate.gpu_us, 0, 0};
-  ibp_route go = ibp__chooser_decide(s, slot, x->ch, p, x->cls, prior, timable,
-                                     !count, &x->choice);
+decide:;
+  ibp_route go = ibp__chooser_decide(s, slot, x->ch, x->p, x->cls, prior,
+                                     timable, !count, &x->choice);
   /* the faster of the other two, for a staged copy the ring cannot take */
   const double *est = x->choice.est_ns;
   x->second = est[IBP_ROUTE_ZEROCOPY] > 0 &&
                       est[IBP_ROUTE_ZEROCOPY] < est[IBP_ROUTE_DRIVER]
                   ? IBP_ROUTE_ZEROCOPY
                   : IBP_ROUTE_DRIVER;
+  if (ibp__compact_active(s)) { /* its memory is the shadow's */
+    if (est[IBP_ROUTE_ZEROCOPY] > 0)
+      x->second = IBP_ROUTE_ZEROCOPY;
+    if (go == IBP_ROUTE_DRIVER && (go = compact_route(x)) != IBP_ROUTE_DRIVER &&
+        count && est[go] > est[IBP_ROUTE_DRIVER])
+      ibp__count(&s->counters, compact_seconds_cost,
+                 (uint64_t)(est[go] - est[IBP_ROUTE_DRIVER]));
+  }
   const ibp_route_cost *m = prior;
   double model = m[go].cpu_ns > m[go].gpu_ns ? m[go].cpu_ns : m[go].gpu_ns;
   double pass = m[0].cpu_ns > m[0].gpu_ns ? m[0].cpu_ns : m[0].gpu_ns;
@@ -287,6 +304,30 @@ static void time_untimed(decision *x) {
   if (x->choice.timed)
     ibp__chooser_untimed(x->ch, x->cls, &x->choice);
   x->choice.timed = 0;
+}
+
+/* A compact region's copy the chooser gave the driver: the GPU path its
+ * estimates rank first among those open (compact.h: its pages are the
+ * shadow's; where none is open, the driver reads the memory, rebuilding
+ * what it touches).  The timing asked for the driver is dropped. */
+static ibp_route compact_route(decision *x) {
+  const double *est = x->choice.est_ns;
+  ibp_route go = IBP_ROUTE_DRIVER;
+  if (est[IBP_ROUTE_ZEROCOPY] > 0)
+    go = IBP_ROUTE_ZEROCOPY;
+  if (est[IBP_ROUTE_STAGED] > 0 &&
+      (go == IBP_ROUTE_DRIVER || est[IBP_ROUTE_STAGED] < est[go]))
+    go = IBP_ROUTE_STAGED;
+  if (go != IBP_ROUTE_DRIVER)
+    time_untimed(x);
+  return go;
+}
+
+/* Whether `stream` is capturing (or cannot tell). */
+static int capturing(const ibp_driver *d, CUstream stream) {
+  CUstreamCaptureStatus cs = CU_STREAM_CAPTURE_STATUS_NONE;
+  return d->cuStreamIsCapturing(stream, &cs) != CUDA_SUCCESS ||
+         cs != CU_STREAM_CAPTURE_STATUS_NONE;
 }
 
 /* The driver's copy, timed (the chooser asked for it): queued here between
@@ -359,7 +400,9 @@ static int rewritten(ibp_region_rec *r, ibp_served_region *s) {
     ibp__refresh_maybe(r);
     return 0;
   }
-  if (ibp_region_transition(r, IBP_REGION_READY, IBP_REGION_DEGRADED)) {
+  if (ibp__compact_pin(r, "rewritten faster than copied")) {
+    /* pinned, and demoted like any other */
+  } else if (ibp_region_transition(r, IBP_REGION_READY, IBP_REGION_DEGRADED)) {
     ibp__track_unprotect(&s->track);
     ibp__log(IBP_LOG_INFO,
              "region '%s': rewritten faster than copied (%llu of %llu "
@@ -378,6 +421,14 @@ static int serve_region(ibp_region_rec *r, const ibp_copy *c, int offered) {
   ibp_served_region *s = ibp__served(r);
   if (!d || !s)
     return 1;
+  /* a compact region's memory is pageable to the driver: a copy of it
+   * that a graph captures needs it pinned */
+  const int compact = ibp__compact_active(s);
+  if (compact && capturing(d, c->stream) &&
+      ibp__compact_pin(r, "a copy from it is captured")) {
+    count_passed(s, c->bytes);
+    return 1;
+  }
   if (atomic_load_explicit(&s->kernel_args, memory_order_relaxed)) {
     count_passed(s, c->bytes); /* kernel_args.c: it may be written unseen */
     return 1;
@@ -409,6 +460,13 @@ static int serve_region(ibp_region_rec *r, const ibp_copy *c, int offered) {
     return 1;
   }
   const uint64_t off = (uintptr_t)c->src - r->base;
+  /* a compact region's copy the shadow cannot serve alone is the driver's:
+   * it reads the memory, whose pages come back as it touches them */
+  if (compact && !ibp__compact_servable(s, off, c->bytes)) {
+    count_passed(s, c->bytes);
+    ibp__count(&s->counters, copies_compact_driver, 1);
+    return 1;
+  }
   /* a held copy's choice needs no exact count (batch.c counts at the
    * flush) */
   const uint64_t estimate = ibp__gate_stored_estimate(s, c->bytes);
@@ -420,8 +478,9 @@ static int serve_region(ibp_region_rec *r, const ibp_copy *c, int offered) {
   /* held: served by its stream's batched launch, whose flush scans the
    * span its copies read for writes the kernel recorded (batch.c) */
   const int offer =
-      offered ? 2
-              : ibp__batch_offer(r, s, dev, ctx, c, pcie, alloc, alloc_bytes);
+      offered   ? 2
+      : compact ? 1 /* not batched: a batch's entries are judged at its flush */
+                : ibp__batch_offer(r, s, dev, ctx, c, pcie, alloc, alloc_bytes);
   if (offer == 0)
     return 0;
   if (c->hold_only) { /* an entry of the application's batch: the driver's */
@@ -451,9 +510,11 @@ static int serve_region(ibp_region_rec *r, const ibp_copy *c, int offered) {
     /* a look first (nothing counted): a copy for a GPU path is decided
      * after the sync, nearer its submission (the staged path's model asks
      * whether the stream is still busy) */
-    if (choose(s, slot, dev, ctx, c, pcie, &a, &plan, &sp, &x, 0) ==
+    if (choose(s, slot, dev, ctx, c, pcie, &a, &plan, &sp, &x, 0, 0) ==
         IBP_ROUTE_DRIVER) {
-      if (choose(s, slot, dev, ctx, c, pcie, &a, &plan, &sp, &x, 1) ==
+      /* decided for real on the look's priors (the staged plan is not
+       * walked twice) */
+      if (choose(s, slot, dev, ctx, c, pcie, &a, &plan, &sp, &x, 1, 1) ==
           IBP_ROUTE_DRIVER) /* timed or not, the driver reads the host's
                                bytes */
         return x.choice.timed ? timed_driver_copy(s, slot, c, &x) : 1;
@@ -476,9 +537,21 @@ static int serve_region(ibp_region_rec *r, const ibp_copy *c, int offered) {
   }
   atomic_fetch_add(&s->refresh.launching, 1); /* refresh.c waits for it */
   prepare(r, s, slot, c, &a, &plan);
+  if (compact) {
+    /* a refresh that began since rewrites streams in place: the driver's
+     * copy then; the kernel never reads the original (compact.h) */
+    a.dirty = NULL;
+    a.busy = NULL;
+    if (!ibp__compact_servable(s, off, c->bytes)) {
+      atomic_fetch_sub(&s->refresh.launching, 1);
+      count_passed(s, c->bytes);
+      ibp__count(&s->counters, copies_compact_driver, 1);
+      return 1;
+    }
+  }
   ibp_route go;
   if (!decided) {
-    go = choose(s, slot, dev, ctx, c, pcie, &a, &plan, &sp, &x, 1);
+    go = choose(s, slot, dev, ctx, c, pcie, &a, &plan, &sp, &x, 1, 0);
   } else { /* the choice stands; the staged path is planned again on what
               the sync found (a tensor written since is read raw) */
     go = x.go;

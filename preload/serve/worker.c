@@ -18,6 +18,7 @@
 #include "base/log.h"
 #include "base/thread.h"
 #include "serve/choose/chooser.h"
+#include "serve/compact.h"
 #include "serve/prepare/compress.h"
 #include "serve/prepare/device.h"
 #include "serve/prepare/refresh.h"
@@ -89,15 +90,17 @@ static void run_compress(const ibp_driver *d, job *j) {
   }
   s->layout.ctx = j->ctx;
   int ok = ibp__compress_region(r) == 0;
-  if (!ok)
-    ibp__track_unprotect(&s->track);
   ibp_region_transition(r, IBP_REGION_COMPRESSING,
                         ok ? IBP_REGION_READY : IBP_REGION_DEGRADED);
+  /* (pinning waits for the region to leave COMPRESSING) */
+  if (!ok && !ibp__compact_pin(r, "it could not be compressed"))
+    ibp__track_unprotect(&s->track);
   if (ok && ibp__device_transition(s, (unsigned)j->dev, IBP_DEVICE_ABSENT,
                                    IBP_DEVICE_UPLOADING))
     setup_device(d, r, j->dev);
   /* served from here on: tensors not written yet are read raw */
   if (ok && ibp__compress_fill(r) != 0 &&
+      !ibp__compact_pin(r, "its compression failed") &&
       ibp_region_transition(r, IBP_REGION_READY, IBP_REGION_DEGRADED))
     ibp__track_unprotect(&s->track);
   pop_ctx(d);

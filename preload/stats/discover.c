@@ -43,6 +43,7 @@ typedef struct alloc {
   uintptr_t base;
   uint64_t bytes, nth;
   int live, hashed, compared;
+  int registered;       /* cuMemHostRegister: the application's own memory */
   uint64_t *chunk_hash; /* at the first copy, one per chunk; NULL: none */
   uint64_t chunk_bytes;
   unsigned chunks, changed; /* chunks; those that differ when compared */
@@ -165,7 +166,7 @@ void ibp__discover_start(void) {
   pthread_once(&once, start);
 }
 
-void ibp__discover_pinned(const void *p, size_t n) {
+void ibp__discover_pinned(const void *p, size_t n, int registered) {
   if (ibp__guard || !p || n == 0)
     return;
   pthread_once(&once, start);
@@ -177,8 +178,11 @@ void ibp__discover_pinned(const void *p, size_t n) {
     lost++;
   } else {
     alloc *a = &table[n_allocs++];
-    *a = (alloc){
-        .base = (uintptr_t)p, .bytes = n, .nth = allocations, .live = 1};
+    *a = (alloc){.base = (uintptr_t)p,
+                 .bytes = n,
+                 .nth = allocations,
+                 .live = 1,
+                 .registered = registered};
   }
   pthread_mutex_unlock(&lock);
 }
@@ -403,6 +407,26 @@ static void put_table(out *o, unsigned copied_from) {
   }
 }
 
+/* The suggested allocations whose bytes did not change after their first
+ * copy: mode=compact would keep them at (1 - saved) of their host memory
+ * (docs/CONFIG.md); said apart from the rules, because it trades the
+ * time of copies the driver would do faster, and of CPU reads, for that
+ * memory.  (Registered memory is the application's own: not offered.) */
+static void put_compact(out *o) {
+  for (unsigned i = 0; i < n_allocs; i++) {
+    const alloc *a = &table[i];
+    if (unsuited(a) || a->registered || !a->compared || a->changed)
+      continue;
+    put(o,
+        "[ibp] discover: allocation nth=%" PRIu64 " did not change after "
+        "its first copy: add mode=compact to its rule to keep only its "
+        "compressed bytes in host memory (its copies are then always "
+        "libibp's, and CPU reads of it rebuild pages; docs/CONFIG.md)",
+        a->nth);
+    end_line(o);
+  }
+}
+
 static void put_suggestions(out *o) {
   unsigned rules = 0;
   for (unsigned i = 0; i < n_allocs; i++) {
@@ -430,6 +454,7 @@ static void put_suggestions(out *o) {
   if (rules) {
     put(o, "'");
     end_line(o);
+    put_compact(o);
   } else {
     put(o, "[ibp] discover: no allocation is worth a rule%s",
         n_allocs ? "" : " (an empty table: libibp cannot help this program)");

@@ -28,8 +28,9 @@ extern _Atomic int ibp__discovering;
 void ibp__discover_start(void);
 
 /* The application pinned [p, p+n) (cuMemHostAlloc, cuMemAllocHost,
- * cuMemHostRegister succeeded).  Reads IBP_DISCOVER the first time. */
-void ibp__discover_pinned(const void *p, size_t n);
+ * cuMemHostRegister succeeded; `registered`: the last, its own memory).
+ * Reads IBP_DISCOVER the first time. */
+void ibp__discover_pinned(const void *p, size_t n, int registered);
 
 /* [p, ...) is about to stop being pinned: its bytes are compared with
  * those of its first copy one last time. */

@@ -762,6 +762,28 @@ static void note_gated(const ibp_stat_row *w) {
            w->name, w->copies_gated, all, w->tensor_bytes, fix);
 }
 
+/* A compact region: the host memory it kept against an ordinary region's,
+ * and what serving every copy it could from the shadow cost or saved
+ * against the driver's copies (modelled: docs/ARCHITECTURE.md, "Compact
+ * regions"). */
+static void note_compact(const ibp_stat_row *w) {
+  if (!w->pages_released && !w->copies_compact_driver)
+    return;
+  const double gib = 1024.0 * 1024.0 * 1024.0;
+  /* an ordinary region keeps its bytes pinned, besides the same shadow */
+  const double kept = (double)(w->host_resident_bytes + w->host_pinned_bytes);
+  const double ordinary = (double)(w->bytes + w->host_pinned_bytes);
+  ibp__log(IBP_LOG_WARN, /* shown like the other notes */
+           "stats: region '%s' (compact): host memory %.3f GiB once released, "
+           "against "
+           "%.3f GiB as an ordinary region (%.3f GiB saved); copies served "
+           "from the shadow cost %.3f ms more and saved %.3f ms against "
+           "the driver's (modelled); %" PRIu64 " left to the driver",
+           w->name, kept / gib, ordinary / gib, (ordinary - kept) / gib,
+           1e-6 * (double)w->compact_seconds_cost,
+           1e-6 * (double)w->modelled_seconds_saved, w->copies_compact_driver);
+}
+
 int ibp__stats_wanted(void) {
   return !atomic_load(&reported) && (ibp__cfg.stats == IBP_STATS_STDERR ||
                                      ibp__cfg.stats == IBP_STATS_JSON);
@@ -785,8 +807,10 @@ void ibp__stats_write(ibp_stat_row *live, size_t n, int live_incomplete) {
   else
     report_json(&l, &t);
   note_not_ready(&l, &t);
-  for (size_t i = 0; i < l.n; i++)
+  for (size_t i = 0; i < l.n; i++) {
     note_gated(&l.v[i]);
+    note_compact(&l.v[i]);
+  }
   free(l.v);
   ibp__guard--;
   errno = saved_errno;

@@ -65,6 +65,13 @@ int ibp__track_install(void) {
 int ibp__track_protect(ibp_tracked *t) {
   if (!t)
     return -1;
+  if (t->compact) { /* the memory is libibp's: its own tracker or none */
+    if (ibp__compact_protect(t) != 0)
+      return -1;
+    atomic_store_explicit(&t->kind, IBP_TRACKER_KIND_COMPACT,
+                          memory_order_release);
+    return 0;
+  }
   if (ibp__cfg.tracker != IBP_TRACKER_MPROTECT && ibp__uffd_available()) {
     if (ibp__uffd_protect(t) == 0) {
       atomic_store_explicit(&t->kind, IBP_TRACKER_KIND_UFFD,
@@ -92,6 +99,8 @@ void ibp__track_unprotect(ibp_tracked *t) {
     return;
   if (kind(t) == IBP_TRACKER_KIND_MPROTECT)
     ibp__prot_unprotect(t);
+  if (kind(t) == IBP_TRACKER_KIND_COMPACT)
+    ibp__compact_unprotect(t); /* every page rebuilt first */
   /* userfaultfd: the pages stay registered (a neighbour may share an edge
    * page) and simply stop being scanned */
   atomic_store(&t->protected_, 0);
@@ -109,6 +118,8 @@ int ibp__track_reprotect(ibp_tracked *t) {
     return ibp__uffd_reprotect(t);
   case IBP_TRACKER_KIND_MPROTECT:
     return ibp__prot_reprotect(t);
+  case IBP_TRACKER_KIND_COMPACT:
+    return ibp__compact_reprotect(t);
   default:
     return -1;
   }
@@ -124,6 +135,8 @@ int ibp__track_still_protected(ibp_tracked *t, uintptr_t a, size_t len) {
     return ibp__uffd_still_protected(t, a, len);
   case IBP_TRACKER_KIND_MPROTECT:
     return ibp__prot_still_protected(t, a, len);
+  case IBP_TRACKER_KIND_COMPACT:
+    return ibp__compact_still_protected(t, a, len);
   default:
     return 0;
   }
@@ -132,4 +145,5 @@ int ibp__track_still_protected(ibp_tracked *t, uintptr_t a, size_t len) {
 void ibp__track_after_fork_child(void) {
   ibp__prot_after_fork_child();
   ibp__uffd_after_fork_child();
+  ibp__compact_after_fork_child();
 }

@@ -28,6 +28,21 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* What the owner of a compact region (track_compact.c) answers about it.
+ * Both are called by the tracker under its lock, from its fault-handling
+ * thread or from ibp__track_release; they must neither touch the region's
+ * memory nor block. */
+typedef struct ibp_compact_ops {
+  /* Writes the bytes [addr, addr+len) held (one page at most, inside the
+   * region) to out, from the compressed copy.  0, or -1. */
+  int (*rebuild)(void *arg, uintptr_t addr, size_t len, uint8_t *out);
+  /* Nonzero when the compressed copy holds [addr, addr+len) exactly: every
+   * tensor overlapping it stored compressed, placed, clean and not being
+   * rewritten. */
+  int (*releasable)(void *arg, uintptr_t addr, size_t len);
+  void *arg;
+} ibp_compact_ops;
+
 /* One tracked region.  The owner sets the geometry and `dirty` before
  * ibp__track_protect and keeps them unchanged while tracked; the tracker
  * updates the rest from any thread. */
@@ -47,12 +62,21 @@ typedef struct ibp_tracked {
   /* userfaultfd tracker (track_uffd.c) */
   _Atomic unsigned uffd_seq;   /* odd while re-protection consumes marks */
   _Atomic unsigned uffd_epoch; /* the tracker's epoch when protected */
+  /* compact regions: set by the owner before protect (NULL: ordinary) ... */
+  const ibp_compact_ops *compact;
+  /* ... and the compact tracker's (track_compact.c) */
+  struct ibp_compact_pages *_Atomic pages;
+  _Atomic uint64_t pages_released; /* releases, counted per page */
+  _Atomic uint64_t pages_rebuilt;  /* pages rebuilt on an access */
+  _Atomic int discard; /* set by the owner: the memory is about to go, and
+                          unprotect need not rebuild it */
 } ibp_tracked;
 
 typedef enum ibp_tracker_kind {
   IBP_TRACKER_NONE = 0,
   IBP_TRACKER_KIND_UFFD,
-  IBP_TRACKER_KIND_MPROTECT
+  IBP_TRACKER_KIND_MPROTECT,
+  IBP_TRACKER_KIND_COMPACT
 } ibp_tracker_kind;
 
 /* "userfaultfd", "mprotect" or "none": which tracker holds t (stats). */
@@ -62,6 +86,8 @@ static inline const char *ibp__track_kind_name(const ibp_tracked *t) {
     return "userfaultfd";
   case IBP_TRACKER_KIND_MPROTECT:
     return "mprotect";
+  case IBP_TRACKER_KIND_COMPACT:
+    return "compact";
   default:
     return "none";
   }
@@ -133,6 +159,29 @@ void ibp__track_quiesce(void);
 /* Nonzero when no page of t overlapping [a, a+len) was written since the
  * last ibp__track_reprotect (held read-only by the tracker). */
 int ibp__track_still_protected(ibp_tracked *t, uintptr_t a, size_t len);
+
+/* ---- compact regions (track_compact.c) ------------------------------------
+ * A compact region's memory is libibp's own anonymous mapping, given to the
+ * application for a pinned allocation (docs/CONFIG.md, mode=compact).  Its
+ * tracker is userfaultfd in synchronous mode: a write to a protected page
+ * waits while the tracker's thread marks its tensors dirty (like the
+ * mprotect tracker, but for kernel-side writes too), and a released page
+ * is rebuilt from the compressed copy when anything touches it.  Needs a
+ * userfaultfd that serves kernel-mode faults (privileged, or
+ * vm.unprivileged_userfaultfd=1). */
+
+/* 1 when compact regions can be kept here (probed once). */
+int ibp__track_compact_available(void);
+
+/* Releases the pages of compact region t whose bytes the compressed copy
+ * holds (ops->releasable), each only after its rebuild was compared with
+ * it byte for byte, and never one written since it was last protected.
+ * Returns the pages released now, or -1 when t is not a protected compact
+ * region. */
+long ibp__track_release(ibp_tracked *t);
+
+/* Bytes of compact region t's pages that are resident (mincore), or -1. */
+long long ibp__track_resident_bytes(const ibp_tracked *t);
 
 /* In the child after fork: the tracker's lock-free state stays valid; this
  * re-initialises anything lock-based.  The child has no userfaultfd

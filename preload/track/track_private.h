@@ -66,6 +66,15 @@ IBP_HIDDEN int ibp__uffd_still_protected(ibp_tracked *t, uintptr_t a,
                                          size_t len);
 IBP_HIDDEN void ibp__uffd_after_fork_child(void);
 
+/* ---- track_compact.c: compact regions -------------------------------------
+ * ibp__compact_X is track.h's ibp__track_X for the regions it holds. */
+IBP_HIDDEN int ibp__compact_protect(ibp_tracked *t);
+IBP_HIDDEN void ibp__compact_unprotect(ibp_tracked *t);
+IBP_HIDDEN int ibp__compact_reprotect(ibp_tracked *t);
+IBP_HIDDEN int ibp__compact_still_protected(ibp_tracked *t, uintptr_t a,
+                                            size_t len);
+IBP_HIDDEN void ibp__compact_after_fork_child(void);
+
 /* ---- track_protect.c ----------------------------------------------------- */
 
 /* Number of regions whose pages the tracker holds read-only now. */

@@ -82,6 +82,10 @@ ws="--size 16M --layers 4 --epochs 3"
 # shellcheck disable=SC2086
 discover weight_stream '^ +1 +16\.0 MiB +12 +48\.0 MiB +3\.0x +no +4\.0 MiB x12$' \
   'size=16777216,tensor=4096,name=pinned1' $ws
+# weights unchanged after their first copy: compact is offered, apart
+checks=$((checks + 1))
+grep -q '^\[ibp\] discover: allocation nth=1 did not change after its first copy: add mode=compact' "$ERR" ||
+  fail "weight_stream: no compact suggestion: $(cat "$ERR")"
 # shellcheck disable=SC2086
 saves weight_stream a100-pcie4 $ws
 

@@ -74,6 +74,7 @@ static void test_every_key(void) {
   CHECK(parse_ok("min=0,chunk=4", 1).rules[0].chunk == 4);
   CHECK(parse_ok("min=0,chunk=8", 1).rules[0].chunk == 8);
   CHECK(parse_ok("MIN=0,Mode=INPLACE", 1).rules[0].mode == IBP_MODE_INPLACE);
+  CHECK(parse_ok("min=0,mode=Compact", 1).rules[0].mode == IBP_MODE_COMPACT);
 }
 
 static void test_sizes_and_bounds(void) {
@@ -205,7 +206,7 @@ static const bad_case bad_regions[] = {
     {"min=0,sample=0.0", 1, "sample=0.0", "(0, 1]"},
     {"min=0,sample=1.5", 1, "sample=1.5", "(0, 1]"},
     {"min=0,sample=", 1, "sample=", "empty value"},
-    {"min=0,mode=copy", 1, "mode=copy", "shadow or inplace"},
+    {"min=0,mode=copy", 1, "mode=copy", "shadow, compact or inplace"},
     {"min=0,track=never", 1, "track=never", "protect or trust"},
     {"min=0,clusters=0", 1, "clusters=0", "clusters must be auto or"},
     {"min=0,clusters=257", 1, "clusters=257", "from 1 to 256"},
@@ -577,6 +578,7 @@ static void random_rules(char *text, size_t cap) {
                                        "sample=0.5,",
                                        "threshold=0.9,",
                                        "mode=inplace,",
+                                       "mode=compact,",
                                        "track=trust,",
                                        "name=w,",
                                        "auto",

@@ -41,6 +41,7 @@
 #include "base/driver.h"
 #include "base/log.h"
 #include "kernels/ibp_kernels.h"
+#include "serve/compact.h"
 #include "serve/region.h"
 #include "stats/discover.h"
 
@@ -228,10 +229,13 @@ int ibp__gate_mismatch(ibp_region_rec *r, uint64_t offset, uint64_t bytes,
     return 0;
   uint64_t req = atomic_load_explicit(&g->requested, memory_order_relaxed);
   uint64_t host = atomic_load_explicit(&g->host_bytes, memory_order_relaxed);
-  if (host <= req ||
-      !ibp_region_transition(r, IBP_REGION_READY, IBP_REGION_DEGRADED))
+  if (host <= req)
     return 0;
-  ibp__track_unprotect(&s->track);
+  if (!ibp__compact_pin(r, "its tensors do not fit its copies")) {
+    if (!ibp_region_transition(r, IBP_REGION_READY, IBP_REGION_DEGRADED))
+      return 0;
+    ibp__track_unprotect(&s->track);
+  }
   char rule[32], fix[80];
   ibp__log(
       IBP_LOG_WARN,

@@ -15,6 +15,7 @@
 
 #include "base/driver.h"
 #include "base/log.h"
+#include "serve/compact.h"
 #include "serve/dtoh.h"
 #include "serve/prepare/device.h"
 #include "serve/prepare/pack.h"
@@ -29,6 +30,8 @@
  * a PLAN_BUDGET_SHARE-th of the region. */
 #define PLAN_BUDGET_MIN (8ull << 20)
 #define PLAN_BUDGET_SHARE 16
+/* a compact region's refresh room: 1/64 of its streams */
+#define COMPACT_ROOM 64
 
 static uint64_t now_ns(void) {
   struct timespec t;
@@ -63,6 +66,12 @@ static int start_tracking(const ibp_driver *d, ibp_region_rec *r,
   memset(bits, 0, 2 * bytes);
   s->refresh.busy = (_Atomic uint32_t *)(bits + bytes);
   __atomic_store_n(&s->track.dirty, (_Atomic uint32_t *)bits, __ATOMIC_RELEASE);
+  if (!ibp__compact_active(s))
+    s->track.compact = NULL; /* pinned before it was compressed */
+  else                       /* its own tracker, whatever track= says */
+    return ibp__track_protect(&s->track) == 0
+               ? 0
+               : fail(r, "cannot take its pages (userfaultfd)");
   if (r->rule.track == IBP_TRACK_TRUST)
     return 0;
   if (ibp__track_install() != 0 || ibp__track_protect(&s->track) != 0)
@@ -94,6 +103,14 @@ static ibp_status lay_out(const ibp_driver *d, const ibp_region_rec *r,
   uint64_t zero = 0, est = ibp__pack_estimate(&p, &zero);
   uint64_t streams = est + est / ESTIMATE_MARGIN + (1u << 20);
   uint64_t cap = streams + est / 4 + zero * R;
+  if (ibp__compact_active(s)) {
+    /* the shadow is all a compact region keeps: measured, not estimated
+     * (a tensor written meanwhile is dirty, its stream not needed), and a
+     * small room for rewritten streams (a stream that finds none keeps its
+     * tensor dirty and its pages resident) */
+    streams = ibp__pack_exact(&p);
+    cap = streams + streams / COMPACT_ROOM + 4096;
+  }
   /* never 0 bytes: the kernel's host pointer must be a real mapping */
   l->shadow = pinned(d, cap ? cap : 1);
   l->shadow_bytes = cap;
@@ -291,6 +308,16 @@ int ibp__compress_fill(ibp_region_rec *r) {
   if (rc == 0) { /* busy bits are all clear: kernels may stop reading them */
     atomic_store(&s->refresh.refreshing, 0);
     atomic_store(&s->refresh.filling, 0);
+    /* host memory now: the pinned bitmaps and shadow, and the region's
+     * own bytes -- a compact region's only where not released */
+    const int compact = ibp__compact_active(s);
+    const uint64_t bitmaps = 2 * 4 * ((n + 31) / 32);
+    atomic_store(&s->host.pinned_bytes,
+                 l->shadow_bytes + bitmaps + (compact ? 0 : r->bytes));
+    atomic_store(&s->host.resident_bytes, r->bytes);
+    ibp__compact_release(r); /* still `pending`: nothing unprotects it */
+    if (compact)
+      atomic_store(&s->host.release_ns, now_ns() - t0);
   }
   atomic_store(&s->refresh.pending, 0);
   if (rc != 0 && !atomic_load(&r->removed))

@@ -17,6 +17,7 @@
 #include "base/log.h"
 #include "kernels/ibp_fatbin.h"
 #include "serve/choose/gate.h"
+#include "serve/compact.h"
 #include "serve/region.h"
 
 #define MAX_CONTEXTS 64
@@ -456,7 +457,13 @@ int ibp__device_setup(ibp_region_rec *r, int dev, CUstream s) {
                     r->name, dev);
     return -1;
   }
-  if (plan(d, dev, fn, &h, &m, l->shadow, (const void *)r->base,
+  /* a compact region's memory is not the device's to read: its copies are
+   * served only where every tensor is in the shadow (compact.h), and the
+   * kernel is never sent to the original (its dirty and busy bits are not
+   * given to it) */
+  const void *original =
+      ibp__compact_active(sr) ? l->shadow : (const void *)r->base;
+  if (plan(d, dev, fn, &h, &m, l->shadow, original,
            (const void *)sr->track.dirty, slot) != 0) {
     ibp__device_memory_free(d, &m);
     ibp__warn_first(&warned,

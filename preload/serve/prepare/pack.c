@@ -76,6 +76,17 @@ uint64_t ibp__pack_estimate(const ibp_pack *p, uint64_t *zero_tensors) {
   return k ? (uint64_t)((long double)packed * p->n / k) : 0;
 }
 
+uint64_t ibp__pack_exact(const ibp_pack *p) {
+  const uint32_t R = p->params->tensor_bytes;
+  uint64_t packed = 0;
+  for (uint64_t i = 0; i < p->n; i++) {
+    size_t len = 0;
+    ibp__pack_best(p, p->data + i * R, &len);
+    packed += len < R ? len : 0;
+  }
+  return packed;
+}
+
 /* One thread's part of a chunk: tensors [i0, i1), whole words. */
 typedef struct job {
   ibp_pack *p;

@@ -75,6 +75,11 @@ uint32_t ibp__pack_best(const ibp_pack *p, const uint8_t *tensor,
  * different 32-tensor words never share a byte. */
 void ibp__pack_put_id(uint8_t *ids, uint32_t k, uint64_t i, uint32_t id);
 
+/* Bytes the packed streams of p's region take now, exactly: every tensor
+ * measured with its best pair (a compact region's shadow is all the memory
+ * it keeps, so it gets no margin; compact.h). */
+uint64_t ibp__pack_exact(const ibp_pack *p);
+
 /* Compresses every chunk into place.  Returns 0, or -1 (out of memory,
  * stopped, or publish failed: the tensors not yet published stay busy). */
 int ibp__pack_fill(ibp_pack *p);

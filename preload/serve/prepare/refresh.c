@@ -49,6 +49,7 @@
 
 #include "base/driver.h"
 #include "base/log.h"
+#include "serve/compact.h"
 #include "serve/dtoh.h"
 #include "serve/prepare/pack.h"
 #include "serve/region.h"
@@ -65,7 +66,10 @@ void ibp__refresh_maybe(ibp_region_rec *r) {
   uint64_t floor =
       atomic_load_explicit(&s->refresh.dirty_floor, memory_order_relaxed);
   dirty = dirty > floor ? dirty - floor : 0;
-  if (dirty == 0 || dirty * REFRESH_SHARE < s->geometry.tensors ||
+  /* a compact region's pages that came back (read, or rewritten and
+   * recompressed) go again at the same pace */
+  const int due = ibp__compact_release_due(s, REFRESH_SHARE);
+  if ((!due && (dirty == 0 || dirty * REFRESH_SHARE < s->geometry.tensors)) ||
       atomic_load_explicit(&s->refresh.pending, memory_order_relaxed))
     return;
   int expected = 0;
@@ -231,7 +235,8 @@ void ibp__refresh_region(ibp_region_rec *r) {
   ibp_served_region *s = ibp__served(r);
   ibp_refresh *f = &s->refresh;
   const uint64_t n = s->geometry.tensors, words = (n + 31) / 32;
-  const int tracked = r->rule.track == IBP_TRACK_PROTECT;
+  const int tracked =
+      r->rule.track == IBP_TRACK_PROTECT || ibp__compact_active(s);
   uint32_t *set = calloc(words ? words : 1, sizeof *set);
   uint8_t *tmp = malloc((size_t)s->geometry.tensor_bytes + 16);
   uint64_t count = 0;
@@ -275,6 +280,10 @@ void ibp__refresh_region(ibp_region_rec *r) {
   ibp__log(IBP_LOG_DEBUG, "region '%s': %llu tensors recompressed", r->name,
            (unsigned long long)count);
 out:
+  /* a compact region's pages that came back since the last release
+   * (read, or rewritten and recompressed now), at the refresh's own pace
+   * (refresh_maybe) */
+  ibp__compact_release(r);
   free(set);
   free(tmp);
   atomic_store(&f->pending, 0);

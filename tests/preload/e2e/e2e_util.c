@@ -290,12 +290,15 @@ const char *e2e_regions_env(const e2e_region *regs, int n) {
   static char spec[1024];
   size_t at = 0;
   spec[0] = 0;
+  /* IBP_E2E_MODE=compact: every region in that mode (the compact twins) */
+  const char *mode = getenv("IBP_E2E_MODE");
   for (int i = 0; i < n; i++) {
     if (!regs[i].name)
       continue;
     at += (size_t)snprintf(spec + at, sizeof spec - at,
-                           "%ssize=%zu,tensor=%zu,name=%s", at ? ";" : "",
-                           regs[i].size, regs[i].tensor, regs[i].name);
+                           "%ssize=%zu,tensor=%zu,name=%s%s%s", at ? ";" : "",
+                           regs[i].size, regs[i].tensor, regs[i].name,
+                           mode ? ",mode=" : "", mode ? mode : "");
     if (at >= sizeof spec)
       e2e_die("IBP_REGIONS value too long");
   }

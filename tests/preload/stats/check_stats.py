@@ -26,6 +26,10 @@ REGION_KEYS = {
     "staged_decode_model_seconds": (int, float),
     "prepare_peak_bytes": int, "first_chunk_seconds": (int, float),
     "ready_seconds": (int, float), "routes": dict,
+    "copies_compact_driver": int, "compact_seconds_cost": (int, float),
+    "pages_released": int, "pages_rebuilt": int,
+    "host_resident_bytes": int, "host_pinned_bytes": int,
+    "release_seconds": (int, float),
 }
 TOTAL_KEYS = {
     "regions": int, "bytes": int, "stored_bytes": int,
@@ -42,6 +46,10 @@ TOTAL_KEYS = {
     "staged_decode_model_seconds": (int, float),
     "prepare_peak_bytes": int, "first_chunk_seconds": (int, float),
     "ready_seconds": (int, float),
+    "copies_compact_driver": int, "compact_seconds_cost": (int, float),
+    "pages_released": int, "pages_rebuilt": int,
+    "host_resident_bytes": int, "host_pinned_bytes": int,
+    "release_seconds": (int, float),
 }
 
 # The figures of test_stats.c's `regions` table, in registration order.
