@@ -25,6 +25,14 @@
 #define ESTIMATE_MARGIN 32 /* the streams get the estimate + 1/32 + 1 MiB */
 #define SEARCH_EVAL_BYTES (4ull << 20)
 #define AUTO_CLUSTERS 16 /* clusters=auto tries K = 1, 2, 4 ... 16 */
+/* The cluster search learns on CLUSTER_TRAIN_BYTES of tensors and
+ * measures each K on CLUSTER_EVAL_BYTES (the winner confirmed on 4 times
+ * as many): smaller than `ibp analyze`'s 8 and 16 MiB, so that it adds a
+ * few percent to a region's preparation rather than doubling it, at a
+ * fraction of a percent of the region's bytes (docs/ARCHITECTURE.md,
+ * "Preparing a region"). */
+#define CLUSTER_TRAIN_BYTES (1ull << 20)
+#define CLUSTER_EVAL_BYTES (2ull << 20)
 /* The decode plans of a region's clusters live in device memory, at most
  * (4 + 5) * R bytes each: no more than the larger of PLAN_BUDGET_MIN and
  * a PLAN_BUDGET_SHARE-th of the region. */
@@ -135,8 +143,9 @@ static uint32_t plan_bound(const ibp_region_rec *r, uint32_t R) {
 }
 
 /* The region's pairs (docs/FORMAT.md §4): `base` alone under clusters=1,
- * else the codec's cluster search from it (clusters=auto: the K of 1, 2,
- * 4 ... that stores the region in the fewest bytes, metadata included),
+ * else the codec's cluster search from it on the budgets above
+ * (clusters=auto: the K of 1, 2, 4 ... that stores the region in the
+ * fewest bytes, metadata included),
  * bounded by plan_bound.  Takes base over; a failed search leaves the one
  * pair (logged). */
 static ibp_status find_clusters(const ibp_region_rec *r, uint64_t n,
@@ -149,6 +158,8 @@ static ibp_status find_clusters(const ibp_region_rec *r, uint64_t n,
         .clusters = want > bound ? bound : want,
         .max_clusters =
             want ? 0 : (AUTO_CLUSTERS < bound ? AUTO_CLUSTERS : bound),
+        .train_max_bytes = CLUSTER_TRAIN_BYTES,
+        .eval_max_bytes = CLUSTER_EVAL_BYTES,
         .threads = ibp__pack_threads(),
     };
     ibp_status st =
