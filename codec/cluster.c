@@ -26,9 +26,10 @@
 #define AUTO_MAX_CLUSTERS 16u
 #define MIN_TRAIN_PER_CLUSTER 32u /* a split leaves at least this many */
 #define LLOYD_ROUNDS 3
-#define MODES_ROUNDS 3         /* hard EM rounds of a split */
-#define PRINCIPAL_ROUNDS 6     /* power iterations of a split */
-#define PRINCIPAL_TENSORS 4096 /* tensors the power iteration looks at */
+#define MODES_ROUNDS 3     /* hard EM rounds of a split */
+#define PRINCIPAL_ROUNDS 6 /* power iterations of a split */
+#define SPLIT_TENSORS 256  /* tensors a split learns its halves on */
+#define SPLIT_BITS 512     /* feature bits it looks at */
 
 /* ---- ids ----------------------------------------------------------------- */
 
@@ -92,6 +93,16 @@ uint32_t ibp__best_cluster(const ibp__pack_ops *pack, const ibp_params *p,
   }
   *stored = least;
   return best;
+}
+
+uint32_t ibp_cluster_best(const ibp_params *params, uint32_t k,
+                          const void *tensor, size_t *stored) {
+  size_t least = 0;
+  uint32_t id = ibp__best_cluster(ibp__pack(), params, k ? k : 1,
+                                  (const uint8_t *)tensor, &least);
+  if (stored)
+    *stored = least;
+  return id;
 }
 
 /* ---- exact bytes of a sample under k pairs ------------------------------- */
@@ -253,13 +264,69 @@ static ibp_status refine(train_set *ts) {
 
 /* ---- splitting one cluster by bit similarity ----------------------------- */
 
-/* Feature bits f of buf[0..cnt): neither (nearly) random nor invariant. */
-static ibp_status features(const train_set *ts, uint64_t cnt, double share,
-                           uint8_t *f) {
+/* A split learns its two halves on a bounded view of the cluster: at most
+ * SPLIT_TENSORS of its tensors spread over it, and at most SPLIT_BITS of
+ * their feature bits spread over those (docs/FORMAT.md §4 leaves the
+ * search free; the halves are only a start that the exact-bytes rebuild
+ * and refine then judge).  This keeps a split's cost independent of the
+ * cluster's size and of R, where walking every bit of every tensor
+ * several times over made the search cost seconds per region. */
+typedef struct split_view {
+  uint64_t S;           /* tensors viewed */
+  uint32_t nb;          /* feature bits viewed */
+  uint8_t *sub;         /* S x R: the tensors */
+  uint32_t *bits;       /* 8R slots: bit positions of the features */
+  uint8_t *x;           /* S x SPLIT_BITS: their feature bits, 0 or 1 */
+  double *mean, *v, *u; /* SPLIT_BITS each: the power iteration */
+  double *ones;         /* 2 x SPLIT_BITS: each half's counts */
+  double *w;            /* 2 x SPLIT_BITS: each half's log-odds */
+  double base[2];       /* each half's cost of a tensor of zeros */
+} split_view;
+
+static void view_free(split_view *sv) {
+  free(sv->sub);
+  free(sv->bits);
+  free(sv->x);
+  free(sv->mean);
+  free(sv->w);
+}
+
+/* A view of buf[0..cnt): one tensor from each of S equal runs, at a
+ * pseudo-random place in its run (a fixed stride would see only one kind
+ * of tensor in data that alternates with that period). */
+static ibp_status view_init(const train_set *ts, uint64_t cnt, split_view *sv) {
+  const uint32_t R = ts->R;
+  *sv = (split_view){.S = cnt < SPLIT_TENSORS ? cnt : SPLIT_TENSORS};
+  sv->sub = malloc(sv->S * R);
+  sv->bits = malloc(8 * (size_t)R * sizeof *sv->bits);
+  sv->x = malloc(sv->S * SPLIT_BITS);
+  sv->mean = malloc(5 * SPLIT_BITS * sizeof *sv->mean);
+  sv->w = malloc(2 * SPLIT_BITS * sizeof *sv->w);
+  if (!sv->sub || !sv->bits || !sv->x || !sv->mean || !sv->w) {
+    view_free(sv);
+    return IBP_ERR_NO_MEMORY;
+  }
+  sv->v = sv->mean + SPLIT_BITS;
+  sv->u = sv->v + SPLIT_BITS;
+  sv->ones = sv->u + SPLIT_BITS;
+  uint64_t h = 0x9E3779B97F4A7C15ull; /* fixed: the search is repeatable */
+  for (uint64_t s = 0; s < sv->S; s++) {
+    uint64_t lo = s * cnt / sv->S, hi = (s + 1) * cnt / sv->S;
+    h ^= h << 13, h ^= h >> 7, h ^= h << 17;
+    memcpy(sv->sub + s * R, ts->buf + (lo + h % (hi - lo)) * R, R);
+  }
+  return IBP_OK;
+}
+
+/* Feature bits f of the viewed tensors: neither (nearly) random nor
+ * invariant. */
+static ibp_status features(const train_set *ts, const split_view *sv,
+                           double share, uint8_t *f) {
+  const uint64_t cnt = sv->S;
   ibp_bitstats st;
   ibp_status e = ibp_bitstats_init(&st, ts->R);
   if (e == IBP_OK)
-    e = ibp_bitstats_add(&st, ts->buf, cnt, NULL, ts->threads);
+    e = ibp_bitstats_add(&st, sv->sub, cnt, NULL, 1);
   memset(f, 0, ts->R);
   for (uint32_t k = 0; e == IBP_OK && k < 8 * ts->R; k++) {
     uint64_t ones = st.ones[k], agree = ones > cnt - ones ? ones : cnt - ones;
@@ -270,115 +337,133 @@ static ibp_status features(const train_set *ts, uint64_t cnt, double share,
   return e;
 }
 
-/* Bit positions of f, listed. */
-static uint32_t list_bits(const uint8_t *f, uint32_t R, uint32_t *out) {
+/* Bit positions of f, listed; at most `cap` of them, spread over all. */
+static uint32_t list_bits(const uint8_t *f, uint32_t R, uint32_t *out,
+                          uint32_t cap) {
   uint32_t m = 0;
   for (uint32_t k = 0; k < 8 * R; k++)
     if ((f[k / 8] >> (k % 8)) & 1)
       out[m++] = k;
-  return m;
+  if (m <= cap)
+    return m;
+  for (uint32_t i = 0; i < cap; i++) /* i * m / cap >= i: in place */
+    out[i] = out[(uint64_t)i * m / cap];
+  return cap;
 }
 
 static int bit_of(const uint8_t *t, uint32_t k) {
   return (t[k / 8] >> (k % 8)) & 1;
 }
 
-/* side[j] = which side of the mean tensor j lies on along the principal
- * direction of the feature bits (power iteration on their covariance,
- * from the first tensor's deviation). */
-static void principal_split(const train_set *ts, uint64_t cnt,
-                            const uint32_t *bits, uint32_t nb, double *mean,
-                            double *v, double *u, uint8_t *side) {
-  const uint32_t R = ts->R;
-  const uint64_t step = cnt > PRINCIPAL_TENSORS ? cnt / PRINCIPAL_TENSORS : 1;
+/* sv->x from the viewed tensors and the listed bits. */
+static void gather_bits(split_view *sv, uint32_t R) {
+  for (uint64_t s = 0; s < sv->S; s++)
+    for (uint32_t i = 0; i < sv->nb; i++)
+      sv->x[s * sv->nb + i] = (uint8_t)bit_of(sv->sub + s * R, sv->bits[i]);
+}
+
+/* y . (x_s - mean) */
+static double project(const split_view *sv, uint64_t s, const double *y) {
+  const uint8_t *x = sv->x + s * sv->nb;
+  double d = 0;
+  for (uint32_t i = 0; i < sv->nb; i++)
+    d += (x[i] - sv->mean[i]) * y[i];
+  return d;
+}
+
+/* side[s] = which side of the mean viewed tensor s lies on along the
+ * principal direction of the feature bits (power iteration on their
+ * covariance, from the first tensor's deviation). */
+static void principal_split(split_view *sv, uint8_t *side) {
+  const uint32_t nb = sv->nb;
+  memset(sv->mean, 0, nb * sizeof *sv->mean);
+  for (uint64_t s = 0; s < sv->S; s++)
+    for (uint32_t i = 0; i < nb; i++)
+      sv->mean[i] += sv->x[s * nb + i];
   for (uint32_t i = 0; i < nb; i++) {
-    uint64_t ones = 0;
-    for (uint64_t j = 0; j < cnt; j++)
-      ones += (uint64_t)bit_of(ts->buf + j * R, bits[i]);
-    mean[i] = (double)ones / (double)cnt;
-    v[i] = bit_of(ts->buf, bits[i]) - mean[i];
+    sv->mean[i] /= (double)sv->S;
+    sv->v[i] = sv->x[i] - sv->mean[i];
   }
   for (int it = 0; it < PRINCIPAL_ROUNDS; it++) {
     double norm = 0;
-    memset(u, 0, nb * sizeof *u);
-    for (uint64_t j = 0; j < cnt; j += step) {
-      const uint8_t *t = ts->buf + j * R;
-      double y = 0;
+    memset(sv->u, 0, nb * sizeof *sv->u);
+    for (uint64_t s = 0; s < sv->S; s++) {
+      const uint8_t *x = sv->x + s * nb;
+      double y = project(sv, s, sv->v);
       for (uint32_t i = 0; i < nb; i++)
-        y += (bit_of(t, bits[i]) - mean[i]) * v[i];
-      for (uint32_t i = 0; i < nb; i++)
-        u[i] += y * (bit_of(t, bits[i]) - mean[i]);
+        sv->u[i] += y * (x[i] - sv->mean[i]);
     }
     for (uint32_t i = 0; i < nb; i++)
-      norm += u[i] * u[i];
+      norm += sv->u[i] * sv->u[i];
     if (!(norm > 0))
       break;
     for (uint32_t i = 0; i < nb; i++)
-      v[i] = u[i] / sqrt(norm);
+      sv->v[i] = sv->u[i] / sqrt(norm);
   }
-  for (uint64_t j = 0; j < cnt; j++) {
-    const uint8_t *t = ts->buf + j * R;
-    double y = 0;
-    for (uint32_t i = 0; i < nb; i++)
-      y += (bit_of(t, bits[i]) - mean[i]) * v[i];
-    side[j] = y > 0;
-  }
+  for (uint64_t s = 0; s < sv->S; s++)
+    side[s] = project(sv, s, sv->v) > 0;
 }
 
-/* Two halves of buf[0..cnt): first along the principal direction of the
- * feature bits, then by hard EM of two per-bit Bernoulli models over them:
- * each tensor goes to the model under which its bits cost fewer
- * (entropy-coded) bits, each model is its half's bit frequencies. */
-static ibp_status two_halves(const train_set *ts, uint64_t cnt,
-                             const uint8_t *f, uint8_t *side) {
-  const uint32_t R = ts->R;
-  uint32_t *bits = malloc(8 * (size_t)R * sizeof *bits);
-  double *w = malloc(3 * 8 * (size_t)R * sizeof *w); /* log-odds per half */
-  uint64_t *ones = malloc(2 * 8 * (size_t)R * sizeof *ones);
-  if (!bits || !w || !ones) {
-    free(bits);
-    free(w);
-    free(ones);
-    return IBP_ERR_NO_MEMORY;
+/* Each half's per-bit Bernoulli model from the viewed tensors' sides:
+ * cost(t) = sum over bits of -log2 P(bit); the part that depends on t is
+ * sum of x * log2((1-p)/p), plus a constant per half.  0 when a half is
+ * empty. */
+static int models(split_view *sv, const uint8_t *side) {
+  const uint32_t nb = sv->nb;
+  uint64_t n[2] = {0, 0};
+  double *ones = sv->ones;
+  memset(ones, 0, 2 * (size_t)nb * sizeof *ones);
+  for (uint64_t s = 0; s < sv->S; s++) {
+    const uint8_t *x = sv->x + s * nb;
+    double *o = ones + side[s] * (size_t)nb;
+    n[side[s]]++;
+    for (uint32_t i = 0; i < nb; i++)
+      o[i] += x[i];
   }
-  const uint32_t nb = list_bits(f, R, bits);
-  principal_split(ts, cnt, bits, nb, w, w + nb, w + 2 * (size_t)nb, side);
+  if (n[0] == 0 || n[1] == 0)
+    return 0;
+  for (int h = 0; h < 2; h++) {
+    sv->base[h] = 0;
+    for (uint32_t i = 0; i < nb; i++) {
+      double p = (ones[h * (size_t)nb + i] + 0.5) / ((double)n[h] + 1);
+      sv->w[h * (size_t)nb + i] = log2((1 - p) / p);
+      sv->base[h] -= log2(1 - p);
+    }
+  }
+  return 1;
+}
+
+/* The half whose model codes tensor t's feature bits in fewer bits. */
+static uint8_t closer(const split_view *sv, const uint8_t *t) {
+  double c0 = sv->base[0], c1 = sv->base[1];
+  for (uint32_t i = 0; i < sv->nb; i++)
+    if (bit_of(t, sv->bits[i])) {
+      c0 += sv->w[i];
+      c1 += sv->w[sv->nb + i];
+    }
+  return c1 < c0;
+}
+
+/* Two halves of buf[0..cnt) (side[j], all 0 when there are none): first
+ * the view along the principal direction of the feature bits, then hard
+ * EM of two per-bit Bernoulli models over them (each viewed tensor goes
+ * to the model under which its bits cost fewer bits, each model is its
+ * half's bit frequencies); the last models then place every tensor. */
+static void two_halves(const train_set *ts, uint64_t cnt, split_view *sv,
+                       const uint8_t *f, uint8_t *side) {
+  sv->nb = list_bits(f, ts->R, sv->bits, SPLIT_BITS);
+  gather_bits(sv, ts->R);
+  principal_split(sv, side); /* side[0..S) is the view's */
   for (int round = 0; round < MODES_ROUNDS; round++) {
-    uint64_t n[2] = {0, 0};
-    memset(ones, 0, 2 * (size_t)nb * sizeof *ones);
-    for (uint64_t j = 0; j < cnt; j++) {
-      const uint8_t *t = ts->buf + j * R;
-      n[side[j]]++;
-      for (uint32_t i = 0; i < nb; i++)
-        ones[side[j] * (size_t)nb + i] += (uint64_t)bit_of(t, bits[i]);
+    if (!models(sv, side)) {
+      memset(side, 0, cnt);
+      return;
     }
-    if (n[0] == 0 || n[1] == 0)
-      break;
-    /* cost(t) = sum over bits of -log2 P(bit); the part that depends on t
-     * is sum of x * log2((1-p)/p) plus a constant per half */
-    double base[2] = {0, 0};
-    for (int h = 0; h < 2; h++)
-      for (uint32_t i = 0; i < nb; i++) {
-        double p =
-            ((double)ones[h * (size_t)nb + i] + 0.5) / ((double)n[h] + 1);
-        w[h * (size_t)nb + i] = log2((1 - p) / p);
-        base[h] -= log2(1 - p);
-      }
-    for (uint64_t j = 0; j < cnt; j++) {
-      const uint8_t *t = ts->buf + j * R;
-      double c0 = base[0], c1 = base[1];
-      for (uint32_t i = 0; i < nb; i++)
-        if (bit_of(t, bits[i])) {
-          c0 += w[i];
-          c1 += w[(size_t)nb + i];
-        }
-      side[j] = c1 < c0;
-    }
+    for (uint64_t s = 0; round + 1 < MODES_ROUNDS && s < sv->S; s++)
+      side[s] = closer(sv, sv->sub + s * ts->R);
   }
-  free(bits);
-  free(w);
-  free(ones);
-  return IBP_OK;
+  for (uint64_t j = 0; j < cnt; j++)
+    side[j] = closer(sv, ts->buf + j * ts->R);
 }
 
 /* The feature bits of a split are those whose majority share lies in
@@ -396,18 +481,19 @@ typedef struct proposal {
 /* Proposes a split of buf[0..cnt) with feature share `share` into *pr
  * (bytes UINT64_MAX when a half would be too small). */
 static ibp_status propose(const train_set *ts, uint64_t cnt, double share,
-                          uint8_t *f, uint8_t *tmp, proposal *pr) {
+                          split_view *sv, uint8_t *f, uint8_t *tmp,
+                          proposal *pr) {
   const uint32_t R = ts->R;
   pr->bytes = UINT64_MAX;
-  ibp_status e = features(ts, cnt, share, f);
-  if (e == IBP_OK)
-    e = two_halves(ts, cnt, f, pr->side);
-  uint64_t n1 = 0;
-  for (uint64_t j = 0; e == IBP_OK && j < cnt; j++)
-    n1 += pr->side[j];
-  if (e != IBP_OK || n1 < MIN_TRAIN_PER_CLUSTER ||
-      cnt - n1 < MIN_TRAIN_PER_CLUSTER)
+  ibp_status e = features(ts, sv, share, f);
+  if (e != IBP_OK)
     return e;
+  two_halves(ts, cnt, sv, f, pr->side);
+  uint64_t n1 = 0;
+  for (uint64_t j = 0; j < cnt; j++)
+    n1 += pr->side[j];
+  if (n1 < MIN_TRAIN_PER_CLUSTER || cnt - n1 < MIN_TRAIN_PER_CLUSTER)
+    return IBP_OK;
   uint64_t n0 = 0; /* side 0's tensors first, then side 1's */
   for (uint64_t j = 0; j < cnt; j++)
     if (!pr->side[j])
@@ -422,7 +508,6 @@ static ibp_status propose(const train_set *ts, uint64_t cnt, double share,
   pr->bytes = b0 + b1;
   return IBP_OK;
 }
-
 static void proposal_clear(proposal *pr) {
   ibp_params_free(&pr->half[0]);
   ibp_params_free(&pr->half[1]);
@@ -441,10 +526,13 @@ static ibp_status split(train_set *ts, uint32_t c) {
   uint8_t *f = malloc(R), *tmp = malloc(cnt * R);
   proposal best = {malloc(cnt), {{0}, {0}}, UINT64_MAX};
   proposal pr = {malloc(cnt), {{0}, {0}}, 0};
+  split_view sv = {0};
   ibp_status e = f && tmp && best.side && pr.side ? IBP_OK : IBP_ERR_NO_MEMORY;
+  if (e == IBP_OK)
+    e = view_init(ts, cnt, &sv);
   for (size_t i = 0;
        e == IBP_OK && i < sizeof feature_share / sizeof *feature_share; i++) {
-    e = propose(ts, cnt, feature_share[i], f, tmp, &pr);
+    e = propose(ts, cnt, feature_share[i], &sv, f, tmp, &pr);
     if (e == IBP_OK && pr.bytes < best.bytes) {
       proposal t = best;
       best = pr;
@@ -462,6 +550,7 @@ static ibp_status split(train_set *ts, uint32_t c) {
     best.half[0] = best.half[1] = (ibp_params){0};
   }
   proposal_clear(&best);
+  view_free(&sv);
   free(best.side);
   free(pr.side);
   free(f);

@@ -32,6 +32,7 @@ extern "C" {
 #define IBP_CONFIG_AUTO_MIN_BYTES ((uint64_t)64 << 20) /* IBP_REGIONS=auto */
 #define IBP_CONFIG_DEFAULT_TENSOR 4096u
 #define IBP_CONFIG_MAX_TENSOR (1u << 20)
+#define IBP_CONFIG_MAX_CLUSTERS 256u /* clusters=K: docs/FORMAT.md §4 */
 
 typedef enum ibp_log_level {
   IBP_LOG_ERROR = 0,
@@ -84,9 +85,11 @@ typedef struct ibp_rule {
   unsigned chunk;                 /* IBP_CHUNK_WIDTHS; 0 = auto (default) */
   double threshold;               /* 0.5..1.0; 0 = auto (default) */
   double sample;                  /* (0, 1]; 0 = not given (codec default) */
-  ibp_mode mode;                  /* default IBP_MODE_SHADOW */
-  ibp_track track;                /* default IBP_TRACK_PROTECT */
-  unsigned index;                 /* 1-based position in ibp_config.rules */
+  unsigned clusters; /* Mask/Bitval pairs: 1..IBP_CONFIG_MAX_CLUSTERS;
+                        0 = auto (default: the codec's search) */
+  ibp_mode mode;     /* default IBP_MODE_SHADOW */
+  ibp_track track;   /* default IBP_TRACK_PROTECT */
+  unsigned index;    /* 1-based position in ibp_config.rules */
   int is_auto; /* written as `auto`: warnings name it so (docs/CONFIG.md) */
 } ibp_rule;
 

@@ -146,6 +146,26 @@ static int parse_track_key(ibp__span value, ibp__span token,
   return 0;
 }
 
+static int parse_clusters_key(ibp__span value, ibp__span token,
+                              const ibp__where *w, ibp_rule *rule) {
+  static const char range[] = "clusters must be auto or a whole number "
+                              "from 1 to 256";
+  uint64_t k;
+  if (ibp__word_is(value, "auto")) {
+    rule->clusters = 0;
+    return 0;
+  }
+  for (size_t i = 0; i < value.n; i++)
+    if (value.p[i] < '0' || value.p[i] > '9')
+      return ibp__fail(w, token, range);
+  if (ibp__parse_size(value, token, w, &k) != 0)
+    return -1;
+  if (k < 1 || k > IBP_CONFIG_MAX_CLUSTERS)
+    return ibp__fail(w, token, range);
+  rule->clusters = (unsigned)k;
+  return 0;
+}
+
 static const key_entry keys[] = {
     {"size", parse_size_key},
     {"min", parse_min_key},
@@ -157,6 +177,7 @@ static const key_entry keys[] = {
     {"sample", parse_sample_key},
     {"mode", parse_mode_key},
     {"track", parse_track_key},
+    {"clusters", parse_clusters_key},
 };
 
 enum { n_keys = sizeof keys / sizeof keys[0] };
@@ -179,8 +200,8 @@ static int parse_pair(ibp__span pair, const ibp__where *w, ibp_rule *rule,
   if (k < 0)
     return ibp__fail(w, pair,
                      "unknown key; expected size, min, nth, name, "
-                     "tensor, chunk, threshold, sample, mode "
-                     "or track");
+                     "tensor, chunk, threshold, sample, clusters, "
+                     "mode or track");
   if (*seen & (1u << k))
     return ibp__fail(w, pair, "key given twice in one rule");
   *seen |= 1u << k;

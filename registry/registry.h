@@ -77,6 +77,7 @@ typedef struct ibp_region_rule {
   uint32_t chunk;        /* 1, 2, 4, 8; 0 = auto */
   double threshold;      /* 0.5..1.0; 0 = auto */
   double sample;         /* (0, 1]; 0 = codec default */
+  uint32_t clusters;     /* Mask/Bitval pairs, 1..256; 0 = auto */
   uint8_t mode;
   uint8_t track;
   uint32_t index; /* 1-based number of the rule (docs/CONFIG.md); 0 = none */

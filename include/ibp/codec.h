@@ -324,6 +324,13 @@ uint64_t ibp_cluster_id_bytes(uint32_t k, uint64_t n);
 /* Tensor i's cluster id (0 when k <= 1 or ids is NULL). */
 uint32_t ibp_cluster_id(const uint8_t *ids, uint32_t k, uint64_t i);
 
+/* The pair of params[0 .. k-1] (same R and chunk width, k <= IBP_MAX_CLUSTERS;
+ * 0 counts as 1) that stores `tensor` (R bytes) in the fewest bytes, the
+ * lowest id on ties: the choice ibp_compress_region_clustered makes.
+ * *stored (may be NULL) gets that pair's ibp_compressed_size. */
+uint32_t ibp_cluster_best(const ibp_params *params, uint32_t k,
+                          const void *tensor, size_t *stored);
+
 /* K params with the same R and chunk width, owned. */
 typedef struct ibp_clusters {
   uint32_t count;

@@ -26,6 +26,7 @@ static void region_from_rule(const ibp_rule *rule, ibp_region_rule *out) {
       .chunk = rule->chunk,
       .threshold = rule->threshold,
       .sample = rule->sample,
+      .clusters = rule->clusters,
       .mode = (uint8_t)rule->mode,
       .track = (uint8_t)rule->track,
       .index = rule->index,

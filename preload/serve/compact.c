@@ -193,9 +193,11 @@ static int rebuild(void *arg, uintptr_t addr, size_t len, uint8_t *out) {
   for (uint64_t t = off / R; t <= (end - 1) / R; t++) {
     const uint64_t lo = t * R > off ? t * R : off;
     const uint64_t hi = (t + 1) * R < end ? (t + 1) * R : end;
-    if (!bit(l->flags, t) || !l->lengths[t] ||
+    const uint32_t K = l->clusters.count;
+    const uint32_t id = K > 1 ? ibp_cluster_id(l->ids, K, t) : 0;
+    if (!bit(l->flags, t) || !l->lengths[t] || id >= K ||
         ibp_decompress_tensor_part(
-            &l->params, (const uint8_t *)l->shadow + l->offsets[t],
+            &l->clusters.params[id], (const uint8_t *)l->shadow + l->offsets[t],
             l->lengths[t], 1, (uint32_t)(lo - t * R), (uint32_t)(hi - lo),
             out + (lo - off)) != IBP_OK)
       return -1;

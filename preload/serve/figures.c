@@ -1,7 +1,7 @@
 /* The statistics of served regions (serve/figures.h): one ibp_stat_row per
  * region, from its registry record and its served region.
  *
- * Fields written by the compressing thread (layout.params, layout.summary)
+ * Fields written by the compressing thread (layout.clusters, layout.summary)
  * are read only when the region is not COMPRESSING (acquire load of the
  * state); a region still compressing at exit is reported as not
  * compressed.  The live regions are read with ibp_registry_foreach, which
@@ -30,14 +30,16 @@ static uint64_t load64(const _Atomic uint64_t *p) {
  * tensor) Mask/Bitval exist and the summary counts its raw tail.  A
  * compression that failed half-way leaves no summary: not compressed. */
 static void fill_codec(ibp_stat_row *w, const ibp_layout *l) {
+  const ibp_params *p = l->clusters.count ? &l->clusters.params[0] : NULL;
   w->compressed = l->summary.tensors > 0 ||
-                  (l->params.mask != NULL && l->summary.compressed_bytes > 0);
-  if (!w->compressed)
+                  (p && p->mask != NULL && l->summary.compressed_bytes > 0);
+  if (!w->compressed || !p)
     return;
-  if (l->params.tensor_bytes)
-    w->tensor_bytes = l->params.tensor_bytes;
-  w->chunk_bytes = l->params.chunk_bytes;
-  w->threshold = l->params.threshold;
+  if (p->tensor_bytes)
+    w->tensor_bytes = p->tensor_bytes;
+  w->chunk_bytes = p->chunk_bytes;
+  w->threshold = p->threshold;
+  w->clusters = l->clusters.count;
   w->tensors = l->summary.tensors;
   w->tensors_compressed = l->summary.tensors_compressed;
   w->compressed_bytes = l->summary.compressed_bytes;

@@ -25,7 +25,8 @@ ibp_served_region *ibp__served_new(const ibp_region_rec *r) {
 void ibp__served_free(ibp_served_region *s) {
   if (!s)
     return;
-  ibp_params_free(&s->layout.params);
+  ibp_clusters_free(&s->layout.clusters);
+  free(s->layout.ids);
   free(s->layout.flags);
   free(s->layout.offsets);
   free(s->layout.lengths);

@@ -7,7 +7,8 @@
  *   geometry  fixed at creation, from the rule: the one source of the
  *             tensor size
  *   layout    the codec's result and the packed shadow (compress.c; the
- *             offsets and lengths of busy tensors also by refresh.c)
+ *             offsets, lengths and cluster ids of busy tensors also by
+ *             refresh.c)
  *   track     write tracking (track/track.h)
  *   refresh   recompressing written tensors (refresh.c)
  *   dev       per-device state (device.c)
@@ -41,10 +42,18 @@ typedef struct ibp_geometry {
 
 /* The codec's result: written only by the thread that moved the region to
  * COMPRESSING; read-only once READY (seen with acquire), except that a
- * refresh (refresh.c, on the worker) changes offsets/lengths of tensors it
- * holds busy. */
+ * refresh (refresh.c, on the worker) changes offsets/lengths/cluster ids
+ * of tensors it holds busy. */
 typedef struct ibp_layout {
-  ibp_params params;
+  ibp_clusters clusters; /* the region's K >= 1 Mask/Bitval pairs
+                            (docs/FORMAT.md §4), K = 1 with clusters=1 or
+                            where more save nothing; count 0 until the
+                            search ran */
+  uint8_t *ids;          /* K > 1: tensor i's cluster id, bits [i*b,
+                            (i+1)*b) (b = ibp_cluster_id_bits(K)), padded
+                            with zeros to whole 32-bit words; NULL when
+                            K = 1.  A refresh rewrites the ids of the
+                            tensors it holds busy. */
   ibp_region_summary summary;
   void *shadow;          /* the compressed streams, packed (docs/FORMAT.md §3;
                             pinned, device-mapped), then room for streams a
@@ -99,8 +108,10 @@ typedef enum ibp_device_state {
 /* A region's metadata in one device's memory (device.c allocates it, the
  * worker frees it with the region). */
 typedef struct ibp_device_memory {
-  CUdeviceptr plan;     /* the decode plan (kernels/ibp_kernels.h) */
+  CUdeviceptr plan;     /* the decode plan of every cluster
+                           (kernels/ibp_kernels.h) */
   unsigned plan_stages; /* its S */
+  CUdeviceptr ids;      /* the cluster ids (layout.ids); 0 when K = 1 */
   CUdeviceptr flags;    /* one bit per tensor */
   CUdeviceptr offsets;  /* n stream offsets into the shadow */
   CUdeviceptr lengths;  /* n stream lengths (uint32) */
@@ -198,8 +209,8 @@ static inline ibp_served_region *ibp__served(const ibp_region_rec *r) {
 ibp_served_region *ibp__served_new(const ibp_region_rec *r);
 
 /* Frees the host memory of s (layout arrays, refresh rooms, codec
- * parameters) and s itself; pinned and device memory are the worker's
- * (worker.c).  NULL is ignored. */
+ * parameters and cluster ids) and s itself; pinned and device memory are the
+ * worker's (worker.c).  NULL is ignored. */
 void ibp__served_free(ibp_served_region *s);
 
 /* Moves device `dev`'s slot from -> to (CAS, acq_rel); any change is

@@ -12,7 +12,8 @@
  *   {"version": 1,
  *    "regions": [{"id", "name", "base" ("0x..."), "bytes", "tensor_bytes",
  *                 "tensors", "tensors_compressed", "chunk_bytes",
- *                 "threshold", "compressed_bytes", "metadata_bytes",
+ *                 "threshold", "clusters", "compressed_bytes",
+ *                 "metadata_bytes",
  *                 "saved_fraction", "state" (the registry's, or
  *                 "freed-early": freed before its compression finished),
  *                 "retired" (bool), "tracker"
@@ -26,10 +27,10 @@
  *               <one key per row of stats.def>, "pcie_saved_fraction"}}
  *
  * Regions in registration order (id).  A region never compressed has
- * chunk_bytes 0, threshold 0, tensors 0 and saved_fraction 0; saved_fraction
- * is 1 - compressed_bytes / bytes (Mask/Bitval/flags not counted);
- * stored_bytes counts compressed regions at compressed_bytes, others at
- * bytes.  Integers are exact; fractions are the shortest decimal that reads
+ * chunk_bytes 0, threshold 0, clusters 0, tensors 0 and saved_fraction 0;
+ * saved_fraction is 1 - compressed_bytes / bytes (Mask/Bitval/flags not
+ * counted); stored_bytes counts compressed regions at compressed_bytes, others
+ * at bytes.  Integers are exact; fractions are the shortest decimal that reads
  * back as the same double; nothing is NaN or infinite.
  *
  * The figures after the codec's are the rows of stats.def, in its order
@@ -580,6 +581,7 @@ static void json_region(sbuf *b, const ibp_stat_row *w) {
   json_u64(b, "tensors_compressed", w->tensors_compressed);
   json_u64(b, "chunk_bytes", w->chunk_bytes);
   json_num(b, "threshold", w->threshold);
+  json_u64(b, "clusters", w->clusters);
   json_u64(b, "compressed_bytes", w->compressed_bytes);
   json_u64(b, "metadata_bytes", w->metadata_bytes);
   json_num(b, "saved_fraction", w->saved_fraction);

@@ -57,6 +57,7 @@ typedef struct ibp_stat_row {
   uint64_t bytes;
   char name[IBP_REGISTRY_NAME_MAX + 32];
   uint32_t tensor_bytes, chunk_bytes, rule_chunk;
+  uint32_t clusters; /* Mask/Bitval pairs (docs/FORMAT.md §4) */
   double threshold, rule_threshold;
   int compressed; /* the codec fields below are valid */
   uint64_t tensors, tensors_compressed, compressed_bytes, metadata_bytes;

@@ -95,6 +95,10 @@ static void check_slots(const cregion *g, const uint8_t *slots,
     uint32_t id = ibp_cluster_id(ids, g->k, i);
     CHECKF(id == expected_id(g, t), "tensor %llu: id %u, want %u",
            (unsigned long long)i, id, expected_id(g, t));
+    size_t best_len = 0;
+    CHECKF(ibp_cluster_best(g->p, g->k, t, &best_len) == id &&
+               best_len == ibp_compressed_size(&g->p[id], t),
+           "tensor %llu: ibp_cluster_best", (unsigned long long)i);
     int compressed;
     size_t len = ref_store(&g->f[id].ref, t, ref, &compressed);
     CHECKF(((flags[i / 8] >> (i % 8)) & 1) == compressed, "tensor %llu: flag",

@@ -45,7 +45,7 @@ static void test_defaults(void) {
   CHECK(r->tensor_bytes == 4096 && r->chunk == 0 && r->threshold == 0.0);
   CHECK(r->sample == 0.0 && r->mode == IBP_MODE_SHADOW);
   CHECK(r->track == IBP_TRACK_PROTECT && r->name[0] == '\0');
-  CHECK(r->index == 1);
+  CHECK(r->index == 1 && r->clusters == 0);
   ibp_config d;
   ibp_config_init(&d);
   CHECK(!d.disabled && d.log_level == IBP_LOG_WARN && d.n_rules == 0);
@@ -55,7 +55,7 @@ static void test_defaults(void) {
 static void test_every_key(void) {
   ibp_config c = parse_ok("size=3M,min=1K,nth=7,name=w.e-i_ght5,tensor=8K,"
                           "chunk=2,threshold=0.75,sample=0.25,mode=inplace,"
-                          "track=trust",
+                          "track=trust,clusters=16",
                           1);
   const ibp_rule *r = &c.rules[0];
   CHECK(r->selectors == (IBP_SELECT_SIZE | IBP_SELECT_MIN | IBP_SELECT_NTH));
@@ -63,6 +63,11 @@ static void test_every_key(void) {
   CHECK(strcmp(r->name, "w.e-i_ght5") == 0 && r->tensor_bytes == 8192);
   CHECK(r->chunk == 2 && r->threshold == 0.75 && r->sample == 0.25);
   CHECK(r->mode == IBP_MODE_INPLACE && r->track == IBP_TRACK_TRUST);
+  CHECK(r->clusters == 16);
+  CHECK(parse_ok("min=0,clusters=auto", 1).rules[0].clusters == 0);
+  CHECK(parse_ok("min=0,clusters=AUTO", 1).rules[0].clusters == 0);
+  CHECK(parse_ok("min=0,clusters=1", 1).rules[0].clusters == 1);
+  CHECK(parse_ok("min=0,clusters=256", 1).rules[0].clusters == 256);
   c = parse_ok("min=0,chunk=auto,threshold=auto,mode=shadow,track=protect", 1);
   CHECK(c.rules[0].chunk == 0 && c.rules[0].threshold == 0.0);
   CHECK(parse_ok("min=0,chunk=1", 1).rules[0].chunk == 1);
@@ -203,6 +208,13 @@ static const bad_case bad_regions[] = {
     {"min=0,sample=", 1, "sample=", "empty value"},
     {"min=0,mode=copy", 1, "mode=copy", "shadow, compact or inplace"},
     {"min=0,track=never", 1, "track=never", "protect or trust"},
+    {"min=0,clusters=0", 1, "clusters=0", "clusters must be auto or"},
+    {"min=0,clusters=257", 1, "clusters=257", "from 1 to 256"},
+    {"min=0,clusters=1K", 1, "clusters=1K", "clusters must be auto or"},
+    {"min=0,clusters=-1", 1, "clusters=-1", "clusters must be auto or"},
+    {"min=0,clusters=two", 1, "clusters=two", "clusters must be auto or"},
+    {"min=0,clusters=", 1, "clusters=", "empty value"},
+    {"min=0,clusters=2,clusters=4", 1, "clusters=4", "twice"},
     {"min=0,name=", 1, "name=", "name must be"},
     {"min=0,name=a b", 1, "name=a b", "name must be"},
     {"min=0,name=w/x", 1, "name=w/x", "name must be"},

@@ -41,10 +41,16 @@ static ibp_region_rec *find_one(uintptr_t a) {
 }
 
 static void transitions(void) {
-  ibp_region_rule rule = {4096, 4, 0.9, 0.5, 0, 1, 0};
+  ibp_region_rule rule = {.tensor_bytes = 4096,
+                          .chunk = 4,
+                          .threshold = 0.9,
+                          .sample = 0.5,
+                          .clusters = 2,
+                          .track = 1};
   CHECK(ibp_registry_add((void *)0x10000, 1 << 20, &rule, "emb") >= 1);
   ibp_region_rec *r = find_one(0x10000);
   CHECK(r->rule.tensor_bytes == 4096 && r->rule.track == 1);
+  CHECK(r->rule.clusters == 2);
   CHECK(strcmp(r->name, "emb") == 0);
   CHECK(ibp_region_state_get(r) == IBP_REGION_CANDIDATE);
   CHECK(!ibp_region_transition(r, IBP_REGION_CANDIDATE, IBP_REGION_READY));

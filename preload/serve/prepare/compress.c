@@ -24,8 +24,22 @@
 #define SEARCH_STATS_BYTES (32ull << 20)
 #define ESTIMATE_MARGIN 32 /* the streams get the estimate + 1/32 + 1 MiB */
 #define SEARCH_EVAL_BYTES (4ull << 20)
-#define COMPACT_ROOM                                                           \
-  64 /* a compact region's refresh room: 1/64 of its streams */
+#define AUTO_CLUSTERS 16 /* clusters=auto tries K = 1, 2, 4 ... 16 */
+/* The cluster search learns on CLUSTER_TRAIN_BYTES of tensors and
+ * measures each K on CLUSTER_EVAL_BYTES (the winner confirmed on 4 times
+ * as many): smaller than `ibp analyze`'s 8 and 16 MiB, so that it adds a
+ * few percent to a region's preparation rather than doubling it, at a
+ * fraction of a percent of the region's bytes (docs/ARCHITECTURE.md,
+ * "Preparing a region"). */
+#define CLUSTER_TRAIN_BYTES (1ull << 20)
+#define CLUSTER_EVAL_BYTES (2ull << 20)
+/* The decode plans of a region's clusters live in device memory, at most
+ * (4 + 5) * R bytes each: no more than the larger of PLAN_BUDGET_MIN and
+ * a PLAN_BUDGET_SHARE-th of the region. */
+#define PLAN_BUDGET_MIN (8ull << 20)
+#define PLAN_BUDGET_SHARE 16
+/* a compact region's refresh room: 1/64 of its streams */
+#define COMPACT_ROOM 64
 
 static uint64_t now_ns(void) {
   struct timespec t;
@@ -82,16 +96,18 @@ static int start_tracking(const ibp_driver *d, ibp_region_rec *r,
  * stream will grow once it is.  Nothing as large as the region is
  * allocated but the shadow. */
 static ibp_status lay_out(const ibp_driver *d, const ibp_region_rec *r,
-                          ibp_served_region *s, const ibp_params *params,
-                          uint64_t n) {
+                          ibp_served_region *s, uint64_t n) {
   ibp_layout *l = &s->layout;
-  const uint32_t R = params->tensor_bytes;
+  const uint32_t R = s->geometry.tensor_bytes;
   l->offsets = calloc((size_t)n + 1, sizeof *l->offsets);
   l->lengths = calloc((size_t)n ? (size_t)n : 1, sizeof *l->lengths);
   l->prefix = calloc((size_t)n + 1, sizeof *l->prefix);
   if (!l->offsets || !l->lengths || !l->prefix)
     return IBP_ERR_NO_MEMORY;
-  ibp_pack p = {.params = params, .data = (const uint8_t *)r->base, .n = n};
+  ibp_pack p = {.params = l->clusters.params,
+                .clusters = l->clusters.count,
+                .data = (const uint8_t *)r->base,
+                .n = n};
   uint64_t zero = 0, est = ibp__pack_estimate(&p, &zero);
   uint64_t streams = est + est / ESTIMATE_MARGIN + (1u << 20);
   uint64_t cap = streams + est / 4 + zero * R;
@@ -115,6 +131,70 @@ static ibp_status lay_out(const ibp_driver *d, const ibp_region_rec *r,
   ibp__count(&s->counters, prepare_peak_bytes,
              cap + (n + 1) * (sizeof *l->offsets + sizeof *l->prefix) +
                  n * sizeof *l->lengths + 3 * 4 * words + (8u << 20));
+  return IBP_OK;
+}
+
+/* The most clusters whose decode plans fit the region's budget. */
+static uint32_t plan_bound(const ibp_region_rec *r, uint32_t R) {
+  uint64_t budget = r->bytes / PLAN_BUDGET_SHARE;
+  budget = budget > PLAN_BUDGET_MIN ? budget : PLAN_BUDGET_MIN;
+  uint64_t k = budget / ibp_kernels_plan_bytes(R, 1, IBP_PLAN_MAX_STAGES);
+  return k < 1 ? 1 : k > IBP_MAX_CLUSTERS ? IBP_MAX_CLUSTERS : (uint32_t)k;
+}
+
+/* The region's pairs (docs/FORMAT.md §4): `base` alone under clusters=1,
+ * else the codec's cluster search from it on the budgets above
+ * (clusters=auto: the K of 1, 2, 4 ... that stores the region in the
+ * fewest bytes, metadata included),
+ * bounded by plan_bound.  Takes base over; a failed search leaves the one
+ * pair (logged). */
+static ibp_status find_clusters(const ibp_region_rec *r, uint64_t n,
+                                ibp_params *base, ibp_clusters *out) {
+  const uint32_t R = base->tensor_bytes, bound = plan_bound(r, R);
+  uint32_t want = r->rule.clusters;
+  *out = (ibp_clusters){0};
+  if (want != 1 && bound > 1 && n > 1) {
+    ibp_cluster_options opt = {
+        .clusters = want > bound ? bound : want,
+        .max_clusters =
+            want ? 0 : (AUTO_CLUSTERS < bound ? AUTO_CLUSTERS : bound),
+        .train_max_bytes = CLUSTER_TRAIN_BYTES,
+        .eval_max_bytes = CLUSTER_EVAL_BYTES,
+        .threads = ibp__pack_threads(),
+    };
+    ibp_status st =
+        ibp_cluster_search((const void *)r->base, n, base, &opt, out, NULL);
+    if (st == IBP_OK) {
+      ibp_params_free(base);
+      return IBP_OK;
+    }
+    ibp__log(IBP_LOG_INFO, "region '%s': no clusters (%s); one Mask/Bitval",
+             r->name, ibp_status_message(st));
+  }
+  out->params = malloc(sizeof *out->params);
+  if (!out->params)
+    return IBP_ERR_NO_MEMORY;
+  out->params[0] = *base; /* taken over */
+  *base = (ibp_params){0};
+  out->count = 1;
+  return IBP_OK;
+}
+
+/* Flags and, with clusters, ids: zeroed, padded to whole 32-bit words (the
+ * kernel reads words). */
+static ibp_status alloc_bitmaps(ibp_layout *l, uint64_t n, uint64_t bytes) {
+  const ibp_params *p = &l->clusters.params[0];
+  uint64_t flag_bytes = (ibp_region_flag_bytes(p, bytes) + 3) & ~3ull;
+  l->flags = calloc(1, flag_bytes ? flag_bytes : 4);
+  if (!l->flags)
+    return IBP_ERR_NO_MEMORY;
+  if (l->clusters.count > 1) {
+    uint64_t id_bytes =
+        (ibp_cluster_id_bytes(l->clusters.count, n) + 3) & ~3ull;
+    l->ids = calloc(1, id_bytes ? id_bytes : 4);
+    if (!l->ids)
+      return IBP_ERR_NO_MEMORY;
+  }
   return IBP_OK;
 }
 
@@ -160,22 +240,25 @@ int ibp__compress_region(ibp_region_rec *r) {
   ibp_status st = ibp_search(data, n, R, &opt, &params, NULL);
   if (st != IBP_OK)
     return fail(r, ibp_status_message(st));
-  uint64_t flag_bytes = (ibp_region_flag_bytes(&params, r->bytes) + 3) & ~3ull;
-  l->flags = calloc(1, flag_bytes ? flag_bytes : 4);
-  st = l->flags ? lay_out(d, r, s, &params, n) : IBP_ERR_NO_MEMORY;
-  if (st != IBP_OK) {
-    ibp_params_free(&params);
+  /* published for the stats and the device setup; freed with s (so is
+   * whatever a failure below leaves).  Until the fill, every tensor is raw
+   * (flag 0) and busy. */
+  st = find_clusters(r, n, &params, &l->clusters);
+  ibp_params_free(&params);
+  if (st == IBP_OK)
+    st = alloc_bitmaps(l, n, r->bytes);
+  if (st == IBP_OK)
+    st = lay_out(d, r, s, n);
+  if (st != IBP_OK)
     return fail(r, ibp_status_message(st));
-  }
-  /* published for the stats and the device setup; freed with s.  Until
-   * the fill, every tensor is raw (flag 0) and busy. */
-  l->params = params;
+  const uint32_t K = l->clusters.count;
   l->summary = (ibp_region_summary){
       .tensors = n,
       .tail_bytes = r->bytes % R,
       .compressed_bytes = r->bytes,
-      /* on the GPU: Mask, Bitval, flags, the streams' offsets and lengths */
-      .metadata_bytes = 2 * (uint64_t)R + (n + 7) / 8 +
+      /* on the GPU: the pairs (as their decode plans), flags, cluster ids,
+       * the streams' offsets and lengths */
+      .metadata_bytes = ibp_cluster_metadata_bytes(K, R, n) +
                         n * (sizeof *l->offsets + sizeof *l->lengths)};
   if (atomic_load(&s->invalidated))
     mark_all_dirty(&s->track, n);
@@ -202,7 +285,9 @@ int ibp__compress_fill(ibp_region_rec *r) {
   ibp_layout *l = &s->layout;
   const uint64_t t1 = now_ns(), n = s->geometry.tensors;
   const uint32_t R = s->geometry.tensor_bytes;
-  ibp_pack p = {.params = &l->params,
+  ibp_pack p = {.params = l->clusters.params,
+                .clusters = l->clusters.count,
+                .ids = l->ids,
                 .data = (const uint8_t *)r->base,
                 .n = n,
                 .flags = l->flags,
@@ -251,9 +336,9 @@ int ibp__compress_fill(ibp_region_rec *r) {
                    "compressing");
   ibp__log(IBP_LOG_INFO,
            "region '%s': %llu tensors of %u B, chunk %u, threshold %.3f, "
-           "%.1f%% saved",
-           r->name, (unsigned long long)n, R, l->params.chunk_bytes,
-           l->params.threshold,
+           "%u cluster(s), %.1f%% saved",
+           r->name, (unsigned long long)n, R, l->clusters.params[0].chunk_bytes,
+           l->clusters.params[0].threshold, l->clusters.count,
            100.0 *
                (1.0 - (double)l->summary.compressed_bytes / (double)r->bytes));
   return rc;

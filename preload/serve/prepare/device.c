@@ -150,18 +150,26 @@ static size_t round_up(size_t v, size_t to) {
   return (v + to - 1) / to * to;
 }
 
-/* The region's decode plan (docs/ARCHITECTURE.md "The decode plan") on
- * the device; *stages gets its S.  0 on error. */
+/* The decode plans of the region's K pairs (docs/ARCHITECTURE.md "The
+ * decode plan"), cluster k's at k * ibp_kernels_plan_bytes(R, 1, S), with
+ * one S for all, on the device; *stages gets S.  0 on error. */
 static CUdeviceptr upload_plan(const ibp_driver *d, CUstream s,
-                               const ibp_params *p, unsigned *stages) {
+                               const ibp_params *p, uint32_t K,
+                               unsigned *stages) {
   const uint32_t R = p->tensor_bytes, c = p->chunk_bytes;
-  *stages = ibp_kernels_plan_stages(p->mask, R, 1, R, c);
-  const size_t bytes = ibp_kernels_plan_bytes(R, 1, *stages);
-  uint32_t *plan = malloc(bytes);
-  CUdeviceptr dp = 0;
-  if (plan && ibp_kernels_decode_plan(p->mask, p->bitval, R, 1, R, c, *stages,
-                                      plan) == 0)
-    dp = upload(d, s, plan, bytes, bytes);
+  unsigned S = 0;
+  for (uint32_t k = 0; k < K; k++) {
+    unsigned sk = ibp_kernels_plan_stages(p[k].mask, R, 1, R, c);
+    S = sk > S ? sk : S;
+  }
+  *stages = S;
+  const size_t one = ibp_kernels_plan_bytes(R, 1, S);
+  uint32_t *plan = malloc(one * K);
+  int ok = plan != NULL;
+  for (uint32_t k = 0; ok && k < K; k++)
+    ok = ibp_kernels_decode_plan(p[k].mask, p[k].bitval, R, 1, R, c, S,
+                                 plan + k * (one / 4)) == 0;
+  CUdeviceptr dp = ok ? upload(d, s, plan, one * K, one * K) : 0;
   free(plan);
   return dp;
 }
@@ -169,7 +177,8 @@ static CUdeviceptr upload_plan(const ibp_driver *d, CUstream s,
 /* ---- launch template ----------------------------------------------------- */
 
 void ibp__device_memory_free(const ibp_driver *d, ibp_device_memory *m) {
-  const CUdeviceptr ptrs[] = {m->plan, m->flags, m->offsets, m->lengths};
+  const CUdeviceptr ptrs[] = {m->plan, m->flags, m->offsets, m->lengths,
+                              m->ids};
   for (size_t k = 0; k < sizeof ptrs / sizeof ptrs[0]; k++)
     if (ptrs[k])
       d->cuMemFree(ptrs[k]);
@@ -182,19 +191,37 @@ void ibp__device_memory_free(const ibp_driver *d, ibp_device_memory *m) {
   *m = (ibp_device_memory){0};
 }
 
-static int upload_metadata(const ibp_driver *d, CUstream s, const ibp_params *p,
-                           const uint8_t *flags, const uint64_t *offsets,
-                           const uint32_t *lengths, uint64_t bytes,
-                           ibp_device_memory *m) {
-  const uint64_t n = bytes / p->tensor_bytes;
-  size_t flag_bytes = ibp_region_flag_bytes(p, bytes);
-  m->plan = upload_plan(d, s, p, &m->plan_stages);
-  m->flags = upload(d, s, flags, flag_bytes, round_up(flag_bytes + 1, 4));
-  m->offsets =
-      upload(d, s, offsets, n * sizeof *offsets, (n + 1) * sizeof *offsets);
-  m->lengths =
-      upload(d, s, lengths, n * sizeof *lengths, (n + 1) * sizeof *lengths);
-  if (m->plan && m->flags && m->offsets && m->lengths)
+/* What a region's metadata is made of on the host (its layout, or the
+ * self-test's). */
+typedef struct host_metadata {
+  const ibp_params *params; /* K pairs */
+  uint32_t K;
+  const uint8_t *ids; /* K > 1: padded to whole 32-bit words */
+  const uint8_t *flags;
+  const uint64_t *offsets;
+  const uint32_t *lengths;
+  uint64_t bytes; /* the region's */
+} host_metadata;
+
+/* Bytes of the ids as uploaded: whole 32-bit words (0 when K = 1). */
+static size_t id_upload_bytes(uint32_t K, uint64_t n) {
+  return K > 1 ? round_up(ibp_cluster_id_bytes(K, n), 4) : 0;
+}
+
+static int upload_metadata(const ibp_driver *d, CUstream s,
+                           const host_metadata *h, ibp_device_memory *m) {
+  const ibp_params *p = h->params;
+  const uint64_t n = h->bytes / p->tensor_bytes;
+  size_t flag_bytes = ibp_region_flag_bytes(p, h->bytes);
+  size_t id_bytes = id_upload_bytes(h->K, n);
+  m->plan = upload_plan(d, s, p, h->K, &m->plan_stages);
+  m->flags = upload(d, s, h->flags, flag_bytes, round_up(flag_bytes + 1, 4));
+  m->offsets = upload(d, s, h->offsets, n * sizeof *h->offsets,
+                      (n + 1) * sizeof *h->offsets);
+  m->lengths = upload(d, s, h->lengths, n * sizeof *h->lengths,
+                      (n + 1) * sizeof *h->lengths);
+  m->ids = id_bytes ? upload(d, s, h->ids, id_bytes, id_bytes) : 0;
+  if (m->plan && m->flags && m->offsets && m->lengths && (m->ids || !id_bytes))
     return 0;
   ibp__device_memory_free(d, m);
   return -1;
@@ -202,9 +229,11 @@ static int upload_metadata(const ibp_driver *d, CUstream s, const ibp_params *p,
 
 /* Fills the launch template of a region in the current context. */
 static int plan(const ibp_driver *d, int dev, CUfunction fn,
-                const ibp_params *p, const ibp_device_memory *m,
+                const host_metadata *h, const ibp_device_memory *m,
                 const void *packed, const void *original, const void *dirty,
-                uint64_t bytes, ibp_device_slot *out) {
+                ibp_device_slot *out) {
+  const ibp_params *p = h->params;
+  const uint64_t bytes = h->bytes;
   int sms = 0, smem = 0;
   if (d->cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
                               dev) != CUDA_SUCCESS ||
@@ -222,6 +251,8 @@ static int plan(const ibp_driver *d, int dev, CUfunction fn,
       .dirty = dirty ? (const uint32_t *)(uintptr_t)mapped(d, dirty) : NULL,
       .plan = (const uint8_t *)(uintptr_t)m->plan,
       .plan_stages = m->plan_stages,
+      .cluster_ids = (const uint32_t *)(uintptr_t)m->ids,
+      .clusters = h->K,
       .tensors = bytes / p->tensor_bytes,
       .length = bytes,
       .tensor_bytes = p->tensor_bytes,
@@ -279,20 +310,40 @@ static CUresult run_range(const ibp_driver *d, CUstream s,
 
 /* ---- the self-test ------------------------------------------------------- */
 
-/* A vector that exercises what regions use: R not a multiple of 16, a raw
- * (incompressible) tensor, a raw tail, a range with partial tensors. */
+/* A vector that exercises what regions use: R not a multiple of 16, two
+ * clusters (float32 words of two kinds, tensor by tensor, each compressed
+ * with its own pair: a kernel that ignored the ids would decode half of
+ * them wrong), a raw (incompressible) tensor, a raw tail, a range with
+ * partial tensors. */
 #define ST_R 200u
 #define ST_N 24u
 #define ST_TAIL 56u
 #define ST_BYTES (ST_R * ST_N + ST_TAIL)
+#define ST_K 2u
+static const uint32_t st_high[ST_K] = {0x3f800000u, 0xc0400000u};
 
 static void selftest_data(uint8_t *data) {
   uint32_t x = 0x9e3779b9u;
   for (unsigned i = 0; i < ST_BYTES / 4; i++) {
     x = x * 1664525u + 1013904223u;
-    uint32_t w = (i / (ST_R / 4)) == 5 ? x : 0x3f800000u | (x >> 16);
+    const unsigned t = i / (ST_R / 4);
+    uint32_t w = t == 5 ? x : st_high[t % ST_K] | (x >> 16);
     memcpy(data + 4 * i, &w, 4);
   }
+}
+
+/* Cluster k's pair: the high 16 bits of every word are st_high[k]'s. */
+static int selftest_params(ibp_params *p) {
+  uint8_t mask[ST_R], bitval[ST_R];
+  for (uint32_t k = 0; k < ST_K; k++) {
+    for (unsigned b = 0; b < ST_R; b++) {
+      mask[b] = b % 4 >= 2 ? 0xFF : 0;
+      bitval[b] = (uint8_t)(mask[b] & (st_high[k] >> (8 * (b % 4))));
+    }
+    if (ibp_params_from_masks(ST_R, 4, mask, bitval, &p[k]) != IBP_OK)
+      return -1;
+  }
+  return 0;
 }
 
 typedef struct selftest_mem {
@@ -314,32 +365,29 @@ static int selftest_compare(const ibp_driver *d, CUstream s,
 
 static int selftest_run(const ibp_driver *d, CUstream s, int dev, CUfunction fn,
                         selftest_mem *t) {
-  ibp_bitstats st;
-  ibp_params p = {0};
-  uint8_t flags[ST_N / 8 + 1];
+  ibp_params p[ST_K] = {{0}};
+  uint8_t flags[ST_N / 8 + 1], ids[4] = {0};
   uint64_t offsets[ST_N + 1];
   uint32_t lengths[ST_N];
   ibp_device_slot rd;
-  ibp_region reg = {&p, t->slots, ST_BYTES, flags};
+  ibp_region reg = {p, t->slots, ST_BYTES, flags};
   selftest_data(t->orig);
-  int ok = ibp_bitstats_init(&st, ST_R) == IBP_OK;
-  ok = ok && ibp_bitstats_add(&st, t->orig, ST_N, NULL, 1) == IBP_OK &&
-       ibp_params_build(&st, 0.9, 4, &p) == IBP_OK;
-  ibp_bitstats_free(&st);
-  ok = ok && ibp_compress_region(&p, t->orig, ST_BYTES, t->slots, flags, 1,
-                                 NULL) == IBP_OK;
+  int ok = selftest_params(p) == 0 &&
+           ibp_compress_region_clustered(p, ST_K, t->orig, ST_BYTES, t->slots,
+                                         flags, ids, 1, NULL) == IBP_OK;
   /* the shadow has room for every tensor stored compressed */
-  ok = ok && ibp_region_pack_offsets(&reg, offsets) == IBP_OK &&
+  ok = ok &&
+       ibp_region_pack_offsets_clustered(&reg, ids, ST_K, offsets) == IBP_OK &&
        ibp_region_pack(&reg, offsets, t->shadow) == IBP_OK;
   for (unsigned i = 0; ok && i < ST_N; i++)
     lengths[i] = (uint32_t)(offsets[i + 1] - offsets[i]);
-  ok = ok &&
-       upload_metadata(d, s, &p, flags, offsets, lengths, ST_BYTES, &t->m) == 0;
-  ok = ok && plan(d, dev, fn, &p, &t->m, t->shadow, t->orig, NULL, ST_BYTES,
-                  &rd) == 0;
+  const host_metadata h = {p, ST_K, ids, flags, offsets, lengths, ST_BYTES};
+  ok = ok && upload_metadata(d, s, &h, &t->m) == 0;
+  ok = ok && plan(d, dev, fn, &h, &t->m, t->shadow, t->orig, NULL, &rd) == 0;
   ok = ok && selftest_compare(d, s, &rd, t, 0, ST_BYTES) == 0 &&
        selftest_compare(d, s, &rd, t, 333, 3000) == 0;
-  ibp_params_free(&p);
+  for (uint32_t k = 0; k < ST_K; k++)
+    ibp_params_free(&p[k]);
   return ok ? 0 : -1;
 }
 
@@ -399,8 +447,10 @@ int ibp__device_setup(ibp_region_rec *r, int dev, CUstream s) {
   if (selftest[dev] < 0)
     return -1;
   ibp_device_memory m = {0};
-  if (upload_metadata(d, s, &l->params, l->flags, l->offsets, l->lengths,
-                      r->bytes, &m) != 0) {
+  const host_metadata h = {
+      l->clusters.params, l->clusters.count, l->ids,  l->flags,
+      l->offsets,         l->lengths,        r->bytes};
+  if (upload_metadata(d, s, &h, &m) != 0) {
     ibp__warn_first(&warned,
                     "region '%s': cannot upload its metadata to "
                     "device %d; it passes through there",
@@ -413,8 +463,8 @@ int ibp__device_setup(ibp_region_rec *r, int dev, CUstream s) {
    * given to it) */
   const void *original =
       ibp__compact_active(sr) ? l->shadow : (const void *)r->base;
-  if (plan(d, dev, fn, &l->params, &m, l->shadow, original,
-           (const void *)sr->track.dirty, r->bytes, slot) != 0) {
+  if (plan(d, dev, fn, &h, &m, l->shadow, original,
+           (const void *)sr->track.dirty, slot) != 0) {
     ibp__device_memory_free(d, &m);
     ibp__warn_first(&warned,
                     "region '%s': cannot plan the kernel on device "
@@ -444,6 +494,19 @@ void ibp__device_after_fork_child(void) {
 
 /* ---- the fill's updates -------------------------------------------------- */
 
+/* The cluster ids of tensors [t0, t1) (t0 a multiple of 32: whole bytes
+ * of its own) to m; nothing when K = 1. */
+static int publish_ids(const ibp_driver *d, const ibp_layout *l,
+                       const ibp_device_memory *m, uint64_t t0, uint64_t t1) {
+  const uint32_t bits = ibp_cluster_id_bits(l->clusters.count);
+  if (!bits || !l->ids)
+    return 0;
+  const uint64_t b0 = t0 * bits / 8, b1 = (t1 * bits + 7) / 8;
+  return d->cuMemcpyHtoD(m->ids + b0, l->ids + b0, b1 - b0) == CUDA_SUCCESS
+             ? 0
+             : -1;
+}
+
 /* One device: the slices of tensors [t0, t1), then its kernels finished. */
 static int publish_on(const ibp_driver *d, const ibp_served_region *s,
                       const ibp_device_memory *m, uint64_t t0, uint64_t t1) {
@@ -456,6 +519,7 @@ static int publish_on(const ibp_driver *d, const ibp_served_region *s,
                                  n * sizeof *l->lengths) == CUDA_SUCCESS &&
                  d->cuMemcpyHtoD(m->flags + f0, l->flags + f0, f1 - f0) ==
                      CUDA_SUCCESS &&
+                 publish_ids(d, l, m, t0, t1) == 0 &&
                  d->cuCtxSynchronize() == CUDA_SUCCESS
              ? 0
              : -1;

@@ -41,6 +41,24 @@ static int all_zero(const uint8_t *t, uint32_t R) {
   return 1;
 }
 
+uint32_t ibp__pack_best(const ibp_pack *p, const uint8_t *tensor,
+                        size_t *stored) {
+  if (p->clusters > 1)
+    return ibp_cluster_best(p->params, p->clusters, tensor, stored);
+  if (stored)
+    *stored = ibp_compressed_size(p->params, tensor);
+  return 0;
+}
+
+void ibp__pack_put_id(uint8_t *ids, uint32_t k, uint64_t i, uint32_t id) {
+  const uint32_t bits = ibp_cluster_id_bits(k);
+  if (!ids || bits == 0)
+    return;
+  const uint64_t at = i * bits;
+  const uint8_t m = (uint8_t)(((1u << bits) - 1) << (at % 8));
+  ids[at / 8] = (uint8_t)((ids[at / 8] & ~m) | ((id << (at % 8)) & m));
+}
+
 uint64_t ibp__pack_estimate(const ibp_pack *p, uint64_t *zero_tensors) {
   const uint32_t R = p->params->tensor_bytes;
   uint64_t k = ESTIMATE_BYTES / R;
@@ -48,7 +66,8 @@ uint64_t ibp__pack_estimate(const ibp_pack *p, uint64_t *zero_tensors) {
   uint64_t packed = 0, zero = 0;
   for (uint64_t s = 0; s < k; s++) {
     const uint8_t *t = p->data + (s * p->n / k) * R;
-    size_t len = ibp_compressed_size(p->params, t);
+    size_t len = 0;
+    ibp__pack_best(p, t, &len);
     packed += len < R ? len : 0;
     zero += (uint64_t)all_zero(t, R);
   }
@@ -61,7 +80,8 @@ uint64_t ibp__pack_exact(const ibp_pack *p) {
   const uint32_t R = p->params->tensor_bytes;
   uint64_t packed = 0;
   for (uint64_t i = 0; i < p->n; i++) {
-    size_t len = ibp_compressed_size(p->params, p->data + i * R);
+    size_t len = 0;
+    ibp__pack_best(p, p->data + i * R, &len);
     packed += len < R ? len : 0;
   }
   return packed;
@@ -85,7 +105,10 @@ static void compress_part(job *j) {
   for (uint64_t i = j->i0; i < j->i1; i++) {
     const uint8_t *t = p->data + i * R;
     int c = 0;
-    size_t len = ibp_compress_tensor(p->params, t, j->stage + j->used, &c);
+    /* one pair: no need to measure before compressing */
+    const uint32_t id = p->clusters > 1 ? ibp__pack_best(p, t, NULL) : 0;
+    size_t len = ibp_compress_tensor(&p->params[id], t, j->stage + j->used, &c);
+    ibp__pack_put_id(p->ids, p->clusters, i, id);
     p->lengths[i] = c ? (uint32_t)len : 0;
     j->used += c ? len : 0;
     j->compressed += (uint64_t)c;

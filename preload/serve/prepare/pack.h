@@ -6,7 +6,8 @@
  *
  * Per chunk of CHUNK_TENSORS tensors (whole 32-tensor words), in order:
  *   1. every thread compresses its part of the chunk into a buffer of its
- *      own (at most its part's bytes);
+ *      own (at most its part's bytes), each tensor with the cluster that
+ *      stores it in the fewest bytes (its id written too);
  *   2. the chunk's streams get the next offsets in the shadow; streams that
  *      no longer fit its capacity are stored raw (flag 0: the kernel reads
  *      the original);
@@ -27,8 +28,11 @@
 #include "ibp/codec.h"
 
 typedef struct ibp_pack {
-  const ibp_params *params;
-  const uint8_t *data; /* the region: n tensors of R bytes */
+  const ibp_params *params; /* `clusters` pairs (docs/FORMAT.md §4) */
+  uint32_t clusters;        /* K >= 1 (0 counts as 1) */
+  uint8_t *ids;             /* K > 1: each tensor's cluster id is written here
+                               (ibp_cluster_id_bytes(K, n) bytes, zero); NULL: K = 1 */
+  const uint8_t *data;      /* the region: n tensors of R bytes */
   uint64_t n;
   uint8_t *flags;    /* (n + 31) / 32 * 4 bytes, zero: bit i = i compressed */
   uint32_t *lengths; /* n, zero: stream length, 0 = raw */
@@ -61,9 +65,19 @@ unsigned ibp__pack_threads(void);
  * NULL): the estimated number of all-zero tensors. */
 uint64_t ibp__pack_estimate(const ibp_pack *p, uint64_t *zero_tensors);
 
+/* Tensor i's stored size under p's pairs, and the id of the pair that
+ * gives it (ibp_cluster_best; 0 when K = 1, without measuring). */
+uint32_t ibp__pack_best(const ibp_pack *p, const uint8_t *tensor,
+                        size_t *stored);
+
+/* Writes tensor i's cluster id into ids (K > 1): ibp_cluster_id_bits(K)
+ * bits at i * bits (docs/FORMAT.md §4).  Threads writing tensors of
+ * different 32-tensor words never share a byte. */
+void ibp__pack_put_id(uint8_t *ids, uint32_t k, uint64_t i, uint32_t id);
+
 /* Bytes the packed streams of p's region take now, exactly: every tensor
- * measured (a compact region's shadow is all the memory it keeps, so it
- * gets no margin; compact.h). */
+ * measured with its best pair (a compact region's shadow is all the memory
+ * it keeps, so it gets no margin; compact.h). */
 uint64_t ibp__pack_exact(const ibp_pack *p);
 
 /* Compresses every chunk into place.  Returns 0, or -1 (out of memory,

@@ -2,14 +2,16 @@
  *
  * A write marks tensors dirty and the kernel serves them raw from the
  * original.  When a 32nd of a region more is dirty than the last
- * refresh left dirty, the worker recompresses
- * the dirty tensors (same Mask/Bitval) and clears their bits, so appended
- * or updated data (a KV cache offloaded block by block) is served
- * compressed again.  A new stream goes to the tensor's place in the shadow
- * when it fits there, else to the spill room after the packed streams
+ * refresh left dirty, the worker recompresses the dirty tensors, each with
+ * the region's Mask/Bitval pair (cluster, docs/FORMAT.md §4) that now
+ * stores it in the fewest bytes, and clears their bits, so appended or
+ * updated data (a KV cache offloaded block by block) is served compressed
+ * again.  A new stream goes to the tensor's place in the shadow when it
+ * fits there, else to the spill room after the packed streams
  * (docs/FORMAT.md §3; when that is full too, the tensor stays dirty), and
- * the offsets and lengths on the GPU are updated.  Streams are rewritten in
- * place, so no kernel may read them meanwhile, and no write may be lost:
+ * the offsets, lengths and cluster ids on the GPU are updated.  Streams are
+ * rewritten in place, so no kernel may read them meanwhile, and no write may be
+ * lost:
  *
  *   1. CPU writes: every page is write-protected again, in place, and the
  *      tracker is quiesced (no fault pass in flight).
@@ -27,7 +29,8 @@
  *      ones mark after our clear.
  *   4. Compress each kept tensor into its place or the spill room (busy:
  *      kernels serve it raw), put back the dirty bit of any that does not
- *      compress or fit, upload offsets and lengths to every device, and
+ *      compress or fit, upload offsets, lengths and cluster ids to every
+ *      device, and
  *      wait for every kernel again: one launched during the refresh may
  *      have read an old offset or length and must not outlive busy (a
  *      failure: all rewritten tensors dirty again).  Then clear busy and
@@ -48,6 +51,7 @@
 #include "base/log.h"
 #include "serve/compact.h"
 #include "serve/dtoh.h"
+#include "serve/prepare/pack.h"
 #include "serve/region.h"
 #include "serve/worker.h"
 
@@ -140,12 +144,18 @@ static uint64_t rewrite(ibp_region_rec *r, ibp_served_region *s, uint64_t w,
   uint32_t back = 0;
   for (uint32_t b = *keep; b; b &= b - 1) {
     uint64_t i = w * 32 + (uint64_t)__builtin_ctz(b);
+    const uint8_t *t = (const uint8_t *)r->base + i * R;
+    const uint32_t K = l->clusters.count;
+    /* the tensor's best cluster now, which its new bytes may have changed */
+    const uint32_t id =
+        K > 1 ? ibp_cluster_best(l->clusters.params, K, t, NULL) : 0;
     int compressed = 0;
-    size_t len = ibp_compress_tensor(
-        &l->params, (const uint8_t *)r->base + i * R, tmp, &compressed);
+    size_t len =
+        ibp_compress_tensor(&l->clusters.params[id], t, tmp, &compressed);
     if (compressed && place(s, i, len)) {
       memcpy((uint8_t *)l->shadow + l->offsets[i], tmp, len);
       l->lengths[i] = (uint32_t)len;
+      ibp__pack_put_id(l->ids, K, i, id);
     } else {
       back |= b & -b; /* served raw */
     }
@@ -157,10 +167,13 @@ static uint64_t rewrite(ibp_region_rec *r, ibp_served_region *s, uint64_t w,
   return (uint64_t)__builtin_popcount(*keep);
 }
 
-/* Step 4's upload: offsets and lengths to every device s is ready on. */
+/* Step 4's upload: offsets, lengths and cluster ids to every device s is
+ * ready on. */
 static int upload(const ibp_driver *d, ibp_served_region *s) {
   const ibp_layout *l = &s->layout;
   const uint64_t n = s->geometry.tensors;
+  const uint64_t id_bytes =
+      l->ids ? ibp_cluster_id_bytes(l->clusters.count, n) : 0;
   int ok = 1;
   for (unsigned i = 0; ok && i < IBP_MAX_DEVICES; i++) {
     if (ibp__device_state(s, i) != IBP_DEVICE_READY)
@@ -174,6 +187,8 @@ static int upload(const ibp_driver *d, ibp_served_region *s) {
                               n * sizeof *l->offsets, st) == CUDA_SUCCESS &&
          d->cuMemcpyHtoDAsync(s->dev[i].mem.lengths, l->lengths,
                               n * sizeof *l->lengths, st) == CUDA_SUCCESS &&
+         (!id_bytes || d->cuMemcpyHtoDAsync(s->dev[i].mem.ids, l->ids, id_bytes,
+                                            st) == CUDA_SUCCESS) &&
          d->cuStreamSynchronize(st) == CUDA_SUCCESS;
     if (st)
       d->cuStreamDestroy(st);

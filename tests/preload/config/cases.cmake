@@ -34,6 +34,9 @@ ibp_case(chunk_3 ENV "IBP_REGIONS=min=1M,chunk=3"
 ibp_case(tensor_0 ENV "IBP_REGIONS=min=1M,tensor=0"
   EXPECT "IBP_REGIONS rule 1, token 'tensor=0'" "tensor must be 1 byte to 1M"
          "${pass}")
+ibp_case(clusters_0 ENV "IBP_REGIONS=min=1M,clusters=0"
+  EXPECT "IBP_REGIONS rule 1, token 'clusters=0'"
+         "clusters must be auto or a whole number from 1 to 256" "${pass}")
 ibp_case(empty_value ENV "IBP_REGIONS=min=1M,tensor="
   EXPECT "IBP_REGIONS rule 1, token 'tensor='" "empty value" "${pass}")
 # A rule of nothing but separators: not an empty rule (those are skipped,

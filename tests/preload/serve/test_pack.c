@@ -61,7 +61,8 @@ static int on_publish(void *ctx, uint64_t t0, uint64_t t1) {
     CHECK(atomic_load(&p->busy[i / 32]) >> (i % 32) & 1);
     /* what the device will be told is already true on the host */
     if (p->lengths[i]) {
-      CHECK(ibp_decompress_tensor(p->params, p->shadow + p->offsets[i],
+      const uint32_t id = ibp_cluster_id(p->ids, p->clusters, i);
+      CHECK(ibp_decompress_tensor(&p->params[id], p->shadow + p->offsets[i],
                                   p->lengths[i], 1, out) == IBP_OK);
       CHECK(memcmp(out, p->data + i * R, R) == 0);
     }
@@ -195,6 +196,57 @@ static void failing_publish(void) {
   region_free(&g);
 }
 
+/* Two kinds of tensors (high bits 0x3c or 0xfc in odd bytes, in runs of
+ * three) and the codec's clusters of them: every tensor stored, and its id
+ * written, exactly as ibp_compress_region_clustered stores it. */
+static void clustered(uint32_t R, uint64_t n, unsigned threads) {
+  ibp__cfg.threads = threads;
+  region g;
+  region_make(&g, R, n);
+  for (uint64_t i = 0; i < n; i++)
+    for (uint32_t b = 1; (i / 3) % 2 && b < R; b += 2)
+      g.data[i * R + b] |= 0xc0;
+  ibp_params_free(&g.params);
+  ibp_search_options opt = {.threshold = -1};
+  CHECK(ibp_search(g.data, n, R, &opt, &g.params, NULL) == IBP_OK);
+  ibp_cluster_options co = {
+      .clusters = 4, .train_max_bytes = 1 << 20, .threads = 1};
+  ibp_clusters cl;
+  CHECK(ibp_cluster_search(g.data, n, &g.params, &co, &cl, NULL) == IBP_OK);
+  CHECK(cl.count > 1);
+  const uint64_t id_bytes = ibp_cluster_id_bytes(cl.count, n);
+  uint8_t *ids = calloc(id_bytes + 4, 1), *ref_ids = calloc(id_bytes + 4, 1);
+  uint8_t *slots = malloc(n * R), *flags = calloc(n / 8 + 1, 1);
+  uint8_t *out = malloc(R);
+  CHECK(ids && ref_ids && slots && flags && out);
+  seen s = {0};
+  ibp_pack p = pack_of(&g, n * R, &s);
+  p.params = cl.params;
+  p.clusters = cl.count;
+  p.ids = ids;
+  s.p = &p;
+  CHECK(ibp__pack_fill(&p) == 0);
+  CHECK(ibp_compress_region_clustered(cl.params, cl.count, g.data, n * R, slots,
+                                      flags, ref_ids, 1, NULL) == IBP_OK);
+  CHECK(memcmp(ids, ref_ids, id_bytes) == 0);
+  uint32_t used = 0; /* clusters some compressed tensor uses */
+  for (uint64_t i = 0; i < n; i++) {
+    const uint32_t id = ibp_cluster_id(ids, cl.count, i);
+    CHECK(flag(g.flags, i) == flag(flags, i));
+    if (!g.lengths[i])
+      continue;
+    used |= 1u << id;
+    CHECK(memcmp(g.shadow + g.offsets[i], slots + i * R, g.lengths[i]) == 0);
+    CHECK(ibp_decompress_tensor(&cl.params[id], g.shadow + g.offsets[i],
+                                g.lengths[i], 1, out) == IBP_OK);
+    CHECK(memcmp(out, g.data + i * R, R) == 0);
+  }
+  CHECK(__builtin_popcount(used) > 1);
+  free(ids), free(ref_ids), free(slots), free(flags), free(out);
+  ibp_clusters_free(&cl);
+  region_free(&g);
+}
+
 int main(void) {
   const uint32_t sizes[] = {64, 256, 1000, 4096};
   for (int k = 0; k < 4; k++)
@@ -204,6 +256,8 @@ int main(void) {
   one(64, 300000, 3, 0);
   one(256, 20000, 2, 1);
   failing_publish();
+  clustered(256, 3001, 1);
+  clustered(1000, 9000, 3); /* two chunks */
   printf("test_pack: ok\n");
   return 0;
 }

@@ -115,15 +115,17 @@ static void set_codec(ibp_region_rec *r, const fake *f) {
     return;
   ibp_layout *l = &ibp__served(r)->layout;
   uint8_t *mask = calloc(f->R, 1), *bitval = calloc(f->R, 1);
-  if (!mask || !bitval ||
-      ibp_params_from_masks(f->R, f->chunk, mask, bitval, &l->params) !=
-          IBP_OK) {
+  l->clusters.params = calloc(1, sizeof *l->clusters.params);
+  l->clusters.count = 1;
+  if (!mask || !bitval || !l->clusters.params ||
+      ibp_params_from_masks(f->R, f->chunk, mask, bitval,
+                            &l->clusters.params[0]) != IBP_OK) {
     fprintf(stderr, "FAIL: ibp_params_from_masks\n");
     exit(1);
   }
   free(mask);
   free(bitval);
-  l->params.threshold = f->threshold;
+  l->clusters.params[0].threshold = f->threshold;
   l->summary.tensors = f->tensors;
   l->summary.tensors_compressed = f->tensors;
   l->summary.compressed_bytes = f->compressed_bytes;
