@@ -33,6 +33,9 @@
  * "Preparing a region"). */
 #define CLUSTER_TRAIN_BYTES (1ull << 20)
 #define CLUSTER_EVAL_BYTES (2ull << 20)
+/* ... but never fewer tensors than this: a split needs twice the codec's
+ * 32 per cluster, and large tensors would leave too few to split */
+#define CLUSTER_TRAIN_TENSORS 256
 /* The decode plans of a region's clusters live in device memory, at most
  * (4 + 5) * R bytes each: no more than the larger of PLAN_BUDGET_MIN and
  * a PLAN_BUDGET_SHARE-th of the region. */
@@ -154,12 +157,17 @@ static ibp_status find_clusters(const ibp_region_rec *r, uint64_t n,
   uint32_t want = r->rule.clusters;
   *out = (ibp_clusters){0};
   if (want != 1 && bound > 1 && n > 1) {
+    const uint64_t train =
+        (uint64_t)CLUSTER_TRAIN_TENSORS * R > CLUSTER_TRAIN_BYTES
+            ? (uint64_t)CLUSTER_TRAIN_TENSORS * R
+            : CLUSTER_TRAIN_BYTES;
     ibp_cluster_options opt = {
         .clusters = want > bound ? bound : want,
         .max_clusters =
             want ? 0 : (AUTO_CLUSTERS < bound ? AUTO_CLUSTERS : bound),
-        .train_max_bytes = CLUSTER_TRAIN_BYTES,
-        .eval_max_bytes = CLUSTER_EVAL_BYTES,
+        .train_max_bytes = train,
+        .eval_max_bytes =
+            2 * train > CLUSTER_EVAL_BYTES ? 2 * train : CLUSTER_EVAL_BYTES,
         .threads = ibp__pack_threads(),
     };
     ibp_status st =
