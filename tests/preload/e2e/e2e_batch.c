@@ -31,7 +31,7 @@
  * a blocking stream.  A stream synchronize, query loop, event synchronize
  * or query loop, or host function completes a stream; its lanes are then
  * read back on a non-blocking stream and compared with the model.  count
- * (argv[2], else IBP_E2E_COPIES, else 2000 divided by IBP_TEST_REDUCE)
+ * (argv[2], else IBP_E2E_COPIES, else 2000; 600 under IBP_TEST_REDUCE)
  * operations in all.
  */
 #include "e2e_util.h"

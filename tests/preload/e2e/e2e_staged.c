@@ -27,8 +27,8 @@
  *   4. random copies (e2e_random_copies) of up to 4 MiB, in rounds with
  *      stores into a region between them.
  *
- * The count of phase 4 is argv[1], else IBP_E2E_COPIES, else 100 divided
- * by IBP_TEST_REDUCE (the sanitizer builds).
+ * The count of phase 4 is argv[1], else IBP_E2E_COPIES, else 100 (30
+ * under IBP_TEST_REDUCE, the sanitizer builds).
  *
  * --faults: the shape used under driver fault injection
  * (run_batch_faults.sh): regions registered (no cudaHostAlloc), copies

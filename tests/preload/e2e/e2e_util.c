@@ -68,9 +68,12 @@ unsigned long e2e_env_count(const char *name, unsigned long dflt) {
   return (unsigned long)v;
 }
 
+/* Under IBP_TEST_REDUCE > 1 three tenths, whatever N: the stats checks
+ * want every region served, which 1000 / 8 random copies do not give
+ * e2e_random_staged's r1000 (every one of its 25 copies left to the
+ * driver). */
 unsigned long e2e_default_copies(unsigned long full) {
-  unsigned long reduce = e2e_env_count("IBP_TEST_REDUCE", 1);
-  return reduce > 1 ? (full + reduce - 1) / reduce : full;
+  return e2e_env_count("IBP_TEST_REDUCE", 1) > 1 ? full * 3 / 10 : full;
 }
 
 static void vreport(const char *tag, const char *fmt, va_list ap) {

@@ -36,7 +36,7 @@ enum {
 };
 
 #define E2E_DEFAULT_SEED 0x1B9C0DEC5EEDull
-/* IBP_E2E_COPIES when unset: 1000, divided by IBP_TEST_REDUCE (the
+/* IBP_E2E_COPIES when unset: 1000, 300 under IBP_TEST_REDUCE (the
  * sanitizer builds; tests/README.md, "Under the sanitizers"). */
 #define E2E_DEFAULT_COPIES e2e_default_copies(1000)
 unsigned long e2e_default_copies(unsigned long full);
