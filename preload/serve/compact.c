@@ -34,6 +34,13 @@ static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static mapping *mappings;
 static _Atomic int any_mapping; /* a relaxed look before the lock */
 
+/* The mapping that starts at `base`, or NULL (under lock). */
+static mapping *mapping_at(uintptr_t base) {
+  mapping *m = NULL;
+  HASH_FIND(hh, mappings, &base, sizeof base, m);
+  return m;
+}
+
 void *ibp__compact_alloc(size_t n, unsigned flags, CUcontext ctx, int dev) {
   const size_t pg = (size_t)sysconf(_SC_PAGESIZE);
   const size_t len = (n + pg - 1) / pg * pg;
@@ -67,10 +74,8 @@ void *ibp__compact_alloc(size_t n, unsigned flags, CUcontext ctx, int dev) {
 int ibp__compact_free(void *p) {
   if (!p || !atomic_load_explicit(&any_mapping, memory_order_relaxed))
     return 0;
-  uintptr_t key = (uintptr_t)p;
   pthread_mutex_lock(&lock);
-  mapping *m = NULL;
-  HASH_FIND(hh, mappings, &key, sizeof key, m);
+  mapping *m = mapping_at((uintptr_t)p);
   if (m)
     HASH_DEL(mappings, m);
   pthread_mutex_unlock(&lock);
@@ -123,12 +128,10 @@ int ibp__compact_owns(const void *p, size_t n) {
 int ibp__compact_is_base(const void *p) {
   if (!p || !atomic_load_explicit(&any_mapping, memory_order_relaxed))
     return 0;
-  uintptr_t key = (uintptr_t)p;
   pthread_mutex_lock(&lock);
-  mapping *m = NULL;
-  HASH_FIND(hh, mappings, &key, sizeof key, m);
+  const int found = mapping_at((uintptr_t)p) != NULL;
   pthread_mutex_unlock(&lock);
-  return m != NULL;
+  return found;
 }
 
 void ibp__compact_discard(const void *p) {
@@ -272,8 +275,7 @@ int ibp__compact_pin(ibp_region_rec *r, const char *why) {
   ibp_region_transition(r, IBP_REGION_READY, IBP_REGION_DEGRADED);
   ibp__track_unprotect(&s->track); /* every page rebuilt */
   pthread_mutex_lock(&lock);
-  mapping *m = NULL;
-  HASH_FIND(hh, mappings, &r->base, sizeof r->base, m);
+  mapping *m = mapping_at(r->base);
   int rc = -1;
   if (m) {
     CUcontext ignored;
