@@ -1,5 +1,5 @@
 /*
- * C-library calls that write into caller memory from the kernel side
+ * C-library calls that write (or read) caller memory from the kernel side
  * (docs/ARCHITECTURE.md, "No stale byte").  The kernel does not
  * fault on a read-only page the way a CPU store does: read(2) into a
  * tracked page fails with EFAULT.  So each hook announces the buffers it is
@@ -19,6 +19,14 @@
  * is hooked because glibc reads large requests straight into the caller's
  * buffer with its internal read; small ones go through the FILE buffer and
  * memcpy, which faults and is handled like any CPU store.
+ *
+ * Compact regions kept with a userfaultfd that serves user-mode faults
+ * only (track_compact.c) need the same for the kernel's reads of caller
+ * memory (write(2) from a released page fails with EFAULT): the
+ * IBP_LIBC_READ rows (write, send, fwrite ...) and the write rows announce
+ * their buffers to ibp__compact_before_kernel, inside the window
+ * ibp__compact_kaccess_begin/end, which keeps the pages ready until the
+ * call returns.  Cost when no such region is held: one relaxed load.
  *
  * mprotect and madvise (the IBP_LIBC_CHANGE rows) change tracked pages
  * without a store: advice that discards or replaces page contents is
@@ -50,62 +58,82 @@
 
 /* ---- announcements ------------------------------------------------------- */
 
-static void announce_buf(const void *buf, size_t n) {
-  ibp__track_before_write(buf, n);
+/* [buf, buf+n) is about to be written (w = 1) or read (w = 0) by the
+ * kernel: the trackers make its pages ready (a write is announced to the
+ * page-protection tracker too). */
+static void touch(const void *buf, size_t n, int w) {
+  if (w)
+    ibp__track_before_write(buf, n);
+  ibp__compact_before_kernel(buf, n, w);
 }
 
-static void before_iov(const struct iovec *iov, size_t n) {
+static void announce_buf(const void *buf, size_t n, int w) {
+  touch(buf, n, w);
+}
+
+/* The iovec array itself is read by the kernel, then its buffers. */
+static void before_iov(const struct iovec *iov, size_t n, int w) {
   if (n > IOV_MAX)
-    return; /* the call fails with EINVAL/EMSGSIZE, writing nothing */
+    return; /* the call fails with EINVAL/EMSGSIZE, touching nothing */
+  ibp__compact_before_kernel(iov, n * sizeof *iov, 0);
   for (size_t i = 0; i < n; i++)
-    ibp__track_before_write(iov[i].iov_base, iov[i].iov_len);
+    touch(iov[i].iov_base, iov[i].iov_len, w);
 }
 
-static void announce_iov(const struct iovec *iov, int cnt) {
+static void announce_iov(const struct iovec *iov, int cnt, int w) {
   if (cnt > 0)
-    before_iov(iov, (size_t)cnt);
+    before_iov(iov, (size_t)cnt, w);
 }
 
 /* The source address is announced at its largest size: reading *alen here
  * could fault where the real call returns EFAULT. */
 static void announce_from(const void *buf, size_t n,
                           const struct sockaddr *addr, const socklen_t *alen) {
-  ibp__track_before_write(buf, n);
+  touch(buf, n, 1);
   if (addr && alen) {
-    ibp__track_before_write(addr, sizeof(struct sockaddr_storage));
-    ibp__track_before_write(alen, sizeof *alen);
+    touch(addr, sizeof(struct sockaddr_storage), 1);
+    touch(alen, sizeof *alen, 1);
   }
 }
 
-/* The kernel writes the iovecs, the name and control buffers, and the
- * lengths and flags in the msghdr itself. */
-static void announce_msg(const struct msghdr *msg) {
-  if (!msg)
-    return;
-  ibp__track_before_write(msg, sizeof *msg);
-  ibp__track_before_write(msg->msg_name, msg->msg_namelen);
-  ibp__track_before_write(msg->msg_control, msg->msg_controllen);
-  before_iov(msg->msg_iov, msg->msg_iovlen);
+static void announce_to(const void *buf, size_t n, const struct sockaddr *addr,
+                        socklen_t alen) {
+  touch(buf, n, 0);
+  if (addr)
+    touch(addr, alen, 0);
 }
 
-static void announce_mmsg(const struct mmsghdr *v, unsigned int n) {
+/* Receiving, the kernel writes the iovecs, the name and control buffers,
+ * and the lengths and flags in the msghdr itself; sending, it reads them
+ * all. */
+static void announce_msg(const struct msghdr *msg, int w) {
+  if (!msg)
+    return;
+  touch(msg, sizeof *msg, w);
+  touch(msg->msg_name, msg->msg_namelen, w);
+  touch(msg->msg_control, msg->msg_controllen, w);
+  before_iov(msg->msg_iov, msg->msg_iovlen, w);
+}
+
+/* The vector is written both ways (the kernel stores msg_len). */
+static void announce_mmsg(const struct mmsghdr *v, unsigned int n, int w) {
   if (!v)
     return;
-  ibp__track_before_write(v, (size_t)n * sizeof *v);
+  touch(v, (size_t)n * sizeof *v, 1);
   for (unsigned i = 0; i < n && i < IOV_MAX; i++) {
     const struct msghdr *m = &v[i].msg_hdr;
-    ibp__track_before_write(m->msg_name, m->msg_namelen);
-    ibp__track_before_write(m->msg_control, m->msg_controllen);
-    before_iov(m->msg_iov, m->msg_iovlen);
+    touch(m->msg_name, m->msg_namelen, w);
+    touch(m->msg_control, m->msg_controllen, w);
+    before_iov(m->msg_iov, m->msg_iovlen, w);
   }
 }
 
 /* size*n bytes; an overflowing product announces everything above ptr. */
-static void announce_fread(const void *ptr, size_t size, size_t n) {
+static void announce_fread(const void *ptr, size_t size, size_t n, int w) {
   size_t bytes;
   if (__builtin_mul_overflow(size, n, &bytes))
     bytes = SIZE_MAX;
-  ibp__track_before_write(ptr, bytes);
+  touch(ptr, bytes, w);
 }
 
 /* The application changing the protection of tracked pages takes them out
@@ -141,9 +169,11 @@ static void announce_advice(const void *addr, size_t len, int advice) {
  * __*_chk forms have no prototype once _FORTIFY_SOURCE is off. */
 #define IBP_LIBC_WRITE(name, ret, params, args, announce, fail)                \
   IBP_EXPORT ret(name) params;
+#define IBP_LIBC_READ IBP_LIBC_WRITE
 #define IBP_LIBC_CHANGE IBP_LIBC_WRITE
 #include "track/libc_hooks.def"
 #undef IBP_LIBC_WRITE
+#undef IBP_LIBC_READ
 #undef IBP_LIBC_CHANGE
 
 /* `real`: the C library's `name`, resolved once; NULL (errno ENOSYS) when
@@ -152,17 +182,33 @@ static void announce_advice(const void *addr, size_t len, int advice) {
   static void *_Atomic real_p;                                                 \
   ret(*const real) params = (ret(*) params)ibp__libc_once(&real_p, #name)
 
-/* The kernel writes: announce inside the kwrite window. */
+/* The kernel writes: announce inside the kwrite and compact windows. */
 #define IBP_LIBC_WRITE(name, ret, params, args, announce, fail)                \
   ret(name) params {                                                           \
     REAL(name, ret, params);                                                   \
     if (!real)                                                                 \
       return fail;                                                             \
     const int kw = ibp__track_kwrite_begin();                                  \
-    if (kw)                                                                    \
+    const int kc = ibp__compact_kaccess_begin();                               \
+    if (kw || kc)                                                              \
       announce;                                                                \
     ret rc = real args;                                                        \
+    ibp__compact_kaccess_end(kc);                                              \
     ibp__track_kwrite_end(kw);                                                 \
+    return rc;                                                                 \
+  }
+
+/* The kernel reads: only compact memory needs telling. */
+#define IBP_LIBC_READ(name, ret, params, args, announce, fail)                 \
+  ret(name) params {                                                           \
+    REAL(name, ret, params);                                                   \
+    if (!real)                                                                 \
+      return fail;                                                             \
+    const int kc = ibp__compact_kaccess_begin();                               \
+    if (kc)                                                                    \
+      announce;                                                                \
+    ret rc = real args;                                                        \
+    ibp__compact_kaccess_end(kc);                                              \
     return rc;                                                                 \
   }
 
@@ -179,5 +225,6 @@ static void announce_advice(const void *addr, size_t len, int advice) {
 
 #include "track/libc_hooks.def"
 #undef IBP_LIBC_WRITE
+#undef IBP_LIBC_READ
 #undef IBP_LIBC_CHANGE
 #undef REAL

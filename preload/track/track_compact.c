@@ -19,9 +19,22 @@
  * RELEASED page rebuilds it from the compressed copy (the owner's
  * ops->rebuild) and installs it (UFFDIO_COPY): write-protected for a read,
  * WRITTEN for a write.  Kernel-side accesses (read(2) into the memory, the
- * driver's staging copies) fault the same way: the descriptor is opened
- * without UFFD_USER_MODE_ONLY, and compact regions are not offered where
- * that is refused (ibp__track_compact_available).
+ * driver's staging copies) fault the same way where the descriptor serves
+ * kernel-mode faults (opened without UFFD_USER_MODE_ONLY).
+ *
+ * Where the kernel refuses that (an unprivileged process under
+ * vm.unprivileged_userfaultfd=0), the descriptor serves user-mode faults
+ * only, and a kernel-side access to a page not ready for it fails with
+ * EFAULT.  The C library calls that let the kernel read or write caller
+ * memory are hooked (hooks_libc.c): before the real call,
+ * ibp__compact_before_kernel touches the pages of its buffers that lie in
+ * compact memory from user mode -- an atomic no-op store for the pages the
+ * kernel will write (they become WRITTEN, their tensors dirty), a load for
+ * the ones it will read (a released page comes back) -- and holds them:
+ * while such a call is in flight, no page is released or write-protected
+ * again (`kaccess`, checked under `lock`).  What no hook sees (raw system
+ * calls, io_uring, process_vm_writev ...) fails there with EFAULT
+ * (docs/CONFIG.md, mode=compact).
  *
  * Release (ibp__track_release, the worker): a PROTECTED page the owner
  * calls releasable is rebuilt into a buffer and compared with the page
@@ -76,6 +89,20 @@ typedef struct ibp_compact_pages {
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static _Atomic int availability;
 static int fd = -1;
+/* The descriptor serves user-mode faults only: the libc hooks prepare
+ * kernel-side accesses (set once by start, before any region is held). */
+static _Atomic int user_only;
+/* Regions held while user_only (the libc hooks' one relaxed load). */
+static _Atomic unsigned user_held;
+/* Hooked calls in flight whose buffers lie in compact memory, and this
+ * thread's share of them (ibp__compact_kaccess_end gives it back).  Changed
+ * under `lock`, so that a release or re-protection that holds it sees
+ * every call that has prepared pages. */
+static _Atomic int kaccess;
+static __thread int my_kaccess __attribute__((tls_model("initial-exec")));
+/* Every held region lies in [span_lo, span_hi) (grown under `lock`, reset
+ * when none is held): the hooks' first filter, without the lock. */
+static _Atomic uintptr_t span_lo = UINTPTR_MAX, span_hi;
 static int thread_started;
 static ibp_tracked **table; /* the regions held, under lock */
 static size_t held, table_cap;
@@ -93,9 +120,20 @@ static uintptr_t page_size(void) {
 
 /* ---- the descriptor ------------------------------------------------------ */
 
+#ifndef UFFD_USER_MODE_ONLY
+#define UFFD_USER_MODE_ONLY 1 /* Linux 5.11 */
+#endif
+
 static int open_fd(void) {
-  /* kernel-mode faults too: no UFFD_USER_MODE_ONLY */
+  /* kernel-mode faults too where the kernel allows it, else user-mode
+   * faults only (the libc hooks then prepare kernel-side accesses) */
   int f = (int)syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK);
+  if (f < 0 && errno == EPERM) {
+    f = (int)syscall(SYS_userfaultfd,
+                     O_CLOEXEC | O_NONBLOCK | UFFD_USER_MODE_ONLY);
+    if (f >= 0)
+      atomic_store(&user_only, 1);
+  }
   if (f < 0)
     return -1;
   struct uffdio_api api = {.api = UFFD_API, .features = 0};
@@ -232,7 +270,8 @@ static void *fault_thread(void *arg) {
     if (poll(&pfd, 1, -1) < 0 && errno != EINTR)
       break;
     struct uffd_msg m[16];
-    ssize_t got = read(f, m, sizeof m);
+    /* the system call: libibp's own read hook need not see this */
+    ssize_t got = syscall(SYS_read, f, m, sizeof m);
     if (got < 0) {
       if (errno == EAGAIN || errno == EINTR)
         continue;
@@ -276,6 +315,13 @@ static void start(void) {
     page_buf = NULL;
     fd = -1;
   }
+  if (!ok)
+    atomic_store(&user_only, 0);
+  else if (atomic_load(&user_only))
+    ibp__log(IBP_LOG_INFO,
+             "userfaultfd serves user-mode faults only here: compact "
+             "regions rely on the C library hooks for system calls that "
+             "read or write them (docs/CONFIG.md, mode=compact)");
   atomic_store(&availability, ok ? AVAILABLE : UNAVAILABLE);
   errno = saved;
 }
@@ -315,6 +361,76 @@ static void table_remove(const ibp_tracked *t) {
     }
 }
 
+/* Under lock, after the table changed: the hooks' filter follows it. */
+static void held_changed(void) {
+  uintptr_t lo = UINTPTR_MAX, hi = 0;
+  for (size_t i = 0; i < held; i++) {
+    ibp_compact_pages *p = atomic_load(&table[i]->pages);
+    if (p) {
+      lo = p->lo < lo ? p->lo : lo;
+      hi = p->hi > hi ? p->hi : hi;
+    }
+  }
+  atomic_store(&span_lo, lo);
+  atomic_store(&span_hi, hi);
+  atomic_store(&user_held, atomic_load(&user_only) ? (unsigned)held : 0u);
+}
+
+int ibp__compact_kaccess_begin(void) {
+  if (!atomic_load_explicit(&user_held, memory_order_relaxed))
+    return 0;
+  return my_kaccess + 1;
+}
+
+void ibp__compact_kaccess_end(int began) {
+  if (!began || my_kaccess == began - 1)
+    return;
+  atomic_fetch_sub(&kaccess, my_kaccess - (began - 1));
+  my_kaccess = began - 1;
+}
+
+void ibp__compact_before_kernel(const void *addr, size_t len, int write) {
+  if (!atomic_load_explicit(&user_held, memory_order_relaxed) || !len)
+    return;
+  uintptr_t a = (uintptr_t)addr, e = a + len < a ? UINTPTR_MAX : a + len;
+  if (e <= atomic_load(&span_lo) || a >= atomic_load(&span_hi))
+    return;
+  /* Under the lock: the pages [lo, hi) this call relies on, and the hold
+   * that keeps them as prepared until the call returns (a release or
+   * re-protection after this sees it; one before it finished first). */
+  const uintptr_t pg = page_size();
+  uintptr_t lo = 0, hi = 0;
+  int saved = errno;
+  pthread_mutex_lock(&lock);
+  for (size_t i = 0; i < held; i++) { /* the lowest region overlapping */
+    ibp_compact_pages *p = atomic_load(&table[i]->pages);
+    if (p && a < p->hi && p->lo < e && (lo >= hi || p->lo < lo)) {
+      lo = a > p->lo ? a & ~(pg - 1) : p->lo;
+      hi = e < p->hi ? e : p->hi;
+    }
+  }
+  if (lo < hi) {
+    atomic_fetch_add(&kaccess, 1);
+    my_kaccess++;
+  }
+  pthread_mutex_unlock(&lock);
+  /* From user mode, each page: a store for the kernel to write it (the
+   * tracker marks its tensors and lets it be written), a load for the
+   * kernel to read it (a released page comes back).  The store is an
+   * atomic no-op, so a thread writing the same byte meanwhile loses
+   * nothing. */
+  for (uintptr_t at = lo; at < hi; at += pg) {
+    if (write)
+      __atomic_fetch_or((unsigned char *)at, 0, __ATOMIC_RELAXED);
+    else
+      (void)*(volatile const unsigned char *)at;
+  }
+  errno = saved;
+  /* a buffer across two compact regions: the next one too */
+  if (hi && hi < e)
+    ibp__compact_before_kernel((const void *)hi, e - hi, write);
+}
+
 int ibp__compact_protect(ibp_tracked *t) {
   const uintptr_t pg = page_size();
   if (!t->compact || !t->dirty || !t->bytes || (t->base & (pg - 1)) ||
@@ -349,6 +465,8 @@ int ibp__compact_protect(ibp_tracked *t) {
       ok = 0;
     }
   }
+  if (ok)
+    held_changed();
   pthread_mutex_unlock(&lock);
   errno = saved;
   if (!ok) {
@@ -386,6 +504,7 @@ void ibp__compact_unprotect(ibp_tracked *t) {
   }
   table_remove(t);
   atomic_store(&t->pages, NULL);
+  held_changed();
   pthread_mutex_unlock(&lock);
   errno = saved;
   free(p->state);
@@ -399,6 +518,8 @@ int ibp__compact_reprotect(ibp_tracked *t) {
   const uintptr_t pg = page_size();
   int rc = 0, saved = errno;
   pthread_mutex_lock(&lock);
+  if (atomic_load(&kaccess)) /* a hooked call writes there from the kernel */
+    rc = -1;
   for (size_t k = 0; k < p->count && rc == 0;) {
     if (atomic_load(&p->state[k]) != WRITTEN) {
       k++;
@@ -443,6 +564,8 @@ static long drop(ibp_tracked *t, ibp_compact_pages *p, const uint8_t *ok,
   const uintptr_t pg = page_size();
   long n = 0;
   pthread_mutex_lock(&lock);
+  if (atomic_load(&kaccess)) /* a hooked call relies on the pages: later */
+    k0 = k1;
   for (size_t k = k0; k < k1;) {
     if (!ok[k - k0] || !may_go(t, p, k)) {
       k++;
@@ -520,6 +643,12 @@ void ibp__compact_after_fork_child(void) {
   for (size_t i = 0; i < held; i++)
     atomic_store(&table[i]->pages, NULL);
   held = 0;
+  atomic_store(&user_held, 0);
+  atomic_store(&user_only, 0);
+  atomic_store(&span_lo, UINTPTR_MAX);
+  atomic_store(&span_hi, 0);
+  atomic_store(&kaccess, 0);
+  my_kaccess = 0;
   if (fd >= 0)
     close(fd);
   fd = -1;

@@ -75,6 +75,17 @@ IBP_HIDDEN int ibp__compact_still_protected(ibp_tracked *t, uintptr_t a,
                                             size_t len);
 IBP_HIDDEN void ibp__compact_after_fork_child(void);
 
+/* Around a C-library call that lets the kernel read or write caller
+ * memory, where compact regions are kept with a userfaultfd that serves
+ * user-mode faults only (track_compact.c): begin (0 when no such region is
+ * held: one relaxed load) ... ibp__compact_before_kernel for each buffer
+ * ... the real call ... end(began).  The buffers' compact pages are made
+ * ready for the kernel (write: written, their tensors dirty; read:
+ * resident) and stay so until end. */
+int ibp__compact_kaccess_begin(void);
+void ibp__compact_kaccess_end(int began);
+void ibp__compact_before_kernel(const void *addr, size_t len, int write);
+
 /* ---- track_protect.c ----------------------------------------------------- */
 
 /* Number of regions whose pages the tracker holds read-only now. */

@@ -8,12 +8,19 @@
  * byte back.  The "compressed copy" here is a plain copy of the bytes,
  * taken when the test says the region was compressed.
  *
- * Exits 77 (skipped) where userfaultfd cannot serve kernel-mode faults
- * (unprivileged, vm.unprivileged_userfaultfd=0) or lacks write protection.
+ * Run under no_uffd user (TRACK_TEST_UFFD_USER=1), userfaultfd serves
+ * user-mode faults only, as for an unprivileged process under
+ * vm.unprivileged_userfaultfd=0: the libc hooks must then prepare every
+ * kernel-side access (cases libc, kernel_race).  Exits 77 (skipped) where
+ * userfaultfd is missing or lacks write protection.
  */
+#include <errno.h>
 #include <pthread.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
+#include <time.h>
 
 #include "track_test.h"
 
@@ -203,6 +210,225 @@ static void case_kernel(void) {
   arena_free(&a);
 }
 
+/* Whether userfaultfd serves user-mode faults only here (the test runs
+ * under no_uffd user): then the libc hooks alone keep system calls
+ * working, and one that bypasses them fails with EFAULT. */
+static int user_mode_only(void) {
+  const char *e = getenv("TRACK_TEST_UFFD_USER");
+  return e && *e == '1';
+}
+
+/* The kernel's own view of released memory, bypassing the hooks: works
+ * where userfaultfd serves kernel-mode faults, EFAULT where it does not. */
+static void raw_syscalls(arena *a, ibp_tracked *r, int fd_w) {
+  CHECK(ibp__track_release(r) >= 0);
+  uint8_t *spot = NULL;
+  for (size_t p = 0; p < a->npages && !spot; p++)
+    if (!resident(a->mem + p * a->pg))
+      spot = a->mem + p * a->pg;
+  CHECK(spot);
+  long rc = syscall(SYS_write, fd_w, spot, 16);
+  if (user_mode_only()) {
+    CHECK_EQ(rc, -1);
+    CHECK_EQ(errno, EFAULT);
+  } else {
+    CHECK_EQ(rc, 16);
+  }
+}
+
+/* Every hooked C-library call that lets the kernel read or write compact
+ * memory, on released pages: the bytes move, exactly the tensors of the
+ * pages written are dirty, nothing fails. */
+static void case_libc(void) {
+  arena a;
+  arena_init(&a, 40);
+  owner o;
+  const size_t pg = a.pg, bytes = 38 * pg;
+  ibp_tracked *r = compact_region(&a, &o, bytes, 1024);
+  uint8_t in[3 * 4096 + 77], out[sizeof in];
+  for (size_t i = 0; i < sizeof in; i++)
+    in[i] = (uint8_t)(i * 7 + 3);
+  int p[2], sv[2];
+  CHECK(pipe(p) == 0);
+  CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
+  FILE *f = tmpfile();
+  CHECK(f);
+  const int fd = fileno(f);
+/* the bytes at offset `at` now hold `src` (a kernel write) */
+#define LANDED(at, src, n)                                                     \
+  do {                                                                         \
+    memcpy(a.want + (at), (src), (n));                                         \
+    arena_touch(&a, (at), (n));                                                \
+  } while (0)
+/* the kernel read n bytes at `at` into out: they were the region's */
+#define READ_BACK(at, n) CHECK(!memcmp(out, a.want + (at), (n)))
+
+  /* read(2)/write(2) through a pipe */
+  CHECK(ibp__track_release(r) > 0);
+  CHECK_EQ(write(p[1], a.mem + 2 * pg + 100, 300), 300);
+  CHECK_EQ(read(p[0], out, 300), 300);
+  READ_BACK(2 * pg + 100, 300);
+  CHECK_EQ(write(p[1], in, 200), 200);
+  CHECK_EQ(read(p[0], a.mem + 5 * pg - 50, 200), 200);
+  LANDED(5 * pg - 50, in, 200);
+  /* pwrite/pread on a file */
+  ibp__track_release(r);
+  CHECK_EQ(pwrite(fd, a.mem + 9 * pg + 1, 2 * pg, 0), (ssize_t)(2 * pg));
+  CHECK_EQ(pread(fd, out, 2 * pg, 0), (ssize_t)(2 * pg));
+  READ_BACK(9 * pg + 1, 2 * pg);
+  CHECK_EQ(pwrite(fd, in, 500, 0), 500);
+  CHECK_EQ(pread(fd, a.mem + 12 * pg + 4000, 500, 0), 500);
+  LANDED(12 * pg + 4000, in, 500);
+  /* writev/readv over two released spans */
+  ibp__track_release(r);
+  struct iovec wv[2] = {{a.mem + 14 * pg, 100}, {a.mem + 16 * pg + 9, 50}};
+  CHECK_EQ(writev(p[1], wv, 2), 150);
+  CHECK_EQ(read(p[0], out, 150), 150);
+  CHECK(!memcmp(out, a.want + 14 * pg, 100));
+  CHECK(!memcmp(out + 100, a.want + 16 * pg + 9, 50));
+  CHECK_EQ(write(p[1], in, 150), 150);
+  struct iovec rv[2] = {{a.mem + 18 * pg + 5, 70},
+                        {a.mem + 19 * pg + 4090, 80}};
+  CHECK_EQ(readv(p[0], rv, 2), 150);
+  LANDED(18 * pg + 5, in, 70);
+  LANDED(19 * pg + 4090, in + 70, 80);
+  /* send/recv, sendmsg/recvmsg on a socket */
+  ibp__track_release(r);
+  CHECK_EQ(send(sv[0], a.mem + 21 * pg + 7, 400, 0), 400);
+  CHECK_EQ(recv(sv[1], out, 400, MSG_WAITALL), 400);
+  READ_BACK(21 * pg + 7, 400);
+  CHECK_EQ(send(sv[0], in, 300, 0), 300);
+  CHECK_EQ(recv(sv[1], a.mem + 23 * pg + 3000, 300, MSG_WAITALL), 300);
+  LANDED(23 * pg + 3000, in, 300);
+  struct iovec mv = {a.mem + 25 * pg + 11, 600};
+  struct msghdr m = {.msg_iov = &mv, .msg_iovlen = 1};
+  CHECK_EQ(sendmsg(sv[0], &m, 0), 600);
+  CHECK_EQ(recv(sv[1], out, 600, MSG_WAITALL), 600);
+  READ_BACK(25 * pg + 11, 600);
+  CHECK_EQ(send(sv[0], in, 600, 0), 600);
+  mv.iov_base = a.mem + 27 * pg + 2000;
+  CHECK_EQ(recvmsg(sv[1], &m, MSG_WAITALL), 600);
+  LANDED(27 * pg + 2000, in, 600);
+  /* stdio: requests this large go straight between the buffer and the
+   * file */
+  ibp__track_release(r);
+  CHECK(fseek(f, 0, SEEK_SET) == 0);
+  CHECK_EQ(fwrite(a.mem + 29 * pg + 3, 1, sizeof out, f), sizeof out);
+  CHECK(fflush(f) == 0);
+  CHECK_EQ(pread(fd, out, sizeof out, 0), (ssize_t)sizeof out);
+  READ_BACK(29 * pg + 3, sizeof out);
+  CHECK_EQ(pwrite(fd, in, sizeof in, 0), (ssize_t)sizeof in);
+  CHECK(fseek(f, 0, SEEK_SET) == 0);
+  CHECK_EQ(fread(a.mem + 33 * pg + 5, 1, sizeof in, f), sizeof in);
+  LANDED(33 * pg + 5, in, sizeof in);
+#undef LANDED
+#undef READ_BACK
+  raw_syscalls(&a, r, p[1]);
+  arena_check_bytes(&a);
+  region_check(&a, r);
+  fclose(f);
+  close(p[0]);
+  close(p[1]);
+  close(sv[0]);
+  close(sv[1]);
+  ibp__track_unprotect(r);
+  arena_check_bytes(&a);
+  region_free(r);
+  free(o.copy);
+  arena_free(&a);
+}
+
+/* Threads move bytes in and out of the region with read(2)/write(2)
+ * through pipes while it is released and re-protected over and over: no
+ * call fails, no byte is lost (the hooks' hold keeps prepared pages as
+ * they were until the call returns). */
+typedef struct kracer {
+  arena *a;
+  unsigned seed;
+  size_t stripe, stripes; /* owns tensors congruent to stripe */
+  _Atomic int *stop;
+  _Atomic long calls;
+} kracer;
+
+static void *kernel_racer(void *arg) {
+  kracer *w = arg;
+  arena *a = w->a;
+  unsigned s = w->seed;
+  int p[2];
+  CHECK(pipe(p) == 0);
+  uint8_t buf[3000], back[3000];
+  while (!atomic_load(w->stop)) {
+    s = s * 1103515245u + 12345u;
+    size_t tensors = a->npages * a->pg / 1024 / w->stripes;
+    size_t t = ((s >> 8) % tensors) * w->stripes + w->stripe;
+    size_t len = 1 + (s >> 4) % 1000, off = t * 1024 + (s >> 12) % 24;
+    for (size_t i = 0; i < len; i++)
+      buf[i] = (uint8_t)(s + i);
+    CHECK_EQ(write(p[1], buf, len), len);
+    CHECK_EQ(read(p[0], a->mem + off, len), len);
+    memcpy(a->want + off, buf, len);
+    /* and back out through the kernel */
+    s = s * 1103515245u + 12345u;
+    t = ((s >> 8) % tensors) * w->stripes + w->stripe;
+    off = t * 1024 + (s >> 12) % 24;
+    CHECK_EQ(write(p[1], a->mem + off, len), len);
+    CHECK_EQ(read(p[0], back, len), len);
+    CHECK(!memcmp(back, a->want + off, len));
+    atomic_fetch_add(&w->calls, 1);
+    usleep(20); /* room for the refreshes, which wait for no call in flight */
+  }
+  close(p[0]);
+  close(p[1]);
+  return NULL;
+}
+
+static void case_kernel_race(void) {
+  arena a;
+  arena_init(&a, 64);
+  owner o;
+  const size_t bytes = 64 * a.pg, R = 1024;
+  ibp_tracked *r = compact_region(&a, &o, bytes, R);
+  _Atomic int stop = 0;
+  kracer w[2];
+  pthread_t th[2];
+  for (int i = 0; i < 2; i++) {
+    w[i] = (kracer){&a, (unsigned)i * 77 + 5, (size_t)i, 2, &stop, 0};
+    CHECK(pthread_create(&th[i], NULL, kernel_racer, &w[i]) == 0);
+  }
+  /* until both sides made progress (10 s at most) */
+  long rounds = 0;
+  const time_t deadline = time(NULL) + 10;
+  while (time(NULL) < deadline &&
+         (rounds < 200 || atomic_load(&w[0].calls) < 200 ||
+          atomic_load(&w[1].calls) < 200)) {
+    ibp__track_release(r);
+    if (ibp__track_reprotect(r) != 0)
+      continue; /* a hooked call in flight: the refresh waits */
+    rounds++;
+    for (size_t i = 0; i < bytes / R; i++) {
+      uint32_t bit = 1u << (i % 32);
+      if (!(atomic_fetch_and(&r->dirty[i / 32], ~bit) & bit))
+        continue;
+      if (ibp__track_still_protected(r, r->base + i * R, R))
+        memcpy(o.copy + i * R, a.mem + i * R, R);
+      else
+        atomic_fetch_or(&r->dirty[i / 32], bit);
+    }
+  }
+  atomic_store(&stop, 1);
+  for (int i = 0; i < 2; i++)
+    pthread_join(th[i], NULL);
+  printf("%ld refresh rounds, %ld + %ld calls\n", rounds,
+         atomic_load(&w[0].calls), atomic_load(&w[1].calls));
+  CHECK(rounds > 0 && w[0].calls > 0 && w[1].calls > 0);
+  arena_check_bytes(&a);
+  ibp__track_unprotect(r);
+  arena_check_bytes(&a);
+  region_free(r);
+  free(o.copy);
+  arena_free(&a);
+}
+
 /* A rebuild that would not give the page's bytes never releases it; a
  * region the owner calls unreleasable keeps every page. */
 static void case_verify(void) {
@@ -295,6 +521,8 @@ int main(int argc, char **argv) {
                              {"stores", case_stores},
                              {"kernel", case_kernel},
                              {"verify", case_verify},
-                             {"race", case_race}};
+                             {"race", case_race},
+                             {"libc", case_libc},
+                             {"kernel_race", case_kernel_race}};
   return run_case(cases, sizeof cases / sizeof cases[0], argc, argv);
 }
