@@ -56,6 +56,12 @@ static int dtoh(const void *dst, size_t n) {
   return quiet() ? 0 : ibp__dtoh_begin(dst, n);
 }
 
+/* The same for a plain copy on stream s (serve/dtoh.h: compact regions
+ * stay compact). */
+static int dtoh_copy(const void *dst, size_t n, CUstream s) {
+  return quiet() ? 0 : ibp__dtoh_begin_copy(dst, n, s);
+}
+
 static CUresult dtoh_done(int touched, CUresult res, CUstream s, int async) {
   if (touched)
     ibp__dtoh_end(res == CUDA_SUCCESS && async ? s : NULL, async);
@@ -94,14 +100,14 @@ CUresult ibp__hook_cuMemcpyHtoDAsync_v2_ptsz(CUdeviceptr dst, const void *src,
 /* ---- unified: classify both pointers ------------------------------------- */
 
 CUresult ibp__hook_cuMemcpy(CUdeviceptr dst, CUdeviceptr src, size_t n) {
-  int t = dtoh((const void *)dst, n);
+  int t = dtoh_copy((const void *)dst, n, CU_STREAM_LEGACY);
   if (htod(dst, (const void *)src, n, CU_STREAM_LEGACY, 1, 1) == 0)
     return dtoh_done(t, CUDA_SUCCESS, NULL, 0);
   return dtoh_done(t, ibp__real_cuMemcpy(dst, src, n), NULL, 0);
 }
 
 CUresult ibp__hook_cuMemcpy_ptds(CUdeviceptr dst, CUdeviceptr src, size_t n) {
-  int t = dtoh((const void *)dst, n);
+  int t = dtoh_copy((const void *)dst, n, CU_STREAM_PER_THREAD);
   if (htod(dst, (const void *)src, n, CU_STREAM_PER_THREAD, 1, 1) == 0)
     return dtoh_done(t, CUDA_SUCCESS, NULL, 0);
   return dtoh_done(t, ibp__real_cuMemcpy_ptds(dst, src, n), NULL, 0);
@@ -109,7 +115,7 @@ CUresult ibp__hook_cuMemcpy_ptds(CUdeviceptr dst, CUdeviceptr src, size_t n) {
 
 CUresult ibp__hook_cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src, size_t n,
                                  CUstream s) {
-  int t = dtoh((const void *)dst, n);
+  int t = dtoh_copy((const void *)dst, n, legacy(s));
   if (htod(dst, (const void *)src, n, legacy(s), 0, 1) == 0)
     return dtoh_done(t, CUDA_SUCCESS, NULL, 0);
   return dtoh_done(t, ibp__real_cuMemcpyAsync(dst, src, n, s), legacy(s), 1);
@@ -117,7 +123,7 @@ CUresult ibp__hook_cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src, size_t n,
 
 CUresult ibp__hook_cuMemcpyAsync_ptsz(CUdeviceptr dst, CUdeviceptr src,
                                       size_t n, CUstream s) {
-  int t = dtoh((const void *)dst, n);
+  int t = dtoh_copy((const void *)dst, n, per_thread(s));
   if (htod(dst, (const void *)src, n, per_thread(s), 0, 1) == 0)
     return dtoh_done(t, CUDA_SUCCESS, NULL, 0);
   return dtoh_done(t, ibp__real_cuMemcpyAsync_ptsz(dst, src, n, s),
@@ -128,20 +134,20 @@ CUresult ibp__hook_cuMemcpyAsync_ptsz(CUdeviceptr dst, CUdeviceptr src,
 
 CUresult ibp__hook_cuMemcpyDtoH_v2(void *dst, CUdeviceptr src, size_t n) {
   order(IBP_BATCH_ALL);
-  int t = dtoh(dst, n);
+  int t = dtoh_copy(dst, n, CU_STREAM_LEGACY);
   return dtoh_done(t, ibp__real_cuMemcpyDtoH_v2(dst, src, n), NULL, 0);
 }
 
 CUresult ibp__hook_cuMemcpyDtoH_v2_ptds(void *dst, CUdeviceptr src, size_t n) {
   order(IBP_BATCH_ALL);
-  int t = dtoh(dst, n);
+  int t = dtoh_copy(dst, n, CU_STREAM_PER_THREAD);
   return dtoh_done(t, ibp__real_cuMemcpyDtoH_v2_ptds(dst, src, n), NULL, 0);
 }
 
 CUresult ibp__hook_cuMemcpyDtoHAsync_v2(void *dst, CUdeviceptr src, size_t n,
                                         CUstream s) {
   order(legacy(s));
-  int t = dtoh(dst, n);
+  int t = dtoh_copy(dst, n, legacy(s));
   return dtoh_done(t, ibp__real_cuMemcpyDtoHAsync_v2(dst, src, n, s), legacy(s),
                    1);
 }
@@ -149,7 +155,7 @@ CUresult ibp__hook_cuMemcpyDtoHAsync_v2(void *dst, CUdeviceptr src, size_t n,
 CUresult ibp__hook_cuMemcpyDtoHAsync_v2_ptsz(void *dst, CUdeviceptr src,
                                              size_t n, CUstream s) {
   order(per_thread(s));
-  int t = dtoh(dst, n);
+  int t = dtoh_copy(dst, n, per_thread(s));
   return dtoh_done(t, ibp__real_cuMemcpyDtoHAsync_v2_ptsz(dst, src, n, s),
                    per_thread(s), 1);
 }

@@ -57,17 +57,35 @@ static int note_write(const void *dst, size_t bytes) {
   return touched;
 }
 
-int ibp__dtoh_begin(const void *dst, size_t bytes) {
-  /* compact regions there are pinned first: the device writes host memory
-   * it must see pinned (a memset needs that; a copy would be captured or
-   * asynchronous only so).  Before the copy counts as in flight: pinning
-   * waits for a compression, which waits for those. */
-  ibp__compact_pin_range(dst, bytes ? bytes : 1, "the device writes into it");
+static int begin(const void *dst, size_t bytes) {
   atomic_fetch_add(&inflight, 1);
   if (note_write(dst, bytes))
     return 1;
   atomic_fetch_sub(&inflight, 1);
   return 0;
+}
+
+int ibp__dtoh_begin(const void *dst, size_t bytes) {
+  /* compact regions there are pinned first: the device writes host memory
+   * it must see pinned.  Before the write counts as in flight: pinning
+   * waits for a compression, which waits for those. */
+  ibp__compact_pin_range(dst, bytes ? bytes : 1, "the device writes into it");
+  return begin(dst, bytes);
+}
+
+int ibp__dtoh_begin_copy(const void *dst, size_t bytes, CUstream stream) {
+  /* a compact region's memory is pageable to the driver, which copies into
+   * it as into any pageable memory (synchronously, from the host side):
+   * its pages come back as the copy writes them, its tensors dirty.  Only
+   * a graph cannot capture such a copy: pinned first then. */
+  const ibp_driver *d = ibp__driver();
+  CUstreamCaptureStatus cs = CU_STREAM_CAPTURE_STATUS_NONE;
+  if (ibp__compact_owns(dst, bytes ? bytes : 1) &&
+      (!d || d->cuStreamIsCapturing(stream, &cs) != CUDA_SUCCESS ||
+       cs != CU_STREAM_CAPTURE_STATUS_NONE))
+    ibp__compact_pin_range(dst, bytes ? bytes : 1,
+                           "a copy into it is captured");
+  return begin(dst, bytes);
 }
 
 /* An event after the copy on `stream`; refreshing is switched off when that

@@ -17,6 +17,12 @@
 int ibp__dtoh_begin(const void *dst, size_t bytes);
 void ibp__dtoh_end(CUstream stream, int async);
 
+/* ibp__dtoh_begin for a copy the driver makes into [dst, dst+bytes) on
+ * `stream` (cuMemcpyDtoH and the unified cuMemcpy): a compact region there
+ * stays compact (its pages are written like pageable memory) unless the
+ * stream is capturing; a device-side write (ibp__dtoh_begin) pins it. */
+int ibp__dtoh_begin_copy(const void *dst, size_t bytes, CUstream stream);
+
 /* The bytes from the first to the last byte written by `depth` slices of
  * `height` rows of `width` bytes, rows `pitch` apart and slices
  * `slice_rows` rows apart, starting at row (z * slice_rows + y), byte x of

@@ -1,9 +1,10 @@
 /* The C-library calls that let the kernel read or write a compact
  * region's released pages (docs/CONFIG.md, mode=compact): read, pread,
  * readv, recv, recvmsg and fread into it; write, pwrite, writev, send,
- * sendmsg and fwrite from it.  Each must succeed as it does without
- * libibp, move the region's bytes, and every copy to the device afterwards
- * must bring what the host holds.  Run as a compact region where
+ * sendmsg and fwrite from it; then device-to-host copies into it, which
+ * leave it compact.  Each must succeed as it does without libibp, move
+ * the region's bytes, and every copy to the device afterwards must bring
+ * what the host holds.  Run as a compact region where
  * userfaultfd serves kernel-mode faults, under no_uffd user (user-mode
  * faults only: libibp's hooks prepare the pages), and disabled.  With
  * CORE_EXPECT_COMPACT=1, each call's pages must be released before it
@@ -229,7 +230,23 @@ int main(void) {
     memcpy(want_at(k), data, LEN);
     CK(round_trip(k * SLOT, SLOT, w)); /* its slot: the others stay released */
   }
-  CK(round_trip(0, N, "the kernel wrote the region"));
+  /* the device writes slots 12 and 13 by copies (synchronous, and
+   * asynchronous on a stream): the region stays compact -- slot 14's pages
+   * are still released after -- and copies from it bring the new bytes */
+  cudaStream_t st;
+  CK(cudaStreamCreate(&st));
+  CK(cudaMemcpy(dev, data, LEN, cudaMemcpyHostToDevice));
+  released(12, "a device-to-host copy");
+  CK(cudaMemcpy(at(12), dev, LEN, cudaMemcpyDeviceToHost));
+  memcpy(want_at(12), data, LEN);
+  released(13, "an asynchronous device-to-host copy");
+  CK(cudaMemcpyAsync(at(13), dev, LEN, cudaMemcpyDeviceToHost, st));
+  CK(cudaStreamSynchronize(st));
+  memcpy(want_at(13), data, LEN);
+  released(14, "nothing (the region stayed compact)");
+  CK(round_trip(12 * SLOT, 2 * SLOT, "device-to-host copies"));
+  CK(cudaStreamDestroy(st));
+  CK(round_trip(0, N, "everything"));
   expect(memcmp(host, want, N) == 0, "the host's bytes differ at the end");
   fclose(f);
   close(p[0]);
