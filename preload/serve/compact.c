@@ -235,6 +235,21 @@ int ibp__compact_servable(const ibp_served_region *s, uint64_t off,
   return held_by_shadow(s, off / R, (off + len - 1) / R);
 }
 
+uint64_t ibp__compact_run(const ibp_served_region *s, uint64_t off,
+                          uint64_t len, int *servable) {
+  const uint64_t R = s->geometry.tensor_bytes;
+  if (!len)
+    return 0;
+  const int filling =
+      atomic_load_explicit(&s->refresh.filling, memory_order_acquire);
+  uint64_t t = off / R, end = off + len;
+  *servable = !filling && held_by_shadow(s, t, t);
+  uint64_t at = (t + 1) * R;
+  while (at < end && !filling && held_by_shadow(s, at / R, at / R) == *servable)
+    at += R;
+  return (at < end ? at : end) - off;
+}
+
 /* ---- releasing, and the way back ----------------------------------------- */
 
 void ibp__compact_release(ibp_region_rec *r) {

@@ -74,6 +74,13 @@ int ibp__compact_active(const ibp_served_region *s);
 int ibp__compact_servable(const ibp_served_region *s, uint64_t off,
                           uint64_t len);
 
+/* The longest run [off, off+n) of bytes, within [off, off+len), whose
+ * tensors the shadow holds (ibp__compact_servable) or, when the first does
+ * not, none of which it holds; *servable says which.  Returns n (0 when
+ * len is 0). */
+uint64_t ibp__compact_run(const ibp_served_region *s, uint64_t off,
+                          uint64_t len, int *servable);
+
 /* On the worker, once r is compressed or refreshed: releases the pages
  * the shadow holds (track/track.h, ibp__track_release). */
 void ibp__compact_release(ibp_region_rec *r);

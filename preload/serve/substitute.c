@@ -414,9 +414,67 @@ static int rewritten(ibp_region_rec *r, ibp_served_region *s) {
   return 1;
 }
 
+/* A compact region's copy the shadow cannot serve whole, in parts queued
+ * on its stream in order: each run of at least COMPACT_MIN_RUN bytes the
+ * shadow holds is served as a copy of its own, the rest is the driver's
+ * from the pages -- so that one tensor written since does not bring the
+ * whole span's pages back (docs/ARCHITECTURE.md, "Compact regions").
+ * Shorter runs the shadow holds go with the driver's parts: a GPU path's
+ * fixed cost would outweigh what they save.  Returns 0 when every part was
+ * queued (and, for a synchronous entry point, done); 1 when the caller's
+ * driver copy must run -- nothing was split, or a part failed: the whole
+ * copy, queued after the parts, rewrites every byte. */
+#define COMPACT_MIN_RUN ((uint64_t)64 << 10)
+
+static int serve_region(ibp_region_rec *r, const ibp_copy *c, int offered,
+                        int part);
+
+static int split_compact(ibp_region_rec *r, ibp_served_region *s,
+                         const ibp_copy *c, uint64_t off) {
+  const ibp_driver *d = ibp__driver();
+  int ok = 0, any = 0;
+  for (uint64_t at = 0, n; at < c->bytes && !any; at += n) {
+    n = ibp__compact_run(s, off + at, c->bytes - at, &ok);
+    any = ok && n >= COMPACT_MIN_RUN;
+  }
+  if (!any)
+    return 1;
+  uint64_t drv = 0; /* the driver's part [drv, at) pending */
+  for (uint64_t at = 0, n; at <= c->bytes; at += n) {
+    n = at < c->bytes ? ibp__compact_run(s, off + at, c->bytes - at, &ok) : 0;
+    const int gpu = at < c->bytes && ok && n >= COMPACT_MIN_RUN;
+    if ((gpu || at == c->bytes) && at > drv) {
+      if (d->cuMemcpyHtoDAsync(c->dst + drv, (const uint8_t *)c->src + drv,
+                               at - drv, c->stream) != CUDA_SUCCESS)
+        return 1;
+      count_passed(s, at - drv);
+      ibp__count(&s->counters, copies_compact_driver, 1);
+    }
+    if (at == c->bytes)
+      break;
+    if (gpu) {
+      ibp_copy p = *c;
+      p.dst += at;
+      p.src = (const uint8_t *)c->src + at;
+      p.bytes = n;
+      p.sync = 0;
+      p.arrive = 0;
+      if (serve_region(r, &p, 0, 1) != 0 &&
+          d->cuMemcpyHtoDAsync(p.dst, p.src, n, c->stream) != CUDA_SUCCESS)
+        return 1;
+      drv = at + n;
+    }
+  }
+  if (c->sync && d->cuStreamSynchronize(c->stream) != CUDA_SUCCESS)
+    return 1;
+  return 0;
+}
+
 /* offered: the batch's chooser already declined to hold c
- * (ibp__batch_hold_more answered 2). */
-static int serve_region(ibp_region_rec *r, const ibp_copy *c, int offered) {
+ * (ibp__batch_hold_more answered 2); part: c is a part of a compact
+ * region's copy (split_compact), not split again. */
+static int serve_region(ibp_region_rec *r, const ibp_copy *c, int offered,
+                        int part) {
   const ibp_driver *d = ibp__driver();
   ibp_served_region *s = ibp__served(r);
   if (!d || !s)
@@ -460,9 +518,12 @@ static int serve_region(ibp_region_rec *r, const ibp_copy *c, int offered) {
     return 1;
   }
   const uint64_t off = (uintptr_t)c->src - r->base;
-  /* a compact region's copy the shadow cannot serve alone is the driver's:
-   * it reads the memory, whose pages come back as it touches them */
+  /* a compact region's copy the shadow cannot serve alone: in parts, or
+   * the driver's (it reads the memory, whose pages come back as it touches
+   * them) */
   if (compact && !ibp__compact_servable(s, off, c->bytes)) {
+    if (!part && !c->hold_only && split_compact(r, s, c, off) == 0)
+      return 0;
     count_passed(s, c->bytes);
     ibp__count(&s->counters, copies_compact_driver, 1);
     return 1;
@@ -634,7 +695,7 @@ int ibp__serve_htod(const ibp_copy *c) {
   if (more == 0)
     rc = 0; /* held, like the batch's earlier copies */
   else if (f == IBP_FIND_FOUND)
-    rc = serve_region(r, c, more == 2);
+    rc = serve_region(r, c, more == 2, 0);
   else if (s)
     count_passed(s, c->bytes);
   ibp__guard--;
