@@ -16,6 +16,7 @@
 #include "serve/context.h"
 #include "serve/region.h"
 #include "stats/discover.h"
+#include "track/track.h"
 
 static _Atomic uint64_t pinned_allocations; /* for rules with nth= */
 static int warned_inplace, warned_add, warned_shared, warned_compact;
@@ -163,13 +164,17 @@ static CUresult host_alloc(void **pp, size_t n, unsigned flags, int legacy) {
     }
     if (p)
       ibp__compact_free(p);
+    else if (!ibp__track_compact_available())
+      ibp__warn_once(&warned_compact,
+                     "IBP_REGIONS rule %u: mode=compact needs userfaultfd "
+                     "with write protection (Linux >= 5.7, not forbidden "
+                     "here); its regions are ordinary (docs/CONFIG.md)",
+                     rule->index);
     else
       ibp__warn_once(&warned_compact,
-                     "IBP_REGIONS rule %u: mode=compact needs a userfaultfd "
-                     "that serves kernel-mode faults (privileged, or "
-                     "vm.unprivileged_userfaultfd=1); its regions are "
-                     "ordinary (docs/CONFIG.md)",
-                     rule->index);
+                     "IBP_REGIONS rule %u: libibp could not map memory for "
+                     "a compact region of %zu bytes; it is an ordinary one",
+                     rule->index, n);
   }
   CUresult res = legacy ? ibp__real_cuMemAllocHost_v2(pp, n)
                         : ibp__real_cuMemHostAlloc(pp, n, flags);

@@ -538,10 +538,11 @@ static int serve_region(ibp_region_rec *r, const ibp_copy *c, int offered,
   }
   /* held: served by its stream's batched launch, whose flush scans the
    * span its copies read for writes the kernel recorded (batch.c) */
+  /* a compact region's held copies are judged again at the flush (batch.c:
+   * the shadow must still hold every one) */
   const int offer =
-      offered   ? 2
-      : compact ? 1 /* not batched: a batch's entries are judged at its flush */
-                : ibp__batch_offer(r, s, dev, ctx, c, pcie, alloc, alloc_bytes);
+      offered ? 2
+              : ibp__batch_offer(r, s, dev, ctx, c, pcie, alloc, alloc_bytes);
   if (offer == 0)
     return 0;
   if (c->hold_only) { /* an entry of the application's batch: the driver's */

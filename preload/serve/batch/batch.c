@@ -42,6 +42,7 @@
 #include "serve/batch/batch_route.h"
 #include "serve/batch/scan_ahead.h"
 #include "serve/choose/gate.h"
+#include "serve/compact.h"
 #include "serve/nvtx.h"
 #include "serve/prepare/device.h"
 
@@ -311,11 +312,33 @@ static int region_template(batch *b, unsigned k, ibp_decompress_args *a) {
     return -1;
   const ibp_device_slot *slot = &s->dev[b->dev];
   *a = slot->args;
-  if (atomic_load(&s->refresh.refreshing))
-    a->busy = slot->busy;
-  else if (atomic_load(&s->track.dirty_tensors) == 0)
+  if (ibp__compact_active(s)) { /* every job held by the shadow alone */
     a->dirty = NULL;
+    a->busy = NULL;
+  } else if (atomic_load(&s->refresh.refreshing)) {
+    a->busy = slot->busy;
+  } else if (atomic_load(&s->track.dirty_tensors) == 0) {
+    a->dirty = NULL;
+  }
   return 0;
+}
+
+/* Whether every job of a compact region is still held by its shadow alone
+ * (compact.h: the kernel never reads such a region's memory).  A tensor
+ * written, or a refresh begun, since the copy was held: the driver's
+ * copies then (after `launching` went up: no refresh begins rewriting
+ * under the launch). */
+static int compact_jobs_servable(const batch *b) {
+  for (uint32_t j = 0; j < b->count; j++) {
+    const ibp_batch_job *job = &b->hj->jobs[j];
+    const ibp_served_region *s = job->region < b->nregions
+                                     ? ibp__served(b->regions[job->region].rec)
+                                     : NULL;
+    if (s && ibp__compact_active(s) &&
+        !ibp__compact_servable(s, job->src, job->length))
+      return 0;
+  }
+  return 1;
 }
 
 static CUresult launch(const ibp_driver *d, batch *b) {
@@ -483,9 +506,12 @@ static void flush_now(batch *b) {
   }
   ibp_batch_timing_run run;
   ibp__batch_time_begin(&b->timed, b->dev, b->ctx, b->stream, b->count, &run);
-  pthread_mutex_lock(&stage_lock);
-  CUresult e = launch(d, b);
-  pthread_mutex_unlock(&stage_lock);
+  CUresult e = CUDA_ERROR_NOT_READY;
+  if (compact_jobs_servable(b)) {
+    pthread_mutex_lock(&stage_lock);
+    e = launch(d, b);
+    pthread_mutex_unlock(&stage_lock);
+  }
   ibp__batch_time_end(&run, b->stream, e == CUDA_SUCCESS);
   for (unsigned k = 0; k < b->nregions; k++) {
     ibp_served_region *s = ibp__served(b->regions[k].rec);
