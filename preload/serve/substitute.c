@@ -439,6 +439,7 @@ static int split_compact(ibp_region_rec *r, ibp_served_region *s,
   }
   if (!any)
     return 1;
+  ibp__batch_order(c->stream); /* what is held runs first */
   uint64_t drv = 0; /* the driver's part [drv, at) pending */
   for (uint64_t at = 0, n; at <= c->bytes; at += n) {
     n = at < c->bytes ? ibp__compact_run(s, off + at, c->bytes - at, &ok) : 0;
@@ -459,7 +460,9 @@ static int split_compact(ibp_region_rec *r, ibp_served_region *s,
       p.bytes = n;
       p.sync = 0;
       p.arrive = 0;
-      if (serve_region(r, &p, 0, 1) != 0 &&
+      /* never held for a batched launch: the parts run in order, and a
+       * synchronous copy is done when this returns */
+      if (serve_region(r, &p, 1, 1) != 0 &&
           d->cuMemcpyHtoDAsync(p.dst, p.src, n, c->stream) != CUDA_SUCCESS)
         return 1;
       drv = at + n;
