@@ -23,15 +23,42 @@ static unsigned segment_bits(uint32_t c) {
   return c >= 4 ? 32u : 8u * c;
 }
 
+/* Bytes 4w .. 4w+3 of a tensor of R bytes as a little-endian word, 0 past
+ * R. */
+static uint32_t load_word(const uint8_t *p, uint32_t R, uint64_t w) {
+  const uint64_t at = 4 * w;
+  if (at + 4 <= R)
+    return (uint32_t)p[at] | (uint32_t)p[at + 1] << 8 |
+           (uint32_t)p[at + 2] << 16 | (uint32_t)p[at + 3] << 24;
+  uint32_t v = 0;
+  for (unsigned b = 0; at + b < R; b++)
+    v |= (uint32_t)p[at + b] << (8 * b);
+  return v;
+}
+
+/* The bytes of word w that lie inside the tensor, all ones. */
+static uint32_t inside_word(uint32_t R, uint64_t w) {
+  const uint64_t at = 4 * w;
+  if (at >= R)
+    return 0;
+  return at + 4 <= R ? ~0u : (1u << (8 * (R - at))) - 1;
+}
+
 /* Kept bits of 32-bit word w of a tensor (0 past R). */
 static uint32_t keep_word(const uint8_t *mask, uint32_t R, uint64_t w) {
-  uint32_t k = 0;
-  for (unsigned b = 0; b < 4; b++) {
-    uint64_t at = 4 * w + b;
-    if (at < R)
-      k |= (uint32_t)(uint8_t)~mask[at] << (8 * b);
-  }
-  return k;
+  return ~load_word(mask, R, w) & inside_word(R, w);
+}
+
+/* The set bits of each byte of x, in that byte (SWAR: no popcnt
+ * instruction is assumed, and libgcc's is a call). */
+static uint32_t byte_popcounts(uint32_t x) {
+  x -= (x >> 1) & 0x55555555u;
+  x = (x & 0x33333333u) + ((x >> 2) & 0x33333333u);
+  return (x + (x >> 4)) & 0x0F0F0F0Fu;
+}
+
+static unsigned popcount32(uint32_t x) {
+  return (byte_popcounts(x) * 0x01010101u) >> 24;
 }
 
 /* The kept bits of the segment at bit `base` of `keep`, at its low end. */
@@ -48,7 +75,7 @@ static unsigned word_max_shift(uint32_t keep, unsigned seg) {
     if (!k)
       continue;
     const unsigned top = 31u - (unsigned)__builtin_clz(k);
-    const unsigned d = top + 1u - (unsigned)__builtin_popcount(k);
+    const unsigned d = top + 1u - popcount32(k);
     most = d > most ? d : most;
   }
   return most;
@@ -79,47 +106,44 @@ uint64_t ibp_kernels_plan_bytes(uint32_t R, uint32_t K, unsigned S) {
   return (K ? K : 1) * blocks * (4 + S) * BLOCK;
 }
 
-/* The S stage masks of word `keep`; 0 when S stages are too few.  Visits
- * the kept bits only, and of each only the stages it moves in. */
+/* The S stage masks of word `keep`; 0 when S stages are too few.  Stage
+ * s's mask is where the kept bits whose d has bit s set sit before step s
+ * of the reverse operation, a compress that moves them down by 2^s in
+ * steps s = 0, 1, ... (Hacker's Delight, 7-4, "compress" with precomputed
+ * masks): the deposit's stage s moves them back up onto it.  All segments
+ * of the word at once: mp's bit j is the parity of the invariant bits
+ * below j in its segment whose count step s has not yet moved past (d's
+ * bits s and up), the prefix sums stopping at each segment's first bit.
+ * A bit moving in step S or later needs more than S stages. */
 static int word_stages(uint32_t keep, unsigned seg, unsigned S,
                        uint32_t *stage) {
-  for (unsigned s = 0; s < S; s++)
-    stage[s] = 0;
-  for (unsigned base = 0; base < 32; base += seg) {
-    uint32_t k = segment_keep(keep, base, seg);
-    for (unsigned rank = 0; k; k &= k - 1, rank++) {
-      const unsigned d = (unsigned)__builtin_ctz(k) - rank;
-      if (d >> S)
-        return 0;
-      for (unsigned m = d; m; m &= m - 1) {
-        const unsigned s = (unsigned)__builtin_ctz(m);
-        /* lands at r + (d with bits below s cleared) */
-        stage[s] |= 1u << (base + rank + (d & ~((1u << s) - 1)));
-      }
-    }
+  const uint32_t first = seg == 8 ? 0x01010101u : seg == 16 ? 0x00010001u : 1u;
+  uint32_t m = keep;
+  uint32_t mk = (~keep << 1) & ~first; /* invariant bits, at the bit above */
+  for (unsigned s = 0; (1u << s) < seg; s++) {
+    uint32_t mp = mk; /* parallel prefix parity within each segment */
+    for (unsigned k = 1; k < seg; k <<= 1)
+      mp ^= (mp << k) & ~(first * ((1u << k) - 1));
+    const uint32_t mv = mp & m; /* the bits that move in step s */
+    if (s < S)
+      stage[s] = mv;
+    else if (mv)
+      return 0;
+    m = (m ^ mv) | (mv >> (1u << s)); /* never below its segment's start */
+    mk &= ~mp;
   }
+  for (unsigned s = seg == 8 ? 3 : seg == 16 ? 4 : 5; s < S; s++)
+    stage[s] = 0;
   return 1;
 }
 
 /* Per byte of word w: the bits a fitting chunk (inv) and a non-fitting
- * chunk (short) do not carry. */
+ * chunk (short) do not carry (8 for each byte past R). */
 static void word_counts(const uint8_t *mask, uint32_t R, uint64_t w,
                         uint32_t *inv, uint32_t *shrt) {
-  *inv = *shrt = 0;
-  for (unsigned b = 0; b < 4; b++) {
-    uint64_t at = 4 * w + b;
-    unsigned i = at < R ? (unsigned)__builtin_popcount(mask[at]) : 8;
-    *inv |= (uint32_t)i << (8 * b);
-    *shrt |= (uint32_t)(at < R ? 0 : 8) << (8 * b);
-  }
-}
-
-static uint32_t bitval_word(const uint8_t *bitval, uint32_t R, uint64_t w) {
-  uint32_t v = 0;
-  for (unsigned b = 0; b < 4; b++)
-    if (4 * w + b < R)
-      v |= (uint32_t)bitval[4 * w + b] << (8 * b);
-  return v;
+  const uint32_t past = ~inside_word(R, w) & 0x08080808u;
+  *inv = byte_popcounts(load_word(mask, R, w)) | past;
+  *shrt = past;
 }
 
 int ibp_kernels_decode_plan(const uint8_t *mask, const uint8_t *bitval,
@@ -138,7 +162,7 @@ int ibp_kernels_decode_plan(const uint8_t *mask, const uint8_t *bitval,
         const uint64_t w = 4 * b + i;
         uint32_t stage[IBP_PLAN_MAX_STAGES];
         g[i] = keep_word(m, R, w);
-        g[4 + i] = bitval_word(v, R, w);
+        g[4 + i] = load_word(v, R, w);
         word_counts(m, R, w, &g[8 + i], &g[12 + i]);
         if (!word_stages(g[i], seg, S, stage))
           return -1;

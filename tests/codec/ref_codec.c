@@ -8,18 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-int ref_get_bit(const uint8_t *buf, uint64_t k) {
-  return (buf[k / 8] >> (k % 8)) & 1;
-}
-
-void ref_put_bit(uint8_t *buf, uint64_t k, int v) {
-  uint8_t bit = (uint8_t)(1u << (k % 8));
-  if (v)
-    buf[k / 8] |= bit;
-  else
-    buf[k / 8] &= (uint8_t)~bit;
-}
-
 uint32_t ref_nchunks(const ref_params *p) {
   return (p->R + p->c - 1) / p->c;
 }

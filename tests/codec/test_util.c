@@ -21,35 +21,10 @@ void rng_seed(rng *r, uint64_t seed) {
     r->s[i] = splitmix64(&seed);
 }
 
-static uint64_t rotl(uint64_t x, int k) {
-  return (x << k) | (x >> (64 - k));
-}
-
-uint64_t rng_next(rng *r) {
-  uint64_t *s = r->s;
-  uint64_t result = rotl(s[1] * 5, 7) * 9;
-  uint64_t t = s[1] << 17;
-  s[2] ^= s[0];
-  s[3] ^= s[1];
-  s[1] ^= s[2];
-  s[0] ^= s[3];
-  s[2] ^= t;
-  s[3] = rotl(s[3], 45);
-  return result;
-}
-
-uint64_t rng_below(rng *r, uint64_t n) {
-  return rng_next(r) % n; /* the bias is irrelevant for tests */
-}
-
 uint64_t rng_range(rng *r, uint64_t lo, uint64_t hi) {
   if (hi - lo == UINT64_MAX)
     return rng_next(r);
   return lo + rng_below(r, hi - lo + 1);
-}
-
-double rng_unit(rng *r) {
-  return (double)(rng_next(r) >> 11) * 0x1.0p-53;
 }
 
 uint32_t rng_log_uniform(rng *r, uint32_t lo, uint32_t hi) {
@@ -60,10 +35,6 @@ uint32_t rng_log_uniform(rng *r, uint32_t lo, uint32_t hi) {
   if (v > hi)
     v = hi;
   return (uint32_t)v;
-}
-
-int rng_chance(rng *r, double p) {
-  return rng_unit(r) < p;
 }
 
 void rng_fill(rng *r, void *buf, size_t len) {

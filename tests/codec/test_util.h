@@ -29,17 +29,46 @@ typedef struct rng {
 } rng;
 
 void rng_seed(rng *r, uint64_t seed);
-uint64_t rng_next(rng *r);
+
+/* Inline: the generators call these for every byte they make. */
+static inline uint64_t rng__rotl(uint64_t x, int k) {
+  return (x << k) | (x >> (64 - k));
+}
+
+static inline uint64_t rng_next(rng *r) {
+  uint64_t *s = r->s;
+  uint64_t result = rng__rotl(s[1] * 5, 7) * 9;
+  uint64_t t = s[1] << 17;
+  s[2] ^= s[0];
+  s[3] ^= s[1];
+  s[1] ^= s[2];
+  s[0] ^= s[3];
+  s[2] ^= t;
+  s[3] = rng__rotl(s[3], 45);
+  return result;
+}
+
 /* Uniform in [0, n); n > 0. */
-uint64_t rng_below(rng *r, uint64_t n);
+static inline uint64_t rng_below(rng *r, uint64_t n) {
+  return rng_next(r) % n; /* the bias is irrelevant for tests */
+}
+
 /* Uniform in [lo, hi]. */
 uint64_t rng_range(rng *r, uint64_t lo, uint64_t hi);
+
 /* Uniform in [0, 1). */
-double rng_unit(rng *r);
+static inline double rng_unit(rng *r) {
+  return (double)(rng_next(r) >> 11) * 0x1.0p-53;
+}
+
 /* Log-uniform integer in [lo, hi], lo >= 1. */
 uint32_t rng_log_uniform(rng *r, uint32_t lo, uint32_t hi);
+
 /* 1 with probability p. */
-int rng_chance(rng *r, double p);
+static inline int rng_chance(rng *r, double p) {
+  return rng_unit(r) < p;
+}
+
 void rng_fill(rng *r, void *buf, size_t len);
 /* One of the chunk widths (IBP_CHUNK_WIDTHS), uniformly. */
 uint32_t rng_chunk(rng *r);

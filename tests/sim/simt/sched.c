@@ -27,7 +27,7 @@
 #include <sanitizer/common_interface_defs.h>
 #endif
 
-_Thread_local struct simt_fiber *simt__cur;
+SIMT_TLS_INITIAL_EXEC _Thread_local struct simt_fiber *simt__cur;
 
 struct simt_fiber *simt__self_slow(void) {
   fputs("simt: a device function was called outside a kernel launch\n", stderr);

@@ -32,6 +32,13 @@
 #define SIMT_HIDDEN __attribute__((visibility("hidden")))
 #define SIMT_NORETURN __attribute__((noreturn))
 #define SIMT_PRINTF(f, a) __attribute__((format(printf, f, a)))
+/* A thread-local read by every device call: the initial-exec model makes
+ * it one %fs-relative load even inside the simulated libcuda.so.1, where
+ * the default (general-dynamic) model calls __tls_get_addr -- which ASan
+ * intercepts, ~11 % of an e2e program's time under it.  A library
+ * dlopened with such a variable takes it from glibc's static TLS reserve:
+ * keep them few and small. */
+#define SIMT_TLS_INITIAL_EXEC __attribute__((tls_model("initial-exec")))
 
 #define SIMT_WARP 32u
 #define SIMT_MAX_THREADS 1024u
@@ -253,7 +260,8 @@ struct simt_run {
 };
 
 /* The fiber running on this host thread (NULL outside a launch). */
-extern SIMT_HIDDEN _Thread_local struct simt_fiber *simt__cur;
+extern SIMT_HIDDEN SIMT_TLS_INITIAL_EXEC _Thread_local struct simt_fiber
+    *simt__cur;
 
 /* The calling fiber; a device function called outside a launch is a
  * programming error in the test itself and aborts with a message. */
