@@ -415,16 +415,19 @@ static int rewritten(ibp_region_rec *r, ibp_served_region *s) {
 }
 
 /* A compact region's copy the shadow cannot serve whole, in parts queued
- * on its stream in order: each run of at least COMPACT_MIN_RUN bytes the
- * shadow holds is served as a copy of its own, the rest is the driver's
- * from the pages -- so that one tensor written since does not bring the
- * whole span's pages back (docs/ARCHITECTURE.md, "Compact regions").
- * Shorter runs the shadow holds go with the driver's parts: a GPU path's
- * fixed cost would outweigh what they save.  Returns 0 when every part was
- * queued (and, for a synchronous entry point, done); 1 when the caller's
- * driver copy must run -- nothing was split, or a part failed: the whole
- * copy, queued after the parts, rewrites every byte. */
-#define COMPACT_MIN_RUN ((uint64_t)64 << 10)
+ * on its stream in order: each run the shadow holds is served as a copy of
+ * its own, the rest is the driver's from the pages -- so that a tensor
+ * written since does not bring the whole span's pages back
+ * (docs/ARCHITECTURE.md, "Compact regions").  Where that would take more
+ * than COMPACT_MAX_PARTS launches, only the runs of COMPACT_LONG_RUN bytes
+ * or more are (a launch's fixed cost would outweigh what a short run
+ * saves); shorter ones go with the driver's parts, whose pages come back.
+ * Returns 0 when every part was queued (and, for a synchronous entry
+ * point, done); 1 when the caller's driver copy must run -- no run to
+ * serve, or a part failed: the whole copy, queued after the parts,
+ * rewrites every byte. */
+#define COMPACT_MAX_PARTS 16
+#define COMPACT_LONG_RUN ((uint64_t)64 << 10)
 
 static int serve_region(ibp_region_rec *r, const ibp_copy *c, int offered,
                         int part);
@@ -432,18 +435,21 @@ static int serve_region(ibp_region_rec *r, const ibp_copy *c, int offered,
 static int split_compact(ibp_region_rec *r, ibp_served_region *s,
                          const ibp_copy *c, uint64_t off) {
   const ibp_driver *d = ibp__driver();
-  int ok = 0, any = 0;
-  for (uint64_t at = 0, n; at < c->bytes && !any; at += n) {
+  int ok = 0;
+  unsigned runs = 0, long_runs = 0;
+  for (uint64_t at = 0, n; at < c->bytes; at += n) {
     n = ibp__compact_run(s, off + at, c->bytes - at, &ok);
-    any = ok && n >= COMPACT_MIN_RUN;
+    runs += ok;
+    long_runs += ok && n >= COMPACT_LONG_RUN;
   }
-  if (!any)
+  const uint64_t min_run = runs <= COMPACT_MAX_PARTS ? 1 : COMPACT_LONG_RUN;
+  if (!(runs <= COMPACT_MAX_PARTS ? runs : long_runs))
     return 1;
   ibp__batch_order(c->stream); /* what is held runs first */
-  uint64_t drv = 0; /* the driver's part [drv, at) pending */
+  uint64_t drv = 0;            /* the driver's part [drv, at) pending */
   for (uint64_t at = 0, n; at <= c->bytes; at += n) {
     n = at < c->bytes ? ibp__compact_run(s, off + at, c->bytes - at, &ok) : 0;
-    const int gpu = at < c->bytes && ok && n >= COMPACT_MIN_RUN;
+    const int gpu = at < c->bytes && ok && n >= min_run;
     if ((gpu || at == c->bytes) && at > drv) {
       if (d->cuMemcpyHtoDAsync(c->dst + drv, (const uint8_t *)c->src + drv,
                                at - drv, c->stream) != CUDA_SUCCESS)
