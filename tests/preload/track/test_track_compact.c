@@ -210,6 +210,22 @@ static void case_kernel(void) {
   arena_free(&a);
 }
 
+/* The owner's refresh after a re-protection: the bytes of each dirty
+ * tensor (of R) whose pages stayed protected become the copy's, and it is
+ * clean again; the others stay dirty. */
+static void take_dirty(owner *o, size_t bytes, size_t R) {
+  ibp_tracked *r = o->r;
+  for (size_t i = 0; i < bytes / R; i++) {
+    uint32_t bit = 1u << (i % 32);
+    if (!(atomic_fetch_and(&r->dirty[i / 32], ~bit) & bit))
+      continue;
+    if (ibp__track_still_protected(r, r->base + i * R, R))
+      memcpy(o->copy + i * R, o->a->mem + i * R, R);
+    else
+      atomic_fetch_or(&r->dirty[i / 32], bit);
+  }
+}
+
 /* Whether userfaultfd serves user-mode faults only here (the test runs
  * under no_uffd user): then the libc hooks alone keep system calls
  * working, and one that bypasses them fails with EFAULT. */
@@ -405,15 +421,7 @@ static void case_kernel_race(void) {
     if (ibp__track_reprotect(r) != 0)
       continue; /* a hooked call in flight: the refresh waits */
     rounds++;
-    for (size_t i = 0; i < bytes / R; i++) {
-      uint32_t bit = 1u << (i % 32);
-      if (!(atomic_fetch_and(&r->dirty[i / 32], ~bit) & bit))
-        continue;
-      if (ibp__track_still_protected(r, r->base + i * R, R))
-        memcpy(o.copy + i * R, a.mem + i * R, R);
-      else
-        atomic_fetch_or(&r->dirty[i / 32], bit);
-    }
+    take_dirty(&o, bytes, R);
   }
   atomic_store(&stop, 1);
   for (int i = 0; i < 2; i++)
@@ -495,15 +503,7 @@ static void case_race(void) {
     /* a refresh: re-protect, then take the bytes of the dirty tensors
      * whose pages stayed protected */
     CHECK(ibp__track_reprotect(r) == 0);
-    for (size_t i = 0; i < bytes / 4096; i++) {
-      uint32_t bit = 1u << (i % 32);
-      if (!(atomic_fetch_and(&r->dirty[i / 32], ~bit) & bit))
-        continue;
-      if (ibp__track_still_protected(r, r->base + i * 4096, 4096))
-        memcpy(o.copy + i * 4096, a.mem + i * 4096, 4096);
-      else
-        atomic_fetch_or(&r->dirty[i / 32], bit);
-    }
+    take_dirty(&o, bytes, 4096);
   }
   atomic_store(&stop, 1);
   for (int i = 0; i < 3; i++)
