@@ -14,6 +14,13 @@
 # may be the program's own), exit 3 with the program's CUDA call of the
 # same kind failing, as it would without libibp.  Wrong bytes (exit 1), a
 # crash or a hang always fail.
+#
+# IBP_E2E_FAULT_TRACE=DIR: the two runs without injection (the trace with
+# IBP_DISABLE=1 and the one with libibp) are made once for every ENTRY
+# that shares PROGRAM, its arguments and its environment: ENTRY
+# "trace-only" makes them into DIR (= WORKDIR; CTest's FIXTURES_SETUP) and
+# checks that both exit 0; any other ENTRY reads them from DIR instead of
+# running them again (a missing one fails).
 set -u -f
 if [ $# -lt 5 ] || [ "$4" != "--" ]; then
   echo "usage: run_batch_faults.sh WORKDIR PRELOAD ENTRY -- PROGRAM [ARGS...]" >&2
@@ -32,11 +39,25 @@ run() { # LABEL DISABLE FAIL LOG PROGRAM [ARGS...]
 calls() {
   grep -cE "^\[simcuda\] ${entry}(_v[0-9]+)?(_ptds|_ptsz)? -> " "$1"
 }
-run base 1 "" 1 "$@" || { echo "FAIL: IBP_DISABLE=1 run fails"; exit 1; }
-app=$(calls "$work/base.err")
-run trace 0 "" 1 "$@" ||
-  { echo "FAIL: the run without injection fails"; exit 1; }
-total=$(calls "$work/trace.err")
+traces=$work
+if [ -n "${IBP_E2E_FAULT_TRACE:-}" ] && [ "$entry" != trace-only ]; then
+  traces=$IBP_E2E_FAULT_TRACE
+  for t in base trace; do
+    [ -s "$traces/$t.err" ] ||
+      { echo "FAIL: no $traces/$t.err (the trace-only run did not pass)"; exit 1; }
+  done
+  echo "the runs without injection: $traces (IBP_E2E_FAULT_TRACE)"
+else
+  run base 1 "" 1 "$@" || { echo "FAIL: IBP_DISABLE=1 run fails"; exit 1; }
+  run trace 0 "" 1 "$@" ||
+    { echo "FAIL: the run without injection fails"; exit 1; }
+  if [ "$entry" = trace-only ]; then
+    echo "the runs without injection pass: $work/base.err, $work/trace.err"
+    exit 0
+  fi
+fi
+app=$(calls "$traces/base.err")
+total=$(calls "$traces/trace.err")
 echo "$entry: the application calls it $app times, $total with libibp"
 # libibp's path must change the calls of ENTRY (add its own, or replace
 # the application's): else the path under test did not run and the
@@ -55,7 +76,7 @@ if [ -n "${IBP_E2E_FAULT_BEFORE:-}" ]; then
     { sym = $2; sub(/(_v[0-9]+)?(_ptds|_ptsz)?$/, "", sym) }
     sym == e { n++; last = n; next }
     sym == b { if (last) print last; last = 0; next }
-    sym !~ /^cuCtxGet/ { last = 0 }' "$work/trace.err")
+    sym !~ /^cuCtxGet/ { last = 0 }' "$traces/trace.err")
 fi
 # IBP_TEST_REDUCE > 1 (the sanitizer builds): the first and the last call
 # only, not their neighbours too (tests/README.md, "Under the sanitizers")
