@@ -303,10 +303,11 @@ const char *e2e_regions_env(const e2e_region *regs, int n) {
   for (int i = 0; i < n; i++) {
     if (!regs[i].name)
       continue;
-    at += (size_t)snprintf(spec + at, sizeof spec - at,
-                           "%ssize=%zu,tensor=%zu,name=%s%s%s", at ? ";" : "",
-                           regs[i].size, regs[i].tensor, regs[i].name,
-                           mode ? ",mode=" : "", mode ? mode : "");
+    at += (size_t)snprintf(
+        spec + at, sizeof spec - at, "%ssize=%zu,tensor=%zu,name=%s%s%s%s%s",
+        at ? ";" : "", regs[i].size, regs[i].tensor, regs[i].name,
+        mode ? ",mode=" : "", mode ? mode : "", regs[i].keys ? "," : "",
+        regs[i].keys ? regs[i].keys : "");
     if (at >= sizeof spec)
       e2e_die("IBP_REGIONS value too long");
   }

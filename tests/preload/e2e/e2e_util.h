@@ -119,6 +119,7 @@ typedef struct e2e_region {
   /* set by the caller */
   const char *name; /* rule name=; NULL: no rule selects it */
   size_t size, tensor;
+  const char *keys; /* more keys of its rule ("clusters=1"), or NULL */
   e2e_alloc alloc;
   unsigned flags;  /* cudaHostAlloc / cudaHostRegister flags */
   size_t misalign; /* E2E_REGISTER: offset of the region in its mapping */
