@@ -79,6 +79,21 @@ static ibp_tracked *compact_region(arena *a, owner *o, size_t bytes,
   return r;
 }
 
+/* Tracking ends (every byte back), then everything goes. */
+static void close_region(arena *a, owner *o) {
+  ibp__track_unprotect(o->r);
+  region_free(o->r);
+  free(o->copy);
+  arena_free(a);
+}
+
+/* The same, the bytes checked once the tracking has ended. */
+static void finish(arena *a, owner *o) {
+  ibp__track_unprotect(o->r);
+  arena_check_bytes(a);
+  close_region(a, o);
+}
+
 static int resident(const void *p) {
   uintptr_t pg = (uintptr_t)sysconf(_SC_PAGESIZE);
   unsigned char v = 0;
@@ -160,10 +175,7 @@ static void stores_with(uint32_t R, size_t bytes) {
   CHECK(ibp__track_release(r) > 0);
   arena_check_bytes(&a);
   region_check(&a, r);
-  ibp__track_unprotect(r);
-  region_free(r);
-  free(o.copy);
-  arena_free(&a);
+  close_region(&a, &o);
 }
 
 static void case_stores(void) {
@@ -204,10 +216,7 @@ static void case_kernel(void) {
   region_check(&a, r);
   close(p[0]);
   close(p[1]);
-  ibp__track_unprotect(r);
-  region_free(r);
-  free(o.copy);
-  arena_free(&a);
+  close_region(&a, &o);
 }
 
 /* The owner's refresh after a re-protection: the bytes of each dirty
@@ -430,11 +439,7 @@ static void case_kernel_race(void) {
          atomic_load(&w[0].calls), atomic_load(&w[1].calls));
   CHECK(rounds > 0 && w[0].calls > 0 && w[1].calls > 0);
   arena_check_bytes(&a);
-  ibp__track_unprotect(r);
-  arena_check_bytes(&a);
-  region_free(r);
-  free(o.copy);
-  arena_free(&a);
+  finish(&a, &o);
 }
 
 /* A rebuild that would not give the page's bytes never releases it; a
@@ -455,10 +460,7 @@ static void case_verify(void) {
   o.copy[a.pg + 9] ^= 0x40;
   CHECK_EQ(ibp__track_release(r), 3);
   arena_check_bytes(&a);
-  ibp__track_unprotect(r);
-  region_free(r);
-  free(o.copy);
-  arena_free(&a);
+  close_region(&a, &o);
 }
 
 /* Threads store into random spots while the region is released over and
@@ -509,11 +511,7 @@ static void case_race(void) {
   for (int i = 0; i < 3; i++)
     pthread_join(th[i], NULL);
   arena_check_bytes(&a);
-  ibp__track_unprotect(r);
-  arena_check_bytes(&a);
-  region_free(r);
-  free(o.copy);
-  arena_free(&a);
+  finish(&a, &o);
 }
 
 int main(int argc, char **argv) {
