@@ -329,7 +329,12 @@ static int region_template(batch *b, unsigned k, ibp_decompress_args *a) {
  * copies then (after `launching` went up: no refresh begins rewriting
  * under the launch). */
 static int compact_jobs_servable(const batch *b) {
-  for (uint32_t j = 0; j < b->count; j++) {
+  int any = 0; /* most batches hold no compact region: no walk */
+  for (unsigned k = 0; k < b->nregions && !any; k++) {
+    const ibp_served_region *s = ibp__served(b->regions[k].rec);
+    any = s && ibp__compact_active(s);
+  }
+  for (uint32_t j = 0; any && j < b->count; j++) {
     const ibp_batch_job *job = &b->hj->jobs[j];
     const ibp_served_region *s = job->region < b->nregions
                                      ? ibp__served(b->regions[job->region].rec)
