@@ -10,6 +10,7 @@
 #include "base/driver.h"
 #include "hooks/hooks.h"
 #include "serve/batch/batch.h"
+#include "serve/choose/streams.h"
 #include "serve/dtoh.h"
 #include "serve/figures.h"
 #include "serve/graph.h"
@@ -52,6 +53,7 @@ static void after_fork_child(void) {
   ibp__graph_after_fork_child();
   ibp__batch_after_fork_child();
   ibp__staged_after_fork_child();
+  ibp__streams_after_fork_child();
   ibp_registry_foreach(forget_region, NULL);
 }
 

@@ -7,6 +7,7 @@
  * launch accepted" returns 1 and the caller runs the driver's own copy:
  * fail open.  A region whose launches keep failing is degraded. */
 #include <stdatomic.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "serve/substitute.h"
@@ -18,6 +19,7 @@
 #include "serve/batch/batch.h"
 #include "serve/choose/chooser.h"
 #include "serve/choose/gate.h"
+#include "serve/choose/streams.h"
 #include "serve/compact.h"
 #include "serve/nvtx.h"
 #include "serve/prepare/refresh.h"
@@ -172,7 +174,7 @@ typedef struct decision {
   ibp_choice choice;
   ibp_route_cost prior[IBP_ROUTES];
   unsigned cls;
-  int idle;
+  int idle, dev;
   ibp_chooser *ch;
   const ibp_profile *p;
 } decision;
@@ -190,12 +192,12 @@ static ibp_route choose(ibp_served_region *s, ibp_device_slot *slot, int dev,
                         const ibp_decompress_args *a,
                         const ibp_kernel_plan *plan, ibp_staged_plan *sp,
                         decision *x, int count, int again) {
-  /* what each route can time: the driver's copy and the kernel run on the
-   * caller's stream between the two events; the staged path's copies run
-   * on libibp's stream too, ahead of the first event whenever the one
-   * before is still in flight, so its span is not its cost: its decode
-   * alone is timed (serve/staged/staged.c, "the decode as measured") */
-  const unsigned timable = 1u << IBP_ROUTE_DRIVER | 1u << IBP_ROUTE_ZEROCOPY;
+  /* every route is timed between two events on the caller's stream (the
+   * staged path's window copies run on libibp's copy stream, which the
+   * caller's stream waits for: on a busy stream its span is what the copy
+   * added to the stream's work, as its prior has it) */
+  const unsigned timable = 1u << IBP_ROUTE_DRIVER | 1u << IBP_ROUTE_ZEROCOPY |
+                           1u << IBP_ROUTE_STAGED;
   ibp_route_cost *prior = x->prior;
   if (again) { /* the look's priors, class and staged plan stand */
     if (!x->p)
@@ -205,6 +207,7 @@ static ibp_route choose(ibp_served_region *s, ibp_device_slot *slot, int dev,
   memset(x, 0, sizeof *x);
   const ibp_profile *p = ibp__gate_profile(dev);
   x->p = p;
+  x->dev = dev;
   if (!p) {
     count_passed(s, c->bytes);
     return IBP_ROUTE_DRIVER;
@@ -221,19 +224,11 @@ static ibp_route choose(ibp_served_region *s, ibp_device_slot *slot, int dev,
                                     g.sms ? g.sms : 1),
         0, 0};
   x->ch = ibp__chooser_of(slot);
-  x->idle = !ibp__chooser_stream_busy(x->ch, c->stream);
-  x->cls = ibp__choose_class_index(c->bytes, !x->idle, IBP_CLASS_SINGLE);
-  /* the staged path is planned (a walk over the copy's tensors) only when
-   * its calls alone leave room to win */
-  ibp_choice look;
-  ibp__chooser_decide(s, slot, x->ch, p, x->cls, prior, timable, 1, &look);
-  double best = look.est_ns[look.route];
-  for (int r = 0; r < IBP_ROUTES; r++)
-    if (look.est_ns[r] > 0 && look.est_ns[r] < best)
-      best = look.est_ns[r];
-  const double calls = 1e3 * (p->runtime_call_us + p->driver_copy_call_us +
-                              p->driver_launch_call_us);
-  if (ibp__cfg.path != IBP_PATH_ZEROCOPY && calls < best &&
+  int busy, shared;
+  ibp__streams_look(dev, c->stream, ibp__clock_ns(), &busy, &shared);
+  x->idle = !busy;
+  x->cls = ibp__choose_class_index(c->bytes, busy, shared, IBP_CLASS_SINGLE);
+  if (ibp__cfg.path != IBP_PATH_ZEROCOPY &&
       ibp__staged_plan(s, slot, ctx, dev, c, a, sp) == 0)
     prior[IBP_ROUTE_STAGED] =
         (ibp_route_cost){1e3 * ibp__gate_staged_cpu_us(p, &sp->gate),
@@ -261,7 +256,8 @@ decide:;
   x->saved_ns = pass > model ? pass - model : 0;
   x->go = go;
   if (count)
-    ibp__chooser_queued(x->ch, c->stream, x->choice.est_ns[go]);
+    ibp__streams_queued(x->dev, c->stream, ibp__clock_ns(),
+                        x->choice.est_ns[go]);
   if (go == IBP_ROUTE_DRIVER && count) {
     ibp__count(&s->counters, copies_gated, 1);
     ibp__count(&s->counters, bytes_gated, c->bytes);
@@ -282,8 +278,8 @@ static double lead_ns(const ibp_profile *p, ibp_route r) {
   }
 }
 
-static void time_begin(ibp_served_region *s, ibp_device_slot *slot,
-                       const ibp_copy *c, const decision *x, ibp_timing *t) {
+static void time_begin(ibp_device_slot *slot, const ibp_copy *c,
+                       const decision *x, ibp_timing *t) {
   t->index = -1;
   if (!x->choice.timed)
     return;
@@ -292,9 +288,8 @@ static void time_begin(ibp_served_region *s, ibp_device_slot *slot,
    * is the model's guess, and a busy stream taken for idle would have the
    * calls' time taken off a span that never held them (the driver's copy
    * then measured cheaper than it is) */
-  const ibp_driver *d = ibp__driver();
-  const int idle = d->cuStreamQuery(c->stream) == CUDA_SUCCESS;
-  ibp__timing_begin(s, slot, x->ch, x->p, c->stream, x->cls, &x->choice,
+  const int idle = ibp__stream_idle(c->stream);
+  ibp__timing_begin(slot, x->ch, x->p, c->stream, x->cls, &x->choice,
                     &x->prior[x->go], 1e3 * x->p->runtime_call_us,
                     lead_ns(x->p, x->go), idle, t);
 }
@@ -333,15 +328,15 @@ static int capturing(const ibp_driver *d, CUstream stream) {
 /* The driver's copy, timed (the chooser asked for it): queued here between
  * the events, synchronised for a synchronous entry point.  Returns 0 when
  * done; 1: the caller runs the copy (nothing was queued). */
-static int timed_driver_copy(ibp_served_region *s, ibp_device_slot *slot,
-                             const ibp_copy *c, const decision *x) {
+static int timed_driver_copy(ibp_device_slot *slot, const ibp_copy *c,
+                             const decision *x) {
   const ibp_driver *d = ibp__driver();
   ibp_timing t;
-  time_begin(s, slot, c, x, &t);
+  time_begin(slot, c, x, &t);
   if (t.index < 0)
     return 1;
   CUresult e = d->cuMemcpyHtoDAsync(c->dst, c->src, c->bytes, c->stream);
-  ibp__timing_end(s, slot, x->ch, c->stream, &t, e == CUDA_SUCCESS);
+  ibp__timing_end(slot, x->ch, c->stream, &t, e == CUDA_SUCCESS);
   if (e != CUDA_SUCCESS)
     return 1;
   if (c->sync && d->cuStreamSynchronize(c->stream) != CUDA_SUCCESS)
@@ -588,7 +583,7 @@ static int serve_region(ibp_region_rec *r, const ibp_copy *c, int offered,
       if (choose(s, slot, dev, ctx, c, pcie, &a, &plan, &sp, &x, 1, 1) ==
           IBP_ROUTE_DRIVER) /* timed or not, the driver reads the host's
                                bytes */
-        return x.choice.timed ? timed_driver_copy(s, slot, c, &x) : 1;
+        return x.choice.timed ? timed_driver_copy(slot, c, &x) : 1;
       decided = 1; /* an exploration */
     }
   }
@@ -635,12 +630,12 @@ static int serve_region(ibp_region_rec *r, const ibp_copy *c, int offered,
   double saved_ns = x.saved_ns;
   if (go == IBP_ROUTE_DRIVER) {
     atomic_fetch_sub(&s->refresh.launching, 1);
-    return x.choice.timed && go == x.go ? timed_driver_copy(s, slot, c, &x) : 1;
+    return x.choice.timed && go == x.go ? timed_driver_copy(slot, c, &x) : 1;
   }
   const int ranged = 1;
   CUresult e = CUDA_SUCCESS;
   ibp_timing t;
-  time_begin(s, slot, c, &x, &t);
+  time_begin(slot, c, &x, &t);
   if (ranged)
     ibp__nvtx_copy_begin(r->name, c->bytes); /* serve/nvtx.h: for nsys */
   if (go == IBP_ROUTE_STAGED) {
@@ -654,7 +649,7 @@ static int serve_region(ibp_region_rec *r, const ibp_copy *c, int offered,
                           &sp};
     int rc = ibp__staged_copy(s, ctx, c, &sx, &e);
     if (rc == 1) { /* no buffer free of other streams' work */
-      ibp__timing_end(s, slot, x.ch, c->stream, &t, 0);
+      ibp__timing_end(slot, x.ch, c->stream, &t, 0);
       go = x.second;
       saved_ns = 0;
       if (go == IBP_ROUTE_DRIVER)
@@ -665,7 +660,7 @@ static int serve_region(ibp_region_rec *r, const ibp_copy *c, int offered,
   }
   if (go == IBP_ROUTE_ZEROCOPY)
     e = launch(d, slot, &a, &plan, c->stream);
-  ibp__timing_end(s, slot, x.ch, c->stream, &t,
+  ibp__timing_end(slot, x.ch, c->stream, &t,
                   e == CUDA_SUCCESS && go != IBP_ROUTE_DRIVER);
   if (ranged)
     ibp__nvtx_copy_end();

@@ -839,16 +839,16 @@ static int hold_locked(batch *b, ibp_region_rec *r, ibp_served_region *s,
   memcpy(prior, a->prior, sizeof prior);
   prior[IBP_ROUTE_BATCHED].cpu_ns += scan_ns / n / IBP_BATCH_MARGIN;
   /* the chooser: held, or alone.  Alone, an entry of the application's
-   * batch is the driver's copy, timed here when the chooser asks for it;
-   * a copy of its own call goes to the single copy's decision (driver,
-   * kernel or staged path, learned in its own class), so only the batch
-   * is timed or explored here */
+   * batch is the driver's copy, timed here when the chooser asks for it; a
+   * copy of its own call goes to the single copy's decision (driver,
+   * kernel or staged path, whose timed copies this class learns from as
+   * well: serve/choose/choose.h, keys) -- unless the driver's copy was
+   * explored from here, then timed here */
   ibp_device_slot *slot = &s->dev[b->dev];
   ibp_chooser *ch = ibp__chooser_of(slot);
   const unsigned cls = ibp__choose_class_index(
-      c->bytes, 0, c->hold_only ? IBP_CLASS_APP_BATCH : IBP_CLASS_BATCHED);
-  const unsigned timable =
-      1u << IBP_ROUTE_BATCHED | (c->hold_only ? 1u << IBP_ROUTE_DRIVER : 0);
+      c->bytes, 0, 0, c->hold_only ? IBP_CLASS_APP_BATCH : IBP_CLASS_BATCHED);
+  const unsigned timable = 1u << IBP_ROUTE_BATCHED | 1u << IBP_ROUTE_DRIVER;
   ibp_choice x;
   const ibp_route go =
       ibp__chooser_decide(s, slot, ch, p, cls, prior, timable, 0, &x);
@@ -862,7 +862,11 @@ static int hold_locked(batch *b, ibp_region_rec *r, ibp_served_region *s,
       atomic_store_explicit(&s->batch_scan_ns, 0.98 * scan_ns,
                             memory_order_relaxed);
     b->own_ns += prior[go].cpu_ns;
-    if (go == IBP_ROUTE_DRIVER && x.timed && c->hold_only) {
+    /* the driver's copy stands for going alone: timed here when it is
+     * the only way alone (an entry of the application's batch) or
+     * explored as such; otherwise the single copy's chooser decides and
+     * times it */
+    if (go == IBP_ROUTE_DRIVER && x.timed && (c->hold_only || x.explore)) {
       /* what comes before it in stream order and may write the same
        * bytes launches first: b's held copies when they overlap it (rows
        * of a gather do not: the batch is left whole), the batches handed
@@ -875,7 +879,7 @@ static int hold_locked(batch *b, ibp_region_rec *r, ibp_served_region *s,
         flush(b);
       else
         drain_handed();
-      if (ibp__batch_time_alone(s, slot, p, c, cls, &x, prior) == 0) {
+      if (ibp__batch_time_alone(slot, p, c, cls, &x, prior) == 0) {
         ibp__count(&s->counters, copies_gated, 1);
         ibp__count(&s->counters, bytes_gated, c->bytes);
         return 3;
@@ -973,7 +977,9 @@ int ibp__batch_offer(ibp_region_rec *r, ibp_served_region *s, int dev,
   pthread_mutex_unlock(&lock);
   if (rc == 0)
     held_one(r, c, p);
-  return rc == 3 ? 0 : rc; /* 3: the driver's copy, timed (hold_locked) */
+  /* 3: the driver's copy, timed (hold_locked; a held copy is never
+   * synchronous: usable) */
+  return rc == 3 ? 0 : rc;
 }
 
 int ibp__batch_hold_more(ibp_region_rec *r, const ibp_copy *c) {
@@ -1003,7 +1009,9 @@ int ibp__batch_hold_more(ibp_region_rec *r, const ibp_copy *c) {
   pthread_mutex_unlock(&lock);
   if (rc == 0)
     held_one(r, c, p);
-  return rc == 3 ? 0 : rc; /* 3: the driver's copy, timed (hold_locked) */
+  /* 3: the driver's copy, timed (hold_locked; a held copy is never
+   * synchronous: usable) */
+  return rc == 3 ? 0 : rc;
 }
 
 /* ---- ordering points ----------------------------------------------------- */

@@ -94,9 +94,9 @@ void ibp__batch_time_begin(ibp_batch_timed *t, int dev, CUcontext ctx,
   const ibp_route_cost model = {calls, gpu * (copies ? copies : 1), 1, 0};
   /* one query per timed batch (never per copy): whether the span starts
    * with the calls (an idle stream) or with the work before it */
-  const int idle = d->cuStreamQuery(stream) == CUDA_SUCCESS;
+  const int idle = ibp__stream_idle(stream);
   ibp__timing_begin(
-      run->s, run->slot, run->ch, p, stream, t->cls, &t->choice, &model, 0,
+      run->slot, run->ch, p, stream, t->cls, &t->choice, &model, 0,
       1e3 * (p->driver_copy_call_us + p->driver_launch_call_us), idle, &run->t);
   t->rec = NULL;
 }
@@ -104,12 +104,11 @@ void ibp__batch_time_begin(ibp_batch_timed *t, int dev, CUcontext ctx,
 void ibp__batch_time_end(ibp_batch_timing_run *run, CUstream stream,
                          int submitted) {
   if (run->ch)
-    ibp__timing_end(run->s, run->slot, run->ch, stream, &run->t, submitted);
+    ibp__timing_end(run->slot, run->ch, stream, &run->t, submitted);
 }
 
-int ibp__batch_time_alone(ibp_served_region *s, ibp_device_slot *slot,
-                          const ibp_profile *p, const ibp_copy *c, unsigned cls,
-                          const ibp_choice *x,
+int ibp__batch_time_alone(ibp_device_slot *slot, const ibp_profile *p,
+                          const ibp_copy *c, unsigned cls, const ibp_choice *x,
                           const ibp_route_cost prior[IBP_ROUTES]) {
   const ibp_driver *d = ibp__driver();
   ibp_chooser *ch = ibp__chooser_of(slot);
@@ -122,13 +121,13 @@ int ibp__batch_time_alone(ibp_served_region *s, ibp_device_slot *slot,
   const double runtime = c->hold_only ? 0 : 1e3 * p->runtime_call_us;
   const ibp_route_cost model = {runtime + 1e3 * p->driver_copy_call_us,
                                 prior[IBP_ROUTE_DRIVER].gpu_ns, 0, 0};
-  const int idle = d->cuStreamQuery(c->stream) == CUDA_SUCCESS;
+  const int idle = ibp__stream_idle(c->stream);
   ibp_timing t;
-  ibp__timing_begin(s, slot, ch, p, c->stream, cls, x, &model, runtime,
+  ibp__timing_begin(slot, ch, p, c->stream, cls, x, &model, runtime,
                     1e3 * p->driver_copy_call_us, idle, &t);
   if (t.index < 0)
     return 1; /* not timed: the driver's copy all the same */
   CUresult e = d->cuMemcpyHtoDAsync(c->dst, c->src, c->bytes, c->stream);
-  ibp__timing_end(s, slot, ch, c->stream, &t, e == CUDA_SUCCESS);
+  ibp__timing_end(slot, ch, c->stream, &t, e == CUDA_SUCCESS);
   return e == CUDA_SUCCESS ? 0 : 1;
 }

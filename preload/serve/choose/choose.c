@@ -18,45 +18,85 @@ static int is_open(const ibp_route_cost *c) {
   return c->cpu_ns > 0 || c->gpu_ns > 0;
 }
 
-unsigned ibp__choose_class_index(uint64_t bytes, int busy,
+unsigned ibp__choose_class_index(uint64_t bytes, int busy, int shared,
                                  ibp_class_mode mode) {
   unsigned size = bytes ? 63u - (unsigned)__builtin_clzll(bytes) : 0;
   if (size >= IBP_CHOOSE_SIZES)
     size = IBP_CHOOSE_SIZES - 1;
   if ((unsigned)mode >= IBP_CLASS_MODES)
     mode = IBP_CLASS_SINGLE;
-  return (size * 2 + (busy ? 1u : 0u)) * IBP_CLASS_MODES + (unsigned)mode;
+  const unsigned key = (size * 2 + (busy ? 1u : 0u)) * 2 + (shared ? 1u : 0u);
+  return key * IBP_CLASS_MODES + (unsigned)mode;
 }
 
-void ibp__choose_class_init(ibp_choose_class *k) {
+unsigned ibp__choose_key(unsigned cls) {
+  return cls / IBP_CLASS_MODES;
+}
+
+void ibp__choose_routes_init(ibp_choose_route route[IBP_ROUTES]) {
+  memset(route, 0, IBP_ROUTES * sizeof *route);
+}
+
+void ibp__choose_class_init(ibp_choose_class *k,
+                            ibp_choose_route route[IBP_ROUTES]) {
   memset(k, 0, sizeof *k);
+  k->route = route;
   k->last = -1;
-  for (int r = 0; r < IBP_ROUTES; r++)
-    k->route[r].cpu_ratio = k->route[r].gpu_ratio = 1.0;
+  k->pause_ns = IBP_CHOOSE_PAUSE_NS;
+}
+
+/* The smallest of route q's cpu (which = 0) or gpu ratios among its
+ * samples read since now_ns - IBP_CHOOSE_AGE_NS; *fresh: how many. */
+static double fresh_ratio(const ibp_choose_route *q, int which, double now_ns,
+                          uint32_t *fresh) {
+  const uint32_t n =
+      q->samples < IBP_CHOOSE_WINDOW ? q->samples : IBP_CHOOSE_WINDOW;
+  const double *seen = which ? q->gpu_seen : q->cpu_seen;
+  double m = 0;
+  *fresh = 0;
+  for (uint32_t i = 0; i < n; i++) {
+    if (q->seen_ns[i] < now_ns - IBP_CHOOSE_AGE_NS)
+      continue;
+    m = !*fresh || seen[i] < m ? seen[i] : m;
+    ++*fresh;
+  }
+  return m;
 }
 
 /* A measured ratio as the estimate uses it: 1 until measured enough, and
  * within the dead band. */
-static double used(const ibp_choose_route *q, double ratio) {
-  if (q->samples < IBP_CHOOSE_MIN_SAMPLES)
+static double used(const ibp_choose_route *q, int which, double now_ns) {
+  uint32_t fresh;
+  const double ratio = fresh_ratio(q, which, now_ns, &fresh);
+  if (fresh < IBP_CHOOSE_MIN_SAMPLES)
     return 1.0;
   if (ratio > 1.0 - IBP_CHOOSE_DEAD_BAND && ratio < 1.0 + IBP_CHOOSE_DEAD_BAND)
     return 1.0;
   return ratio;
 }
 
+/* Route q's timed copies not yet aged at now_ns. */
+static uint32_t fresh_count(const ibp_choose_route *q, double now_ns) {
+  uint32_t fresh;
+  (void)fresh_ratio(q, 0, now_ns, &fresh);
+  return fresh;
+}
+
+/* Whether route q has enough fresh timed copies to be judged. */
+static int judged(const ibp_choose_route *q, double now_ns) {
+  return fresh_count(q, now_ns) >= IBP_CHOOSE_MIN_SAMPLES;
+}
+
+void ibp__choose_ratios(const ibp_choose_class *k, ibp_route r, double now_ns,
+                        double *cpu, double *gpu) {
+  *cpu = used(&k->route[r], 0, now_ns);
+  *gpu = used(&k->route[r], 1, now_ns);
+}
+
 double ibp__choose_estimate(const ibp_choose_class *k, ibp_route r,
-                            const ibp_route_cost *c) {
-  const ibp_choose_route *q = &k->route[r];
-  double cr = used(q, q->cpu_ratio), gr = used(q, q->gpu_ratio);
-  /* the driver's copy is the baseline: measured cheaper than modelled, it
-   * is believed; measured dearer, not -- its timed copies share the link
-   * with libibp's own routes' work, which made it look up to 1.7x dearer
-   * on a weight stream and sent its copies to a slower staged path */
-  if (r == IBP_ROUTE_DRIVER) {
-    cr = cr < 1.0 ? cr : 1.0;
-    gr = gr < 1.0 ? gr : 1.0;
-  }
+                            const ibp_route_cost *c, double now_ns) {
+  double cr, gr;
+  ibp__choose_ratios(k, r, now_ns, &cr, &gr);
   return c->serial ? c->cpu_ns * cr + c->gpu_ns * gr
                    : max2(c->cpu_ns * cr, c->gpu_ns * gr);
 }
@@ -73,34 +113,32 @@ static ibp_route smallest(const double est[IBP_ROUTES]) {
 
 /* Whether what the class measured of route r moves its estimate off the
  * prior (enough timed copies, a ratio outside the dead band). */
-static int corrected(const ibp_choose_route *q) {
-  return used(q, q->cpu_ratio) != 1.0 || used(q, q->gpu_ratio) != 1.0;
+static int corrected(const ibp_choose_route *q, double now_ns) {
+  return used(q, 0, now_ns) != 1.0 || used(q, 1, now_ns) != 1.0;
 }
 
 /* Whether the class's measurements moved either route off its prior: only
  * then does the last choice stay while nearly as good (hysteresis) --
  * where the model stands, each copy takes the model's choice for it (its
  * prior varies from copy to copy: a stream busy or not). */
-static int measured(const ibp_choose_class *k, int a, int b) {
-  return corrected(&k->route[a]) || corrected(&k->route[b]);
+static int measured(const ibp_choose_class *k, int a, int b, double now_ns) {
+  return corrected(&k->route[a], now_ns) || corrected(&k->route[b], now_ns);
 }
 
 /* The alternative to explore: an open route other than `go` that may be
  * explored now, the least measured first, then the cheapest; -1: none. */
 static int candidate(const ibp_choose_class *k, const double est[IBP_ROUTES],
-                     ibp_route go, unsigned timable) {
-  int pick = -1;
+                     ibp_route go, unsigned timable, double now_ns) {
+  int pick = -1, pick_judged = 0;
   for (int r = 0; r < IBP_ROUTES; r++) {
     if (r == (int)go || est[r] <= 0 || k->route[r].wait ||
         k->route[r].pending || !(timable >> r & 1))
       continue;
-    if (pick < 0)
+    const int j = judged(&k->route[r], now_ns);
+    if (pick < 0 || (j != pick_judged ? !j : est[r] < est[pick])) {
       pick = r;
-    else if ((k->route[r].samples < IBP_CHOOSE_MIN_SAMPLES) !=
-             (k->route[pick].samples < IBP_CHOOSE_MIN_SAMPLES))
-      pick = k->route[r].samples < IBP_CHOOSE_MIN_SAMPLES ? r : pick;
-    else if (est[r] < est[pick])
-      pick = r;
+      pick_judged = j;
+    }
   }
   return pick;
 }
@@ -114,21 +152,19 @@ static void count(ibp_choose_class *k, ibp_route go, const double est[]) {
       k->route[r].wait--;
 }
 
-/* Sends a route explored now to wait before the next exploration: not yet
- * while it has too few timed copies to be judged; then longer each time
- * (reset when it becomes the choice). */
-static void back_off(ibp_choose_route *q) {
-  if (q->samples + 1 < IBP_CHOOSE_MIN_SAMPLES)
+/* Spaces a route explored now from its next exploration: not yet while
+ * it has too few timed copies to be judged; then by its back-off
+ * (ibp__choose_settle lengthens it while it measures worse). */
+static void space(ibp_choose_route *q, double now_ns) {
+  if (fresh_count(q, now_ns) + 1 < IBP_CHOOSE_MIN_SAMPLES)
     return;
   q->wait = IBP_CHOOSE_WAIT_COPIES << q->backoff;
-  if (q->backoff < IBP_CHOOSE_BACKOFF_MAX)
-    q->backoff++;
 }
 
 ibp_route ibp__choose_decide(ibp_choose_class *k,
                              const ibp_route_cost prior[IBP_ROUTES],
                              unsigned timable, double timing_ns, int learn,
-                             int dry, ibp_choice *out) {
+                             int dry, double now_ns, ibp_choice *out) {
   double model[IBP_ROUTES];
   memset(out, 0, sizeof *out);
   for (int r = 0; r < IBP_ROUTES; r++)
@@ -146,10 +182,13 @@ ibp_route ibp__choose_decide(ibp_choose_class *k,
       count(k, out->route, model);
     return out->route;
   }
+  if (now_ns < k->paused_until_ns) /* an event call failed lately */
+    timable = 0;
   for (int r = 0; r < IBP_ROUTES; r++)
     out->est_ns[r] =
-        model[r] > 0 ? ibp__choose_estimate(k, (ibp_route)r, &prior[r]) + 1e-9
-                     : 0;
+        model[r] > 0
+            ? ibp__choose_estimate(k, (ibp_route)r, &prior[r], now_ns) + 1e-9
+            : 0;
   const double *est = out->est_ns;
   ibp_route go = smallest(est);
   /* hysteresis: the last choice stays while nearly as good, once the class
@@ -157,7 +196,7 @@ ibp_route ibp__choose_decide(ibp_choose_class *k,
   const int last = k->last;
   if (last >= 0 && last != (int)go && est[last] > 0 &&
       est[last] <= est[go] * (1.0 + IBP_CHOOSE_HYSTERESIS) &&
-      measured(k, last, go))
+      measured(k, last, go, now_ns))
     go = (ibp_route)last;
   /* credit: a share of this copy's estimated time each */
   double explore_credit =
@@ -169,12 +208,12 @@ ibp_route ibp__choose_decide(ibp_choose_class *k,
   if (timing_credit > TIMING_CREDIT_MAX * timing_ns)
     timing_credit = TIMING_CREDIT_MAX * timing_ns;
   ibp_route take = go;
-  const int alt = candidate(k, est, go, timable);
+  const int alt = candidate(k, est, go, timable, now_ns);
   /* what exploring it may cost: its estimate over the choice's, the
    * timing, and while it is unmeasured, IBP_CHOOSE_UNMEASURED of its
    * estimate again (the prior may be that wrong; ibp__choose_settle
    * charges what it took) */
-  double cost = 0;
+  double cost = 0, cap = k->explore_cap_ns;
   if (alt >= 0) {
     /* taken once, by itself (a batch of one copy: its model's figure
      * scaled as the class measured the route) */
@@ -182,10 +221,13 @@ ibp_route ibp__choose_decide(ibp_choose_class *k,
                             ? est[alt] * prior[alt].once_ns / model[alt]
                             : est[alt];
     cost = max2(0, once - est[go]) + timing_ns +
-           (k->route[alt].samples < IBP_CHOOSE_MIN_SAMPLES
-                ? IBP_CHOOSE_UNMEASURED * once
-                : 0);
+           (judged(&k->route[alt], now_ns) ? 0 : IBP_CHOOSE_UNMEASURED * once);
+    /* saved up for a few explorations at most (while every alternative
+     * waits: as many as the last one) */
+    cap = IBP_CHOOSE_EXPLORE_CREDIT_MAX * cost;
   }
+  if (explore_credit > cap)
+    explore_credit = max2(cap, k->explore_credit_ns);
   if (alt >= 0 && explore_credit >= cost) {
     take = (ibp_route)alt;
     out->explore = out->timed = 1;
@@ -200,13 +242,14 @@ ibp_route ibp__choose_decide(ibp_choose_class *k,
   if (dry)
     return take;
   k->explore_credit_ns = explore_credit;
+  k->explore_cap_ns = cap;
   k->timing_credit_ns = timing_credit;
   if (out->explore) {
     k->explored++;
     k->route[take].explored++;
     k->explore_ns += cost;
     k->route[take].pending++;
-    back_off(&k->route[take]);
+    space(&k->route[take], now_ns);
   }
   if ((int)go != out->modelled)
     k->overruled++;
@@ -222,38 +265,43 @@ static double bounded(double r) {
   return r > RATIO_MAX ? RATIO_MAX : r < 1.0 / RATIO_MAX ? 1.0 / RATIO_MAX : r;
 }
 
-static double smallest_seen(const double seen[IBP_CHOOSE_WINDOW],
-                            uint32_t samples) {
-  const uint32_t n = samples < IBP_CHOOSE_WINDOW ? samples : IBP_CHOOSE_WINDOW;
-  double m = seen[0];
-  for (uint32_t i = 1; i < n; i++)
-    m = seen[i] < m ? seen[i] : m;
-  return m;
-}
-
 void ibp__choose_learn(ibp_choose_class *k, ibp_route r, double cpu_ns,
-                       double cpu_model_ns, double gpu_ns,
-                       double gpu_model_ns) {
+                       double cpu_model_ns, double gpu_ns, double gpu_model_ns,
+                       double now_ns) {
   if ((unsigned)r >= IBP_ROUTES)
     return;
   ibp_choose_route *q = &k->route[r];
   const double cr = cpu_model_ns > 0 ? bounded(cpu_ns / cpu_model_ns) : 1.0;
   const double gr = gpu_model_ns > 0 ? bounded(gpu_ns / gpu_model_ns) : 1.0;
-  q->cpu_seen[q->samples % IBP_CHOOSE_WINDOW] = cr;
-  q->gpu_seen[q->samples % IBP_CHOOSE_WINDOW] = gr;
+  const uint32_t at = q->samples % IBP_CHOOSE_WINDOW;
+  q->cpu_seen[at] = cr;
+  q->gpu_seen[at] = gr;
+  q->seen_ns[at] = now_ns;
   q->samples++;
-  q->cpu_ratio = smallest_seen(q->cpu_seen, q->samples);
-  q->gpu_ratio = smallest_seen(q->gpu_seen, q->samples);
+  k->pause_ns = IBP_CHOOSE_PAUSE_NS; /* timing works again */
 }
 
 void ibp__choose_settle(ibp_choose_class *k, ibp_route r, double charged_ns,
-                        double excess_ns) {
+                        double excess_ns, int worse) {
   if ((unsigned)r >= IBP_ROUTES)
     return;
-  if (k->route[r].pending)
-    k->route[r].pending--;
+  ibp_choose_route *q = &k->route[r];
+  if (q->pending)
+    q->pending--;
   if (excess_ns < 0)
     return;
   k->explore_credit_ns -= excess_ns - charged_ns;
   k->explore_ns += excess_ns - charged_ns;
+  if (!worse) {
+    q->backoff = 0;
+  } else if (q->backoff < IBP_CHOOSE_BACKOFF_MAX) {
+    q->backoff++;
+  }
+}
+
+void ibp__choose_timing_failed(ibp_choose_class *k, double now_ns) {
+  k->paused_until_ns = now_ns + k->pause_ns;
+  k->pause_ns = k->pause_ns * 2 < IBP_CHOOSE_PAUSE_MAX_NS
+                    ? k->pause_ns * 2
+                    : IBP_CHOOSE_PAUSE_MAX_NS;
 }

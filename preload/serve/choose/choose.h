@@ -51,9 +51,16 @@ typedef enum ibp_class_mode {
 } ibp_class_mode;
 
 /* Size classes: floor(log2(bytes)), 0 .. IBP_CHOOSE_SIZES - 1 (larger
- * copies share the last). */
+ * copies share the last).  A class is a size, whether the copy's stream was
+ * busy, whether another stream's work shared the device's link when it was
+ * decided (serve/choose/streams.h: what such a copy measures is compared
+ * only with copies that shared it too), and how it came (the mode).  What
+ * is known of the routes is kept per size, busy and shared (a *key*): a
+ * single copy and a held one of the same size learn from each other's
+ * timed copies of the routes both can take. */
 #define IBP_CHOOSE_SIZES 40
-#define IBP_CHOOSE_CLASSES (IBP_CHOOSE_SIZES * 2 * IBP_CLASS_MODES)
+#define IBP_CHOOSE_KEYS (IBP_CHOOSE_SIZES * 2 * 2)
+#define IBP_CHOOSE_CLASSES (IBP_CHOOSE_KEYS * IBP_CLASS_MODES)
 
 /* Below this many timed copies of a route in a class its ratios are not
  * used: a class whose chosen route measures worse than its prior says
@@ -71,14 +78,29 @@ typedef enum ibp_class_mode {
  * class's first copy, timed at once). */
 #define IBP_CHOOSE_EXPLORE_SHARE 0.01
 #define IBP_CHOOSE_TIMING_SHARE 0.002
+/* The exploration credit saved up at most, in explorations of the
+ * cheapest alternative: a class whose alternatives all wait does not
+ * save up for a burst of them. */
+#define IBP_CHOOSE_EXPLORE_CREDIT_MAX 2.0
 /* An unmeasured route's exploration is charged this share of its estimate
  * besides its estimated excess (the prior may be that wrong). */
 #define IBP_CHOOSE_UNMEASURED 1.0
-/* After an exploration that measured worse, the route waits
- * IBP_CHOOSE_WAIT_COPIES << backoff copies before the next (backoff grows
- * by one each time, at most IBP_CHOOSE_BACKOFF_MAX). */
+/* After an exploration a route waits IBP_CHOOSE_WAIT_COPIES << backoff
+ * copies before the next; backoff grows by one each time it measured
+ * worse than the class's choice (at most IBP_CHOOSE_BACKOFF_MAX), and is
+ * reset when it measured better. */
 #define IBP_CHOOSE_WAIT_COPIES 16
 #define IBP_CHOOSE_BACKOFF_MAX 12
+/* A timed copy counts in its route's estimate for this long (ns, the
+ * device's clock): a GPU whose clocks, load or neighbours change is
+ * noticed -- a route whose samples all aged is unmeasured again, and
+ * explored first. */
+#define IBP_CHOOSE_AGE_NS 2e9
+/* A failing event call pauses timing in its class for this long (ns),
+ * twice as long after each failure in a row, at most IBP_CHOOSE_PAUSE_MAX_NS.
+ */
+#define IBP_CHOOSE_PAUSE_NS 1e6
+#define IBP_CHOOSE_PAUSE_MAX_NS 1e10
 
 /* A route's cost for one copy, in ns: the calling thread's time and the
  * GPU's, which copies back to back overlap (the model's figure is the
@@ -95,19 +117,20 @@ typedef struct ibp_route_cost {
 } ibp_route_cost;
 
 /* Timed copies a route's ratios are taken from: the smallest of the last
- * IBP_CHOOSE_WINDOW, so that a copy that waited for another one's work
- * (the link, the copy engine) does not count against its route, while a
- * route that measures slower copy after copy does. */
+ * IBP_CHOOSE_WINDOW not older than IBP_CHOOSE_AGE_NS, so that one copy
+ * slowed by something else (a spike) does not count against its route,
+ * while a route that measures slower copy after copy does -- in either
+ * direction: measured dearer than modelled is believed as much as
+ * cheaper. */
 #define IBP_CHOOSE_WINDOW 4
 
-/* What the class knows of one route. */
+/* What is known of one route in a key (shared by the key's modes). */
 typedef struct ibp_choose_route {
-  double cpu_ratio, gpu_ratio; /* measured over the model's: the smallest
-                                  of the window's */
   double cpu_seen[IBP_CHOOSE_WINDOW], gpu_seen[IBP_CHOOSE_WINDOW];
-  uint32_t samples; /* timed copies */
-  uint32_t pending; /* explorations not yet settled */
-  uint32_t wait;    /* copies before it may be explored again */
+  double seen_ns[IBP_CHOOSE_WINDOW]; /* when each was read */
+  uint32_t samples;                  /* timed copies */
+  uint32_t pending;                  /* explorations not yet settled */
+  uint32_t wait; /* copies before it may be explored again */
   uint32_t backoff;
   uint64_t chosen;    /* copies that took it */
   uint64_t explored;  /* of those, explorations */
@@ -117,15 +140,18 @@ typedef struct ibp_choose_route {
 
 /* One class of copies of a region on a device. */
 typedef struct ibp_choose_class {
-  ibp_choose_route route[IBP_ROUTES];
-  int last;           /* the last choice, -1 before the first */
-  uint64_t copies;    /* decided */
-  uint64_t explored;  /* copies that took an alternative to time it */
-  uint64_t overruled; /* copies whose choice was not the model's (measured
-                         costs said otherwise; explorations not counted) */
-  double spent_ns;    /* the chosen routes' estimates, summed */
-  double explore_ns;  /* what explorations cost over the choice, estimated */
+  ibp_choose_route *route; /* IBP_ROUTES: its key's (ibp__choose_class_init) */
+  int last;                /* the last choice, -1 before the first */
+  uint64_t copies;         /* decided */
+  uint64_t explored;       /* copies that took an alternative to time it */
+  uint64_t overruled;      /* copies whose choice was not the model's (measured
+                              costs said otherwise; explorations not counted) */
+  double spent_ns;         /* the chosen routes' estimates, summed */
+  double explore_ns; /* what explorations cost over the choice, estimated */
   double explore_credit_ns, timing_credit_ns;
+  double explore_cap_ns;  /* the exploration credit saved up at most */
+  double paused_until_ns; /* timing paused (an event call failed) */
+  double pause_ns;        /* the next pause's length */
 } ibp_choose_class;
 
 /* A decision. */
@@ -141,43 +167,62 @@ typedef struct ibp_choice {
   double est_ns[IBP_ROUTES]; /* each open route's estimate (0: closed) */
 } ibp_choice;
 
-/* The class of a copy of `bytes` bytes; busy: its stream had work queued. */
-unsigned ibp__choose_class_index(uint64_t bytes, int busy, ibp_class_mode mode);
+/* The class of a copy of `bytes` bytes; busy: its stream had work queued;
+ * shared: another stream's work shared the link. */
+unsigned ibp__choose_class_index(uint64_t bytes, int busy, int shared,
+                                 ibp_class_mode mode);
 
-void ibp__choose_class_init(ibp_choose_class *k);
+/* The key of class cls (the index of its routes' knowledge). */
+unsigned ibp__choose_key(unsigned cls);
+
+/* A key's routes, nothing known; then a class of that key. */
+void ibp__choose_routes_init(ibp_choose_route route[IBP_ROUTES]);
+void ibp__choose_class_init(ibp_choose_class *k,
+                            ibp_choose_route route[IBP_ROUTES]);
+
+/* Route r's ratios at now_ns, measured over modelled (1 where too few
+ * fresh timed copies or within the dead band). */
+void ibp__choose_ratios(const ibp_choose_class *k, ibp_route r, double now_ns,
+                        double *cpu, double *gpu);
 
 /* Route r's estimate for a copy whose model cost is c: c's larger term
  * (their sum when c->serial), each term scaled by what the class measured
  * (when it has). */
 double ibp__choose_estimate(const ibp_choose_class *k, ibp_route r,
-                            const ibp_route_cost *c);
+                            const ibp_route_cost *c, double now_ns);
 
-/* Decides a copy of class k among the routes whose prior[] is open.
- * timable: the routes whose copies of this class can be timed (bit r:
- * route r; a route whose work is not all between two events on the
- * caller's stream, as the staged path's copy-engine work on a busy
- * stream, is neither timed nor explored).  timing_ns: what timing a copy costs
- * (two event records and their reading).  learn = 0: the model alone (no
- * measurement used, nothing explored or timed: timing is off).  dry: only looks
- * (nothing counted, no credit spent).  Returns out->route. */
+/* Decides a copy of class k among the routes whose prior[] is open, at
+ * now_ns on the device's clock.  timable: the routes whose copies of this
+ * class can be timed (bit r: route r); only those are timed or explored.
+ * timing_ns: what timing a copy costs (two event records and their
+ * reading).  learn = 0: the model alone (no measurement used, nothing
+ * explored or timed: timing is off).  dry: only looks (nothing counted, no
+ * credit spent).  Returns out->route. */
 ibp_route ibp__choose_decide(ibp_choose_class *k,
                              const ibp_route_cost prior[IBP_ROUTES],
                              unsigned timable, double timing_ns, int learn,
-                             int dry, ibp_choice *out);
+                             int dry, double now_ns, ibp_choice *out);
 
-/* A timed copy of route r in class k took cpu_ns on the calling thread
- * and gpu_ns on the GPU, where the model said cpu_model_ns and
- * gpu_model_ns.  Folds them into the route's ratios; an explored route
- * that still measures worse than the class's choice backs off. */
+/* A timed copy of route r in class k, read at now_ns, took cpu_ns on the
+ * calling thread and gpu_ns on the GPU, where the model said cpu_model_ns
+ * and gpu_model_ns.  Folds them into the route's ratios. */
 void ibp__choose_learn(ibp_choose_class *k, ibp_route r, double cpu_ns,
-                       double cpu_model_ns, double gpu_ns, double gpu_model_ns);
+                       double cpu_model_ns, double gpu_ns, double gpu_model_ns,
+                       double now_ns);
 
 /* An exploration of route r charged charged_ns (ibp_choice.charged_ns)
  * turned out to cost excess_ns more than the class's choice would have
- * (measured; -1: never measured, the charge stands): the budget is
- * corrected by the difference, so exploration stays within its share of
- * what the copies really took. */
+ * (measured, the timing included; < 0: never measured, the charge
+ * stands): the budget is corrected by the difference, so exploration
+ * stays within its share of what the copies really took.  worse: it
+ * measured dearer than the choice -- it backs off further; otherwise it is
+ * explored freely again. */
 void ibp__choose_settle(ibp_choose_class *k, ibp_route r, double charged_ns,
-                        double excess_ns);
+                        double excess_ns, int worse);
+
+/* An event call failed while timing a copy of class k at now_ns: its
+ * copies are not timed (nor explored) for a while, longer after each
+ * failure in a row; a timed copy read since ends the row. */
+void ibp__choose_timing_failed(ibp_choose_class *k, double now_ns);
 
 #endif /* IBP_PRELOAD_CHOOSE_H */

@@ -27,27 +27,14 @@ static void restore(const ibp_driver *d, CUstreamCaptureMode mode) {
     d->cuThreadExchangeStreamCaptureMode(&mode);
 }
 
-int ibp__chooser_stream_busy(ibp_chooser *ch, CUstream stream) {
-  if (!ch)
+int ibp__stream_idle(CUstream stream) {
+  const ibp_driver *d = ibp__driver();
+  if (!d || !d->cuStreamQuery)
     return 0;
-  pthread_mutex_lock(&ch->lock);
-  int busy = ch->last_stream == stream && ibp__clock_ns() < ch->last_end_ns;
-  pthread_mutex_unlock(&ch->lock);
-  return busy;
-}
-
-void ibp__chooser_queued(ibp_chooser *ch, CUstream stream, double est_ns) {
-  if (!ch)
-    return;
-  pthread_mutex_lock(&ch->lock);
-  const double now = ibp__clock_ns();
-  /* back to back: after the one before */
-  double start = ch->last_stream == stream && ch->last_end_ns > now
-                     ? ch->last_end_ns
-                     : now;
-  ch->last_stream = stream;
-  ch->last_end_ns = start + est_ns;
-  pthread_mutex_unlock(&ch->lock);
+  CUstreamCaptureMode mode = relaxed(d);
+  const int idle = d->cuStreamQuery(stream) == CUDA_SUCCESS;
+  restore(d, mode);
+  return idle;
 }
 
 ibp_chooser *ibp__chooser_of(ibp_device_slot *slot) {
@@ -61,8 +48,10 @@ ibp_chooser *ibp__chooser_of(ibp_device_slot *slot) {
     free(ch);
     return NULL;
   }
+  for (unsigned k = 0; k < IBP_CHOOSE_KEYS; k++)
+    ibp__choose_routes_init(ch->know[k]);
   for (unsigned k = 0; k < IBP_CHOOSE_CLASSES; k++)
-    ibp__choose_class_init(&ch->cls[k]);
+    ibp__choose_class_init(&ch->cls[k], ch->know[ibp__choose_key(k)]);
   ibp_chooser *none = NULL;
   if (atomic_compare_exchange_strong_explicit(&slot->chooser, &none, ch,
                                               memory_order_acq_rel,
@@ -89,17 +78,15 @@ void ibp__chooser_figures(ibp_chooser *ch,
     out[r].measured_ns += ch->measured_ns[r];
     out[r].model_ns += ch->model_ns[r];
   }
-  for (unsigned c = 0; c < IBP_CHOOSE_CLASSES; c++) {
-    const ibp_choose_class *k = &ch->cls[c];
-    if (!k->copies)
-      continue;
+  for (unsigned key = 0; key < IBP_CHOOSE_KEYS; key++)
     for (int r = 0; r < IBP_ROUTES; r++) {
-      out[r].copies += k->route[r].chosen - k->route[r].passed_on;
-      out[r].explored += k->route[r].explored;
+      const ibp_choose_route *q = &ch->know[key][r];
+      out[r].copies += q->chosen - q->passed_on;
+      out[r].explored += q->explored;
     }
-    if (k->last >= 0)
-      out[k->last].classes++;
-  }
+  for (unsigned c = 0; c < IBP_CHOOSE_CLASSES; c++)
+    if (ch->cls[c].copies && ch->cls[c].last >= 0)
+      out[ch->cls[c].last].classes++;
   pthread_mutex_unlock(&ch->lock);
 }
 
@@ -107,7 +94,7 @@ void ibp__chooser_untimed(ibp_chooser *ch, unsigned cls, const ibp_choice *c) {
   if (!ch || cls >= IBP_CHOOSE_CLASSES || !c->explore)
     return;
   pthread_mutex_lock(&ch->lock);
-  ibp__choose_settle(&ch->cls[cls], c->route, c->charged_ns, -1);
+  ibp__choose_settle(&ch->cls[cls], c->route, c->charged_ns, -1, 0);
   pthread_mutex_unlock(&ch->lock);
 }
 
@@ -124,19 +111,19 @@ double ibp__timing_cost_ns(const ibp_profile *p) {
   return 4e3 * p->driver_call_us;
 }
 
-/* An event call failed: the model alone from now on (lock held).  One
- * line per process, at info level: the copies are served as the model
- * chooses them, and a failing driver call usually has its own warning
- * where it matters (docs/ARCHITECTURE.md "Fail open"). */
-static void timing_failed(ibp_served_region *s, ibp_chooser *ch,
-                          const char *what, CUresult e) {
+/* An event call failed timing a copy of class cls: timing pauses in that
+ * class (lock held).  One line per process, at info level: the copies are
+ * served as the class's estimates choose them, and a failing driver call
+ * usually has its own warning where it matters (docs/ARCHITECTURE.md
+ * "Fail open"). */
+static void timing_failed(ibp_chooser *ch, unsigned cls, const char *what,
+                          CUresult e) {
   static atomic_int told;
-  (void)s;
-  ch->timing_off = 1;
+  ibp__choose_timing_failed(&ch->cls[cls], ibp__clock_ns());
   if (atomic_exchange(&told, 1) == 0)
     ibp__log(IBP_LOG_INFO,
-             "timing a copy: %s failed (CUresult %d); copies are chosen by "
-             "the device's cost profile alone where it failed "
+             "timing a copy: %s failed (CUresult %d); timing pauses for "
+             "copies like it, which are chosen on what was measured so far "
              "(docs/ARCHITECTURE.md, \"The gate\")",
              what, (int)e);
 }
@@ -145,13 +132,14 @@ static void timing_failed(ibp_served_region *s, ibp_chooser *ch,
  * charge stands. */
 static void drop(ibp_chooser *ch, ibp_timing_sample *x) {
   if (x->explore)
-    ibp__choose_settle(&ch->cls[x->cls], x->route, x->charged_ns, -1);
+    ibp__choose_settle(&ch->cls[x->cls], x->route, x->charged_ns, -1, 0);
   x->state = SAMPLE_FREE;
 }
 
 /* Reads sample i if the GPU has run it (lock held; never waits). */
 static void read_sample(const ibp_driver *d, ibp_served_region *s,
-                        ibp_device_slot *slot, ibp_chooser *ch, int i) {
+                        ibp_device_slot *slot, ibp_chooser *ch, int i,
+                        double now) {
   ibp_timing_sample *x = &ch->sample[i];
   CUevent *ev = &slot->mem.timing[2 * i];
   if (!ev[0] || !ev[1]) { /* its context ended with the events */
@@ -167,7 +155,7 @@ static void read_sample(const ibp_driver *d, ibp_served_region *s,
     return;
   if (q != CUDA_SUCCESS) {
     drop(ch, x);
-    timing_failed(s, ch, "cuEventElapsedTime", q);
+    timing_failed(ch, x->cls, "cuEventElapsedTime", q);
     return;
   }
   x->state = SAMPLE_FREE;
@@ -191,10 +179,11 @@ static void read_sample(const ibp_driver *d, ibp_served_region *s,
       cpu_model > x->gpu_model_ns ? cpu_model : x->gpu_model_ns;
   if (x->explore) { /* what it really cost over the choice */
     double excess = took > x->choice_ns ? took - x->choice_ns : 0;
-    ibp__choose_settle(k, x->route, x->charged_ns, excess + x->timing_ns);
+    ibp__choose_settle(k, x->route, x->charged_ns, excess + x->timing_ns,
+                       took > x->choice_ns);
   }
   ibp__choose_learn(k, x->route, x->cpu_ns, x->cpu_model_ns, gpu,
-                    x->gpu_model_ns);
+                    x->gpu_model_ns, now);
   ibp__count(&s->counters, copies_timed, 1);
 }
 
@@ -206,12 +195,12 @@ static void read_samples(const ibp_driver *d, ibp_served_region *s,
   int any = 0;
   for (int i = 0; i < IBP_TIMING_SAMPLES; i++)
     any |= ch->sample[i].state == SAMPLE_PENDING && now >= ch->sample[i].due_ns;
-  if (!any || ch->timing_off)
+  if (!any)
     return;
   CUstreamCaptureMode mode = relaxed(d);
-  for (int i = 0; i < IBP_TIMING_SAMPLES && !ch->timing_off; i++)
+  for (int i = 0; i < IBP_TIMING_SAMPLES; i++)
     if (ch->sample[i].state == SAMPLE_PENDING && now >= ch->sample[i].due_ns)
-      read_sample(d, s, slot, ch, i);
+      read_sample(d, s, slot, ch, i, now);
   restore(d, mode);
 }
 
@@ -230,19 +219,22 @@ ibp_route ibp__chooser_decide(ibp_served_region *s, ibp_device_slot *slot,
   const ibp_driver *d = ibp__driver();
   if (!ch || cls >= IBP_CHOOSE_CLASSES || !d) {
     ibp_choose_class k;
-    ibp__choose_class_init(&k);
-    return ibp__choose_decide(&k, prior, 0, 0, 0, 1, out);
+    ibp_choose_route none[IBP_ROUTES];
+    ibp__choose_routes_init(none);
+    ibp__choose_class_init(&k, none);
+    return ibp__choose_decide(&k, prior, 0, 0, 0, 1, 0, out);
   }
   pthread_mutex_lock(&ch->lock);
   if (!dry)
     read_samples(d, s, slot, ch);
-  const int learn = !ch->timing_off && d->cuEventElapsedTime &&
-                    d->cuEventCreate && d->cuEventRecord;
+  const int learn =
+      d->cuEventElapsedTime && d->cuEventCreate && d->cuEventRecord;
   /* no room for another sample: nothing timed or explored */
   if (free_sample(ch) < 0)
     timable = 0;
-  ibp_route r = ibp__choose_decide(&ch->cls[cls], prior, timable,
-                                   ibp__timing_cost_ns(p), learn, dry, out);
+  ibp_route r =
+      ibp__choose_decide(&ch->cls[cls], prior, timable, ibp__timing_cost_ns(p),
+                         learn, dry, ibp__clock_ns(), out);
   pthread_mutex_unlock(&ch->lock);
   if (out->explore && !dry)
     ibp__count(&s->counters, copies_explored, 1);
@@ -250,8 +242,8 @@ ibp_route ibp__chooser_decide(ibp_served_region *s, ibp_device_slot *slot,
 }
 
 /* The events of sample i, created on first use (lock held). */
-static int sample_events(const ibp_driver *d, ibp_served_region *s,
-                         ibp_device_slot *slot, ibp_chooser *ch, int i) {
+static int sample_events(const ibp_driver *d, ibp_device_slot *slot,
+                         ibp_chooser *ch, int i, unsigned cls) {
   CUevent *ev = &slot->mem.timing[2 * i];
   if (ev[0] && ev[1])
     return 1;
@@ -261,7 +253,7 @@ static int sample_events(const ibp_driver *d, ibp_served_region *s,
     CUresult e;
     if (!ev[k] && (e = d->cuEventCreate(&ev[k], CU_EVENT_DEFAULT))) {
       ev[k] = NULL;
-      timing_failed(s, ch, "cuEventCreate", e);
+      timing_failed(ch, cls, "cuEventCreate", e);
       ok = 0;
     }
   }
@@ -269,11 +261,11 @@ static int sample_events(const ibp_driver *d, ibp_served_region *s,
   return ok;
 }
 
-void ibp__timing_begin(ibp_served_region *s, ibp_device_slot *slot,
-                       ibp_chooser *ch, const ibp_profile *p, CUstream stream,
-                       unsigned cls, const ibp_choice *c,
-                       const ibp_route_cost *prior, double runtime_ns,
-                       double lead_ns, int idle, ibp_timing *t) {
+void ibp__timing_begin(ibp_device_slot *slot, ibp_chooser *ch,
+                       const ibp_profile *p, CUstream stream, unsigned cls,
+                       const ibp_choice *c, const ibp_route_cost *prior,
+                       double runtime_ns, double lead_ns, int idle,
+                       ibp_timing *t) {
   const ibp_driver *d = ibp__driver();
   t->index = -1;
   if (!ch || cls >= IBP_CHOOSE_CLASSES)
@@ -300,12 +292,12 @@ void ibp__timing_begin(ibp_served_region *s, ibp_device_slot *slot,
                              .lead_model_ns = lead_ns,
                              .gpu_model_ns = prior->gpu_ns};
     /* nothing is timed under capture */
-    if (capturing || ch->timing_off || !sample_events(d, s, slot, ch, i)) {
+    if (capturing || !sample_events(d, slot, ch, i, cls)) {
       drop(ch, x);
       i = -1;
     }
   } else if (c->explore) {
-    ibp__choose_settle(&ch->cls[cls], c->route, c->charged_ns, -1);
+    ibp__choose_settle(&ch->cls[cls], c->route, c->charged_ns, -1, 0);
   }
   pthread_mutex_unlock(&ch->lock);
   if (i < 0)
@@ -314,7 +306,7 @@ void ibp__timing_begin(ibp_served_region *s, ibp_device_slot *slot,
   if (e != CUDA_SUCCESS) {
     pthread_mutex_lock(&ch->lock);
     drop(ch, &ch->sample[i]);
-    timing_failed(s, ch, "cuEventRecord", e);
+    timing_failed(ch, cls, "cuEventRecord", e);
     pthread_mutex_unlock(&ch->lock);
     return;
   }
@@ -322,9 +314,8 @@ void ibp__timing_begin(ibp_served_region *s, ibp_device_slot *slot,
   t->index = i;
 }
 
-void ibp__timing_end(ibp_served_region *s, ibp_device_slot *slot,
-                     ibp_chooser *ch, CUstream stream, ibp_timing *t,
-                     int submitted) {
+void ibp__timing_end(ibp_device_slot *slot, ibp_chooser *ch, CUstream stream,
+                     ibp_timing *t, int submitted) {
   const int i = t->index;
   if (i < 0 || !ch)
     return;
@@ -340,9 +331,10 @@ void ibp__timing_end(ibp_served_region *s, ibp_device_slot *slot,
   x->state = SAMPLE_PENDING;
   x->due_ns =
       x->t0_ns + cpu + 2 * (x->gpu_model_ns > cpu ? x->gpu_model_ns : cpu);
+  const unsigned cls = x->cls;
   if (!submitted || e != CUDA_SUCCESS)
     drop(ch, x);
   if (e != CUDA_SUCCESS)
-    timing_failed(s, ch, "cuEventRecord", e);
+    timing_failed(ch, cls, "cuEventRecord", e);
   pthread_mutex_unlock(&ch->lock);
 }

@@ -8,11 +8,13 @@
  * later decision of the same region and device, once the model says it ran,
  * with cuEventElapsedTime, which answers CUDA_ERROR_NOT_READY until both
  * events completed; nothing is timed on a stream that is capturing (the
- * caller checks, and ibp__timing_begin checks again); a failing event call
- * (create, record, elapsed time) turns timing off for the region on
- * that device, with one warning per process, and its copies are then
- * chosen by the model alone.  The events live in the device slot's memory
- * (serve/region.h, ibp_device_memory.timing) and end with it.
+ * caller checks, and ibp__timing_begin checks again); every query and
+ * event call runs in relaxed capture mode; a failing event call (create,
+ * record, elapsed time) pauses timing in that copy's class for a while
+ * (ibp__choose_timing_failed), with one info line per process, its copies
+ * chosen meanwhile on what the class knows.  The events live in the
+ * device slot's memory (serve/region.h, ibp_device_memory.timing) and end
+ * with it.
  */
 #ifndef IBP_PRELOAD_CHOOSER_H
 #define IBP_PRELOAD_CHOOSER_H
@@ -48,17 +50,13 @@ typedef struct ibp_timing_sample {
 
 typedef struct ibp_chooser {
   pthread_mutex_t lock;
-  int timing_off; /* an event call failed: the model alone */
   ibp_timing_sample sample[IBP_TIMING_SAMPLES];
   ibp_choose_class cls[IBP_CHOOSE_CLASSES];
+  ibp_choose_route know[IBP_CHOOSE_KEYS][IBP_ROUTES]; /* the classes' */
   /* per route, the timed copies: how many, what they took, what the model
    * gave them (ns) */
   uint64_t timed[IBP_ROUTES];
   double measured_ns[IBP_ROUTES], model_ns[IBP_ROUTES];
-  /* the last stream a copy was decided on, and when the model expects it
-   * to be done (device clock, ns) */
-  CUstream last_stream;
-  double last_end_ns;
 } ibp_chooser;
 
 /* Slot's chooser, made on first use; NULL on out of memory (the caller
@@ -72,12 +70,10 @@ void ibp__chooser_figures(ibp_chooser *ch, ibp_stat_route out[IBP_STAT_ROUTES]);
 /* Frees a chooser (with its served region; its events are the slot's). */
 void ibp__chooser_free(ibp_chooser *ch);
 
-/* Whether `stream` still runs the last copy ch decided on it, as the
- * model expects it to (no driver call: a query costs a call per copy, and
- * the class needs only the application's pattern -- copies back to back
- * or one at a time).  ibp__chooser_queued records a decided copy. */
-int ibp__chooser_stream_busy(ibp_chooser *ch, CUstream stream);
-void ibp__chooser_queued(ibp_chooser *ch, CUstream stream, double est_ns);
+/* Whether `stream` has nothing queued (cuStreamQuery, in relaxed capture
+ * mode: it must not invalidate another thread's capture); a failing query
+ * counts as busy. */
+int ibp__stream_idle(CUstream stream);
 
 /* What timing one copy costs on profile p, ns: two event records, a query
  * and the reading. */
@@ -117,17 +113,16 @@ typedef struct ibp_timing {
  * the model's CPU time before the route's first GPU work; idle: the stream
  * had nothing queued.  Leaves t->index -1 when the copy is not timed (no
  * free sample, capturing, an event call failed). */
-void ibp__timing_begin(ibp_served_region *s, ibp_device_slot *slot,
-                       ibp_chooser *ch, const ibp_profile *p, CUstream stream,
-                       unsigned cls, const ibp_choice *c,
-                       const ibp_route_cost *prior, double runtime_ns,
-                       double lead_ns, int idle, ibp_timing *t);
+void ibp__timing_begin(ibp_device_slot *slot, ibp_chooser *ch,
+                       const ibp_profile *p, CUstream stream, unsigned cls,
+                       const ibp_choice *c, const ibp_route_cost *prior,
+                       double runtime_ns, double lead_ns, int idle,
+                       ibp_timing *t);
 
 /* Ends the timing t after the copy's submission: records the second
  * event.  submitted = 0: the copy was not queued after all (the sample is
  * dropped). */
-void ibp__timing_end(ibp_served_region *s, ibp_device_slot *slot,
-                     ibp_chooser *ch, CUstream stream, ibp_timing *t,
-                     int submitted);
+void ibp__timing_end(ibp_device_slot *slot, ibp_chooser *ch, CUstream stream,
+                     ibp_timing *t, int submitted);
 
 #endif /* IBP_PRELOAD_CHOOSER_H */
