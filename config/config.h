@@ -101,6 +101,17 @@ typedef enum ibp_path {
   IBP_PATH_STAGED = 2    /* the copy engine moves them, the kernel decodes */
 } ibp_path;
 
+/* IBP_FORCE_ROUTE: a route libibp takes for every copy it can take it
+ * for, whatever the gate's estimates say (comparisons: bench/paths.sh);
+ * in the order of the routes (preload/stats/routes.def), after NONE. */
+typedef enum ibp_force_route {
+  IBP_FORCE_NONE = 0,     /* the gate chooses */
+  IBP_FORCE_DRIVER = 1,   /* the driver's own copy */
+  IBP_FORCE_ZEROCOPY = 2, /* the kernel reading the streams over PCIe */
+  IBP_FORCE_STAGED = 3,   /* the copy engine, then the kernel */
+  IBP_FORCE_BATCHED = 4   /* held for its stream's batched launch */
+} ibp_force_route;
+
 #define IBP_STAGING_DEFAULT (16ull << 20)
 #define IBP_MAX_SMS_DEFAULT 32u
 #define IBP_SCANNERS_DEFAULT 4u
@@ -125,6 +136,7 @@ typedef struct ibp_config {
   unsigned max_sms;       /* IBP_MAX_SMS: blocks a staged copy's decode
                              uses, 1..4096 */
   ibp_path path;          /* IBP_PATH: the GPU paths the gate may choose */
+  ibp_force_route force_route; /* IBP_FORCE_ROUTE */
   unsigned scanners;      /* IBP_SCANNERS: threads that scan held copies'
                              pages ahead of their batched launch, 0..16
                              (docs/ARCHITECTURE.md "Batched launches") */
@@ -155,7 +167,7 @@ void ibp_rule_init(ibp_rule *rule);
 
 /* Reads IBP_DISABLE, IBP_LOG, IBP_STATS, IBP_MIN_COPY, IBP_WAIT_READY,
  * IBP_TRACKER, IBP_BATCH, IBP_THREADS, IBP_STAGING, IBP_MAX_SMS,
- * IBP_SCANNERS, IBP_PATH,
+ * IBP_SCANNERS, IBP_PATH, IBP_FORCE_ROUTE,
  * IBP_PROFILE, IBP_REGIONS and IBP_CONFIG
  * through getenv_fn (NULL = the C library's getenv) and fills *out.  If
  * IBP_DISABLE=1 the other variables are not read (nothing of them is reported).

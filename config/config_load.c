@@ -232,6 +232,16 @@ static int load_path(ibp__span v, ibp__where *w, ibp_path *out) {
   return rc;
 }
 
+static int load_force_route(ibp__span v, ibp__where *w, ibp_force_route *out) {
+  static const char *const names[] = {"none", "driver", "zerocopy", "staged",
+                                      "batched"};
+  int i = (int)*out;
+  int rc = load_word(v, w, names, 5,
+                     "must be none, driver, zerocopy, staged or batched", &i);
+  *out = (ibp_force_route)i;
+  return rc;
+}
+
 /* IBP_STAGING: 0 (none), or a size from 128K (two buffers of 64 KiB) to
  * 64M (sixteen of 4 MiB: serve/staged/staged.c). */
 static int load_staging(ibp__span v, ibp__where *w, uint64_t *bytes) {
@@ -341,6 +351,9 @@ static int load_all(env_reader *r, ibp_config *out) {
                  "must be a whole number from 0 to 16", &out->scanners))
     return -1;
   if (load_path(read_var(r, "IBP_PATH"), &r->where, &out->path))
+    return -1;
+  if (load_force_route(read_var(r, "IBP_FORCE_ROUTE"), &r->where,
+                       &out->force_route))
     return -1;
   if (load_profile(read_var(r, "IBP_PROFILE"), &r->where, out))
     return -1;

@@ -1,12 +1,13 @@
-"""paths_collect.py OUT PATH... -- reads OUT/<path>/ab.csv, which bench/ab
-wrote for each IBP_PATH of bench/paths.sh (the first PATH is the gate's
-own choice, auto; the others the GPU paths it chooses between), writes
+"""paths_collect.py OUT RUN... -- reads OUT/<run>/ab.csv, which bench/ab
+wrote for each run of bench/paths.sh (the first is the gate's own choice,
+IBP_PATH=auto; the others a route forced, IBP_FORCE_ROUTE=RUN), writes
 OUT/paths.csv (one row per plan line x profile) and prints a summary.
 
 The figure compared is modelled_ms_b, libibp's time (median of the B
-runs) under each IBP_PATH.  best_path is the faster of the restricted
-runs, gate_vs_best = best_ms / auto_ms (1: the gate matched the better
-path; above 1: it beat both, e.g. by mixing them per copy), and the rule
+runs) in each run, and modelled_ms_a, the driver alone (libibp
+disabled).  best_path is the fastest of the forced runs and A ("A"),
+gate_vs_best = best_ms / auto_ms (1: the gate matched the best route;
+above 1: it beat them all, e.g. by mixing them per copy), and the rule
 holds on a line when auto_ms <= 1.02 x best_ms (ab_collect.SLOWER_LIMIT,
 the same 2 % as bench/ab's acceptance rule).  gap_within_spread says
 whether auto's excess over best_ms, auto_ms / best_ms - 1, is no larger
@@ -35,9 +36,10 @@ def fields(paths):
 
 
 def strip_path(env):
-    """The plan line's own env column, without the IBP_PATH bench/paths.sh
+    """The plan line's own env column, without the setting bench/paths.sh
     appended."""
-    return " ".join(w for w in env.split() if not w.startswith("IBP_PATH="))
+    return " ".join(w for w in env.split()
+                    if not w.startswith(("IBP_PATH=", "IBP_FORCE_ROUTE=")))
 
 
 def load(out, paths):
@@ -77,14 +79,16 @@ def compare(runs, key, paths):
         for k in ("copies_served", "copies_staged", "copies_gated"):
             row[f"{k}_{p}"] = r.get(k, "")
     times = {p: row[f"modelled_ms_b_{p}"] for p in restricted}
+    times["A"] = row["modelled_ms_a"]
     best = min(times.values())
-    winners = [p for p in restricted if times[p] == best]
+    winners = [p for p in times if times[p] == best]
     auto_ms = row[f"modelled_ms_b_{auto}"]
     row.update({
         "best_path": "=".join(winners), "best_ms": best,
         "gate_vs_best": best / auto_ms if auto_ms else None,
         "within_2pct": "yes" if auto_ms <= best * (1 + SLOWER_LIMIT) else "no"})
-    row["spread"] = max(row[f"spread_b_{p}"] or 0 for p in [auto] + winners)
+    row["spread"] = max(row[f"spread_b_{p}"] or 0
+                        for p in [auto] + winners if p != "A")
     row["gap_within_spread"] = "yes" if auto_ms <= best * (1 + row["spread"]) else "no"
     return row
 
@@ -124,7 +128,7 @@ def main():
     write_csv(os.path.join(out, "paths.csv"), fields(paths), rows)
     print_table(rows, paths)
     print(f"({'measured' if rows[0]['timing'] == 'measured' else 'modelled'} ms "
-          f"of libibp's runs (B) under IBP_PATH={', '.join(paths)}; "
+          f"of libibp's runs (B): auto, then forced {', '.join(paths[1:])}; "
           f"{os.path.join(out, 'paths.csv')})")
     worst = min(rows, key=lambda r: r["gate_vs_best"])
     holds = all(r["within_2pct"] == "yes" for r in rows)
@@ -132,7 +136,7 @@ def main():
              if r["within_2pct"] == "no" and r["gap_within_spread"] == "yes"]
     if noise:
         print(f"over 2 % but within the spread of their runs: lines {', '.join(noise)}")
-    print(f"gate within 2 % of the better path on every line: "
+    print(f"gate within 2 % of the best route on every line: "
           f"{'holds' if holds else 'fails'} (worst: line {worst['line']} "
           f"{worst['sample']}/{worst['data']} under {worst['profile']}, "
           f"{worst['gate_vs_best']:.4f})")

@@ -339,7 +339,12 @@ static void test_load_scalars(void) {
                            "IBP_PATH",    "staged", NULL};
   CHECK(load(nostage, &c, &e) == 0 && c.staging_bytes == 0 && c.max_sms == 1 &&
         c.path == IBP_PATH_STAGED);
-  CHECK(c.scanners == IBP_SCANNERS_DEFAULT);
+  CHECK(c.scanners == IBP_SCANNERS_DEFAULT &&
+        c.force_route == IBP_FORCE_NONE);
+  const char *force[] = {"IBP_FORCE_ROUTE", "staged", NULL};
+  CHECK(load(force, &c, &e) == 0 && c.force_route == IBP_FORCE_STAGED);
+  const char *fb[] = {"IBP_FORCE_ROUTE", "batched", NULL};
+  CHECK(load(fb, &c, &e) == 0 && c.force_route == IBP_FORCE_BATCHED);
   const char *sc0[] = {"IBP_SCANNERS", "0", NULL};
   CHECK(load(sc0, &c, &e) == 0 && c.scanners == 0);
   const char *sc16[] = {"IBP_SCANNERS", "16", NULL};
@@ -399,6 +404,9 @@ static void test_load_errors(void) {
   expect_load_error(st2, "IBP_STAGING", "8Q", "suffix");
   const char *p1[] = {"IBP_PATH", "dma", NULL};
   expect_load_error(p1, "IBP_PATH", "dma", "auto, zerocopy or staged");
+  const char *f1[] = {"IBP_FORCE_ROUTE", "kernel", NULL};
+  expect_load_error(f1, "IBP_FORCE_ROUTE", "kernel",
+                    "none, driver, zerocopy, staged or batched");
   const char *t1[] = {"IBP_TRACKER", "uffd", NULL};
   expect_load_error(t1, "IBP_TRACKER", "uffd", "auto, userfaultfd or mprotect");
   expect_too_long("IBP_PROFILE", 'n');

@@ -152,12 +152,10 @@ static void count(ibp_choose_class *k, ibp_route go, const double est[]) {
       k->route[r].wait--;
 }
 
-/* Spaces a route explored now from its next exploration: not yet while
- * it has too few timed copies to be judged; then by its back-off
- * (ibp__choose_settle lengthens it while it measures worse). */
-static void space(ibp_choose_route *q, double now_ns) {
-  if (fresh_count(q, now_ns) + 1 < IBP_CHOOSE_MIN_SAMPLES)
-    return;
+/* Spaces a route explored now from its next exploration, by its back-off
+ * (ibp__choose_settle lengthens it while it measures worse, and resets it
+ * when it measures better). */
+static void space(ibp_choose_route *q) {
   q->wait = IBP_CHOOSE_WAIT_COPIES << q->backoff;
 }
 
@@ -249,14 +247,11 @@ ibp_route ibp__choose_decide(ibp_choose_class *k,
     k->route[take].explored++;
     k->explore_ns += cost;
     k->route[take].pending++;
-    space(&k->route[take], now_ns);
+    space(&k->route[take]);
   }
   if ((int)go != out->modelled)
     k->overruled++;
-  if ((int)go != last) {
-    k->last = (int)go;
-    k->route[go].backoff = 0; /* it won: explore it freely again later */
-  }
+  k->last = (int)go;
   count(k, take, est);
   return take;
 }

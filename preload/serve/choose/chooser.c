@@ -5,6 +5,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 
+#include "base/base.h"
 #include "base/clock.h"
 #include "base/driver.h"
 #include "base/log.h"
@@ -211,6 +212,29 @@ static int free_sample(const ibp_chooser *ch) {
   return -1;
 }
 
+/* IBP_FORCE_ROUTE (lock held): the forced route wherever it is open for
+ * the copy -- and, for a copy that may be held, any forced route but the
+ * batch's means going alone; the decision's exploration is dropped (its
+ * charge stands) and its timing too (the span would not be its route's). */
+static void forced(ibp_chooser *ch, unsigned cls,
+                   const ibp_route_cost prior[IBP_ROUTES], int dry,
+                   ibp_choice *out) {
+  if (ibp__cfg.force_route == IBP_FORCE_NONE)
+    return;
+  ibp_route f = (ibp_route)(ibp__cfg.force_route - IBP_FORCE_DRIVER);
+  if (prior[f].cpu_ns <= 0 && prior[f].gpu_ns <= 0) {
+    if (out->route != IBP_ROUTE_BATCHED)
+      return;
+    f = IBP_ROUTE_DRIVER; /* alone */
+  }
+  if (out->route == f)
+    return;
+  if (out->explore && !dry)
+    ibp__choose_settle(&ch->cls[cls], out->route, out->charged_ns, -1, 0);
+  out->route = f;
+  out->explore = out->timed = 0;
+}
+
 ibp_route ibp__chooser_decide(ibp_served_region *s, ibp_device_slot *slot,
                               ibp_chooser *ch, const ibp_profile *p,
                               unsigned cls,
@@ -232,13 +256,13 @@ ibp_route ibp__chooser_decide(ibp_served_region *s, ibp_device_slot *slot,
   /* no room for another sample: nothing timed or explored */
   if (free_sample(ch) < 0)
     timable = 0;
-  ibp_route r =
-      ibp__choose_decide(&ch->cls[cls], prior, timable, ibp__timing_cost_ns(p),
-                         learn, dry, ibp__clock_ns(), out);
+  ibp__choose_decide(&ch->cls[cls], prior, timable, ibp__timing_cost_ns(p),
+                     learn, dry, ibp__clock_ns(), out);
+  forced(ch, cls, prior, dry, out);
   pthread_mutex_unlock(&ch->lock);
   if (out->explore && !dry)
     ibp__count(&s->counters, copies_explored, 1);
-  return r;
+  return out->route;
 }
 
 /* The events of sample i, created on first use (lock held). */

@@ -455,18 +455,24 @@ int ibp__staged_plan(ibp_served_region *s, ibp_device_slot *slot, CUcontext ctx,
     return -1;
   CUstreamCaptureMode mode;
   enter(d, &mode);
-  ring *g = ring_for(d, ctx, dev);
-  uint64_t cap = g ? g->bytes : 0;
+  /* the ring is made by the first staged copy (ibp__staged_copy): a
+   * context whose copies are never staged holds no staging memory; until
+   * then the plan takes the buffers it would have */
+  ring *g = NULL;
+  HASH_FIND_PTR(rings, &ctx, g);
+  uint64_t cap = 0;
+  const int usable = g ? !g->failed && (cap = g->bytes) > 0
+                       : buffers_for(ibp__cfg.staging_bytes, &cap) > 0;
   /* the stream still busy with earlier work: the application issues its
    * copies back to back (asked in relaxed capture mode, as every call
    * here: it must not invalidate another thread's capture) */
   const int streaming =
-      g && !c->sync && d->cuStreamQuery(c->stream) == CUDA_ERROR_NOT_READY;
+      usable && !c->sync && d->cuStreamQuery(c->stream) == CUDA_ERROR_NOT_READY;
   const ibp_profile *p = ibp__gate_profile(dev);
-  if (g)
+  if (g && usable)
     probe_read(d, s, slot);
   leave(d, &mode);
-  if (!g || !p)
+  if (!usable || !p)
     return -1;
   const double scale = decode_scale(slot);
   const int dirty_seen =
@@ -627,9 +633,8 @@ int ibp__staged_copy(const ibp_served_region *s, CUcontext ctx,
   *err = CUDA_SUCCESS;
   CUstreamCaptureMode mode;
   enter(d, &mode);
-  ring *g = NULL;
-  HASH_FIND_PTR(rings, &ctx, g);
-  if (g && !g->failed && g->bytes == x->sp->buffer_bytes) {
+  ring *g = ring_for(d, ctx, x->dev);
+  if (g && g->bytes == x->sp->buffer_bytes) {
     for (uint64_t t = t0, first = 1; t < t1; first = 0) {
       chunk k;
       next_chunk(s, t, t1, g->bytes, x->sp->share, dirty_seen, &k);

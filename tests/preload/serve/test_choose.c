@@ -66,7 +66,8 @@ typedef struct run {
   double spent, explore; /* ns: the chosen routes', the explorations' */
   long explored, timed;
   long took[IBP_ROUTES];
-  double credit_max; /* the exploration credit's largest */
+  double credit_max;  /* the exploration credit's largest */
+  int first_explored; /* the route first explored, -1: none */
 } run;
 
 /* A copy's time by a route costing *t. */
@@ -81,10 +82,13 @@ static run simulate_spike(sim *m, const ibp_route_cost prior[],
   run o;
   memset(&o, 0, sizeof o);
   o.settled = -1;
+  o.first_explored = -1;
   for (long i = 0; i < copies; i++) {
     ibp_choice c;
     ibp_route r =
         ibp__choose_decide(k, prior, 15u, TIMING_NS, learn, 0, m->now, &c);
+    if (c.explore && o.first_explored < 0)
+      o.first_explored = (int)r;
     o.took[r]++;
     ibp_route choice = (ibp_route)k->last;
     if (!learn)
@@ -136,10 +140,14 @@ static const ibp_route_cost PRIOR[IBP_ROUTES] = {
 static void test_truth_is_prior(void) {
   sim m;
   sim_init(&m);
+  run first = simulate(&m, PRIOR, PRIOR, 200, IBP_ROUTE_ZEROCOPY, 1);
+  /* an unmeasured route's exploration is charged its estimate again:
+   * (30 + 2 + 80 us) at 0.5 us a copy, after copy 200 */
+  CHECK(first.explored == 0);
   run o = simulate(&m, PRIOR, PRIOR, 10000, IBP_ROUTE_ZEROCOPY, 1);
   CHECK(o.settled == 0);
   CHECK(m.k.overruled == 0);
-  CHECK(o.timed > 0);
+  CHECK(o.timed > 0 && first.timed > 0);
   /* the driver's copy, 60 % slower, is explored rarely: within budget */
   CHECK(o.explore <= IBP_CHOOSE_EXPLORE_SHARE * o.spent + 80000 + TIMING_NS);
 }
@@ -307,6 +315,11 @@ static void test_spike(void) {
   run o = simulate_spike(&m, PRIOR, PRIOR, 3000, IBP_ROUTE_ZEROCOPY, 1, 200);
   CHECK(o.settled == 0);
   CHECK(m.k.overruled == 0);
+  /* the class's first timed copy the slow one: one copy is not enough */
+  sim f;
+  sim_init(&f);
+  run q = simulate_spike(&f, PRIOR, PRIOR, 3000, IBP_ROUTE_ZEROCOPY, 1, 0);
+  CHECK(q.settled == 0);
   /* ... and a route that is 10x slower copy after copy is left */
   ibp_route_cost truth[IBP_ROUTES];
   memcpy(truth, PRIOR, sizeof truth);
@@ -409,6 +422,67 @@ static void test_timing_paused(void) {
   ibp__choose_learn(&m.k, IBP_ROUTE_ZEROCOPY, 2800, 2800, 50000, 50000, m.now);
   ibp__choose_timing_failed(&m.k, m.now);
   CHECK(m.k.paused_until_ns - m.now < 1.5 * first);
+  /* a class's first copy, paused, is not timed either */
+  sim n;
+  sim_init(&n);
+  ibp__choose_timing_failed(&n.k, n.now);
+  ibp_choice c;
+  ibp__choose_decide(&n.k, PRIOR, 15u, TIMING_NS, 1, 0, n.now, &c);
+  CHECK(!c.timed && !c.explore);
+}
+
+/* An alternative measured a little better than the choice, within the
+ * hysteresis (the kernel modelled 2x dearer than the driver, really 3 %
+ * cheaper, after a while 1.5x dearer): it stays the alternative, and is
+ * explored again every few copies -- backing off is for a route that
+ * measures worse. */
+static void test_backoff_only_worse(void) {
+  ibp_route_cost prior[IBP_ROUTES] = {
+      {2500, 80000, 0, 0}, {2800, 160000, 0, 0}, {0, 0, 0, 0}};
+  ibp_route_cost truth[IBP_ROUTES];
+  memcpy(truth, prior, sizeof truth);
+  truth[IBP_ROUTE_ZEROCOPY].gpu_ns = 77600;
+  sim m;
+  sim_init(&m);
+  /* first 1.5x dearer than the driver: it backs off */
+  truth[IBP_ROUTE_ZEROCOPY].gpu_ns = 120000;
+  simulate(&m, prior, truth, 2000, IBP_ROUTE_DRIVER, 1);
+  CHECK(m.k.route[IBP_ROUTE_ZEROCOPY].backoff >= 3);
+  truth[IBP_ROUTE_ZEROCOPY].gpu_ns = 77600;
+  run o = simulate(&m, prior, truth, 6000, IBP_ROUTE_DRIVER, 1);
+  CHECK(o.explored >= 100);
+  fprintf(stderr, "a nearly equal alternative: explored %ld times\n",
+          o.explored);
+}
+
+/* The timing credit is capped too: after a long stretch in which the
+ * choice could not be timed, a few copies are timed, not a burst; and
+ * the alternative explored first is the one never measured, not the
+ * cheaper one measured before. */
+static void test_timing_capped(void) {
+  sim m;
+  sim_init(&m);
+  ibp_choice c;
+  for (long i = 0; i < 20000; i++) {
+    ibp__choose_decide(&m.k, PRIOR, 0u, TIMING_NS, 1, 0, m.now, &c);
+    m.now += 50000;
+  }
+  long timed = 0;
+  for (long i = 0; i < 10; i++) {
+    ibp__choose_decide(&m.k, PRIOR, 2u, TIMING_NS, 1, 0, m.now, &c);
+    timed += c.timed;
+    m.now += 50000;
+  }
+  CHECK(timed <= 5);
+  ibp_route_cost three[IBP_ROUTES] = {
+      {2500, 50000, 0, 0}, {2800, 60000, 0, 0}, {2800, 100000, 0, 0}};
+  sim n;
+  sim_init(&n);
+  for (int i = 0; i < 2; i++)
+    ibp__choose_learn(&n.k, IBP_ROUTE_ZEROCOPY, 2800, 2800, 60000, 60000,
+                      n.now);
+  run o = simulate(&n, three, three, 5000, IBP_ROUTE_DRIVER, 1);
+  CHECK(o.first_explored == IBP_ROUTE_STAGED);
 }
 
 /* A single copy's class and a held copy's class of one size share what
@@ -429,6 +503,164 @@ static void test_modes_share(void) {
   const ibp_route_cost drv = {2500, 5000, 0, 0};
   CHECK(fabs(ibp__choose_estimate(&b, IBP_ROUTE_DRIVER, &drv, 1e6) - 15000) <
         1);
+}
+
+/* The model nearly right: the kernel measures 5.8 % dearer than its prior
+ * (within the dead band) where it is modelled 0.2 % cheaper than the
+ * driver -- taken at its word, beyond the hysteresis: the class keeps the
+ * model's choice, never overruled.  Measured 10 % dearer (outside the
+ * band), it is left. */
+static void test_dead_band(void) {
+  ibp_route_cost prior[IBP_ROUTES] = {
+      {2500, 50100, 0, 0}, {2800, 50000, 0, 0}, {0, 0, 0, 0}};
+  ibp_route_cost truth[IBP_ROUTES];
+  memcpy(truth, prior, sizeof truth);
+  truth[IBP_ROUTE_ZEROCOPY].gpu_ns *= 1.058;
+  sim m;
+  sim_init(&m);
+  run o = simulate(&m, prior, truth, 3000, IBP_ROUTE_ZEROCOPY, 1);
+  CHECK(o.settled == 0);
+  CHECK(m.k.overruled == 0);
+  truth[IBP_ROUTE_ZEROCOPY].gpu_ns = 55000;
+  sim n;
+  sim_init(&n);
+  run p = simulate(&n, prior, truth, 3000, IBP_ROUTE_DRIVER, 1);
+  CHECK(p.settled >= 0 && p.settled <= 100);
+}
+
+/* Priors that vary from copy to copy (a stream busy, then idle) with
+ * truth = prior: each copy takes the model's choice for it. */
+static void test_model_varies(void) {
+  ibp_route_cost a[IBP_ROUTES] = {
+      {2500, 80000, 0, 0}, {2800, 79000, 0, 0}, {0, 0, 0, 0}};
+  ibp_route_cost b[IBP_ROUTES] = {
+      {2500, 79000, 0, 0}, {2800, 80000, 0, 0}, {0, 0, 0, 0}};
+  sim m;
+  sim_init(&m);
+  long wrong = 0;
+  for (long i = 0; i < 2000; i++) {
+    const ibp_route_cost *p = i % 2 ? a : b;
+    ibp_choice c;
+    ibp_route r = ibp__choose_decide(&m.k, p, 15u, TIMING_NS, 1, 0, m.now, &c);
+    m.now += cost(&p[r]);
+    if (c.timed)
+      ibp__choose_learn(&m.k, r, p[r].cpu_ns, p[r].cpu_ns, p[r].gpu_ns,
+                        p[r].gpu_ns, m.now);
+    if (c.explore)
+      ibp__choose_settle(&m.k, r, c.charged_ns, 1000 + TIMING_NS, 1);
+    else
+      wrong += r != (ibp_route)c.modelled;
+  }
+  CHECK(wrong == 0);
+}
+
+/* Measured, two routes within the hysteresis of each other and the prior
+ * favouring each in turn: the class keeps its last choice instead of
+ * changing route at every copy. */
+static void test_hysteresis(void) {
+  ibp_route_cost a[IBP_ROUTES] = {
+      {2500, 80000, 0, 0}, {2800, 79000, 0, 0}, {0, 0, 0, 0}};
+  ibp_route_cost b[IBP_ROUTES] = {
+      {2500, 79000, 0, 0}, {2800, 80000, 0, 0}, {0, 0, 0, 0}};
+  sim m;
+  sim_init(&m);
+  /* both measured 1.5x their priors: moved off the model */
+  for (int i = 0; i < 4; i++) {
+    ibp__choose_learn(&m.k, IBP_ROUTE_DRIVER, 2500, 2500, 120000, 80000, m.now);
+    ibp__choose_learn(&m.k, IBP_ROUTE_ZEROCOPY, 2800, 2800, 120000, 80000,
+                      m.now);
+  }
+  long changes = 0;
+  int last = -1;
+  for (long i = 0; i < 1000; i++) {
+    ibp_choice c;
+    ibp__choose_decide(&m.k, i % 2 ? a : b, 0u, TIMING_NS, 1, 0, m.now, &c);
+    changes += last >= 0 && m.k.last != last;
+    last = m.k.last;
+    m.now += 120000;
+  }
+  CHECK(changes <= 1);
+}
+
+/* Ratios are bounded: a route measured 1000x dearer (or cheaper) than
+ * modelled is estimated at most 64x (at least 1/64) its prior; a serial
+ * cost's estimate is the sum of its scaled terms. */
+static void test_bounds(void) {
+  sim m;
+  sim_init(&m);
+  for (int i = 0; i < 4; i++) {
+    ibp__choose_learn(&m.k, IBP_ROUTE_DRIVER, 2500, 2500, 8e7, 8e4, m.now);
+    ibp__choose_learn(&m.k, IBP_ROUTE_ZEROCOPY, 2.8, 2800, 50, 5e4, m.now);
+  }
+  CHECK(ibp__choose_estimate(&m.k, IBP_ROUTE_DRIVER, &PRIOR[0], m.now) <=
+        64 * 80000 + 1);
+  CHECK(ibp__choose_estimate(&m.k, IBP_ROUTE_ZEROCOPY, &PRIOR[1], m.now) >=
+        50000 / 64.0 - 1);
+  const ibp_route_cost serial = {1000, 3000, 1, 0};
+  CHECK(fabs(ibp__choose_estimate(&m.k, IBP_ROUTE_BATCHED, &serial, m.now) -
+             4000) < 1);
+}
+
+/* An alternative 30x dearer than the choice: exploring it is dear, and
+ * the share, not the back-off, is what bounds it. */
+static void test_exploration_costly(void) {
+  ibp_route_cost prior[IBP_ROUTES] = {
+      {2500, 10000, 0, 0}, {2800, 300000, 0, 0}, {0, 0, 0, 0}};
+  sim m;
+  sim_init(&m);
+  run o = simulate(&m, prior, prior, 20000, IBP_ROUTE_DRIVER, 1);
+  CHECK(o.explored > 0);
+  CHECK(o.explore <= IBP_CHOOSE_EXPLORE_SHARE * o.spent + 300000 + TIMING_NS);
+}
+
+/* A route that measured worse is explored again, less often each time,
+ * but never given up: the kernel 3x slower, then faster than its prior
+ * (within IBP_CHOOSE_AGE_NS: found by exploring, not by aging), is taken
+ * again within 3000 copies. */
+static void test_recovery(void) {
+  ibp_route_cost slow[IBP_ROUTES], fast[IBP_ROUTES];
+  memcpy(slow, PRIOR, sizeof slow);
+  memcpy(fast, PRIOR, sizeof fast);
+  slow[IBP_ROUTE_ZEROCOPY].gpu_ns *= 3;
+  fast[IBP_ROUTE_ZEROCOPY].gpu_ns /= 2;
+  sim m;
+  sim_init(&m);
+  run o = simulate(&m, PRIOR, slow, 3000, IBP_ROUTE_DRIVER, 1);
+  CHECK(o.settled >= 0);
+  run p = simulate(&m, PRIOR, fast, 3000, IBP_ROUTE_ZEROCOPY, 1);
+  CHECK(p.settled >= 0 && p.settled <= 2500);
+  CHECK(m.now < 1e6 + IBP_CHOOSE_AGE_NS);
+}
+
+/* Ties go to the driver (another route only when strictly cheaper); a
+ * route not timable is never explored; the model's rule adds a serial
+ * cost's terms. */
+static void test_rules(void) {
+  ibp_route_cost tie[IBP_ROUTES] = {
+      {2500, 50000, 0, 0}, {2500, 50000, 0, 0}, {2500, 50000, 0, 0}};
+  sim m;
+  sim_init(&m);
+  ibp_choice c;
+  CHECK(ibp__choose_decide(&m.k, tie, 0u, TIMING_NS, 1, 1, m.now, &c) ==
+        IBP_ROUTE_DRIVER);
+  ibp_route_cost prior[IBP_ROUTES] = {
+      {2500, 50000, 0, 0}, {0, 0, 0, 0}, {2800, 60000, 0, 0}};
+  run o = simulate(&m, prior, prior, 1, IBP_ROUTE_DRIVER, 1);
+  (void)o;
+  long staged = 0;
+  for (long i = 0; i < 20000; i++) {
+    ibp_route r =
+        ibp__choose_decide(&m.k, prior, 1u, TIMING_NS, 1, 0, m.now, &c);
+    staged += r == IBP_ROUTE_STAGED;
+    m.now += 50000;
+  }
+  CHECK(staged == 0);
+  ibp_route_cost held[IBP_ROUTES] = {
+      {0, 5000, 0, 0}, {0, 0, 0, 0}, {0, 0, 0, 0}, {1000, 4500, 1, 0}};
+  sim n;
+  sim_init(&n);
+  CHECK(ibp__choose_decide(&n.k, held, 0u, TIMING_NS, 0, 1, n.now, &c) ==
+        IBP_ROUTE_DRIVER);
 }
 
 /* Learning off (no event calls): the model's route, never timed or
@@ -509,7 +741,16 @@ int main(void) {
   test_aging();
   test_credit_capped();
   test_timing_paused();
+  test_timing_capped();
+  test_backoff_only_worse();
   test_modes_share();
+  test_dead_band();
+  test_model_varies();
+  test_hysteresis();
+  test_bounds();
+  test_exploration_costly();
+  test_recovery();
+  test_rules();
   test_learning_off();
   test_dry();
   if (failures)
