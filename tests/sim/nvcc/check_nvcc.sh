@@ -146,7 +146,7 @@ case $mode in
      exit 2 ;;
 esac
 if [ "$failures" -ne 0 ]; then
-  echo "$failures of $checks checks failed" >&2
+  echo "$failures failures in $checks checks" >&2
   exit 1
 fi
 echo "all $checks checks passed"
