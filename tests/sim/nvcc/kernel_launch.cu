@@ -11,7 +11,9 @@
 
 __device__ float bias;
 
-__global__ void scale(float *p, float f) { p[threadIdx.x] = p[threadIdx.x] * f + bias; }
+__global__ void scale(float *p, float f) {
+  p[threadIdx.x] = p[threadIdx.x] * f + bias;
+}
 
 int main(void) {
   float *dev, f = 2.0f, host[256] = {0}, back[256];
@@ -21,8 +23,8 @@ int main(void) {
   cudaError_t chevrons = cudaGetLastError();
   printf("<<<>>>: %s\n", cudaGetErrorName(chevrons));
   void *args[] = {&dev, &f};
-  cudaError_t api = cudaLaunchKernel((const void *)scale, dim3(1), dim3(256),
-                                     args, 0, 0);
+  cudaError_t api =
+      cudaLaunchKernel((const void *)scale, dim3(1), dim3(256), args, 0, 0);
   printf("cudaLaunchKernel: %s\n", cudaGetErrorName(api));
   cudaGetLastError();
   for (int i = 0; i < 256; i++)
