@@ -21,7 +21,9 @@
 #                    fail with cudaErrorNoKernelImageForDevice (not exit 127,
 #                    not a crash), one line on stderr says why, copies work
 #                    afterwards
-# Exit 77 (skipped) when NVCC is not an executable.
+# Exit 77 (skipped) when NVCC is not an executable.  In a sanitizer build
+# IBP_NVCC_TEST_PRELOAD names the sanitizer runtimes, preloaded into every
+# run (the programs are not instrumented; the libraries they load are).
 set -u
 mode=$1 nvcc=$2 src=$3 work=$4 simlib=$5 libibp=$6 ibp=$7
 if [ -z "$nvcc" ] || [ ! -x "$nvcc" ]; then
@@ -39,6 +41,7 @@ out=$work/out err=$work/err
 # a CUDA library path of its own only: the simulated driver and runtime
 export LD_LIBRARY_PATH=$simlib
 unset LD_PRELOAD
+san=${IBP_NVCC_TEST_PRELOAD:-}
 profile=$(dirname "$0")/../../preload/kernel_path.profile
 
 build() { # build EXE NVCC-ARGS...
@@ -52,7 +55,7 @@ build() { # build EXE NVCC-ARGS...
 }
 run() { # run ENV-ASSIGNMENTS... -- EXE: stdout, stderr, exit in $rc
   checks=$((checks + 1))
-  env "$@" >"$out" 2>"$err"
+  env ${san:+"LD_PRELOAD=$san"} "$@" >"$out" 2>"$err"
   rc=$?
 }
 served() { # the totals' copies_served of stats file $1
@@ -99,7 +102,7 @@ check_shared() { # NAME NVCC-ARGS...
   expect_ok "without libibp"
   cp "$out" "$work/$name.base"
   json=$work/$name.json
-  run LD_PRELOAD="$libibp" IBP_REGIONS=min=1M,name=user IBP_WAIT_READY=1 \
+  run LD_PRELOAD="$libibp${san:+:$san}" IBP_REGIONS=min=1M,name=user IBP_WAIT_READY=1 \
     IBP_PROFILE="$profile" IBP_STATS="$json" "$exe"
   expect_ok "LD_PRELOAD=libibp.so"
   cmp -s "$out" "$work/$name.base" || fail "LD_PRELOAD: stdout differs"
