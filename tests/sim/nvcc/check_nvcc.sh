@@ -39,7 +39,7 @@ mkdir -p "$work" || exit 1
 rm -f "$work"/*
 out=$work/out err=$work/err
 # a CUDA library path of its own only: the simulated driver and runtime
-export LD_LIBRARY_PATH=$simlib
+export LD_LIBRARY_PATH="$simlib"
 unset LD_PRELOAD
 san=${IBP_NVCC_TEST_PRELOAD:-}
 profile=$(dirname "$0")/../../preload/kernel_path.profile
@@ -63,26 +63,32 @@ served() { # the totals' copies_served of stats file $1
     grep -o '"copies_served": *[0-9]*' | head -n 1 | grep -o '[0-9]*$'
 }
 
+# one run of the static build: how = plain | libibp; its exit in $rc
+static_run() {
+  how=$1
+  if [ "$how" = plain ]; then
+    run "$exe"
+  else
+    run IBP_WAIT_READY=1 "$ibp" run --sim --regions min=1M,name=user \
+      --stats "$work/static.json" -- "$exe"
+  fi
+  [ "$rc" -ne 0 ] || fail "$how: exit 0 with NVIDIA's static runtime"
+  if [ "$rc" -eq 127 ] || [ "$rc" -ge 128 ]; then
+    fail "$how: exit $rc"
+  fi
+  n=$(grep -c '^\[simcuda\]' "$err")
+  [ "$n" -eq 1 ] || fail "$how: $n simulated-driver lines: $(cat "$err")"
+  grep -q "\\[simcuda\\] this program uses NVIDIA's CUDA runtime .*'nvcc -cudart shared'" "$err" ||
+    fail "$how: no explanation: $(cat "$err")"
+  cp "$out" "$work/static.$how.out"
+}
+
 check_static() {
   build memcpy_static "$src/memcpy_only.cu" || return
-  line="\\[simcuda\\] this program uses NVIDIA's CUDA runtime .*'nvcc -cudart shared'"
-  for how in plain libibp; do
-    if [ $how = plain ]; then
-      run "$exe"
-    else
-      run IBP_WAIT_READY=1 "$ibp" run --sim --regions min=1M,name=user \
-        --stats "$work/static.json" -- "$exe"
-    fi
-    [ "$rc" -ne 0 ] || fail "$how: exit 0 with NVIDIA's static runtime"
-    [ "$rc" -ne 127 ] && [ "$rc" -lt 128 ] || fail "$how: exit $rc"
-    n=$(grep -c '^\[simcuda\]' "$err")
-    [ "$n" -eq 1 ] || fail "$how: $n simulated-driver lines: $(cat "$err")"
-    grep -q "$line" "$err" || fail "$how: no explanation: $(cat "$err")"
-    eval "rc_$how=\$rc"
-    cp "$out" "$work/static.$how.out"
-  done
-  [ "$rc_plain" = "$rc_libibp" ] ||
-    fail "exit $rc_plain without libibp, $rc_libibp with"
+  static_run plain
+  rc_plain=$rc
+  static_run libibp
+  [ "$rc_plain" = "$rc" ] || fail "exit $rc_plain without libibp, $rc with"
   cmp -s "$work/static.plain.out" "$work/static.libibp.out" ||
     fail "stdout differs with libibp"
 }
