@@ -121,13 +121,24 @@ CUresult CUDAAPI cuGetProcAddress(const char *symbol, void **pfn,
 }
 
 /* NVIDIA's private tables are never reimplemented (docs/ARCHITECTURE.md,
- * "The GPU-less substrate"). */
+ * "The GPU-less substrate").  Only NVIDIA's own runtime asks for them -- the
+ * static cudart nvcc links by default, or NVIDIA's libcudart.so -- and it
+ * cannot work without them, so the first request in the process says so,
+ * and what to do, in one line on stderr. */
 CUresult CUDAAPI cuGetExportTable(const void **ppExportTable,
                                   const CUuuid *pExportTableId) {
   SCU_API_NOINIT("cuGetExportTable");
   (void)pExportTableId;
   if (ppExportTable)
     *ppExportTable = NULL;
+  static int told;
+  if (!__atomic_exchange_n(&told, 1, __ATOMIC_RELAXED))
+    scu_log("this program uses NVIDIA's CUDA runtime (nvcc's default static "
+            "cudart, or NVIDIA's libcudart.so), which needs driver tables "
+            "the simulated GPU does not have (cuGetExportTable): rebuild it "
+            "with 'nvcc -cudart shared' and run it with the simulated "
+            "libcudart.so.13 (ibp run --sim; docs/USING.md, \"Running your "
+            "own program on the simulated GPU\")");
   SCU_RETURN(CUDA_ERROR_NOT_SUPPORTED);
 }
 

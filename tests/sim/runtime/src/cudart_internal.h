@@ -141,4 +141,11 @@ cudaError_t cudartsim__launch_host_func(cudaStream_t stream, cudaHostFn_t fn,
 cudaError_t cudartsim__event_record(cudaEvent_t event, cudaStream_t stream,
                                     unsigned int flags, int with_flags, int pt);
 
+/* launch.c: a launch of the kernel whose host stub is `func` (both
+ * cudaLaunchKernel exports): the simulated GPU runs no program's kernels, so
+ * cudaErrorNoKernelImageForDevice for a registered one (explained once on
+ * stderr), cudaErrorInvalidDeviceFunction for anything else; recorded as the
+ * last error. */
+cudaError_t cudartsim__launch_stub(const void *func);
+
 #endif

@@ -5,7 +5,8 @@
 #    libcuda and no undefined driver (cu*) symbol: it reaches the driver only
 #    through dlopen/dlsym;
 #  - the static archive: no undefined driver symbol either, and every global
-#    symbol it defines is a CUDA API name or carries the internal prefix
+#    symbol it defines is a CUDA API name (or one of the __cuda* names
+#    nvcc's generated code calls) or carries the internal prefix
 #    (sanitizer builds add their own __asan/__odr_asan symbols).
 # usage: check_exports.sh <libcudart.so.13> <libcudart.map> <libcudart_sim_static.a>
 set -u
@@ -40,7 +41,7 @@ cu_undef=$(nm -D --undefined-only "$lib" | awk '{ print $NF }' | grep -E '^cu[A-
 cu_undef=$(nm --undefined-only "$archive" 2>/dev/null | awk 'NF { print $NF }' | grep -E '^cu[A-Z]')
 [ -z "$cu_undef" ] || die "the static archive references driver symbols: $cu_undef"
 stray=$(nm --defined-only -g "$archive" 2>/dev/null | awk 'NF == 3 { print $3 }' |
-  grep -Ev '^(cuda[A-Z][A-Za-z0-9]*(_ptds|_ptsz)?|cudartsim__[a-z0-9_]+)$' |
+  grep -Ev '^((__)?cuda[A-Z][A-Za-z0-9]*(_ptds|_ptsz)?|cudartsim__[a-z0-9_]+)$' |
   grep -Ev '^__(odr_asan|asan|ubsan|sanitizer)')  # sanitizer instrumentation
 [ -z "$stray" ] || die "the static archive defines unprefixed globals: $stray"
 
