@@ -19,22 +19,46 @@
 #
 # Needs nvcc (/usr/local/cuda/bin or PATH) and nvdisasm, which CUDA 13's
 # toolkit here lacks: $NVDISASM, nvdisasm on PATH, or the one --fetch put
-# in ~/.cache/ibp (Debian bookworm's non-free nvidia-cuda-toolkit 11.8,
-# downloaded with a private apt configuration and unpacked there, nothing
-# installed).  nvdisasm 11.8 reads CUDA 13's sm_90 cubins once their ELF
-# ABI version and flags are rewritten to the old values (done on a copy).
+# in ~/.cache/ibp (Debian's non-free nvidia-cuda-toolkit -- 11.8 on
+# bookworm -- downloaded from the machine's own apt sources, with the
+# non-free component added to a private copy of them, and unpacked there;
+# nothing installed, the system's apt configuration untouched).  nvdisasm
+# 11.8 reads CUDA 13's sm_90 cubins once their ELF ABI version and flags
+# are rewritten to the old values (done on a copy).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 CACHE=${XDG_CACHE_HOME:-$HOME/.cache}/ibp
+
+# The machine's apt sources (one-line .list and deb822 .sources files), as
+# apt reads them, copied to dir $1 with "non-free" added to every entry
+# that has the "main" component: the same archives, one component more.
+private_sources() {
+  local out=$1 etc f
+  etc=$(apt-config shell E Dir::Etc/d | sed "s/^E='\(.*\)'$/\1/")
+  etc=${etc:-/etc/apt/}
+  mkdir -p "$out/parts"
+  : >"$out/sources.list"
+  [[ -f ${etc}sources.list ]] && add_non_free <"${etc}sources.list" \
+    >"$out/sources.list"
+  for f in "${etc}"sources.list.d/*.list "${etc}"sources.list.d/*.sources; do
+    [[ -f $f ]] && add_non_free <"$f" >"$out/parts/$(basename "$f")"
+  done
+  return 0
+}
+
+add_non_free() {
+  sed -E \
+    -e '/^[[:space:]]*deb(-src)?[[:space:]]/{/[[:space:]]main([[:space:]]|$)/{/[[:space:]]non-free([[:space:]]|$)/!s/[[:space:]]*$/ non-free/}}' \
+    -e '/^Components:/{/[[:space:]]main([[:space:]]|$)/{/[[:space:]]non-free([[:space:]]|$)/!s/[[:space:]]*$/ non-free/}}'
+}
 
 fetch_nvdisasm() {
   local tmp
   tmp=$(mktemp -d)
   mkdir -p "$tmp/lists/partial" "$tmp/cache/archives/partial" "$CACHE"
-  echo "deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg]" \
-    "http://deb.debian.org/debian bookworm non-free" >"$tmp/sources.list"
-  local opts=(-o "Dir::Etc::sourcelist=$tmp/sources.list"
-    -o Dir::Etc::sourceparts=/dev/null -o "Dir::State::Lists=$tmp/lists"
+  private_sources "$tmp/etc"
+  local opts=(-o "Dir::Etc::sourcelist=$tmp/etc/sources.list"
+    -o "Dir::Etc::sourceparts=$tmp/etc/parts" -o "Dir::State::Lists=$tmp/lists"
     -o "Dir::Cache=$tmp/cache")
   apt-get "${opts[@]}" update >/dev/null
   (cd "$tmp" && apt-get "${opts[@]}" download nvidia-cuda-toolkit >/dev/null)

@@ -5,7 +5,10 @@
 # and a file may include the headers of its own directory and of the
 # directories before it, never of one after it.  registry/ depends on
 # nothing of the project's: it includes only its own headers; nor does
-# profile/ (its headers are included as "profile/...").  Includes are
+# profile/ (its headers are included as "profile/...").  Of the project
+# outside its layers, preload/ includes only registry/, config/,
+# profile/profile.h, kernels/ibp_kernels.h, kernels/ibp_fatbin.h and
+# ibp/ (the public headers).  Includes are
 # read from the source with comments stripped.
 #   preload_layers.sh <source root>
 . "$(CDPATH= cd -- "$(dirname -- "$0")" && pwd)/lib.sh"
@@ -22,6 +25,7 @@ rank() { # rank NAME: position in $layers (1-based), 0 when not a layer
 }
 
 inc='^[[:space:]]*#[[:space:]]*include[[:space:]]*"'
+outside='^(registry/[^/]+|config/[^/]+|profile/profile\.h|kernels/ibp_kernels\.h|kernels/ibp_fatbin\.h|ibp/[^/]+)$'
 files "$root/preload" > "$tmp/files"
 while read -r f; do
   dir=${f#"$root/preload/"}
@@ -38,6 +42,14 @@ while read -r f; do
     if [ "$r" -gt "$own" ]; then
       violation "$f" "$line" "preload/$dir may not include preload/$target (layers: $layers)"
     fi
+  done < "$tmp/incs"
+  # Outside preload/: only the modules the dependency rule names.
+  strip "$f" 1 | grep -nE -- "$inc"'[^"]*/' |
+    sed -E 's/^([0-9]+):[^"]*"([^"]*)".*/\1 \2/' > "$tmp/incs"
+  while read -r line header; do
+    [ "$(rank "${header%%/*}")" != 0 ] && continue
+    printf '%s\n' "$header" | grep -qE -- "$outside" ||
+      violation "$f" "$line" "preload/ may include of the project, besides its layers, only registry/, config/, profile/profile.h, kernels/ibp_kernels.h, kernels/ibp_fatbin.h and ibp/ (docs/ARCHITECTURE.md, \"Dependency rule\")"
   done < "$tmp/incs"
 done < "$tmp/files"
 

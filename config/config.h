@@ -89,8 +89,10 @@ typedef struct ibp_rule {
                         0 = auto (default: the codec's search) */
   ibp_mode mode;     /* default IBP_MODE_SHADOW */
   ibp_track track;   /* default IBP_TRACK_PROTECT */
-  unsigned index;    /* 1-based position in ibp_config.rules */
-  int is_auto; /* written as `auto`: warnings name it so (docs/CONFIG.md) */
+  int wc;         /* wc=yes: write-combined allocations too (default 0: left to
+                     the driver, docs/CONFIG.md) */
+  unsigned index; /* 1-based position in ibp_config.rules */
+  int is_auto;    /* written as `auto`: warnings name it so (docs/CONFIG.md) */
 } ibp_rule;
 
 /* IBP_PATH: which of libibp's two ways of serving one copy the gate may

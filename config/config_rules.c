@@ -1,6 +1,7 @@
 /* IBP_REGIONS rules: the key=value grammar, rule validation and matching. */
 #include "config_internal.h"
 
+#include <stdio.h>
 #include <string.h>
 
 #include "ibp/chunk_widths.h"
@@ -146,6 +147,17 @@ static int parse_track_key(ibp__span value, ibp__span token,
   return 0;
 }
 
+static int parse_wc_key(ibp__span value, ibp__span token, const ibp__where *w,
+                        ibp_rule *rule) {
+  if (ibp__word_is(value, "yes"))
+    rule->wc = 1;
+  else if (ibp__word_is(value, "no"))
+    rule->wc = 0;
+  else
+    return ibp__fail(w, token, "wc must be yes or no");
+  return 0;
+}
+
 static int parse_clusters_key(ibp__span value, ibp__span token,
                               const ibp__where *w, ibp_rule *rule) {
   static const char range[] = "clusters must be auto or a whole number "
@@ -175,12 +187,24 @@ static const key_entry keys[] = {
     {"chunk", parse_chunk_key},
     {"threshold", parse_threshold_key},
     {"sample", parse_sample_key},
+    {"clusters", parse_clusters_key},
     {"mode", parse_mode_key},
     {"track", parse_track_key},
-    {"clusters", parse_clusters_key},
+    {"wc", parse_wc_key},
 };
 
 enum { n_keys = sizeof keys / sizeof keys[0] };
+
+/* "unknown key; expected size, min, ... or wc": the names of keys[]. */
+static void unknown_key_message(char *msg, size_t cap) {
+  size_t n = (size_t)snprintf(msg, cap, "unknown key; expected ");
+  for (int i = 0; i < n_keys && n < cap; i++)
+    n += (size_t)snprintf(msg + n, cap - n, "%s%s",
+                          i == 0            ? ""
+                          : i == n_keys - 1 ? " or "
+                                            : ", ",
+                          keys[i].key);
+}
 
 static int find_key(ibp__span key) {
   for (int i = 0; i < n_keys; i++)
@@ -197,11 +221,11 @@ static int parse_pair(ibp__span pair, const ibp__where *w, ibp_rule *rule,
   if (!value.p)
     return ibp__fail(w, pair, "expected key=value");
   int k = find_key(key);
-  if (k < 0)
-    return ibp__fail(w, pair,
-                     "unknown key; expected size, min, nth, name, "
-                     "tensor, chunk, threshold, sample, clusters, "
-                     "mode or track");
+  if (k < 0) {
+    char msg[256];
+    unknown_key_message(msg, sizeof msg);
+    return ibp__fail(w, pair, msg);
+  }
   if (*seen & (1u << k))
     return ibp__fail(w, pair, "key given twice in one rule");
   *seen |= 1u << k;

@@ -16,6 +16,7 @@
 #include "serve/context.h"
 #include "serve/region.h"
 #include "stats/discover.h"
+#include "stats/stats.h"
 #include "track/track.h"
 
 static _Atomic uint64_t pinned_allocations; /* for rules with nth= */
@@ -147,9 +148,15 @@ static void pinned_released(void *p) {
 }
 
 /* A pinned allocation (flags: cuMemHostAlloc's): libibp's own memory for
- * a compact rule where it can keep one here, else the driver's. */
+ * a compact rule where it can keep one here, else the driver's.  A
+ * write-combined one is the driver's alone unless its rule says wc=yes
+ * (the CPU reads it uncached: preparing it would crawl). */
 static CUresult host_alloc(void **pp, size_t n, unsigned flags, int legacy) {
   const ibp_rule *rule = pp ? rule_for(n) : NULL;
+  if (rule && (flags & CU_MEMHOSTALLOC_WRITECOMBINED) && !rule->wc) {
+    ibp__stats_left_write_combined(n);
+    rule = NULL;
+  }
   CUcontext ctx = NULL;
   const ibp_driver *d = ibp__driver();
   /* the driver's answer without a context is its own error */

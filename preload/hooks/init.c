@@ -72,3 +72,12 @@ int ibp__active(void) {
   pthread_once(&start_once, start);
   return active;
 }
+
+/* A program's first driver call: libibp starts there too (the exit report
+ * of a program that only queries its devices says what it saw, not "no
+ * CUDA activity"). */
+CUresult ibp__hook_cuInit(unsigned flags) {
+  if (!ibp__guard)
+    (void)ibp__active();
+  return ibp__real_cuInit(flags);
+}

@@ -25,6 +25,7 @@
 
 #include "base/base.h"
 #include "base/log.h"
+#include "ibp/codec.h"
 #include "stats/path.h"
 
 #define MAX_ALLOCS 1024
@@ -38,6 +39,19 @@
 #define MIN_TENSOR_BYTES 64u
 #define DEFAULT_TENSOR 4096u
 #define SEEN_BITS (1u << 22) /* the Bloom filter of copies seen: 512 KiB */
+/* The tensor sizes tried on a buffer's bytes (the codec's own search on a
+ * sample, as `ibp analyze` measures): powers of two from 256 B to 64 KiB
+ * and a few divisors of its copies' sizes. */
+#define TRY_MIN 256u
+#define TRY_MAX (64u << 10)
+#define MAX_TRIES 16
+#define TRY_STATS_BYTES ((uint64_t)256 << 10) /* the statistics' sample */
+#define TRY_EVAL_BYTES ((uint64_t)64 << 10)   /* the search's */
+/* Within this share of the best saving (a point), the size nearest
+ * DEFAULT_TENSOR is taken; rules share a tensor size when each loses at most
+ * this. */
+#define TRY_TIE 0.01
+#define SHARE_LOSS 0.01
 
 typedef struct alloc {
   uintptr_t base;
@@ -47,8 +61,15 @@ typedef struct alloc {
   uint64_t *chunk_hash; /* at the first copy, one per chunk; NULL: none */
   uint64_t chunk_bytes;
   unsigned chunks, changed; /* chunks; those that differ when compared */
-  uint64_t copies, copied, gcd, max_len;
-  uint64_t again; /* copies of an offset and length seen before */
+  uint64_t copies, copied, gcd, max_len, min_len;
+  /* gcd of the copies' offsets and of the lengths of those that do not
+   * end at the allocation's end: the tensor sizes every copy fits (0:
+   * every copy is the whole allocation, any size fits) */
+  uint64_t fit_gcd;
+  unsigned tries; /* tensor sizes tried on its bytes (0: not yet) */
+  uint32_t try_tensor[MAX_TRIES];
+  double try_saved[MAX_TRIES]; /* share of its bytes saved, metadata in */
+  uint64_t again;              /* copies of an offset and length seen before */
   uint64_t size_len[EXACT_SIZES], size_count[EXACT_SIZES];
   unsigned sizes;    /* distinct lengths in size_len (<= EXACT_SIZES) */
   int many_sizes;    /* more than EXACT_SIZES: the histogram below */
@@ -136,6 +157,108 @@ static int seen_before(const alloc *a, uint64_t off, uint64_t n) {
   return all;
 }
 
+/* ---- the tensor size, by what it saves ---------------------------------- */
+
+/* Whether every copy of a fits tensors of t bytes: each starts on a tensor
+ * and ends on one or at the allocation's end (whose partial tensor is
+ * stored raw), and the buffer holds enough of them to learn from. */
+static int fits(const alloc *a, uint64_t t) {
+  return t >= MIN_TENSOR_BYTES && t <= IBP_CONFIG_MAX_TENSOR &&
+         (a->fit_gcd == 0 || a->fit_gcd % t == 0) && a->bytes / t >= 64;
+}
+
+static void add_try(alloc *a, uint64_t t) {
+  if (!fits(a, t) || t > TRY_MAX || a->tries == MAX_TRIES)
+    return;
+  for (unsigned i = 0; i < a->tries; i++)
+    if (a->try_tensor[i] == t)
+      return;
+  a->try_tensor[a->tries++] = (uint32_t)t;
+}
+
+/* The share of a's bytes that tensors of t bytes save: the codec's own
+ * search (Mask/Bitval, chunk width, threshold) on a sample of its tensors,
+ * less the metadata (two tensors' worth and a flag bit per tensor, as
+ * `ibp analyze` counts it); the tail past the last whole tensor saves
+ * nothing.  -1 when the search fails. */
+static double trial(const alloc *a, uint32_t t) {
+  uint64_t n = a->bytes / t, whole = n * t;
+  /* at least 64 tensors learnt from and 8 measured: fewer would find
+   * invariant bits that are not */
+  uint64_t stats = TRY_STATS_BYTES > 64u * t ? TRY_STATS_BYTES : 64u * t;
+  uint64_t eval = TRY_EVAL_BYTES > 8u * t ? TRY_EVAL_BYTES : 8u * t;
+  ibp_search_options o = {
+      .chunk_bytes = 0,
+      .threshold = -1,
+      .sampling = {.fraction =
+                       whole > stats ? (double)stats / (double)whole : 0},
+      .eval_max_bytes = eval,
+      .threads = 1,
+  };
+  ibp_params p;
+  ibp_search_report r;
+  if (ibp_search((const void *)a->base, n, t, &o, &p, &r) != IBP_OK)
+    return -1.0;
+  ibp_params_free(&p);
+  double best = 0;
+  for (unsigned c = 0; c < IBP_CHUNK_WIDTH_COUNT; c++)
+    best = r.best_saved[c] > best ? r.best_saved[c] : best;
+  double meta = 2.0 * t + (double)((n + 7) / 8);
+  return (best * (double)whole - meta) / (double)a->bytes;
+}
+
+static const char *unsuited_usage(const alloc *a);
+
+/* Tries the candidate tensor sizes on a's bytes while they are there (at
+ * its release, or at exit): only for an allocation that would otherwise
+ * get a rule. */
+static void try_tensors(alloc *a) {
+  if (a->tries || unsuited_usage(a))
+    return;
+  for (uint64_t t = TRY_MIN; t <= TRY_MAX; t *= 2)
+    add_try(a, t);
+  uint64_t g = a->fit_gcd;
+  if (g) {
+    add_try(a, g);
+    add_try(a, ibp__discover_fit_tensor(g));
+    for (uint64_t k = 2; k <= 8; k++)
+      if (g % k == 0)
+        add_try(a, g / k);
+  }
+  unsigned kept = 0;
+  for (unsigned i = 0; i < a->tries; i++) {
+    double v = trial(a, a->try_tensor[i]);
+    if (v < -0.5)
+      continue;
+    a->try_tensor[kept] = a->try_tensor[i];
+    a->try_saved[kept++] = v;
+  }
+  a->tries = kept;
+}
+
+/* How far t is from DEFAULT_TENSOR, on a log scale. */
+static unsigned distance(uint64_t t) {
+  unsigned lt = 63u - (unsigned)__builtin_clzll(t);
+  unsigned ld = 63u - (unsigned)__builtin_clzll(DEFAULT_TENSOR);
+  return (lt > ld ? lt - ld : ld - lt) * 2u + (t & (t - 1) ? 1u : 0u);
+}
+
+/* The share a saves with tensors of t bytes; -1 when t was not tried. */
+static double saved_with(const alloc *a, uint64_t t) {
+  for (unsigned i = 0; i < a->tries; i++)
+    if (a->try_tensor[i] == t)
+      return a->try_saved[i];
+  return -1.0;
+}
+
+/* The best share a saves with any tried size. */
+static double best_saved(const alloc *a) {
+  double b = -1.0;
+  for (unsigned i = 0; i < a->tries; i++)
+    b = a->try_saved[i] > b ? a->try_saved[i] : b;
+  return b;
+}
+
 /* ---- recording ----------------------------------------------------------- */
 
 static void report(void);
@@ -205,6 +328,7 @@ void ibp__discover_released(const void *p) {
   alloc *a = find_live((uintptr_t)p, 1);
   if (a && a->base == (uintptr_t)p) {
     compare(a);
+    try_tensors(a);
     a->live = 0;
   }
   pthread_mutex_unlock(&lock);
@@ -240,9 +364,15 @@ void ibp__discover_copy_slow(const void *src, size_t n, int unified) {
     a->copies++;
     a->copied += n;
     a->again += seen_before(a, (uintptr_t)src - a->base, n);
-    a->gcd = ibp__gcd(ibp__gcd(a->gcd, n), (uintptr_t)src - a->base);
+    uint64_t off = (uintptr_t)src - a->base;
+    a->gcd = ibp__gcd(ibp__gcd(a->gcd, n), off);
+    a->fit_gcd = ibp__gcd(a->fit_gcd, off);
+    if (off + n != a->bytes)
+      a->fit_gcd = ibp__gcd(a->fit_gcd, n);
     if (n > a->max_len)
       a->max_len = n;
+    if (!a->min_len || n < a->min_len)
+      a->min_len = n;
     count_length(a, n);
   }
   pthread_mutex_unlock(&lock);
@@ -270,28 +400,46 @@ typedef struct out {
   size_t n;
 } out;
 
+static void write_out(int fd, const char *p, size_t n) {
+  while (n > 0) {
+    ssize_t w = write(fd, p, n);
+    if (w <= 0)
+      return;
+    p += w;
+    n -= (size_t)w;
+  }
+}
+
+/* Appends to the line; a line longer than the buffer is written out in
+ * pieces, never cut (a suggested IBP_REGIONS line is pasted whole). */
 static void put(out *o, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 static void put(out *o, const char *fmt, ...) {
   const size_t cap = sizeof o->line - 1; /* the last byte: '\n' */
-  va_list ap;
+  va_list ap, again;
   va_start(ap, fmt);
+  va_copy(again, ap);
   int m = vsnprintf(o->line + o->n, cap - o->n, fmt, ap);
   va_end(ap);
+  if (m >= 0 && (size_t)m >= cap - o->n) {
+    write_out(o->fd, o->line, o->n); /* what came before, then the piece */
+    o->n = 0;
+    m = vsnprintf(o->line, cap, fmt, again);
+    if (m >= 0 && (size_t)m >= cap) {
+      va_end(again);
+      va_start(again, fmt);
+      vdprintf(o->fd, fmt, again);
+      m = 0;
+    }
+  }
+  va_end(again);
   if (m > 0)
-    o->n += (size_t)m < cap - o->n - 1 ? (size_t)m : cap - o->n - 1;
+    o->n += (size_t)m;
 }
 
 static void end_line(out *o) {
   o->line[o->n++] = '\n';
-  const char *p = o->line;
-  while (o->n > 0) {
-    ssize_t w = write(o->fd, p, o->n);
-    if (w <= 0)
-      break;
-    p += w;
-    o->n -= (size_t)w;
-  }
+  write_out(o->fd, o->line, o->n);
   o->n = 0;
 }
 
@@ -318,8 +466,8 @@ static void put_lengths(out *o, const alloc *a) {
     }
 }
 
-/* Why allocation a gets no rule, or NULL when it gets one. */
-static const char *unsuited(const alloc *a) {
+/* Why allocation a gets no rule by how the program used it, or NULL. */
+static const char *unsuited_usage(const alloc *a) {
   if (a->copies == 0)
     return "never copied to the device";
   if (a->copies < 2)
@@ -333,7 +481,15 @@ static const char *unsuited(const alloc *a) {
            "it gains little";
   if (a->bytes < MIN_REGION_BYTES)
     return "smaller than 1 MiB: not worth a region";
-  if (ibp__discover_fit_tensor(a->gcd) < MIN_TENSOR_BYTES)
+  return NULL;
+}
+
+/* Why allocation a gets no rule, or NULL when it gets one. */
+static const char *unsuited(const alloc *a) {
+  const char *why = unsuited_usage(a);
+  if (why)
+    return why;
+  if (!a->tries && ibp__discover_fit_tensor(a->gcd) < MIN_TENSOR_BYTES)
     return "its copies start or end on fewer than 64-byte boundaries: no "
            "tensor size fits them";
   return NULL;
@@ -347,13 +503,206 @@ static int unique_size(const alloc *a) {
   return 1;
 }
 
-static void put_rule(out *o, const alloc *a) {
-  if (unique_size(a))
-    put(o, "size=%" PRIu64, a->bytes);
+/* ---- the rules ------------------------------------------------------------
+ *
+ * As few as the guide would write (docs/USING.md, "Finding the regions"):
+ * the allocations worth a rule that are larger than every other one are
+ * taken by `min=` rules, largest first, one per run of sizes that share a
+ * tensor size (each losing at most SHARE_LOSS against its own best);
+ * the others by `size=` (all of one size, when no other allocation has
+ * it) or `nth=` and `size=`.  At most IBP_CONFIG_MAX_RULES. */
+
+typedef struct suggestion {
+  int by_min; /* min=<min>; else size=<size> (and nth=<nth>) */
+  uint64_t min, size, nth;
+  uint32_t tensor;
+  const alloc *member[MAX_ALLOCS]; /* the allocations it takes */
+  unsigned members;
+} suggestion;
+
+static suggestion rules_out[IBP_CONFIG_MAX_RULES];
+static unsigned n_rules, rules_dropped; /* rules; allocations left out */
+
+/* The tensor size that saves most over members [0, n) of m (bytes
+ * weighted), losing at most SHARE_LOSS against each member's own best
+ * (`strict`, weighted alike); the size nearest DEFAULT_TENSOR among those
+ * within TRY_TIE of it.  0: none. */
+static uint32_t common_tensor(const alloc *const *m, unsigned n, int strict) {
+  uint32_t pick = 0;
+  double pick_v = -1.0, top = -1.0, total = 0, bests = 0;
+  for (unsigned k = 0; k < n; k++) {
+    total += (double)m[k]->bytes;
+    bests += best_saved(m[k]) * (double)m[k]->bytes;
+  }
+  bests /= total;
+  for (int pass = 0; pass < 2; pass++)
+    for (unsigned i = 0; m[0]->tries && i < m[0]->tries; i++) {
+      uint32_t t = m[0]->try_tensor[i];
+      double v = 0;
+      unsigned k = 0;
+      for (; k < n; k++) {
+        double x = saved_with(m[k], t);
+        if (x < -0.5)
+          break;
+        v += x * (double)m[k]->bytes;
+      }
+      if (k < n)
+        continue;
+      v /= total;
+      if (strict && v < bests - SHARE_LOSS)
+        continue;
+      if (pass == 0) {
+        top = v > top ? v : top;
+      } else if (v >= top - TRY_TIE &&
+                 (!pick || distance(t) < distance(pick) ||
+                  (distance(t) == distance(pick) && v > pick_v))) {
+        pick = t;
+        pick_v = v;
+      }
+    }
+  return pick;
+}
+
+/* The tensor size of a rule of members m: the shared one, else (an
+ * allocation that could not be tried) what its copies fit. */
+static uint32_t rule_tensor(const alloc *const *m, unsigned n) {
+  uint32_t t = common_tensor(m, n, 0);
+  return t ? t : (uint32_t)ibp__discover_fit_tensor(m[0]->gcd);
+}
+
+static suggestion *new_rule(void) {
+  if (n_rules == IBP_CONFIG_MAX_RULES)
+    return NULL;
+  suggestion *r = &rules_out[n_rules++];
+  memset(r, 0, sizeof *r);
+  return r;
+}
+
+static void add_rule(const alloc *const *m, unsigned n, int by_min) {
+  suggestion *r = new_rule();
+  if (!r) {
+    rules_dropped += n;
+    return;
+  }
+  r->by_min = by_min && n > 1;
+  r->min = m[n - 1]->bytes;
+  r->size = m[0]->bytes;
+  r->nth = !by_min && n == 1 && !unique_size(m[0]) ? m[0]->nth : 0;
+  r->tensor = rule_tensor(m, n);
+  for (unsigned k = 0; k < n; k++)
+    r->member[r->members++] = m[k];
+}
+
+static int by_size_desc(const void *x, const void *y) {
+  const alloc *a = *(const alloc *const *)x, *b = *(const alloc *const *)y;
+  if (a->bytes != b->bytes)
+    return a->bytes > b->bytes ? -1 : 1;
+  return a->nth < b->nth ? -1 : a->nth > b->nth;
+}
+
+/* Whether an allocation without a rule has `bytes`. */
+static int other_has_size(uint64_t bytes) {
+  for (unsigned i = 0; i < n_allocs; i++)
+    if (unsuited(&table[i]) && table[i].bytes == bytes)
+      return 1;
+  return 0;
+}
+
+static void make_rules(void) {
+  static const alloc *m[MAX_ALLOCS];
+  unsigned n = 0;
+  uint64_t above = lost ? UINT64_MAX : 0; /* the largest without a rule */
+  n_rules = rules_dropped = 0;
+  for (unsigned i = 0; i < n_allocs; i++) {
+    if (!unsuited(&table[i]))
+      m[n++] = &table[i];
+    else if (table[i].bytes > above)
+      above = table[i].bytes;
+  }
+  qsort(m, n, sizeof *m, by_size_desc);
+  unsigned i = 0;
+  while (i < n && m[i]->bytes > above) { /* min= runs, largest first */
+    unsigned j = i + 1;
+    while (
+        j < n && m[j]->bytes > above &&
+        (m[j]->bytes == m[j - 1]->bytes || common_tensor(m + i, j + 1 - i, 1)))
+      j++;
+    add_rule(m + i, j - i, 1);
+    i = j;
+  }
+  while (i < n) { /* one size at a time */
+    unsigned j = i + 1;
+    while (j < n && m[j]->bytes == m[i]->bytes)
+      j++;
+    if (j - i > 1 && !other_has_size(m[i]->bytes) &&
+        common_tensor(m + i, j - i, 1)) {
+      add_rule(m + i, j - i, 0);
+      rules_out[n_rules - 1].nth = 0;
+    } else {
+      for (unsigned k = i; k < j; k++)
+        add_rule(m + k, 1, 0);
+    }
+    i = j;
+  }
+}
+
+static void put_rule(out *o, const suggestion *r, unsigned index) {
+  if (r->by_min)
+    put(o, "min=%" PRIu64, r->min);
+  else if (r->nth)
+    put(o, "nth=%" PRIu64 ",size=%" PRIu64, r->nth, r->size);
   else
-    put(o, "nth=%" PRIu64 ",size=%" PRIu64, a->nth, a->bytes);
-  put(o, ",tensor=%" PRIu64 ",name=pinned%" PRIu64,
-      ibp__discover_fit_tensor(a->gcd), a->nth);
+    put(o, "size=%" PRIu64, r->size);
+  put(o, ",tensor=%" PRIu32, r->tensor);
+  if (r->members == 1)
+    put(o, ",name=pinned%" PRIu64, r->member[0]->nth);
+  else
+    put(o, ",name=pinned_rule%u", index);
+}
+
+/* What each rule saves by the codec's trial, and where its allocations'
+ * last tensor is partial (its tail is stored and copied raw). */
+static void put_rule_notes(out *o, const suggestion *r, unsigned index) {
+  char h[32], h2[32];
+  double v = 0, best = 0, bytes = 0;
+  unsigned partial = 0, tried = 0;
+  for (unsigned k = 0; k < r->members; k++) {
+    const alloc *a = r->member[k];
+    double x = saved_with(a, r->tensor);
+    if (x > -0.5) {
+      v += x * (double)a->bytes;
+      best += best_saved(a) * (double)a->bytes;
+      bytes += (double)a->bytes;
+      tried++;
+    }
+    partial += a->bytes % r->tensor != 0;
+  }
+  put(o, "[ibp] discover: rule %u: %u allocation%s (%s", index, r->members,
+      r->members == 1 ? "" : "s",
+      ibp__human_bytes(r->member[r->members - 1]->bytes, h, 32));
+  if (r->members > 1)
+    put(o, " to %s", ibp__human_bytes(r->member[0]->bytes, h2, 32));
+  put(o, ")");
+  if (tried && bytes > 0)
+    put(o,
+        ", tensor=%" PRIu32 " saves %.1f%% of their bytes (the codec's "
+        "trial on a sample; the best size for each: %.1f%%)",
+        r->tensor, 100.0 * v / bytes, 100.0 * best / bytes);
+  end_line(o);
+  if (!partial)
+    return;
+  put(o,
+      "[ibp] discover: rule %u: the last tensor of %u of its allocations is "
+      "partial (not a multiple of %" PRIu32 " B), so its tail is stored and "
+      "copied raw:",
+      index, partial, r->tensor);
+  for (unsigned k = 0, shown = 0; k < r->members; k++)
+    if (r->member[k]->bytes % r->tensor && shown++ < 8)
+      put(o, " nth=%" PRIu64 " (%" PRIu64 " B)", r->member[k]->nth,
+          r->member[k]->bytes % r->tensor);
+  if (partial > 8)
+    put(o, " ...");
+  end_line(o);
 }
 
 /* Why the table is empty, or why nothing was copied from it. */
@@ -413,22 +762,42 @@ static void put_table(out *o, unsigned copied_from) {
  * time of copies the driver would do faster, and of CPU reads, for that
  * memory.  (Registered memory is the application's own: not offered.) */
 static void put_compact(out *o) {
+  unsigned n = 0;
+  const alloc *one = NULL;
   for (unsigned i = 0; i < n_allocs; i++) {
     const alloc *a = &table[i];
     if (unsuited(a) || a->registered || !a->compared || a->changed)
       continue;
+    one = n++ ? one : a;
+  }
+  if (!n)
+    return;
+  if (n == 1) {
     put(o,
         "[ibp] discover: allocation nth=%" PRIu64 " did not change after "
-        "its first copy: add mode=compact to its rule to keep only its "
-        "compressed bytes in host memory (its copies are then always "
-        "libibp's, and CPU reads of it rebuild pages; docs/CONFIG.md)",
-        a->nth);
-    end_line(o);
+        "its first copy: add mode=compact to its rule",
+        one->nth);
+  } else {
+    put(o, "[ibp] discover: %u allocations (nth=", n);
+    for (unsigned i = 0, k = 0; i < n_allocs; i++) {
+      const alloc *a = &table[i];
+      if (unsuited(a) || a->registered || !a->compared || a->changed)
+        continue;
+      if (k++ < 16)
+        put(o, "%s%" PRIu64, k > 1 ? "," : "", a->nth);
+    }
+    put(o,
+        "%s) did not change after their first copy: add mode=compact to "
+        "their rules",
+        n > 16 ? ",..." : "");
   }
+  put(o, " to keep only its compressed bytes in host memory (its copies are "
+         "then always libibp's, and CPU reads of it rebuild pages; "
+         "docs/CONFIG.md)");
+  end_line(o);
 }
 
 static void put_suggestions(out *o) {
-  unsigned rules = 0;
   for (unsigned i = 0; i < n_allocs; i++) {
     const char *why = unsuited(&table[i]);
     if (why && table[i].copies) {
@@ -437,29 +806,34 @@ static void put_suggestions(out *o) {
       end_line(o);
     }
   }
-  for (unsigned i = 0; i < n_allocs; i++) {
-    if (unsuited(&table[i]))
-      continue;
-    if (rules++ == 0)
-      put(o, "[ibp] discover: suggested rules (docs/USING.md, \"Finding the "
-             "regions\"):");
-    if (rules == 1) {
-      end_line(o);
-      put(o, "IBP_REGIONS='");
-    } else {
-      put(o, ";");
-    }
-    put_rule(o, &table[i]);
-  }
-  if (rules) {
-    put(o, "'");
-    end_line(o);
-    put_compact(o);
-  } else {
+  make_rules();
+  if (!n_rules) {
     put(o, "[ibp] discover: no allocation is worth a rule%s",
         n_allocs ? "" : " (an empty table: libibp cannot help this program)");
     end_line(o);
+    return;
   }
+  put(o, "[ibp] discover: suggested rules (docs/USING.md, \"Finding the "
+         "regions\"):");
+  end_line(o);
+  put(o, "IBP_REGIONS='");
+  for (unsigned k = 0; k < n_rules; k++) {
+    if (k)
+      put(o, ";");
+    put_rule(o, &rules_out[k], k + 1);
+  }
+  put(o, "'");
+  end_line(o);
+  for (unsigned k = 0; k < n_rules; k++)
+    put_rule_notes(o, &rules_out[k], k + 1);
+  if (rules_dropped) {
+    put(o,
+        "[ibp] discover: %u more allocation%s worth a rule left out: "
+        "IBP_REGIONS takes at most %d rules",
+        rules_dropped, rules_dropped == 1 ? "" : "s", IBP_CONFIG_MAX_RULES);
+    end_line(o);
+  }
+  put_compact(o);
 }
 
 static void report(void) {
@@ -469,8 +843,10 @@ static void report(void) {
   pthread_mutex_lock(&lock);
   unsigned copied_from = 0;
   for (unsigned i = 0; i < n_allocs; i++) {
-    if (table[i].live)
+    if (table[i].live) {
       compare(&table[i]);
+      try_tensors(&table[i]);
+    }
     copied_from += table[i].copies > 0;
   }
   out o = {.fd = STDERR_FILENO};

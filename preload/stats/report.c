@@ -79,6 +79,8 @@ static _Atomic(retired_node *) retired_head;
 static atomic_uint_fast64_t retired_seq;
 static atomic_int retired_lost; /* retire calls that found no memory */
 static atomic_int reported;
+/* write-combined allocations a rule matched, left to the driver */
+static _Atomic uint64_t wc_left, wc_left_bytes;
 
 void ibp__stats_keep_retired(const ibp_stat_row *row) {
   retired_node *n = malloc(sizeof *n);
@@ -784,6 +786,30 @@ static void note_compact(const ibp_stat_row *w) {
            1e-6 * (double)w->modelled_seconds_saved, w->copies_compact_driver);
 }
 
+void ibp__stats_left_write_combined(uint64_t bytes) {
+  atomic_fetch_add_explicit(&wc_left, 1, memory_order_relaxed);
+  atomic_fetch_add_explicit(&wc_left_bytes, bytes, memory_order_relaxed);
+}
+
+/* Write-combined allocations a rule matched but did not name: the CPU
+ * reads such memory uncached (many times slower), so compressing or
+ * refreshing one could take minutes; one line, however many. */
+static void note_write_combined(void) {
+  uint64_t n = atomic_load_explicit(&wc_left, memory_order_relaxed);
+  if (!n)
+    return;
+  char size[32];
+  human(size, sizeof size,
+        atomic_load_explicit(&wc_left_bytes, memory_order_relaxed));
+  ibp__log(IBP_LOG_WARN,
+           "stats: %" PRIu64 " write-combined pinned allocation%s (%s) "
+           "matched a rule and %s left to the driver: the CPU reads such "
+           "memory uncached, so compressing it would be slow; add wc=yes "
+           "to the rule to take %s (docs/CONFIG.md)",
+           n, n == 1 ? "" : "s", size, n == 1 ? "was" : "were",
+           n == 1 ? "it" : "them");
+}
+
 int ibp__stats_wanted(void) {
   return !atomic_load(&reported) && (ibp__cfg.stats == IBP_STATS_STDERR ||
                                      ibp__cfg.stats == IBP_STATS_JSON);
@@ -807,6 +833,7 @@ void ibp__stats_write(ibp_stat_row *live, size_t n, int live_incomplete) {
   else
     report_json(&l, &t);
   note_not_ready(&l, &t);
+  note_write_combined();
   for (size_t i = 0; i < l.n; i++) {
     note_gated(&l.v[i]);
     note_compact(&l.v[i]);

@@ -88,6 +88,11 @@ void ibp__stats_keep_retired(const ibp_stat_row *row);
  * calls do nothing. */
 void ibp__stats_write(ibp_stat_row *live, size_t n, int live_incomplete);
 
+/* A write-combined pinned allocation of `bytes` that a rule matched but
+ * did not ask for by wc=yes: left to the driver, and said once in the
+ * report (docs/CONFIG.md, `wc=`).  Lock-free. */
+void ibp__stats_left_write_combined(uint64_t bytes);
+
 /* Nonzero when a report will be written (IBP_STATS set, not yet written). */
 int ibp__stats_wanted(void);
 

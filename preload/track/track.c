@@ -7,10 +7,36 @@
  * kept here (ibp__mark_span), the same for both.
  */
 #include <stdatomic.h>
+#include <unistd.h>
 
 #include "base/log.h"
 #include "track/track.h"
 #include "track/track_private.h"
+
+int ibp__probed_available(_Atomic int *state, pthread_mutex_t *lock,
+                          int (*start)(void)) {
+  int a = atomic_load_explicit(state, memory_order_acquire);
+  if (a == IBP__PROBE_UNKNOWN) {
+    pthread_mutex_lock(lock);
+    a = atomic_load_explicit(state, memory_order_relaxed);
+    if (a == IBP__PROBE_UNKNOWN) {
+      a = start() ? IBP__PROBE_AVAILABLE : IBP__PROBE_UNAVAILABLE;
+      atomic_store_explicit(state, a, memory_order_release);
+    }
+    pthread_mutex_unlock(lock);
+  }
+  return a == IBP__PROBE_AVAILABLE;
+}
+
+uintptr_t ibp__page_size(void) {
+  static _Atomic uintptr_t pg;
+  uintptr_t p = atomic_load_explicit(&pg, memory_order_relaxed);
+  if (!p) {
+    p = (uintptr_t)sysconf(_SC_PAGESIZE);
+    atomic_store_explicit(&pg, p, memory_order_relaxed);
+  }
+  return p;
+}
 
 ibp__geom ibp__geom_of(const ibp_tracked *r) {
   uint64_t R = r->tensor_bytes;

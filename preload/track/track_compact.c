@@ -77,7 +77,6 @@
 #endif
 
 enum { PROTECTED = 0, WRITTEN = 1, RELEASED = 2 };
-enum { UNKNOWN = 0, AVAILABLE, UNAVAILABLE };
 
 /* The tracker's record of one region's pages [lo, hi). */
 typedef struct ibp_compact_pages {
@@ -107,16 +106,6 @@ static int thread_started;
 static ibp_tracked **table; /* the regions held, under lock */
 static size_t held, table_cap;
 static uint8_t *page_buf; /* the fault thread's rebuilds, under lock */
-
-static uintptr_t page_size(void) {
-  static _Atomic uintptr_t pg;
-  uintptr_t p = atomic_load_explicit(&pg, memory_order_relaxed);
-  if (!p) {
-    p = (uintptr_t)sysconf(_SC_PAGESIZE);
-    atomic_store_explicit(&pg, p, memory_order_relaxed);
-  }
-  return p;
-}
 
 /* ---- the descriptor ------------------------------------------------------ */
 
@@ -176,7 +165,7 @@ static void wake(uintptr_t lo, uintptr_t len) {
 /* Installs one page at `at` from buf; a page already there (a second
  * fault on it) is left as it is and its waiters woken. */
 static void install(uintptr_t at, const uint8_t *buf, int protect) {
-  uintptr_t pg = page_size();
+  uintptr_t pg = ibp__page_size();
   struct uffdio_copy c = {.dst = at,
                           .src = (uintptr_t)buf,
                           .len = pg,
@@ -199,7 +188,7 @@ static ibp_tracked *holder_of(uintptr_t a) {
 /* The tensors on page [a, a+pg) of t are written: dirty from now on. */
 static void mark_page(ibp_tracked *t, uintptr_t a) {
   ibp__geom g = ibp__geom_of(t);
-  uint64_t newly = ibp__mark_span(&g, a, a + page_size());
+  uint64_t newly = ibp__mark_span(&g, a, a + ibp__page_size());
   if (newly)
     atomic_fetch_add(&t->dirty_tensors, newly);
   atomic_fetch_add_explicit(&t->write_faults, 1, memory_order_relaxed);
@@ -208,7 +197,7 @@ static void mark_page(ibp_tracked *t, uintptr_t a) {
 /* The bytes of page a of t (region bytes rebuilt, the rest zero); 0, or -1
  * when the rebuild failed. */
 static int page_bytes(ibp_tracked *t, uintptr_t a, uint8_t *out) {
-  uintptr_t pg = page_size(), end = t->base + (uintptr_t)t->bytes;
+  uintptr_t pg = ibp__page_size(), end = t->base + (uintptr_t)t->bytes;
   memset(out, 0, pg);
   uintptr_t lo = a < t->base ? t->base : a, hi = a + pg < end ? a + pg : end;
   if (lo >= hi)
@@ -218,7 +207,7 @@ static int page_bytes(ibp_tracked *t, uintptr_t a, uint8_t *out) {
 
 static void on_fault(uintptr_t addr, uint64_t flags) {
   static int warned;
-  const uintptr_t pg = page_size(), a = addr & ~(pg - 1);
+  const uintptr_t pg = ibp__page_size(), a = addr & ~(pg - 1);
   pthread_mutex_lock(&lock);
   ibp_tracked *t = holder_of(a);
   if (!t) { /* unregistered since: its waiters retry on plain memory */
@@ -288,7 +277,7 @@ static void *fault_thread(void *arg) {
 /* A page of our own registered, read, written and scanned: the kernel does
  * what this file relies on. */
 static int probe(void) {
-  uintptr_t pg = page_size();
+  uintptr_t pg = ibp__page_size();
   char *m = mmap(NULL, pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
                  -1, 0);
   if (m == MAP_FAILED)
@@ -303,10 +292,10 @@ static int probe(void) {
   return ok ? 0 : -1;
 }
 
-static void start(void) {
+static int start(void) {
   int saved = errno;
   fd = open_fd();
-  page_buf = fd >= 0 ? malloc(page_size()) : NULL;
+  page_buf = fd >= 0 ? malloc(ibp__page_size()) : NULL;
   int ok = page_buf && probe() == 0;
   if (!ok) {
     if (fd >= 0)
@@ -322,20 +311,12 @@ static void start(void) {
              "userfaultfd serves user-mode faults only here: compact "
              "regions rely on the C library hooks for system calls that "
              "read or write them (docs/CONFIG.md, mode=compact)");
-  atomic_store(&availability, ok ? AVAILABLE : UNAVAILABLE);
   errno = saved;
+  return ok;
 }
 
 int ibp__track_compact_available(void) {
-  int a = atomic_load_explicit(&availability, memory_order_acquire);
-  if (a == UNKNOWN) {
-    pthread_mutex_lock(&lock);
-    if (atomic_load(&availability) == UNKNOWN)
-      start();
-    pthread_mutex_unlock(&lock);
-    a = atomic_load(&availability);
-  }
-  return a == AVAILABLE;
+  return ibp__probed_available(&availability, &lock, start);
 }
 
 /* ---- regions ------------------------------------------------------------- */
@@ -398,7 +379,7 @@ void ibp__compact_before_kernel(const void *addr, size_t len, int write) {
   /* Under the lock: the pages [lo, hi) this call relies on, and the hold
    * that keeps them as prepared until the call returns (a release or
    * re-protection after this sees it; one before it finished first). */
-  const uintptr_t pg = page_size();
+  const uintptr_t pg = ibp__page_size();
   uintptr_t lo = 0, hi = 0;
   int saved = errno;
   pthread_mutex_lock(&lock);
@@ -432,7 +413,7 @@ void ibp__compact_before_kernel(const void *addr, size_t len, int write) {
 }
 
 int ibp__compact_protect(ibp_tracked *t) {
-  const uintptr_t pg = page_size();
+  const uintptr_t pg = ibp__page_size();
   if (!t->compact || !t->dirty || !t->bytes || (t->base & (pg - 1)) ||
       !ibp__track_compact_available())
     return -1;
@@ -482,7 +463,7 @@ void ibp__compact_unprotect(ibp_tracked *t) {
   ibp_compact_pages *p = atomic_load(&t->pages);
   if (!p)
     return;
-  const uintptr_t pg = page_size();
+  const uintptr_t pg = ibp__page_size();
   int saved = errno;
   pthread_mutex_lock(&lock);
   /* every page back with its bytes (unless they are no longer wanted),
@@ -515,7 +496,7 @@ int ibp__compact_reprotect(ibp_tracked *t) {
   ibp_compact_pages *p = atomic_load(&t->pages);
   if (!p)
     return -1;
-  const uintptr_t pg = page_size();
+  const uintptr_t pg = ibp__page_size();
   int rc = 0, saved = errno;
   pthread_mutex_lock(&lock);
   if (atomic_load(&kaccess)) /* a hooked call writes there from the kernel */
@@ -541,7 +522,7 @@ int ibp__compact_still_protected(ibp_tracked *t, uintptr_t a, size_t len) {
   ibp_compact_pages *p = atomic_load(&t->pages);
   if (!p || !len)
     return p != NULL;
-  const uintptr_t pg = page_size();
+  const uintptr_t pg = ibp__page_size();
   uintptr_t lo = a < p->lo ? p->lo : a & ~(pg - 1);
   uintptr_t hi = a + len > p->hi ? p->hi : a + len;
   for (uintptr_t at = lo; at < hi; at += pg)
@@ -553,7 +534,7 @@ int ibp__compact_still_protected(ibp_tracked *t, uintptr_t a, size_t len) {
 /* Page k of p may go: PROTECTED and releasable (under lock, or as a first
  * look without it). */
 static int may_go(const ibp_tracked *t, const ibp_compact_pages *p, size_t k) {
-  const uintptr_t pg = page_size(), a = p->lo + k * pg;
+  const uintptr_t pg = ibp__page_size(), a = p->lo + k * pg;
   return atomic_load(&p->state[k]) == PROTECTED &&
          t->compact->releasable(t->compact->arg, a, pg);
 }
@@ -561,7 +542,7 @@ static int may_go(const ibp_tracked *t, const ibp_compact_pages *p, size_t k) {
 /* Drops the verified pages [k0, k1) of p that may still go. */
 static long drop(ibp_tracked *t, ibp_compact_pages *p, const uint8_t *ok,
                  size_t k0, size_t k1) {
-  const uintptr_t pg = page_size();
+  const uintptr_t pg = ibp__page_size();
   long n = 0;
   pthread_mutex_lock(&lock);
   if (atomic_load(&kaccess)) /* a hooked call relies on the pages: later */
@@ -589,7 +570,7 @@ long ibp__track_release(ibp_tracked *t) {
   ibp_compact_pages *p = atomic_load(&t->pages);
   if (!p || atomic_load(&t->kind) != IBP_TRACKER_KIND_COMPACT)
     return -1;
-  const uintptr_t pg = page_size();
+  const uintptr_t pg = ibp__page_size();
   uint8_t *buf = malloc(pg), ok[RELEASE_BATCH];
   if (!buf)
     return 0;
@@ -623,7 +604,7 @@ long long ibp__track_resident_bytes(const ibp_tracked *t) {
   ibp_compact_pages *p = atomic_load(&((ibp_tracked *)t)->pages);
   if (!p)
     return -1;
-  const uintptr_t pg = page_size();
+  const uintptr_t pg = ibp__page_size();
   unsigned char vec[1024];
   long long bytes = 0;
   for (uintptr_t a = p->lo; a < p->hi; a += sizeof vec * pg) {
@@ -653,5 +634,5 @@ void ibp__compact_after_fork_child(void) {
     close(fd);
   fd = -1;
   thread_started = 0;
-  atomic_store(&availability, UNKNOWN);
+  atomic_store(&availability, IBP__PROBE_UNKNOWN);
 }

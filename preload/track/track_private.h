@@ -5,8 +5,10 @@
 #ifndef IBP_PRELOAD_TRACK_PRIVATE_H
 #define IBP_PRELOAD_TRACK_PRIVATE_H
 
+#include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <stdint.h>
 
 #include "base/base.h"
 #include "track/track.h"
@@ -37,6 +39,17 @@ IBP_HIDDEN ibp__geom ibp__geom_of(const ibp_tracked *r);
  * caller does next (an mprotect that makes the page writable). */
 IBP_HIDDEN uint64_t ibp__mark_span(const ibp__geom *g, uintptr_t lo,
                                    uintptr_t hi);
+
+/* A tracker's availability, probed once by its start function (which
+ * returns nonzero when the tracker works here): the first caller runs
+ * start under `lock`, later ones read the answer (acquire).  A forked
+ * child sets *state back to IBP__PROBE_UNKNOWN to probe again. */
+enum { IBP__PROBE_UNKNOWN = 0, IBP__PROBE_AVAILABLE, IBP__PROBE_UNAVAILABLE };
+IBP_HIDDEN int ibp__probed_available(_Atomic int *state, pthread_mutex_t *lock,
+                                     int (*start)(void));
+
+/* The page size (sysconf, read once). */
+IBP_HIDDEN uintptr_t ibp__page_size(void);
 
 /* ---- track_protect.c: the mprotect + SIGSEGV tracker ----------------------
  * ibp__prot_X is track.h's ibp__track_X for regions it holds.  It holds at

@@ -71,8 +71,6 @@ typedef struct pm_scan {
 
 /* ---- the descriptors ----------------------------------------------------- */
 
-enum { UNKNOWN = 0, AVAILABLE, UNAVAILABLE };
-
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static _Atomic int availability;
 static int uffd = -1, pagemap = -1;
@@ -147,7 +145,7 @@ static int probe(void) {
   return ok ? 0 : -1;
 }
 
-static void start(void) {
+static int start(void) {
   int saved = errno;
   uffd = open_uffd();
   if (uffd >= 0)
@@ -164,37 +162,19 @@ static void start(void) {
            ok ? "userfaultfd (asynchronous write protection)"
               : "mprotect (no asynchronous userfaultfd write protection "
                 "or PAGEMAP_SCAN here)");
-  atomic_store(&availability, ok ? AVAILABLE : UNAVAILABLE);
   errno = saved;
+  return ok;
 }
 
 int ibp__uffd_available(void) {
-  int a = atomic_load_explicit(&availability, memory_order_acquire);
-  if (a == UNKNOWN) {
-    pthread_mutex_lock(&lock);
-    if (atomic_load(&availability) == UNKNOWN)
-      start();
-    pthread_mutex_unlock(&lock);
-    a = atomic_load(&availability);
-  }
-  return a == AVAILABLE;
+  return ibp__probed_available(&availability, &lock, start);
 }
 
 /* ---- regions ------------------------------------------------------------- */
 
-static uintptr_t page_size(void) {
-  static _Atomic uintptr_t pg;
-  uintptr_t p = atomic_load_explicit(&pg, memory_order_relaxed);
-  if (!p) {
-    p = (uintptr_t)sysconf(_SC_PAGESIZE);
-    atomic_store_explicit(&pg, p, memory_order_relaxed);
-  }
-  return p;
-}
-
 /* t's pages, [*lo, *hi). */
 static void pages_of(const ibp_tracked *t, uintptr_t *lo, uintptr_t *hi) {
-  uintptr_t pg = page_size();
+  uintptr_t pg = ibp__page_size();
   *lo = t->base & ~(pg - 1);
   *hi = (t->base + (uintptr_t)t->bytes + pg - 1) & ~(pg - 1);
 }
@@ -286,7 +266,7 @@ static int tracked(const ibp_tracked *t) {
 /* [a, a+len) as t's pages. */
 static void span_pages(const ibp_tracked *t, uintptr_t a, size_t len,
                        uintptr_t *lo, uintptr_t *hi) {
-  uintptr_t pg = page_size(), rlo, rhi;
+  uintptr_t pg = ibp__page_size(), rlo, rhi;
   pages_of(t, &rlo, &rhi);
   uintptr_t e = a + len < a ? UINTPTR_MAX : a + len;
   *lo = a & ~(pg - 1);
@@ -358,5 +338,5 @@ void ibp__uffd_after_fork_child(void) {
   if (pagemap >= 0)
     close(pagemap);
   uffd = pagemap = -1;
-  atomic_store(&availability, UNKNOWN);
+  atomic_store(&availability, IBP__PROBE_UNKNOWN);
 }

@@ -99,8 +99,10 @@ saves emb_gather "$KERNEL_PROFILE" $eg
 
 # ---- kv_blocks: 4096 blocks x layers loaded with cudaMemcpyBatchAsync --------
 # (discovery sees each entry of the batches, as libibp serves them)
+# (the tensor size by the codec's trial on the buffer's bytes: 512 B
+# saves most on its KV blocks)
 discover kv_blocks '^ +1 +64\.0 MiB +4096 +256\.0 MiB +4\.0x +no +64\.0 KiB x4096$' \
-  'size=67108864,tensor=4096,name=pinned1'
+  'size=67108864,tensor=512,name=pinned1'
 
 # ---- 2D copies: each row is a copy, as libibp serves them ------------------------
 run run --sim --discover -- "$PROG" 2d
@@ -109,6 +111,34 @@ checks=$((checks + 1))
 grep -Eq '^ +1 +2\.0 MiB +1536 +6\.0 MiB +3\.0x +no +4\.0 KiB x1536$' "$ERR" &&
   grep -q "^IBP_REGIONS='size=2097152,tensor=4096,name=pinned1'\$" "$ERR" ||
   fail "2D copies not seen: $(cat "$ERR")"
+
+# ---- 80 pinned buffers of varied sizes (bandwidthTest's shmoo mode): a few
+# min= rules, and the line fed back to ibp run is accepted and serves them
+for m in many many-mixed; do
+  run run --sim --discover -- "$PROG" $m
+  expect_eq "$m: exit status" "$rc" 0
+  rule=$(sed -n "s/^IBP_REGIONS='\(.*\)'\$/\1/p" "$ERR")
+  rules=$(printf '%s' "$rule" | tr ';' '\n' | grep -c .)
+  echo "$m: $rules rules, ${#rule} characters"
+  checks=$((checks + 1))
+  [ -n "$rule" ] && [ "$rules" -le 32 ] || fail "$m: no whole rule line: $(cat "$ERR")"
+  if [ $m = many ]; then
+    checks=$((checks + 1))
+    [ "$rules" -le 4 ] && printf '%s' "$rule" | grep -q '^min=' ||
+      fail "many: not covered by a few min= rules: '$rule'"
+  else
+    checks=$((checks + 1))
+    [ ${#rule} -gt 1022 ] && grep -q '^\[ibp\] discover: 48 more allocations worth a rule left out' "$ERR" ||
+      fail "many-mixed: no long line, or no note on the rule limit: '$rule'"
+  fi
+  IBP_WAIT_READY=1 IBP_PROFILE=$KERNEL_PROFILE run run --sim --regions "$rule" \
+    --stats "$FILES/$m.json" -- "$PROG" $m
+  expect_eq "$m with the rule: exit status" "$rc" 0
+  served=$(last_json copies_served "$FILES/$m.json")
+  checks=$((checks + 1))
+  [ "${served:-0}" -gt 0 ] || fail "$m: the suggested rules served nothing: $(cat "$ERR")"
+  rm -f "$FILES/$m.json"
+done
 
 # ---- copies only from pageable memory: the table, empty, and why ------------------
 run run --sim --discover -- "$PROG" pageable

@@ -4,6 +4,10 @@
  *                            memory (malloc): the table is empty and says why
  *   discover_prog 2d         copies rows of a 2 MiB pinned buffer with
  *                            cudaMemcpy2D, 3 times: discovery sees each row
+ *   discover_prog many       80 pinned buffers of varied sizes, each copied
+ *                            twice (one min= rule covers them)
+ *   discover_prog many-mixed the same after a larger buffer worth no rule
+ *                            (a rule each: more than IBP_REGIONS takes)
  *
  * It reaches the runtime with dlopen (the libcudart.so.13 that `ibp run
  * --sim` puts on the library path), so it builds without CUDA headers.
@@ -52,8 +56,46 @@ static int check(const runtime *rt, const void *dev, const unsigned char *want,
   return ok;
 }
 
+/* 80 pinned buffers of 1 MiB + k * 4 KiB, each copied whole twice and
+ * freed (bandwidthTest's shmoo mode); `mixed`: first a 2 MiB buffer
+ * copied once, larger than all of them (no rule), so that each of them
+ * needs a rule of its own.  Their bytes: small integers in 16-bit words,
+ * most of their bits the same in every word. */
+static int many(const runtime *rt, int mixed) {
+  void *dev = NULL;
+  const size_t most = (2u << 20);
+  if (rt->alloc(&dev, most) != 0)
+    return 1;
+  for (int k = mixed ? -1 : 0; k < 80; k++) {
+    size_t n = k < 0 ? most : (1u << 20) + (size_t)k * 4096;
+    unsigned char *host = NULL;
+    if (rt->host_alloc((void **)&host, n, 0) != 0)
+      return 1;
+    for (size_t i = 0; i < n; i += 2) {
+      host[i] = (unsigned char)((i * 2654435761u) >> 13) & 0x1f;
+      host[i + 1] = (unsigned char)(0x3c | ((i >> 12) & 1));
+    }
+    for (int pass = 0; pass < (k < 0 ? 1 : 2); pass++)
+      if (rt->copy(dev, host, n, HOST_TO_DEVICE) != 0)
+        return 1;
+    if (!check(rt, dev, host, n))
+      return 1;
+    rt->free_host(host);
+  }
+  rt->free_dev(dev);
+  printf("discover_prog: ok\n");
+  return 0;
+}
+
 int main(int argc, char **argv) {
   runtime rt;
+  if (argc > 1 && strncmp(argv[1], "many", 4) == 0) {
+    load(&rt);
+    int rc = many(&rt, strcmp(argv[1], "many-mixed") == 0);
+    if (rc)
+      fprintf(stderr, "discover_prog: many: failed\n");
+    return rc;
+  }
   const size_t n = 1 << 21, row = 4096, rows = n / row;
   int two_d = argc > 1 && strcmp(argv[1], "2d") == 0;
   load(&rt);

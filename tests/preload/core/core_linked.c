@@ -3,7 +3,9 @@
  * libibp's exported hooks (hooks/exports.c), so its pinned buffer becomes
  * a region and its host-to-device copies are served, exact.  The stats
  * check (core_linked.sh) requires copies served.  Passes without libibp
- * too. */
+ * too.  With --wc the buffer is write-combined.  With --query it only asks the
+ * driver about its devices (as deviceQueryDrv does): libibp still starts and
+ * writes its report. */
 #include <cuda.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -20,7 +22,34 @@
     }                                                                          \
   } while (0)
 
-int main(void) {
+/* --query: what deviceQueryDrv does -- only questions about the devices,
+ * none of which libibp hooks but cuInit (hooks/init.c). */
+static int query(void) {
+  int n = 0, version = 0, sms = 0;
+  char name[128];
+  size_t mem = 0;
+  CUdevice dev;
+  CK(cuInit(0));
+  CK(cuDriverGetVersion(&version));
+  CK(cuDeviceGetCount(&n));
+  for (int i = 0; i < n; i++) {
+    CK(cuDeviceGet(&dev, i));
+    CK(cuDeviceGetName(name, sizeof name, dev));
+    CK(cuDeviceTotalMem(&mem, dev));
+    CK(cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
+                            dev));
+  }
+  printf("core_linked: ok (%d device%s)\n", n, n == 1 ? "" : "s");
+  return 0;
+}
+
+int main(int argc, char **argv) {
+  if (argc > 1 && strcmp(argv[1], "--query") == 0)
+    return query();
+  /* --wc: the buffer is write-combined (cudaHostAllocWriteCombined) */
+  unsigned flags = argc > 1 && strcmp(argv[1], "--wc") == 0
+                       ? CU_MEMHOSTALLOC_WRITECOMBINED
+                       : 0;
   CUdevice dev;
   CUcontext ctx;
   void *host;
@@ -30,7 +59,7 @@ int main(void) {
   CK(cuDeviceGet(&dev, 0));
   CK(cuDevicePrimaryCtxRetain(&ctx, dev));
   CK(cuCtxSetCurrent(ctx));
-  CK(cuMemHostAlloc(&host, N, 0));
+  CK(cuMemHostAlloc(&host, N, flags));
   CK(cuMemAlloc(&d, COPY));
   uint8_t *h = host;
   for (size_t i = 0; i < N; i++)

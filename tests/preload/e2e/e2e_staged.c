@@ -72,6 +72,7 @@ static e2e_region regions[] = {
      .tensor = 1000,
      .alloc = E2E_HOST_ALLOC,
      .flags = cudaHostAllocWriteCombined,
+     .keys = "wc=yes", /* write-combined: served only when asked for */
      .data = E2E_BF16},
 };
 #define NREGIONS ((int)(sizeof regions / sizeof regions[0]))
