@@ -4,8 +4,10 @@
 
 #include <string.h>
 
+#include "base/clock.h"
 #include "base/driver.h"
 #include "serve/choose/gate.h"
+#include "serve/choose/streams.h"
 #include "serve/prepare/device.h"
 
 void ibp__batch_priors(const ibp_profile *p, const ibp_gate_copy *g, uint32_t n,
@@ -97,7 +99,8 @@ void ibp__batch_time_begin(ibp_batch_timed *t, int dev, CUcontext ctx,
   const int idle = ibp__stream_idle(stream);
   ibp__timing_begin(
       run->slot, run->ch, p, stream, t->cls, &t->choice, &model, 0,
-      1e3 * (p->driver_copy_call_us + p->driver_launch_call_us), idle, &run->t);
+      1e3 * (p->driver_copy_call_us + p->driver_launch_call_us), idle,
+      ibp__streams_ahead(dev, stream, ibp__clock_ns()), &run->t);
   t->rec = NULL;
 }
 
@@ -107,7 +110,7 @@ void ibp__batch_time_end(ibp_batch_timing_run *run, CUstream stream,
     ibp__timing_end(run->slot, run->ch, stream, &run->t, submitted);
 }
 
-int ibp__batch_time_alone(ibp_device_slot *slot, const ibp_profile *p,
+int ibp__batch_time_alone(ibp_device_slot *slot, int dev, const ibp_profile *p,
                           const ibp_copy *c, unsigned cls, const ibp_choice *x,
                           const ibp_route_cost prior[IBP_ROUTES]) {
   const ibp_driver *d = ibp__driver();
@@ -124,7 +127,8 @@ int ibp__batch_time_alone(ibp_device_slot *slot, const ibp_profile *p,
   const int idle = ibp__stream_idle(c->stream);
   ibp_timing t;
   ibp__timing_begin(slot, ch, p, c->stream, cls, x, &model, runtime,
-                    1e3 * p->driver_copy_call_us, idle, &t);
+                    1e3 * p->driver_copy_call_us, idle,
+                    ibp__streams_ahead(dev, c->stream, ibp__clock_ns()), &t);
   if (t.index < 0)
     return 1; /* not timed: the driver's copy all the same */
   CUresult e = d->cuMemcpyHtoDAsync(c->dst, c->src, c->bytes, c->stream);

@@ -86,7 +86,7 @@ void ibp__batch_time_end(ibp_batch_timing_run *run, CUstream stream,
  * two events on c->stream (whatever the stream's batch held is launched first:
  * the caller's).  0 when queued; 1: nothing was (the caller leaves the
  * copy to the driver). */
-int ibp__batch_time_alone(ibp_device_slot *slot, const ibp_profile *p,
+int ibp__batch_time_alone(ibp_device_slot *slot, int dev, const ibp_profile *p,
                           const ibp_copy *c, unsigned cls, const ibp_choice *x,
                           const ibp_route_cost prior[IBP_ROUTES]);
 

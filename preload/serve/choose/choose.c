@@ -18,14 +18,14 @@ static int is_open(const ibp_route_cost *c) {
   return c->cpu_ns > 0 || c->gpu_ns > 0;
 }
 
-unsigned ibp__choose_class_index(uint64_t bytes, int busy, int shared,
+unsigned ibp__choose_class_index(uint64_t bytes, int busy,
                                  ibp_class_mode mode) {
   unsigned size = bytes ? 63u - (unsigned)__builtin_clzll(bytes) : 0;
   if (size >= IBP_CHOOSE_SIZES)
     size = IBP_CHOOSE_SIZES - 1;
   if ((unsigned)mode >= IBP_CLASS_MODES)
     mode = IBP_CLASS_SINGLE;
-  const unsigned key = (size * 2 + (busy ? 1u : 0u)) * 2 + (shared ? 1u : 0u);
+  const unsigned key = size * 2 + (busy ? 1u : 0u);
   return key * IBP_CLASS_MODES + (unsigned)mode;
 }
 
@@ -201,8 +201,6 @@ ibp_route ibp__choose_decide(ibp_choose_class *k,
       k->explore_credit_ns + IBP_CHOOSE_EXPLORE_SHARE * est[go];
   double timing_credit =
       k->timing_credit_ns + IBP_CHOOSE_TIMING_SHARE * est[go];
-  if (!k->copies) /* a class's first copy is timed */
-    timing_credit += timing_ns;
   if (timing_credit > TIMING_CREDIT_MAX * timing_ns)
     timing_credit = TIMING_CREDIT_MAX * timing_ns;
   ibp_route take = go;
@@ -234,6 +232,15 @@ ibp_route ibp__choose_decide(ibp_choose_class *k,
   } else if ((timable >> go & 1) && timing_credit >= timing_ns) {
     out->timed = 1;
     timing_credit -= timing_ns;
+  } else if ((timable >> go & 1) && !judged(&k->route[go], now_ns) &&
+             k->copies >= k->unjudged_next) {
+    /* a choice the class has not measured (yet, or any more: its
+     * samples aged) is a bet on its prior: timed whatever the credit --
+     * the class's first copy, then one in IBP_CHOOSE_UNJUDGED_EVERY until
+     * judged */
+    out->timed = 1;
+    if (!dry)
+      k->unjudged_next = k->copies + IBP_CHOOSE_UNJUDGED_EVERY;
   }
   out->route = take;
   out->choice_ns = est[go];

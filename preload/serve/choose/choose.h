@@ -52,14 +52,12 @@ typedef enum ibp_class_mode {
 
 /* Size classes: floor(log2(bytes)), 0 .. IBP_CHOOSE_SIZES - 1 (larger
  * copies share the last).  A class is a size, whether the copy's stream was
- * busy, whether another stream's work shared the device's link when it was
- * decided (serve/choose/streams.h: what such a copy measures is compared
- * only with copies that shared it too), and how it came (the mode).  What
- * is known of the routes is kept per size, busy and shared (a *key*): a
- * single copy and a held one of the same size learn from each other's
- * timed copies of the routes both can take. */
+ * busy, and how it came (the mode).  What is known of the routes is kept
+ * per size and busy (a *key*): a single copy and a held one of the same
+ * size learn from each other's timed copies of the routes both can
+ * take. */
 #define IBP_CHOOSE_SIZES 40
-#define IBP_CHOOSE_KEYS (IBP_CHOOSE_SIZES * 2 * 2)
+#define IBP_CHOOSE_KEYS (IBP_CHOOSE_SIZES * 2)
 #define IBP_CHOOSE_CLASSES (IBP_CHOOSE_KEYS * IBP_CLASS_MODES)
 
 /* Below this many timed copies of a route in a class its ratios are not
@@ -78,6 +76,10 @@ typedef enum ibp_class_mode {
  * class's first copy, timed at once). */
 #define IBP_CHOOSE_EXPLORE_SHARE 0.01
 #define IBP_CHOOSE_TIMING_SHARE 0.002
+/* A chosen route with too few fresh timed copies to be judged is timed
+ * beyond the timing share: the class's first copy, then one in this many
+ * of the class. */
+#define IBP_CHOOSE_UNJUDGED_EVERY 8
 /* The exploration credit saved up at most, in explorations of the
  * cheapest alternative: a class whose alternatives all wait does not
  * save up for a burst of them. */
@@ -152,6 +154,8 @@ typedef struct ibp_choose_class {
   double explore_cap_ns;  /* the exploration credit saved up at most */
   double paused_until_ns; /* timing paused (an event call failed) */
   double pause_ns;        /* the next pause's length */
+  uint64_t unjudged_next; /* copies before an unjudged choice is timed
+                             beyond the share again */
 } ibp_choose_class;
 
 /* A decision. */
@@ -167,10 +171,9 @@ typedef struct ibp_choice {
   double est_ns[IBP_ROUTES]; /* each open route's estimate (0: closed) */
 } ibp_choice;
 
-/* The class of a copy of `bytes` bytes; busy: its stream had work queued;
- * shared: another stream's work shared the link. */
-unsigned ibp__choose_class_index(uint64_t bytes, int busy, int shared,
-                                 ibp_class_mode mode);
+/* The class of a copy of `bytes` bytes; busy: its stream had work
+ * queued. */
+unsigned ibp__choose_class_index(uint64_t bytes, int busy, ibp_class_mode mode);
 
 /* The key of class cls (the index of its routes' knowledge). */
 unsigned ibp__choose_key(unsigned cls);

@@ -168,6 +168,10 @@ static void read_sample(const ibp_driver *d, ibp_served_region *s,
     double lead = x->lead_model_ns * x->cpu_ns / x->cpu_model_ns;
     gpu -= lead < x->cpu_ns ? lead : x->cpu_ns;
   }
+  /* a span that shared the link waited for the other streams' work
+   * queued ahead of it: what the estimates say was left of it is not its
+   * route's (docs/ARCHITECTURE.md "The gate", contention) */
+  gpu -= x->ahead_ns;
   if (gpu < 0.05 * span)
     gpu = 0.05 * span;
   ibp_choose_class *k = &ch->cls[x->cls];
@@ -289,7 +293,7 @@ void ibp__timing_begin(ibp_device_slot *slot, ibp_chooser *ch,
                        const ibp_profile *p, CUstream stream, unsigned cls,
                        const ibp_choice *c, const ibp_route_cost *prior,
                        double runtime_ns, double lead_ns, int idle,
-                       ibp_timing *t) {
+                       double ahead_ns, ibp_timing *t) {
   const ibp_driver *d = ibp__driver();
   t->index = -1;
   if (!ch || cls >= IBP_CHOOSE_CLASSES)
@@ -307,6 +311,7 @@ void ibp__timing_begin(ibp_device_slot *slot, ibp_chooser *ch,
                              .cls = cls,
                              .route = c->route,
                              .idle = idle,
+                             .ahead_ns = ahead_ns,
                              .explore = c->explore,
                              .charged_ns = c->charged_ns,
                              .choice_ns = c->choice_ns,

@@ -22,22 +22,29 @@ static int valid(int dev) {
   return dev >= 0 && dev < IBP_MAX_DEVICES;
 }
 
-void ibp__streams_look(int dev, CUstream s, double now_ns, int *busy,
-                       int *shared) {
-  *busy = *shared = 0;
+int ibp__streams_busy(int dev, CUstream s, double now_ns) {
   if (!valid(dev))
-    return;
+    return 0;
+  int busy = 0;
+  pthread_mutex_lock(&lock);
+  for (int i = 0; i < STREAMS && !busy; i++)
+    busy = table[dev][i].stream == s && table[dev][i].end_ns > now_ns;
+  pthread_mutex_unlock(&lock);
+  return busy;
+}
+
+double ibp__streams_ahead(int dev, CUstream s, double now_ns) {
+  if (!valid(dev))
+    return 0;
+  double ahead = 0;
   pthread_mutex_lock(&lock);
   for (int i = 0; i < STREAMS; i++) {
     const stream_end *e = &table[dev][i];
-    if (e->end_ns <= now_ns)
-      continue;
-    if (e->stream == s)
-      *busy = 1;
-    else
-      *shared = 1;
+    if (e->stream != s && e->end_ns > now_ns)
+      ahead += e->end_ns - now_ns;
   }
   pthread_mutex_unlock(&lock);
+  return ahead;
 }
 
 void ibp__streams_queued(int dev, CUstream s, double now_ns, double est_ns) {

@@ -439,8 +439,8 @@ static double chunk_decode_us(const ibp_profile *p, const ibp_device_slot *slot,
 }
 
 int ibp__staged_plan(ibp_served_region *s, ibp_device_slot *slot, CUcontext ctx,
-                     int dev, const ibp_copy *c, const ibp_decompress_args *a,
-                     ibp_staged_plan *out) {
+                     int dev, const ibp_copy *c, int busy,
+                     const ibp_decompress_args *a, ibp_staged_plan *out) {
   const ibp_driver *d = ibp__driver();
   /* read once: the shadow's context may end meanwhile (serve/context.c) */
   const uint8_t *shadow = s->layout.shadow;
@@ -463,11 +463,9 @@ int ibp__staged_plan(ibp_served_region *s, ibp_device_slot *slot, CUcontext ctx,
   uint64_t cap = 0;
   const int usable = g ? !g->failed && (cap = g->bytes) > 0
                        : buffers_for(ibp__cfg.staging_bytes, &cap) > 0;
-  /* the stream still busy with earlier work: the application issues its
-   * copies back to back (asked in relaxed capture mode, as every call
-   * here: it must not invalidate another thread's capture) */
-  const int streaming =
-      usable && !c->sync && d->cuStreamQuery(c->stream) == CUDA_ERROR_NOT_READY;
+  /* the stream still busy with earlier work, by the chooser's estimates
+   * (no driver call): the application issues its copies back to back */
+  const int streaming = usable && !c->sync && busy;
   const ibp_profile *p = ibp__gate_profile(dev);
   if (g && usable)
     probe_read(d, s, slot);

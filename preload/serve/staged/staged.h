@@ -30,16 +30,18 @@ typedef struct ibp_staged_plan {
 
 /* Plans copy c of region s on device dev in context ctx, whose launch
  * arguments `a` are prepared (substitute.c, with `launching` held), and
- * models its decodes on the slot's staged launch shape.
- * Returns 0 and fills *out when the path can serve it: staging enabled and
- * allocated (allocated here on first use; a failure turns the path off in
- * ctx, with one warning), no refresh running, every tensor of the copy
- * placed.  The decodes are the model's, scaled by what the slot's last
- * measured decode took against the model (decode_scale): a region whose
- * data decodes slower than the profile's rate is planned as it runs. */
+ * models its decodes on the slot's staged launch shape.  busy: c's stream
+ * still runs earlier work, by the chooser's estimates (serve/choose/
+ * streams.h; no driver call): copies back to back overlap.
+ * Returns 0 and fills *out when the path can serve it: staging enabled
+ * (and not failed in ctx: its ring is made by the first staged copy), no
+ * refresh running, every tensor of the copy placed.  The decodes are the
+ * model's, scaled by what the slot's last measured decode took against
+ * the model (decode_scale): a region whose data decodes slower than the
+ * profile's rate is planned as it runs. */
 int ibp__staged_plan(ibp_served_region *s, ibp_device_slot *slot, CUcontext ctx,
-                     int dev, const ibp_copy *c, const ibp_decompress_args *a,
-                     ibp_staged_plan *out);
+                     int dev, const ibp_copy *c, int busy,
+                     const ibp_decompress_args *a, ibp_staged_plan *out);
 
 /* The launch of a planned copy: the kernel in the context, the device's
  * SMs, the copy's arguments and geometry (substitute.c prepares them). */

@@ -12,8 +12,6 @@
  *     batched class whose driver is 3x cheaper, entries of the
  *     application's batch (the H200's kv_blocks);
  *   - one copy 10x slower on the chosen route (a spike) changes nothing;
- *   - copies that shared the link with another stream are compared only
- *     with their like (their own class);
  *   - exploring an alternative that stays worse costs at most
  *     IBP_CHOOSE_EXPLORE_SHARE of the copies' time (plus one exploration),
  *     backs off, and the credit is capped;
@@ -328,42 +326,6 @@ static void test_spike(void) {
   CHECK(p.settled >= 0 && p.settled <= 200);
 }
 
-/* Two streams sharing the link: copies decided while another stream's
- * work ran are their own class (ibp__choose_class_index's `shared`), so
- * that the driver's copies measured 1.7x dearer there (the link halved)
- * leave the unshared class's estimates alone, and within the shared class
- * every route is compared with copies that shared it too. */
-static void test_shared_link(void) {
-  static ibp_choose_route know[IBP_CHOOSE_KEYS][IBP_ROUTES];
-  const unsigned alone =
-                     ibp__choose_class_index(1 << 20, 0, 0, IBP_CLASS_SINGLE),
-                 shared =
-                     ibp__choose_class_index(1 << 20, 0, 1, IBP_CLASS_SINGLE);
-  CHECK(ibp__choose_key(alone) != ibp__choose_key(shared));
-  ibp_choose_class a, b;
-  ibp__choose_routes_init(know[ibp__choose_key(alone)]);
-  ibp__choose_routes_init(know[ibp__choose_key(shared)]);
-  ibp__choose_class_init(&a, know[ibp__choose_key(alone)]);
-  ibp__choose_class_init(&b, know[ibp__choose_key(shared)]);
-  /* a kernel just cheaper than the driver; sharing slows both, the
-   * driver's copy engine more */
-  ibp_route_cost prior[IBP_ROUTES] = {
-      {2500, 80000, 0, 0}, {2800, 70000, 0, 0}, {0, 0, 0, 0}};
-  ibp_route_cost truth[IBP_ROUTES];
-  memcpy(truth, prior, sizeof truth);
-  truth[IBP_ROUTE_DRIVER].gpu_ns *= 1.7;
-  truth[IBP_ROUTE_ZEROCOPY].gpu_ns *= 1.2;
-  sim m;
-  sim_init(&m);
-  m.k = b;
-  run o = simulate(&m, prior, truth, 3000, IBP_ROUTE_ZEROCOPY, 1);
-  CHECK(o.settled == 0);
-  /* the unshared class still has the prior's estimates */
-  CHECK(fabs(ibp__choose_estimate(&a, IBP_ROUTE_DRIVER, &prior[0], m.now) -
-             80000) < 1);
-  CHECK(m.k.route[IBP_ROUTE_DRIVER].samples + m.k.route[1].samples > 0);
-}
-
 /* Estimates age: the kernel 4x slower sends the class to the driver; the
  * kernel recovers (its neighbour left), and once IBP_CHOOSE_AGE_NS has
  * passed the class is back on it within 50 copies -- not after the
@@ -490,8 +452,8 @@ static void test_timing_capped(void) {
  * by single copies is 3x dearer for held ones too. */
 static void test_modes_share(void) {
   static ibp_choose_route know[IBP_CHOOSE_KEYS][IBP_ROUTES];
-  const unsigned one = ibp__choose_class_index(65536, 0, 0, IBP_CLASS_SINGLE),
-                 held = ibp__choose_class_index(65536, 0, 0, IBP_CLASS_BATCHED);
+  const unsigned one = ibp__choose_class_index(65536, 0, IBP_CLASS_SINGLE),
+                 held = ibp__choose_class_index(65536, 0, IBP_CLASS_BATCHED);
   CHECK(one != held && ibp__choose_key(one) == ibp__choose_key(held));
   ibp_choose_route *q = know[ibp__choose_key(one)];
   ibp__choose_routes_init(q);
@@ -643,6 +605,9 @@ static void test_rules(void) {
   ibp_choice c;
   CHECK(ibp__choose_decide(&m.k, tie, 0u, TIMING_NS, 1, 1, m.now, &c) ==
         IBP_ROUTE_DRIVER);
+  /* a class's first copy is timed (its choice a bet on the prior) */
+  ibp__choose_decide(&m.k, PRIOR, 15u, TIMING_NS, 1, 1, m.now, &c);
+  CHECK(c.timed);
   ibp_route_cost prior[IBP_ROUTES] = {
       {2500, 50000, 0, 0}, {0, 0, 0, 0}, {2800, 60000, 0, 0}};
   run o = simulate(&m, prior, prior, 1, IBP_ROUTE_DRIVER, 1);
@@ -694,35 +659,32 @@ static void test_dry(void) {
 }
 
 static void test_classes(void) {
-  CHECK(ibp__choose_class_index(1, 0, 0, IBP_CLASS_SINGLE) == 0);
-  CHECK(ibp__choose_class_index(4096, 1, 0, IBP_CLASS_BATCHED) !=
-        ibp__choose_class_index(4096, 0, 0, IBP_CLASS_BATCHED));
-  CHECK(ibp__choose_class_index(4096, 0, 1, IBP_CLASS_BATCHED) !=
-        ibp__choose_class_index(4096, 0, 0, IBP_CLASS_BATCHED));
-  CHECK(ibp__choose_class_index(4096, 0, 0, IBP_CLASS_SINGLE) ==
-        ibp__choose_class_index(8191, 0, 0, IBP_CLASS_SINGLE));
-  CHECK(ibp__choose_class_index(4096, 0, 0, IBP_CLASS_SINGLE) !=
-        ibp__choose_class_index(8192, 0, 0, IBP_CLASS_SINGLE));
-  CHECK(ibp__choose_class_index(UINT64_MAX, 1, 1, IBP_CLASS_APP_BATCH) <
+  CHECK(ibp__choose_class_index(1, 0, IBP_CLASS_SINGLE) == 0);
+  CHECK(ibp__choose_class_index(4096, 1, IBP_CLASS_BATCHED) !=
+        ibp__choose_class_index(4096, 0, IBP_CLASS_BATCHED));
+  CHECK(ibp__choose_class_index(4096, 0, IBP_CLASS_SINGLE) ==
+        ibp__choose_class_index(8191, 0, IBP_CLASS_SINGLE));
+  CHECK(ibp__choose_class_index(4096, 0, IBP_CLASS_SINGLE) !=
+        ibp__choose_class_index(8192, 0, IBP_CLASS_SINGLE));
+  CHECK(ibp__choose_class_index(UINT64_MAX, 1, IBP_CLASS_APP_BATCH) <
         IBP_CHOOSE_CLASSES);
-  /* every (size, busy, shared, mode) its own class; the modes of one
-   * size, busy and shared one key */
+  /* every (size, busy, mode) its own class; the modes of one size and
+   * busy one key */
   static unsigned char seen[IBP_CHOOSE_CLASSES];
   for (unsigned sz = 0; sz < IBP_CHOOSE_SIZES; sz++)
-    for (int b = 0; b < 2; b++)
-      for (int sh = 0; sh < 2; sh++) {
-        const unsigned key = ibp__choose_key(
-            ibp__choose_class_index(1ull << sz, b, sh, IBP_CLASS_SINGLE));
-        CHECK(key < IBP_CHOOSE_KEYS);
-        for (int mode = 0; mode < IBP_CLASS_MODES; mode++) {
-          unsigned c =
-              ibp__choose_class_index(1ull << sz, b, sh, (ibp_class_mode)mode);
-          CHECK(c < IBP_CHOOSE_CLASSES && !seen[c]);
-          if (c < IBP_CHOOSE_CLASSES)
-            seen[c] = 1;
-          CHECK(ibp__choose_key(c) == key);
-        }
+    for (int b = 0; b < 2; b++) {
+      const unsigned key = ibp__choose_key(
+          ibp__choose_class_index(1ull << sz, b, IBP_CLASS_SINGLE));
+      CHECK(key < IBP_CHOOSE_KEYS);
+      for (int mode = 0; mode < IBP_CLASS_MODES; mode++) {
+        unsigned c =
+            ibp__choose_class_index(1ull << sz, b, (ibp_class_mode)mode);
+        CHECK(c < IBP_CHOOSE_CLASSES && !seen[c]);
+        if (c < IBP_CHOOSE_CLASSES)
+          seen[c] = 1;
+        CHECK(ibp__choose_key(c) == key);
       }
+    }
 }
 
 int main(void) {
@@ -737,7 +699,6 @@ int main(void) {
   test_driver_too_kind();
   test_batched_driver_cheaper();
   test_spike();
-  test_shared_link();
   test_aging();
   test_credit_capped();
   test_timing_paused();
