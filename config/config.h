@@ -133,15 +133,15 @@ typedef struct ibp_config {
   unsigned threads;    /* IBP_THREADS: compression threads, 1..64; 0 = auto
                           (a quarter of the CPUs, at least 1) */
   /* The staged path (docs/ARCHITECTURE.md "Staged copies"). */
-  uint64_t staging_bytes; /* IBP_STAGING: device memory per context for
-                             staged copies; 0 = none (the path is off) */
-  unsigned max_sms;       /* IBP_MAX_SMS: blocks a staged copy's decode
-                             uses, 1..4096 */
-  ibp_path path;          /* IBP_PATH: the GPU paths the gate may choose */
+  uint64_t staging_bytes;      /* IBP_STAGING: device memory per context for
+                                  staged copies; 0 = none (the path is off) */
+  unsigned max_sms;            /* IBP_MAX_SMS: blocks a staged copy's decode
+                                  uses, 1..4096 */
+  ibp_path path;               /* IBP_PATH: the GPU paths the gate may choose */
   ibp_force_route force_route; /* IBP_FORCE_ROUTE */
-  unsigned scanners;      /* IBP_SCANNERS: threads that scan held copies'
-                             pages ahead of their batched launch, 0..16
-                             (docs/ARCHITECTURE.md "Batched launches") */
+  unsigned scanners;           /* IBP_SCANNERS: threads that scan held copies'
+                                  pages ahead of their batched launch, 0..16
+                                  (docs/ARCHITECTURE.md "Batched launches") */
   /* IBP_PROFILE: a built-in device cost profile or a profile file
    * (docs/PROFILE.md), read by the interposer; "" = chosen per device */
   char profile[IBP_CONFIG_PATH_MAX];
