@@ -339,8 +339,7 @@ static void test_load_scalars(void) {
                            "IBP_PATH",    "staged", NULL};
   CHECK(load(nostage, &c, &e) == 0 && c.staging_bytes == 0 && c.max_sms == 1 &&
         c.path == IBP_PATH_STAGED);
-  CHECK(c.scanners == IBP_SCANNERS_DEFAULT &&
-        c.force_route == IBP_FORCE_NONE);
+  CHECK(c.scanners == IBP_SCANNERS_DEFAULT && c.force_route == IBP_FORCE_NONE);
   const char *force[] = {"IBP_FORCE_ROUTE", "staged", NULL};
   CHECK(load(force, &c, &e) == 0 && c.force_route == IBP_FORCE_STAGED);
   const char *fb[] = {"IBP_FORCE_ROUTE", "batched", NULL};
