@@ -159,6 +159,34 @@ static void space(ibp_choose_route *q) {
   q->wait = IBP_CHOOSE_WAIT_COPIES << q->backoff;
 }
 
+/* A route the class cannot time (not in `timable`) and has not measured
+ * is not believed cheaper than what it measured of the others: its
+ * estimate takes the dearest of their ratios, where above 1 (their calls
+ * and links are its calls and links too -- driver calls 4x dearer than
+ * modelled are so for every route; without it, a route never timed would
+ * win every copy once the others were measured dearer). */
+static void inherit(const ibp_choose_class *k,
+                    const ibp_route_cost prior[IBP_ROUTES], unsigned timable,
+                    double now_ns, double est[IBP_ROUTES]) {
+  double cr = 1.0, gr = 1.0;
+  for (int r = 0; r < IBP_ROUTES; r++) {
+    double c, g;
+    if (est[r] <= 0 || !judged(&k->route[r], now_ns))
+      continue;
+    ibp__choose_ratios(k, (ibp_route)r, now_ns, &c, &g);
+    cr = c > cr ? c : cr;
+    gr = g > gr ? g : gr;
+  }
+  for (int r = 0; r < IBP_ROUTES; r++) {
+    const ibp_route_cost *c = &prior[r];
+    if (est[r] <= 0 || (timable >> r & 1) || judged(&k->route[r], now_ns))
+      continue;
+    est[r] = (c->serial ? c->cpu_ns * cr + c->gpu_ns * gr
+                        : max2(c->cpu_ns * cr, c->gpu_ns * gr)) +
+             1e-9;
+  }
+}
+
 ibp_route ibp__choose_decide(ibp_choose_class *k,
                              const ibp_route_cost prior[IBP_ROUTES],
                              unsigned timable, double timing_ns, int learn,
@@ -187,6 +215,7 @@ ibp_route ibp__choose_decide(ibp_choose_class *k,
         model[r] > 0
             ? ibp__choose_estimate(k, (ibp_route)r, &prior[r], now_ns) + 1e-9
             : 0;
+  inherit(k, prior, timable, now_ns, out->est_ns);
   const double *est = out->est_ns;
   ibp_route go = smallest(est);
   /* hysteresis: the last choice stays while nearly as good, once the class

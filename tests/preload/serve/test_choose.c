@@ -628,6 +628,44 @@ static void test_rules(void) {
         IBP_ROUTE_DRIVER);
 }
 
+/* A route the class cannot time is not believed cheaper than the others
+ * measured: with every driver call 4x dearer than modelled, the driver
+ * and the kernel measure so, and the staged path (untimable here, its
+ * many calls modelled 7 us: dearer than the driver by its prior, cheaper
+ * than the driver as measured) is estimated with their ratio -- the class
+ * stays on the driver instead of moving every copy to it. */
+static void test_untimable_inherits(void) {
+  ibp_route_cost prior[IBP_ROUTES] = {
+      {2500, 1000, 0, 0}, {2800, 1200, 0, 0}, {7000, 1500, 0, 0}};
+  ibp_route_cost truth[IBP_ROUTES];
+  memcpy(truth, prior, sizeof truth);
+  for (int r = 0; r < 3; r++)
+    truth[r].cpu_ns *= 4;
+  sim m;
+  sim_init(&m);
+  long staged = 0;
+  for (long i = 0; i < 5000; i++) {
+    ibp_choice c;
+    ibp_route r =
+        ibp__choose_decide(&m.k, prior, 3u, TIMING_NS, 1, 0, m.now, &c);
+    staged += r == IBP_ROUTE_STAGED;
+    m.now += cost(&truth[r]);
+    if (c.timed)
+      ibp__choose_learn(&m.k, r, truth[r].cpu_ns, prior[r].cpu_ns,
+                        truth[r].gpu_ns, prior[r].gpu_ns, m.now);
+    if (c.explore)
+      ibp__choose_settle(&m.k, r, c.charged_ns, 1000, 1);
+  }
+  CHECK(staged < 100);
+  /* with nothing measured dearer it keeps its prior */
+  sim n;
+  sim_init(&n);
+  ibp_choice c;
+  prior[IBP_ROUTE_STAGED].cpu_ns = 2000;
+  CHECK(ibp__choose_decide(&n.k, prior, 3u, TIMING_NS, 1, 1, n.now, &c) ==
+        IBP_ROUTE_STAGED);
+}
+
 /* Learning off (no event calls): the model's route, never timed or
  * explored, whatever was measured before. */
 static void test_learning_off(void) {
@@ -712,6 +750,7 @@ int main(void) {
   test_exploration_costly();
   test_recovery();
   test_rules();
+  test_untimable_inherits();
   test_learning_off();
   test_dry();
   if (failures)
