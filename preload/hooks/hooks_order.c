@@ -3,6 +3,7 @@
  * before the call, then calls the driver's own function. */
 #include "hooks/hooks.h"
 #include "serve/batch/batch.h"
+#include "serve/choose/streams.h"
 
 #define IBP_LEGACY(s) ((s) ? (s) : CU_STREAM_LEGACY)
 #define IBP_PER_THREAD(s) ((s) ? (s) : CU_STREAM_PER_THREAD)
@@ -17,6 +18,7 @@
 
 CUresult ibp__hook_cuStreamDestroy_v2(CUstream s) {
   ibp__batch_stream_end(s);
+  ibp__streams_forget(s);
   return ibp__real_cuStreamDestroy_v2(s);
 }
 

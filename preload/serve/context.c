@@ -7,11 +7,14 @@
  * served from freed memory. */
 #include "serve/context.h"
 
+#include "serve/choose/streams.h"
+
 #include <stdatomic.h>
 #include <stdlib.h>
 
 #include "base/driver.h"
 #include "base/log.h"
+#include "serve/choose/streams.h"
 #include "serve/dtoh.h"
 #include "serve/figures.h"
 #include "serve/prepare/device.h"
@@ -119,6 +122,7 @@ static void forget(const ibp_driver *drv, ibp_region_rec *r, const dying *d) {
 
 void ibp__forget_context(CUcontext ctx, int dev) {
   const ibp_driver *drv = ibp__driver();
+  ibp__streams_forget_device(dev); /* its streams end with it */
   if (!drv || ibp_registry_empty())
     return;
   ibp__dtoh_wait(); /* copies into regions queued there land first */

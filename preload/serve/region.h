@@ -96,6 +96,11 @@ typedef struct ibp_refresh {
 /* Copies of a region on a device timed at once at most
  * (serve/choose/chooser.h). */
 #define IBP_TIMING_SAMPLES 4
+/* Events per timed copy: its start and end on its stream, and one on each
+ * of at most IBP_TIMING_OTHERS other streams whose work it may wait for
+ * (serve/choose/chooser.c, contention). */
+#define IBP_TIMING_OTHERS 3
+#define IBP_TIMING_EVENTS (2 + IBP_TIMING_OTHERS)
 
 /* Per-device state (ibp_device_slot.state). */
 typedef enum ibp_device_state {
@@ -117,9 +122,9 @@ typedef struct ibp_device_memory {
   CUdeviceptr lengths;  /* n stream lengths (uint32) */
   CUevent probe[2];     /* serve/staged/staged.c: a decode's timing; NULL
                            until used */
-  /* serve/choose/chooser.c: the timed copies' events, two per sample;
-   * NULL until used */
-  CUevent timing[2 * IBP_TIMING_SAMPLES];
+  /* serve/choose/chooser.c: the timed copies' events, IBP_TIMING_EVENTS
+   * per sample; NULL until used */
+  CUevent timing[IBP_TIMING_EVENTS * IBP_TIMING_SAMPLES];
 } ibp_device_memory;
 
 /* One device.  Protocol: a thread moves state ABSENT -> UPLOADING with

@@ -192,15 +192,13 @@ static ibp_route choose(ibp_served_region *s, ibp_device_slot *slot, int dev,
                         const ibp_decompress_args *a,
                         const ibp_kernel_plan *plan, ibp_staged_plan *sp,
                         decision *x, int count, int again) {
-  /* what each route can time: the driver's copy and the kernel run on the
-   * caller's stream between the two events.  The staged path's span is not
-   * yet comparable with its prior (its chunks' calls pace its work, and on
-   * a busy stream its windows move ahead of the first event: under
-   * truth = prior its spans measured 0.7-2.4x the model, and timing it
-   * sent weight copies to the driver), so it is timed by its decodes only
-   * (serve/staged/staged.c, "the decode as measured") and not explored --
-   * docs/ARCHITECTURE.md "The gate" */
-  const unsigned timable = 1u << IBP_ROUTE_DRIVER | 1u << IBP_ROUTE_ZEROCOPY;
+  /* every route is timed alike: two events on the caller's stream around
+   * its submission (the staged path's window copies run on libibp's copy
+   * stream, its decodes on the caller's, after them), the span started no
+   * earlier than the other streams' work it may have waited for
+   * (docs/ARCHITECTURE.md "The gate") */
+  const unsigned timable = 1u << IBP_ROUTE_DRIVER | 1u << IBP_ROUTE_ZEROCOPY |
+                           1u << IBP_ROUTE_STAGED;
   ibp_route_cost *prior = x->prior;
   if (again) { /* the look's priors, class and staged plan stand */
     if (!x->p)
@@ -293,8 +291,7 @@ static void time_begin(ibp_device_slot *slot, const ibp_copy *c,
   const int idle = ibp__stream_idle(c->stream);
   ibp__timing_begin(slot, x->ch, x->p, c->stream, x->cls, &x->choice,
                     &x->prior[x->go], 1e3 * x->p->runtime_call_us,
-                    lead_ns(x->p, x->go), idle,
-                    ibp__streams_ahead(x->dev, c->stream, ibp__clock_ns()), t);
+                    lead_ns(x->p, x->go), idle, x->dev, t);
 }
 
 /* A decision's timing that will not happen (its route changed). */

@@ -97,10 +97,10 @@ void ibp__batch_time_begin(ibp_batch_timed *t, int dev, CUcontext ctx,
   /* one query per timed batch (never per copy): whether the span starts
    * with the calls (an idle stream) or with the work before it */
   const int idle = ibp__stream_idle(stream);
-  ibp__timing_begin(
-      run->slot, run->ch, p, stream, t->cls, &t->choice, &model, 0,
-      1e3 * (p->driver_copy_call_us + p->driver_launch_call_us), idle,
-      ibp__streams_ahead(dev, stream, ibp__clock_ns()), &run->t);
+  ibp__timing_begin(run->slot, run->ch, p, stream, t->cls, &t->choice, &model,
+                    0,
+                    1e3 * (p->driver_copy_call_us + p->driver_launch_call_us),
+                    idle, dev, &run->t);
   t->rec = NULL;
 }
 
@@ -127,8 +127,7 @@ int ibp__batch_time_alone(ibp_device_slot *slot, int dev, const ibp_profile *p,
   const int idle = ibp__stream_idle(c->stream);
   ibp_timing t;
   ibp__timing_begin(slot, ch, p, c->stream, cls, x, &model, runtime,
-                    1e3 * p->driver_copy_call_us, idle,
-                    ibp__streams_ahead(dev, c->stream, ibp__clock_ns()), &t);
+                    1e3 * p->driver_copy_call_us, idle, dev, &t);
   if (t.index < 0)
     return 1; /* not timed: the driver's copy all the same */
   CUresult e = d->cuMemcpyHtoDAsync(c->dst, c->src, c->bytes, c->stream);

@@ -159,16 +159,28 @@ static void space(ibp_choose_route *q) {
   q->wait = IBP_CHOOSE_WAIT_COPIES << q->backoff;
 }
 
-/* A route the class cannot time (not in `timable`) and has not measured
- * is not believed cheaper than what it measured of the others: its
- * estimate takes the dearest of their ratios, where above 1 (their calls
- * and links are its calls and links too -- driver calls 4x dearer than
- * modelled are so for every route; without it, a route never timed would
- * win every copy once the others were measured dearer). */
+/* What a route the class has not measured yet (fewer than
+ * IBP_CHOOSE_MIN_SAMPLES fresh timed copies) is believed to cost, where
+ * the class measured others dearer than modelled: their calls and their
+ * link are its calls and its link too (driver calls 4x dearer than
+ * modelled are so for every route, a link a third as fast moves every
+ * route's bytes a third as fast).  Without it, a route on its prior would
+ * win every copy once the others were measured dearer, until timed twice
+ * (under a link a third as fast, weight copies went to the zero-copy
+ * kernel and the staged path, 0.83x).  Each ratio above 1 counts:
+ * - a route the class can time takes the driver's ratios: the driver's
+ *   copy measures the link and the calls alone, and a GPU route measured
+ *   dearer says nothing of the driver's (a kernel 4x slower than modelled
+ *   must not make the driver look dearer, or it is left only once
+ *   explored); the driver itself, unmeasured, keeps its prior;
+ * - a route it cannot time (not in `timable`), which nothing would ever
+ *   correct, takes the dearest ratios of every route the class measured.
+ * Being believed dearer delays its exploration (which costs more), never
+ * stops it. */
 static void inherit(const ibp_choose_class *k,
                     const ibp_route_cost prior[IBP_ROUTES], unsigned timable,
                     double now_ns, double est[IBP_ROUTES]) {
-  double cr = 1.0, gr = 1.0;
+  double cr = 1.0, gr = 1.0, dcr = 1.0, dgr = 1.0;
   for (int r = 0; r < IBP_ROUTES; r++) {
     double c, g;
     if (est[r] <= 0 || !judged(&k->route[r], now_ns))
@@ -176,13 +188,19 @@ static void inherit(const ibp_choose_class *k,
     ibp__choose_ratios(k, (ibp_route)r, now_ns, &c, &g);
     cr = c > cr ? c : cr;
     gr = g > gr ? g : gr;
+    if (r == IBP_ROUTE_DRIVER) {
+      dcr = c > dcr ? c : dcr;
+      dgr = g > dgr ? g : dgr;
+    }
   }
   for (int r = 0; r < IBP_ROUTES; r++) {
     const ibp_route_cost *c = &prior[r];
-    if (est[r] <= 0 || (timable >> r & 1) || judged(&k->route[r], now_ns))
+    const int own = timable >> r & 1;
+    if (est[r] <= 0 || judged(&k->route[r], now_ns))
       continue;
-    est[r] = (c->serial ? c->cpu_ns * cr + c->gpu_ns * gr
-                        : max2(c->cpu_ns * cr, c->gpu_ns * gr)) +
+    const double ci = own ? dcr : cr, gi = own ? dgr : gr;
+    est[r] = (c->serial ? c->cpu_ns * ci + c->gpu_ns * gi
+                        : max2(c->cpu_ns * ci, c->gpu_ns * gi)) +
              1e-9;
   }
 }
@@ -215,6 +233,11 @@ ibp_route ibp__choose_decide(ibp_choose_class *k,
         model[r] > 0
             ? ibp__choose_estimate(k, (ibp_route)r, &prior[r], now_ns) + 1e-9
             : 0;
+  /* an exploration is charged on what the class measured of the route
+   * itself (an unmeasured one's prior, not what it inherits: being believed
+   * dearer than it may be must not delay finding out) */
+  double own[IBP_ROUTES];
+  memcpy(own, out->est_ns, sizeof own);
   inherit(k, prior, timable, now_ns, out->est_ns);
   const double *est = out->est_ns;
   ibp_route go = smallest(est);
@@ -243,8 +266,8 @@ ibp_route ibp__choose_decide(ibp_choose_class *k,
     /* taken once, by itself (a batch of one copy: its model's figure
      * scaled as the class measured the route) */
     const double once = prior[alt].once_ns > model[alt]
-                            ? est[alt] * prior[alt].once_ns / model[alt]
-                            : est[alt];
+                            ? own[alt] * prior[alt].once_ns / model[alt]
+                            : own[alt];
     cost = max2(0, once - est[go]) + timing_ns +
            (judged(&k->route[alt], now_ns) ? 0 : IBP_CHOOSE_UNMEASURED * once);
     /* saved up for a few explorations at most (while every alternative

@@ -9,6 +9,7 @@
 #include "base/clock.h"
 #include "base/driver.h"
 #include "base/log.h"
+#include "serve/choose/streams.h"
 #include "stats/stats.h"
 
 enum { SAMPLE_FREE = 0, SAMPLE_RECORDING = 1, SAMPLE_PENDING = 2 };
@@ -142,7 +143,7 @@ static void read_sample(const ibp_driver *d, ibp_served_region *s,
                         ibp_device_slot *slot, ibp_chooser *ch, int i,
                         double now) {
   ibp_timing_sample *x = &ch->sample[i];
-  CUevent *ev = &slot->mem.timing[2 * i];
+  CUevent *ev = &slot->mem.timing[IBP_TIMING_EVENTS * i];
   if (!ev[0] || !ev[1]) { /* its context ended with the events */
     drop(ch, x);
     return;
@@ -168,12 +169,18 @@ static void read_sample(const ibp_driver *d, ibp_served_region *s,
     double lead = x->lead_model_ns * x->cpu_ns / x->cpu_model_ns;
     gpu -= lead < x->cpu_ns ? lead : x->cpu_ns;
   }
-  /* a span that shared the link waited for the other streams' work
-   * queued ahead of it: what the estimates say was left of it is not its
-   * route's (docs/ARCHITECTURE.md "The gate", contention) */
-  gpu -= x->ahead_ns;
-  if (gpu < 0.05 * span)
-    gpu = 0.05 * span;
+  /* a span that shared the link or the copy engine waited for the other
+   * streams' work queued ahead of it: it starts no earlier than the last
+   * of their events completed (one that completed after the copy's end
+   * ran beside it, and one not completed yet still runs: neither delayed
+   * its start) -- docs/ARCHITECTURE.md "The gate", contention */
+  for (unsigned j = 0; j < x->others; j++) {
+    float after = 0;
+    if (ev[2 + j] &&
+        d->cuEventElapsedTime(&after, ev[2 + j], ev[1]) == CUDA_SUCCESS &&
+        after >= 0 && 1e6 * after < gpu)
+      gpu = 1e6 * after;
+  }
   ibp_choose_class *k = &ch->cls[x->cls];
   const double took =
       x->cpu_ns + x->runtime_ns > gpu ? x->cpu_ns + x->runtime_ns : gpu;
@@ -269,15 +276,13 @@ ibp_route ibp__chooser_decide(ibp_served_region *s, ibp_device_slot *slot,
   return out->route;
 }
 
-/* The events of sample i, created on first use (lock held). */
+/* The first n events of sample i, created on first use (lock held). */
 static int sample_events(const ibp_driver *d, ibp_device_slot *slot,
-                         ibp_chooser *ch, int i, unsigned cls) {
-  CUevent *ev = &slot->mem.timing[2 * i];
-  if (ev[0] && ev[1])
-    return 1;
+                         ibp_chooser *ch, int i, unsigned n, unsigned cls) {
+  CUevent *ev = &slot->mem.timing[IBP_TIMING_EVENTS * i];
   CUstreamCaptureMode mode = relaxed(d);
   int ok = 1;
-  for (int k = 0; k < 2 && ok; k++) {
+  for (unsigned k = 0; k < n && ok; k++) {
     CUresult e;
     if (!ev[k] && (e = d->cuEventCreate(&ev[k], CU_EVENT_DEFAULT))) {
       ev[k] = NULL;
@@ -292,8 +297,8 @@ static int sample_events(const ibp_driver *d, ibp_device_slot *slot,
 void ibp__timing_begin(ibp_device_slot *slot, ibp_chooser *ch,
                        const ibp_profile *p, CUstream stream, unsigned cls,
                        const ibp_choice *c, const ibp_route_cost *prior,
-                       double runtime_ns, double lead_ns, int idle,
-                       double ahead_ns, ibp_timing *t) {
+                       double runtime_ns, double lead_ns, int idle, int dev,
+                       ibp_timing *t) {
   const ibp_driver *d = ibp__driver();
   t->index = -1;
   if (!ch || cls >= IBP_CHOOSE_CLASSES)
@@ -311,7 +316,6 @@ void ibp__timing_begin(ibp_device_slot *slot, ibp_chooser *ch,
                              .cls = cls,
                              .route = c->route,
                              .idle = idle,
-                             .ahead_ns = ahead_ns,
                              .explore = c->explore,
                              .charged_ns = c->charged_ns,
                              .choice_ns = c->choice_ns,
@@ -321,7 +325,7 @@ void ibp__timing_begin(ibp_device_slot *slot, ibp_chooser *ch,
                              .lead_model_ns = lead_ns,
                              .gpu_model_ns = prior->gpu_ns};
     /* nothing is timed under capture */
-    if (capturing || !sample_events(d, slot, ch, i, cls)) {
+    if (capturing || !sample_events(d, slot, ch, i, IBP_TIMING_EVENTS, cls)) {
       drop(ch, x);
       i = -1;
     }
@@ -331,7 +335,14 @@ void ibp__timing_begin(ibp_device_slot *slot, ibp_chooser *ch,
   pthread_mutex_unlock(&ch->lock);
   if (i < 0)
     return;
-  CUresult e = d->cuEventRecord(slot->mem.timing[2 * i], stream);
+  CUevent *ev = &slot->mem.timing[IBP_TIMING_EVENTS * i];
+  /* the other streams' first: an event of theirs that completes before the
+   * copy's start event says nothing more than it */
+  CUstreamCaptureMode mode = relaxed(d);
+  const unsigned recorded = ibp__streams_mark_others(
+      dev, stream, ibp__clock_ns(), ev + 2, IBP_TIMING_OTHERS);
+  restore(d, mode);
+  CUresult e = d->cuEventRecord(ev[0], stream);
   if (e != CUDA_SUCCESS) {
     pthread_mutex_lock(&ch->lock);
     drop(ch, &ch->sample[i]);
@@ -339,7 +350,8 @@ void ibp__timing_begin(ibp_device_slot *slot, ibp_chooser *ch,
     pthread_mutex_unlock(&ch->lock);
     return;
   }
-  ch->sample[i].t0_ns = ibp__clock_ns(); /* the sample is this thread's */
+  ch->sample[i].others = recorded; /* the sample is this thread's */
+  ch->sample[i].t0_ns = ibp__clock_ns();
   t->index = i;
 }
 
@@ -352,7 +364,8 @@ void ibp__timing_end(ibp_device_slot *slot, ibp_chooser *ch, CUstream stream,
   const ibp_driver *d = ibp__driver();
   const double cpu = ibp__clock_ns() - ch->sample[i].t0_ns;
   CUresult e = submitted && d
-                   ? d->cuEventRecord(slot->mem.timing[2 * i + 1], stream)
+                   ? d->cuEventRecord(
+                         slot->mem.timing[IBP_TIMING_EVENTS * i + 1], stream)
                    : CUDA_SUCCESS;
   pthread_mutex_lock(&ch->lock);
   ibp_timing_sample *x = &ch->sample[i];

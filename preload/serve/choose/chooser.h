@@ -33,8 +33,8 @@ typedef struct ibp_timing_sample {
   unsigned cls;
   ibp_route route;
   int idle;             /* the stream had nothing queued before it */
-  double ahead_ns;      /* other streams' work queued before it, by the
-                           estimates: its span may wait for that */
+  unsigned others;      /* events recorded on other streams whose work
+                           queued before it it may wait for (contention) */
   double due_ns;        /* device clock: not queried before (the model's
                            end, twice over) */
   int explore;          /* an exploration (ibp__choose_settle) */
@@ -113,15 +113,16 @@ typedef struct ibp_timing {
  * prior: the route's model cost for it; runtime_ns: the share of
  * prior->cpu_ns the runtime spends before libibp sees the copy; lead_ns:
  * the model's CPU time before the route's first GPU work; idle: the stream
- * had nothing queued; ahead_ns: other streams' work still to run, by the
- * estimates (ibp__streams_ahead), which the span is not charged for.  Leaves
+ * had nothing queued; dev: the device, whose other streams still running
+ * libibp's work (ibp__streams_others) get an event each, so that the span
+ * is not charged for waiting behind them.  Leaves
  * t->index -1 when the copy is not timed (no free sample, capturing, an event
  * call failed). */
 void ibp__timing_begin(ibp_device_slot *slot, ibp_chooser *ch,
                        const ibp_profile *p, CUstream stream, unsigned cls,
                        const ibp_choice *c, const ibp_route_cost *prior,
-                       double runtime_ns, double lead_ns, int idle,
-                       double ahead_ns, ibp_timing *t);
+                       double runtime_ns, double lead_ns, int idle, int dev,
+                       ibp_timing *t);
 
 /* Ends the timing t after the copy's submission: records the second
  * event.  submitted = 0: the copy was not queued after all (the sample is

@@ -4,6 +4,7 @@
 
 #include <pthread.h>
 
+#include "base/driver.h"
 #include "serve/region.h"
 
 /* Streams remembered per device: the one whose work ends first makes room
@@ -33,18 +34,54 @@ int ibp__streams_busy(int dev, CUstream s, double now_ns) {
   return busy;
 }
 
-double ibp__streams_ahead(int dev, CUstream s, double now_ns) {
-  if (!valid(dev))
+unsigned ibp__streams_mark_others(int dev, CUstream s, double now_ns,
+                                  CUevent ev[], unsigned max) {
+  const ibp_driver *d = ibp__driver();
+  if (!valid(dev) || !d || !max)
     return 0;
-  double ahead = 0;
+  stream_end pick[STREAMS];
+  unsigned n = 0, recorded = 0;
   pthread_mutex_lock(&lock);
   for (int i = 0; i < STREAMS; i++) {
     const stream_end *e = &table[dev][i];
-    if (e->stream != s && e->end_ns > now_ns)
-      ahead += e->end_ns - now_ns;
+    if (e->stream != s && e->end_ns > now_ns && e->stream &&
+        e->stream != CU_STREAM_LEGACY && e->stream != CU_STREAM_PER_THREAD)
+      pick[n++] = *e;
+  }
+  for (unsigned k = 0; k < n && recorded < max; k++) {
+    unsigned last = k; /* the latest end among those left */
+    for (unsigned j = k + 1; j < n; j++)
+      if (pick[j].end_ns > pick[last].end_ns)
+        last = j;
+    const stream_end t = pick[k];
+    pick[k] = pick[last];
+    pick[last] = t;
+    CUstreamCaptureStatus cs = CU_STREAM_CAPTURE_STATUS_NONE;
+    if (d->cuStreamIsCapturing(pick[k].stream, &cs) == CUDA_SUCCESS &&
+        cs == CU_STREAM_CAPTURE_STATUS_NONE &&
+        d->cuEventRecord(ev[recorded], pick[k].stream) == CUDA_SUCCESS)
+      recorded++;
   }
   pthread_mutex_unlock(&lock);
-  return ahead;
+  return recorded;
+}
+
+void ibp__streams_forget(CUstream s) {
+  pthread_mutex_lock(&lock);
+  for (int dev = 0; dev < IBP_MAX_DEVICES; dev++)
+    for (int i = 0; i < STREAMS; i++)
+      if (table[dev][i].stream == s)
+        table[dev][i] = (stream_end){0};
+  pthread_mutex_unlock(&lock);
+}
+
+void ibp__streams_forget_device(int dev) {
+  if (!valid(dev))
+    return;
+  pthread_mutex_lock(&lock);
+  for (int i = 0; i < STREAMS; i++)
+    table[dev][i] = (stream_end){0};
+  pthread_mutex_unlock(&lock);
 }
 
 void ibp__streams_queued(int dev, CUstream s, double now_ns, double est_ns) {

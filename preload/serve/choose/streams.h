@@ -5,7 +5,10 @@
  * ends -- no driver call (a query would cost a call per copy).  A copy's
  * class says whether its own stream is still busy (copies back to back,
  * or one at a time); a timed copy's span is not charged for the other
- * streams' work queued ahead of it (it may wait for it on the link).
+ * streams' work queued ahead of it (it may wait for it on the link): the
+ * chooser records an event on each of those streams
+ * (ibp__streams_others) and starts the span no earlier than the last of
+ * them completed.
  * Threads: one lock for the table; reset in a forked child.
  */
 #ifndef IBP_PRELOAD_STREAMS_H
@@ -21,10 +24,23 @@ int ibp__streams_busy(int dev, CUstream s, double now_ns);
  * (after what it already runs). */
 void ibp__streams_queued(int dev, CUstream s, double now_ns, double est_ns);
 
-/* At now_ns: the work libibp queued on device dev's streams other than s
- * that is still to run, by the estimates (ns): what a copy on s started
- * now may wait for on the link or the copy engine. */
-double ibp__streams_ahead(int dev, CUstream s, double now_ns);
+/* At now_ns: records ev[0..] (created) on device dev's streams other
+ * than s that still run what libibp queued on them, by the estimates --
+ * what a copy on s started now may wait for on the link or the copy
+ * engine -- at most max of them, those whose work ends last first.
+ * Skipped: the legacy and per-thread default streams (an event there
+ * would order other streams' work, or land on this thread's own) and a
+ * capturing stream.  Under the table's lock, so that a stream being
+ * destroyed (ibp__streams_forget) is not recorded on.  Returns how many
+ * were recorded. */
+unsigned ibp__streams_mark_others(int dev, CUstream s, double now_ns,
+                                  CUevent ev[], unsigned max);
+
+/* Stream s is destroyed (hooks_order.c): forgotten. */
+void ibp__streams_forget(CUstream s);
+
+/* Device dev's context ends: its streams are forgotten. */
+void ibp__streams_forget_device(int dev);
 
 void ibp__streams_after_fork_child(void);
 
