@@ -54,6 +54,26 @@ extern "C" {
 #define IBP_KERNEL_BATCH "ibp_decompress_batch"
 #define IBP_KERNEL_WARP_SIZE 32u
 
+/* The decompress kernels' build, as far as their speed goes: the name a
+ * device cost profile's `decoder_build` gives to the decoder its decode
+ * terms were measured with (docs/PROFILE.md "Which decoder the decode terms
+ * are of").  libibp and `ibp calibrate` compare it with the profile's: a
+ * profile measured with another build (or with none named) has its decode
+ * terms flagged unmeasured.
+ *
+ *   word-pdep      the kernel before the decode plan (a lane per 64-bit
+ *                  word, a deposit loop over the invariant bits): what the
+ *                  built-in profiles' decode terms were measured with
+ *   decode-plan-1  the per-region decode plan (docs/ARCHITECTURE.md "The
+ *                  decode plan"), 16 bytes per lane and step
+ *
+ * Whoever changes how fast ibp_decompress or ibp_decompress_batch decode
+ * (ibp_decompress.cu, ibp_dev.h, the plan they read, their launch shape in
+ * plan.c) bumps it -- a new name, never one used before, and never
+ * "unknown" -- so that every profile measured before is flagged until `ibp
+ * calibrate` measures the new build. */
+#define IBP_DECODER_BUILD "decode-plan-1"
+
 typedef struct ibp_decompress_args {
   const uint8_t *packed;   /* mapped host: the compressed streams */
   const uint8_t *original; /* mapped host: the original region */

@@ -38,6 +38,7 @@ static const param params[] = {
 enum {
   PARAM_COUNT = sizeof params / sizeof params[0],
   KEY_NAME = PARAM_COUNT, /* `name`, after the parameters */
+  KEY_DECODER_BUILD,      /* `decoder_build`: optional */
   KEY_COUNT,
   NUMBER_MAX = 64, /* longest number token, with its NUL */
 };
@@ -198,10 +199,12 @@ static int span_is(span s, const char *word) {
   return strlen(word) == s.n && memcmp(s.p, word, s.n) == 0;
 }
 
-/* Index of the key (KEY_NAME for `name`), or -1. */
+/* Index of the key (KEY_NAME for `name`, ...), or -1. */
 static int find_key(span key) {
   if (span_is(key, "name"))
     return KEY_NAME;
+  if (span_is(key, "decoder_build"))
+    return KEY_DECODER_BUILD;
   for (int i = 0; i < PARAM_COUNT; i++)
     if (span_is(key, params[i].key))
       return i;
@@ -263,7 +266,8 @@ static int read_number(const reader *r, span key, span v, const param *d,
   return 0;
 }
 
-static int read_name(const reader *r, span key, span v) {
+/* `name` or `decoder_build` into out (IBP_PROFILE_NAME_MAX bytes). */
+static int read_name(const reader *r, span key, span v, char *out) {
   int ok = v.n >= 1 && v.n < IBP_PROFILE_NAME_MAX;
   for (size_t i = 0; ok && i < v.n; i++)
     ok = v.p[i] > 0x20 && v.p[i] < 0x7f;
@@ -273,8 +277,8 @@ static int read_name(const reader *r, span key, span v) {
                 "'%s' is not a name (1 to %d printable characters, no "
                 "spaces)",
                 shown(show, v.p, v.n), IBP_PROFILE_NAME_MAX - 1);
-  memcpy(r->out->name, v.p, v.n);
-  r->out->name[v.n] = '\0';
+  memcpy(out, v.p, v.n);
+  out[v.n] = '\0';
   return 0;
 }
 
@@ -303,13 +307,16 @@ static int read_line(reader *r, span line) {
     return fail(r, r->line, key, "no value");
   r->given[k] = r->line;
   if (k == KEY_NAME)
-    return read_name(r, key, value);
+    return read_name(r, key, value, r->out->name);
+  if (k == KEY_DECODER_BUILD)
+    return read_name(r, key, value, r->out->decoder_build);
   return read_number(r, key, value, &params[k], field(r->out, &params[k]));
 }
 
-/* The name first, then the parameters in profile.def's order. */
+/* The name first, then the parameters in profile.def's order;
+ * decoder_build may be missing. */
 static int check_all_given(const reader *r) {
-  for (int i = 0; i < KEY_COUNT; i++) {
+  for (int i = 0; i <= PARAM_COUNT; i++) {
     int k = i == 0 ? KEY_NAME : i - 1;
     if (r->given[k] != 0)
       continue;
@@ -347,6 +354,7 @@ int ibp_profile_parse(const char *text, size_t len, const char *origin,
   if (text == NULL && len > 0)
     return fail(&r, 0, no_key, "no text");
   memset(out, 0, sizeof *out);
+  strcpy(out->decoder_build, IBP_PROFILE_DECODER_UNKNOWN);
   c_locale_scope sc = c_locale_enter();
   int rc = parse(&r, text, len);
   c_locale_leave(sc);
@@ -443,6 +451,11 @@ int ibp_profile_load(const char *spec, ibp_profile *out, char *err,
 
 /* ---- writing ------------------------------------------------------------- */
 
+/* p's decoder_build, "unknown" when empty (a profile not from the parser). */
+static const char *decoder_build_of(const ibp_profile *p) {
+  return p->decoder_build[0] ? p->decoder_build : IBP_PROFILE_DECODER_UNKNOWN;
+}
+
 static void format_param(sink *s, const ibp_profile *p, const param *d) {
   char num[32];
   format_number(num, sizeof num, field_of(p, d));
@@ -457,9 +470,22 @@ size_t ibp_profile_format(const ibp_profile *p, char *buf, size_t cap) {
   c_locale_scope sc = c_locale_enter();
   puts_(&s, "# libibp device cost profile (docs/PROFILE.md)\nname = ");
   put(&s, p->name, strnlen(p->name, sizeof p->name));
+  puts_(&s, "\n\n# the decoder build the decode terms (decode_*) were "
+            "measured with\ndecoder_build = ");
+  const char *build = decoder_build_of(p);
+  put(&s, build, strnlen(build, IBP_PROFILE_NAME_MAX));
   puts_(&s, "\n");
   for (int i = 0; i < PARAM_COUNT; i++)
     format_param(&s, p, &params[i]);
   c_locale_leave(sc);
   return s.len;
+}
+
+/* ---- which decoder the decode terms are of ------------------------------- */
+
+int ibp_profile_decode_measured(const ibp_profile *p, const char *running) {
+  if (p == NULL || running == NULL || running[0] == '\0' ||
+      strcmp(running, IBP_PROFILE_DECODER_UNKNOWN) == 0)
+    return 0;
+  return strncmp(p->decoder_build, running, sizeof p->decoder_build) == 0;
 }

@@ -8,7 +8,8 @@
  * Text format: one `key = value` per line (at most IBP_PROFILE_LINE_MAX
  * bytes); `#` starts a comment (to the end of the line); blank lines are
  * ignored.  Keys: `name` (1..63 printable ASCII characters, no spaces) and
- * every parameter of profile.def, each exactly once; values are decimal
+ * every parameter of profile.def, each exactly once, and optionally
+ * `decoder_build` (a name likewise; absent: "unknown"); values are decimal
  * numbers whatever the program's locale (e.g. 25.5, 2e-3), within the
  * parameter's range, and whole for a size ("B") or a count.
  *
@@ -31,8 +32,17 @@
 #define IBP_PROFILE_FILE_MAX (64 * 1024) /* a profile file is at most this */
 #define IBP_PROFILE_LINE_MAX 1024 /* bytes of one line, without its '\n' */
 
+/* decoder_build of a profile that does not say which decoder its decode
+ * terms were measured with (a file without the key). */
+#define IBP_PROFILE_DECODER_UNKNOWN "unknown"
+
 typedef struct ibp_profile {
   char name[IBP_PROFILE_NAME_MAX];
+  /* The decompress kernels' build (kernels/ibp_kernels.h,
+   * IBP_DECODER_BUILD) that the decode terms -- decode_gbps_per_sm,
+   * decode_tensor_us, decode_h2d_gbps -- were measured with; a name like
+   * `name`, IBP_PROFILE_DECODER_UNKNOWN when the text gives none. */
+  char decoder_build[IBP_PROFILE_NAME_MAX];
 #define IBP_PROFILE_PARAM(key, unit, lo, hi, what) double key;
 #include "profile/profile.def"
 #undef IBP_PROFILE_PARAM
@@ -66,9 +76,22 @@ int ibp_profile_load(const char *spec, ibp_profile *out, char *err,
                      size_t errlen);
 
 /* Writes p in the text format (every parameter, with its unit and meaning
- * as a comment); returns the length it needs (excluding the NUL), like
- * snprintf.  ibp_profile_parse reads it back to the same values. */
+ * as a comment, and decoder_build); returns the length it needs (excluding
+ * the NUL), like snprintf.  ibp_profile_parse reads it back to the same
+ * values. */
 size_t ibp_profile_format(const ibp_profile *p, char *buf, size_t cap);
+
+/* ---- which decoder the decode terms are of ------------------------------ */
+
+/* 1 when p's decode terms (decode_gbps_per_sm, decode_tensor_us,
+ * decode_h2d_gbps) were measured with the decoder build `running` (the
+ * caller's IBP_DECODER_BUILD, kernels/ibp_kernels.h): p->decoder_build
+ * equals it.  0 otherwise -- another build, "unknown", or p or running
+ * NULL or empty, or running "unknown" -- the decode terms are then a prior
+ * nobody measured for this decoder (docs/PROFILE.md "Which decoder the
+ * decode terms are of").  This module names no build itself: it depends
+ * on nothing of the project's. */
+int ibp_profile_decode_measured(const ibp_profile *p, const char *running);
 
 /* ---- the model (microseconds) ------------------------------------------ */
 

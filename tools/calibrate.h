@@ -31,13 +31,21 @@ typedef struct calibrate_result {
                       lines of text, each ending in '\n') */
 } calibrate_result;
 
+/* Called once the device is open, before anything is measured, with its
+ * name (cuDeviceGetName); nonzero stops the calibration (the callback
+ * put a one-line message in err). */
+typedef int (*calibrate_opened_fn)(const char *device_name, void *ctx,
+                                   char *err, size_t errlen);
+
 /* Measures device `device` (its ordinal) through libcuda.so.1: with
  * `quick`, smaller transfers and fewer repetitions (the simulated GPU).
- * Each measured value lies within its parameter's range (profile.def),
- * whole where it must be.  Returns 0, or -1 with a one-line message in err
- * (no driver, no such device, a CUDA call that failed, a timing that makes
- * no sense). */
-int calibrate_measure(int device, int quick, calibrate_result *out, char *err,
+ * `opened` (NULL: none) is called as above.  Each measured value lies
+ * within its parameter's range (profile.def), whole where it must be.
+ * Returns 0, or -1 with a one-line message in err (no driver, no such
+ * device, a CUDA call that failed, a timing that makes no sense, or what
+ * `opened` said). */
+int calibrate_measure(int device, int quick, calibrate_opened_fn opened,
+                      void *ctx, calibrate_result *out, char *err,
                       size_t errlen);
 
 #endif /* IBP_TOOLS_CALIBRATE_H */

@@ -848,7 +848,14 @@ static int step(const gpu *g, unsigned i, const char *what) {
   return 0;
 }
 
-int calibrate_measure(int device, int quick, calibrate_result *out, char *err,
+/* The caller's look at the device, before anything is measured. */
+static int call_opened(gpu *g, calibrate_opened_fn opened, void *ctx,
+                       const calibrate_result *out) {
+  return opened ? opened(out->device_name, ctx, g->err, g->errlen) : 0;
+}
+
+int calibrate_measure(int device, int quick, calibrate_opened_fn opened,
+                      void *ctx, calibrate_result *out, char *err,
                       size_t errlen) {
   gpu g;
   measured m = {0};
@@ -861,7 +868,8 @@ int calibrate_measure(int device, int quick, calibrate_result *out, char *err,
   if (cuda_api_open(&g.cu, err, errlen) != 0)
     return -1;
   out->simulated = g.cu.simulated;
-  int rc = open_device(&g, device, out) || load_kernels(&g) || allocate(&g) ||
+  int rc = open_device(&g, device, out) || call_opened(&g, opened, ctx, out) ||
+                   load_kernels(&g) || allocate(&g) ||
                    step(&g, 1, "the driver's calls") || measure_calls(&g, &m) ||
                    step(&g, 2, "the copy engine's copies") ||
                    measure_copies(&g, &m) ||

@@ -5,10 +5,13 @@
 #include <stdio.h>
 #include <string.h>
 
-int calibrate_measure(int device, int quick, calibrate_result *out, char *err,
+int calibrate_measure(int device, int quick, calibrate_opened_fn opened,
+                      void *ctx, calibrate_result *out, char *err,
                       size_t errlen) {
   (void)device;
   (void)quick;
+  (void)opened;
+  (void)ctx;
   memset(out, 0, sizeof *out);
   snprintf(err, errlen,
            "this ibp was built without the CUDA toolkit (cuda.h "

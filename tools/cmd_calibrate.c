@@ -13,6 +13,7 @@
 #include "calibrate.h"
 #include "cli.h"
 #include "cli_args.h"
+#include "kernels/ibp_kernels.h"
 #include "out_file.h"
 #include "profile/profile.h"
 
@@ -28,8 +29,10 @@ static const char help[] =
     "through the driver (libcuda.so.1).  The parameters it cannot measure\n"
     "(runtime_call_us, ibp_hold_us, batch_deadline_us, sector_bytes) keep\n"
     "the base profile's values.  The profile, with a header saying which\n"
-    "values were measured, is written in the profile text format.  Takes\n"
-    "well under a minute on a GPU.\n"
+    "values were measured, is written in the profile text format, its\n"
+    "decoder_build naming this ibp's decompress kernels; one line says so\n"
+    "when the base profile's decode terms were measured with another\n"
+    "build or an unknown one.  Takes well under a minute on a GPU.\n"
     "\n"
     "Options:\n"
     "  --out FILE         write the profile to FILE (default: stdout)\n"
@@ -181,13 +184,52 @@ static void default_name(const char *device_name, char *out, size_t len) {
   out[n] = '\0';
 }
 
-/* base with the measured values of r. */
+/* The profile a calibration starts from: --base, else the built-in the
+ * device's name names, loaded once the device is open. */
+typedef struct base_profile {
+  const char *spec; /* NULL until known */
+  ibp_profile p;
+} base_profile;
+
+/* One line when the base's decode terms were not measured with this ibp's
+ * decompress kernels (another build, or none named): they are measured
+ * anyway, as every calibration does. */
+static void say_decode_terms(const base_profile *b) {
+  if (ibp_profile_decode_measured(&b->p, IBP_DECODER_BUILD))
+    return;
+  fprintf(stderr,
+          "ibp calibrate: %s: decode terms unmeasured for this decoder (its "
+          "decoder_build: %s; this decoder: %s): re-measuring\n",
+          b->spec, b->p.decoder_build, IBP_DECODER_BUILD);
+}
+
+/* calibrate_opened_fn: the default base, now that the device's name is
+ * known, and what its decode terms are of. */
+static int on_opened(const char *device_name, void *ctx, char *err,
+                     size_t errlen) {
+  base_profile *b = ctx;
+  if (b->spec == NULL) {
+    b->spec = default_base(device_name);
+    if (ibp_profile_load(b->spec, &b->p, err, errlen) != 0)
+      return -1;
+  }
+  say_decode_terms(b);
+  return 0;
+}
+
+/* base with the measured values of r; the decoder build when every decode
+ * term was measured. */
 static void merge(ibp_profile *base, const calibrate_result *r) {
 #define IBP_PROFILE_PARAM(key, unit, lo, hi, what)                             \
   if (r->measured[CALIBRATE_##key])                                            \
     base->key = r->values.key;
 #include "profile/profile.def"
 #undef IBP_PROFILE_PARAM
+  if (r->measured[CALIBRATE_decode_gbps_per_sm] &&
+      r->measured[CALIBRATE_decode_tensor_us] &&
+      r->measured[CALIBRATE_decode_h2d_gbps])
+    snprintf(base->decoder_build, sizeof base->decoder_build, "%s",
+             IBP_DECODER_BUILD);
 }
 
 /* The keys of the parameters measured (want 1) or not (want 0). */
@@ -288,33 +330,31 @@ int cmd_calibrate(int argc, char **argv) {
     return rc;
   if (a.sim_index != 0)
     return exec_on_sim(argc, argv, a.sim_index);
-  ibp_profile base;
+  base_profile b;
+  memset(&b, 0, sizeof b);
+  b.spec = a.base;
   char err[512];
-  if (a.base != NULL && ibp_profile_load(a.base, &base, err, sizeof err)) {
+  if (a.base != NULL && ibp_profile_load(a.base, &b.p, err, sizeof err)) {
     cli_error("ibp", "%s", err);
     return CLI_EXIT_DATA;
   }
   static calibrate_result r;
-  if (calibrate_measure(a.device, a.quick, &r, err, sizeof err) != 0) {
+  if (calibrate_measure(a.device, a.quick, on_opened, &b, &r, err,
+                        sizeof err) != 0) {
     cli_error("ibp calibrate", "%s", err);
     return CLI_EXIT_DATA;
   }
-  const char *base_name = a.base ? a.base : default_base(r.device_name);
-  if (a.base == NULL && ibp_profile_load(base_name, &base, err, sizeof err)) {
-    cli_error("ibp", "%s", err);
-    return CLI_EXIT_DATA;
-  }
-  merge(&base, &r);
+  merge(&b.p, &r);
   if (a.name != NULL)
-    snprintf(base.name, sizeof base.name, "%s", a.name);
+    snprintf(b.p.name, sizeof b.p.name, "%s", a.name);
   else
-    default_name(r.device_name, base.name, sizeof base.name);
+    default_name(r.device_name, b.p.name, sizeof b.p.name);
   static char head[4096];
-  if (header(&r, a.device, base_name, head, sizeof head) != 0) {
+  if (header(&r, a.device, b.spec, head, sizeof head) != 0) {
     cli_error("ibp calibrate", "the profile's header is too long");
     return CLI_EXIT_DATA;
   }
-  char *text = profile_text(&base, head);
+  char *text = profile_text(&b.p, head);
   if (text == NULL)
     return CLI_EXIT_DATA;
   rc = write_text(a.out, text);

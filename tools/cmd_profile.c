@@ -6,6 +6,7 @@
 
 #include "cli.h"
 #include "cli_args.h"
+#include "kernels/ibp_kernels.h"
 #include "profile/profile.h"
 
 static const char help[] =
@@ -19,7 +20,9 @@ static const char help[] =
     "Without an argument, lists the built-in profiles' names.  With NAME\n"
     "(a built-in) or FILE (a profile file), checks it and prints it in the\n"
     "profile text format, every parameter with its unit and meaning: a\n"
-    "start for a profile of another machine.\n"
+    "start for a profile of another machine.  Its first line, a comment,\n"
+    "says whether its decode terms were measured with this ibp's\n"
+    "decompress kernels (its decoder_build, docs/PROFILE.md).\n"
     "\n"
     "Options:\n"
     "  -h, --help         show this help\n"
@@ -33,6 +36,17 @@ static int list_builtins(void) {
   for (const char *const *n = ibp_profile_builtin_names(); *n != NULL; n++)
     printf("%s\n", *n);
   return CLI_EXIT_OK;
+}
+
+/* The comment that opens a printed profile: what its decode terms are of. */
+static void print_decode_terms(const ibp_profile *p) {
+  if (ibp_profile_decode_measured(p, IBP_DECODER_BUILD))
+    printf("# decode terms: measured with this decoder (%s)\n",
+           IBP_DECODER_BUILD);
+  else
+    printf("# decode terms: unmeasured for this decoder (decoder_build %s; "
+           "this decoder: %s)\n",
+           p->decoder_build, IBP_DECODER_BUILD);
 }
 
 static int print_profile(const char *spec) {
@@ -49,6 +63,7 @@ static int print_profile(const char *spec) {
     return CLI_EXIT_DATA;
   }
   ibp_profile_format(&p, text, n + 1);
+  print_decode_terms(&p);
   int ok = fwrite(text, 1, n, stdout) == n && fflush(stdout) == 0;
   free(text);
   if (!ok) {

@@ -10,6 +10,10 @@
  * place).  The JSON document:
  *
  *   {"version": 1,
+ *    "decoder": {"build" (the running decompress kernels',
+ *                IBP_DECODER_BUILD),
+ *                "devices": [{"device", "profile", "decoder_build",
+ *                             "decode_measured" (bool)}, ...]},
  *    "regions": [{"id", "name", "base" ("0x..."), "bytes", "tensor_bytes",
  *                 "tensors", "tensors_compressed", "chunk_bytes",
  *                 "threshold", "clusters", "compressed_bytes",
@@ -32,6 +36,12 @@
  * counted); stored_bytes counts compressed regions at compressed_bytes, others
  * at bytes.  Integers are exact; fractions are the shortest decimal that reads
  * back as the same double; nothing is NaN or infinite.
+ *
+ * "decoder" names the decompress kernels' build and, per device set up,
+ * the profile its copies were modelled with and the build that profile's
+ * decode terms were measured with (docs/PROFILE.md "Which decoder the
+ * decode terms are of"); the text report says it in one line when some
+ * device's decode terms are unmeasured for this decoder.
  *
  * The figures after the codec's are the rows of stats.def, in its order
  * (NANOSECONDS figures in seconds, as JSON numbers).  "routes" is what the
@@ -66,6 +76,7 @@
 #include <unistd.h>
 
 #include "base/log.h"
+#include "kernels/ibp_kernels.h"
 #include "stats/discover.h"
 #include "stats/path.h"
 #include "stats/stats.h"
@@ -81,6 +92,15 @@ static atomic_int retired_lost; /* retire calls that found no memory */
 static atomic_int reported;
 /* write-combined allocations a rule matched, left to the driver */
 static _Atomic uint64_t wc_left, wc_left_bytes;
+
+/* ibp__stats_note_profile's, per device. */
+typedef struct profile_note {
+  _Atomic int state; /* NOTE_NONE, NOTE_WRITING, NOTE_SET */
+  char name[64], decoder_build[64];
+  int decode_measured;
+} profile_note;
+enum { NOTE_NONE, NOTE_WRITING, NOTE_SET };
+static profile_note profile_notes[IBP_STATS_DEVICES];
 
 void ibp__stats_keep_retired(const ibp_stat_row *row) {
   retired_node *n = malloc(sizeof *n);
@@ -500,6 +520,56 @@ static void report_routes(sbuf *b, const row_list *l) {
   free(c);
 }
 
+/* ---- the devices' profiles ---------------------------------------------- */
+
+void ibp__stats_note_profile(int dev, const char *name,
+                             const char *decoder_build, int decode_measured) {
+  if (dev < 0 || dev >= IBP_STATS_DEVICES)
+    return;
+  profile_note *n = &profile_notes[dev];
+  int none = NOTE_NONE;
+  if (!atomic_compare_exchange_strong_explicit(&n->state, &none, NOTE_WRITING,
+                                               memory_order_acquire,
+                                               memory_order_relaxed))
+    return;
+  snprintf(n->name, sizeof n->name, "%s", name ? name : "");
+  snprintf(n->decoder_build, sizeof n->decoder_build, "%s",
+           decoder_build ? decoder_build : "");
+  n->decode_measured = decode_measured != 0;
+  atomic_store_explicit(&n->state, NOTE_SET, memory_order_release);
+}
+
+static const profile_note *profile_note_of(int dev) {
+  const profile_note *n = &profile_notes[dev];
+  return atomic_load_explicit(&n->state, memory_order_acquire) == NOTE_SET
+             ? n
+             : NULL;
+}
+
+/* One line when some device's decode terms are unmeasured for this
+ * decoder: the first such device, and how many others. */
+static void text_decoder(sbuf *b) {
+  int first = -1, others = 0;
+  for (int d = 0; d < IBP_STATS_DEVICES; d++) {
+    const profile_note *n = profile_note_of(d);
+    if (!n || n->decode_measured)
+      continue;
+    if (first < 0)
+      first = d;
+    else
+      others++;
+  }
+  if (first < 0)
+    return;
+  const profile_note *n = profile_note_of(first);
+  sb_printf(b,
+            "[ibp] stats: decode terms unmeasured for this decoder (%s): "
+            "device %d's profile %s has them of decoder_build %s%s, a guess "
+            "until 'ibp calibrate' measures them (docs/PROFILE.md)\n",
+            IBP_DECODER_BUILD, first, n->name, n->decoder_build,
+            others ? " (and other devices' too)" : "");
+}
+
 static void report_text(const row_list *l, const totals *t) {
   text_row *cells = calloc(l->n + 2, sizeof *cells);
   if (cells == NULL) {
@@ -529,6 +599,7 @@ static void report_text(const row_list *l, const totals *t) {
   sb_printf(&b, "[ibp] stats: requested %s, read over PCIe %s, saved %s\n", req,
             pcie, pct);
   report_routes(&b, l);
+  text_decoder(&b);
   if (b.oom)
     ibp__log(IBP_LOG_WARN, "stats: out of memory; no report");
   else
@@ -606,6 +677,26 @@ static void json_region(sbuf *b, const ibp_stat_row *w) {
   sb_printf(b, "}}");
 }
 
+static void json_decoder(sbuf *b) {
+  sb_printf(b, "  \"decoder\": {\"build\": ");
+  json_string(b, IBP_DECODER_BUILD);
+  sb_printf(b, ", \"devices\": [");
+  const char *sep = "";
+  for (int d = 0; d < IBP_STATS_DEVICES; d++) {
+    const profile_note *n = profile_note_of(d);
+    if (!n)
+      continue;
+    sb_printf(b, "%s{\"device\": %d, \"profile\": ", sep, d);
+    json_string(b, n->name);
+    sb_printf(b, ", \"decoder_build\": ");
+    json_string(b, n->decoder_build);
+    sb_printf(b, ", \"decode_measured\": %s}",
+              n->decode_measured ? "true" : "false");
+    sep = ", ";
+  }
+  sb_printf(b, "]},\n");
+}
+
 static void json_totals(sbuf *b, const totals *t, size_t n) {
   sb_printf(b, "  \"totals\": {\"regions\": %zu", n);
   json_u64(b, "bytes", t->bytes);
@@ -618,7 +709,9 @@ static void json_totals(sbuf *b, const totals *t, size_t n) {
 }
 
 static void json_document(sbuf *b, const row_list *l, const totals *t) {
-  sb_printf(b, "{\n  \"version\": 1,\n  \"regions\": [");
+  sb_printf(b, "{\n  \"version\": 1,\n");
+  json_decoder(b);
+  sb_printf(b, "  \"regions\": [");
   for (size_t i = 0; i < l->n; i++) {
     sb_printf(b, i ? ",\n" : "\n");
     json_region(b, &l->v[i]);

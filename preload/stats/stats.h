@@ -93,6 +93,18 @@ void ibp__stats_write(ibp_stat_row *live, size_t n, int live_incomplete);
  * report (docs/CONFIG.md, `wc=`).  Lock-free. */
 void ibp__stats_left_write_combined(uint64_t bytes);
 
+/* Devices whose cost profile the report notes: ordinals 0 .. this - 1. */
+#define IBP_STATS_DEVICES 16
+
+/* The cost profile device `dev` is modelled with (serve/choose/gate.c, as
+ * it sets the device up): its name, its decoder_build and whether that is
+ * the running decompress kernels' build (ibp_profile_decode_measured).
+ * The report lists them and says once when decode terms are unmeasured
+ * for this decoder.  The first call per device counts; the strings are
+ * copied (cut to 63 bytes).  Lock-free. */
+void ibp__stats_note_profile(int dev, const char *name,
+                             const char *decoder_build, int decode_measured);
+
 /* Nonzero when a report will be written (IBP_STATS set, not yet written). */
 int ibp__stats_wanted(void);
 

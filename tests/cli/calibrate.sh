@@ -8,6 +8,10 @@
 . "$(dirname "$0")/common.sh"
 SIMDIR=$4
 TARGET=$5
+# The running decompress kernels' build (kernels/ibp_kernels.h).
+BUILD=$(sed -n 's/^#define IBP_DECODER_BUILD "\(.*\)"$/\1/p' \
+  "$(dirname "$0")/../../kernels/ibp_kernels.h")
+[ -n "$BUILD" ] || fail "no IBP_DECODER_BUILD in kernels/ibp_kernels.h"
 
 # The simulated GPU reports 132 SMs whatever its profile says, and its
 # clock runs a kernel on the profile's: TARGET has 132, so that the decode
@@ -48,8 +52,11 @@ if [ "$rc" -ne 0 ] && grep -q 'cannot calibrate' "$ERR"; then
   exit 77
 fi
 expect_eq "exit status of ibp calibrate --quick --sim" "$rc" 0
+# The base (a100-pcie4, below) has decode terms of another build: said
+# once, before anything is measured.
 expect_eq "stderr of ibp calibrate (its progress)" "$(sed 's/ (simulated.*//' "$ERR")" \
-  "ibp calibrate: [1/4] the driver's calls
+  "ibp calibrate: a100-pcie4: decode terms unmeasured for this decoder (its decoder_build: word-pdep; this decoder: $BUILD): re-measuring
+ibp calibrate: [1/4] the driver's calls
 ibp calibrate: [2/4] the copy engine's copies
 ibp calibrate: [3/4] SM reads of host memory
 ibp calibrate: [4/4] the decompress kernel"
@@ -76,6 +83,8 @@ for key in $KEPT; do
 done
 expect_eq "sms (the device's)" "$(value sms cal.prof)" 132
 expect_eq "name" "$(value name cal.prof)" "calibrated-libibp-simulated-GPU-sm_90"
+# Its decode terms are this decoder's.
+expect_eq "decoder_build (this decoder's)" "$(value decoder_build cal.prof)" "$BUILD"
 
 # The header says where it was measured, and what was measured and kept.
 grep -q '^# device 0: libibp simulated GPU (sm_90) (the simulated GPU)$' cal.prof ||
@@ -87,13 +96,27 @@ grep -q "^# kept from a100-pcie4: $(echo $KEPT)\$" cal.prof || fail "header: no 
 # --name; stdout.
 LD_LIBRARY_PATH=$SIMDIR run calibrate --quick --base h100-pcie5 --name mine
 expect_eq "exit status of ibp calibrate --base --name" "$rc" 0
-expect_eq "stderr of ibp calibrate --base --name: progress only" \
-  "$(grep -cv '^ibp calibrate: \[[1-4]/4\] ' "$ERR")" 0
+expect_eq "stderr of ibp calibrate --base --name: progress and one line" \
+  "$(grep -v '^ibp calibrate: \[[1-4]/4\] ' "$ERR")" \
+  "ibp calibrate: h100-pcie5: decode terms unmeasured for this decoder (its decoder_build: word-pdep; this decoder: $BUILD): re-measuring"
+expect_eq "decoder_build (--base h100-pcie5)" "$(value decoder_build "$OUT")" "$BUILD"
 expect_eq "name (--name)" "$(value name "$OUT")" mine
 expect_eq "sector_bytes (--base h100-pcie5)" "$(value sector_bytes "$OUT")" 32
 expect_eq "runtime_call_us (--base h100-pcie5)" "$(value runtime_call_us "$OUT")" 0.3
 expect_eq "ce_h2d_gbps (without --sim)" "$(value ce_h2d_gbps "$OUT")" "$(value ce_h2d_gbps cal.prof)"
 grep -q '^# kept from h100-pcie5:' "$OUT" || fail "header: not kept from h100-pcie5"
+
+# A base measured with this decoder: nothing to say.  A base without the
+# key (TARGET, written before it): unknown, said.
+LD_LIBRARY_PATH=$SIMDIR run calibrate --quick --base ./cal.prof
+expect_eq "exit status of ibp calibrate --base cal.prof" "$rc" 0
+expect_eq "stderr of ibp calibrate --base cal.prof: progress only" \
+  "$(grep -cv '^ibp calibrate: \[[1-4]/4\] ' "$ERR")" 0
+LD_LIBRARY_PATH=$SIMDIR run calibrate --quick --base "$TARGET"
+expect_eq "stderr of ibp calibrate --base TARGET: its line" \
+  "$(grep -v '^ibp calibrate: \[[1-4]/4\] ' "$ERR")" \
+  "ibp calibrate: $TARGET: decode terms unmeasured for this decoder (its decoder_build: unknown; this decoder: $BUILD): re-measuring"
+expect_eq "decoder_build (--base TARGET)" "$(value decoder_build "$OUT")" "$BUILD"
 
 # Errors: a base that cannot be read, a device that does not exist.
 expect_error 1 "ibp: nosuch: not a built-in profile, and cannot be opened: No such file or directory" \

@@ -2,6 +2,10 @@
 # which read back the same), and one message for a profile that cannot be
 # read.
 . "$(dirname "$0")/common.sh"
+# The running decompress kernels' build (kernels/ibp_kernels.h).
+BUILD=$(sed -n 's/^#define IBP_DECODER_BUILD "\(.*\)"$/\1/p' \
+  "$(dirname "$0")/../../kernels/ibp_kernels.h")
+[ -n "$BUILD" ] || fail "no IBP_DECODER_BUILD in kernels/ibp_kernels.h"
 
 expect_ok profile --help
 grep -q '^Usage: ibp profile \[NAME|FILE\]' "$OUT" || fail "ibp profile --help: no usage line"
@@ -20,7 +24,12 @@ for name in a100-pcie4 h100-pcie5; do
   expect_ok profile "$name"
   cp "$OUT" "$name.prof"
   expect_eq "name line of $name" "$(grep '^name = ' "$OUT")" "name = $name"
-  expect_eq "parameter lines of $name" "$(grep -c '^[a-z0-9_]* = ' "$OUT")" 20
+  expect_eq "parameter lines of $name" "$(grep -c '^[a-z0-9_]* = ' "$OUT")" 21
+  # The built-ins' decode terms are the old kernel's: flagged unmeasured.
+  expect_eq "decoder_build of $name" "$(grep '^decoder_build = ' "$OUT")" \
+    "decoder_build = word-pdep"
+  expect_eq "first line of $name" "$(head -n 1 "$OUT")" \
+    "# decode terms: unmeasured for this decoder (decoder_build word-pdep; this decoder: $BUILD)"
   expect_ok profile "./$name.prof"
   cmp -s "$OUT" "$name.prof" || fail "ibp profile ./$name.prof differs from ibp profile $name"
 done
@@ -31,6 +40,18 @@ grep -qx 'sms = 114' h100-pcie5.prof || fail "h100-pcie5: sms"
 sed 's/^sms = 108$/sms = 0/' a100-pcie4.prof >edited.prof
 line=$(grep -n '^sms = 0$' edited.prof | cut -d: -f1)
 expect_error 1 "ibp: edited.prof:$line: sms: 0 is out of range [1, 4096]" profile edited.prof
+# A profile without decoder_build (written before the key): unknown.
+grep -v '^decoder_build = ' a100-pcie4.prof >old.prof
+expect_ok profile ./old.prof
+expect_eq "decoder_build of a file without it" "$(grep '^decoder_build = ' "$OUT")" \
+  "decoder_build = unknown"
+expect_eq "first line of a file without decoder_build" "$(head -n 1 "$OUT")" \
+  "# decode terms: unmeasured for this decoder (decoder_build unknown; this decoder: $BUILD)"
+# One measured with this decoder.
+sed "s/^decoder_build = .*/decoder_build = $BUILD/" a100-pcie4.prof >mine.prof
+expect_ok profile ./mine.prof
+expect_eq "first line of a profile of this decoder" "$(head -n 1 "$OUT")" \
+  "# decode terms: measured with this decoder ($BUILD)"
 printf 'name = x\nfoo = 1\n' >bad.prof
 expect_error 1 "ibp: bad.prof:2: foo: unknown key" profile bad.prof
 
@@ -45,6 +66,6 @@ expect_error 1 "ibp: /dev/null: not a regular file (a character device)" profile
 expect_error 2 "ibp: unexpected argument 'b' (see 'ibp profile --help')" profile a b
 expect_error 2 "ibp: unknown option '--frob' (see 'ibp profile --help')" profile --frob
 
-rm -r a100-pcie4.prof h100-pcie5.prof edited.prof bad.prof adir
+rm -r a100-pcie4.prof h100-pcie5.prof edited.prof old.prof mine.prof bad.prof adir
 expect_files
 finish

@@ -1,7 +1,11 @@
 /* Unit tests of profile/ (device cost profiles).  Usage:
  *   test_profile builtin|roundtrip|errors|load|model|locale
+ *   test_profile decoder SOURCE_DIR
  * (one CTest test each; `locale` exits 77 where no locale with a decimal
- * comma is installed). */
+ * comma is installed; `decoder` loads the profile files of the source
+ * tree). */
+#include <dirent.h>
+
 #include "profile/profile.h"
 
 #include <errno.h>
@@ -47,9 +51,10 @@ static int is_whole(const param *d) {
   return d->unit[0] == '\0' || strcmp(d->unit, "B") == 0;
 }
 
-/* Same name and bit-identical values. */
+/* Same name, decoder build and bit-identical values. */
 static int same_profile(const ibp_profile *a, const ibp_profile *b) {
-  if (strcmp(a->name, b->name) != 0)
+  if (strcmp(a->name, b->name) != 0 ||
+      strcmp(a->decoder_build, b->decoder_build) != 0)
     return 0;
   for (size_t i = 0; i < PARAM_COUNT; i++) {
     double x = *field((ibp_profile *)a, i), y = *field((ibp_profile *)b, i);
@@ -98,11 +103,15 @@ static void test_builtin(void) {
     if (rc != 0)
       fprintf(stderr, "built-in %s: %s\n", names[i], err);
     CHECK(rc == 0 && strcmp(p.name, names[i]) == 0);
+    /* The decode terms of every built-in were measured with the kernel
+     * before its decode plan (docs/PROFILE.md). */
+    CHECK(rc == 0 && strcmp(p.decoder_build, "word-pdep") == 0);
     /* Every value comes right after a comment (its source, or an
-     * ASSUMPTION and the reasoning). */
-    for (size_t k = 0; k < PARAM_COUNT; k++) {
+     * ASSUMPTION and the reasoning), and so does the decoder build. */
+    for (size_t k = 0; k <= PARAM_COUNT; k++) {
       char key[64];
-      snprintf(key, sizeof key, "\n%s = ", params[k].key);
+      snprintf(key, sizeof key,
+               "\n%s = ", k < PARAM_COUNT ? params[k].key : "decoder_build");
       const char *at = strstr(text, key);
       CHECK(at != NULL && at > text);
       const char *prev = at;
@@ -170,17 +179,23 @@ static double random_value(const param *d) {
   return v;
 }
 
-static ibp_profile random_profile(void) {
-  ibp_profile p;
-  memset(&p, 0, sizeof p);
+/* 1..63 printable characters, no spaces, no '#'. */
+static void random_name(char *out) {
   size_t n = 1 + rng() % (IBP_PROFILE_NAME_MAX - 1);
   for (size_t i = 0; i < n; i++) {
     char c;
     do
       c = (char)(0x21 + rng() % 94);
     while (c == '#');
-    p.name[i] = c;
+    out[i] = c;
   }
+}
+
+static ibp_profile random_profile(void) {
+  ibp_profile p;
+  memset(&p, 0, sizeof p);
+  random_name(p.name);
+  random_name(p.decoder_build);
   for (size_t i = 0; i < PARAM_COUNT; i++)
     *field(&p, i) = random_value(&params[i]);
   return p;
@@ -213,6 +228,7 @@ static void test_roundtrip(void) {
     CHECK(strstr(text, "\nruntime_call_us = 0.3\n") != NULL);
     CHECK(strstr(text, "\nsm_inflight_bytes = 32768\n") != NULL);
     CHECK(strstr(text, "# count: streaming multiprocessors\n") != NULL);
+    CHECK(strstr(text, "\ndecoder_build = word-pdep\n") != NULL);
     /* Cut short: a prefix, NUL-terminated, and the full length. */
     size_t n_full = strlen(text);
     char small[17];
@@ -312,6 +328,14 @@ static void test_errors(void) {
                  "sms: missing (a profile gives every parameter)");
   expect_error_n("name = a100-pcie4\n", "", 0, -1,
                  "name: missing (a profile gives every parameter)");
+  expect_error_after("decoder_build = word-pdep",
+                     "decoder_build = a\ndecoder_build = b", 1,
+                     "decoder_build: repeated (first given on line 5)");
+  expect_error("decoder_build = word-pdep", "decoder_build = plan 2",
+               "decoder_build: 'plan 2' is not a name (1 to 63 printable "
+               "characters, no spaces)");
+  expect_error("decoder_build = word-pdep",
+               "decoder_build =", "decoder_build: no value");
   expect_error("sms = 108", "sms 108", "expected 'key = value'");
   expect_error("sms = 108", "= 108", "expected 'key = value' (no key)");
   expect_error("sms = 108", "sms =  # none", "sms: no value");
@@ -644,6 +668,107 @@ static int test_locale(void) {
   return 0;
 }
 
+/* ---- which decoder the decode terms are of ------------------------------- */
+
+/* text without its decoder_build line. */
+static char *without_decoder_build(const char *text) {
+  char *out = strdup(text);
+  char *at = strstr(out, "\ndecoder_build = ");
+  if (out == NULL || at == NULL)
+    abort();
+  char *eol = strchr(at + 1, '\n');
+  memmove(at, eol, strlen(eol) + 1);
+  return out;
+}
+
+static int parse_text(const char *text, ibp_profile *p) {
+  char err[256];
+  int rc = ibp_profile_parse(text, strlen(text), "t", p, err, sizeof err);
+  if (rc != 0)
+    fprintf(stderr, "parse: %s\n", err);
+  return rc;
+}
+
+/* Every *.prof / *.profile file under src/dir loads; returns how many. */
+static int load_all(const char *src, const char *dir_name, const char *ext,
+                    int *unknown) {
+  char path[1024];
+  snprintf(path, sizeof path, "%s/%s", src, dir_name);
+  DIR *d = opendir(path);
+  CHECK(d != NULL);
+  int n = 0;
+  for (struct dirent *e; d && (e = readdir(d)) != NULL;) {
+    size_t len = strlen(e->d_name), k = strlen(ext);
+    if (len <= k || strcmp(e->d_name + len - k, ext) != 0)
+      continue;
+    snprintf(path, sizeof path, "%s/%s/%s", src, dir_name, e->d_name);
+    ibp_profile p = must_load(path);
+    *unknown += strcmp(p.decoder_build, IBP_PROFILE_DECODER_UNKNOWN) == 0;
+    n++;
+  }
+  if (d)
+    closedir(d);
+  return n;
+}
+
+static void test_decoder(const char *src) {
+  ibp_profile h = must_load("h100-pcie5"), p;
+  char *text = format_alloc(&h);
+  /* The key parsed. */
+  CHECK(parse_text(text, &p) == 0 && strcmp(p.decoder_build, "word-pdep") == 0);
+  CHECK(ibp_profile_decode_measured(&p, "word-pdep") == 1);
+  CHECK(ibp_profile_decode_measured(&p, "decode-plan-1") == 0);
+  /* A file without it (every profile before the key): unknown, and never
+   * measured, whatever the running build. */
+  char *old = without_decoder_build(text);
+  CHECK(strstr(old, "decoder_build") == NULL);
+  CHECK(parse_text(old, &p) == 0);
+  CHECK(strcmp(p.decoder_build, IBP_PROFILE_DECODER_UNKNOWN) == 0);
+  CHECK(strcmp(p.decoder_build, "unknown") == 0);
+  CHECK(p.sms == 114 && p.decode_gbps_per_sm == 3.17);
+  CHECK(ibp_profile_decode_measured(&p, "word-pdep") == 0);
+  CHECK(ibp_profile_decode_measured(&p, "unknown") == 0);
+  /* ... and written back with the key, as unknown. */
+  char *again = format_alloc(&p);
+  CHECK(strstr(again, "\ndecoder_build = unknown\n") != NULL);
+  free(again);
+  /* No running build, an empty one, no profile; a profile not from the
+   * parser (zeroed). */
+  CHECK(parse_text(text, &p) == 0);
+  CHECK(ibp_profile_decode_measured(&p, NULL) == 0);
+  CHECK(ibp_profile_decode_measured(&p, "") == 0);
+  CHECK(ibp_profile_decode_measured(NULL, "word-pdep") == 0);
+  CHECK(ibp_profile_decode_measured(&p, "word-pdep2") == 0);
+  CHECK(ibp_profile_decode_measured(&p, "word-pde") == 0);
+  memset(&p, 0, sizeof p);
+  CHECK(ibp_profile_decode_measured(&p, "word-pdep") == 0);
+  again = format_alloc(&p);
+  CHECK(strstr(again, "\ndecoder_build = unknown\n") != NULL);
+  free(again);
+  /* Another build, 63 characters long: parsed, measured only for itself. */
+  char build[IBP_PROFILE_NAME_MAX];
+  memset(build, 'b', sizeof build - 1);
+  build[sizeof build - 1] = '\0';
+  size_t n = strlen(old) + strlen(build) + 32;
+  char *mine = malloc(n);
+  snprintf(mine, n, "%sdecoder_build = %s\n", old, build);
+  CHECK(parse_text(mine, &p) == 0 && strcmp(p.decoder_build, build) == 0);
+  CHECK(ibp_profile_decode_measured(&p, build) == 1);
+  CHECK(ibp_profile_decode_measured(&p, "word-pdep") == 0);
+  free(mine);
+  free(old);
+  free(text);
+  /* The truths the gate is tried with, and the tests' profiles: written
+   * before the key, they still load, as unknown. */
+  int unknown = 0;
+  int truths = load_all(src, "profile/truth", ".prof", &unknown);
+  CHECK(truths >= 8 && unknown == truths);
+  unknown = 0;
+  int tests = load_all(src, "tests/preload", ".profile", &unknown) +
+              load_all(src, "tests/cli", ".profile", &unknown);
+  CHECK(tests >= 2 && unknown == tests);
+}
+
 int main(int argc, char **argv) {
   const char *what = argc > 1 ? argv[1] : "";
   int rc = 0;
@@ -659,9 +784,12 @@ int main(int argc, char **argv) {
     test_model();
   else if (strcmp(what, "locale") == 0)
     rc = test_locale();
+  else if (strcmp(what, "decoder") == 0 && argc > 2)
+    test_decoder(argv[2]);
   else {
     fprintf(stderr,
-            "usage: test_profile builtin|roundtrip|errors|load|model|locale\n");
+            "usage: test_profile builtin|roundtrip|errors|load|model|locale"
+            "\n       test_profile decoder SOURCE_DIR\n");
     return 2;
   }
   if (failures) {

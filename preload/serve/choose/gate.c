@@ -44,13 +44,19 @@
 #include "serve/compact.h"
 #include "serve/region.h"
 #include "stats/discover.h"
+#include "stats/stats.h"
 
 #define DEFAULT_PROFILE "a100-pcie4"
 /* Copies seen before a region's fit is judged. */
 #define MISMATCH_AFTER 32
 
 static ibp_profile profiles[IBP_MAX_DEVICES];
+/* ibp_profile_decode_measured(profile, IBP_DECODER_BUILD), once */
+static int decode_measured[IBP_MAX_DEVICES];
 static _Atomic int ready[IBP_MAX_DEVICES];
+
+_Static_assert(IBP_MAX_DEVICES <= IBP_STATS_DEVICES,
+               "the exit report notes every device's profile");
 
 static void load_builtin(ibp_profile *p, const char *name) {
   const char *text = ibp_profile_builtin_text(name);
@@ -81,6 +87,9 @@ void ibp__gate_setup_device(int dev) {
                dev, name, DEFAULT_PROFILE);
     load_builtin(&profiles[dev], b ? b : DEFAULT_PROFILE);
   }
+  const ibp_profile *p = &profiles[dev];
+  decode_measured[dev] = ibp_profile_decode_measured(p, IBP_DECODER_BUILD);
+  ibp__stats_note_profile(dev, p->name, p->decoder_build, decode_measured[dev]);
   atomic_store_explicit(&ready[dev], 1, memory_order_release);
 }
 
@@ -89,6 +98,13 @@ const ibp_profile *ibp__gate_profile(int dev) {
       !atomic_load_explicit(&ready[dev], memory_order_acquire))
     return NULL;
   return &profiles[dev];
+}
+
+int ibp__gate_decode_measured(int dev) {
+  if (dev < 0 || dev >= IBP_MAX_DEVICES ||
+      !atomic_load_explicit(&ready[dev], memory_order_acquire))
+    return 0;
+  return decode_measured[dev];
 }
 
 static double max2(double a, double b) {

@@ -23,6 +23,16 @@ void ibp__gate_setup_device(int dev);
  * READY on it implies that); NULL otherwise. */
 const ibp_profile *ibp__gate_profile(int dev);
 
+/* 1 when that profile's decode terms (decode_gbps_per_sm, decode_tensor_us,
+ * decode_h2d_gbps) were measured with the running decompress kernels:
+ * ibp_profile_decode_measured(ibp__gate_profile(dev), IBP_DECODER_BUILD),
+ * worked out once at set-up.  0 when they are unmeasured for this decoder
+ * -- its decoder_build names another build or none (every built-in today:
+ * docs/PROFILE.md "Which decoder the decode terms are of"), so the GPU
+ * routes' priors are a guess the chooser should explore early -- and when
+ * the device is not set up.  Lock-free; any thread. */
+int ibp__gate_decode_measured(int dev);
+
 /* One copy as the gate sees it. */
 typedef struct ibp_gate_copy {
   uint64_t bytes;        /* requested */

@@ -12,7 +12,11 @@
 # A name ending in "+" (e.g. stale+) must also show written tensors
 # recompressed (tensors_recompressed > 0 in its entries together).  When
 # the environment forces a tracker (IBP_TRACKER=mprotect or userfaultfd),
-# every entry that was tracked must name it ("tracker").
+# every entry that was tracked must name it ("tracker").  "decoder" names
+# the running decoder's build and the devices set up (at least one): each
+# device's decode_measured must say whether its profile's decoder_build is
+# that build, and a built-in profile (IBP_PROFILE=a100-pcie4|h100-pcie5)
+# has its decode terms unmeasured (docs/PROFILE.md).
 cmake_minimum_required(VERSION 3.25)
 
 if(NOT STATS)
@@ -35,6 +39,33 @@ string(JSON count ERROR_VARIABLE err LENGTH "${json}" regions)
 if(err)
   message(FATAL_ERROR "check_stats: ${STATS}: no \"regions\" array (${err})")
 endif()
+
+string(JSON build ERROR_VARIABLE err GET "${json}" decoder build)
+string(JSON devices ERROR_VARIABLE err2 LENGTH "${json}" decoder devices)
+if(err OR err2 OR build STREQUAL "" OR NOT devices GREATER 0)
+  message(FATAL_ERROR "check_stats: ${STATS}: no \"decoder\" with a build "
+    "and devices (${err}${err2})")
+endif()
+math(EXPR last "${devices} - 1")
+foreach(i RANGE ${last})
+  string(JSON of GET "${json}" decoder devices ${i} decoder_build)
+  string(JSON measured GET "${json}" decoder devices ${i} decode_measured)
+  string(JSON profile GET "${json}" decoder devices ${i} profile)
+  set(same OFF)
+  if(of STREQUAL build)
+    set(same ON)
+  endif()
+  if(NOT same STREQUAL measured)
+    message(FATAL_ERROR "check_stats: device entry ${i} (${profile}): "
+      "decode_measured ${measured}, its decoder_build ${of}, this decoder "
+      "${build}")
+  endif()
+  if("$ENV{IBP_PROFILE}" MATCHES "^(a100-pcie4|h100-pcie5)$" AND
+     (measured OR NOT of STREQUAL "word-pdep"))
+    message(FATAL_ERROR "check_stats: built-in ${profile}: decoder_build "
+      "${of}, decode_measured ${measured} (want word-pdep, OFF)")
+  endif()
+endforeach()
 
 string(REPLACE "," ";" REGIONS "${REGIONS}")
 set(failed FALSE)

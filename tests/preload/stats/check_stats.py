@@ -125,14 +125,36 @@ def check_values(where, obj, want):
             fail("%s.%s = %r, want %r" % (where, k, got, v))
 
 
+DEVICE_KEYS = {"device": int, "profile": str, "decoder_build": str,
+               "decode_measured": bool}
+
+
+def check_decoder(dec):
+    """test_stats.c's MIXED_NOTES: devices 0 and 5 unmeasured, 2 measured
+    (its decoder_build the running build)."""
+    check_types("decoder", dec, {"build": str, "devices": list})
+    devices = dec.get("devices", [])
+    for i, d in enumerate(devices):
+        check_types("decoder.devices[%d]" % i, d, DEVICE_KEYS)
+        if d.get("decode_measured") != (d.get("decoder_build") == dec.get("build")):
+            fail("decoder.devices[%d]: decode_measured %r against builds %r, %r"
+                 % (i, d.get("decode_measured"), d.get("decoder_build"),
+                    dec.get("build")))
+    if [d.get("device") for d in devices] != [0, 2, 5]:
+        fail("decoder.devices: %r" % devices)
+    if [d.get("decode_measured") for d in devices] != [False, True, False]:
+        fail("decoder.devices: %r" % devices)
+
+
 def main(path):
     with open(path, "rb") as f:
         raw = f.read()
     text = raw.decode("ascii")  # everything outside ASCII is escaped
     doc = json.loads(text, parse_constant=no_constant,
                      object_pairs_hook=no_duplicates)
-    if set(doc) != {"version", "regions", "totals"}:
+    if set(doc) != {"version", "decoder", "regions", "totals"}:
         fail("top-level keys %s" % sorted(doc))
+    check_decoder(doc.get("decoder", {}))
     if doc.get("version") != 1:
         fail("version %r" % doc.get("version"))
     regions = doc.get("regions", [])

@@ -8,7 +8,9 @@
  * with stderr captured in a file:
  *
  *   test_stats text DIR        text table: columns, sizes, order, totals,
- *                              retired marker, once only
+ *                              retired marker, once only; the devices'
+ *                              profiles: one line when some device's
+ *                              decode terms are unmeasured, none else
  *   test_stats json DIR        JSON file: present, no temporary left behind,
  *                              second call does nothing; DIR/stats.json is
  *                              then checked by check_stats.py
@@ -29,6 +31,7 @@
 #include <unistd.h>
 
 #include "base/base.h"
+#include "kernels/ibp_kernels.h"
 #include "serve/figures.h"
 #include "serve/region.h"
 #include "stats/stats.h"
@@ -211,9 +214,40 @@ static char *read_file(const char *path) {
   return strdup(buf);
 }
 
+/* What the gate notes of its devices' profiles (serve/choose/gate.c), in
+ * the report's child: */
+typedef enum notes {
+  NO_NOTES,       /* no device set up */
+  MEASURED_NOTES, /* one device, its decode terms of this decoder */
+  MIXED_NOTES,    /* device 0 unmeasured (noted twice: the first counts),
+                     device 2 measured, device 5 unmeasured */
+} notes;
+
+static void note_profiles(notes n) {
+  if (n == MEASURED_NOTES)
+    ibp__stats_note_profile(1, "mine", IBP_DECODER_BUILD, 1);
+  if (n != MIXED_NOTES)
+    return;
+  ibp__stats_note_profile(0, "h100-pcie5", "word-pdep", 0);
+  ibp__stats_note_profile(0, "other", IBP_DECODER_BUILD, 1); /* ignored */
+  ibp__stats_note_profile(2, "mine", IBP_DECODER_BUILD, 1);
+  ibp__stats_note_profile(5, "we\"ird", "unknown", 0);
+  ibp__stats_note_profile(-1, "bad", "unknown", 0);                /* none */
+  ibp__stats_note_profile(IBP_STATS_DEVICES, "bad", "unknown", 0); /* none */
+}
+
+static char *report_noted(ibp_stats_mode mode, const char *path, int calls,
+                          notes n);
+
 /* Runs ibp__figures_report `calls` times in a child with IBP_STATS = mode and
  * path; returns what it wrote on stderr (malloc'd). */
 static char *report(ibp_stats_mode mode, const char *path, int calls) {
+  return report_noted(mode, path, calls, NO_NOTES);
+}
+
+/* The same, with the devices' profiles `n` noted first. */
+static char *report_noted(ibp_stats_mode mode, const char *path, int calls,
+                          notes n) {
   char err_path[1100];
   snprintf(err_path, sizeof err_path, "%s/stderr.txt", dir);
   fflush(NULL);
@@ -228,6 +262,7 @@ static char *report(ibp_stats_mode mode, const char *path, int calls) {
     ibp_config_init(&ibp__cfg);
     ibp__cfg.stats = mode;
     snprintf(ibp__cfg.stats_path, sizeof ibp__cfg.stats_path, "%s", path);
+    note_profiles(n);
     for (int i = 0; i < calls; i++)
       ibp__figures_report();
     _exit(ibp__guard == 0 ? 0 : 4);
@@ -335,6 +370,32 @@ static void test_text(void) {
   free(out);
 }
 
+/* The devices' profiles: one line, once, when some device's decode terms
+ * are unmeasured for this decoder; none when every device's are measured
+ * or none was set up (test_text). */
+static void test_text_decoder(void) {
+  char *out = report_noted(IBP_STATS_STDERR, "", 2, MEASURED_NOTES);
+  CHECK(count_lines_starting(out, "[ibp] stats:") == 2,
+        "measured: no line about decode terms:\n%s", out);
+  CHECK(!strstr(out, "decode terms"), "measured: %s", out);
+  free(out);
+  out = report_noted(IBP_STATS_STDERR, "", 2, MIXED_NOTES);
+  CHECK(count_lines_starting(out, "[ibp] stats:") == 3,
+        "unmeasured: one more line:\n%s", out);
+  char line[512], want[512];
+  snprintf(want, sizeof want,
+           "[ibp] stats: decode terms unmeasured for this decoder (%s): "
+           "device 0's profile h100-pcie5 has them of decoder_build "
+           "word-pdep (and other devices' too), a guess until 'ibp "
+           "calibrate' measures them (docs/PROFILE.md)",
+           IBP_DECODER_BUILD);
+  CHECK(line_with(out, "decode terms", line, sizeof line) &&
+            strcmp(line, want) == 0,
+        "the line:\n%s\nwant\n%s", line, want);
+  fputs(out, stdout);
+  free(out);
+}
+
 static int count_entries(const char *path) {
   DIR *d = opendir(path);
   int n = 0;
@@ -350,7 +411,7 @@ static void test_json(void) {
   snprintf(sub, sizeof sub, "%s/json", dir);
   mkdir(sub, 0755);
   snprintf(path, sizeof path, "%s/stats.json", sub);
-  char *out = report(IBP_STATS_JSON, path, 1);
+  char *out = report_noted(IBP_STATS_JSON, path, 1, MIXED_NOTES);
   CHECK(out[0] == '\0', "JSON mode printed: %s", out);
   free(out);
   char *doc = read_file(path);
@@ -363,6 +424,17 @@ static void test_json(void) {
     CHECK(strstr(doc, "\"name\": \"region@0x300000000000\""), "%s", doc);
     CHECK(strstr(doc, "\"threshold\": 0.875,"), "%s", doc);
     CHECK(!strstr(doc, "nan") && !strstr(doc, "inf"), "%s", doc);
+    char want[512];
+    snprintf(want, sizeof want,
+             "  \"decoder\": {\"build\": \"%s\", \"devices\": ["
+             "{\"device\": 0, \"profile\": \"h100-pcie5\", "
+             "\"decoder_build\": \"word-pdep\", \"decode_measured\": false}, "
+             "{\"device\": 2, \"profile\": \"mine\", "
+             "\"decoder_build\": \"%s\", \"decode_measured\": true}, "
+             "{\"device\": 5, \"profile\": \"we\\\"ird\", "
+             "\"decoder_build\": \"unknown\", \"decode_measured\": false}]},\n",
+             IBP_DECODER_BUILD, IBP_DECODER_BUILD);
+    CHECK(strstr(doc, want), "no\n%s\nin\n%s", want, doc);
   }
   free(doc);
   /* the report runs once per process: a second call writes nothing */
@@ -372,8 +444,8 @@ static void test_json(void) {
   CHECK(out[0] == '\0', "printed: %s", out);
   free(out);
   CHECK(count_entries(sub) == 2, "second call wrote again");
-  /* an existing file is replaced */
-  out = report(IBP_STATS_JSON, path, 1);
+  /* an existing file is replaced (what check_stats.py reads) */
+  out = report_noted(IBP_STATS_JSON, path, 1, MIXED_NOTES);
   free(out);
   CHECK(count_entries(sub) == 2, "replace left files in %s", sub);
   unlink(again);
@@ -446,6 +518,7 @@ int main(int argc, char **argv) {
   if (all || strcmp(what, "text") == 0) {
     test_off();
     test_text();
+    test_text_decoder();
   }
   if (all || strcmp(what, "json") == 0)
     test_json();
