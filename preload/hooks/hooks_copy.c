@@ -34,7 +34,7 @@ static int htod(CUdeviceptr dst, const void *src, size_t n, CUstream s,
   ibp__discover_copy(src, n, unified);
   int rc = 1;
   if (!quiet()) {
-    ibp_copy c = {dst, src, n, s, sync, unified, 0, 0};
+    ibp_copy c = {dst, src, n, s, sync, unified, 0, 0, 0};
     rc = ibp__serve_htod(&c);
   }
   if (rc && !ibp__guard)

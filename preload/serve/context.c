@@ -25,10 +25,16 @@ static void retire(ibp_region_rec *r) {
   ibp_region_state before = ibp_region_state_get(r);
   ibp_registry_remove((void *)r->base); /* no new compression can start */
   ibp__worker_wait(r, -1);
-  int early =
-      (before == IBP_REGION_CANDIDATE || before == IBP_REGION_COMPRESSING) &&
-      ibp_region_state_get(r) != IBP_REGION_READY;
   ibp_served_region *s = ibp__served(r);
+  /* freed before its compression finished: still a candidate or being
+   * compressed, or already published to the device (READY) while the fill
+   * ran -- the removal stopped it, and `filling` stays set
+   * (serve/prepare/compress.c) */
+  int early =
+      ((before == IBP_REGION_CANDIDATE || before == IBP_REGION_COMPRESSING) &&
+       ibp_region_state_get(r) != IBP_REGION_READY) ||
+      (before == IBP_REGION_READY && s &&
+       atomic_load(&s->refresh.filling) != 0);
   if (s)
     ibp__track_unprotect(&s->track);
   ibp__figures_retire(r, early);

@@ -75,6 +75,8 @@ static void fill_row(ibp_stat_row *w, const ibp_region_rec *r) {
 #include "stats/stats.def"
 #undef IBP_COUNTER
 #undef IBP_GAUGE
+  for (int i = 0; i < IBP_PASSED_REASONS; i++)
+    w->passed[i] = load64(&s->counters.passed[i]);
   for (int i = 0; i < IBP_MAX_DEVICES; i++)
     ibp__chooser_figures(
         atomic_load((struct ibp_chooser * _Atomic *)&s->dev[i].chooser),

@@ -32,19 +32,11 @@
  * add to its PCIe reads, on average (bench/README.md, bench_pcie). */
 #define SECTOR_SLACK 32
 
-static void count_passed(ibp_served_region *s, uint64_t bytes) {
-  ibp__count(&s->counters, copies_passthrough, 1);
-  ibp__count(&s->counters, bytes_passthrough, bytes);
-}
-
-/* A copy passed because the region or its device setup is not finished
- * (the exit report's note, stats/report.c). */
-static void count_not_ready(ibp_region_rec *r, ibp_served_region *s, int dev) {
-  ibp_region_state st = ibp_region_state_get(r);
-  if (st == IBP_REGION_CANDIDATE || st == IBP_REGION_COMPRESSING ||
-      (st == IBP_REGION_READY &&
-       ibp__device_state(s, (unsigned)dev) <= IBP_DEVICE_UPLOADING))
-    ibp__count(&s->counters, copies_not_ready, 1);
+/* c passed to the driver for `reason` (IBP_PASSED_*, stats/reasons.def);
+ * a part of a split copy is counted with it (split_compact). */
+static void count_passed(ibp_served_region *s, const ibp_copy *c, int reason) {
+  if (!c->part)
+    ibp__count_passed(&s->counters, reason, 1, c->bytes);
 }
 
 /* What raw-served tensors among [first, last] add: dirty ones, and busy
@@ -109,9 +101,9 @@ uint64_t ibp__stored_bytes(const ibp_served_region *s, uint64_t off,
   return bytes;
 }
 
-static void failed(ibp_region_rec *r, ibp_served_region *s, const char *what,
-                   CUresult e) {
-  ibp__count(&s->counters, copies_fallback, 1);
+static void failed(ibp_region_rec *r, ibp_served_region *s, const ibp_copy *c,
+                   const char *what, CUresult e) {
+  count_passed(s, c, IBP_PASSED_FAILED);
   static int warned;
   ibp__warn_first(&warned,
                   "region '%s': %s failed (CUresult %d); copying without "
@@ -210,7 +202,7 @@ static ibp_route choose(ibp_served_region *s, ibp_device_slot *slot, int dev,
   x->p = p;
   x->dev = dev;
   if (!p) {
-    count_passed(s, c->bytes);
+    count_passed(s, c, IBP_PASSED_NO_PROFILE);
     return IBP_ROUTE_DRIVER;
   }
   const ibp_gate_copy g = gate_copy(p, c, a, plan, pcie);
@@ -258,10 +250,8 @@ decide:;
   if (count)
     ibp__streams_queued(x->dev, c->stream, ibp__clock_ns(),
                         x->choice.est_ns[go]);
-  if (go == IBP_ROUTE_DRIVER && count) {
-    ibp__count(&s->counters, copies_gated, 1);
-    ibp__count(&s->counters, bytes_gated, c->bytes);
-  }
+  if (go == IBP_ROUTE_DRIVER && count)
+    count_passed(s, c, IBP_PASSED_GATED);
   return go;
 }
 
@@ -424,8 +414,7 @@ static int rewritten(ibp_region_rec *r, ibp_served_region *s) {
 #define COMPACT_MAX_PARTS 16
 #define COMPACT_LONG_RUN ((uint64_t)64 << 10)
 
-static int serve_region(ibp_region_rec *r, const ibp_copy *c, int offered,
-                        int part);
+static int serve_region(ibp_region_rec *r, const ibp_copy *c, int offered);
 
 static int split_compact(ibp_region_rec *r, ibp_served_region *s,
                          const ibp_copy *c, uint64_t off) {
@@ -440,8 +429,9 @@ static int split_compact(ibp_region_rec *r, ibp_served_region *s,
   const uint64_t min_run = runs <= COMPACT_MAX_PARTS ? 1 : COMPACT_LONG_RUN;
   if (!(runs <= COMPACT_MAX_PARTS ? runs : long_runs))
     return 1;
-  ibp__batch_order(c->stream); /* what is held runs first */
-  uint64_t drv = 0;            /* the driver's part [drv, at) pending */
+  ibp__batch_order(c->stream);        /* what is held runs first */
+  uint64_t drv = 0;                   /* the driver's part [drv, at) pending */
+  uint64_t drv_bytes = 0, served = 0; /* the copy is counted once, below */
   for (uint64_t at = 0, n; at <= c->bytes; at += n) {
     n = at < c->bytes ? ibp__compact_run(s, off + at, c->bytes - at, &ok) : 0;
     const int gpu = at < c->bytes && ok && n >= min_run;
@@ -449,7 +439,7 @@ static int split_compact(ibp_region_rec *r, ibp_served_region *s,
       if (d->cuMemcpyHtoDAsync(c->dst + drv, (const uint8_t *)c->src + drv,
                                at - drv, c->stream) != CUDA_SUCCESS)
         return 1;
-      count_passed(s, at - drv);
+      drv_bytes += at - drv;
       ibp__count(&s->counters, copies_compact_driver, 1);
     }
     if (at == c->bytes)
@@ -461,24 +451,60 @@ static int split_compact(ibp_region_rec *r, ibp_served_region *s,
       p.bytes = n;
       p.sync = 0;
       p.arrive = 0;
+      p.part = 1;
       /* never held for a batched launch: the parts run in order, and a
        * synchronous copy is done when this returns */
-      if (serve_region(r, &p, 1, 1) != 0 &&
-          d->cuMemcpyHtoDAsync(p.dst, p.src, n, c->stream) != CUDA_SUCCESS)
+      if (serve_region(r, &p, 1) == 0)
+        served++;
+      else if (d->cuMemcpyHtoDAsync(p.dst, p.src, n, c->stream) != CUDA_SUCCESS)
         return 1;
+      else
+        drv_bytes += n;
       drv = at + n;
     }
   }
   if (c->sync && d->cuStreamSynchronize(c->stream) != CUDA_SUCCESS)
     return 1;
+  /* one copy: served (its parts' bytes counted as they were served, the
+   * driver's parts' here: all read over PCIe), or the driver's */
+  if (!served) {
+    count_passed(s, c, IBP_PASSED_COMPACT);
+    return 0;
+  }
+  ibp__count(&s->counters, copies_served, 1);
+  ibp__count(&s->counters, copies_split, 1);
+  ibp__count(&s->counters, bytes_requested, drv_bytes);
+  ibp__count(&s->counters, bytes_read_pcie, drv_bytes);
   return 0;
 }
 
+/* The reason a copy from r cannot be served now (IBP_PASSED_*), or -1:
+ * the region and its device slot are ready in this context, it is not
+ * rewritten faster than copied and the stream is not capturing. */
+static int unready(ibp_region_rec *r, ibp_served_region *s,
+                   const ibp_device_slot *slot, CUcontext ctx, int dev,
+                   CUstream stream) {
+  const ibp_driver *d = ibp__driver();
+  const ibp_region_state st = ibp_region_state_get(r);
+  const ibp_device_state ds = ibp__device_state(s, (unsigned)dev);
+  if (st == IBP_REGION_CANDIDATE || st == IBP_REGION_COMPRESSING ||
+      (st == IBP_REGION_READY && ds <= IBP_DEVICE_UPLOADING))
+    return IBP_PASSED_NOT_READY;
+  if (st != IBP_REGION_READY || ds != IBP_DEVICE_READY)
+    return IBP_PASSED_DEGRADED;
+  if (slot->ctx != ctx)
+    return IBP_PASSED_CONTEXT;
+  if (rewritten(r, s))
+    return IBP_PASSED_DEGRADED;
+  if (capturing(d, stream))
+    return IBP_PASSED_CAPTURING;
+  return -1;
+}
+
 /* offered: the batch's chooser already declined to hold c
- * (ibp__batch_hold_more answered 2); part: c is a part of a compact
+ * (ibp__batch_hold_more answered 2); c->part: c is a part of a compact
  * region's copy (split_compact), not split again. */
-static int serve_region(ibp_region_rec *r, const ibp_copy *c, int offered,
-                        int part) {
+static int serve_region(ibp_region_rec *r, const ibp_copy *c, int offered) {
   const ibp_driver *d = ibp__driver();
   ibp_served_region *s = ibp__served(r);
   if (!d || !s)
@@ -488,37 +514,36 @@ static int serve_region(ibp_region_rec *r, const ibp_copy *c, int offered,
   const int compact = ibp__compact_active(s);
   if (compact && capturing(d, c->stream) &&
       ibp__compact_pin(r, "a copy from it is captured")) {
-    count_passed(s, c->bytes);
+    count_passed(s, c, IBP_PASSED_CAPTURING);
     return 1;
   }
   if (atomic_load_explicit(&s->kernel_args, memory_order_relaxed)) {
-    count_passed(s, c->bytes); /* kernel_args.c: it may be written unseen */
+    /* kernel_args.c: it may be written unseen */
+    count_passed(s, c, IBP_PASSED_KERNEL_ARGS);
     return 1;
   }
   CUdeviceptr alloc = 0;
   size_t alloc_bytes = 0;
-  if (!ibp__dst_fits(d, c->dst, c->bytes, &alloc, &alloc_bytes))
-    return 1; /* host to host, or a bad destination: the driver's answer */
+  if (!ibp__dst_fits(d, c->dst, c->bytes, &alloc, &alloc_bytes)) {
+    /* host to host, or a bad destination: the driver's answer */
+    count_passed(s, c, IBP_PASSED_DESTINATION);
+    return 1;
+  }
   CUcontext ctx = NULL;
   CUdevice dev = -1;
   if (d->cuCtxGetCurrent(&ctx) != CUDA_SUCCESS || !ctx ||
       d->cuCtxGetDevice(&dev) != CUDA_SUCCESS || dev < 0 ||
       dev >= IBP_MAX_DEVICES) {
-    count_passed(s, c->bytes);
+    count_passed(s, c, IBP_PASSED_CONTEXT);
     return 1;
   }
   if (ibp_region_state_get(r) != IBP_REGION_READY ||
       ibp__device_state(s, (unsigned)dev) != IBP_DEVICE_READY)
     make_ready(r, s, ctx, dev);
   ibp_device_slot *slot = &s->dev[dev];
-  CUstreamCaptureStatus cs = CU_STREAM_CAPTURE_STATUS_NONE;
-  if (ibp_region_state_get(r) != IBP_REGION_READY ||
-      ibp__device_state(s, (unsigned)dev) != IBP_DEVICE_READY ||
-      slot->ctx != ctx || rewritten(r, s) ||
-      d->cuStreamIsCapturing(c->stream, &cs) != CUDA_SUCCESS ||
-      cs != CU_STREAM_CAPTURE_STATUS_NONE) {
-    count_passed(s, c->bytes);
-    count_not_ready(r, s, dev);
+  const int why = unready(r, s, slot, ctx, dev, c->stream);
+  if (why >= 0) {
+    count_passed(s, c, why);
     return 1;
   }
   const uint64_t off = (uintptr_t)c->src - r->base;
@@ -526,9 +551,9 @@ static int serve_region(ibp_region_rec *r, const ibp_copy *c, int offered,
    * the driver's (it reads the memory, whose pages come back as it touches
    * them) */
   if (compact && !ibp__compact_servable(s, off, c->bytes)) {
-    if (!part && !c->hold_only && split_compact(r, s, c, off) == 0)
+    if (!c->part && !c->hold_only && split_compact(r, s, c, off) == 0)
       return 0;
-    count_passed(s, c->bytes);
+    count_passed(s, c, IBP_PASSED_COMPACT);
     ibp__count(&s->counters, copies_compact_driver, 1);
     return 1;
   }
@@ -537,7 +562,7 @@ static int serve_region(ibp_region_rec *r, const ibp_copy *c, int offered,
   const uint64_t estimate = ibp__gate_stored_estimate(s, c->bytes);
   uint64_t pcie = estimate ? estimate : ibp__stored_bytes(s, off, c->bytes);
   if (ibp__gate_mismatch(r, off, c->bytes, pcie)) {
-    count_passed(s, c->bytes);
+    count_passed(s, c, IBP_PASSED_MISFIT);
     return 1;
   }
   /* held: served by its stream's batched launch, whose flush scans the
@@ -550,12 +575,7 @@ static int serve_region(ibp_region_rec *r, const ibp_copy *c, int offered,
   if (offer == 0)
     return 0;
   if (c->hold_only) { /* an entry of the application's batch: the driver's */
-    if (offer == 2) {
-      ibp__count(&s->counters, copies_gated, 1);
-      ibp__count(&s->counters, bytes_gated, c->bytes);
-    } else {
-      count_passed(s, c->bytes);
-    }
+    count_passed(s, c, offer == 2 ? IBP_PASSED_GATED : IBP_PASSED_BATCH_ENTRY);
     return 1;
   }
   ibp__batch_order(c->stream); /* what is held runs first */
@@ -598,7 +618,7 @@ static int serve_region(ibp_region_rec *r, const ibp_copy *c, int offered,
         ibp__track_scan_model_ns(1, ((uintptr_t)c->src + c->bytes - 1) / 4096 -
                                         (uintptr_t)c->src / 4096 + 1));
   if (synced != 0 && rewritten(r, s)) {
-    count_passed(s, c->bytes);
+    count_passed(s, c, IBP_PASSED_DEGRADED);
     return 1;
   }
   atomic_fetch_add(&s->refresh.launching, 1); /* refresh.c waits for it */
@@ -610,7 +630,7 @@ static int serve_region(ibp_region_rec *r, const ibp_copy *c, int offered,
     a.busy = NULL;
     if (!ibp__compact_servable(s, off, c->bytes)) {
       atomic_fetch_sub(&s->refresh.launching, 1);
-      count_passed(s, c->bytes);
+      count_passed(s, c, IBP_PASSED_COMPACT);
       ibp__count(&s->counters, copies_compact_driver, 1);
       return 1;
     }
@@ -625,6 +645,8 @@ static int serve_region(ibp_region_rec *r, const ibp_copy *c, int offered,
         ibp__staged_plan(s, slot, ctx, dev, c, !x.idle, &a, &sp) != 0) {
       time_untimed(&x);
       go = x.second;
+      if (go == IBP_ROUTE_DRIVER)
+        count_passed(s, c, IBP_PASSED_STAGED_BUSY);
     }
   }
   double saved_ns = x.saved_ns;
@@ -653,7 +675,7 @@ static int serve_region(ibp_region_rec *r, const ibp_copy *c, int offered,
       go = x.second;
       saved_ns = 0;
       if (go == IBP_ROUTE_DRIVER)
-        count_passed(s, c->bytes);
+        count_passed(s, c, IBP_PASSED_STAGED_BUSY);
     } else if (rc < 0 && e == CUDA_SUCCESS) {
       e = CUDA_ERROR_UNKNOWN;
     }
@@ -668,18 +690,21 @@ static int serve_region(ibp_region_rec *r, const ibp_copy *c, int offered,
   if (go == IBP_ROUTE_DRIVER)
     return 1;
   if (e != CUDA_SUCCESS) {
-    failed(r, s, go == IBP_ROUTE_STAGED ? "staged copy" : "kernel launch", e);
+    failed(r, s, c, go == IBP_ROUTE_STAGED ? "staged copy" : "kernel launch",
+           e);
     return 1;
   }
   if (go == IBP_ROUTE_STAGED) {
-    ibp__count(&s->counters, copies_staged, 1);
+    if (!c->part)
+      ibp__count(&s->counters, copies_staged, 1);
     pcie = sp.gate.ce_bytes + sp.gate.host_bytes;
   }
   if (c->sync && (e = d->cuStreamSynchronize(c->stream)) != CUDA_SUCCESS) {
-    failed(r, s, "synchronizing the copy", e);
+    failed(r, s, c, "synchronizing the copy", e);
     return 1; /* the real copy rewrites dst with the right bytes */
   }
-  ibp__count(&s->counters, copies_served, 1);
+  if (!c->part)
+    ibp__count(&s->counters, copies_served, 1);
   ibp__count(&s->counters, bytes_requested, c->bytes);
   ibp__count(&s->counters, bytes_read_pcie, pcie);
   ibp__count(&s->counters, modelled_seconds_saved, (uint64_t)saved_ns);
@@ -700,9 +725,9 @@ int ibp__serve_htod(const ibp_copy *c) {
   if (more == 0)
     rc = 0; /* held, like the batch's earlier copies */
   else if (f == IBP_FIND_FOUND)
-    rc = serve_region(r, c, more == 2, 0);
+    rc = serve_region(r, c, more == 2);
   else if (s)
-    count_passed(s, c->bytes);
+    count_passed(s, c, IBP_PASSED_EDGE);
   ibp__guard--;
   ibp_region_release(r);
   return rc;

@@ -24,6 +24,8 @@ typedef struct ibp_copy {
                     the application's own batch: serve/batch/batch_call.h) */
   size_t arrive; /* copies arriving with it (the entries of the
                     application's batch, the rows of a 2D copy), or 0 */
+  int part;      /* a part of a compact region's copy served in parts:
+                    counted with that copy, not on its own */
 } ibp_copy;
 
 /* Serves the copy from a ready region with the kernel.  Returns 0 when

@@ -173,6 +173,43 @@ static void collect(row_list *l, const ibp_stat_row *live, size_t n_live) {
   l->n = k;
 }
 
+/* Rows told apart where names repeat (many regions of one rule): "w#1",
+ * "w#2", ... in registration order; a name seen once is its own label.
+ * ('#' is no character of a name: docs/CONFIG.md, `name=`.) */
+static const row_list *label_of;
+
+static int by_name_then_id(const void *a, const void *b) {
+  const ibp_stat_row *x = &label_of->v[*(const size_t *)a],
+                     *y = &label_of->v[*(const size_t *)b];
+  int c = strcmp(x->name, y->name);
+  if (c)
+    return c;
+  return x->id < y->id ? -1 : x->id > y->id;
+}
+
+static void label_rows(row_list *l) {
+  for (size_t i = 0; i < l->n; i++)
+    snprintf(l->v[i].label, sizeof l->v[i].label, "%s", l->v[i].name);
+  size_t *ix = l->n ? malloc(l->n * sizeof *ix) : NULL;
+  if (!ix)
+    return; /* (out of memory: the names, as they are) */
+  for (size_t i = 0; i < l->n; i++)
+    ix[i] = i;
+  label_of = l;
+  qsort(ix, l->n, sizeof *ix, by_name_then_id);
+  for (size_t i = 0, j; i < l->n; i = j) {
+    for (j = i + 1; j < l->n && !strcmp(l->v[ix[j]].name, l->v[ix[i]].name);)
+      j++;
+    for (size_t k = i; j - i > 1 && k < j; k++) {
+      ibp_stat_row *w = &l->v[ix[k]];
+      char *at = w->label + strnlen(w->label, IBP_REGISTRY_NAME_MAX);
+      snprintf(at, sizeof w->label - (size_t)(at - w->label), "#%zu",
+               k - i + 1);
+    }
+  }
+  free(ix);
+}
+
 /* The figures of stats.def: how each is shown, and where it lies in a
  * row. */
 typedef enum unit { COUNT, BYTES, NANOSECONDS } unit;
@@ -200,8 +237,30 @@ static uint64_t figure_value(const ibp_stat_row *w, const figure *f) {
   return v;
 }
 
-/* The sums over every row: bytes, stored bytes, and each figure (in a
- * row, so figure_value reads them). */
+/* Whether a row's compressed bytes are what its copies read: compressed
+ * and ready (a degraded region passes every copy through, whatever its
+ * compression left; one freed before that finished has none). */
+static int serving(const ibp_stat_row *w) {
+  return w->compressed && !w->freed_early && w->state == IBP_REGION_READY;
+}
+
+/* The copies from a row's region that reached libibp, each counted once:
+ * served, or passed to the driver (by reason). */
+static uint64_t copies_passed(const ibp_stat_row *w) {
+  uint64_t n = 0;
+  for (int k = 0; k < IBP_PASSED_REASONS; k++)
+    n += w->passed[k];
+  return n;
+}
+
+static uint64_t copies_seen(const ibp_stat_row *w) {
+  return w->copies_served + w->copies_passthrough + w->copies_fallback +
+         w->copies_gated;
+}
+
+/* The sums over every row: bytes, stored bytes (regions that serve at
+ * their compressed bytes), and each figure (in a row, so figure_value
+ * reads them). */
 typedef struct totals {
   uint64_t bytes, stored_bytes;
   ibp_stat_row sum;
@@ -213,12 +272,14 @@ static totals sum_rows(const row_list *l) {
   for (size_t i = 0; i < l->n; i++) {
     const ibp_stat_row *w = &l->v[i];
     t.bytes += w->bytes;
-    t.stored_bytes += w->compressed ? w->compressed_bytes : w->bytes;
+    t.stored_bytes += serving(w) ? w->compressed_bytes : w->bytes;
     for (size_t k = 0; k < N_FIGURES; k++) {
       uint64_t v =
           figure_value(&t.sum, &figures[k]) + figure_value(w, &figures[k]);
       memcpy((char *)&t.sum + figures[k].offset, &v, sizeof v);
     }
+    for (int k = 0; k < IBP_PASSED_REASONS; k++)
+      t.sum.passed[k] += w->passed[k];
   }
   return t;
 }
@@ -382,14 +443,19 @@ static void head_cells(text_row c) {
       snprintf(c[k++], cell_max, "%s", figures[i].column);
 }
 
-/* The state as the user reads it: a region freed before its compression
- * finished is not "degraded" (docs/USING.md, "When it does not help"). */
+/* The state as the user reads it (docs/USING.md, "When it does not
+ * help"): a region no copy came from and never compressed is "unused" (a
+ * device-to-host target, a buffer the rule need not take); one freed
+ * before its compression finished is "freed-early", not "degraded". */
 static const char *state_name(const ibp_stat_row *w) {
+  if (!copies_seen(w) && !w->compressed &&
+      (w->freed_early || w->state == IBP_REGION_CANDIDATE))
+    return "unused";
   return w->freed_early ? "freed-early" : ibp_region_state_name(w->state);
 }
 
 static void text_cells(text_row c, const ibp_stat_row *w) {
-  cell_name(c[0], w->name);
+  cell_name(c[0], w->label);
   snprintf(c[1], cell_max, "%s%s", state_name(w), w->retired ? "*" : "");
   human(c[2], cell_max, w->bytes);
   human(c[3], cell_max, w->tensor_bytes);
@@ -472,7 +538,7 @@ static void cell_per_copy(char *out, double ns, uint64_t n) {
 
 static void route_cells(route_row c, const ibp_stat_row *w, int r) {
   const ibp_stat_route *q = &w->route[r];
-  cell_name(c[0], w->name);
+  cell_name(c[0], w->label);
   snprintf(c[1], cell_max, "%s", route_names[r]);
   cell_u64(c[2], q->copies);
   cell_u64(c[3], q->explored);
@@ -507,8 +573,10 @@ static void report_routes(sbuf *b, const row_list *l) {
       size_t len = strlen(c[i][k]);
       width[k] = len > width[k] ? len : width[k];
     }
-  sb_printf(b, "[ibp] stats: routes (measured, modelled: per timed copy; "
-               "classes: of copies, the choice they ended on)\n");
+  sb_printf(b, "[ibp] stats: routes, as the gate chose them (a copy judged "
+               "again, or served in parts, counts each time; measured, "
+               "modelled: per timed copy; classes: of copies, the choice "
+               "they ended on)\n");
   for (size_t i = 0; i < m; i++) {
     sb_printf(b, "[ibp]  ");
     for (int k = 0; k < route_cols; k++)
@@ -570,6 +638,77 @@ static void text_decoder(sbuf *b) {
             others ? " (and other devices' too)" : "");
 }
 
+/* ---- the copies, each once ---------------------------------------------
+ *
+ * Per region with copies, one line: served, by route, and passed to the
+ * driver, by reason (stats/reasons.def; docs/CONFIG.md, "Why a copy was
+ * the driver's"); then the same for all regions. */
+
+static const char *const reason_names[IBP_PASSED_REASONS] = {
+#define IBP_REASON(name, text) text,
+#include "stats/reasons.def"
+#undef IBP_REASON
+};
+
+#define MAX_COPY_LINES 16
+
+static void copies_line(sbuf *b, const char *label, const ibp_stat_row *w) {
+  const uint64_t served = w->copies_served, passed = copies_passed(w);
+  const uint64_t by_route[] = {w->copies_staged, w->copies_batched,
+                               w->copies_split};
+  static const char *const route[] = {"staged", "batched", "in parts"};
+  uint64_t zerocopy = served;
+  for (int k = 0; k < 3; k++)
+    zerocopy -= by_route[k] < zerocopy ? by_route[k] : zerocopy;
+  sb_printf(b, "[ibp] stats: %s: %" PRIu64 " cop%s: %" PRIu64 " served", label,
+            served + passed, served + passed == 1 ? "y" : "ies", served);
+  if (served) {
+    sb_printf(b, " (");
+    const char *sep = "";
+    if (zerocopy)
+      sb_printf(b, "zerocopy %" PRIu64, zerocopy), sep = ", ";
+    for (int k = 0; k < 3; k++)
+      if (by_route[k])
+        sb_printf(b, "%s%s %" PRIu64, sep, route[k], by_route[k]), sep = ", ";
+    sb_printf(b, ")");
+  }
+  sb_printf(b, ", %" PRIu64 " to the driver", passed);
+  if (passed) {
+    sb_printf(b, " (");
+    const char *sep = "";
+    for (int k = 0; k < IBP_PASSED_REASONS; k++)
+      if (w->passed[k])
+        sb_printf(b, "%s%s %" PRIu64, sep, reason_names[k], w->passed[k]),
+            sep = ", ";
+    sb_printf(b, ")");
+  }
+  sb_printf(b, "\n");
+}
+
+static void report_copies(sbuf *b, const row_list *l, const totals *t) {
+  size_t with = 0, shown = 0;
+  char label[cell_max + 16];
+  for (size_t i = 0; i < l->n; i++) {
+    const ibp_stat_row *w = &l->v[i];
+    if (!w->copies_served && !copies_passed(w))
+      continue;
+    if (with++ >= MAX_COPY_LINES)
+      continue;
+    char name[cell_max];
+    cell_name(name, w->label);
+    snprintf(label, sizeof label, "region '%s'", name);
+    copies_line(b, label, w);
+    shown++;
+  }
+  if (with > shown)
+    sb_printf(b,
+              "[ibp] stats: ... %zu more regions with copies "
+              "(IBP_STATS=<path> lists every one)\n",
+              with - shown);
+  if (with > 1)
+    copies_line(b, "all regions", &t->sum);
+}
+
 static void report_text(const row_list *l, const totals *t) {
   text_row *cells = calloc(l->n + 2, sizeof *cells);
   if (cells == NULL) {
@@ -598,6 +737,7 @@ static void report_text(const row_list *l, const totals *t) {
           saving(t->sum.bytes_read_pcie, t->sum.bytes_requested));
   sb_printf(&b, "[ibp] stats: requested %s, read over PCIe %s, saved %s\n", req,
             pcie, pct);
+  report_copies(&b, l, t);
   report_routes(&b, l);
   text_decoder(&b);
   if (b.oom)
@@ -642,6 +782,11 @@ static void json_figures(sbuf *b, const ibp_stat_row *w) {
     else
       json_u64(b, figures[i].key, v);
   }
+  sb_printf(b, ", \"passed\": {");
+  for (int k = 0; k < IBP_PASSED_REASONS; k++)
+    sb_printf(b, "%s\"%s\": %" PRIu64, k ? ", " : "", reason_names[k],
+              w->passed[k]);
+  sb_printf(b, "}");
 }
 
 static void json_region(sbuf *b, const ibp_stat_row *w) {
@@ -827,8 +972,29 @@ static void note_not_ready(const row_list *l, const totals *t) {
            "compression had not finished (region '%s'%s): for short runs "
            "and benchmarks set IBP_WAIT_READY=1, so that the first copy "
            "waits for it (docs/CONFIG.md)",
-           n, n == 1 ? "y" : "ies", first->name,
+           n, n == 1 ? "y" : "ies", first->label,
            regions > 1 ? " and others" : "");
+}
+
+/* Regions no host-to-device copy came from (state "unused"): one line, so
+ * that the advice for copies (IBP_WAIT_READY, tensor sizes) is not read
+ * as theirs. */
+static void note_unused(const row_list *l) {
+  size_t n = 0;
+  const ibp_stat_row *first = NULL;
+  for (size_t i = 0; i < l->n; i++)
+    if (!strcmp(state_name(&l->v[i]), "unused") && !n++)
+      first = &l->v[i];
+  if (!n)
+    return;
+  ibp__log(IBP_LOG_WARN,
+           "stats: %zu region%s (region '%s'%s) never the source of a "
+           "host-to-device copy that reached libibp (a device-to-host "
+           "target, a buffer not copied): nothing to serve; a narrower rule "
+           "(size=, nth=) leaves %s out (docs/USING.md, \"When it does not "
+           "help\")",
+           n, n == 1 ? "" : "s", first->label, n > 1 ? " and others" : "",
+           n == 1 ? "it" : "them");
 }
 
 /* A region most of whose copies the gate left to the driver: one warning
@@ -854,7 +1020,7 @@ static void note_gated(const ibp_stat_row *w) {
            "the driver, whose copy the gate models faster than the kernel's "
            "on tensor=%u (IBP_PROFILE)%s (docs/USING.md, \"When it does not "
            "help\")",
-           w->name, w->copies_gated, all, w->tensor_bytes, fix);
+           w->label, w->copies_gated, all, w->tensor_bytes, fix);
 }
 
 /* A compact region: the host memory it kept against an ordinary region's,
@@ -873,8 +1039,10 @@ static void note_compact(const ibp_stat_row *w) {
            "against "
            "%.3f GiB as an ordinary region (%.3f GiB saved); copies served "
            "from the shadow cost %.3f ms more and saved %.3f ms against "
-           "the driver's (modelled); %" PRIu64 " left to the driver",
-           w->name, kept / gib, ordinary / gib, (ordinary - kept) / gib,
+           "the driver's (modelled); %" PRIu64
+           " copies or parts of copies read "
+           "by the driver",
+           w->label, kept / gib, ordinary / gib, (ordinary - kept) / gib,
            1e-6 * (double)w->compact_seconds_cost,
            1e-6 * (double)w->modelled_seconds_saved, w->copies_compact_driver);
 }
@@ -917,6 +1085,7 @@ void ibp__stats_write(ibp_stat_row *live, size_t n, int live_incomplete) {
   ibp__guard++;
   row_list l = {0};
   collect(&l, live, n);
+  label_rows(&l);
   int lost = atomic_load(&retired_lost);
   if (l.oom || lost || live_incomplete)
     ibp__log(IBP_LOG_WARN, "stats: out of memory; some regions not listed");
@@ -926,6 +1095,7 @@ void ibp__stats_write(ibp_stat_row *live, size_t n, int live_incomplete) {
   else
     report_json(&l, &t);
   note_not_ready(&l, &t);
+  note_unused(&l);
   note_write_combined();
   for (size_t i = 0; i < l.n; i++) {
     note_gated(&l.v[i]);

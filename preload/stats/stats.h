@@ -16,19 +16,48 @@
 
 #include "registry/registry.h"
 
-/* The counters of one region (the IBP_COUNTER rows); relaxed atomic adds
- * from any thread. */
+/* Why a copy was the driver's (stats/reasons.def). */
+enum {
+#define IBP_REASON(name, text) IBP_PASSED_##name,
+#include "stats/reasons.def"
+#undef IBP_REASON
+  IBP_PASSED_REASONS
+};
+
+/* The counters of one region (the IBP_COUNTER rows, and the copies passed
+ * by reason); relaxed atomic adds from any thread. */
 typedef struct ibp_counters {
 #define IBP_COUNTER(key, unit, column) _Atomic uint64_t key;
 #define IBP_GAUGE(key, unit, column, from)
 #include "stats/stats.def"
 #undef IBP_COUNTER
 #undef IBP_GAUGE
+  _Atomic uint64_t passed[IBP_PASSED_REASONS]; /* copies, by reason */
 } ibp_counters;
 
 /* Adds v to counter `key` of an ibp_counters (relaxed). */
 #define ibp__count(counters, key, v)                                           \
   atomic_fetch_add_explicit(&(counters)->key, (v), memory_order_relaxed)
+
+/* `copies` copies of `bytes` in all that the driver ran for `reason`
+ * (IBP_PASSED_*), each counted once: by its reason, and as copies_gated
+ * (gated), copies_fallback (failed) or copies_passthrough (the others;
+ * not-ready ones also as copies_not_ready). */
+static inline void ibp__count_passed(ibp_counters *c, int reason,
+                                     uint64_t copies, uint64_t bytes) {
+  ibp__count(c, passed[reason], copies);
+  if (reason == IBP_PASSED_GATED) {
+    ibp__count(c, copies_gated, copies);
+    ibp__count(c, bytes_gated, bytes);
+  } else if (reason == IBP_PASSED_FAILED) {
+    ibp__count(c, copies_fallback, copies);
+  } else {
+    ibp__count(c, copies_passthrough, copies);
+    ibp__count(c, bytes_passthrough, bytes);
+    if (reason == IBP_PASSED_NOT_READY)
+      ibp__count(c, copies_not_ready, copies);
+  }
+}
 
 /* The routes of stats/routes.def, counted. */
 enum {
@@ -56,6 +85,8 @@ typedef struct ibp_stat_row {
   uintptr_t base;
   uint64_t bytes;
   char name[IBP_REGISTRY_NAME_MAX + 32];
+  char label[IBP_REGISTRY_NAME_MAX + 32]; /* the report's: the name, and
+                                              "#k" where names repeat */
   uint32_t tensor_bytes, chunk_bytes, rule_chunk;
   uint32_t clusters; /* Mask/Bitval pairs (docs/FORMAT.md §4) */
   double threshold, rule_threshold;
@@ -73,6 +104,7 @@ typedef struct ibp_stat_row {
 #include "stats/stats.def"
 #undef IBP_COUNTER
 #undef IBP_GAUGE
+  uint64_t passed[IBP_PASSED_REASONS]; /* copies the driver ran, by reason */
   ibp_stat_route route[IBP_STAT_ROUTES];
 } ibp_stat_row;
 

@@ -466,12 +466,12 @@ static void count(batch *b, CUresult e) {
     if (!s)
       continue;
     if (e == CUDA_ERROR_NOT_READY) {
-      ibp__count(&s->counters, copies_passthrough, h->copies);
-      ibp__count(&s->counters, bytes_passthrough, h->bytes);
+      ibp__count_passed(&s->counters, IBP_PASSED_BATCH_DECLINED, h->copies,
+                        h->bytes);
       continue;
     }
     if (!served) {
-      ibp__count(&s->counters, copies_fallback, h->copies);
+      ibp__count_passed(&s->counters, IBP_PASSED_FAILED, h->copies, h->bytes);
       continue;
     }
     ibp__count(&s->counters, copies_served, h->copies);
@@ -882,8 +882,7 @@ static int hold_locked(batch *b, ibp_region_rec *r, ibp_served_region *s,
       else
         drain_handed();
       if (ibp__batch_time_alone(slot, b->dev, p, c, cls, &x, prior) == 0) {
-        ibp__count(&s->counters, copies_gated, 1);
-        ibp__count(&s->counters, bytes_gated, c->bytes);
+        ibp__count_passed(&s->counters, IBP_PASSED_GATED, 1, c->bytes);
         return 3;
       }
     } else {

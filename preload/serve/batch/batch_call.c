@@ -80,7 +80,8 @@ size_t ibp__batch_call_split(const ibp_batch_call *in, CUstream s,
                   0,
                   1,
                   1,
-                  in->count - i};
+                  in->count - i,
+                  0};
     if (holdable(&in->attrs[a]) && ibp__serve_htod(&c) == 0) {
       held++;
       continue;
@@ -149,7 +150,7 @@ int ibp__serve_2d(const CUDA_MEMCPY2D *p, CUstream s, int sync) {
                      &base, &size))
     return 1;
   for (size_t y = 0; y < p->Height; y++) {
-    ibp_copy c = {0, NULL, p->WidthInBytes, s, 0, 1, 1, p->Height - y};
+    ibp_copy c = {0, NULL, p->WidthInBytes, s, 0, 1, 1, p->Height - y, 0};
     row(p, y, &c.src, &c.dst);
     if (ibp__serve_htod(&c) == 0)
       continue;

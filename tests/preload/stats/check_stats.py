@@ -29,7 +29,7 @@ REGION_KEYS = {
     "copies_compact_driver": int, "compact_seconds_cost": (int, float),
     "pages_released": int, "pages_rebuilt": int,
     "host_resident_bytes": int, "host_pinned_bytes": int,
-    "release_seconds": (int, float),
+    "release_seconds": (int, float), "copies_split": int, "passed": dict,
 }
 TOTAL_KEYS = {
     "regions": int, "bytes": int, "stored_bytes": int,
@@ -49,7 +49,7 @@ TOTAL_KEYS = {
     "copies_compact_driver": int, "compact_seconds_cost": (int, float),
     "pages_released": int, "pages_rebuilt": int,
     "host_resident_bytes": int, "host_pinned_bytes": int,
-    "release_seconds": (int, float),
+    "release_seconds": (int, float), "copies_split": int, "passed": dict,
 }
 
 # The figures of test_stats.c's `regions` table, in registration order.

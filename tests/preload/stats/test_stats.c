@@ -140,6 +140,8 @@ static void set_counters(ibp_region_rec *r, const fake *f, uint64_t served) {
   atomic_store(&s->counters.copies_served, served);
   atomic_store(&s->counters.copies_passthrough, f->passed);
   atomic_store(&s->counters.copies_fallback, f->fallback);
+  atomic_store(&s->counters.passed[IBP_PASSED_NOT_READY], f->passed);
+  atomic_store(&s->counters.passed[IBP_PASSED_FAILED], f->fallback);
   atomic_store(&s->counters.bytes_requested, f->requested);
   atomic_store(&s->counters.bytes_read_pcie, f->pcie);
   atomic_store(&s->counters.compress_seconds, f->compress_ns);
@@ -324,8 +326,18 @@ static void check_row(const char *out, const char *name, const char *a,
 
 static void test_text(void) {
   char *out = report(IBP_STATS_STDERR, "", 2);
-  CHECK(count_lines_starting(out, "[ibp] stats:") == 2,
+  CHECK(count_lines_starting(out, "[ibp] stats: 4 regions") == 1 &&
+            count_lines_starting(out, "[ibp] stats: requested") == 1,
         "want the header and the summary line once each:\n%s", out);
+  /* each copy once: served by route, passed by reason */
+  CHECK(count_lines_starting(out, "[ibp] stats: region 'emb': 100 copies: "
+                                  "100 served (zerocopy 100), 0 to the "
+                                  "driver\n") == 1,
+        "emb's copies line:\n%s", out);
+  CHECK(count_lines_starting(out, "[ibp] stats: region 'region@0x300000000000'"
+                                  ": 5 copies: 0 served, 5 to the driver "
+                                  "(not-ready 5)\n") == 1,
+        "the unnamed region's copies line:\n%s", out);
   CHECK(strncmp(out, "[ibp] stats:", 12) == 0, "header first:\n%s", out);
   size_t row_len = 0;
   int rows = 0;
