@@ -209,13 +209,13 @@ static ibp_route choose(ibp_served_region *s, ibp_device_slot *slot, int dev,
   const double runtime = 1e3 * p->runtime_call_us;
   prior[IBP_ROUTE_DRIVER] =
       (ibp_route_cost){runtime + 1e3 * p->driver_copy_call_us,
-                       1e3 * ibp_profile_ce_copy_us(p, c->bytes, 1), 0, 0};
+                       1e3 * ibp_profile_ce_copy_us(p, c->bytes, 1), 0, 0, 0};
   if (ibp__cfg.path != IBP_PATH_STAGED)
     prior[IBP_ROUTE_ZEROCOPY] = (ibp_route_cost){
         runtime + 1e3 * p->driver_launch_call_us,
         1e3 * ibp_profile_decode_us(p, g.host_bytes, g.bytes, g.units,
                                     g.sms ? g.sms : 1),
-        0, 0};
+        0, 0, 0};
   x->ch = ibp__chooser_of(slot);
   const int busy = ibp__streams_busy(dev, c->stream, ibp__clock_ns());
   x->idle = !busy;
@@ -224,7 +224,8 @@ static ibp_route choose(ibp_served_region *s, ibp_device_slot *slot, int dev,
       ibp__staged_plan(s, slot, ctx, dev, c, busy, a, sp) == 0)
     prior[IBP_ROUTE_STAGED] =
         (ibp_route_cost){1e3 * ibp__gate_staged_cpu_us(p, &sp->gate),
-                         1e3 * sp->gate.gpu_us, 0, 0};
+                         1e3 * sp->gate.gpu_us, 0, 0, 0};
+  ibp__gate_flag_guesses(dev, prior);
 decide:;
   ibp_route go = ibp__chooser_decide(s, slot, x->ch, x->p, x->cls, prior,
                                      timable, !count, &x->choice);

@@ -838,6 +838,7 @@ static int hold_locked(batch *b, ibp_region_rec *r, ibp_served_region *s,
   ibp_route_cost prior[IBP_ROUTES];
   memcpy(prior, a->prior, sizeof prior);
   prior[IBP_ROUTE_BATCHED].cpu_ns += scan_ns / n / IBP_BATCH_MARGIN;
+  ibp__gate_flag_guesses(b->dev, prior);
   /* the chooser: held, or alone.  Alone, an entry of the application's
    * batch is the driver's copy, timed here when the chooser asks for it; a
    * copy of its own call goes to the single copy's decision (driver,

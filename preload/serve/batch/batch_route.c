@@ -21,22 +21,22 @@ void ibp__batch_priors(const ibp_profile *p, const ibp_gate_copy *g, uint32_t n,
   ibp__gate_batch_split(p, g, 1, !hold_only, &cpu1, &gpu1);
   prior[IBP_ROUTE_BATCHED] =
       (ibp_route_cost){cpu / IBP_BATCH_MARGIN, gpu / IBP_BATCH_MARGIN, 1,
-                       (cpu1 + gpu1) / IBP_BATCH_MARGIN};
+                       (cpu1 + gpu1) / IBP_BATCH_MARGIN, 0};
   const double ce = 1e3 * ibp_profile_ce_copy_us(p, g->bytes, 1);
   if (hold_only) { /* its call is paid either way, the copy engine moves
                       it */
-    prior[IBP_ROUTE_DRIVER] = (ibp_route_cost){0, ce, 0, 0};
+    prior[IBP_ROUTE_DRIVER] = (ibp_route_cost){0, ce, 0, 0, 0};
     *alone_ns = ce;
     return;
   }
   const double runtime = 1e3 * p->runtime_call_us;
   prior[IBP_ROUTE_DRIVER] =
-      (ibp_route_cost){runtime + 1e3 * p->driver_copy_call_us, ce, 0, 0};
+      (ibp_route_cost){runtime + 1e3 * p->driver_copy_call_us, ce, 0, 0, 0};
   prior[IBP_ROUTE_ZEROCOPY] = (ibp_route_cost){
       runtime + 1e3 * p->driver_launch_call_us,
       1e3 * ibp_profile_decode_us(p, g->host_bytes, g->bytes, g->units,
                                   g->sms ? g->sms : 1),
-      0, 0};
+      0, 0, 0};
   const double pass = ibp__gate_pass_ns(p, g),
                kernel = ibp__gate_kernel_ns(p, g);
   *alone_ns = kernel < pass ? kernel : pass;
@@ -93,7 +93,7 @@ void ibp__batch_time_begin(ibp_batch_timed *t, int dev, CUcontext ctx,
   ibp__gate_batch_split(p, &t->g, copies, t->own_call, &cpu, &gpu);
   const double calls = 1e3 * (p->driver_copy_call_us +
                               p->driver_launch_call_us + p->driver_call_us);
-  const ibp_route_cost model = {calls, gpu * (copies ? copies : 1), 1, 0};
+  const ibp_route_cost model = {calls, gpu * (copies ? copies : 1), 1, 0, 0};
   /* one query per timed batch (never per copy): whether the span starts
    * with the calls (an idle stream) or with the work before it */
   const int idle = ibp__stream_idle(stream);
@@ -123,7 +123,7 @@ int ibp__batch_time_alone(ibp_device_slot *slot, int dev, const ibp_profile *p,
    * application's batch: its own call is paid either way) */
   const double runtime = c->hold_only ? 0 : 1e3 * p->runtime_call_us;
   const ibp_route_cost model = {runtime + 1e3 * p->driver_copy_call_us,
-                                prior[IBP_ROUTE_DRIVER].gpu_ns, 0, 0};
+                                prior[IBP_ROUTE_DRIVER].gpu_ns, 0, 0, 0};
   const int idle = ibp__stream_idle(c->stream);
   ibp_timing t;
   ibp__timing_begin(slot, ch, p, c->stream, cls, x, &model, runtime,

@@ -260,7 +260,8 @@ ibp_route ibp__choose_decide(ibp_choose_class *k,
   /* what exploring it may cost: its estimate over the choice's, the
    * timing, and while it is unmeasured, IBP_CHOOSE_UNMEASURED of its
    * estimate again (the prior may be that wrong; ibp__choose_settle
-   * charges what it took) */
+   * charges what it took) -- not where the prior says it is a guess
+   * (ibp_route_cost.guessed): finding out is then the point */
   double cost = 0, cap = k->explore_cap_ns;
   if (alt >= 0) {
     /* taken once, by itself (a batch of one copy: its model's figure
@@ -269,7 +270,9 @@ ibp_route ibp__choose_decide(ibp_choose_class *k,
                             ? own[alt] * prior[alt].once_ns / model[alt]
                             : own[alt];
     cost = max2(0, once - est[go]) + timing_ns +
-           (judged(&k->route[alt], now_ns) ? 0 : IBP_CHOOSE_UNMEASURED * once);
+           (judged(&k->route[alt], now_ns) || prior[alt].guessed
+                ? 0
+                : IBP_CHOOSE_UNMEASURED * once);
     /* saved up for a few explorations at most (while every alternative
      * waits: as many as the last one) */
     cap = IBP_CHOOSE_EXPLORE_CREDIT_MAX * cost;

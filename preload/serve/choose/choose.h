@@ -116,6 +116,11 @@ typedef struct ibp_route_cost {
   double once_ns; /* what taking it for one copy costs while another route
                      is the choice, where that is more (a batch of one
                      copy); 0: as much as any copy */
+  int guessed;    /* its decode terms were never measured with the running
+                     decoder (docs/PROFILE.md, "Which decoder the decode
+                     terms are of"): while the class has not measured it,
+                     it is explored without the unmeasured surcharge --
+                     early, within the exploration share */
 } ibp_route_cost;
 
 /* Timed copies a route's ratios are taken from: the smallest of the last

@@ -265,3 +265,11 @@ int ibp__gate_mismatch(ibp_region_rec *r, uint64_t offset, uint64_t bytes,
       ibp__rule_tensor_fix(r->rule.index, fitting_tensor(g), fix, sizeof fix));
   return 1;
 }
+
+void ibp__gate_flag_guesses(int dev, ibp_route_cost prior[IBP_ROUTES]) {
+  if (ibp__gate_decode_measured(dev))
+    return;
+  for (int r = 0; r < IBP_ROUTES; r++)
+    if (r != IBP_ROUTE_DRIVER)
+      prior[r].guessed = 1;
+}

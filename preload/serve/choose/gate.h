@@ -11,6 +11,7 @@
 
 #include "profile/profile.h"
 #include "registry/registry.h"
+#include "serve/choose/choose.h"
 #include "serve/region.h"
 
 /* Worker, before the first region is set up on device `dev` (in its
@@ -32,6 +33,11 @@ const ibp_profile *ibp__gate_profile(int dev);
  * routes' priors are a guess the chooser should explore early -- and when
  * the device is not set up.  Lock-free; any thread. */
 int ibp__gate_decode_measured(int dev);
+
+/* Flags the routes of prior[] that decode (all but the driver's copy) as
+ * guesses where device dev's decode terms are unmeasured for this decoder
+ * (ibp_route_cost.guessed: the chooser explores them early). */
+void ibp__gate_flag_guesses(int dev, ibp_route_cost prior[IBP_ROUTES]);
 
 /* One copy as the gate sees it. */
 typedef struct ibp_gate_copy {
