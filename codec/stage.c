@@ -178,13 +178,81 @@ uint64_t ibp_stage_metadata_bytes(const ibp_stage *stages, uint32_t k) {
 
 /* ---- one tensor ---------------------------------------------------------- */
 
+/* Nonzero when p's Mask is exactly the stage's field: every chunk of a
+ * stripped tensor fits, so the stream omits the bitmap (docs/FORMAT.md
+ * §9).  A field repeats every 8 bytes (its value size divides 8). */
+static int bitmap_omitted(const ibp_params *p, const ibp__stage_ops *ops,
+                          const ibp_stage *st) {
+  uint8_t pat[8];
+  ops->field(st, pat, 8);
+  for (uint32_t b = 0; b < p->tensor_bytes; b++)
+    if (p->mask[b] != pat[b % 8])
+      return 0;
+  return 1;
+}
+
+/* The payload of a stream whose every chunk fits: the bits of s outside
+ * Mask in ascending order, written from bit 0 of out (its last byte
+ * zero-padded), a byte at a time through the portable pext tables. */
+static void payload_put(const ibp_params *p, const uint8_t *s, uint8_t *out) {
+  const uint8_t(*pext8)[256] = ibp__pext8_table();
+  uint64_t acc = 0;
+  unsigned n = 0;
+  size_t at = 0;
+  for (uint32_t b = 0; b < p->tensor_bytes; b++) {
+    uint8_t keep = (uint8_t)~p->mask[b];
+    acc |= (uint64_t)pext8[keep][s[b]] << n;
+    n += (unsigned)__builtin_popcount(keep);
+    if (n >= 32) {
+      for (int i = 0; i < 4; i++)
+        out[at++] = (uint8_t)(acc >> (8 * i));
+      acc >>= 32;
+      n -= 32;
+    }
+  }
+  for (unsigned i = 0; i < n; i += 8)
+    out[at++] = (uint8_t)(acc >> i);
+}
+
+/* The inverse: dst gets s back (Bitval in the Mask bits) from src. */
+static void payload_get(const ibp_params *p, const uint8_t *src, uint8_t *dst) {
+  const uint8_t(*pdep8)[256] = ibp__pdep8_table();
+  uint64_t pos = 0;
+  for (uint32_t b = 0; b < p->tensor_bytes; b++) {
+    uint8_t keep = (uint8_t)~p->mask[b];
+    unsigned k = (unsigned)__builtin_popcount(keep);
+    unsigned v = 0;
+    for (unsigned i = 0; i < k; i++, pos++)
+      v |= ((src[pos / 8] >> (pos % 8)) & 1u) << i;
+    dst[b] = (uint8_t)(pdep8[keep][v] | (p->bitval[b] & p->mask[b]));
+  }
+}
+
+static uint64_t popcount_bytes(const uint8_t *b, uint32_t n) {
+  uint64_t c = 0;
+  for (uint32_t i = 0; i < n; i++)
+    c += (uint64_t)__builtin_popcount(b[i]);
+  return c;
+}
+
+/* Bits of the IBP part of stripped tensor s (the bitmap dropped when
+ * `omit`), or more than the limit. */
+static uint64_t ibp_part_bits(const ibp__pack_ops *pack, const ibp_params *p,
+                              const uint8_t *s, int omit) {
+  const uint64_t limit = 8 * (uint64_t)(p->tensor_bytes - 1);
+  if (omit) /* every chunk fits: the payload is every bit outside Mask */
+    return 8 * (uint64_t)p->tensor_bytes -
+           popcount_bytes(p->mask, p->tensor_bytes);
+  return pack->stored_bits(p, s, limit);
+}
+
 /* Bits of the whole stream (IBP part + stage), or more than the limit. */
 static uint64_t staged_bits(const ibp__pack_ops *pack, const ibp_params *p,
                             const ibp__stage_ops *ops, const ibp_stage *st,
                             const uint8_t *t, uint8_t *scratch) {
   const uint64_t limit = 8 * (uint64_t)(p->tensor_bytes - 1);
   ops->strip(st, t, scratch, p->tensor_bytes);
-  uint64_t b = pack->stored_bits(p, scratch, limit);
+  uint64_t b = ibp_part_bits(pack, p, scratch, bitmap_omitted(p, ops, st));
   if (b > limit)
     return b;
   return b + ops->bits(st, t, p->tensor_bytes);
@@ -210,13 +278,18 @@ size_t ibp__staged_compress(const ibp__pack_ops *pack, const ibp_params *p,
     return pack->compress(p, t, slot);
   ops->strip(st, t, scratch, R);
   const uint64_t limit = 8 * (uint64_t)(R - 1);
-  uint64_t ibp_bits = pack->stored_bits(p, scratch, limit);
+  const int omit = bitmap_omitted(p, ops, st);
+  uint64_t ibp_bits = ibp_part_bits(pack, p, scratch, omit);
   uint64_t bits = ibp_bits > limit ? ibp_bits : ibp_bits + ops->bits(st, t, R);
   if (bits > limit) {
     memcpy(slot, t, R);
     return R;
   }
-  pack->compress(p, scratch, slot); /* ibp_bits bits, zero-padded */
+  if (omit) { /* the IBP payload alone: its bitmap would be all ones */
+    payload_put(p, scratch, slot);
+  } else {
+    pack->compress(p, scratch, slot); /* ibp_bits bits, zero-padded */
+  }
   size_t len = (size_t)((bits + 7) / 8), first = (size_t)((ibp_bits + 7) / 8);
   if (len > first)
     memset(slot + first, 0, len - first);
@@ -283,6 +356,23 @@ size_t ibp_compress_tensor_staged(const ibp_params *p, const ibp_stage *st,
   return n;
 }
 
+/* Decodes the IBP part of a staged stream into dst; *end gets the bit
+ * where it ends. */
+static ibp_status ibp_part_decode(const ibp_params *p,
+                                  const ibp__stage_ops *ops,
+                                  const ibp_stage *st, const uint8_t *src,
+                                  size_t src_len, uint8_t *dst, size_t *end) {
+  const uint32_t R = p->tensor_bytes;
+  if (!bitmap_omitted(p, ops, st))
+    return ibp__pack()->decode(p, src, src_len, 0, R, dst, end);
+  const uint64_t part = ibp_part_bits(NULL, p, NULL, 1);
+  if (part > 8 * (uint64_t)src_len)
+    return IBP_ERR_CORRUPT;
+  payload_get(p, src, dst);
+  *end = (size_t)part;
+  return IBP_OK;
+}
+
 ibp_status ibp_decompress_tensor_staged(const ibp_params *p,
                                         const ibp_stage *st, const void *src,
                                         size_t src_len, int compressed,
@@ -294,7 +384,7 @@ ibp_status ibp_decompress_tensor_staged(const ibp_params *p,
   if (!ops || !compressed)
     return ibp_decompress_tensor(p, src, src_len, compressed, dst);
   size_t pos = 0;
-  ibp_status s = ibp__pack()->decode(p, src, src_len, 0, R, dst, &pos);
+  ibp_status s = ibp_part_decode(p, ops, st, src, src_len, dst, &pos);
   if (s != IBP_OK)
     return s;
   uint8_t *f = malloc(R);
@@ -319,7 +409,11 @@ ibp_status ibp_compressed_length_staged(const ibp_params *p,
   if (!ops)
     return ibp_compressed_length(p, src, src_len, len);
   size_t pos = 0;
-  ibp_status s = ibp__pack()->ibp_bits(p, src, src_len, &pos);
+  ibp_status s = IBP_OK;
+  if (bitmap_omitted(p, ops, st))
+    pos = (size_t)ibp_part_bits(NULL, p, NULL, 1);
+  else
+    s = ibp__pack()->ibp_bits(p, src, src_len, &pos);
   if (s == IBP_OK && pos > 8 * (uint64_t)src_len)
     s = IBP_ERR_CORRUPT;
   if (s == IBP_OK)

@@ -153,24 +153,33 @@ static ibp_status exp_finish(ibp_stage *st) {
   const uint32_t ns = st->symbols;
   uint32_t idx[IBP_STAGE_MAX_SYMBOLS + 1], m = 0;
   uint64_t w[IBP_STAGE_MAX_SYMBOLS + 1];
+  uint64_t total = 0, escaped = 1; /* the escape weighs at least 1 */
+  for (uint32_t s = 0; s < ns; s++)
+    total += st->counts[s];
+  /* a symbol whose own code would be longer than LMAX - 1 bits goes as
+   * the escape + raw field: rare symbols would otherwise take a share of
+   * the code space far above their weight once lengths are limited */
   int need_escape = 0;
   for (uint32_t s = 0; s < ns; s++) {
-    if (st->counts[s])
+    uint64_t c = st->counts[s];
+    if (c && (c << (LMAX - 1)) >= total) {
       idx[m++] = s;
-    else
+    } else {
       need_escape = 1;
+      escaped += c;
+    }
   }
   if (need_escape)
-    idx[m++] = ns; /* the escape, weight 1 */
+    idx[m++] = ns; /* the escape */
   if (m == 1)      /* one symbol: give it a second, unused partner */
     idx[m++] = idx[0] == ns ? 0 : ns;
   /* insertion sort by (weight, index): m <= 513, once per cluster */
   for (uint32_t i = 1; i < m; i++) {
     uint32_t v = idx[i], j = i;
-    uint64_t wv = v == ns ? 1 : st->counts[v];
+    uint64_t wv = v == ns ? escaped : st->counts[v];
     while (j > 0) {
       uint32_t u = idx[j - 1];
-      uint64_t wu = u == ns ? 1 : st->counts[u];
+      uint64_t wu = u == ns ? escaped : st->counts[u];
       if (wu < wv || (wu == wv && u < v))
         break;
       idx[j] = u;
@@ -179,7 +188,9 @@ static ibp_status exp_finish(ibp_stage *st) {
     idx[j] = v;
   }
   for (uint32_t i = 0; i < m; i++)
-    w[i] = idx[i] == ns || !st->counts[idx[i]] ? 1 : st->counts[idx[i]];
+    w[i] = idx[i] == ns          ? escaped
+           : !st->counts[idx[i]] ? 1
+                                 : st->counts[idx[i]];
   uint8_t len[IBP_STAGE_MAX_SYMBOLS + 1];
   huffman_lengths(w, m, len);
   limit_lengths(len, m);

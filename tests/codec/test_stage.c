@@ -112,6 +112,19 @@ static size_t ref_stage_store(const fixture *f, const ibp_stage *st,
   }
   uint64_t pos = 0;
   ref_encode(&f->ref, stripped, out, &pos);
+  int omit = 1; /* Mask = the field exactly: the bitmap is left out */
+  for (uint32_t b = 0; b < R; b++) {
+    uint32_t fm = ((1u << d.bits) - 1) << d.lo;
+    omit &= f->mask[b] == (uint8_t)(fm >> (8 * (b % d.bytes)));
+  }
+  if (omit) {
+    uint64_t nch = ref_nchunks(&f->ref);
+    for (uint64_t i = nch; i < pos; i++)
+      ref_put_bit(out, i - nch, ref_get_bit(out, i));
+    pos -= nch;
+    for (uint64_t i = pos; i < pos + nch; i++)
+      ref_put_bit(out, i, 0);
+  }
   uint32_t code[IBP_STAGE_MAX_SYMBOLS + 1] = {0};
   ref_codes(st, code);
   const uint32_t values = R / d.bytes, V = 1u << st->segment_log2;
@@ -209,8 +222,9 @@ static void make_region(rng *r, sregion *g) {
   for (uint32_t c = 0; c < g->k; c++) {
     CHECK_OK(ibp_stage_init(&g->st[c], IBP_STAGE_EXP, g->dtype, 0, g->R));
     fixture_init(&g->f[c], g->R, g->c);
+    int only_field = rng_chance(r, 0.3);
     for (uint32_t b = 0; b < g->R; b++) {
-      g->f[c].mask[b] = (uint8_t)(rng_next(r) & rng_next(r));
+      g->f[c].mask[b] = only_field ? 0 : (uint8_t)(rng_next(r) & rng_next(r));
       g->f[c].bitval[b] = (uint8_t)(rng_next(r) & g->f[c].mask[b]);
       if (rng_chance(r, 0.5)) { /* a likely Bitval: the data's own bits */
         uint8_t x = g->data[(rng_below(r, g->n) * g->R) + b];
