@@ -187,9 +187,7 @@ static int measure_stage(const analyze_args *a, const mapped_file *in,
     return rc;
   an->ibp_total = an->container_bytes - IBP_CONTAINER_HEADER_BYTES;
   an->stage_picked = an->stage.dtype && an->stage.total < an->ibp_total;
-  if (an->stage_picked) /* compress writes the staged container */
-    set_container(an, an->stage.total);
-  return CLI_EXIT_OK;
+  return CLI_EXIT_OK; /* the headline stays IBP alone (--stage none) */
 }
 
 /* The per-bit entropy limit over every tensor of the file (the tail is
@@ -289,11 +287,11 @@ static void json_stage(json_out *j, const analysis *an) {
   json_double(j, "ibp_saved_fraction_with_metadata", share(an, an->ibp_total));
   if (c->dtype) {
     json_string(j, "dtype", ibp_dtype_name(c->dtype));
-    json_u64(j, "k", c->clusters.count);
-    json_u64(j, "chunk_bytes", c->clusters.params[0].chunk_bytes);
-    json_u64(j, "compressed_bytes", c->exact.compressed_bytes);
-    json_u64(j, "metadata_bytes", c->exact.metadata_bytes);
-    json_double(j, "saved_fraction_with_metadata", share(an, c->total));
+    json_u64(j, "pairs", c->clusters.count);
+    json_u64(j, "pair_chunk_bytes", c->clusters.params[0].chunk_bytes);
+    json_u64(j, "stored_bytes", c->exact.compressed_bytes);
+    json_u64(j, "stage_metadata_bytes", c->exact.metadata_bytes);
+    json_double(j, "stage_saved_fraction_with_metadata", share(an, c->total));
     json_double(j, "field_entropy_bits", c->entropy_bits);
     json_double(j, "code_bits", c->code_bits);
   } else {
@@ -301,6 +299,9 @@ static void json_stage(json_out *j, const analysis *an) {
   }
   json_double(j, "picked_saved_fraction_with_metadata",
               share(an, an->stage_picked ? c->total : an->ibp_total));
+  json_u64(j, "picked_container_bytes",
+           IBP_CONTAINER_HEADER_BYTES +
+               (an->stage_picked ? c->total : an->ibp_total));
   json_object_end(j);
 }
 
