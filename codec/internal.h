@@ -60,12 +60,23 @@ typedef struct ibp__pack_ops {
   size_t (*stored_size)(const ibp_params *p, const uint8_t *t);
   /* Writes the stored form into slot (R bytes); returns its length. */
   size_t (*compress)(const ibp_params *p, const uint8_t *t, uint8_t *slot);
-  /* Decodes bytes [off, off+len) of a compressed tensor into dst. */
+  /* Decodes bytes [off, off+len) of a compressed tensor into dst.  With
+   * end_bit (only for the whole tensor) the stream's end is not checked:
+   * *end_bit gets the bit where the IBP part ends (a stage follows). */
   ibp_status (*decode)(const ibp_params *p, const uint8_t *src, size_t src_len,
-                       uint32_t off, uint32_t len, uint8_t *dst);
+                       uint32_t off, uint32_t len, uint8_t *dst,
+                       size_t *end_bit);
   /* Compressed length parsed from the bitmap. */
   ibp_status (*length)(const ibp_params *p, const uint8_t *src, size_t src_len,
                        size_t *out);
+  /* Bits of the IBP stream of t (bitmap + payload, not rounded), or
+   * limit + 1 as soon as it exceeds limit. */
+  uint64_t (*stored_bits)(const ibp_params *p, const uint8_t *t,
+                          uint64_t limit);
+  /* Bit where the IBP part of a stream ends, parsed from its bitmap (a
+   * stage's bits may follow). */
+  ibp_status (*ibp_bits)(const ibp_params *p, const uint8_t *src,
+                         size_t src_len, size_t *end);
 } ibp__pack_ops;
 
 extern const ibp__pack_ops ibp__pack_portable;

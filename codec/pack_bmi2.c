@@ -27,8 +27,6 @@
 #endif
 
 const ibp__pack_ops ibp__pack_bmi2 = {
-    bmi2_stored_size,
-    bmi2_compress,
-    bmi2_decode,
-    bmi2_length,
+    bmi2_stored_size, bmi2_compress,    bmi2_decode,
+    bmi2_length,      bmi2_stored_bits, bmi2_ibp_bits,
 };

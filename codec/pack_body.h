@@ -191,11 +191,13 @@ static inline uint32_t PACK_NAME(word_chunks)(uint32_t b, uint32_t R,
 
 /* Stored length of the tensor: its compressed length if < R, else R.
  * Counts payload bits only; stops as soon as the tensor cannot save. */
-static inline __attribute__((always_inline)) size_t
-PACK_NAME(measure)(const ibp_params *p, const uint8_t *t, uint32_t c) {
+static inline __attribute__((always_inline)) uint64_t
+PACK_NAME(measure_bits)(const ibp_params *p, const uint8_t *t, uint32_t c,
+                        uint64_t limit) {
   const uint32_t R = p->tensor_bytes;
-  const uint64_t limit = 8 * (uint64_t)(R - 1); /* bits that still save */
   uint64_t bits = ibp__nchunks(R, c);
+  if (bits > limit)
+    return limit + 1;
   for (uint32_t b = 0; b < R; b += 8) {
     uint64_t w = PACK_NAME(word)(t, b, R);
     uint64_t m = PACK_NAME(word)(p->mask, b, R);
@@ -205,9 +207,17 @@ PACK_NAME(measure)(const ibp_params *p, const uint8_t *t, uint32_t c) {
         (~m | PACK_NAME(spread_chunks)(flagged, c)) & PACK_NAME(valid)(b, R);
     bits += (uint64_t)PACK_POPCNT(keep);
     if (bits > limit)
-      return R;
+      return limit + 1;
   }
-  return (size_t)((bits + 7) / 8);
+  return bits;
+}
+
+static inline __attribute__((always_inline)) size_t
+PACK_NAME(measure)(const ibp_params *p, const uint8_t *t, uint32_t c) {
+  const uint32_t R = p->tensor_bytes;
+  const uint64_t limit = 8 * (uint64_t)(R - 1); /* bits that still save */
+  uint64_t bits = PACK_NAME(measure_bits)(p, t, c, limit);
+  return bits > limit ? R : (size_t)((bits + 7) / 8);
 }
 
 /* One pass: the bitmap goes to bits [0, nchunks) and the payload, whose
@@ -281,7 +291,8 @@ static inline ibp_status PACK_NAME(check_end)(const uint8_t *src,
 
 static inline __attribute__((always_inline)) ibp_status
 PACK_NAME(decode_c)(const ibp_params *p, const uint8_t *src, size_t src_len,
-                    uint32_t off, uint32_t len, uint8_t *dst, uint32_t c) {
+                    uint32_t off, uint32_t len, uint8_t *dst, size_t *end_bit,
+                    uint32_t c) {
   const uint32_t R = p->tensor_bytes;
   const uint32_t nch = ibp__nchunks(R, c);
   const uint32_t end = off + len;
@@ -322,14 +333,20 @@ PACK_NAME(decode_c)(const ibp_params *p, const uint8_t *src, size_t src_len,
         dst[i - off] = (uint8_t)(out >> (8 * (i - b)));
     }
   }
+  if (end_bit) { /* a stage's bits follow (stage.c checks the end) */
+    *end_bit = pos;
+    return IBP_OK;
+  }
   if (b >= R) /* the window reached the end: validate the whole stream */
     return PACK_NAME(check_end)(src, src_len, pos, R);
   return IBP_OK;
 }
 
+/* End bit of the IBP part of a stream, parsed from its bitmap; the bitmap
+ * must lie within src_len and leave the stream shorter than R. */
 static inline __attribute__((always_inline)) ibp_status
-PACK_NAME(length_c)(const ibp_params *p, const uint8_t *src, size_t src_len,
-                    size_t *out, uint32_t c) {
+PACK_NAME(bits_c)(const ibp_params *p, const uint8_t *src, size_t src_len,
+                  size_t *end, uint32_t c) {
   const uint32_t R = p->tensor_bytes;
   const uint32_t nch = ibp__nchunks(R, c);
   const uint64_t *nft = ibp__nonfit_table(c);
@@ -339,7 +356,18 @@ PACK_NAME(length_c)(const ibp_params *p, const uint8_t *src, size_t src_len,
   for (uint32_t b = 0; b < R; b += 8)
     pos += (size_t)PACK_POPCNT(PACK_NAME(keep_from_bitmap)(
         src, b, R, c, PACK_NAME(word)(p->mask, b, R), nft));
-  ibp_status s = PACK_NAME(check_end)(src, src_len, pos, R);
+  *end = pos;
+  return IBP_OK;
+}
+
+static inline __attribute__((always_inline)) ibp_status
+PACK_NAME(length_c)(const ibp_params *p, const uint8_t *src, size_t src_len,
+                    size_t *out, uint32_t c) {
+  const uint32_t R = p->tensor_bytes;
+  size_t pos = 0;
+  ibp_status s = PACK_NAME(bits_c)(p, src, src_len, &pos, c);
+  if (s == IBP_OK)
+    s = PACK_NAME(check_end)(src, src_len, pos, R);
   if (s == IBP_OK)
     *out = (pos + 7) / 8;
   return s;
@@ -373,10 +401,28 @@ PACK_TARGET static size_t
 #undef PK_CALL
     }
 
+PACK_TARGET static uint64_t
+    PACK_NAME(stored_bits)(const ibp_params *p, const uint8_t *t,
+                           uint64_t limit){
+#define PK_CALL(c) PACK_NAME(measure_bits)(p, t, c, limit)
+        PACK_BY_CHUNK(p->chunk_bytes)
+#undef PK_CALL
+    }
+
 PACK_TARGET static ibp_status
     PACK_NAME(decode)(const ibp_params *p, const uint8_t *src, size_t src_len,
-                      uint32_t off, uint32_t len, uint8_t *dst){
-#define PK_CALL(c) PACK_NAME(decode_c)(p, src, src_len, off, len, dst, c)
+                      uint32_t off, uint32_t len, uint8_t *dst,
+                      size_t *end_bit){
+#define PK_CALL(c)                                                             \
+  PACK_NAME(decode_c)(p, src, src_len, off, len, dst, end_bit, c)
+        PACK_BY_CHUNK(p->chunk_bytes)
+#undef PK_CALL
+    }
+
+PACK_TARGET static ibp_status
+    PACK_NAME(ibp_bits)(const ibp_params *p, const uint8_t *src, size_t src_len,
+                        size_t *end){
+#define PK_CALL(c) PACK_NAME(bits_c)(p, src, src_len, end, c)
         PACK_BY_CHUNK(p->chunk_bytes)
 #undef PK_CALL
     }

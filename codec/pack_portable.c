@@ -33,8 +33,6 @@ static inline uint64_t portable_pdep(uint64_t v, uint64_t m) {
 #include "pack_body.h"
 
 const ibp__pack_ops ibp__pack_portable = {
-    portable_stored_size,
-    portable_compress,
-    portable_decode,
-    portable_length,
+    portable_stored_size, portable_compress,    portable_decode,
+    portable_length,      portable_stored_bits, portable_ibp_bits,
 };

@@ -4,7 +4,7 @@
  * the original). */
 #include <string.h>
 
-#include "internal.h"
+#include "stage_internal.h"
 
 static ibp_status check_region(const ibp_region *r, const uint8_t *ids,
                                uint32_t k) {
@@ -30,6 +30,13 @@ ibp_status ibp_region_pack_offsets(const ibp_region *r, uint64_t *offsets) {
 ibp_status ibp_region_pack_offsets_clustered(const ibp_region *r,
                                              const uint8_t *ids, uint32_t k,
                                              uint64_t *offsets) {
+  return ibp_region_pack_offsets_staged(r, ids, k, NULL, offsets);
+}
+
+ibp_status ibp_region_pack_offsets_staged(const ibp_region *r,
+                                          const uint8_t *ids, uint32_t k,
+                                          const ibp_stage *stages,
+                                          uint64_t *offsets) {
   ibp_status s = check_region(r, ids, k);
   if (s != IBP_OK || !offsets)
     return s != IBP_OK ? s : IBP_ERR_INVALID_ARGUMENT;
@@ -44,7 +51,8 @@ ibp_status ibp_region_pack_offsets_clustered(const ibp_region *r,
     uint32_t id = ibp_cluster_id(ids, k, i);
     if (id >= k)
       return IBP_ERR_CORRUPT;
-    s = ibp_compressed_length(&r->params[id], r->slots + i * R, R, &len);
+    s = ibp_compressed_length_staged(
+        &r->params[id], stages ? &stages[id] : NULL, r->slots + i * R, R, &len);
     if (s != IBP_OK)
       return s;
     at += len;

@@ -4,7 +4,7 @@
  * any byte range of the original from slots + flags + ids. */
 #include <stdlib.h>
 
-#include "internal.h"
+#include "stage_internal.h"
 
 uint64_t ibp_region_flag_bytes(const ibp_params *p, uint64_t bytes) {
   if (!p || p->tensor_bytes == 0)
@@ -13,7 +13,8 @@ uint64_t ibp_region_flag_bytes(const ibp_params *p, uint64_t bytes) {
 }
 
 typedef struct compress_job {
-  const ibp_params *p; /* k params */
+  const ibp_params *p;     /* k params */
+  const ibp_stage *stages; /* k stages or NULL */
   uint32_t k;
   const uint8_t *src;
   uint8_t *slots;
@@ -22,6 +23,7 @@ typedef struct compress_job {
   uint64_t i0, i1;       /* tensors [i0, i1); i0 % 8 == 0 */
   uint64_t n_compressed; /* out */
   uint64_t stored_bytes; /* out */
+  int failed;            /* out: no scratch memory */
 } compress_job;
 
 /* Writes tensor i's id; ids of a block of 8 tensors fill whole bytes. */
@@ -38,14 +40,22 @@ static void compress_task(void *arg) {
   const uint32_t R = jb->p->tensor_bytes;
   const uint32_t bits = ibp_cluster_id_bits(jb->k);
   uint8_t flag = 0;
+  uint8_t *scratch = jb->stages ? malloc(R) : NULL;
+  if (jb->stages && !scratch) {
+    jb->failed = 1;
+    return;
+  }
   for (uint64_t i = jb->i0; i < jb->i1; i++) {
     const uint8_t *t = jb->src + i * R;
     size_t len = 0;
     uint32_t id = 0; /* one cluster: no need to measure before compressing */
     if (jb->k > 1 || !jb->slots)
-      id = ibp__best_cluster(pack, jb->p, jb->k, t, &len);
+      id = ibp__best_cluster_staged(pack, jb->p, jb->stages, jb->k, t, scratch,
+                                    &len);
     if (jb->slots)
-      len = pack->compress(&jb->p[id], t, jb->slots + i * R);
+      len = ibp__staged_compress(pack, &jb->p[id],
+                                 jb->stages ? &jb->stages[id] : NULL, t,
+                                 jb->slots + i * R, scratch);
     if (jb->ids)
       put_id(jb->ids, bits, i, id);
     jb->stored_bytes += len;
@@ -58,6 +68,7 @@ static void compress_task(void *arg) {
       flag = 0;
     }
   }
+  free(scratch);
 }
 
 static int overlaps(const void *a, const void *b, uint64_t len) {
@@ -67,10 +78,10 @@ static int overlaps(const void *a, const void *b, uint64_t len) {
 
 /* Runs compress_task over the region's tensors on `threads` threads;
  * slots, flags and ids may all be NULL (measure only). */
-static ibp_status run_region(const ibp_params *p, uint32_t k, const void *src,
-                             uint64_t bytes, void *slots, uint8_t *flags,
-                             uint8_t *ids, unsigned threads,
-                             ibp_region_summary *summary) {
+static ibp_status run_region(const ibp_params *p, const ibp_stage *stages,
+                             uint32_t k, const void *src, uint64_t bytes,
+                             void *slots, uint8_t *flags, uint8_t *ids,
+                             unsigned threads, ibp_region_summary *summary) {
   const uint32_t R = p->tensor_bytes;
   const uint64_t n = bytes / R, tail = bytes % R;
   uint64_t blocks = (n + 7) / 8;
@@ -85,12 +96,17 @@ static ibp_status run_region(const ibp_params *p, uint32_t k, const void *src,
   for (unsigned i = 0; i < t; i++) {
     uint64_t b0 = blocks * i / t, b1 = blocks * (i + 1) / t;
     jobs[i] = (compress_job){
-        p, k, src, slots, flags, ids, 8 * b0, 8 * b1 < n ? 8 * b1 : n, 0, 0};
+        p, stages, k, src, slots, flags, ids, 8 * b0, 8 * b1 < n ? 8 * b1 : n,
+        0, 0,      0};
   }
   ibp_status s = ibp__run_parallel(compress_task, jobs, sizeof *jobs, t);
-  ibp_region_summary sum = {n, tail, 0, tail,
-                            ibp_cluster_metadata_bytes(k, R, n)};
+  ibp_region_summary sum = {
+      n, tail, 0, tail,
+      ibp_cluster_metadata_bytes(k, R, n) +
+          (stages ? ibp_stage_metadata_bytes(stages, k) : 0)};
   for (unsigned i = 0; i < t; i++) {
+    if (jobs[i].failed && s == IBP_OK)
+      s = IBP_ERR_NO_MEMORY;
     sum.tensors_compressed += jobs[i].n_compressed;
     sum.compressed_bytes += jobs[i].stored_bytes;
   }
@@ -102,11 +118,39 @@ static ibp_status run_region(const ibp_params *p, uint32_t k, const void *src,
   return s;
 }
 
+/* NULL when no stage is on (the plain IBP path), else stages; a stage
+ * that does not fit its params is IBP_ERR_INVALID_ARGUMENT. */
+static ibp_status stages_in_use(const ibp_params *p, const ibp_stage *stages,
+                                uint32_t k, const ibp_stage **out) {
+  *out = NULL;
+  for (uint32_t c = 0; stages && c < k; c++) {
+    if (ibp__stage_off(&stages[c]))
+      continue;
+    ibp_stage probe;
+    if (ibp_stage_init(&probe, stages[c].kind, stages[c].dtype,
+                       stages[c].segment_log2, p->tensor_bytes) != IBP_OK ||
+        ibp_stage_check_params(&stages[c], &p[c]) != IBP_OK)
+      return IBP_ERR_INVALID_ARGUMENT;
+    *out = stages;
+  }
+  return IBP_OK;
+}
+
 ibp_status ibp_compress_region_clustered(const ibp_params *p, uint32_t k,
                                          const void *src, uint64_t bytes,
                                          void *slots, uint8_t *flags,
                                          uint8_t *ids, unsigned threads,
                                          ibp_region_summary *summary) {
+  return ibp_compress_region_staged(p, NULL, k, src, bytes, slots, flags, ids,
+                                    threads, summary);
+}
+
+ibp_status ibp_compress_region_staged(const ibp_params *p,
+                                      const ibp_stage *stages, uint32_t k,
+                                      const void *src, uint64_t bytes,
+                                      void *slots, uint8_t *flags, uint8_t *ids,
+                                      unsigned threads,
+                                      ibp_region_summary *summary) {
   ibp_status s = ibp_clusters_check(p, k);
   if (s != IBP_OK)
     return s;
@@ -117,20 +161,40 @@ ibp_status ibp_compress_region_clustered(const ibp_params *p, uint32_t k,
   const uint64_t n = bytes / p->tensor_bytes;
   if (n && (!flags || (k > 1 && !ids)))
     return IBP_ERR_INVALID_ARGUMENT;
-  return run_region(p, k, src, bytes, slots, flags, k > 1 ? ids : NULL, threads,
-                    summary);
+  const ibp_stage *on;
+  s = stages_in_use(p, stages, k, &on);
+  if (s != IBP_OK)
+    return s;
+  return run_region(p, on, k, src, bytes, slots, flags, k > 1 ? ids : NULL,
+                    threads, summary);
 }
 
 ibp_status ibp_measure_region_clustered(const ibp_params *p, uint32_t k,
                                         const void *src, uint64_t bytes,
                                         unsigned threads,
                                         ibp_region_summary *summary) {
+  return ibp_measure_region_staged(p, NULL, k, src, bytes, threads, summary);
+}
+
+ibp_status ibp_measure_region_staged(const ibp_params *p,
+                                     const ibp_stage *stages, uint32_t k,
+                                     const void *src, uint64_t bytes,
+                                     unsigned threads,
+                                     ibp_region_summary *summary) {
   ibp_status s = ibp_clusters_check(p, k);
   if (s != IBP_OK)
     return s;
   if (!src && bytes)
     return IBP_ERR_INVALID_ARGUMENT;
-  return run_region(p, k, src, bytes, NULL, NULL, NULL, threads, summary);
+  const ibp_stage *on;
+  s = stages_in_use(p, stages, k, &on);
+  if (s != IBP_OK)
+    return s;
+  ibp_status r =
+      run_region(p, on, k, src, bytes, NULL, NULL, NULL, threads, summary);
+  if (r == IBP_OK && summary && stages && !on) /* descriptors still count */
+    summary->metadata_bytes += ibp_stage_metadata_bytes(stages, k);
+  return r;
 }
 
 ibp_status ibp_compress_region(const ibp_params *p, const void *src,
@@ -149,6 +213,12 @@ ibp_status ibp_decompress_range_clustered(const ibp_region *r,
                                           const uint8_t *ids, uint32_t k,
                                           uint64_t off, uint64_t len,
                                           void *dst) {
+  return ibp_decompress_range_staged(r, ids, k, NULL, off, len, dst);
+}
+
+ibp_status ibp_decompress_range_staged(const ibp_region *r, const uint8_t *ids,
+                                       uint32_t k, const ibp_stage *stages,
+                                       uint64_t off, uint64_t len, void *dst) {
   if (!r || !r->params || (!r->slots && r->bytes) || (!dst && len))
     return IBP_ERR_INVALID_ARGUMENT;
   const ibp_params *p = r->params;
@@ -166,23 +236,39 @@ ibp_status ibp_decompress_range_clustered(const ibp_region *r,
   const uint64_t body = r->bytes / R * R;
   if (body && !r->flags)
     return IBP_ERR_INVALID_ARGUMENT;
-  uint8_t *out = dst;
+  uint8_t *out = dst, *whole = NULL;
   while (len && off < body) {
     uint64_t i = off / R;
     uint32_t in = (uint32_t)(off % R);
     uint32_t part = len < (uint64_t)(R - in) ? (uint32_t)len : R - in;
     int compressed = (r->flags[i / 8] >> (i % 8)) & 1;
     uint32_t id = ibp_cluster_id(ids, k, i);
-    if (id >= k)
+    if (id >= k) {
+      free(whole);
       return IBP_ERR_CORRUPT;
-    ibp_status s = ibp_decompress_tensor_part(&p[id], r->slots + i * R, R,
-                                              compressed, in, part, out);
-    if (s != IBP_OK)
+    }
+    const ibp_stage *st = stages ? &stages[id] : NULL;
+    ibp_status s;
+    if (ibp__stage_off(st) || !compressed) {
+      s = ibp_decompress_tensor_part(&p[id], r->slots + i * R, R, compressed,
+                                     in, part, out);
+    } else { /* a stage decodes whole tensors */
+      if (!whole && !(whole = malloc(R)))
+        return IBP_ERR_NO_MEMORY;
+      s = ibp_decompress_tensor_staged(&p[id], st, r->slots + i * R, R, 1,
+                                       whole);
+      if (s == IBP_OK)
+        memcpy(out, whole + in, part);
+    }
+    if (s != IBP_OK) {
+      free(whole);
       return s;
+    }
     out += part;
     off += part;
     len -= part;
   }
+  free(whole);
   if (len) /* the raw tail */
     memcpy(out, r->slots + off, len);
   return IBP_OK;

@@ -44,7 +44,7 @@ ibp_status ibp_decompress_tensor_part(const ibp_params *p, const void *src,
   }
   if (len == 0)
     return IBP_OK;
-  return ibp__pack()->decode(p, src, src_len, off, len, dst);
+  return ibp__pack()->decode(p, src, src_len, off, len, dst, NULL);
 }
 
 ibp_status ibp_decompress_tensor(const ibp_params *p, const void *src,

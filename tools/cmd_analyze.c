@@ -12,6 +12,7 @@
 #include "mapped_file.h"
 #include "progress.h"
 #include "region_measure.h"
+#include "stage_choice.h"
 
 static const char help[] =
     "Usage: ibp analyze FILE --tensor-bytes R [options]\n"
@@ -28,14 +29,19 @@ static const char help[] =
     "the saved share against K; with --entropy, the per-bit entropy limit\n"
     "(every bit position coded at its own empirical entropy).\n"
     "\n"
-    "Options:\n" CODEC_OPTIONS_HELP CODEC_CLUSTER_HELP
+    "With the exponent stage (--stage auto, the default), also the figures\n"
+    "with the stage after IBP and the pick: the stage when it stores the\n"
+    "file in fewer bytes than IBP alone, metadata included.\n"
+    "\n"
+    "Options:\n" CODEC_OPTIONS_HELP CODEC_CLUSTER_HELP CODEC_STAGE_HELP
     "  --entropy          also report the per-bit entropy limit\n"
     "  --json             print one JSON object instead of the report\n"
     "  -h, --help         show this help\n";
 
-static const cli_option options[] = {CODEC_CLI_OPTIONS, CODEC_CLUSTER_OPTION,
-                                     {"entropy", 0, 0}, {"json", 0, 0},
-                                     {"help", 'h', 0},  {NULL, 0, 0}};
+static const cli_option options[] = {CODEC_CLI_OPTIONS,   CODEC_CLUSTER_OPTION,
+                                     CODEC_STAGE_OPTIONS, {"entropy", 0, 0},
+                                     {"json", 0, 0},      {"help", 'h', 0},
+                                     {NULL, 0, 0}};
 
 typedef struct analyze_args {
   const char *path;
@@ -68,6 +74,10 @@ typedef struct analysis {
   double cluster_saved_with_metadata; /* the same, metadata counted */
   /* with --entropy */
   double entropy_saved; /* per-bit entropy limit, share of the file */
+  /* the exponent stage (--stage auto) */
+  stage_choice stage;
+  uint64_t ibp_total; /* IBP alone: stored + metadata, the best K */
+  int stage_picked;   /* the stage stores fewer bytes than IBP alone */
 } analysis;
 
 /* Returns -1 to go on, else the exit code. */
@@ -168,6 +178,18 @@ static int measure_clusters(const analyze_args *a, const mapped_file *in,
   return CLI_EXIT_OK;
 }
 
+/* The stage's figures and the pick (stage_choice.h). */
+static int measure_stage(const analyze_args *a, const mapped_file *in,
+                         analysis *an) {
+  int rc = stage_choice_measure("ibp analyze", &a->codec, in->data, in->size,
+                                !a->json, &an->stage);
+  if (rc != CLI_EXIT_OK)
+    return rc;
+  an->ibp_total = an->container_bytes - IBP_CONTAINER_HEADER_BYTES;
+  an->stage_picked = an->stage.dtype && an->stage.total < an->ibp_total;
+  return CLI_EXIT_OK; /* the headline stays IBP alone (--stage none) */
+}
+
 /* The per-bit entropy limit over every tensor of the file (the tail is
  * stored raw in every case). */
 static int measure_entropy(const analyze_args *a, const mapped_file *in,
@@ -254,6 +276,35 @@ static void json_table(json_out *j, const ibp_search_report *r) {
   json_array_end(j);
 }
 
+static double share(const analysis *an, uint64_t stored) {
+  return 1.0 - (double)stored / (double)an->file_bytes;
+}
+
+static void json_stage(json_out *j, const analysis *an) {
+  const stage_choice *c = &an->stage;
+  json_object_begin(j, "stage");
+  json_string(j, "pick", an->stage_picked ? "exp" : "none");
+  json_double(j, "ibp_saved_fraction_with_metadata", share(an, an->ibp_total));
+  if (c->dtype) {
+    json_string(j, "dtype", ibp_dtype_name(c->dtype));
+    json_u64(j, "pairs", c->clusters.count);
+    json_u64(j, "pair_chunk_bytes", c->clusters.params[0].chunk_bytes);
+    json_u64(j, "stored_bytes", c->exact.compressed_bytes);
+    json_u64(j, "stage_metadata_bytes", c->exact.metadata_bytes);
+    json_double(j, "stage_saved_fraction_with_metadata", share(an, c->total));
+    json_double(j, "field_entropy_bits", c->entropy_bits);
+    json_double(j, "code_bits", c->code_bits);
+  } else {
+    json_null(j, "dtype");
+  }
+  json_double(j, "picked_saved_fraction_with_metadata",
+              share(an, an->stage_picked ? c->total : an->ibp_total));
+  json_u64(j, "picked_container_bytes",
+           IBP_CONTAINER_HEADER_BYTES +
+               (an->stage_picked ? c->total : an->ibp_total));
+  json_object_end(j);
+}
+
 static void print_json(const analyze_args *a, const analysis *an) {
   json_out j;
   json_init(&j, stdout);
@@ -284,6 +335,8 @@ static void print_json(const analyze_args *a, const analysis *an) {
     json_clusters(&j, an);
   if (a->entropy)
     json_double(&j, "entropy_limit_saved_fraction", an->entropy_saved);
+  if (a->codec.stage)
+    json_stage(&j, an);
   json_table(&j, &an->report);
   json_object_end(&j);
 }
@@ -331,6 +384,28 @@ static void print_clusters(const analyze_args *a, const analysis *an) {
   for (uint32_t i = 0; i < r->steps; i++)
     printf("  K = %3u  %6.2f%%  metadata %llu B\n", r->k[i],
            100.0 * step_saved(an, i), (unsigned long long)r->metadata[i]);
+}
+
+static void print_stage(const analysis *an) {
+  const stage_choice *c = &an->stage;
+  printf("\nexponent stage      ");
+  if (!c->dtype) {
+    printf("no value type fits %u B tensors\n", an->params.tensor_bytes);
+  } else {
+    printf("%s values, %u cluster%s, chunk %u B: %.2f%% saved counting "
+           "metadata (%llu B)\n",
+           ibp_dtype_name(c->dtype), c->clusters.count,
+           c->clusters.count == 1 ? "" : "s", c->clusters.params[0].chunk_bytes,
+           100.0 * share(an, c->total),
+           (unsigned long long)c->exact.metadata_bytes);
+    printf("sign+exponent       %.3f bits per value coded in %.3f "
+           "(order-0 entropy vs code)\n",
+           c->entropy_bits, c->code_bits);
+  }
+  printf("IBP alone           %.2f%% saved counting metadata\n",
+         100.0 * share(an, an->ibp_total));
+  printf("pick                %s\n",
+         an->stage_picked ? "exp (IBP + exponent stage)" : "none (IBP alone)");
 }
 
 /* What the figures do not say: too few tensors, a raw tail.  After the
@@ -388,6 +463,8 @@ static void print_text(const analyze_args *a, const analysis *an) {
   printf("implementation      %s\n", ibp_impl_name(ibp_impl_active()));
   if (an->clustered)
     print_clusters(a, an);
+  if (a->codec.stage)
+    print_stage(an);
   if (too_few(an) || m->tail_bytes != 0) {
     printf("\n");
     print_notes(stdout, "", an);
@@ -414,6 +491,8 @@ int cmd_analyze(int argc, char **argv) {
     rc = measure_clusters(&a, &in, &an);
   if (rc == CLI_EXIT_OK && a.entropy)
     rc = measure_entropy(&a, &in, &an);
+  if (rc == CLI_EXIT_OK && a.codec.stage)
+    rc = measure_stage(&a, &in, &an);
   if (rc == CLI_EXIT_OK) {
     if (a.json) {
       print_json(&a, &an);
@@ -423,6 +502,7 @@ int cmd_analyze(int argc, char **argv) {
   }
   ibp_params_free(&an.params);
   ibp_clusters_free(&an.clusters);
+  stage_choice_free(&an.stage);
   mapped_file_close(&in);
   return rc;
 }

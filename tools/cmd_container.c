@@ -11,6 +11,7 @@
 #include "mapped_file.h"
 #include "out_file.h"
 #include "progress.h"
+#include "stage_choice.h"
 
 static const char compress_help[] =
     "Usage: ibp compress IN OUT --tensor-bytes R [options]\n"
@@ -22,7 +23,7 @@ static const char compress_help[] =
     "with -f.  IN '-' is standard input, OUT '-' standard output (the\n"
     "summary then goes to standard error).\n"
     "\n"
-    "Options:\n" CODEC_OPTIONS_HELP CODEC_CLUSTER_HELP
+    "Options:\n" CODEC_OPTIONS_HELP CODEC_CLUSTER_HELP CODEC_STAGE_HELP
     "  -f, --force        replace OUT if it exists\n"
     "  -q, --quiet        print nothing on success\n"
     "  -h, --help         show this help\n";
@@ -55,8 +56,9 @@ static const char verify_help[] =
     "  -h, --help         show this help\n";
 
 static const cli_option compress_options[] = {
-    CODEC_CLI_OPTIONS, CODEC_CLUSTER_OPTION, {"force", 'f', 0},
-    {"quiet", 'q', 0}, {"help", 'h', 0},     {NULL, 0, 0}};
+    CODEC_CLI_OPTIONS, CODEC_CLUSTER_OPTION, CODEC_STAGE_OPTIONS,
+    {"force", 'f', 0}, {"quiet", 'q', 0},    {"help", 'h', 0},
+    {NULL, 0, 0}};
 static const cli_option decompress_options[] = {
     {"force", 'f', 0}, {"quiet", 'q', 0}, {"help", 'h', 0}, {NULL, 0, 0}};
 static const cli_option verify_options[] = {
@@ -278,11 +280,36 @@ static void print_compress_summary(const container_args *a,
           100.0 * (1.0 - 1.0 / ratio), info->chunk_bytes, info->threshold);
   if (info->clusters > 1)
     fprintf(f, "%s: %u clusters (Mask/Bitval pairs)\n", a->out, info->clusters);
+  if (info->stage_bytes)
+    fprintf(f, "%s: exponent stage after IBP (container version %u)\n", a->out,
+            info->version);
   if (info->tail_bytes != 0)
     fprintf(f,
             "note: %s: size is not a multiple of %u B: the last %llu B are "
             "kept raw\n",
             a->in, info->tensor_bytes, (unsigned long long)info->tail_bytes);
+}
+
+/* The exponent stage when it stores IN in fewer bytes than IBP alone
+ * (the pick `ibp analyze` prints); else sc is emptied. */
+static int pick_stage(const container_args *a, const mapped_file *in,
+                      const ibp_params *p, const ibp_clusters *cl,
+                      stage_choice *sc) {
+  int rc = stage_choice_measure("ibp compress", &a->codec, in->data, in->size,
+                                !a->quiet, sc);
+  if (rc != CLI_EXIT_OK || !sc->dtype)
+    return rc;
+  ibp_region_summary alone;
+  ibp_status st = ibp_measure_region_clustered(
+      cl->count ? cl->params : p, cl->count ? cl->count : 1, in->data, in->size,
+      cli_threads(a->codec.threads), &alone);
+  if (st != IBP_OK) {
+    cli_error("ibp compress", "%s", ibp_status_message(st));
+    return CLI_EXIT_DATA;
+  }
+  if (sc->total >= alone.compressed_bytes + alone.metadata_bytes)
+    stage_choice_free(sc);
+  return CLI_EXIT_OK;
 }
 
 static int compress_file(const container_args *a, const mapped_file *in) {
@@ -295,10 +322,17 @@ static int compress_file(const container_args *a, const mapped_file *in) {
   if (rc == CLI_EXIT_OK && a->codec.clusters != 1)
     rc = codec_opts_cluster("ibp compress", &a->codec, in->data, in->size, &p,
                             !a->quiet, &cl, NULL);
+  stage_choice sc;
+  memset(&sc, 0, sizeof sc);
+  if (rc == CLI_EXIT_OK && a->codec.stage)
+    rc = pick_stage(a, in, &p, &cl, &sc);
   if (rc != CLI_EXIT_OK) {
     ibp_params_free(&p);
+    ibp_clusters_free(&cl);
+    stage_choice_free(&sc);
     return rc;
   }
+  const ibp_clusters *use = sc.dtype ? &sc.clusters : &cl;
   out_file of;
   rc = open_output(a->out, &of);
   if (rc == CLI_EXIT_OK) {
@@ -307,8 +341,9 @@ static int compress_file(const container_args *a, const mapped_file *in) {
     memset(&info, 0, sizeof info);
     sink_init(&s, &of, "compress", expected_size(&p, &report, in->size),
               a->quiet);
-    ibp_status st = ibp_container_write_clustered(
-        cl.count ? cl.params : &p, cl.count ? cl.count : 1, in->data, in->size,
+    ibp_status st = ibp_container_write_staged(
+        use->count ? use->params : &p, sc.dtype ? sc.stages : NULL,
+        use->count ? use->count : 1, in->data, in->size,
         cli_threads(a->codec.threads), sink_write, &s, &info);
     rc = finish_output(&s, st, NULL, a->out, info.container_bytes);
     if (rc == CLI_EXIT_OK && !a->quiet)
@@ -316,6 +351,7 @@ static int compress_file(const container_args *a, const mapped_file *in) {
   }
   ibp_params_free(&p);
   ibp_clusters_free(&cl);
+  stage_choice_free(&sc);
   return rc;
 }
 

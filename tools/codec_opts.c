@@ -5,6 +5,7 @@
 
 #include "cli.h"
 #include "cli_args.h"
+#include "ibp/stage.h"
 #include "progress.h"
 
 #define MAX_THREADS 4096u
@@ -16,6 +17,36 @@ void codec_opts_init(codec_opts *o) {
   o->sample = 0.0;
   o->threads = 0;
   o->clusters = 1;
+  o->stage = 1;
+  o->dtype = 0;
+}
+
+static int take_stage(codec_opts *o, const char *v) {
+  if (strcmp(v, "auto") == 0 || strcmp(v, "exp") == 0)
+    o->stage = 1;
+  else if (strcmp(v, "none") == 0)
+    o->stage = 0;
+  else {
+    cli_usage_error("--stage must be auto or none (got %s)", v);
+    return -1;
+  }
+  return 1;
+}
+
+static int take_dtype(codec_opts *o, const char *v) {
+  static const uint32_t types[] = {IBP_DTYPE_BF16, IBP_DTYPE_F16,
+                                   IBP_DTYPE_F32};
+  if (strcmp(v, "auto") == 0) {
+    o->dtype = 0;
+    return 1;
+  }
+  for (unsigned i = 0; i < 3; i++)
+    if (strcmp(v, ibp_dtype_name(types[i])) == 0) {
+      o->dtype = types[i];
+      return 1;
+    }
+  cli_usage_error("--dtype must be auto, bf16, f16 or f32 (got %s)", v);
+  return -1;
 }
 
 static int take_tensor_bytes(codec_opts *o, const char *v) {
@@ -127,6 +158,10 @@ int codec_opts_take(codec_opts *o, const char *name, const char *value) {
     return take_threads(o, value);
   if (strcmp(name, "clusters") == 0)
     return take_clusters(o, value);
+  if (strcmp(name, "stage") == 0)
+    return take_stage(o, value);
+  if (strcmp(name, "dtype") == 0)
+    return take_dtype(o, value);
   return 0;
 }
 

@@ -17,6 +17,8 @@ typedef struct codec_opts {
   double sample;         /* 0 = every tensor */
   unsigned threads;      /* 0 = one per CPU */
   uint32_t clusters;     /* Mask/Bitval pairs: 0 = auto, else K (default 1) */
+  int stage;             /* --stage: 1 auto (default), 0 none */
+  uint32_t dtype;        /* --dtype: 0 = auto, else an ibp_dtype */
 } codec_opts;
 
 /* Table entries for the options above (inside a cli_option table). */
@@ -34,6 +36,19 @@ typedef struct codec_opts {
   "                     that stores it best: K in [1, 256], or auto (the K\n"  \
   "                     of 1, 2, 4 .. 16 that saves most, metadata\n"          \
   "                     included); default 1\n"
+
+/* --stage and --dtype, for the commands that choose a coding stage. */
+#define CODEC_STAGE_OPTIONS                                                    \
+  {"stage", 0, 1}, {                                                           \
+    "dtype", 0, 1                                                              \
+  }
+#define CODEC_STAGE_HELP                                                       \
+  "  --stage auto|none  the exponent stage after IBP (docs/FORMAT.md §9):\n"  \
+  "                     auto (default) uses it where it stores the file in\n"  \
+  "                     fewer bytes than IBP alone\n"                          \
+  "  --dtype auto|bf16|f16|f32\n"                                              \
+  "                     the values whose sign+exponent it codes (default\n"    \
+  "                     auto: the type that saves most)\n"
 
 /* Help lines for the options above. */
 #define CODEC_OPTIONS_HELP                                                     \

@@ -45,8 +45,11 @@ extern "C" {
  * (docs/FORMAT.md §8): version 1 is one Mask/Bitval per region, version 2
  * adds clusters (K > 1 Mask/Bitval pairs and a cluster id per tensor),
  * version 3 keeps version 2's coding and layout for every K (1 .. 256) and
- * takes the container's checksums from libxxhash (XXH64). */
-#define IBP_FORMAT_VERSION 3u
+ * takes the container's checksums from libxxhash (XXH64), version 4 adds
+ * a coding stage per cluster after IBP (docs/FORMAT.md §9; a writer writes
+ * version 3 when no cluster has one, version 4 otherwise). */
+#define IBP_FORMAT_VERSION 4u           /* with a coding stage (ibp/stage.h) */
+#define IBP_FORMAT_VERSION_XXH64 3u     /* written when no stage is on */
 #define IBP_FORMAT_VERSION_CLUSTERS 2u  /* read only */
 #define IBP_FORMAT_VERSION_SINGLE 1u    /* read only */
 #define IBP_MAX_TENSOR_BYTES (1u << 20) /* 1 MiB */

@@ -14,6 +14,7 @@
 #define IBP_CONTAINER_H
 
 #include "ibp/codec.h"
+#include "ibp/stage.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -39,6 +40,8 @@ typedef struct ibp_container_info {
   uint64_t container_bytes; /* whole file */
   uint64_t data_checksum;   /* of the original bytes */
   uint32_t clusters;        /* K Mask/Bitval pairs (always 1 in version 1) */
+  uint32_t stage_bytes;     /* version 4: bytes of the K stage descriptors
+                               (docs/FORMAT.md §9); 0 before */
 } ibp_container_info;
 
 /* Compresses `bytes` bytes at src with p and writes the container through
@@ -56,6 +59,16 @@ ibp_status ibp_container_write_clustered(const ibp_params *params, uint32_t k,
                                          const void *src, uint64_t bytes,
                                          unsigned threads, ibp_write_fn write,
                                          void *ctx, ibp_container_info *info);
+
+/* The same with a coding stage per cluster (stages[0 .. k-1], each
+ * fitting its params: ibp/stage.h): version 4 when any stage is on, else
+ * exactly the bytes of ibp_container_write_clustered (version 3).
+ * stages may be NULL. */
+ibp_status ibp_container_write_staged(const ibp_params *params,
+                                      const ibp_stage *stages, uint32_t k,
+                                      const void *src, uint64_t bytes,
+                                      unsigned threads, ibp_write_fn write,
+                                      void *ctx, ibp_container_info *info);
 
 /* Validates the header and metadata of the container in buf[0, len) and
  * fills info.  Errors: IBP_ERR_BAD_MAGIC, IBP_ERR_VERSION, IBP_ERR_TRUNCATED,

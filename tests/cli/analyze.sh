@@ -84,7 +84,7 @@ check_json tail.bin 1 1000003 0
 
 # The exact figure is what compress writes: container = 128-byte header +
 # metadata + compressed bytes.
-expect_ok compress even.bin even.ibp --tensor-bytes 1024 --quiet
+expect_ok compress even.bin even.ibp --tensor-bytes 1024 --stage none --quiet
 expect_eq "container size" "$(wc -c <even.ibp | tr -d ' ')" "$((128 + meta_even + comp_even))"
 rm -f even.ibp
 
@@ -117,7 +117,7 @@ grep -qx 'ibp analyze: note: the file size is not a multiple of 1000 B: the last
 # the sample is too small for the statistics (a warning, also with --json).
 # compress_saved FILE R: the "saved" percentage compress reports.
 compress_saved() {
-  expect_ok compress "$1" c.ibp --tensor-bytes "$2" -f
+  expect_ok compress "$1" c.ibp --tensor-bytes "$2" --stage none -f
   sed -n 's/.*saved \(-*[0-9.]*%\)).*/\1/p' "$OUT"
   rm -f c.ibp
 }
@@ -192,7 +192,7 @@ expect_true "mixed: clusters found" "$(nested_get k) >= 2"
 mixed_container=$(json_get container_bytes)
 expect_true "mixed: clusters save more" \
   "$(nested_get saved_fraction_with_metadata) > $(json_get saved_fraction_with_metadata)"
-expect_ok compress mixed.bin mixed.ibp --tensor-bytes 1024 --clusters auto --quiet
+expect_ok compress mixed.bin mixed.ibp --tensor-bytes 1024 --clusters auto --stage none --quiet
 expect_eq "mixed: container_bytes is the container" "$(wc -c <mixed.ibp | tr -d ' ')" "$mixed_container"
 expect_eq "mixed: container version" "$(od -A n -t u4 -j 8 -N 4 mixed.ibp | tr -d ' ')" 3
 expect_ok decompress mixed.ibp mixed.out --quiet

@@ -185,7 +185,7 @@ static void check_container(const cregion *g, uint64_t stored) {
   ibp_container_info info, read;
   CHECK_OK(ibp_container_write_clustered(g->p, g->k, g->data, g->bytes, 1,
                                          sink_write, &s, &info));
-  CHECK_U64(info.version, IBP_FORMAT_VERSION);
+  CHECK_U64(info.version, IBP_FORMAT_VERSION_XXH64);
   CHECK_U64(info.clusters, g->k);
   CHECK_U64(info.payload_bytes, stored);
   CHECK_U64(s.len, IBP_CONTAINER_HEADER_BYTES +

@@ -54,12 +54,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     FUZZ_ASSERT(info.tensors * info.tensor_bytes + info.tail_bytes ==
                 info.original_bytes);
     FUZZ_ASSERT(info.tensors_compressed <= info.tensors);
-    /* version 1: one Mask/Bitval; version 2: 2 .. 256; version 3:
+    /* version 1: one Mask/Bitval; version 2: 2 .. 256; versions 3 and 4:
      * 1 .. 256 (docs/FORMAT.md) */
+    FUZZ_ASSERT(info.version == IBP_FORMAT_VERSION ? info.stage_bytes != 0
+                                                   : info.stage_bytes == 0);
     FUZZ_ASSERT(
         info.version == IBP_FORMAT_VERSION_SINGLE
             ? info.clusters == 1
             : (info.version == IBP_FORMAT_VERSION_CLUSTERS ||
+               info.version == IBP_FORMAT_VERSION_XXH64 ||
                info.version == IBP_FORMAT_VERSION) &&
                   info.clusters >=
                       (info.version == IBP_FORMAT_VERSION_CLUSTERS ? 2u : 1u) &&

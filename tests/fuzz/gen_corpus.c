@@ -3,8 +3,11 @@
  *   fuzz_tensor/     valid compressed and raw tensors in the tensor_input.h
  *                    layout (encoded with the reference codec), a few sizes,
  *                    every chunk width and mask mode;
+ *   fuzz_stage/      exponent-stage streams (fuzz_stage.c's layout): a
+ *                    size byte, a mode byte, a descriptor, a stream;
  *   fuzz_container/  small valid containers written by the library
- *                    (version 3): one Mask/Bitval and K clusters.  The
+ *                    (version 3, and version 4 with the exponent stage:
+ *                    *_exp_*): one Mask/Bitval and K clusters.  The
  *                    seeds named *_v1 and *_v2 were written by the library
  *                    before version 3 (docs/FORMAT.md §8) and are kept.
  * Usage: gen_fuzz_corpus <corpus dir>   (the subdirectories must exist)
@@ -15,6 +18,7 @@
 
 #include "gen_data.h"
 #include "ibp/container.h"
+#include "ibp/stage.h"
 #include "ref_codec.h"
 #include "tensor_input.h"
 
@@ -147,6 +151,103 @@ static void container_seed(const char *dir, rng *r, uint32_t R, uint64_t n,
   ibp_params_free(&p);
 }
 
+/* Float-like values: random mantissas, a few exponents around one. */
+static void float_like(rng *r, uint8_t *d, uint64_t bytes, uint32_t w,
+                       uint32_t lo) {
+  rng_fill(r, d, (size_t)bytes);
+  for (uint64_t j = 0; j + w <= bytes; j += w) {
+    uint32_t v = 0, e = 120 - (uint32_t)rng_below(r, 6);
+    if (lo == 10) /* float16: a 5-bit exponent */
+      e = 12 - (uint32_t)rng_below(r, 6);
+    for (uint32_t b = 0; b < w; b++)
+      v |= (uint32_t)d[j + b] << (8 * b);
+    v = (v & ((1u << lo) - 1)) |
+        (e | (uint32_t)rng_below(r, 2) << (lo == 10 ? 5 : 8)) << lo;
+    for (uint32_t b = 0; b < w; b++)
+      d[j + b] = (uint8_t)(v >> (8 * b));
+  }
+}
+
+/* A stage seed (fuzz_stage.c): values, mode, descriptor, stream. */
+static void stage_seed(const char *dir, rng *r, uint32_t dtype, uint32_t values,
+                       unsigned mode) {
+  static const uint32_t widths[4] = {1, 2, 4, 8};
+  const uint32_t w = ibp_dtype_bytes(dtype), R = w * values;
+  const uint32_t lo = dtype == IBP_DTYPE_F16    ? 10
+                      : dtype == IBP_DTYPE_BF16 ? 7
+                                                : 23;
+  uint8_t *d = malloc(8 * (size_t)R), *mask = calloc(R, 1), *bv = calloc(R, 1);
+  float_like(r, d, 8 * (uint64_t)R, w, lo);
+  if (!(mode & 4))
+    for (uint32_t b = 0; b < R; b++)
+      mask[b] = (uint8_t)(0x11u << (b % 4));
+  for (uint64_t b = 0; b < 8 * (uint64_t)R; b++) /* chunks that fit */
+    d[b] &= (uint8_t)~mask[b % R];
+  ibp_params p = {0};
+  ibp_stage st;
+  uint8_t out[IBP_STAGE_DESCRIPTOR_MAX_BYTES + 2 + 4096];
+  if (ibp_params_from_masks(R, widths[mode & 3], mask, bv, &p) != IBP_OK ||
+      ibp_stage_init(&st, IBP_STAGE_EXP, dtype, 4, R) != IBP_OK) {
+    fprintf(stderr, "stage seed failed\n");
+    exit(1);
+  }
+  ibp_stage_fit_params(&st, &p);
+  for (int i = 0; i < 8; i++)
+    ibp_stage_count(&st, d + (size_t)i * R, R);
+  ibp_stage_finish(&st);
+  out[0] = (uint8_t)(values - 1);
+  out[1] = (uint8_t)mode;
+  size_t n = ibp_stage_descriptor_bytes(&st), len;
+  ibp_stage_write(&st, out + 2);
+  int compressed;
+  len = ibp_compress_tensor_staged(&p, &st, d, out + 2 + n, &compressed);
+  char name[64];
+  snprintf(name, sizeof name, "%s_v%u_m%u%s", ibp_dtype_name(dtype), values,
+           mode, compressed ? "" : "_raw");
+  write_file(dir, name, out, 2 + n + len);
+  ibp_params_free(&p);
+  free(d);
+  free(mask);
+  free(bv);
+}
+
+/* A version-4 container: K = 1 pair fitted to the exponent stage. */
+static void stage_container_seed(const char *dir, rng *r, uint32_t dtype,
+                                 uint32_t values, uint64_t n) {
+  const uint32_t w = ibp_dtype_bytes(dtype), R = w * values;
+  const uint32_t lo = dtype == IBP_DTYPE_F16    ? 10
+                      : dtype == IBP_DTYPE_BF16 ? 7
+                                                : 23;
+  uint64_t bytes = n * R + 1;
+  uint8_t *d = malloc((size_t)bytes);
+  float_like(r, d, bytes, w, lo);
+  ibp_params p = {0};
+  ibp_search_options opt = {0};
+  opt.threshold = -1;
+  opt.threads = 1;
+  ibp_stage st;
+  membuf m = {0};
+  if (ibp_stage_init(&st, IBP_STAGE_EXP, dtype, 4, R) != IBP_OK ||
+      ibp_search(d, n, R, &opt, &p, NULL) != IBP_OK) {
+    fprintf(stderr, "stage container failed\n");
+    exit(1);
+  }
+  ibp_stage_fit_params(&st, &p);
+  if (ibp_stage_learn(&p, 1, IBP_STAGE_EXP, dtype, d, n, 0, 1, &st) != IBP_OK ||
+      ibp_container_write_staged(&p, &st, 1, d, bytes, 1, mem_write, &m,
+                                 NULL) != IBP_OK) {
+    fprintf(stderr, "stage container failed\n");
+    exit(1);
+  }
+  char name[64];
+  snprintf(name, sizeof name, "R%u_n%llu_tail1_exp_%s", R,
+           (unsigned long long)n, ibp_dtype_name(dtype));
+  write_file(dir, name, m.buf, (size_t)m.len);
+  free(m.buf);
+  free(d);
+  ibp_params_free(&p);
+}
+
 int main(int argc, char **argv) {
   if (argc != 2) {
     fprintf(stderr, "usage: %s <corpus dir>\n", argv[0]);
@@ -171,5 +272,15 @@ int main(int argc, char **argv) {
   container_seed(dir, &r, 16, 200, 5, DATA_FLIPS, 2);
   container_seed(dir, &r, 24, 300, 0, DATA_INTS, 3);
   container_seed(dir, &r, 8, 640, 1, DATA_FLOAT, 5);
+  stage_container_seed(dir, &r, IBP_DTYPE_BF16, 64, 40);
+  stage_container_seed(dir, &r, IBP_DTYPE_F16, 33, 20);
+  stage_container_seed(dir, &r, IBP_DTYPE_F32, 17, 20);
+  snprintf(dir, sizeof dir, "%s/fuzz_stage", argv[1]);
+  static const uint32_t types[] = {IBP_DTYPE_BF16, IBP_DTYPE_F16,
+                                   IBP_DTYPE_F32};
+  static const uint32_t counts[] = {1, 7, 40, 96};
+  for (unsigned t = 0; t < 3; t++)
+    for (unsigned v = 0; v < 4; v++)
+      stage_seed(dir, &r, types[t], counts[v], (t + v) % 8);
   return 0;
 }

@@ -1,0 +1,437 @@
+/* The exponent stage (docs/FORMAT.md §9): the sign+exponent field of each
+ * bf16 / float16 / float32 value, coded with a canonical Huffman code of
+ * at most IBP_STAGE_MAX_CODE_BITS bits learned per cluster; symbols the
+ * code lacks go as an escape code followed by the raw field.  A tensor's
+ * values are cut into segments of 2^segment_log2 values whose bit lengths
+ * (all but the last) precede the codes, so that segments decode
+ * independently (a GPU lane each). */
+#include "stage_internal.h"
+
+#define LMAX IBP_STAGE_MAX_CODE_BITS
+#define ESC_SYM(st) ((st)->symbols)
+
+typedef struct dtype_info {
+  uint32_t bytes, lo, bits;
+} dtype_info;
+
+static dtype_info info_of(uint32_t dtype) {
+  switch (dtype) {
+#define IBP_DTYPE_INFO_(name, value, text, b, l, n)                            \
+  case value:                                                                  \
+    return (dtype_info){b, l, n};
+    IBP_DTYPE_LIST(IBP_DTYPE_INFO_)
+#undef IBP_DTYPE_INFO_
+  default:
+    return (dtype_info){0, 0, 0};
+  }
+}
+
+/* The field of value j (a whole value: bytes 2 or 4, little-endian). */
+static inline uint32_t field_at(const uint8_t *t, uint32_t j, dtype_info d) {
+  if (d.bytes == 2)
+    return (uint32_t)(t[2 * j] | t[2 * j + 1] << 8) >> d.lo;
+  uint32_t v;
+  memcpy(&v, t + 4 * (size_t)j, 4);
+  return v >> d.lo;
+}
+
+static ibp_status exp_init(ibp_stage *st, uint32_t R) {
+  dtype_info d = info_of(st->dtype);
+  if (d.bytes == 0 || st->dtype == IBP_DTYPE_NONE || R % d.bytes != 0)
+    return IBP_ERR_INVALID_ARGUMENT;
+  if (st->segment_log2 == 0)
+    st->segment_log2 = IBP_STAGE_SEGMENT_LOG2_DEFAULT;
+  if (st->segment_log2 < IBP_STAGE_SEGMENT_LOG2_MIN ||
+      st->segment_log2 > IBP_STAGE_SEGMENT_LOG2_MAX)
+    return IBP_ERR_INVALID_ARGUMENT;
+  st->symbols = 1u << d.bits;
+  return IBP_OK;
+}
+
+static void exp_count(ibp_stage *st, const uint8_t *t, uint32_t R) {
+  dtype_info d = info_of(st->dtype);
+  for (uint32_t j = 0; j < R / d.bytes; j++)
+    st->counts[field_at(t, j, d)]++;
+}
+
+/* ---- the code ------------------------------------------------------------ */
+
+/* Huffman code lengths of the m weights w[0..m-1] (m >= 2, sorted
+ * ascending, ties by index) by the two-queue method, into len[]. */
+static void huffman_lengths(const uint64_t *w, uint32_t m, uint8_t *len) {
+  uint64_t wt[2 * (IBP_STAGE_MAX_SYMBOLS + 1)];
+  uint32_t parent[2 * (IBP_STAGE_MAX_SYMBOLS + 1)];
+  uint32_t leaf = 0, node = m, next = m;
+  for (uint32_t i = 0; i < m; i++)
+    wt[i] = w[i];
+  for (uint32_t made = 0; made + 1 < m; made++) { /* m - 1 merges */
+    uint32_t pick[2];
+    for (int q = 0; q < 2; q++) {
+      if (leaf < m && (node >= next || wt[leaf] <= wt[node]))
+        pick[q] = leaf++;
+      else
+        pick[q] = node++;
+    }
+    wt[next] = wt[pick[0]] + wt[pick[1]];
+    parent[pick[0]] = parent[pick[1]] = next++;
+  }
+  uint8_t depth[2 * (IBP_STAGE_MAX_SYMBOLS + 1)];
+  if (next < 1 || next > sizeof depth)
+    return;            /* m >= 2 keeps next in 3 .. 2m - 1 */
+  depth[next - 1] = 0; /* the root */
+  for (uint32_t i = next - 1; i-- > 0;)
+    depth[i] =
+        (uint8_t)(depth[parent[i]] + 1 > 255 ? 255 : depth[parent[i]] + 1);
+  for (uint32_t i = 0; i < m; i++)
+    len[i] = depth[i];
+}
+
+/* Limits lengths (sorted by ascending weight) to LMAX and keeps the Kraft
+ * sum <= 1: clamp, then lengthen the longest codes still short of LMAX
+ * (the rarest first) until it fits, then shorten the most frequent codes
+ * while the slack allows. */
+static void limit_lengths(uint8_t *len, uint32_t m) {
+  const uint32_t one = 1u << LMAX;
+  uint32_t kraft = 0;
+  for (uint32_t i = 0; i < m; i++) {
+    if (len[i] > LMAX)
+      len[i] = LMAX;
+    kraft += one >> len[i];
+  }
+  while (kraft > one) {
+    uint32_t best = m;
+    for (uint32_t i = 0; i < m; i++) /* the longest below LMAX, rarest */
+      if (len[i] < LMAX && (best == m || len[i] > len[best]))
+        best = i;
+    kraft -= one >> (len[best] + 1);
+    len[best]++;
+  }
+  for (uint32_t i = m; i-- > 0;) /* most frequent last in the order */
+    while (len[i] > 1 && kraft + (one >> len[i]) <= one) {
+      kraft += one >> len[i];
+      len[i]--;
+    }
+}
+
+static uint32_t bit_reverse(uint32_t c, uint32_t n) {
+  uint32_t r = 0;
+  for (uint32_t i = 0; i < n; i++)
+    r |= ((c >> i) & 1u) << (n - 1 - i);
+  return r;
+}
+
+/* Canonical codes from st->lengths (Kraft <= 1 checked by the caller):
+ * the encode pairs and the decode table. */
+static void derive_tables(ibp_stage *st) {
+  const uint32_t e = info_of(st->dtype).bits, ns = st->symbols;
+  uint32_t code = 0, codes[IBP_STAGE_MAX_SYMBOLS + 1] = {0};
+  memset(st->decode, 0, sizeof st->decode);
+  for (uint32_t l = 1; l <= LMAX; l++) {
+    for (uint32_t s = 0; s <= ns; s++) {
+      if (st->lengths[s] != l)
+        continue;
+      uint32_t r = bit_reverse(code++, l);
+      codes[s] = r;
+      for (uint32_t h = 0; h < (1u << (LMAX - l)); h++)
+        st->decode[r | h << l] = (uint16_t)(s | l << 10);
+    }
+    code <<= 1;
+  }
+  const uint32_t esc_len = st->lengths[ns];
+  for (uint32_t s = 0; s < ns; s++) {
+    if (st->lengths[s]) {
+      st->enc_bits[s] = codes[s];
+      st->enc_len[s] = st->lengths[s];
+    } else { /* escape + raw field (no escape: never written) */
+      st->enc_bits[s] = codes[ns] | s << esc_len;
+      st->enc_len[s] = (uint8_t)(esc_len ? esc_len + e : 0);
+    }
+  }
+}
+
+static ibp_status exp_finish(ibp_stage *st) {
+  const uint32_t ns = st->symbols;
+  uint32_t idx[IBP_STAGE_MAX_SYMBOLS + 1], m = 0;
+  uint64_t w[IBP_STAGE_MAX_SYMBOLS + 1];
+  uint64_t total = 0, escaped = 1; /* the escape weighs at least 1 */
+  for (uint32_t s = 0; s < ns; s++)
+    total += st->counts[s];
+  /* a symbol whose own code would be longer than LMAX - 1 bits goes as
+   * the escape + raw field: rare symbols would otherwise take a share of
+   * the code space far above their weight once lengths are limited */
+  int need_escape = 0;
+  for (uint32_t s = 0; s < ns; s++) {
+    uint64_t c = st->counts[s];
+    if (c && (c << (LMAX - 1)) >= total) {
+      idx[m++] = s;
+    } else {
+      need_escape = 1;
+      escaped += c;
+    }
+  }
+  if (need_escape)
+    idx[m++] = ns; /* the escape */
+  if (m == 1)      /* one symbol: give it a second, unused partner */
+    idx[m++] = idx[0] == ns ? 0 : ns;
+  /* insertion sort by (weight, index): m <= 513, once per cluster */
+  for (uint32_t i = 1; i < m; i++) {
+    uint32_t v = idx[i], j = i;
+    uint64_t wv = v == ns ? escaped : st->counts[v];
+    while (j > 0) {
+      uint32_t u = idx[j - 1];
+      uint64_t wu = u == ns ? escaped : st->counts[u];
+      if (wu < wv || (wu == wv && u < v))
+        break;
+      idx[j] = u;
+      j--;
+    }
+    idx[j] = v;
+  }
+  for (uint32_t i = 0; i < m; i++)
+    w[i] = idx[i] == ns          ? escaped
+           : !st->counts[idx[i]] ? 1
+                                 : st->counts[idx[i]];
+  uint8_t len[IBP_STAGE_MAX_SYMBOLS + 1];
+  huffman_lengths(w, m, len);
+  limit_lengths(len, m);
+  memset(st->lengths, 0, sizeof st->lengths);
+  for (uint32_t i = 0; i < m; i++)
+    st->lengths[idx[i]] = len[i];
+  derive_tables(st);
+  return IBP_OK;
+}
+
+/* ---- the field ----------------------------------------------------------- */
+
+static void exp_field(const ibp_stage *st, uint8_t *field, uint32_t R) {
+  dtype_info d = info_of(st->dtype);
+  uint32_t m = ((1u << d.bits) - 1) << d.lo;
+  for (uint32_t b = 0; b < R; b++)
+    field[b] = (uint8_t)(m >> (8 * (b % d.bytes)));
+}
+
+static void exp_strip(const ibp_stage *st, const uint8_t *t, uint8_t *out,
+                      uint32_t R) {
+  dtype_info d = info_of(st->dtype);
+  if (d.bytes == 2) {
+    const uint16_t keep = (uint16_t)((1u << d.lo) - 1);
+    const uint64_t k4 = keep * 0x0001000100010001ULL;
+    uint32_t b = 0;
+    for (; b + 8 <= R; b += 8)
+      ibp__store64(out + b, ibp__load64(t + b) & k4);
+    for (; b < R; b += 2) {
+      out[b] = (uint8_t)(t[b] & keep);
+      out[b + 1] = (uint8_t)(t[b + 1] & (keep >> 8));
+    }
+  } else {
+    const uint64_t k2 = ((1ULL << d.lo) - 1) * 0x0000000100000001ULL;
+    uint32_t b = 0;
+    for (; b + 8 <= R; b += 8)
+      ibp__store64(out + b, ibp__load64(t + b) & k2);
+    for (; b < R; b += 4) {
+      uint32_t v;
+      memcpy(&v, t + b, 4);
+      v &= (1u << d.lo) - 1;
+      memcpy(out + b, &v, 4);
+    }
+  }
+}
+
+/* ---- segments ------------------------------------------------------------ */
+
+/* Bits of a segment length field: enough for a whole segment's worst
+ * case (every value at the longest code or escape). */
+static uint32_t field_width(const ibp_stage *st, uint32_t values) {
+  const uint32_t e = info_of(st->dtype).bits;
+  uint32_t worst = 0;
+  for (uint32_t s = 0; s <= st->symbols; s++)
+    if (st->lengths[s] > worst)
+      worst = st->lengths[s];
+  if (st->lengths[st->symbols] + e > worst && st->lengths[st->symbols])
+    worst = st->lengths[st->symbols] + e;
+  uint32_t seg = 1u << st->segment_log2;
+  uint64_t most = (uint64_t)(values < seg ? values : seg) * worst;
+  uint32_t w = 1;
+  while (w < 63 && (most >> w) != 0)
+    w++;
+  return w;
+}
+
+static uint32_t segments(const ibp_stage *st, uint32_t values) {
+  return (values + (1u << st->segment_log2) - 1) >> st->segment_log2;
+}
+
+static uint64_t exp_bits(const ibp_stage *st, const uint8_t *t, uint32_t R) {
+  dtype_info d = info_of(st->dtype);
+  const uint32_t values = R / d.bytes, S = segments(st, values);
+  uint64_t bits = (uint64_t)(S - 1) * field_width(st, values);
+  for (uint32_t j = 0; j < values; j++) {
+    uint8_t l = st->enc_len[field_at(t, j, d)];
+    if (l == 0)
+      return 1ULL << 40; /* a symbol the code cannot send: store raw */
+    bits += l;
+  }
+  return bits;
+}
+
+/* ---- bit I/O ------------------------------------------------------------- */
+
+typedef struct bit_out {
+  uint8_t *out;
+  uint64_t pos; /* next bit */
+  uint64_t acc; /* bits not yet stored, from bit pos - n */
+  unsigned n;
+} bit_out;
+
+/* v < 2^nbits, nbits <= 32. */
+static inline void put_bits(bit_out *o, uint64_t v, unsigned nbits) {
+  o->acc |= v << o->n;
+  o->n += nbits;
+  o->pos += nbits;
+  while (o->n >= 8) {
+    o->out[(o->pos - o->n) >> 3] |= (uint8_t)o->acc;
+    o->acc >>= 8;
+    o->n -= 8;
+  }
+}
+
+static inline void put_flush(bit_out *o) {
+  if (o->n)
+    o->out[(o->pos - o->n) >> 3] |= (uint8_t)o->acc;
+  o->n = 0;
+  o->acc = 0;
+}
+
+static void exp_encode(const ibp_stage *st, const uint8_t *t, uint32_t R,
+                       uint8_t *out, uint64_t at) {
+  dtype_info d = info_of(st->dtype);
+  const uint32_t values = R / d.bytes, S = segments(st, values);
+  const uint32_t W = field_width(st, values), V = 1u << st->segment_log2;
+  bit_out o = {out, at & ~7ULL, 0, 0};
+  put_bits(&o, 0, (unsigned)(at & 7)); /* the first byte's bits are ORed */
+  for (uint32_t s = 0; s + 1 < S; s++) {
+    uint64_t len = 0;
+    for (uint32_t j = s * V; j < (s + 1) * V; j++)
+      len += st->enc_len[field_at(t, j, d)];
+    put_bits(&o, len, W);
+  }
+  for (uint32_t j = 0; j < values; j++) {
+    uint32_t f = field_at(t, j, d);
+    put_bits(&o, st->enc_bits[f], st->enc_len[f]);
+  }
+  put_flush(&o);
+}
+
+/* The next `n` (<= 57) bits at bit pos of src[0, len); bits past the end
+ * read as 0 (the caller checks the position afterwards). */
+static inline uint64_t peek_bits(const uint8_t *src, size_t len, size_t pos,
+                                 unsigned n) {
+  size_t q = pos >> 3;
+  uint64_t v = 0;
+  if (q + 8 <= len)
+    v = ibp__load64(src + q);
+  else if (q < len)
+    memcpy(&v, src + q, len - q);
+  return (v >> (pos & 7)) & ((1ULL << n) - 1);
+}
+
+/* Decodes `count` values from bit *pos into dst's values [j0, j0+count). */
+static ibp_status decode_segment(const ibp_stage *st, dtype_info d,
+                                 const uint8_t *src, size_t src_len,
+                                 size_t *pos, uint8_t *dst, uint32_t j0,
+                                 uint32_t count) {
+  const uint64_t end = 8 * (uint64_t)src_len;
+  size_t p = *pos;
+  for (uint32_t j = j0; j < j0 + count; j++) {
+    uint16_t e = st->decode[peek_bits(src, src_len, p, LMAX)];
+    uint32_t l = e >> 10, s = e & 0x3FF;
+    if (l == 0)
+      return IBP_ERR_CORRUPT;
+    p += l;
+    if (s == ESC_SYM(st)) {
+      s = (uint32_t)peek_bits(src, src_len, p, d.bits);
+      p += d.bits;
+    }
+    if (p > end)
+      return IBP_ERR_CORRUPT;
+    if (dst) {
+      uint32_t v = s << d.lo;
+      for (uint32_t b = 0; b < d.bytes; b++)
+        dst[(size_t)j * d.bytes + b] |= (uint8_t)(v >> (8 * b));
+    }
+  }
+  *pos = p;
+  return IBP_OK;
+}
+
+static ibp_status exp_decode(const ibp_stage *st, const uint8_t *src,
+                             size_t src_len, size_t *pos, uint8_t *dst,
+                             uint32_t R) {
+  dtype_info d = info_of(st->dtype);
+  const uint32_t values = R / d.bytes, S = segments(st, values);
+  const uint32_t W = field_width(st, values), V = 1u << st->segment_log2;
+  const uint64_t end = 8 * (uint64_t)src_len;
+  size_t p = *pos, at;
+  if ((uint64_t)(S - 1) * W > end - (p < end ? p : end))
+    return IBP_ERR_CORRUPT;
+  at = p + (size_t)(S - 1) * W; /* the first segment's codes */
+  for (uint32_t s = 0; s < S; s++) {
+    uint32_t count = s + 1 < S ? V : values - s * V;
+    size_t q = at;
+    ibp_status r = decode_segment(st, d, src, src_len, &q, dst, s * V, count);
+    if (r != IBP_OK)
+      return r;
+    if (s + 1 < S && q - at != peek_bits(src, src_len, p + (size_t)s * W, W))
+      return IBP_ERR_CORRUPT; /* the segment does not end where it says */
+    at = q;
+  }
+  *pos = at;
+  return IBP_OK;
+}
+
+/* ---- descriptor ---------------------------------------------------------- */
+
+static size_t exp_table_bytes(const ibp_stage *st) {
+  return 2 + (st->symbols + 2) / 2; /* dtype, segment_log2, nibbles */
+}
+
+static void exp_write(const ibp_stage *st, uint8_t *out) {
+  out[0] = (uint8_t)st->dtype;
+  out[1] = (uint8_t)st->segment_log2;
+  memset(out + 2, 0, (st->symbols + 2) / 2);
+  for (uint32_t s = 0; s <= st->symbols; s++)
+    out[2 + s / 2] |= (uint8_t)(st->lengths[s] << (4 * (s % 2)));
+}
+
+static ibp_status exp_read(ibp_stage *st, const uint8_t *src, size_t avail,
+                           uint32_t R) {
+  if (avail < 2)
+    return IBP_ERR_CORRUPT;
+  st->dtype = src[0];
+  st->segment_log2 = src[1];
+  if (src[1] == 0 || exp_init(st, R) != IBP_OK)
+    return IBP_ERR_CORRUPT;
+  const size_t nb = (st->symbols + 2) / 2;
+  if (avail < 2 + nb)
+    return IBP_ERR_CORRUPT;
+  uint32_t kraft = 0, codes = 0;
+  for (uint32_t s = 0; s <= st->symbols; s++) {
+    uint32_t l = (src[2 + s / 2] >> (4 * (s % 2))) & 15u;
+    if (l > LMAX)
+      return IBP_ERR_CORRUPT;
+    st->lengths[s] = (uint8_t)l;
+    kraft += l ? (1u << LMAX) >> l : 0;
+    codes += l != 0;
+  }
+  if ((st->symbols + 1) % 2 && (src[2 + nb - 1] >> 4))
+    return IBP_ERR_CORRUPT; /* the unused nibble */
+  if (codes == 0 || kraft > (1u << LMAX))
+    return IBP_ERR_CORRUPT;
+  derive_tables(st);
+  return IBP_OK;
+}
+
+const ibp__stage_ops ibp__stage_exp = {
+    exp_init,   exp_count,  exp_finish,      exp_field, exp_strip, exp_bits,
+    exp_encode, exp_decode, exp_table_bytes, exp_write, exp_read,
+};

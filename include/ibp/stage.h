@@ -1,0 +1,194 @@
+/*
+ * libibp coding stages: a second coding step after IBP, per cluster
+ * (docs/FORMAT.md §9).
+ *
+ * A stage owns a fixed set of bits of every tensor of a cluster, its
+ * **field** (the exponent stage: the sign and exponent bits of each bf16,
+ * float16 or float32 value).  IBP codes the tensor with the field's bits
+ * zeroed (the cluster's Mask covers them and its Bitval is 0 there, so
+ * they cost IBP nothing); the stage codes the field after the IBP part of
+ * the same stream with a table learned per cluster.  Every tensor stays
+ * decodable on its own.
+ *
+ * Stages are one list (IBP_STAGE_LIST); a new stage is a row there and its
+ * implementation behind the table in codec/stage_internal.h
+ * (docs/ARCHITECTURE.md, "Where to change what").
+ *
+ * Threading: a finished (or read) ibp_stage is immutable and may be used
+ * by any number of threads; ibp_stage_count mutates it.  No heap memory:
+ * an ibp_stage is a plain value.
+ *
+ * Safety: the decoders never read outside the source span they are given
+ * and never write outside the destination tensor; corrupt input yields
+ * IBP_ERR_CORRUPT.
+ */
+#ifndef IBP_STAGE_H
+#define IBP_STAGE_H
+
+#include "ibp/codec.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* X(name, value, text): values are pinned (they are stored in containers). */
+#define IBP_STAGE_LIST(X)                                                      \
+  X(IBP_STAGE_NONE, 0, "none")                                                 \
+  X(IBP_STAGE_EXP, 1, "exp")
+
+typedef enum ibp_stage_kind {
+#define IBP_STAGE_ENUM_(name, value, text) name = value,
+  IBP_STAGE_LIST(IBP_STAGE_ENUM_)
+#undef IBP_STAGE_ENUM_
+} ibp_stage_kind;
+
+/* The value types whose sign+exponent field the exponent stage codes.
+ * X(name, value, text, value bytes, field's lowest bit, field bits);
+ * values pinned (stored in containers). */
+#define IBP_DTYPE_LIST(X)                                                      \
+  X(IBP_DTYPE_NONE, 0, "none", 0, 0, 0)                                        \
+  X(IBP_DTYPE_BF16, 1, "bf16", 2, 7, 9)                                        \
+  X(IBP_DTYPE_F16, 2, "f16", 2, 10, 6)                                         \
+  X(IBP_DTYPE_F32, 3, "f32", 4, 23, 9)
+
+typedef enum ibp_dtype {
+#define IBP_DTYPE_ENUM_(name, value, text, bytes, lo, bits) name = value,
+  IBP_DTYPE_LIST(IBP_DTYPE_ENUM_)
+#undef IBP_DTYPE_ENUM_
+} ibp_dtype;
+
+#define IBP_STAGE_MAX_SYMBOLS 512u /* 2^9: the widest field */
+#define IBP_STAGE_MAX_CODE_BITS 11u
+#define IBP_STAGE_SEGMENT_LOG2_MIN 4u
+#define IBP_STAGE_SEGMENT_LOG2_MAX 20u
+#define IBP_STAGE_SEGMENT_LOG2_DEFAULT 8u /* 256 values per segment */
+/* Largest serialized stage descriptor (kind byte + exp table). */
+#define IBP_STAGE_DESCRIPTOR_MAX_BYTES (3u + (IBP_STAGE_MAX_SYMBOLS + 2) / 2)
+
+/* One cluster's stage.  Set kind/dtype/segment_log2 with ibp_stage_init,
+ * count tensors, then ibp_stage_finish; or ibp_stage_read. */
+typedef struct ibp_stage {
+  uint32_t kind;         /* ibp_stage_kind */
+  uint32_t dtype;        /* ibp_dtype (IBP_STAGE_EXP) */
+  uint32_t segment_log2; /* values per sync segment: 2^segment_log2 */
+  uint32_t symbols;      /* 2^field bits */
+  /* code length in bits per symbol, [symbols] = the escape; 0 = no code */
+  uint8_t lengths[IBP_STAGE_MAX_SYMBOLS + 1];
+  /* derived: per symbol the bits written (escape + raw symbol for an
+   * uncoded one) and their count; the decode table (symbol | bits << 10,
+   * 0 = no code) indexed by the next IBP_STAGE_MAX_CODE_BITS stream bits */
+  uint32_t enc_bits[IBP_STAGE_MAX_SYMBOLS];
+  uint8_t enc_len[IBP_STAGE_MAX_SYMBOLS];
+  uint16_t decode[1u << IBP_STAGE_MAX_CODE_BITS];
+  uint64_t counts[IBP_STAGE_MAX_SYMBOLS]; /* ibp_stage_count */
+} ibp_stage;
+
+/* "none", "exp"; "?" for others. */
+const char *ibp_stage_name(uint32_t kind);
+/* "bf16", "f16", "f32", "none"; "?" for others. */
+const char *ibp_dtype_name(uint32_t dtype);
+/* Bytes of one value of the dtype (0 for none or unknown). */
+uint32_t ibp_dtype_bytes(uint32_t dtype);
+
+/* Starts a stage for tensors of R bytes.  IBP_STAGE_NONE takes no dtype;
+ * IBP_STAGE_EXP needs a dtype whose value size divides R and
+ * segment_log2 in [IBP_STAGE_SEGMENT_LOG2_MIN, _MAX] (0 = the default).
+ * IBP_ERR_INVALID_ARGUMENT otherwise. */
+ibp_status ibp_stage_init(ibp_stage *st, uint32_t kind, uint32_t dtype,
+                          uint32_t segment_log2, uint32_t tensor_bytes);
+
+/* Adds one tensor (R bytes) to the stage's statistics. */
+void ibp_stage_count(ibp_stage *st, const void *tensor, uint32_t tensor_bytes);
+
+/* Builds the stage's table from what was counted (the exponent stage: a
+ * canonical Huffman code of at most IBP_STAGE_MAX_CODE_BITS bits per
+ * symbol, symbols never counted sent as an escape code + raw bits). */
+ibp_status ibp_stage_finish(ibp_stage *st);
+
+/* Bits of the tensor the stage owns: sets them in `field` (R bytes). */
+void ibp_stage_field(const ibp_stage *st, uint8_t *field,
+                     uint32_t tensor_bytes);
+
+/* Copies the tensor with the stage's field zeroed (what IBP codes). */
+void ibp_stage_strip(const ibp_stage *st, const void *tensor, void *out,
+                     uint32_t tensor_bytes);
+
+/* Makes p fit the stage: its Mask covers the field, Bitval 0 there. */
+void ibp_stage_fit_params(const ibp_stage *st, ibp_params *p);
+
+/* IBP_OK when p fits the stage (Mask covers the field, Bitval 0 there),
+ * IBP_ERR_CORRUPT otherwise; always IBP_OK for none. */
+ibp_status ibp_stage_check_params(const ibp_stage *st, const ibp_params *p);
+
+/* Serialized size of the stage's descriptor (docs/FORMAT.md §9). */
+size_t ibp_stage_descriptor_bytes(const ibp_stage *st);
+/* Writes the descriptor (ibp_stage_descriptor_bytes bytes). */
+void ibp_stage_write(const ibp_stage *st, uint8_t *out);
+/* Reads and validates a descriptor from src[0, avail) for tensors of R
+ * bytes; *used gets its size.  IBP_ERR_CORRUPT when malformed. */
+ibp_status ibp_stage_read(ibp_stage *st, const uint8_t *src, size_t avail,
+                          uint32_t tensor_bytes, size_t *used);
+
+/* ---- one tensor, IBP + stage (st NULL or kind none: IBP alone) ---------- */
+
+/* As ibp_compressed_size / ibp_compress_tensor / ibp_decompress_tensor /
+ * ibp_compressed_length (codec.h) with the stage after IBP.  p must fit
+ * the stage (ibp_stage_fit_params); the compressing functions return 0
+ * otherwise, the others IBP_ERR_INVALID_ARGUMENT. */
+size_t ibp_compressed_size_staged(const ibp_params *p, const ibp_stage *st,
+                                  const void *tensor);
+size_t ibp_compress_tensor_staged(const ibp_params *p, const ibp_stage *st,
+                                  const void *tensor, void *slot,
+                                  int *compressed);
+ibp_status ibp_decompress_tensor_staged(const ibp_params *p,
+                                        const ibp_stage *st, const void *src,
+                                        size_t src_len, int compressed,
+                                        void *dst);
+ibp_status ibp_compressed_length_staged(const ibp_params *p,
+                                        const ibp_stage *st, const void *src,
+                                        size_t src_len, size_t *len);
+
+/* ---- regions ------------------------------------------------------------- */
+
+/* As ibp_compress_region_clustered / ibp_measure_region_clustered with
+ * stages[0 .. k-1] (NULL: none); each tensor is stored with the cluster
+ * that stores it in the fewest bytes, its stage included. */
+ibp_status ibp_compress_region_staged(const ibp_params *params,
+                                      const ibp_stage *stages, uint32_t k,
+                                      const void *src, uint64_t bytes,
+                                      void *slots, uint8_t *flags, uint8_t *ids,
+                                      unsigned threads,
+                                      ibp_region_summary *summary);
+ibp_status ibp_measure_region_staged(const ibp_params *params,
+                                     const ibp_stage *stages, uint32_t k,
+                                     const void *src, uint64_t bytes,
+                                     unsigned threads,
+                                     ibp_region_summary *summary);
+
+/* As ibp_decompress_range_clustered / ibp_region_pack_offsets_clustered
+ * for a region compressed with stages[0 .. k-1] (NULL: none). */
+ibp_status ibp_decompress_range_staged(const ibp_region *r, const uint8_t *ids,
+                                       uint32_t k, const ibp_stage *stages,
+                                       uint64_t off, uint64_t len, void *dst);
+ibp_status ibp_region_pack_offsets_staged(const ibp_region *r,
+                                          const uint8_t *ids, uint32_t k,
+                                          const ibp_stage *stages,
+                                          uint64_t *offsets);
+
+/* Learns one stage of `kind`/`dtype` per cluster of params[0 .. k-1] (which
+ * must already fit it: learned on stripped tensors): counts the tensors of
+ * an even sample of at most `sample_bytes` (0 = 64 MiB) of the n tensors at
+ * data, each in the cluster that stores its stripped form best, then
+ * finishes every stage. */
+ibp_status ibp_stage_learn(const ibp_params *params, uint32_t k, uint32_t kind,
+                           uint32_t dtype, const void *data, uint64_t n,
+                           uint64_t sample_bytes, unsigned threads,
+                           ibp_stage *stages);
+
+/* Bytes of metadata the stages add to a region (their descriptors). */
+uint64_t ibp_stage_metadata_bytes(const ibp_stage *stages, uint32_t k);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* IBP_STAGE_H */

@@ -1,0 +1,426 @@
+/*
+ * The exponent stage (docs/FORMAT.md §9) against a bit-by-bit reference
+ * written from the format text:
+ *
+ *   - random regions of every dtype (bf16, f16, f32), tensor sizes of 1 ..
+ *     ~700 values (odd counts included), every chunk width, K = 1 .. 5
+ *     clusters with random Masks fitted to the stage, segment sizes 2^4 ..
+ *     2^10 values, data with all-equal exponents, uniformly random bits,
+ *     float-like values, and float-like values with rare outliers; stages
+ *     learned on a part of the region only, so unseen fields take the
+ *     escape;
+ *   - every tensor: the library's stored bytes equal the reference's
+ *     (IBP stream of the stripped tensor + segment lengths + canonical
+ *     codes, MSB of each code first), decode gives the tensor back, the
+ *     parsed length agrees; the whole region (compress, measure, ranges,
+ *     packed offsets) and a version-4 container round-trip;
+ *   - damaged streams (bit flips, truncation) and damaged descriptors
+ *     return a status, never read or write out of bounds (run under ASan).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fixture.h"
+#include "ibp/container.h"
+#include "ibp/stage.h"
+#include "test_util.h"
+
+#define MAX_K 5
+
+/* ---- the reference ------------------------------------------------------- */
+
+typedef struct ref_dtype {
+  uint32_t bytes, lo, bits;
+} ref_dtype;
+
+static ref_dtype ref_dtype_of(uint32_t dtype) {
+  switch (dtype) {
+  case IBP_DTYPE_BF16:
+    return (ref_dtype){2, 7, 9};
+  case IBP_DTYPE_F16:
+    return (ref_dtype){2, 10, 6};
+  default:
+    return (ref_dtype){4, 23, 9};
+  }
+}
+
+static uint32_t ref_field(const uint8_t *t, uint32_t j, ref_dtype d) {
+  uint32_t v = 0;
+  for (uint32_t b = 0; b < d.bytes; b++)
+    v |= (uint32_t)t[j * d.bytes + b] << (8 * b);
+  return v >> d.lo;
+}
+
+/* Canonical codes (RFC 1951 §3.2.2 style) from the lengths. */
+static void ref_codes(const ibp_stage *st, uint32_t *code) {
+  uint32_t count[16] = {0}, next[16] = {0}, c = 0;
+  for (uint32_t s = 0; s <= st->symbols; s++)
+    count[st->lengths[s]]++;
+  count[0] = 0;
+  for (uint32_t l = 1; l < 16; l++) {
+    c = (c + count[l - 1]) << 1;
+    next[l] = c;
+  }
+  for (uint32_t s = 0; s <= st->symbols; s++)
+    if (st->lengths[s])
+      code[s] = next[st->lengths[s]]++;
+}
+
+static void put_msb(uint8_t *out, uint64_t *pos, uint32_t code, uint32_t len) {
+  for (uint32_t i = len; i-- > 0;)
+    ref_put_bit(out, (*pos)++, (code >> i) & 1);
+}
+
+static void put_lsb(uint8_t *out, uint64_t *pos, uint64_t v, uint32_t len) {
+  for (uint32_t i = 0; i < len; i++)
+    ref_put_bit(out, (*pos)++, (v >> i) & 1);
+}
+
+/* Bits the reference writes for value field f (0: cannot be sent). */
+static uint32_t ref_len(const ibp_stage *st, uint32_t f, ref_dtype d) {
+  if (st->lengths[f])
+    return st->lengths[f];
+  return st->lengths[st->symbols] ? st->lengths[st->symbols] + d.bits : 0;
+}
+
+static uint32_t ref_width(const ibp_stage *st, uint32_t values, ref_dtype d) {
+  uint32_t worst = 0;
+  for (uint32_t s = 0; s <= st->symbols; s++)
+    if (st->lengths[s] > worst)
+      worst = st->lengths[s];
+  if (st->lengths[st->symbols] && st->lengths[st->symbols] + d.bits > worst)
+    worst = st->lengths[st->symbols] + d.bits;
+  uint32_t seg = 1u << st->segment_log2;
+  uint64_t most = (uint64_t)(values < seg ? values : seg) * worst;
+  uint32_t w = 1;
+  while ((most >> w) != 0)
+    w++;
+  return w;
+}
+
+/* The stored form of t per the format: returns its length (R = raw). */
+static size_t ref_stage_store(const fixture *f, const ibp_stage *st,
+                              const uint8_t *t, uint8_t *slot) {
+  const uint32_t R = f->R;
+  ref_dtype d = ref_dtype_of(st->dtype);
+  uint8_t *stripped = xmalloc(R);
+  uint8_t *out = xcalloc(ref_stream_capacity(&f->ref) + 16 * (size_t)R + 64);
+  for (uint32_t b = 0; b < R; b++) {
+    uint32_t pos = b % d.bytes, fm = ((1u << d.bits) - 1) << d.lo;
+    stripped[b] = (uint8_t)(t[b] & ~(fm >> (8 * pos)));
+  }
+  uint64_t pos = 0;
+  ref_encode(&f->ref, stripped, out, &pos);
+  int omit = 1; /* Mask = the field exactly: the bitmap is left out */
+  for (uint32_t b = 0; b < R; b++) {
+    uint32_t fm = ((1u << d.bits) - 1) << d.lo;
+    omit &= f->mask[b] == (uint8_t)(fm >> (8 * (b % d.bytes)));
+  }
+  if (omit) {
+    uint64_t nch = ref_nchunks(&f->ref);
+    for (uint64_t i = nch; i < pos; i++)
+      ref_put_bit(out, i - nch, ref_get_bit(out, i));
+    pos -= nch;
+    for (uint64_t i = pos; i < pos + nch; i++)
+      ref_put_bit(out, i, 0);
+  }
+  uint32_t code[IBP_STAGE_MAX_SYMBOLS + 1] = {0};
+  ref_codes(st, code);
+  const uint32_t values = R / d.bytes, V = 1u << st->segment_log2;
+  const uint32_t S = (values + V - 1) / V, W = ref_width(st, values, d);
+  int sendable = 1;
+  for (uint32_t s = 0; s + 1 < S; s++) {
+    uint64_t len = 0;
+    for (uint32_t j = s * V; j < (s + 1) * V; j++)
+      len += ref_len(st, ref_field(t, j, d), d);
+    put_lsb(out, &pos, len, W);
+  }
+  for (uint32_t j = 0; j < values; j++) {
+    uint32_t fl = ref_field(t, j, d);
+    if (st->lengths[fl]) {
+      put_msb(out, &pos, code[fl], st->lengths[fl]);
+    } else if (st->lengths[st->symbols]) {
+      put_msb(out, &pos, code[st->symbols], st->lengths[st->symbols]);
+      put_lsb(out, &pos, fl, d.bits);
+    } else {
+      sendable = 0;
+    }
+  }
+  size_t len = (size_t)((pos + 7) / 8);
+  if (!sendable || len >= R) {
+    memcpy(slot, t, R);
+    len = R;
+  } else {
+    memcpy(slot, out, len);
+  }
+  free(stripped);
+  free(out);
+  return len;
+}
+
+/* ---- data ---------------------------------------------------------------- */
+
+enum { SD_EQUAL, SD_RANDOM, SD_FLOAT, SD_OUTLIERS, SD_KINDS };
+
+static void gen_values(rng *r, uint8_t *data, uint64_t bytes, ref_dtype d,
+                       int kind) {
+  rng_fill(r, data, bytes);
+  if (kind == SD_RANDOM)
+    return;
+  uint32_t fixed = (uint32_t)rng_below(r, 1u << d.bits);
+  uint32_t centre = (uint32_t)rng_below(r, 1u << (d.bits - 1));
+  for (uint64_t j = 0; j + d.bytes <= bytes; j += d.bytes) {
+    uint32_t f = fixed;
+    if (kind != SD_EQUAL) {
+      uint32_t sign = (uint32_t)rng_below(r, 2) << (d.bits - 1);
+      uint32_t e = centre;
+      while (e > 0 && rng_chance(r, 0.5))
+        e--;
+      f = sign | e;
+      if (kind == SD_OUTLIERS && rng_chance(r, 0.02))
+        f = (uint32_t)rng_below(r, 1u << d.bits);
+    }
+    uint32_t v = 0;
+    for (uint32_t b = 0; b < d.bytes; b++)
+      v |= (uint32_t)data[j + b] << (8 * b);
+    v = (v & ((1u << d.lo) - 1)) | f << d.lo;
+    for (uint32_t b = 0; b < d.bytes; b++)
+      data[j + b] = (uint8_t)(v >> (8 * b));
+  }
+}
+
+/* ---- one region ---------------------------------------------------------- */
+
+typedef struct sregion {
+  uint32_t R, c, k, dtype;
+  uint64_t n, bytes;
+  uint8_t *data;
+  fixture f[MAX_K];
+  ibp_params p[MAX_K];
+  ibp_stage *st; /* k */
+} sregion;
+
+static void make_region(rng *r, sregion *g) {
+  static const uint32_t dtypes[] = {IBP_DTYPE_BF16, IBP_DTYPE_F16,
+                                    IBP_DTYPE_F32};
+  g->dtype = dtypes[rng_below(r, 3)];
+  ref_dtype d = ref_dtype_of(g->dtype);
+  uint32_t values = rng_chance(r, 0.2) ? (uint32_t)rng_range(r, 1, 9)
+                                       : rng_log_uniform(r, 1, 700);
+  g->R = values * d.bytes;
+  g->c = rng_chunk(r);
+  g->k = rng_chance(r, 0.5) ? 1 : (uint32_t)rng_range(r, 2, MAX_K);
+  g->n = rng_chance(r, 0.1) ? 1 : rng_range(r, 1, 40);
+  g->bytes = g->n * g->R + rng_below(r, g->R);
+  g->data = xmalloc(g->bytes + 1);
+  int kind = (int)rng_below(r, SD_KINDS);
+  gen_values(r, g->data, g->bytes, d, kind);
+  g->st = xcalloc(g->k * sizeof *g->st);
+  test_case("R=%u c=%u k=%u n=%llu dtype=%s data=%d", g->R, g->c, g->k,
+            (unsigned long long)g->n, ibp_dtype_name(g->dtype), kind);
+  for (uint32_t c = 0; c < g->k; c++) {
+    CHECK_OK(ibp_stage_init(&g->st[c], IBP_STAGE_EXP, g->dtype, 0, g->R));
+    fixture_init(&g->f[c], g->R, g->c);
+    int only_field = rng_chance(r, 0.3);
+    for (uint32_t b = 0; b < g->R; b++) {
+      g->f[c].mask[b] = only_field ? 0 : (uint8_t)(rng_next(r) & rng_next(r));
+      g->f[c].bitval[b] = (uint8_t)(rng_next(r) & g->f[c].mask[b]);
+      if (rng_chance(r, 0.5)) { /* a likely Bitval: the data's own bits */
+        uint8_t x = g->data[(rng_below(r, g->n) * g->R) + b];
+        g->f[c].bitval[b] = x & g->f[c].mask[b];
+      }
+    }
+    uint8_t *field = xmalloc(g->R);
+    ibp_stage_field(&g->st[c], field, g->R);
+    for (uint32_t b = 0; b < g->R; b++) {
+      g->f[c].mask[b] |= field[b];
+      g->f[c].bitval[b] &= (uint8_t)~field[b];
+    }
+    free(field);
+    fixture_commit(&g->f[c]);
+    g->p[c] = g->f[c].lib;
+    CHECK_OK(ibp_stage_check_params(&g->st[c], &g->p[c]));
+  }
+  /* learn on a part of the tensors (unseen fields take the escape) */
+  uint64_t learn = rng_range(r, 1, g->n);
+  CHECK_OK(ibp_stage_learn(g->p, g->k, IBP_STAGE_EXP, g->dtype, g->data, learn,
+                           0, 1, g->st));
+  for (uint32_t c = 0; c < g->k; c++)
+    g->st[c].segment_log2 = (uint32_t)rng_range(r, 4, 10);
+}
+
+static void free_region(sregion *g) {
+  for (uint32_t c = 0; c < g->k; c++)
+    fixture_free(&g->f[c]);
+  free(g->st);
+  free(g->data);
+}
+
+/* Damages a copy of a stream: decoding returns a status, in bounds. */
+static void damage(rng *r, const sregion *g, uint32_t id, const uint8_t *s,
+                   size_t len) {
+  uint8_t *bad = xmalloc(len);
+  uint8_t *out = xmalloc(g->R);
+  memcpy(bad, s, len);
+  bad[rng_below(r, len)] ^= (uint8_t)(1u << rng_below(r, 8));
+  size_t cut = rng_below(r, len + 1), got;
+  (void)ibp_decompress_tensor_staged(&g->p[id], &g->st[id], bad, len, 1, out);
+  (void)ibp_compressed_length_staged(&g->p[id], &g->st[id], bad, len, &got);
+  uint8_t *shorter = xmalloc(cut ? cut : 1);
+  memcpy(shorter, s, cut);
+  if (cut < len)
+    CHECK(ibp_decompress_tensor_staged(&g->p[id], &g->st[id], shorter, cut, 1,
+                                       out) != IBP_OK);
+  free(shorter);
+  free(bad);
+  free(out);
+}
+
+static void check_tensors(rng *r, const sregion *g) {
+  uint8_t *slot = xmalloc(g->R), *want = xmalloc(g->R), *out = xmalloc(g->R);
+  for (uint64_t i = 0; i < g->n; i++) {
+    const uint8_t *t = g->data + i * g->R;
+    size_t stored;
+    uint32_t id = 0;
+    size_t least = SIZE_MAX;
+    for (uint32_t c = 0; c < g->k; c++) { /* the writer's choice */
+      size_t len = ibp_compressed_size_staged(&g->p[c], &g->st[c], t);
+      if (len < least) {
+        least = len;
+        id = c;
+      }
+    }
+    int compressed;
+    stored =
+        ibp_compress_tensor_staged(&g->p[id], &g->st[id], t, slot, &compressed);
+    size_t ref = ref_stage_store(&g->f[id], &g->st[id], t, want);
+    CHECK_U64(stored, ref);
+    CHECK_U64(stored, least);
+    CHECK_MEM(slot, want, stored, "stored bytes vs reference");
+    CHECK_U64(compressed, stored < g->R);
+    CHECK_OK(ibp_decompress_tensor_staged(&g->p[id], &g->st[id], slot, stored,
+                                          compressed, out));
+    CHECK_MEM(out, t, g->R, "decoded tensor");
+    if (compressed) {
+      size_t len = 0;
+      CHECK_OK(ibp_compressed_length_staged(&g->p[id], &g->st[id], slot, stored,
+                                            &len));
+      CHECK_U64(len, stored);
+      damage(r, g, id, slot, stored);
+    }
+  }
+  free(slot);
+  free(want);
+  free(out);
+}
+
+static int write_mem(void *ctx, uint64_t offset, const void *buf, size_t len) {
+  memcpy((uint8_t *)ctx + offset, buf, len);
+  return 0;
+}
+
+typedef struct cmp_ctx {
+  const uint8_t *want;
+  uint64_t bytes;
+  int bad;
+} cmp_ctx;
+
+static int compare_out(void *ctx, uint64_t offset, const void *buf,
+                       size_t len) {
+  cmp_ctx *c = ctx;
+  if (offset + len > c->bytes || memcmp(c->want + offset, buf, len) != 0)
+    c->bad = 1;
+  return 0;
+}
+
+static void check_region(rng *r, const sregion *g) {
+  uint8_t *slots = xmalloc(g->bytes + 1), *out = xmalloc(g->bytes + 1);
+  uint8_t *flags = xcalloc(g->n / 8 + 1);
+  uint8_t *ids = xcalloc(ibp_cluster_id_bytes(g->k, g->n) + 1);
+  ibp_region_summary sum, meas;
+  CHECK_OK(ibp_compress_region_staged(g->p, g->st, g->k, g->data, g->bytes,
+                                      slots, flags, ids, 2, &sum));
+  CHECK_OK(ibp_measure_region_staged(g->p, g->st, g->k, g->data, g->bytes, 1,
+                                     &meas));
+  CHECK_U64(meas.compressed_bytes, sum.compressed_bytes);
+  CHECK_U64(sum.metadata_bytes, ibp_cluster_metadata_bytes(g->k, g->R, g->n) +
+                                    ibp_stage_metadata_bytes(g->st, g->k));
+  ibp_region reg = {g->p, slots, g->bytes, flags};
+  CHECK_OK(
+      ibp_decompress_range_staged(&reg, ids, g->k, g->st, 0, g->bytes, out));
+  CHECK_MEM(out, g->data, g->bytes, "region");
+  uint64_t off = rng_below(r, g->bytes + 1);
+  uint64_t len = rng_below(r, g->bytes - off + 1);
+  CHECK_OK(ibp_decompress_range_staged(&reg, ids, g->k, g->st, off, len, out));
+  CHECK_MEM(out, g->data + off, len, "range");
+  uint64_t *offsets = xmalloc((g->n + 1) * sizeof *offsets);
+  CHECK_OK(ibp_region_pack_offsets_staged(&reg, ids, g->k, g->st, offsets));
+  CHECK_U64(offsets[g->n] + g->bytes % g->R,
+            sum.compressed_bytes - (g->n - sum.tensors_compressed) * g->R);
+  free(offsets);
+  /* the container */
+  uint64_t cap = 128 + g->k * (2ull * g->R + IBP_STAGE_DESCRIPTOR_MAX_BYTES) +
+                 2 * g->n + g->bytes + 64;
+  uint8_t *file = xcalloc(cap);
+  ibp_container_info info, read;
+  CHECK_OK(ibp_container_write_staged(g->p, g->st, g->k, g->data, g->bytes, 2,
+                                      write_mem, file, &info));
+  CHECK_U64(info.version, IBP_FORMAT_VERSION);
+  CHECK_U64(info.container_bytes,
+            128 + sum.metadata_bytes + sum.compressed_bytes);
+  CHECK_OK(ibp_container_read_info(file, info.container_bytes, &read));
+  CHECK_U64(read.stage_bytes, info.stage_bytes);
+  cmp_ctx cc = {g->data, g->bytes, 0};
+  CHECK_OK(ibp_container_decode(file, info.container_bytes, compare_out, &cc));
+  CHECK(!cc.bad);
+  /* a damaged container: any status, in bounds */
+  for (int t = 0; t < 4; t++) {
+    uint8_t *bad = xmalloc(info.container_bytes);
+    memcpy(bad, file, info.container_bytes);
+    bad[rng_below(r, info.container_bytes)] ^= (uint8_t)(1u << rng_below(r, 8));
+    (void)ibp_container_decode(bad, info.container_bytes, NULL, NULL);
+    free(bad);
+  }
+  free(file);
+  free(slots);
+  free(out);
+  free(flags);
+  free(ids);
+}
+
+/* A descriptor read back equals the one written; damaged ones are refused
+ * or read as some valid table. */
+static void check_descriptor(rng *r, const sregion *g) {
+  uint8_t d[IBP_STAGE_DESCRIPTOR_MAX_BYTES];
+  size_t n = ibp_stage_descriptor_bytes(&g->st[0]), used = 0;
+  ibp_stage back;
+  ibp_stage_write(&g->st[0], d);
+  CHECK_OK(ibp_stage_read(&back, d, n, g->R, &used));
+  CHECK_U64(used, n);
+  CHECK_MEM(back.lengths, g->st[0].lengths, sizeof back.lengths, "lengths");
+  CHECK(ibp_stage_read(&back, d, n - 1, g->R, &used) != IBP_OK);
+  d[rng_below(r, n)] ^= (uint8_t)(1u << rng_below(r, 8));
+  (void)ibp_stage_read(&back, d, n, g->R, &used);
+}
+
+int main(void) {
+  uint64_t iterations = test_begin("test_stage", 3000);
+  for (uint64_t i = 0; i < iterations; i++) {
+    rng r;
+    sregion g;
+    test_iteration(&r, i);
+    memset(&g, 0, sizeof g);
+    make_region(&r, &g);
+    check_tensors(&r, &g);
+    check_region(&r, &g);
+    check_descriptor(&r, &g);
+    free_region(&g);
+  }
+  /* arguments that do not fit */
+  ibp_stage st;
+  CHECK(ibp_stage_init(&st, IBP_STAGE_EXP, IBP_DTYPE_F32, 0, 6) != IBP_OK);
+  CHECK(ibp_stage_init(&st, IBP_STAGE_EXP, IBP_DTYPE_BF16, 3, 8) != IBP_OK);
+  CHECK(ibp_stage_init(&st, 7, IBP_DTYPE_BF16, 0, 8) != IBP_OK);
+  return test_end();
+}
