@@ -128,16 +128,21 @@ static int measured(const ibp_choose_class *k, int a, int b, double now_ns) {
 /* The alternative to explore: an open route other than `go` that may be
  * explored now, the least measured first, then the cheapest; -1: none. */
 static int candidate(const ibp_choose_class *k, const double est[IBP_ROUTES],
-                     ibp_route go, unsigned timable, double now_ns) {
-  int pick = -1, pick_judged = 0;
+                     const ibp_route_cost prior[IBP_ROUTES], ibp_route go,
+                     unsigned timable, double now_ns) {
+  int pick = -1, pick_rank = 0;
   for (int r = 0; r < IBP_ROUTES; r++) {
     if (r == (int)go || est[r] <= 0 || k->route[r].wait ||
         k->route[r].pending || !(timable >> r & 1))
       continue;
-    const int j = judged(&k->route[r], now_ns);
-    if (pick < 0 || (j != pick_judged ? !j : est[r] < est[pick])) {
+    /* unmeasured before measured, and among those a guessed prior first */
+    const int rank = judged(&k->route[r], now_ns) ? 2
+                     : prior[r].guessed           ? 0
+                                                  : 1;
+    if (pick < 0 ||
+        (rank != pick_rank ? rank < pick_rank : est[r] < est[pick])) {
       pick = r;
-      pick_judged = j;
+      pick_rank = rank;
     }
   }
   return pick;
@@ -256,12 +261,11 @@ ibp_route ibp__choose_decide(ibp_choose_class *k,
   if (timing_credit > TIMING_CREDIT_MAX * timing_ns)
     timing_credit = TIMING_CREDIT_MAX * timing_ns;
   ibp_route take = go;
-  const int alt = candidate(k, est, go, timable, now_ns);
+  const int alt = candidate(k, est, prior, go, timable, now_ns);
   /* what exploring it may cost: its estimate over the choice's, the
    * timing, and while it is unmeasured, IBP_CHOOSE_UNMEASURED of its
    * estimate again (the prior may be that wrong; ibp__choose_settle
-   * charges what it took) -- not where the prior says it is a guess
-   * (ibp_route_cost.guessed): finding out is then the point */
+   * charges what it took) */
   double cost = 0, cap = k->explore_cap_ns;
   if (alt >= 0) {
     /* taken once, by itself (a batch of one copy: its model's figure
@@ -270,9 +274,7 @@ ibp_route ibp__choose_decide(ibp_choose_class *k,
                             ? own[alt] * prior[alt].once_ns / model[alt]
                             : own[alt];
     cost = max2(0, once - est[go]) + timing_ns +
-           (judged(&k->route[alt], now_ns) || prior[alt].guessed
-                ? 0
-                : IBP_CHOOSE_UNMEASURED * once);
+           (judged(&k->route[alt], now_ns) ? 0 : IBP_CHOOSE_UNMEASURED * once);
     /* saved up for a few explorations at most (while every alternative
      * waits: as many as the last one) */
     cap = IBP_CHOOSE_EXPLORE_CREDIT_MAX * cost;

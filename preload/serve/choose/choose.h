@@ -119,8 +119,8 @@ typedef struct ibp_route_cost {
   int guessed;    /* its decode terms were never measured with the running
                      decoder (docs/PROFILE.md, "Which decoder the decode
                      terms are of"): while the class has not measured it,
-                     it is explored without the unmeasured surcharge --
-                     early, within the exploration share */
+                     it is the first alternative explored, as soon as the
+                     exploration share covers it */
 } ibp_route_cost;
 
 /* Timed copies a route's ratios are taken from: the smallest of the last
