@@ -11,6 +11,7 @@
 #include "hooks/hooks.h"
 #include "serve/batch/batch.h"
 #include "serve/choose/streams.h"
+#include "serve/compact.h"
 #include "serve/dtoh.h"
 #include "serve/figures.h"
 #include "serve/graph.h"
@@ -60,6 +61,7 @@ static void after_fork_child(void) {
 static void start(void) {
   ibp__guard++;
   ibp_registry_init(ibp__worker_release, NULL);
+  ibp__compact_init(ibp__worker_wait);
   pthread_atfork(NULL, NULL, after_fork_child);
   if (!ibp__cfg.disabled && ibp__cfg.stats != IBP_STATS_OFF)
     atexit(ibp__figures_report);

@@ -14,7 +14,6 @@
 
 #include "base/driver.h"
 #include "base/log.h"
-#include "serve/worker.h"
 
 /* ---- the memory ---------------------------------------------------------- */
 
@@ -32,6 +31,13 @@ typedef struct mapping {
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static mapping *mappings;
+/* waits for the worker's jobs on a region (ibp__compact_init) */
+static void (*wait_jobs)(ibp_region_rec *r, int dev);
+
+void ibp__compact_init(void (*wait)(ibp_region_rec *r, int dev)) {
+  wait_jobs = wait;
+}
+
 static _Atomic int any_mapping; /* a relaxed look before the lock */
 
 /* The mapping that starts at `base`, or NULL (under lock). */
@@ -286,7 +292,8 @@ int ibp__compact_pin(ibp_region_rec *r, const char *why) {
   /* no copy decides for the GPU paths from now on, and no worker job on r
    * runs while its pages come back */
   ibp_region_transition(r, IBP_REGION_READY, IBP_REGION_DEGRADED);
-  ibp__worker_wait(r, -1);
+  if (wait_jobs)
+    wait_jobs(r, -1);
   ibp_region_transition(r, IBP_REGION_READY, IBP_REGION_DEGRADED);
   ibp__track_unprotect(&s->track); /* every page rebuilt */
   pthread_mutex_lock(&lock);

@@ -57,6 +57,11 @@ int ibp__compact_is_base(const void *p);
  * rebuilt when its tracking ends. */
 void ibp__compact_discard(const void *p);
 
+/* At libibp's start (hooks/init.c): how pinning a region back waits for
+ * the background jobs on it (serve/worker.h, ibp__worker_wait: compact.c
+ * sits below the worker, which pins regions itself). */
+void ibp__compact_init(void (*wait)(ibp_region_rec *r, int dev));
+
 /* ibp__compact_pin of every compact region [p, p+n) overlaps (a relaxed
  * load when there is none). */
 void ibp__compact_pin_range(const void *p, size_t n, const char *why);

@@ -518,7 +518,7 @@ static void write_all(int fd, const char *p, size_t n) {
  * choice ended on the route.  Only routes some copy took. */
 
 static const char *const route_names[IBP_STAT_ROUTES] = {
-#define IBP_ROUTE(name, text) text,
+#define IBP_ROUTE(name, text, ops) text,
 #include "stats/routes.def"
 #undef IBP_ROUTE
 };

@@ -61,7 +61,7 @@ static inline void ibp__count_passed(ibp_counters *c, int reason,
 
 /* The routes of stats/routes.def, counted. */
 enum {
-#define IBP_ROUTE(name, text) IBP_STAT_ROUTE_##name,
+#define IBP_ROUTE(name, text, ops) IBP_STAT_ROUTE_##name,
 #include "stats/routes.def"
 #undef IBP_ROUTE
   IBP_STAT_ROUTES

@@ -45,6 +45,8 @@
 #include "serve/compact.h"
 #include "serve/nvtx.h"
 #include "serve/prepare/device.h"
+#include "serve/route/route_batched.h"
+#include "serve/route/table.h"
 
 #define MAX_JOBS 4096
 #define MAX_REGIONS 16
@@ -91,6 +93,7 @@ typedef struct gate_answer {
   uint32_t copies;
   int hold_only;
   ibp_gate_copy g;
+  double scan_ns; /* the tracker's scan at the flush it was made with */
   ibp_route_cost prior[IBP_ROUTES];
   double alone, batched; /* ns, the model's (before the margin) */
 } gate_answer;
@@ -465,6 +468,9 @@ static void count(batch *b, CUresult e) {
     ibp_served_region *s = ibp__served(h->rec);
     if (!s)
       continue;
+    /* what ran: the batched launch, or the driver's copies */
+    ibp__chooser_ran(ibp__chooser_of(&s->dev[b->dev]),
+                     served ? IBP_ROUTE_BATCHED : IBP_ROUTE_DRIVER, h->copies);
     if (e == CUDA_ERROR_NOT_READY) {
       ibp__count_passed(&s->counters, IBP_PASSED_BATCH_DECLINED, h->copies,
                         h->bytes);
@@ -775,6 +781,53 @@ static void flush_others(batch *b) {
   }
 }
 
+/* The routes' priors for copy c held in a batch of n (or alone), kept in
+ * *a for the copies like it that follow (serve/route/table.h). */
+static void answer(gate_answer *a, const batch *b, ibp_region_rec *r,
+                   ibp_served_region *s, const ibp_profile *p,
+                   const ibp_copy *c, uint64_t pcie, uint32_t n,
+                   double scan_ns) {
+  const ibp_kernel_plan *pl = &s->dev[b->dev].plan;
+  *a = (gate_answer){.region = r,
+                     .bytes = c->bytes,
+                     .pcie = pcie,
+                     .copies = n,
+                     .hold_only = c->hold_only,
+                     .scan_ns = scan_ns};
+  a->g = (ibp_gate_copy){
+      c->bytes, pcie + 32,
+      ibp_kernels_decode_sms(pl->grid, pl->block, (unsigned)p->sms),
+      ibp__gate_units(s->geometry.tensor_bytes, s->geometry.tensors,
+                      (uintptr_t)c->src - r->base, c->bytes),
+      s->geometry.tensor_bytes};
+  static const ibp_route_copy none;
+  ibp_route_copy x = none;
+  x.c = c;
+  x.r = r;
+  x.s = s;
+  x.slot = &s->dev[b->dev];
+  x.p = p;
+  x.ctx = b->ctx;
+  x.dev = b->dev;
+  x.mode = c->hold_only ? IBP_CLASS_APP_BATCH : IBP_CLASS_BATCHED;
+  x.g = a->g;
+  x.batch_n = n;
+  x.scan_ns = scan_ns;
+  ibp__route_priors(&x, a->prior);
+  /* the model's times, for the statistics' saving: held (before the
+   * margin and the scan), and alone (the faster route alone) */
+  double cpu, gpu;
+  ibp__route_batched_split(p, &a->g, n, !c->hold_only, &cpu, &gpu);
+  a->batched = cpu + gpu;
+  a->alone = 0;
+  for (int k = 0; k < IBP_ROUTES; k++) {
+    const ibp_route_cost *q = &a->prior[k];
+    const double t = q->cpu_ns > q->gpu_ns ? q->cpu_ns : q->gpu_ns;
+    if (k != IBP_ROUTE_BATCHED && t > 0 && (a->alone == 0 || t < a->alone))
+      a->alone = t;
+  }
+}
+
 /* Holds c in b when the gate prefers it there (lock held; `pcie`: its
  * stored bytes, estimated).  0 when held. */
 static int hold_locked(batch *b, ibp_region_rec *r, ibp_served_region *s,
@@ -811,34 +864,18 @@ static int hold_locked(batch *b, ibp_region_rec *r, ibp_served_region *s,
   if (b->count + 1 > n)
     n = b->count + 1;
   n = 1u << (31 - __builtin_clz(n));
-  gate_answer *a = &b->answer;
-  if (a->region != r || a->bytes != c->bytes || a->pcie != pcie ||
-      a->copies != n || a->hold_only != c->hold_only) {
-    const ibp_kernel_plan *pl = &s->dev[b->dev].plan;
-    *a = (gate_answer){.region = r,
-                       .bytes = c->bytes,
-                       .pcie = pcie,
-                       .copies = n,
-                       .hold_only = c->hold_only};
-    a->g = (ibp_gate_copy){
-        c->bytes, pcie + 32,
-        ibp_kernels_decode_sms(pl->grid, pl->block, (unsigned)p->sms),
-        ibp__gate_units(s->geometry.tensor_bytes, s->geometry.tensors,
-                        (uintptr_t)c->src - r->base, c->bytes),
-        s->geometry.tensor_bytes};
-    ibp__batch_priors(p, &a->g, n, c->hold_only, a->prior, &a->alone,
-                      &a->batched);
-  }
   /* the tracker's scan at the flush: what it took at the region's last
    * batched launch (userfaultfd; nothing for mprotect) */
   const double scan_ns =
       ibp__track_scans(&s->track)
           ? atomic_load_explicit(&s->batch_scan_ns, memory_order_relaxed)
           : 0;
+  gate_answer *a = &b->answer;
+  if (a->region != r || a->bytes != c->bytes || a->pcie != pcie ||
+      a->copies != n || a->hold_only != c->hold_only || a->scan_ns != scan_ns)
+    answer(a, b, r, s, p, c, pcie, n, scan_ns);
   ibp_route_cost prior[IBP_ROUTES];
   memcpy(prior, a->prior, sizeof prior);
-  prior[IBP_ROUTE_BATCHED].cpu_ns += scan_ns / n / IBP_BATCH_MARGIN;
-  ibp__gate_flag_guesses(b->dev, prior);
   /* the chooser: held, or alone.  Alone, an entry of the application's
    * batch is the driver's copy, timed here when the chooser asks for it; a
    * copy of its own call goes to the single copy's decision (driver,
@@ -884,14 +921,13 @@ static int hold_locked(batch *b, ibp_region_rec *r, ibp_served_region *s,
         drain_handed();
       if (ibp__batch_time_alone(slot, b->dev, p, c, cls, &x, prior) == 0) {
         ibp__count_passed(&s->counters, IBP_PASSED_GATED, 1, c->bytes);
+        ibp__chooser_ran(ch, IBP_ROUTE_DRIVER, 1);
         return 3;
       }
     } else {
       ibp__chooser_untimed(ch, cls, &x);
     }
-    if (!c->hold_only) /* the single copy's chooser decides it next */
-      ibp__chooser_passed_on(ch, cls, go);
-    return 2;
+    return 2; /* alone: the single copy's decision, or the driver's */
   }
   b->own_ns += held_cpu_ns;
   /* the legacy stream and the blocking streams are ordered with each

@@ -11,8 +11,8 @@
 #include <stdint.h>
 
 #include "registry/registry.h"
+#include "serve/copy.h"
 #include "serve/region.h"
-#include "serve/substitute.h"
 
 /* ibp__batch_order's argument for "everything held, in every context". */
 #define IBP_BATCH_ALL ((CUstream)(uintptr_t)-1)

@@ -9,38 +9,8 @@
 #include "serve/choose/gate.h"
 #include "serve/choose/streams.h"
 #include "serve/prepare/device.h"
-
-void ibp__batch_priors(const ibp_profile *p, const ibp_gate_copy *g, uint32_t n,
-                       int hold_only, ibp_route_cost prior[IBP_ROUTES],
-                       double *alone_ns, double *batched_ns) {
-  memset(prior, 0, IBP_ROUTES * sizeof *prior);
-  double cpu, gpu;
-  ibp__gate_batch_split(p, g, n, !hold_only, &cpu, &gpu);
-  *batched_ns = cpu + gpu;
-  double cpu1, gpu1; /* explored alone: a batch of one */
-  ibp__gate_batch_split(p, g, 1, !hold_only, &cpu1, &gpu1);
-  prior[IBP_ROUTE_BATCHED] =
-      (ibp_route_cost){cpu / IBP_BATCH_MARGIN, gpu / IBP_BATCH_MARGIN, 1,
-                       (cpu1 + gpu1) / IBP_BATCH_MARGIN, 0};
-  const double ce = 1e3 * ibp_profile_ce_copy_us(p, g->bytes, 1);
-  if (hold_only) { /* its call is paid either way, the copy engine moves
-                      it */
-    prior[IBP_ROUTE_DRIVER] = (ibp_route_cost){0, ce, 0, 0, 0};
-    *alone_ns = ce;
-    return;
-  }
-  const double runtime = 1e3 * p->runtime_call_us;
-  prior[IBP_ROUTE_DRIVER] =
-      (ibp_route_cost){runtime + 1e3 * p->driver_copy_call_us, ce, 0, 0, 0};
-  prior[IBP_ROUTE_ZEROCOPY] = (ibp_route_cost){
-      runtime + 1e3 * p->driver_launch_call_us,
-      1e3 * ibp_profile_decode_us(p, g->host_bytes, g->bytes, g->units,
-                                  g->sms ? g->sms : 1),
-      0, 0, 0};
-  const double pass = ibp__gate_pass_ns(p, g),
-               kernel = ibp__gate_kernel_ns(p, g);
-  *alone_ns = kernel < pass ? kernel : pass;
-}
+#include "serve/route/route_batched.h"
+#include "serve/route/table.h"
 
 static ibp_chooser *chooser_at(ibp_region_rec *r, int dev,
                                ibp_served_region **s, ibp_device_slot **slot) {
@@ -90,7 +60,7 @@ void ibp__batch_time_begin(ibp_batch_timed *t, int dev, CUcontext ctx,
   /* the model's time for this batch: the flush's calls on the CPU (before
    * its first GPU work), its kernel and job list on the GPU */
   double cpu, gpu;
-  ibp__gate_batch_split(p, &t->g, copies, t->own_call, &cpu, &gpu);
+  ibp__route_batched_split(p, &t->g, copies, t->own_call, &cpu, &gpu);
   const double calls = 1e3 * (p->driver_copy_call_us +
                               p->driver_launch_call_us + p->driver_call_us);
   const ibp_route_cost model = {calls, gpu * (copies ? copies : 1), 1, 0, 0};
@@ -98,9 +68,8 @@ void ibp__batch_time_begin(ibp_batch_timed *t, int dev, CUcontext ctx,
    * with the calls (an idle stream) or with the work before it */
   const int idle = ibp__stream_idle(stream);
   ibp__timing_begin(run->slot, run->ch, p, stream, t->cls, &t->choice, &model,
-                    0,
-                    1e3 * (p->driver_copy_call_us + p->driver_launch_call_us),
-                    idle, dev, &run->t);
+                    0, ibp__route_lead_ns(IBP_ROUTE_BATCHED, p), idle, dev,
+                    &run->t);
   t->rec = NULL;
 }
 
@@ -127,7 +96,7 @@ int ibp__batch_time_alone(ibp_device_slot *slot, int dev, const ibp_profile *p,
   const int idle = ibp__stream_idle(c->stream);
   ibp_timing t;
   ibp__timing_begin(slot, ch, p, c->stream, cls, x, &model, runtime,
-                    1e3 * p->driver_copy_call_us, idle, dev, &t);
+                    ibp__route_lead_ns(IBP_ROUTE_DRIVER, p), idle, dev, &t);
   if (t.index < 0)
     return 1; /* not timed: the driver's copy all the same */
   CUresult e = d->cuMemcpyHtoDAsync(c->dst, c->src, c->bytes, c->stream);

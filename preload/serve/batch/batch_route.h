@@ -1,10 +1,9 @@
 /*
- * A copy that may be held for a batched launch, as the chooser sees it
- * (batch_route.c; docs/ARCHITECTURE.md "The gate"): the routes' model
- * costs -- held for a batch of n copies like it, or alone (the driver's
- * copy, the kernel) -- and the timing of a batched launch or of a copy
+ * How a copy that may be held for a batched launch is timed (batch_route.c;
+ * docs/ARCHITECTURE.md "The gate"): a batched launch as a whole, or a copy
  * sent alone, so that the chooser learns what holding really costs where
- * it runs (serve/choose/chooser.h).
+ * it runs (serve/choose/chooser.h).  The routes' priors for such a copy
+ * are the routes' own (serve/route/table.h, route_batched.h).
  *
  * Classes: IBP_CLASS_BATCHED for a copy of a runtime call of its own,
  * IBP_CLASS_APP_BATCH for an entry of the application's cuMemcpyBatchAsync
@@ -24,25 +23,8 @@
 #include "registry/registry.h"
 #include "serve/choose/chooser.h"
 #include "serve/choose/gate.h"
+#include "serve/copy.h"
 #include "serve/region.h"
-#include "serve/substitute.h"
-
-/* A copy held for a batched launch.  The model's batch is at most this
- * share of its time alone (the prior's margin): the model leaves out how a
- * batched launch's reads share the link with the worker's uploads and the
- * application's copies, and batches of written regions recompressed
- * meanwhile (bench/ab's kv_offload line: batches modelled 1 % faster ran
- * 5 % slower). */
-#define IBP_BATCH_MARGIN 0.9
-
-/* The routes' model costs for copy c (g: as the gate sees it) held in a
- * batch of n, or alone (prior[IBP_ROUTE_DRIVER], and the kernel's
- * prior[IBP_ROUTE_ZEROCOPY] for a copy of its own call when IBP_PATH
- * allows it); *alone_ns and *batched_ns: the model's time of each, before
- * the margin (for the statistics' modelled saving). */
-void ibp__batch_priors(const ibp_profile *p, const ibp_gate_copy *g, uint32_t n,
-                       int hold_only, ibp_route_cost prior[IBP_ROUTES],
-                       double *alone_ns, double *batched_ns);
 
 /* A batched launch to be timed: the copy whose decision asked for it. */
 typedef struct ibp_batch_timed {

@@ -35,7 +35,7 @@ typedef enum ibp_route {
 /* DRIVER: the driver's own copy; ZEROCOPY: the kernel reads the streams
  * over PCIe; STAGED: the copy engine moves them, the kernel decodes;
  * BATCHED: held for its stream's batched launch (stats/routes.def) */
-#define IBP_ROUTE(name, text) IBP_ROUTE_##name,
+#define IBP_ROUTE(name, text, ops) IBP_ROUTE_##name,
 #include "stats/routes.def"
 #undef IBP_ROUTE
   IBP_ROUTES
@@ -139,10 +139,8 @@ typedef struct ibp_choose_route {
   uint32_t pending;                  /* explorations not yet settled */
   uint32_t wait; /* copies before it may be explored again */
   uint32_t backoff;
-  uint64_t chosen;    /* copies that took it */
-  uint64_t explored;  /* of those, explorations */
-  uint64_t passed_on; /* of those, left to another decision
-                         (ibp__chooser_passed_on) */
+  uint64_t chosen;   /* copies decided for it */
+  uint64_t explored; /* of those, explorations */
 } ibp_choose_route;
 
 /* One class of copies of a region on a device. */

@@ -4,6 +4,7 @@
 
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "base/base.h"
 #include "base/clock.h"
@@ -80,12 +81,11 @@ void ibp__chooser_figures(ibp_chooser *ch,
     out[r].measured_ns += ch->measured_ns[r];
     out[r].model_ns += ch->model_ns[r];
   }
+  for (int r = 0; r < IBP_ROUTES; r++)
+    out[r].copies += atomic_load_explicit(&ch->ran[r], memory_order_relaxed);
   for (unsigned key = 0; key < IBP_CHOOSE_KEYS; key++)
-    for (int r = 0; r < IBP_ROUTES; r++) {
-      const ibp_choose_route *q = &ch->know[key][r];
-      out[r].copies += q->chosen - q->passed_on;
-      out[r].explored += q->explored;
-    }
+    for (int r = 0; r < IBP_ROUTES; r++)
+      out[r].explored += ch->know[key][r].explored;
   for (unsigned c = 0; c < IBP_CHOOSE_CLASSES; c++)
     if (ch->cls[c].copies && ch->cls[c].last >= 0)
       out[ch->cls[c].last].classes++;
@@ -100,12 +100,9 @@ void ibp__chooser_untimed(ibp_chooser *ch, unsigned cls, const ibp_choice *c) {
   pthread_mutex_unlock(&ch->lock);
 }
 
-void ibp__chooser_passed_on(ibp_chooser *ch, unsigned cls, ibp_route r) {
-  if (!ch || cls >= IBP_CHOOSE_CLASSES || (unsigned)r >= IBP_ROUTES)
-    return;
-  pthread_mutex_lock(&ch->lock);
-  ch->cls[cls].route[r].passed_on++;
-  pthread_mutex_unlock(&ch->lock);
+void ibp__chooser_ran(ibp_chooser *ch, ibp_route r, uint64_t copies) {
+  if (ch && (unsigned)r < IBP_ROUTES)
+    atomic_fetch_add_explicit(&ch->ran[r], copies, memory_order_relaxed);
 }
 
 double ibp__timing_cost_ns(const ibp_profile *p) {
@@ -223,27 +220,24 @@ static int free_sample(const ibp_chooser *ch) {
   return -1;
 }
 
-/* IBP_FORCE_ROUTE (lock held): the forced route wherever it is open for
- * the copy -- and, for a copy that may be held, any forced route but the
- * batch's means going alone; the decision's exploration is dropped (its
- * charge stands) and its timing too (the span would not be its route's). */
-static void forced(ibp_chooser *ch, unsigned cls,
-                   const ibp_route_cost prior[IBP_ROUTES], int dry,
-                   ibp_choice *out) {
+/* IBP_FORCE_ROUTE, an input to the decision: where the forced route can
+ * serve the copy it is the only one weighed; where it cannot, a copy that
+ * may be held goes alone (the batch is not weighed), to be forced in its
+ * single copy's decision. */
+static const ibp_route_cost *forced(const ibp_route_cost prior[IBP_ROUTES],
+                                    ibp_route_cost only[IBP_ROUTES]) {
   if (ibp__cfg.force_route == IBP_FORCE_NONE)
-    return;
-  ibp_route f = (ibp_route)(ibp__cfg.force_route - IBP_FORCE_DRIVER);
-  if (prior[f].cpu_ns <= 0 && prior[f].gpu_ns <= 0) {
-    if (out->route != IBP_ROUTE_BATCHED)
-      return;
-    f = IBP_ROUTE_DRIVER; /* alone */
+    return prior;
+  const ibp_route f = (ibp_route)(ibp__cfg.force_route - IBP_FORCE_DRIVER);
+  const ibp_route_cost *q = &prior[f];
+  memcpy(only, prior, IBP_ROUTES * sizeof *only);
+  if (q->cpu_ns > 0 || q->gpu_ns > 0) {
+    memset(only, 0, IBP_ROUTES * sizeof *only);
+    only[f] = *q;
+  } else {
+    memset(&only[IBP_ROUTE_BATCHED], 0, sizeof *only);
   }
-  if (out->route == f)
-    return;
-  if (out->explore && !dry)
-    ibp__choose_settle(&ch->cls[cls], out->route, out->charged_ns, -1, 0);
-  out->route = f;
-  out->explore = out->timed = 0;
+  return only;
 }
 
 ibp_route ibp__chooser_decide(ibp_served_region *s, ibp_device_slot *slot,
@@ -252,6 +246,8 @@ ibp_route ibp__chooser_decide(ibp_served_region *s, ibp_device_slot *slot,
                               const ibp_route_cost prior[IBP_ROUTES],
                               unsigned timable, int dry, ibp_choice *out) {
   const ibp_driver *d = ibp__driver();
+  ibp_route_cost only[IBP_ROUTES];
+  prior = forced(prior, only);
   if (!ch || cls >= IBP_CHOOSE_CLASSES || !d) {
     ibp_choose_class k;
     ibp_choose_route none[IBP_ROUTES];
@@ -269,7 +265,6 @@ ibp_route ibp__chooser_decide(ibp_served_region *s, ibp_device_slot *slot,
     timable = 0;
   ibp__choose_decide(&ch->cls[cls], prior, timable, ibp__timing_cost_ns(p),
                      learn, dry, ibp__clock_ns(), out);
-  forced(ch, cls, prior, dry, out);
   pthread_mutex_unlock(&ch->lock);
   if (out->explore && !dry)
     ibp__count(&s->counters, copies_explored, 1);

@@ -21,6 +21,7 @@
 
 #include <cuda.h>
 #include <pthread.h>
+#include <stdatomic.h>
 
 #include "profile/profile.h"
 #include "serve/choose/choose.h"
@@ -59,6 +60,7 @@ typedef struct ibp_chooser {
    * gave them (ns) */
   uint64_t timed[IBP_ROUTES];
   double measured_ns[IBP_ROUTES], model_ns[IBP_ROUTES];
+  _Atomic uint64_t ran[IBP_ROUTES]; /* copies by the route that ran */
 } ibp_chooser;
 
 /* Slot's chooser, made on first use; NULL on out of memory (the caller
@@ -83,7 +85,7 @@ double ibp__timing_cost_ns(const ibp_profile *p);
 
 /* Decides a copy of class cls (ibp__choose_class_index) of region s on the
  * slot's device among the routes prior[] leaves open (timable: as
- * ibp__choose_decide): reads the samples
+ * ibp__choose_decide; IBP_FORCE_ROUTE narrows them): reads the samples
  * the GPU has finished first (never waits).  dry: a look only.  ch NULL:
  * the model's choice.  Returns out->route; counts explored copies in s's
  * statistics. */
@@ -97,10 +99,11 @@ ibp_route ibp__chooser_decide(ibp_served_region *s, ibp_device_slot *slot,
  * after all: an exploration's charge stands. */
 void ibp__chooser_untimed(ibp_chooser *ch, unsigned cls, const ibp_choice *c);
 
-/* A copy decided as route r in class cls was left to another decision
- * (a copy not held for a batch goes to the single copy's chooser): it is
- * not counted twice in the statistics. */
-void ibp__chooser_passed_on(ibp_chooser *ch, unsigned cls, ibp_route r);
+/* Copies of the chooser's region ran by route r: what ran, whatever was
+ * decided first (a staged copy the ring could not take, a held copy whose
+ * batched launch was declined; the statistics' per-route copies).  Any
+ * thread; lock-free. */
+void ibp__chooser_ran(ibp_chooser *ch, ibp_route r, uint64_t copies);
 
 /* A timing in progress (index -1: not timed). */
 typedef struct ibp_timing {

@@ -1,37 +1,9 @@
-/* The gate (serve/choose/gate.h; docs/ARCHITECTURE.md "The gate").
- *
- * Per copy, two modelled times on the device's profile:
- *
- *   pass    CPU: runtime_call_us + driver_copy_call_us
- *           GPU: ce_setup_us + bytes / ce_h2d_gbps
- *   kernel  CPU: runtime_call_us + driver_launch_call_us
- *           GPU: ibp_profile_decode_us(host bytes, bytes, blocks)
- *
- * each the larger of the two (copies queued back to back overlap the CPU's
- * and the GPU's work), and for a copy held for a batched launch of n
- * copies (ibp__gate_batch_ns)
- *
- *   batch   (the sum of its CPU and GPU time: see ibp__gate_batch_ns)
- *           CPU: runtime_call_us (a call of its own; 0 for an entry of
- *                the application's cuMemcpyBatchAsync) + ibp_hold_us
- *                + (driver_copy_call_us + driver_launch_call_us
- *                   + driver_call_us) / n
- *           (+ the write tracker's scan of the span / n: serve/batch/batch.c)
- *           GPU: (ibp_profile_decode_us(n x host bytes, n x bytes, sms)
- *                 + ce_setup_us) / n
- *
- *   staged  CPU: runtime_call_us + k x driver_launch_call_us
- *                + w x (driver_copy_call_us + 4 x driver_call_us)
- *           GPU: the k chunks as a two-stage pipeline: each window's copy
- *                (ce_setup_us + window bytes / ce_h2d_gbps) after the
- *                one before, each decode (ibp_profile_decode_us(its raw
- *                bytes, its bytes, its units, the SMs its blocks are
- *                worth)) after its copy and the decode before
- *
- * the flush's job-list copy, launch and event shared by the batch; the same
- * model the simulated GPU's virtual clock runs
- * (tests/sim/driver/src/simcuda_vclock.c).  The kernel is taken only when its
- * time is strictly smaller. */
+/* The gate (serve/choose/gate.h; docs/ARCHITECTURE.md "The gate"): each
+ * device's cost profile, the copy as the model sees it, and the fit of a
+ * region's tensor size to its copies.  Each route's model of a copy (its
+ * prior) is its own file's (serve/route/route_*.c); the same model the
+ * simulated GPU's virtual clock runs (tests/sim/driver/src/simcuda_vclock.c).
+ */
 #include "serve/choose/gate.h"
 
 #include <stdatomic.h>
@@ -41,7 +13,6 @@
 #include "base/driver.h"
 #include "base/log.h"
 #include "kernels/ibp_kernels.h"
-#include "serve/compact.h"
 #include "serve/region.h"
 #include "stats/discover.h"
 #include "stats/stats.h"
@@ -107,10 +78,6 @@ int ibp__gate_decode_measured(int dev) {
   return decode_measured[dev];
 }
 
-static double max2(double a, double b) {
-  return a > b ? a : b;
-}
-
 uint64_t ibp__gate_units(uint64_t R, uint64_t n, uint64_t off, uint64_t len) {
   uint64_t first = off / R, last = (off + len - 1) / R;
   if (last > n) /* the tail is one unit */
@@ -118,62 +85,6 @@ uint64_t ibp__gate_units(uint64_t R, uint64_t n, uint64_t off, uint64_t len) {
   if (first > n)
     first = n;
   return last - first + 1;
-}
-
-double ibp__gate_pass_ns(const ibp_profile *p, const ibp_gate_copy *c) {
-  double cpu = p->runtime_call_us + p->driver_copy_call_us;
-  double gpu = ibp_profile_ce_copy_us(p, c->bytes, 1);
-  return 1e3 * max2(cpu, gpu);
-}
-
-double ibp__gate_kernel_ns(const ibp_profile *p, const ibp_gate_copy *c) {
-  double cpu = p->runtime_call_us + p->driver_launch_call_us;
-  double gpu = ibp_profile_decode_us(p, c->host_bytes, c->bytes, c->units,
-                                     c->sms ? c->sms : 1);
-  return 1e3 * max2(cpu, gpu);
-}
-
-void ibp__gate_batch_split(const ibp_profile *p, const ibp_gate_copy *c,
-                           double copies, int own_call, double *cpu_ns,
-                           double *gpu_ns) {
-  const double n = copies < 1 ? 1 : copies;
-  /* the flush: the job list's copy, the launch, the slot's event */
-  double flush_cpu =
-      p->driver_copy_call_us + p->driver_launch_call_us + p->driver_call_us;
-  double cpu =
-      (own_call ? p->runtime_call_us : 0) + p->ibp_hold_us + flush_cpu / n;
-  const uint64_t units = (uint64_t)(c->units * n);
-  double kernel = ibp_profile_decode_us(
-      p, (uint64_t)(c->host_bytes * n), (uint64_t)(c->bytes * n), units,
-      ibp_kernels_batch_sms(units, c->tensor_bytes, (unsigned)p->sms));
-  *cpu_ns = 1e3 * cpu;
-  *gpu_ns = 1e3 * (kernel + ibp_profile_ce_copy_us(p, 0, 1)) / n;
-}
-
-double ibp__gate_batch_ns(const ibp_profile *p, const ibp_gate_copy *c,
-                          double copies, int own_call) {
-  double cpu, gpu;
-  ibp__gate_batch_split(p, c, copies, own_call, &cpu, &gpu);
-  /* the sum, not the larger: the GPU starts on a batch only when it is
-   * launched, after the copies were held, so a batch that ends at a
-   * synchronisation overlaps nothing of the two */
-  return cpu + gpu;
-}
-
-double ibp__gate_staged_cpu_us(const ibp_profile *p, const ibp_gate_staged *c) {
-  const double k = c->chunks ? c->chunks : 1, w = c->windows;
-  /* per chunk the launch; per window the copy, then an event, a wait, an
-   * event and the next use's wait (the calls serve/staged/staged.c makes) */
-  return p->runtime_call_us + k * p->driver_launch_call_us +
-         w * (p->driver_copy_call_us + 4 * p->driver_call_us);
-}
-
-double ibp__gate_staged_ns(const ibp_profile *p, const ibp_gate_staged *c) {
-  /* the chunks' copies and decodes, planned chunk by chunk
-   * (serve/staged/staged.c): a copy issued while its stream is busy overlaps
-   * the work before it, one issued on an idle stream (an application that
-   * waits for each copy, as kv_offload's steps do) overlaps nothing */
-  return 1e3 * max2(ibp__gate_staged_cpu_us(p, c), c->gpu_us);
 }
 
 /* ---- tensor size against the copies ------------------------------------ */
@@ -227,8 +138,8 @@ uint64_t ibp__gate_stored_estimate(const ibp_served_region *s, uint64_t bytes) {
   return (uint64_t)((double)bytes * (double)host / (double)req) + 1;
 }
 
-int ibp__gate_mismatch(ibp_region_rec *r, uint64_t offset, uint64_t bytes,
-                       uint64_t stored) {
+int ibp__gate_misfit(ibp_region_rec *r, uint64_t offset, uint64_t bytes,
+                     uint64_t stored) {
   ibp_served_region *s = ibp__served(r);
   ibp_gate_seen *g = &s->gate;
   /* judged once, on the first copies: after that, one relaxed load */
@@ -247,11 +158,14 @@ int ibp__gate_mismatch(ibp_region_rec *r, uint64_t offset, uint64_t bytes,
   uint64_t host = atomic_load_explicit(&g->host_bytes, memory_order_relaxed);
   if (host <= req)
     return 0;
-  if (!ibp__compact_pin(r, "its tensors do not fit its copies")) {
-    if (!ibp_region_transition(r, IBP_REGION_READY, IBP_REGION_DEGRADED))
-      return 0;
-    ibp__track_unprotect(&s->track);
-  }
+  return 1;
+}
+
+void ibp__gate_warn_misfit(const ibp_region_rec *r) {
+  const ibp_served_region *s = ibp__served(r);
+  const ibp_gate_seen *g = &s->gate;
+  uint64_t req = atomic_load_explicit(&g->requested, memory_order_relaxed);
+  uint64_t host = atomic_load_explicit(&g->host_bytes, memory_order_relaxed);
   char rule[32], fix[80];
   ibp__log(
       IBP_LOG_WARN,
@@ -263,7 +177,6 @@ int ibp__gate_mismatch(ibp_region_rec *r, uint64_t offset, uint64_t bytes,
       (unsigned long long)atomic_load(&g->max_len), (unsigned long long)host,
       (unsigned long long)req,
       ibp__rule_tensor_fix(r->rule.index, fitting_tensor(g), fix, sizeof fix));
-  return 1;
 }
 
 void ibp__gate_flag_guesses(int dev, ibp_route_cost prior[IBP_ROUTES]) {

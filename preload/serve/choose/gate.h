@@ -1,8 +1,9 @@
 /*
- * The gate (gate.c; docs/ARCHITECTURE.md "The gate"): for every copy from a
- * ready region, the modelled time of each path on the device's cost
- * profile (docs/PROFILE.md), and the choice: the decompress kernel only
- * where the model says it is faster than the driver's own copy.
+ * The gate (gate.c; docs/ARCHITECTURE.md "The gate"): each device's cost
+ * profile (docs/PROFILE.md), a copy as the model sees it, and whether a
+ * region's tensor size fits its copies.  The routes' priors are their own
+ * files' (serve/route/route.h); the chooser (serve/choose/chooser.h)
+ * weighs them.
  */
 #ifndef IBP_PRELOAD_GATE_H
 #define IBP_PRELOAD_GATE_H
@@ -53,27 +54,6 @@ typedef struct ibp_gate_copy {
  * touches, in a region of n tensors of R bytes. */
 uint64_t ibp__gate_units(uint64_t R, uint64_t n, uint64_t off, uint64_t len);
 
-/* Modelled steady-state time of a copy by each path (ns): the larger of
- * the calling thread's CPU time and the GPU's time, as copies queue up
- * back to back.  The runtime's share of the call is paid either way. */
-double ibp__gate_pass_ns(const ibp_profile *p, const ibp_gate_copy *c);
-double ibp__gate_kernel_ns(const ibp_profile *p, const ibp_gate_copy *c);
-
-/* The same for a copy held for a batched launch of `copies` copies like
- * it (serve/batch/batch.h): libibp's hold on the CPU plus the SMs' reads on the
- * GPU (the sum: a batch's GPU work starts after its copies were held),
- * and the flush's calls, launch and job-list copy shared among them;
- * own_call: the copy came in a runtime call of its own (not as an entry of
- * the application's batch).  The write tracker's scan at the flush is
- * the caller's to add (serve/batch/batch.c measures it). */
-double ibp__gate_batch_ns(const ibp_profile *p, const ibp_gate_copy *c,
-                          double copies, int own_call);
-/* Its two terms (ns per copy): the CPU's (hold, call, the flush's share)
- * and the GPU's (the batch's kernel and job-list copy, shared). */
-void ibp__gate_batch_split(const ibp_profile *p, const ibp_gate_copy *c,
-                           double copies, int own_call, double *cpu_ns,
-                           double *gpu_ns);
-
 /* A copy by the staged path (serve/staged/staged.h) as the gate sees it. */
 typedef struct ibp_gate_staged {
   uint64_t bytes;      /* requested */
@@ -92,18 +72,8 @@ typedef struct ibp_gate_staged {
   unsigned windows;    /* chunks with streams to move: a copy each */
 } ibp_gate_staged;
 
-/* The staged path's time (ns), on the same terms as ibp__gate_pass_ns:
- * the calling thread's calls against the GPU's time, where the copy
- * engine's chunks and the decodes overlap as a two-stage pipeline
- * (gpu_us), whether the copy is synchronous or not. */
-double ibp__gate_staged_ns(const ibp_profile *p, const ibp_gate_staged *c);
-
-/* Its calling thread's share (us): the runtime's call, a launch per chunk,
- * per window the copy and four event calls. */
-double ibp__gate_staged_cpu_us(const ibp_profile *p, const ibp_gate_staged *c);
-
 /* Once the region's fit is judged (its first 32 copies seen by
- * ibp__gate_mismatch), the stored bytes a copy of `bytes` bytes reads,
+ * ibp__gate_misfit), the stored bytes a copy of `bytes` bytes reads,
  * estimated from those copies' ratio (for the choice of a held copy, which
  * then need not read the region's prefix sums: a cache miss per row on a
  * large table); 0 before, and while some tensor is read raw (written, busy
@@ -112,11 +82,15 @@ uint64_t ibp__gate_stored_estimate(const ibp_served_region *s, uint64_t bytes);
 
 /* Observes a copy of region r's served region before the choice, with
  * `stored` the stored bytes of the tensors it touches (what the kernel
- * reads, before sector rounding): a region whose copies touch more stored
- * bytes than they request (its tensor size does not fit the copies) is
- * demoted, with one line naming the region, the copy sizes seen and a
- * tensor= value that would fit.  Returns nonzero when r was demoted. */
-int ibp__gate_mismatch(ibp_region_rec *r, uint64_t offset, uint64_t bytes,
-                       uint64_t stored);
+ * reads, before sector rounding).  Returns nonzero once, at the copy that
+ * judges the region's fit, when its copies touch more stored bytes than
+ * they request (its tensor size does not fit the copies): the caller
+ * demotes the region, then calls ibp__gate_warn_misfit. */
+int ibp__gate_misfit(ibp_region_rec *r, uint64_t offset, uint64_t bytes,
+                     uint64_t stored);
+
+/* The one warning for a region demoted as misfit: the region, the copy
+ * sizes seen and a tensor= value that would fit. */
+void ibp__gate_warn_misfit(const ibp_region_rec *r);
 
 #endif /* IBP_PRELOAD_GATE_H */

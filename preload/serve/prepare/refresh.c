@@ -57,7 +57,7 @@
 
 #define REFRESH_SHARE 32 /* refresh once 1/32 more of the tensors are dirty */
 
-void ibp__refresh_maybe(ibp_region_rec *r) {
+int ibp__refresh_due(ibp_region_rec *r) {
   ibp_served_region *s = ibp__served(r);
   /* counted from what the last refresh left dirty (tensors stored raw, or
    * whose stream found no room): those it cannot help */
@@ -71,10 +71,9 @@ void ibp__refresh_maybe(ibp_region_rec *r) {
   const int due = ibp__compact_release_due(s, REFRESH_SHARE);
   if ((!due && (dirty == 0 || dirty * REFRESH_SHARE < s->geometry.tensors)) ||
       atomic_load_explicit(&s->refresh.pending, memory_order_relaxed))
-    return;
+    return 0;
   int expected = 0;
-  if (atomic_compare_exchange_strong(&s->refresh.pending, &expected, 1))
-    ibp__worker_refresh(r);
+  return atomic_compare_exchange_strong(&s->refresh.pending, &expected, 1);
 }
 
 /* Step 2's wait: every kernel launched so far in s's contexts finished. */

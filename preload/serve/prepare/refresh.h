@@ -7,9 +7,12 @@
 
 #include "registry/registry.h"
 
-/* From the copy path of a READY region: queues a recompression of its
- * dirty tensors when enough of them are dirty (at most one pending). */
-void ibp__refresh_maybe(ibp_region_rec *r);
+/* From the copy path of a READY region: 1 when a recompression of its
+ * dirty tensors is due (enough of them are dirty; a compact region's
+ * pages that came back are due for release) and none is pending -- it is
+ * pending from now on, and the caller queues it (ibp__worker_refresh);
+ * 0 otherwise. */
+int ibp__refresh_due(ibp_region_rec *r);
 
 /* Worker: recompresses r's dirty tensors into their places. */
 void ibp__refresh_region(ibp_region_rec *r);

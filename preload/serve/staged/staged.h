@@ -15,8 +15,8 @@
 #include "ibp_kernels.h"
 #include "profile/profile.h"
 #include "serve/choose/gate.h"
+#include "serve/copy.h"
 #include "serve/region.h"
-#include "serve/substitute.h"
 
 /* A copy as the staged path would serve it: the gate's view, the buffer
  * size and tail share its chunks were cut for, and the shadow they are

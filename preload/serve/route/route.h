@@ -1,0 +1,90 @@
+/*
+ * A route: one way to make a host-to-device copy (docs/ARCHITECTURE.md
+ * "The copy path", "The gate").  Every route fills the same small table,
+ * ibp_route_ops -- whether it can serve this copy, what it would cost by
+ * the device's profile (its prior), how to submit it, and what to know
+ * when it is timed -- in a file of its own (route_driver.c,
+ * route_zerocopy.c, route_staged.c, route_batched.c), and has one row in
+ * stats/routes.def, which makes the table (serve/route/table.h).  The
+ * chooser (serve/choose/) alone weighs the priors against what was
+ * measured and picks; a route never asks another route or the chooser.
+ *
+ * A copy is described once (ibp_route_copy, filled by the copy path,
+ * serve/substitute.c, or by a stream's batch, serve/batch/batch.c); the
+ * routes read it, and write only their own part of it (the staged plan).
+ * Threads: a description is the calling thread's.
+ */
+#ifndef IBP_PRELOAD_ROUTE_H
+#define IBP_PRELOAD_ROUTE_H
+
+#include <cuda.h>
+#include <stdint.h>
+
+#include "ibp_kernels.h"
+#include "profile/profile.h"
+#include "registry/registry.h"
+#include "serve/choose/choose.h"
+#include "serve/choose/gate.h"
+#include "serve/copy.h"
+#include "serve/region.h"
+#include "serve/staged/staged.h"
+
+/* One copy as the routes see it. */
+typedef struct ibp_route_copy {
+  const ibp_copy *c;
+  ibp_region_rec *r;
+  ibp_served_region *s;
+  ibp_device_slot *slot; /* the region on the copy's device */
+  const ibp_profile *p;  /* that device's cost profile */
+  CUcontext ctx;         /* current */
+  int dev;
+  ibp_class_mode mode; /* single, or a copy that may be held for a batch */
+  int busy;            /* its stream still runs libibp's earlier work, by the
+                          chooser's estimates (serve/choose/streams.h) */
+  int compact;         /* the region's memory is the shadow's (compact.h) */
+  ibp_gate_copy g;     /* as the model sees it */
+  double driver_ns;    /* the driver's copy's model (ns), weighed or not
+                          (ibp__route_priors): what another route saves */
+  /* a single copy's launch, prepared once (between its decision and its
+   * launch: `launching` held) */
+  ibp_decompress_args a;
+  ibp_kernel_plan plan;
+  ibp_staged_plan sp; /* route_staged's plan, made by its prior */
+  /* a copy that may be held: the batch it would join */
+  uint32_t batch_n; /* copies the batch is expected to hold */
+  double scan_ns;   /* the write tracker's scan at its flush */
+} ibp_route_copy;
+
+/* What a route's submit answers. */
+enum {
+  IBP_SUBMIT_QUEUED = 0,  /* queued on the copy's stream */
+  IBP_SUBMIT_NOT_NOW = 1, /* nothing was queued: it cannot take the copy now
+                             (the staged ring has no free buffer); the next
+                             route by the decision's estimates takes it */
+  IBP_SUBMIT_FAILED = -1  /* failed (*err); work queued before the failure
+                             wrote correct bytes, and the application's own
+                             copy, queued after it, rewrites them all */
+};
+
+typedef struct ibp_route_ops {
+  /* What a failure is called in the warning ("kernel launch"). */
+  const char *what;
+  /* Whether the route can serve copy x at all: IBP_PATH, how the copy
+   * came (x->mode), what its region's memory is.  Checked before its
+   * prior; a route that cannot is not weighed. */
+  int (*feasible)(const ibp_route_copy *x);
+  /* Its prior: the model's cost of x on x->p (docs/ARCHITECTURE.md "The
+   * gate").  Both terms 0: it cannot serve this copy after all (the staged
+   * path could not plan it). */
+  ibp_route_cost (*prior)(ibp_route_copy *x);
+  /* Its lead: the model's CPU time before its first GPU work, ns (a timed
+   * copy on an idle stream: the span's part that is the calls'). */
+  double (*lead_ns)(const ibp_profile *p);
+  /* Queues x by this route on x->c->stream (the caller times it, and
+   * synchronises a synchronous entry point): IBP_SUBMIT_*.  NULL: the
+   * route is submitted where it is decided (a held copy: its stream's
+   * batch, serve/batch/batch.c). */
+  int (*submit)(ibp_route_copy *x, CUresult *err);
+} ibp_route_ops;
+
+#endif /* IBP_PRELOAD_ROUTE_H */

@@ -1,0 +1,60 @@
+/* The route BATCHED: a copy held for its stream's batched launch
+ * (serve/route/route.h; serve/batch/batch.h, docs/ARCHITECTURE.md
+ * "Batched launches").
+ *
+ *   prior  (the sum of its two terms: a batch's GPU work starts after its
+ *          copies were held), for a batch of n copies, over the margin:
+ *          CPU: runtime_call_us (a call of its own; 0 for an entry of the
+ *               application's cuMemcpyBatchAsync) + ibp_hold_us
+ *               + (driver_copy_call_us + driver_launch_call_us
+ *                  + driver_call_us) / n  + the tracker's scan / n
+ *          GPU: (ibp_profile_decode_us(n x host bytes, n x bytes, sms)
+ *                + ce_setup_us) / n
+ *
+ * Open only to a copy that may be held (decided by its stream's batch,
+ * which holds it: no submit here); explored while going alone is the
+ * choice, it is a batch of one (ibp_route_cost.once_ns). */
+#include "serve/route/route_batched.h"
+
+#include "kernels/ibp_kernels.h"
+#include "serve/route/route.h"
+
+void ibp__route_batched_split(const ibp_profile *p, const ibp_gate_copy *c,
+                              double copies, int own_call, double *cpu_ns,
+                              double *gpu_ns) {
+  const double n = copies < 1 ? 1 : copies;
+  /* the flush: the job list's copy, the launch, the slot's event */
+  double flush_cpu =
+      p->driver_copy_call_us + p->driver_launch_call_us + p->driver_call_us;
+  double cpu =
+      (own_call ? p->runtime_call_us : 0) + p->ibp_hold_us + flush_cpu / n;
+  const uint64_t units = (uint64_t)(c->units * n);
+  double kernel = ibp_profile_decode_us(
+      p, (uint64_t)(c->host_bytes * n), (uint64_t)(c->bytes * n), units,
+      ibp_kernels_batch_sms(units, c->tensor_bytes, (unsigned)p->sms));
+  *cpu_ns = 1e3 * cpu;
+  *gpu_ns = 1e3 * (kernel + ibp_profile_ce_copy_us(p, 0, 1)) / n;
+}
+
+static int feasible(const ibp_route_copy *x) {
+  return x->mode != IBP_CLASS_SINGLE;
+}
+
+static ibp_route_cost prior(ibp_route_copy *x) {
+  const int own_call = !x->c->hold_only;
+  double cpu, gpu, cpu1, gpu1; /* explored alone: a batch of one */
+  ibp__route_batched_split(x->p, &x->g, x->batch_n, own_call, &cpu, &gpu);
+  ibp__route_batched_split(x->p, &x->g, 1, own_call, &cpu1, &gpu1);
+  ibp_route_cost c = {cpu / IBP_BATCH_MARGIN, gpu / IBP_BATCH_MARGIN, 1,
+                      (cpu1 + gpu1) / IBP_BATCH_MARGIN, 0};
+  c.cpu_ns += x->scan_ns / x->batch_n / IBP_BATCH_MARGIN;
+  return c;
+}
+
+/* the flush's job-list copy and launch */
+static double lead_ns(const ibp_profile *p) {
+  return 1e3 * (p->driver_copy_call_us + p->driver_launch_call_us);
+}
+
+const ibp_route_ops ibp__route_batched = {"batched launch", feasible, prior,
+                                          lead_ns, NULL};

@@ -1,0 +1,30 @@
+/*
+ * The route BATCHED's model (route_batched.c): a copy held for its
+ * stream's batched launch (serve/batch/batch.h), as the batch's timing
+ * and the statistics' modelled saving need it besides the prior.
+ */
+#ifndef IBP_PRELOAD_ROUTE_BATCHED_H
+#define IBP_PRELOAD_ROUTE_BATCHED_H
+
+#include "profile/profile.h"
+#include "serve/choose/gate.h"
+
+/* A copy held for a batched launch.  The model's batch is at most this
+ * share of its time alone (the prior's margin): the model leaves out how a
+ * batched launch's reads share the link with the worker's uploads and the
+ * application's copies, and batches of written regions recompressed
+ * meanwhile (bench/ab's kv_offload line: batches modelled 1 % faster ran
+ * 5 % slower). */
+#define IBP_BATCH_MARGIN 0.9
+
+/* The model of copy c held in a batch of `copies` copies like it, before
+ * the margin, in two terms (ns per copy): the CPU's (libibp's hold, the
+ * runtime's call when own_call -- not for an entry of the application's
+ * batch --, the flush's calls shared) and the GPU's (the batch's kernel
+ * and job-list copy, shared).  The write tracker's scan at the flush is
+ * the caller's to add (serve/batch/batch.c measures it). */
+void ibp__route_batched_split(const ibp_profile *p, const ibp_gate_copy *c,
+                              double copies, int own_call, double *cpu_ns,
+                              double *gpu_ns);
+
+#endif /* IBP_PRELOAD_ROUTE_BATCHED_H */

@@ -1,0 +1,66 @@
+/* The route STAGED: the copy engine moves the packed streams into a ring
+ * of device buffers, the kernel decodes them chunk by chunk
+ * (serve/route/route.h; serve/staged/staged.h, docs/ARCHITECTURE.md
+ * "Staged copies").
+ *
+ *   prior  CPU: runtime_call_us + k x driver_launch_call_us
+ *               + w x (driver_copy_call_us + 4 x driver_call_us)
+ *          GPU: the k chunks as a two-stage pipeline (planned by
+ *               ibp__staged_plan: ibp_gate_staged.gpu_us)
+ *
+ * for k chunks, w of them with streams to move.  A single copy's route,
+ * not under IBP_PATH=zerocopy; its prior is its plan, which fails (closed)
+ * where the ring cannot serve the copy. */
+#include "base/base.h"
+#include "serve/route/route.h"
+
+static int feasible(const ibp_route_copy *x) {
+  return x->mode == IBP_CLASS_SINGLE && ibp__cfg.path != IBP_PATH_ZEROCOPY;
+}
+
+/* The calling thread's share (us): the runtime's call, a launch per chunk,
+ * per window the copy, then an event, a wait, an event and the next use's
+ * wait (the calls serve/staged/staged.c makes). */
+static double cpu_us(const ibp_profile *p, const ibp_gate_staged *c) {
+  const double k = c->chunks ? c->chunks : 1, w = c->windows;
+  return p->runtime_call_us + k * p->driver_launch_call_us +
+         w * (p->driver_copy_call_us + 4 * p->driver_call_us);
+}
+
+static ibp_route_cost prior(ibp_route_copy *x) {
+  if (ibp__staged_plan(x->s, x->slot, x->ctx, x->dev, x->c, x->busy, &x->a,
+                       &x->sp) != 0)
+    return (ibp_route_cost){0, 0, 0, 0, 0};
+  return (ibp_route_cost){1e3 * cpu_us(x->p, &x->sp.gate),
+                          1e3 * x->sp.gate.gpu_us, 0, 0, 0};
+}
+
+/* its first window's wait and copy */
+static double lead_ns(const ibp_profile *p) {
+  return 1e3 * (p->driver_copy_call_us + 2 * p->driver_call_us);
+}
+
+static int submit(ibp_route_copy *x, CUresult *err) {
+  ibp_device_slot *slot = x->slot;
+  const ibp_staged_args sx = {slot,
+                              x->dev,
+                              slot->fn,
+                              slot->sms,
+                              &x->a,
+                              &slot->staged_plan,
+                              &slot->staged_args,
+                              &x->sp};
+  *err = CUDA_SUCCESS;
+  const int rc = ibp__staged_copy(x->s, x->ctx, x->c, &sx, err);
+  if (rc == 1) /* no buffer free of other streams' work */
+    return IBP_SUBMIT_NOT_NOW;
+  if (rc < 0) {
+    if (*err == CUDA_SUCCESS)
+      *err = CUDA_ERROR_UNKNOWN;
+    return IBP_SUBMIT_FAILED;
+  }
+  return IBP_SUBMIT_QUEUED;
+}
+
+const ibp_route_ops ibp__route_staged = {"staged copy", feasible, prior,
+                                         lead_ns, submit};

@@ -1,0 +1,42 @@
+/* The route ZEROCOPY: one launch of the decompress kernel on the caller's
+ * stream, reading the packed streams over PCIe (serve/route/route.h).
+ *
+ *   prior  CPU: runtime_call_us + driver_launch_call_us
+ *          GPU: ibp_profile_decode_us(host bytes, bytes, units, the SMs
+ *               its grid is worth)
+ *
+ * Not for an entry of the application's batch (held or the driver's), nor
+ * under IBP_PATH=staged. */
+#include "base/base.h"
+#include "base/driver.h"
+#include "serve/route/route.h"
+
+static int feasible(const ibp_route_copy *x) {
+  return !x->c->hold_only && ibp__cfg.path != IBP_PATH_STAGED;
+}
+
+static ibp_route_cost prior(ibp_route_copy *x) {
+  const ibp_profile *p = x->p;
+  const ibp_gate_copy *g = &x->g;
+  return (ibp_route_cost){
+      1e3 * p->runtime_call_us + 1e3 * p->driver_launch_call_us,
+      1e3 * ibp_profile_decode_us(p, g->host_bytes, g->bytes, g->units,
+                                  g->sms ? g->sms : 1),
+      0, 0, 0};
+}
+
+static double lead_ns(const ibp_profile *p) {
+  return 1e3 * p->driver_launch_call_us;
+}
+
+static int submit(ibp_route_copy *x, CUresult *err) {
+  const ibp_device_slot *slot = x->slot;
+  void *params[] = {&x->a};
+  *err = ibp__driver()->cuLaunchKernel(
+      slot->fn, x->plan.grid, 1, 1, x->plan.block, 1, 1, x->plan.dynamic_shared,
+      x->c->stream, params, NULL);
+  return *err == CUDA_SUCCESS ? IBP_SUBMIT_QUEUED : IBP_SUBMIT_FAILED;
+}
+
+const ibp_route_ops ibp__route_zerocopy = {"kernel launch", feasible, prior,
+                                           lead_ns, submit};

@@ -1,0 +1,54 @@
+/* The routes' table (serve/route/table.h): stats/routes.def's rows. */
+#include "serve/route/table.h"
+
+#include <string.h>
+
+#define IBP_ROUTE(name, text, ops) extern const ibp_route_ops ops;
+#include "stats/routes.def"
+#undef IBP_ROUTE
+
+static const ibp_route_ops *const table[IBP_ROUTES] = {
+#define IBP_ROUTE(name, text, ops) [IBP_ROUTE_##name] = &ops,
+#include "stats/routes.def"
+#undef IBP_ROUTE
+};
+
+const ibp_route_ops *ibp__route(ibp_route r) {
+  return table[r];
+}
+
+static int open_(const ibp_route_cost *c) {
+  return c->cpu_ns > 0 || c->gpu_ns > 0;
+}
+
+void ibp__route_priors(ibp_route_copy *x, ibp_route_cost prior[IBP_ROUTES]) {
+  memset(prior, 0, IBP_ROUTES * sizeof *prior);
+  for (int r = 0; r < IBP_ROUTES; r++)
+    if (table[r]->feasible(x))
+      prior[r] = table[r]->prior(x);
+  const ibp_route_cost *d = &prior[IBP_ROUTE_DRIVER];
+  x->driver_ns = d->cpu_ns > d->gpu_ns ? d->cpu_ns : d->gpu_ns;
+  /* a compact region's memory is the shadow's (docs/ARCHITECTURE.md
+   * "Compact regions"): a single copy of it is a GPU route's wherever one
+   * can serve it, the driver's copy reading the pages only where none
+   * can */
+  if (x->compact && x->mode == IBP_CLASS_SINGLE &&
+      (open_(&prior[IBP_ROUTE_ZEROCOPY]) || open_(&prior[IBP_ROUTE_STAGED])))
+    memset(&prior[IBP_ROUTE_DRIVER], 0, sizeof *prior);
+  ibp__gate_flag_guesses(x->dev, prior);
+}
+
+double ibp__route_lead_ns(ibp_route r, const ibp_profile *p) {
+  return table[r]->lead_ns(p);
+}
+
+ibp_route ibp__route_next(const double est_ns[IBP_ROUTES], ibp_route failed) {
+  ibp_route go = IBP_ROUTE_DRIVER;
+  double best = 0;
+  for (int r = 0; r < IBP_ROUTES; r++)
+    if (r != (int)failed && est_ns[r] > 0 && (best == 0 || est_ns[r] < best)) {
+      go = (ibp_route)r;
+      best = est_ns[r];
+    }
+  return go;
+}
