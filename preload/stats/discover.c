@@ -48,10 +48,12 @@
 #define TRY_STATS_BYTES ((uint64_t)256 << 10) /* the statistics' sample */
 #define TRY_EVAL_BYTES ((uint64_t)64 << 10)   /* the search's */
 /* Within this share of the best saving (a point), the size nearest
- * DEFAULT_TENSOR is taken; rules share a tensor size when each loses at most
- * this. */
+ * DEFAULT_TENSOR is taken.  Allocations share a rule when its tensor size
+ * saves, over their bytes together, at most SHARE_LOSS (two points) less
+ * than each one's own best size would: a rule fewer is worth that much to
+ * whoever reads the line, not more. */
 #define TRY_TIE 0.01
-#define SHARE_LOSS 0.01
+#define SHARE_LOSS 0.02
 
 typedef struct alloc {
   uintptr_t base;
@@ -507,8 +509,9 @@ static int unique_size(const alloc *a) {
  *
  * As few as the guide would write (docs/USING.md, "Finding the regions"):
  * the allocations worth a rule that are larger than every other one are
- * taken by `min=` rules, largest first, one per run of sizes that share a
- * tensor size (each losing at most SHARE_LOSS against its own best);
+ * taken by `min=` rules, largest first, each run of sizes as long as one
+ * tensor size serves it (saving, over the run's bytes, at most SHARE_LOSS
+ * less than each allocation's own best size);
  * the others by `size=` (all of one size, when no other allocation has
  * it) or `nth=` and `size=`.  At most IBP_CONFIG_MAX_RULES. */
 
@@ -563,10 +566,13 @@ static uint32_t common_tensor(const alloc *const *m, unsigned n, int strict) {
   return pick;
 }
 
-/* The tensor size of a rule of members m: the shared one, else (an
- * allocation that could not be tried) what its copies fit. */
+/* The tensor size of a rule of members m: the shared one within
+ * SHARE_LOSS of their own best sizes, else the one that saves most, else
+ * (an allocation that could not be tried) what its copies fit. */
 static uint32_t rule_tensor(const alloc *const *m, unsigned n) {
-  uint32_t t = common_tensor(m, n, 0);
+  uint32_t t = common_tensor(m, n, 1);
+  if (!t)
+    t = common_tensor(m, n, 0);
   return t ? t : (uint32_t)ibp__discover_fit_tensor(m[0]->gcd);
 }
 
