@@ -151,7 +151,8 @@ static void time_begin(const ibp_route_copy *x, const decision *d,
   const int idle = ibp__stream_idle(x->c->stream);
   ibp__timing_begin(x->slot, d->ch, x->p, x->c->stream, d->cls, &d->choice,
                     &d->prior[d->go], 1e3 * x->p->runtime_call_us,
-                    ibp__route_lead_ns(d->go, x->p), idle, x->dev, t);
+                    ibp__route_lead_ns(d->go, x->p),
+                    ibp__route_setup_ns(d->go, x->p), idle, x->dev, t);
 }
 
 /* A decision's timing that will not happen (its route changed). */

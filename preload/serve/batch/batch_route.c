@@ -68,7 +68,8 @@ void ibp__batch_time_begin(ibp_batch_timed *t, int dev, CUcontext ctx,
    * with the calls (an idle stream) or with the work before it */
   const int idle = ibp__stream_idle(stream);
   ibp__timing_begin(run->slot, run->ch, p, stream, t->cls, &t->choice, &model,
-                    0, ibp__route_lead_ns(IBP_ROUTE_BATCHED, p), idle, dev,
+                    0, ibp__route_lead_ns(IBP_ROUTE_BATCHED, p),
+                    ibp__route_setup_ns(IBP_ROUTE_BATCHED, p), idle, dev,
                     &run->t);
   t->rec = NULL;
 }
@@ -96,7 +97,8 @@ int ibp__batch_time_alone(ibp_device_slot *slot, int dev, const ibp_profile *p,
   const int idle = ibp__stream_idle(c->stream);
   ibp_timing t;
   ibp__timing_begin(slot, ch, p, c->stream, cls, x, &model, runtime,
-                    ibp__route_lead_ns(IBP_ROUTE_DRIVER, p), idle, dev, &t);
+                    ibp__route_lead_ns(IBP_ROUTE_DRIVER, p),
+                    ibp__route_setup_ns(IBP_ROUTE_DRIVER, p), idle, dev, &t);
   if (t.index < 0)
     return 1; /* not timed: the driver's copy all the same */
   CUresult e = d->cuMemcpyHtoDAsync(c->dst, c->src, c->bytes, c->stream);

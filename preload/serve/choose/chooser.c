@@ -170,13 +170,14 @@ static void read_sample(const ibp_driver *d, ibp_served_region *s,
    * streams' work queued ahead of it: it starts no earlier than the last
    * of their events completed (one that completed after the copy's end
    * ran beside it, and one not completed yet still runs: neither delayed
-   * its start) -- docs/ARCHITECTURE.md "The gate", contention */
+   * its start), plus the route's set-up, which ran meanwhile --
+   * docs/ARCHITECTURE.md "The gate", contention */
   for (unsigned j = 0; j < x->others; j++) {
     float after = 0;
     if (ev[2 + j] &&
         d->cuEventElapsedTime(&after, ev[2 + j], ev[1]) == CUDA_SUCCESS &&
-        after >= 0 && 1e6 * after < gpu)
-      gpu = 1e6 * after;
+        after >= 0 && 1e6 * after + x->setup_ns < gpu)
+      gpu = 1e6 * after + x->setup_ns;
   }
   ibp_choose_class *k = &ch->cls[x->cls];
   const double took =
@@ -292,8 +293,8 @@ static int sample_events(const ibp_driver *d, ibp_device_slot *slot,
 void ibp__timing_begin(ibp_device_slot *slot, ibp_chooser *ch,
                        const ibp_profile *p, CUstream stream, unsigned cls,
                        const ibp_choice *c, const ibp_route_cost *prior,
-                       double runtime_ns, double lead_ns, int idle, int dev,
-                       ibp_timing *t) {
+                       double runtime_ns, double lead_ns, double setup_ns,
+                       int idle, int dev, ibp_timing *t) {
   const ibp_driver *d = ibp__driver();
   t->index = -1;
   if (!ch || cls >= IBP_CHOOSE_CLASSES)
@@ -318,6 +319,7 @@ void ibp__timing_begin(ibp_device_slot *slot, ibp_chooser *ch,
                              .timing_ns = ibp__timing_cost_ns(p),
                              .cpu_model_ns = cpu > 0 ? cpu : 0,
                              .lead_model_ns = lead_ns,
+                             .setup_ns = setup_ns,
                              .gpu_model_ns = prior->gpu_ns};
     /* nothing is timed under capture */
     if (capturing || !sample_events(d, slot, ch, i, IBP_TIMING_EVENTS, cls)) {

@@ -48,6 +48,8 @@ typedef struct ibp_timing_sample {
   double cpu_model_ns;  /* the model's for the same calls */
   double lead_model_ns; /* the model's CPU time before the route's first
                            GPU work (idle streams: not the GPU's) */
+  double setup_ns;      /* the model's GPU time before its first turn on
+                           the link */
   double gpu_model_ns;  /* the model's GPU time */
 } ibp_timing_sample;
 
@@ -115,7 +117,9 @@ typedef struct ibp_timing {
  * capturing; the slot's context current): records the first event.
  * prior: the route's model cost for it; runtime_ns: the share of
  * prior->cpu_ns the runtime spends before libibp sees the copy; lead_ns:
- * the model's CPU time before the route's first GPU work; idle: the stream
+ * the model's CPU time before the route's first GPU work; setup_ns: its GPU
+ * time before its first turn on the link (ibp_route_ops.setup_ns); idle: the
+ * stream
  * had nothing queued; dev: the device, whose other streams still running
  * libibp's work (ibp__streams_others) get an event each, so that the span
  * is not charged for waiting behind them.  Leaves
@@ -124,8 +128,8 @@ typedef struct ibp_timing {
 void ibp__timing_begin(ibp_device_slot *slot, ibp_chooser *ch,
                        const ibp_profile *p, CUstream stream, unsigned cls,
                        const ibp_choice *c, const ibp_route_cost *prior,
-                       double runtime_ns, double lead_ns, int idle, int dev,
-                       ibp_timing *t);
+                       double runtime_ns, double lead_ns, double setup_ns,
+                       int idle, int dev, ibp_timing *t);
 
 /* Ends the timing t after the copy's submission: records the second
  * event.  submitted = 0: the copy was not queued after all (the sample is

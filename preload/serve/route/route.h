@@ -80,6 +80,12 @@ typedef struct ibp_route_ops {
   /* Its lead: the model's CPU time before its first GPU work, ns (a timed
    * copy on an idle stream: the span's part that is the calls'). */
   double (*lead_ns)(const ibp_profile *p);
+  /* Its set-up: the model's GPU time before its first turn on the link, ns
+   * (a copy's engine set-up, a kernel's launch latency), which may run
+   * while another stream's transfer holds the link -- a timed span started
+   * at that transfer's end does not hold it, and gets it back
+   * (serve/choose/chooser.c, contention). */
+  double (*setup_ns)(const ibp_profile *p);
   /* Queues x by this route on x->c->stream (the caller times it, and
    * synchronises a synchronous entry point): IBP_SUBMIT_*.  NULL: the
    * route is submitted where it is decided (a held copy: its stream's

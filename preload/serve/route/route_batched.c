@@ -56,5 +56,10 @@ static double lead_ns(const ibp_profile *p) {
   return 1e3 * (p->driver_copy_call_us + p->driver_launch_call_us);
 }
 
+/* its job list copy's set-up */
+static double setup_ns(const ibp_profile *p) {
+  return 1e3 * p->ce_setup_us;
+}
+
 const ibp_route_ops ibp__route_batched = {"batched launch", feasible, prior,
-                                          lead_ns, NULL};
+                                          lead_ns,          setup_ns, NULL};

@@ -33,5 +33,10 @@ static int submit(ibp_route_copy *x, CUresult *err) {
   return *err == CUDA_SUCCESS ? IBP_SUBMIT_QUEUED : IBP_SUBMIT_FAILED;
 }
 
+/* its copy engine's set-up */
+static double setup_ns(const ibp_profile *p) {
+  return 1e3 * p->ce_setup_us;
+}
+
 const ibp_route_ops ibp__route_driver = {"driver's copy", feasible, prior,
-                                         lead_ns, submit};
+                                         lead_ns,         setup_ns, submit};

@@ -38,5 +38,10 @@ static int submit(ibp_route_copy *x, CUresult *err) {
   return *err == CUDA_SUCCESS ? IBP_SUBMIT_QUEUED : IBP_SUBMIT_FAILED;
 }
 
+/* its launch latency */
+static double setup_ns(const ibp_profile *p) {
+  return 1e3 * p->launch_latency_us;
+}
+
 const ibp_route_ops ibp__route_zerocopy = {"kernel launch", feasible, prior,
-                                           lead_ns, submit};
+                                           lead_ns,         setup_ns, submit};

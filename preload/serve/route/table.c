@@ -42,6 +42,10 @@ double ibp__route_lead_ns(ibp_route r, const ibp_profile *p) {
   return table[r]->lead_ns(p);
 }
 
+double ibp__route_setup_ns(ibp_route r, const ibp_profile *p) {
+  return table[r]->setup_ns(p);
+}
+
 ibp_route ibp__route_next(const double est_ns[IBP_ROUTES], ibp_route failed) {
   ibp_route go = IBP_ROUTE_DRIVER;
   double best = 0;

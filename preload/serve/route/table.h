@@ -22,6 +22,9 @@ void ibp__route_priors(ibp_route_copy *x, ibp_route_cost prior[IBP_ROUTES]);
 /* Route r's lead on profile p, ns (ibp_route_ops.lead_ns). */
 double ibp__route_lead_ns(ibp_route r, const ibp_profile *p);
 
+/* Route r's set-up on profile p, ns (ibp_route_ops.setup_ns). */
+double ibp__route_setup_ns(ibp_route r, const ibp_profile *p);
+
 /* The route to take when `failed` cannot take the copy now
  * (IBP_SUBMIT_NOT_NOW): the one of smallest estimate among the others
  * open in est_ns[] (the decision's), the driver's copy first among
