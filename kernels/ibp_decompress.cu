@@ -20,6 +20,47 @@
 #define IBP_KERNEL_STAGE_EXTRA 0u
 #endif
 
+/* Marks of the all-in count (IBP_MARK, ibp_dev.h; docs/ARCHITECTURE.md
+ * "Counting a tensor's instructions"): each names the code from it to the
+ * next mark; every loop holds one, and one follows it. */
+enum {
+  MARK_ENTRY = 1,    /* a warp's start in a kernel */
+  MARK_WALK,         /* a walk of a warp */
+  MARK_WALK_END,     /* to the warp's next walk */
+  MARK_UNIT,         /* a unit of a walk */
+  MARK_LOOKUP,       /* a unit's job */
+  MARK_RAW,          /* a unit copied raw */
+  MARK_RAW_STEP,     /* a 512-byte step of the aligned raw copy */
+  MARK_RAW_BYTES,    /* ... its byte-wise edges */
+  MARK_RAW_END,      /* after it */
+  MARK_STAGE_STEP,   /* a warp-wide request of a fetch */
+  MARK_STAGE_BYTES,  /* ... a piece before the readable range */
+  MARK_STAGE_END,    /* after a fetch is issued */
+  MARK_WAIT,         /* the walk's state saved, the fetch waited for */
+  MARK_DECODE,       /* a tensor's decode entry */
+  MARK_BITS_STEP,    /* a step of counting stream bits before the window */
+  MARK_BITS_END,     /* after it */
+  MARK_STEP_FULL,    /* a full decode step */
+  MARK_STEP_PART,    /* a step that tests each lane's block */
+  MARK_STORE_BYTES,  /* ... a block stored byte by byte */
+  MARK_BSTEP_FULL,   /* a full decode step of a block decode */
+  MARK_BSTEP_PART,   /* ... one that tests each lane's block */
+  MARK_DECODE_END,   /* after a tensor's (or a round's) steps */
+  MARK_RESTORE,      /* the walk's state read back, the carry */
+  MARK_BUNIT,        /* a unit of a block */
+  MARK_BUNIT_JOB,    /* its job made */
+  MARK_BUNIT_END,    /* after it */
+  MARK_ROUND,        /* a round of a block decode */
+  MARK_BSTAGE_STEP,  /* a block-wide request of a block's fetch */
+  MARK_BSTAGE_BYTES, /* ... a piece before the readable range */
+  MARK_BSTAGE_END,   /* after a block's fetch is issued */
+  MARK_SUMS,         /* a warp's sum of a round's block-level scan */
+  MARK_SUMS_END,     /* after the scan */
+  MARK_ROUND_DECODE, /* a round's payload fetched, its decode entry */
+  MARK_ROUND_END,    /* after a round */
+  MARK_COUNT
+};
+
 IBP_DEV uint64_t min_u64(uint64_t a, uint64_t b) {
   return a < b ? a : b;
 }
@@ -34,6 +75,7 @@ IBP_DEV void store_piece(uint8_t *dst, uintptr_t src, uintptr_t p, uintptr_t lo,
                          uintptr_t hi, ibp_dev_u128 v) {
   IBP_NO_UNROLL
   for (uintptr_t a = lo; a < hi; a++) {
+    IBP_MARK(MARK_RAW_BYTES);
     unsigned i = (unsigned)(a - p); /* no array: keep it out of local memory */
     uint32_t w = i < 4 ? v.x : i < 8 ? v.y : i < 12 ? v.z : v.w;
     dst[a - src] = (uint8_t)(w >> (8 * (i & 3)));
@@ -57,6 +99,7 @@ IBP_DEV void warp_copy_raw(uint8_t *dst, const uint8_t *src_p, uint64_t len,
   const uintptr_t base = src & ~(uintptr_t)(LINE - 1);
   const unsigned lane = ibp_dev_lane();
   for (uintptr_t step = base; step <= last; step += SPAN) {
+    IBP_MARK(MARK_RAW_STEP);
     uintptr_t p = step + PIECE * lane;
     int mine = p >= first && p <= last;
     if (p < first)
@@ -70,10 +113,13 @@ IBP_DEV void warp_copy_raw(uint8_t *dst, const uint8_t *src_p, uint64_t len,
         store_piece(dst, src, p, lo, hi, v);
     } else if (mine) { /* a piece at the edge of the readable range */
       IBP_NO_UNROLL    /* a rare path: loads in flight would cost registers */
-          for (uintptr_t a = lo; a < hi; a++) dst[a - src] =
-              ibp_dev_ld_host_u8((const uint8_t *)a);
+          for (uintptr_t a = lo; a < hi; a++) {
+        IBP_MARK(MARK_RAW_BYTES);
+        dst[a - src] = ibp_dev_ld_host_u8((const uint8_t *)a);
+      }
     }
   }
+  IBP_MARK(MARK_RAW_END);
   ibp_dev_syncwarp();
 }
 
@@ -94,6 +140,7 @@ IBP_DEV void warp_stage(uint8_t *stage, const uint8_t *s_p, uint32_t lo,
     const uintptr_t last = (end - 1) & ~(uintptr_t)(PIECE - 1);
     for (uintptr_t step = from & ~(uintptr_t)(LINE - 1); step <= last;
          step += SPAN) {
+      IBP_MARK(MARK_STAGE_STEP);
       uintptr_t p = step + PIECE * lane;
       if (p < first)
         p = first;
@@ -104,11 +151,14 @@ IBP_DEV void warp_stage(uint8_t *stage, const uint8_t *s_p, uint32_t lo,
         ibp_dev_cp_async16(stage + (p - s16), (const void *)p, n);
       } else {        /* the region starts inside this piece: from >= lo_ok */
         IBP_NO_UNROLL /* a rare path: loads in flight would cost registers */
-            for (uintptr_t a = from; a < p + n; a++) stage[a - s16] =
-                ibp_dev_ld_host_u8((const uint8_t *)a);
+            for (uintptr_t a = from; a < p + n; a++) {
+          IBP_MARK(MARK_STAGE_BYTES);
+          stage[a - s16] = ibp_dev_ld_host_u8((const uint8_t *)a);
+        }
       }
     }
   }
+  IBP_MARK(MARK_STAGE_END);
   ibp_dev_cp_async_commit();
 }
 
@@ -227,6 +277,7 @@ template <unsigned C>
 IBP_DEV uint32_t blocks_bits(const decode_ctx &x, uint32_t lo, uint32_t hi) {
   uint32_t sum = 0;
   for (uint32_t g = lo; g < hi; g += 32) {
+    IBP_MARK(MARK_BITS_STEP);
     const uint32_t b = g + ibp_dev_lane();
     uint32_t n = 0;
     if (b < hi) {
@@ -243,11 +294,14 @@ IBP_DEV uint32_t blocks_bits(const decode_ctx &x, uint32_t lo, uint32_t hi) {
     ibp_dev_warp_exclusive_scan(n, &total);
     sum += total;
   }
+  IBP_MARK(MARK_BITS_END);
   return sum;
 }
 
-template <unsigned C, bool FULL>
+template <unsigned C, bool FULL, bool BLOCKWIDE>
 IBP_DEV uint32_t decode_step(const decode_ctx &x, uint32_t g, uint32_t pos) {
+  IBP_MARK(BLOCKWIDE ? (FULL ? MARK_BSTEP_FULL : MARK_BSTEP_PART)
+                     : (FULL ? MARK_STEP_FULL : MARK_STEP_PART));
   const uint32_t b = g + ibp_dev_lane(), nb = x.nb, bit0 = x.bit0;
   const uint32_t *sw = x.sw;
   const unsigned S = x.S;
@@ -303,6 +357,7 @@ IBP_DEV uint32_t decode_step(const decode_ctx &x, uint32_t g, uint32_t pos) {
       const uint32_t hi = at0 + BLOCK < x.w1 ? at0 + BLOCK : x.w1;
       IBP_NO_UNROLL
       for (uint32_t at = at0 > x.w0 ? at0 : x.w0; at < hi; at++) {
+        IBP_MARK(MARK_STORE_BYTES);
         const unsigned i = at - at0; /* no array: keep out of local memory */
         const uint32_t w = i < 4    ? out[0]
                            : i < 8  ? out[1]
@@ -336,21 +391,23 @@ IBP_DEV decode_ctx job_ctx(const tensor_job *j, const uint32_t *sw,
 /* Decodes blocks [g, x.nb) of the window, the first from stream bit pos
  * on.  Steps whose 32 blocks all lie inside the window and land 16-byte
  * aligned take the full path (the common one: docs/ARCHITECTURE.md "The
- * decode plan"), the others test each lane's block. */
-template <unsigned C>
+ * decode plan"), the others test each lane's block.  BLOCKWIDE (a round of
+ * a block decode) only tells the count marks apart. */
+template <unsigned C, bool BLOCKWIDE>
 IBP_DEV void decode_blocks(const decode_ctx &x, uint32_t g, uint32_t pos) {
   const uint32_t end = x.nb;
   const uint32_t full_end = x.w1 / BLOCK; /* blocks below end inside */
   if (x.aligned) {
     if (g * BLOCK < x.w0 && g < end) { /* the first starts before w0 */
-      pos = decode_step<C, false>(x, g, pos);
+      pos = decode_step<C, false, BLOCKWIDE>(x, g, pos);
       g += 32;
     }
     for (; g + 32 <= full_end && g + 32 <= end; g += 32)
-      pos = decode_step<C, true>(x, g, pos);
+      pos = decode_step<C, true, BLOCKWIDE>(x, g, pos);
   }
   for (; g < end; g += 32) /* unaligned: all; else the last step, if any */
-    pos = decode_step<C, false>(x, g, pos);
+    pos = decode_step<C, false, BLOCKWIDE>(x, g, pos);
+  IBP_MARK(MARK_DECODE_END);
 }
 
 /* Decodes the window [w0, w1) of a compressed tensor whose whole stream is
@@ -358,12 +415,13 @@ IBP_DEV void decode_blocks(const decode_ctx &x, uint32_t g, uint32_t pos) {
 template <unsigned C> IBP_DEV void decode_tensor(const tensor_job *j) {
   if (!IBP_WIDTH_OK(C))
     return;
+  IBP_MARK(MARK_DECODE);
   const uint32_t nch = (j->R + C - 1) / C, b0 = j->w0 / BLOCK;
   const decode_ctx x =
       job_ctx(j, (const uint32_t *)job_stage(j),
               8 * (uint32_t)((uintptr_t)j->stream & (PIECE - 1)),
               (j->w1 + BLOCK - 1) / BLOCK);
-  decode_blocks<C>(x, b0, x.bit0 + nch + blocks_bits<C>(x, 0, b0));
+  decode_blocks<C, false>(x, b0, x.bit0 + nch + blocks_bits<C>(x, 0, b0));
 }
 
 IBP_DEV void warp_decode_tensor(const tensor_job *j) {
@@ -405,6 +463,7 @@ IBP_DEV void block_stage(uint8_t *stage, uintptr_t from, uintptr_t to,
     const uint32_t end = (uint32_t)(to - line);
     const uint32_t span = PIECE * ibp_dev_block_threads();
     for (uint32_t step = 0; step <= last; step += span) {
+      IBP_MARK(MARK_BSTAGE_STEP);
       if (step + SPAN * ibp_dev_warp_in_block() > last)
         break; /* nothing of it for this warp (no request: no sector) */
       uint32_t o = step + PIECE * ibp_dev_thread();
@@ -415,12 +474,14 @@ IBP_DEV void block_stage(uint8_t *stage, uintptr_t from, uintptr_t to,
         ibp_dev_cp_async16(stage + (o - first), p, n);
       } else {        /* the readable range starts inside this piece */
         IBP_NO_UNROLL /* a rare path: loads in flight would cost registers */
-            for (uint32_t a = (uint32_t)(from - line); a < o + n; a++)
-                stage[a - first] =
-                    ibp_dev_ld_host_u8((const uint8_t *)(line + a));
+            for (uint32_t a = (uint32_t)(from - line); a < o + n; a++) {
+          IBP_MARK(MARK_BSTAGE_BYTES);
+          stage[a - first] = ibp_dev_ld_host_u8((const uint8_t *)(line + a));
+        }
       }
     }
   }
+  IBP_MARK(MARK_BSTAGE_END);
   ibp_dev_cp_async_commit();
 }
 
@@ -474,6 +535,7 @@ template <unsigned C> IBP_DEV int block_round(const tensor_job *j) {
   uint32_t *sums = (uint32_t *)round;
   uint8_t *fits = round + ROUND_TOTALS;
   const uint32_t fits_max = IBP_KERNEL_ROUND_BLOCKS * 2 + 64; /* bytes */
+  IBP_MARK(MARK_ROUND);
   const uint32_t F = 16 / C; /* fit bits a block */
   const uintptr_t s = (uintptr_t)j->stream, s_end = s + j->len;
   const uint32_t b0 = j->w0 / BLOCK, b1 = (j->w1 + BLOCK - 1) / BLOCK;
@@ -496,10 +558,12 @@ template <unsigned C> IBP_DEV int block_round(const tensor_job *j) {
   ibp_dev_syncthreads();
   uint32_t before = 0, all = 0;
   for (unsigned i = 0; i < W; i++) {
+    IBP_MARK(MARK_SUMS);
     const uint32_t t = sums[i];
     before += i < w ? t : 0;
     all += t;
   }
+  IBP_MARK(MARK_SUMS_END);
   rs->rb = re;
   rs->payload = payload + all;
   if (re > b0) {
@@ -508,6 +572,7 @@ template <unsigned C> IBP_DEV int block_round(const tensor_job *j) {
                 min_u64(s + ((uint64_t)payload + all + 7) / 8, s_end),
                 j->lo_ok);
     block_staged();
+    IBP_MARK(MARK_ROUND_DECODE);
     if (we > b0) {
       uint32_t g = wb;
       uint32_t pos = 8 * fits_max + 8 * (uint32_t)(p0 & (PIECE - 1)) +
@@ -516,9 +581,10 @@ template <unsigned C> IBP_DEV int block_round(const tensor_job *j) {
         pos += blocks_bits<C>(x, g, b0);
         g = b0;
       }
-      decode_blocks<C>(x, g, pos);
+      decode_blocks<C, true>(x, g, pos);
     }
   }
+  IBP_MARK(MARK_ROUND_END);
   ibp_dev_syncthreads(); /* the round buffer is free */
   ibp_dev_compiler_fence();
   return warp_round()->rb < (j->w1 + BLOCK - 1) / BLOCK;
@@ -620,6 +686,7 @@ typedef struct copy_range {
  * parameter, or a batch's template in device memory.) */
 IBP_DEV int unit_job(const ibp_decompress_args &a, const copy_range &c,
                      uint64_t t, uint8_t *stage, tensor_job *j) {
+  IBP_MARK(MARK_LOOKUP);
   const uint64_t R = a.tensor_bytes;
   const uint64_t g0 = c.first_tensor * R + c.first_offset, g1 = g0 + c.length;
   const uint64_t start = t * R;
@@ -703,7 +770,9 @@ IBP_DEV void walk_units(Units &units, walk_state *ws, tensor_job *slots) {
   tensor_job *j = slots, *n = slots + 1, *nn = slots + 2;
   int jc = unit_of(units, u, walk_stage(ws, 0), j), nc = 0, staged = 0;
   for (; u < u1; u++) {
+    IBP_MARK(MARK_UNIT);
     if (!jc) {
+      IBP_MARK(MARK_RAW);
       warp_copy_raw(j->dst, j->orig + j->w0, j->w1 - j->w0, j->raw_lo,
                     j->raw_hi);
       if (u + 1 < u1)
@@ -734,9 +803,11 @@ IBP_DEV void walk_units(Units &units, walk_state *ws, tensor_job *slots) {
     ws->nnc = (uint8_t)nnc;
     ws->prefetch = (uint8_t)prefetch;
     units_save(units, ws);
+    IBP_MARK(MARK_WAIT);
     ibp_dev_cp_async_wait(prefetch ? 1 : 0); /* j's fetch */
     ibp_dev_syncwarp(); /* ... and the other lanes' pieces of it */
     warp_decode_tensor(j);
+    IBP_MARK(MARK_RESTORE);
     ibp_dev_syncwarp(); /* j's buffer is free: the next fetch reuses it */
     ibp_dev_compiler_fence();
     u = ws->u;
@@ -796,10 +867,12 @@ IBP_DEV void warp_walks_all(Units &units, uint64_t nunits, uint32_t walk_len,
   ws->buffers = (uint8_t)buffers;
   for (uint64_t w; (w = ws->next) < ws->walks;) {
     const uint64_t u0 = w * ws->walk, u1 = min_u64(u0 + ws->walk, ws->units);
+    IBP_MARK(MARK_WALK);
     ibp_dev_syncwarp();
     ws->u = u0;
     ws->end = u1;
     walk_units(units, ws, slots);
+    IBP_MARK(MARK_WALK_END);
     ibp_dev_syncwarp();
     advance(ws);
   }
@@ -819,8 +892,10 @@ IBP_DEV void block_units_all(Units &units, uint64_t nunits) {
       (uint32_t *)(ibp_dev_shared() +
                    IBP_KERNEL_JOB_BYTES * ibp_dev_warps_per_block());
   for (uint64_t u = ibp_dev_block(); u < nunits;) {
+    IBP_MARK(MARK_BUNIT);
     if (ibp_dev_warp_in_block() == 0) {
       const int c = unit_of(units, u, (uint8_t *)coded, j);
+      IBP_MARK(MARK_BUNIT_JOB);
       if (ibp_dev_lane() == 0)
         *coded = (uint32_t)c;
     }
@@ -833,6 +908,7 @@ IBP_DEV void block_units_all(Units &units, uint64_t nunits) {
       block_decode_tensor(j);
     else
       block_copy_raw(j);
+    IBP_MARK(MARK_BUNIT_END);
     ibp_dev_syncthreads(); /* the job and the round buffer are free */
     ibp_dev_compiler_fence();
     u = ws->u + ibp_dev_grid_blocks();
@@ -874,6 +950,7 @@ IBP_DEV void units_restore(single_units &s, const walk_state *ws) {
 
 IBP_KERNEL void DECODE_BOUNDS
 ibp_decompress(IBP_GRID_CONSTANT const ibp_decompress_args a) {
+  IBP_MARK(MARK_ENTRY);
   const uint64_t R = a.tensor_bytes;
   const uint64_t g0 = a.first_tensor * R + a.first_offset, g1 = g0 + a.length;
   if (a.length == 0)
