@@ -48,6 +48,9 @@ IBP_DEV unsigned ibp_dev_ballot(int pred) {
 IBP_DEV void ibp_dev_syncwarp() {
   __syncwarp(0xFFFFFFFFu);
 }
+IBP_DEV unsigned ibp_dev_popc(uint32_t v) {
+  return (unsigned)__popc(v);
+}
 IBP_DEV void ibp_dev_syncthreads() {
   __syncthreads();
 }
@@ -192,6 +195,9 @@ IBP_DEV unsigned ibp_dev_ballot(int pred) {
 }
 IBP_DEV void ibp_dev_syncwarp() {
   simt_syncwarp(0xFFFFFFFFu);
+}
+IBP_DEV unsigned ibp_dev_popc(uint32_t v) {
+  return (unsigned)__builtin_popcount(v);
 }
 IBP_DEV void ibp_dev_syncthreads() {
   simt_syncthreads();

@@ -221,7 +221,11 @@ def combine(regions_path, hits_path, detail):
             total += n
             parts.append((n, m, p))
         block = int(f["size"]) >= BLOCK_R
-        loop = ins.get(ids["MARK_BSTEP_FULL" if block else "MARK_STEP_FULL"], 0)
+        # the loop the copy ran most: a full step of its path, or a group's
+        steps = ["MARK_BSTEP_FULL"] if block else ["MARK_STEP_FULL",
+                                                   "MARK_GROUP_STEP"]
+        steps = [ids[n] for n in steps if n in ids]
+        loop = ins.get(max(steps, key=lambda m: hits.get(m, 0)), 0)
         print("size=%s width=%s instructions_per_byte_all_in=%.3f path=%s "
               "loop_instructions_per_byte=%.3f" %
               (f["size"], f["width"], total / float(f["bytes"]),

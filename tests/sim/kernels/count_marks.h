@@ -11,6 +11,8 @@ extern "C" {
 
 /* Mark ids are 1 .. count_marks_ids() - 1. */
 unsigned count_marks_ids(void);
+/* The id of a group's decode step (MARK_GROUP_STEP). */
+unsigned count_marks_group_step(void);
 /* Forgets every pass counted so far. */
 void count_marks_reset(void);
 /* Passes through mark `id` since the reset: per warp, the most passes of

@@ -40,6 +40,10 @@ extern "C" unsigned count_marks_ids(void) {
   return MARK_COUNT;
 }
 
+extern "C" unsigned count_marks_group_step(void) {
+  return MARK_GROUP_STEP;
+}
+
 extern "C" void count_marks_reset(void) {
   passes.clear();
 }
