@@ -66,13 +66,15 @@ extern "C" {
  *                  built-in profiles' decode terms were measured with
  *   decode-plan-1  the per-region decode plan (docs/ARCHITECTURE.md "The
  *                  decode plan"), 16 bytes per lane and step
+ *   decode-plan-2  the same, with groups of small tensors decoded in one
+ *                  flat step (issue 36)
  *
  * Whoever changes how fast ibp_decompress or ibp_decompress_batch decode
  * (ibp_decompress.cu, ibp_dev.h, the plan they read, their launch shape in
  * plan.c) bumps it -- a new name, never one used before, and never
  * "unknown" -- so that every profile measured before is flagged until `ibp
  * calibrate` measures the new build. */
-#define IBP_DECODER_BUILD "decode-plan-1"
+#define IBP_DECODER_BUILD "decode-plan-2"
 
 typedef struct ibp_decompress_args {
   const uint8_t *packed;   /* mapped host: the compressed streams */
