@@ -14,20 +14,27 @@ import sys
 
 INSN = re.compile(r"^\s*/\*([0-9a-f]{4,})\*/\s+(.*?)\s*;\s*/\* (0x[0-9a-f]{16}) \*/")
 WORD = re.compile(r"^\s*/\* (0x[0-9a-f]{16}) \*/\s*$")
+LABEL = re.compile(r"^(\S+):\s*$")
 
 
-def parse_all(lines, function):
+def parse_all(lines, function, labels=None):
     """The function's instructions, each as [text, low encoding word], from
     nvdisasm -hex: a line with text and the low word, then a line with the
     high word.  nvdisasm 11.8 prints an opcode it does not know (VIADD,
     ...) as its two words alone, without text or label: "UNKNOWN".  Every
-    instruction is 16 bytes, so its address is its index * 16."""
+    instruction is 16 bytes, so its address is its index * 16.  labels: a
+    dict that gets the instruction index of each label in the function."""
     insns, inside, high_next = [], False, False
     for line in lines:
         if line.startswith(".text."):
             inside = line.strip() == ".text.%s:" % function
             continue
         if not inside:
+            continue
+        m = LABEL.match(line)
+        if m:
+            if labels is not None:
+                labels[m.group(1)] = len(insns)
             continue
         m = INSN.match(line)
         if m:

@@ -30,9 +30,9 @@ import os
 import re
 import sys
 
-INSN = re.compile(r"^\s*/\*([0-9a-f]{4,})\*/\s+(.*?)\s*;\s*/\* (0x[0-9a-f]{16}) \*/")
-WORD = re.compile(r"^\s*/\* (0x[0-9a-f]{16}) \*/\s*$")
-LABEL = re.compile(r"^(\S+):\s*$")
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import sass_loop  # noqa: E402  (the listing parser, shared)
+
 TARGET = re.compile(r"`\(([^)]+)\)")
 
 SOURCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
@@ -52,31 +52,9 @@ def mark_names():
 
 def parse(lines, function):
     """[text, low word] per instruction of the function's section and the
-    instruction index of each label in it (nvdisasm 11.8 prints opcodes it
-    does not know as bare words: "UNKNOWN")."""
-    insns, labels, inside, high_next = [], {}, False, False
-    for line in lines:
-        if line.startswith(".text."):
-            inside = line.strip() == ".text.%s:" % function
-            continue
-        if not inside:
-            continue
-        m = LABEL.match(line)
-        if m:
-            labels[m.group(1)] = len(insns)
-            continue
-        m = INSN.match(line)
-        if m:
-            insns.append([m.group(2), int(m.group(3), 16)])
-            assert int(m.group(1), 16) == 16 * (len(insns) - 1), line
-            high_next = True
-            continue
-        m = WORD.match(line)
-        if m:
-            if not high_next:
-                insns.append(["UNKNOWN", int(m.group(1), 16)])
-            high_next = not high_next
-    return insns, labels
+    instruction index of each label in it (sass_loop.parse_all)."""
+    labels = {}
+    return sass_loop.parse_all(lines, function, labels), labels
 
 
 def opcode(text):
