@@ -578,6 +578,18 @@ static int serve_region(ibp_region_rec *r, const ibp_copy *c, int offered) {
   return submit(&x, &d, go);
 }
 
+void ibp__serve_passed(const ibp_copy *c, int reason) {
+  if (c->bytes == 0 || c->bytes < ibp__cfg.min_copy_bytes)
+    return;
+  ibp_region_rec *r = NULL;
+  if (ibp_registry_find(c->src, c->bytes, &r) == IBP_FIND_NONE)
+    return;
+  ibp_served_region *s = ibp__served(r);
+  if (s)
+    count_passed(s, c, reason);
+  ibp_region_release(r);
+}
+
 int ibp__serve_htod(const ibp_copy *c) {
   if (c->bytes == 0 || c->bytes < ibp__cfg.min_copy_bytes)
     return 1;

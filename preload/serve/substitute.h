@@ -14,4 +14,9 @@
  * capturing, the driver's copy chosen, error). */
 int ibp__serve_htod(const ibp_copy *c);
 
+/* Copy c, from a region or not, is the driver's without being looked at
+ * (a row of a 2D copy after one the driver took): counted as passed for
+ * `reason` (IBP_PASSED_*) in its region's statistics, once. */
+void ibp__serve_passed(const ibp_copy *c, int reason);
+
 #endif /* IBP_PRELOAD_SUBSTITUTE_H */

@@ -87,6 +87,20 @@ assert passed == r["copies_passthrough"] + r["copies_gated"] + r["copies_fallbac
 assert r["bytes_requested"] == 16 << 20, r["bytes_requested"]
 PY
 
+# ---- a 2D copy's rows: each counted once ------------------------------------
+# (made before the region is ready: the first row is the driver's, not
+# ready, and so are the rows after it)
+run run --sim --regions 'min=1M,name=r' --stats "$FILES/rows.json" -- "$PROG" rows 16
+expect_eq "rows: exit status" "$rc" 0
+checks=$((checks + 1))
+python3 - "$FILES/rows.json" <<'PY' || fail "rows: a 2D copy's rows not counted once each: $(cat "$FILES/rows.json")"
+import json, sys
+r = json.load(open(sys.argv[1]))["regions"][0]
+passed = sum(r["passed"].values())
+assert r["copies_served"] + passed == 16, (r["copies_served"], r["passed"])
+assert r["passed"]["row-after"] == 16 - 1 - r["copies_served"], r["passed"]
+PY
+
 # ---- every reason documented ---------------------------------------------------
 for reason in $(sed -n 's/^IBP_REASON([A-Z_]*, "\([a-z-]*\)")$/\1/p' "$SRC/preload/stats/reasons.def"); do
   checks=$((checks + 1))

@@ -29,6 +29,7 @@ typedef struct runtime {
   int (*copy)(void *, const void *, size_t, int);
   int (*free_dev)(void *);
   int (*free_host)(void *);
+  int (*copy_2d)(void *, size_t, const void *, size_t, size_t, size_t, int);
 } runtime;
 
 static void *need(void *lib, const char *name) {
@@ -47,6 +48,7 @@ static void load(runtime *rt) {
   *(void **)&rt->copy = need(lib, "cudaMemcpy");
   *(void **)&rt->free_dev = need(lib, "cudaFree");
   *(void **)&rt->free_host = need(lib, "cudaFreeHost");
+  *(void **)&rt->copy_2d = need(lib, "cudaMemcpy2D");
 }
 
 /* Small integers in 16-bit words: most bits the same in every word. */
@@ -130,6 +132,28 @@ static int compact(const runtime *rt) {
   return 0;
 }
 
+/* One 2D copy of `rows` rows of 64 KiB at a pitch of 128 KiB from a pinned
+ * buffer, made at once (before its region is ready): every row is the
+ * driver's, each counted once. */
+static int rows_2d(const runtime *rt, int rows) {
+  const size_t width = 64 << 10, pitch = 128 << 10, n = pitch * (size_t)rows;
+  unsigned char *host = NULL;
+  void *dev = NULL;
+  if (rows < 1 || rt->host_alloc((void **)&host, n, 0) || rt->alloc(&dev, n))
+    return 1;
+  fill(host, n, 3);
+  if (rt->copy_2d(dev, pitch, host, pitch, width, (size_t)rows, HOST_TO_DEVICE))
+    return 1;
+  unsigned char *back = malloc(n);
+  int ok = back && rt->copy(back, dev, n, DEVICE_TO_HOST) == 0;
+  for (int y = 0; ok && y < rows; y++)
+    ok = memcmp(back + (size_t)y * pitch, host + (size_t)y * pitch, width) == 0;
+  free(back);
+  rt->free_host(host);
+  rt->free_dev(dev);
+  return ok ? 0 : 1;
+}
+
 int main(int argc, char **argv) {
   runtime rt;
   int rc = 2;
@@ -139,6 +163,8 @@ int main(int argc, char **argv) {
                strtol(argv[4], NULL, 10));
   else if (argc == 3 && !strcmp(argv[1], "same"))
     rc = same(&rt, atoi(argv[2]));
+  else if (argc == 3 && !strcmp(argv[1], "rows"))
+    rc = rows_2d(&rt, atoi(argv[2]));
   else if (argc == 2 && !strcmp(argv[1], "compact"))
     rc = compact(&rt);
   else

@@ -154,6 +154,13 @@ int ibp__serve_2d(const CUDA_MEMCPY2D *p, CUstream s, int sync) {
     row(p, y, &c.src, &c.dst);
     if (ibp__serve_htod(&c) == 0)
       continue;
+    /* the rows after it are the driver's too: counted once each (the
+     * refused one was, with its own reason) */
+    for (size_t z = y + 1; z < p->Height; z++) {
+      ibp_copy rest = c;
+      row(p, z, &rest.src, &rest.dst);
+      ibp__serve_passed(&rest, IBP_PASSED_ROW_AFTER);
+    }
     if (y == 0)
       return 1; /* nothing held: the driver's 2D copy, whole */
     /* the rest by the driver, after what is held (rows never overlap) */
