@@ -1,21 +1,40 @@
 #!/usr/bin/env bash
 # bench/kernel_sass.sh -- a static look at the decompress kernel's machine
-# code (docs/ARCHITECTURE.md "The decode plan"; bench/README.md).
+# code (docs/ARCHITECTURE.md "Counting a tensor's instructions";
+# bench/README.md).
 #
-#   bench/kernel_sass.sh [--fetch]
+#   bench/kernel_sass.sh [--fetch] [build-dir]     (default build/release)
 #
-# Prints, for sm_90 and each chunk width W, one line
-#   width=W instructions_per_byte=X
-# X = the SASS warp-instructions of one trip through the kernel's full-path
-# decode loop (32 lanes x 16 bytes = 512 output bytes) / 512.  Each width
-# is built on its own (-DIBP_KERNEL_ONLY_WIDTH=W, the same source and
-# flags as the fatbin) so that the kernel holds one such loop;
-# bench/lib/sass_loop.py finds it in the control-flow graph (the smallest
-# loop with a warp scan and a 16-byte global store) and counts it.  The deposit's stages are
-# predicated on the region's S, so every stage is counted: X holds for
-# any S.  Then one line per kernel and architecture of the fatbin:
-#   arch=sm_A kernel=K registers=N spill_stores=N spill_loads=N stack=N
-# from ptxas -v (cmake/nvcc_fatbin.cmake's build).
+# Prints, for sm_90:
+#
+# 1. All in, per tensor size R and chunk width W (R in 256, 400, 1024,
+#    4096, 65536; W in 1 and 8):
+#      size=R width=W instructions_per_byte_all_in=X path=P loop_instructions_per_byte=L
+#    X = the SASS warp-instructions of everything a copy of whole R-byte
+#    tensors runs (kernel entry, walks, unit look-ups, staging, waits,
+#    state saves and restores, decode entries, every step R needs, partial
+#    ones too, the block path's pre-pass and rounds) / the bytes copied.
+#    The kernel is built with its count marks (-DIBP_KERNEL_SASS_MARKS:
+#    each IBP_MARK one PMTRIG instruction); bench/lib/sass_marks.py counts
+#    the code each mark starts (every instruction reachable from it before
+#    the next mark, branches not taken counted as taken, a copied mark as
+#    its largest copy: an upper bound per pass; a loop without a mark fails
+#    the count), and the emulator runs the same source on such a copy
+#    (tests/sim/kernels/count_marks, from the build directory) and reports
+#    how often each warp passed each mark.  P is the path tensors of R
+#    bytes take (warp: a warp per tensor; block: R >= 16 KiB) and L its
+#    full decode step's instructions / 512.
+# 2. The full-path loop of the unmarked build per chunk width W (the
+#    figure this script printed before the all-in count):
+#      width=W instructions_per_byte=X
+#    X = one trip of the smallest loop with a warp scan and a 16-byte
+#    global store (bench/lib/sass_loop.py) / 512, each width built on its
+#    own (-DIBP_KERNEL_ONLY_WIDTH=W) with the fatbin's source and flags.
+#    The deposit's stages are predicated on the region's S, so every stage
+#    is counted: X holds for any S.
+# 3. One line per kernel and architecture of the fatbin:
+#      arch=sm_A kernel=K registers=N spill_stores=N spill_loads=N stack=N
+#    from ptxas -v (cmake/nvcc_fatbin.cmake's build).
 #
 # Needs nvcc (/usr/local/cuda/bin or PATH) and nvdisasm, which CUDA 13's
 # toolkit here lacks: $NVDISASM, nvdisasm on PATH, or the one --fetch put
@@ -67,7 +86,10 @@ fetch_nvdisasm() {
   rm -rf "$tmp"
 }
 
-[[ ${1:-} == --fetch ]] && fetch_nvdisasm
+if [[ ${1:-} == --fetch ]]; then
+  fetch_nvdisasm
+  shift
+fi
 NVCC=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
 NVDISASM=${NVDISASM:-$(command -v nvdisasm || echo "$CACHE/nvdisasm")}
 [[ -x $NVCC ]] || { echo "kernel_sass: no nvcc" >&2; exit 2; }
@@ -75,21 +97,45 @@ NVDISASM=${NVDISASM:-$(command -v nvdisasm || echo "$CACHE/nvdisasm")}
   echo "kernel_sass: no nvdisasm (set NVDISASM, or run with --fetch)" >&2
   exit 2
 }
+build=${1:-build/release}
+count=$build/tests/sim/kernels/count_marks
+[[ -x $count ]] || {
+  echo "kernel_sass: no $count (cmake --build --preset release" \
+    "--target count_marks)" >&2
+  exit 2
+}
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
-for w in 1 2 4 8; do
-  "$NVCC" -cubin -O3 -std=c++17 -arch=sm_90 -DIBP_KERNEL_ONLY_WIDTH=$w \
-    -Ikernels -o "$work/w$w.cubin" kernels/ibp_decompress.cu
-  python3 - "$work/w$w.cubin" <<'PY'
+# The sm_90 cubin of the kernels for chunk width $1 (nvcc flags after $2)
+# as nvdisasm -hex's listing in $2.
+sass() {
+  local w=$1 out=$2
+  shift 2
+  "$NVCC" -cubin -O3 -std=c++17 -arch=sm_90 -DIBP_KERNEL_ONLY_WIDTH="$w" "$@" \
+    -Ikernels -o "$out.cubin" kernels/ibp_decompress.cu
+  python3 - "$out.cubin" <<'PY'
 import struct, sys
 b = bytearray(open(sys.argv[1], "rb").read())
 b[8] = 7                                   # ELF ABI version nvdisasm 11.8 knows
 struct.pack_into("<I", b, 0x30, 0x005A055A)  # its e_flags for sm_90
 open(sys.argv[1], "wb").write(b)
 PY
-  "$NVDISASM" -c -hex "$work/w$w.cubin" >"$work/w$w.sass"
+  "$NVDISASM" -c -hex "$out.cubin" >"$out"
+}
+
+for w in 1 8; do
+  sass "$w" "$work/m$w.sass" -DIBP_KERNEL_SASS_MARKS
+  python3 bench/lib/sass_marks.py regions ibp_decompress "$work/m$w.sass" \
+    >"$work/m$w.regions"
+  "$count" --sizes 256,400,1024,4096,65536 --widths "$w" >"$work/m$w.hits"
+  python3 bench/lib/sass_marks.py combine "$work/m$w.regions" \
+    "$work/m$w.hits" ${IBP_SASS_DETAIL:+--detail}
+done
+
+for w in 1 2 4 8; do
+  sass "$w" "$work/w$w.sass"
   n=$(python3 bench/lib/sass_loop.py ibp_decompress "$work/w$w.sass" |
     sed -n 's/^instructions=\([0-9]*\).*/\1/p')
   awk -v w="$w" -v n="$n" \

@@ -20,6 +20,52 @@
 #define IBP_KERNEL_STAGE_EXTRA 0u
 #endif
 
+/* Marks of the all-in count (IBP_MARK, ibp_dev.h; docs/ARCHITECTURE.md
+ * "Counting a tensor's instructions"): each names the code from it to the
+ * next mark; every loop holds one, and one follows it. */
+enum {
+  MARK_ENTRY = 1,    /* a warp's start in a kernel */
+  MARK_WALK,         /* a walk of a warp */
+  MARK_WALK_END,     /* to the warp's next walk */
+  MARK_UNIT,         /* a unit of a walk */
+  MARK_LOOKUP,       /* a unit's job */
+  MARK_RAW,          /* a unit copied raw */
+  MARK_RAW_STEP,     /* a 512-byte step of the aligned raw copy */
+  MARK_RAW_BYTES,    /* ... its byte-wise edges */
+  MARK_RAW_END,      /* after it */
+  MARK_STAGE_STEP,   /* a warp-wide request of a fetch */
+  MARK_STAGE_BYTES,  /* ... a piece before the readable range */
+  MARK_STAGE_END,    /* after a fetch is issued */
+  MARK_WAIT,         /* the walk's state saved, the fetch waited for */
+  MARK_DECODE,       /* a tensor's decode entry */
+  MARK_BITS_STEP,    /* a step of counting stream bits before the window */
+  MARK_BITS_END,     /* after it */
+  MARK_STEP_FULL,    /* a full decode step */
+  MARK_STEP_PART,    /* a step that tests each lane's block */
+  MARK_STORE_BYTES,  /* ... a block stored byte by byte */
+  MARK_BSTEP_FULL,   /* a full decode step of a block decode */
+  MARK_BSTEP_PART,   /* ... one that tests each lane's block */
+  MARK_DECODE_END,   /* after a tensor's (or a round's) steps */
+  MARK_RESTORE,      /* the walk's state read back, the carry */
+  MARK_GROUP,        /* a group's decode entry */
+  MARK_GROUP_STEP,   /* a step of a group's decode */
+  MARK_GROUP_NEXT,   /* a tensor a lane's next block is in */
+  MARK_GROUP_END,    /* after it */
+  MARK_GROUPING,     /* a unit's job grown into a group */
+  MARK_BUNIT,        /* a unit of a block */
+  MARK_BUNIT_JOB,    /* its job made */
+  MARK_BUNIT_END,    /* after it */
+  MARK_ROUND,        /* a round of a block decode */
+  MARK_BSTAGE_STEP,  /* a block-wide request of a block's fetch */
+  MARK_BSTAGE_BYTES, /* ... a piece before the readable range */
+  MARK_BSTAGE_END,   /* after a block's fetch is issued */
+  MARK_SUMS,         /* a warp's sum of a round's block-level scan */
+  MARK_SUMS_END,     /* after the scan */
+  MARK_ROUND_DECODE, /* a round's payload fetched, its decode entry */
+  MARK_ROUND_END,    /* after a round */
+  MARK_COUNT
+};
+
 IBP_DEV uint64_t min_u64(uint64_t a, uint64_t b) {
   return a < b ? a : b;
 }
@@ -34,6 +80,7 @@ IBP_DEV void store_piece(uint8_t *dst, uintptr_t src, uintptr_t p, uintptr_t lo,
                          uintptr_t hi, ibp_dev_u128 v) {
   IBP_NO_UNROLL
   for (uintptr_t a = lo; a < hi; a++) {
+    IBP_MARK(MARK_RAW_BYTES);
     unsigned i = (unsigned)(a - p); /* no array: keep it out of local memory */
     uint32_t w = i < 4 ? v.x : i < 8 ? v.y : i < 12 ? v.z : v.w;
     dst[a - src] = (uint8_t)(w >> (8 * (i & 3)));
@@ -57,6 +104,7 @@ IBP_DEV void warp_copy_raw(uint8_t *dst, const uint8_t *src_p, uint64_t len,
   const uintptr_t base = src & ~(uintptr_t)(LINE - 1);
   const unsigned lane = ibp_dev_lane();
   for (uintptr_t step = base; step <= last; step += SPAN) {
+    IBP_MARK(MARK_RAW_STEP);
     uintptr_t p = step + PIECE * lane;
     int mine = p >= first && p <= last;
     if (p < first)
@@ -70,10 +118,13 @@ IBP_DEV void warp_copy_raw(uint8_t *dst, const uint8_t *src_p, uint64_t len,
         store_piece(dst, src, p, lo, hi, v);
     } else if (mine) { /* a piece at the edge of the readable range */
       IBP_NO_UNROLL    /* a rare path: loads in flight would cost registers */
-          for (uintptr_t a = lo; a < hi; a++) dst[a - src] =
-              ibp_dev_ld_host_u8((const uint8_t *)a);
+          for (uintptr_t a = lo; a < hi; a++) {
+        IBP_MARK(MARK_RAW_BYTES);
+        dst[a - src] = ibp_dev_ld_host_u8((const uint8_t *)a);
+      }
     }
   }
+  IBP_MARK(MARK_RAW_END);
   ibp_dev_syncwarp();
 }
 
@@ -86,29 +137,31 @@ IBP_DEV void warp_copy_raw(uint8_t *dst, const uint8_t *src_p, uint64_t len,
  * group. */
 IBP_DEV void warp_stage(uint8_t *stage, const uint8_t *s_p, uint32_t lo,
                         uint32_t hi, const uint8_t *lo_ok_p) {
-  const uintptr_t s = (uintptr_t)s_p, s16 = s & ~(uintptr_t)(PIECE - 1);
-  const uintptr_t from = s + lo, end = s + hi;
-  const unsigned lane = ibp_dev_lane();
-  if (hi > lo) {
-    const uintptr_t first = from & ~(uintptr_t)(PIECE - 1);
-    const uintptr_t last = (end - 1) & ~(uintptr_t)(PIECE - 1);
-    for (uintptr_t step = from & ~(uintptr_t)(LINE - 1); step <= last;
-         step += SPAN) {
-      uintptr_t p = step + PIECE * lane;
-      if (p < first)
-        p = first;
-      if (p > last)
-        p = last;
-      unsigned n = (unsigned)min_u64(PIECE, end - p);
-      if (p >= (uintptr_t)lo_ok_p) {
-        ibp_dev_cp_async16(stage + (p - s16), (const void *)p, n);
-      } else {        /* the region starts inside this piece: from >= lo_ok */
+  if (hi > lo) { /* offsets from the line below s + lo: 32 bits */
+    const uintptr_t s = (uintptr_t)s_p, lo_ok = (uintptr_t)lo_ok_p;
+    const uintptr_t line = (s + lo) & ~(uintptr_t)(LINE - 1);
+    const uint32_t skip = (uint32_t)((s & ~(uintptr_t)(PIECE - 1)) - line);
+    const uint32_t from = (uint32_t)(s + lo - line), end = from + (hi - lo);
+    const uint32_t first = from & ~(PIECE - 1), last = (end - 1) & ~(PIECE - 1);
+    const uint32_t ok = lo_ok > line ? (uint32_t)(lo_ok - line) : 0;
+    const uint32_t mine = PIECE * ibp_dev_lane();
+    for (uint32_t step = 0; step <= last; step += SPAN) {
+      IBP_MARK(MARK_STAGE_STEP);
+      const uint32_t o = step + mine;
+      const uint32_t q = o < first ? first : o > last ? last : o;
+      const unsigned n = end - q < PIECE ? end - q : PIECE;
+      if (q >= ok) {
+        ibp_dev_cp_async16(stage + (q - skip), (const void *)(line + q), n);
+      } else {        /* the region starts inside this piece: from >= ok */
         IBP_NO_UNROLL /* a rare path: loads in flight would cost registers */
-            for (uintptr_t a = from; a < p + n; a++) stage[a - s16] =
-                ibp_dev_ld_host_u8((const uint8_t *)a);
+            for (uint32_t x = from; x < q + n; x++) {
+          IBP_MARK(MARK_STAGE_BYTES);
+          stage[x - skip] = ibp_dev_ld_host_u8((const uint8_t *)(line + x));
+        }
       }
     }
   }
+  IBP_MARK(MARK_STAGE_END);
   ibp_dev_cp_async_commit();
 }
 
@@ -129,7 +182,10 @@ typedef struct tensor_job {
   uint32_t len;          /* stream bytes */
   uint32_t from, to;     /* stream bytes [from, to) its fetch stages; to may
                             pass len (into the next stream, see below) */
+  uint32_t count; /* tensors of the job: 1, or a group (docs/ARCHITECTURE.md
+                     "Groups of small tensors") */
   const uint8_t *raw_lo, *raw_hi; /* host range a raw copy may read */
+  const uint64_t *offs;           /* a group: offsets of its tensors */
 } tensor_job;
 
 #define BLOCK 16u /* output bytes a lane decodes per step */
@@ -227,6 +283,7 @@ template <unsigned C>
 IBP_DEV uint32_t blocks_bits(const decode_ctx &x, uint32_t lo, uint32_t hi) {
   uint32_t sum = 0;
   for (uint32_t g = lo; g < hi; g += 32) {
+    IBP_MARK(MARK_BITS_STEP);
     const uint32_t b = g + ibp_dev_lane();
     uint32_t n = 0;
     if (b < hi) {
@@ -243,22 +300,20 @@ IBP_DEV uint32_t blocks_bits(const decode_ctx &x, uint32_t lo, uint32_t hi) {
     ibp_dev_warp_exclusive_scan(n, &total);
     sum += total;
   }
+  IBP_MARK(MARK_BITS_END);
   return sum;
 }
 
-template <unsigned C, bool FULL>
-IBP_DEV uint32_t decode_step(const decode_ctx &x, uint32_t g, uint32_t pos) {
-  const uint32_t b = g + ibp_dev_lane(), nb = x.nb, bit0 = x.bit0;
-  const uint32_t *sw = x.sw;
-  const unsigned S = x.S;
-  const bool live = FULL || b < nb;
-  const uint32_t bl = live ? b : g; /* dead lanes read a live block */
-  const uint8_t *pl = x.plan + bl * ((4 + S) * BLOCK); /* < 4 GiB */
-  uint32_t inv[4], shrt[4];
+/* A lane's block before the warp scan, from its plan pl and its fit bits
+ * f: per word, 0xFF in the bytes whose chunk fits (fit), per byte the bits
+ * the chunks before it in the word do not carry, summed (pre), the word's
+ * payload bits (n).  Returns the block's payload bits. */
+template <unsigned C>
+IBP_DEV uint32_t block_prep(const uint8_t *pl, uint32_t f, uint32_t fit[4],
+                            uint32_t pre[4], uint32_t n[4]) {
+  uint32_t inv[4], shrt[4], bits = 0;
   load4(inv, pl + 2 * BLOCK);
   load4(shrt, pl + 3 * BLOCK);
-  const uint32_t f = block_fits<C>(sw, bit0, bl);
-  uint32_t fit[4], pre[4], n[4], bits = 0;
   IBP_UNROLL
   for (unsigned i = 0; i < 4; i++) {
     fit[i] = fit_bytes<C>(f, i);
@@ -267,8 +322,15 @@ IBP_DEV uint32_t decode_step(const decode_ctx &x, uint32_t g, uint32_t pos) {
     n[i] = 32 - byte_sum(d);
     bits += n[i];
   }
-  unsigned total;
-  uint32_t p = pos + ibp_dev_warp_exclusive_scan(live ? bits : 0, &total);
+  return bits;
+}
+
+/* The block's 16 bytes, its payload from staged stream bit p on (S stages
+ * of the deposit, warp-uniform). */
+template <unsigned C>
+IBP_DEV ibp_dev_u128 block_out(const uint8_t *pl, const uint32_t *sw,
+                               uint32_t p, unsigned S, const uint32_t fit[4],
+                               const uint32_t pre[4], const uint32_t n[4]) {
   uint32_t y[4], e[4];
   IBP_UNROLL
   for (unsigned i = 0; i < 4; i++) {
@@ -291,18 +353,37 @@ IBP_DEV uint32_t decode_step(const decode_ctx &x, uint32_t g, uint32_t pos) {
   IBP_UNROLL
   for (unsigned i = 0; i < 4; i++)
     out[i] = (fit[i] & ((e[i] & keep[i]) | val[i])) | (~fit[i] & y[i]);
+  return ibp_dev_u128{out[0], out[1], out[2], out[3]};
+}
+
+template <unsigned C, bool FULL, bool BLOCKWIDE>
+IBP_DEV uint32_t decode_step(const decode_ctx &x, uint32_t g, uint32_t pos) {
+  IBP_MARK(BLOCKWIDE ? (FULL ? MARK_BSTEP_FULL : MARK_BSTEP_PART)
+                     : (FULL ? MARK_STEP_FULL : MARK_STEP_PART));
+  const uint32_t b = g + ibp_dev_lane(), nb = x.nb, bit0 = x.bit0;
+  const uint32_t *sw = x.sw;
+  const unsigned S = x.S;
+  const bool live = FULL || b < nb;
+  const uint32_t bl = live ? b : g; /* dead lanes read a live block */
+  const uint8_t *pl = x.plan + bl * ((4 + S) * BLOCK); /* < 4 GiB */
+  uint32_t fit[4], pre[4], n[4];
+  const uint32_t bits =
+      block_prep<C>(pl, block_fits<C>(sw, bit0, bl), fit, pre, n);
+  unsigned total;
+  const uint32_t p = pos + ibp_dev_warp_exclusive_scan(live ? bits : 0, &total);
+  const ibp_dev_u128 v = block_out<C>(pl, sw, p, S, fit, pre, n);
   if (FULL) {
-    ibp_dev_st16(x.dst + (BLOCK * b - x.w0),
-                 ibp_dev_u128{out[0], out[1], out[2], out[3]});
+    ibp_dev_st16(x.dst + (BLOCK * b - x.w0), v);
   } else if (live) {
     const uint32_t at0 = BLOCK * b;
     if (x.aligned && at0 >= x.w0 && at0 + BLOCK <= x.w1) {
-      ibp_dev_st16(x.dst + (at0 - x.w0),
-                   ibp_dev_u128{out[0], out[1], out[2], out[3]});
+      ibp_dev_st16(x.dst + (at0 - x.w0), v);
     } else { /* the window's bytes of it, one by one */
+      const uint32_t out[4] = {v.x, v.y, v.z, v.w};
       const uint32_t hi = at0 + BLOCK < x.w1 ? at0 + BLOCK : x.w1;
       IBP_NO_UNROLL
       for (uint32_t at = at0 > x.w0 ? at0 : x.w0; at < hi; at++) {
+        IBP_MARK(MARK_STORE_BYTES);
         const unsigned i = at - at0; /* no array: keep out of local memory */
         const uint32_t w = i < 4    ? out[0]
                            : i < 8  ? out[1]
@@ -336,21 +417,23 @@ IBP_DEV decode_ctx job_ctx(const tensor_job *j, const uint32_t *sw,
 /* Decodes blocks [g, x.nb) of the window, the first from stream bit pos
  * on.  Steps whose 32 blocks all lie inside the window and land 16-byte
  * aligned take the full path (the common one: docs/ARCHITECTURE.md "The
- * decode plan"), the others test each lane's block. */
-template <unsigned C>
+ * decode plan"), the others test each lane's block.  BLOCKWIDE (a round of
+ * a block decode) only tells the count marks apart. */
+template <unsigned C, bool BLOCKWIDE>
 IBP_DEV void decode_blocks(const decode_ctx &x, uint32_t g, uint32_t pos) {
   const uint32_t end = x.nb;
   const uint32_t full_end = x.w1 / BLOCK; /* blocks below end inside */
   if (x.aligned) {
     if (g * BLOCK < x.w0 && g < end) { /* the first starts before w0 */
-      pos = decode_step<C, false>(x, g, pos);
+      pos = decode_step<C, false, BLOCKWIDE>(x, g, pos);
       g += 32;
     }
     for (; g + 32 <= full_end && g + 32 <= end; g += 32)
-      pos = decode_step<C, true>(x, g, pos);
+      pos = decode_step<C, true, BLOCKWIDE>(x, g, pos);
   }
   for (; g < end; g += 32) /* unaligned: all; else the last step, if any */
-    pos = decode_step<C, false>(x, g, pos);
+    pos = decode_step<C, false, BLOCKWIDE>(x, g, pos);
+  IBP_MARK(MARK_DECODE_END);
 }
 
 /* Decodes the window [w0, w1) of a compressed tensor whose whole stream is
@@ -358,27 +441,81 @@ IBP_DEV void decode_blocks(const decode_ctx &x, uint32_t g, uint32_t pos) {
 template <unsigned C> IBP_DEV void decode_tensor(const tensor_job *j) {
   if (!IBP_WIDTH_OK(C))
     return;
+  IBP_MARK(MARK_DECODE);
   const uint32_t nch = (j->R + C - 1) / C, b0 = j->w0 / BLOCK;
   const decode_ctx x =
       job_ctx(j, (const uint32_t *)job_stage(j),
               8 * (uint32_t)((uintptr_t)j->stream & (PIECE - 1)),
               (j->w1 + BLOCK - 1) / BLOCK);
-  decode_blocks<C>(x, b0, x.bit0 + nch + blocks_bits<C>(x, 0, b0));
+  decode_blocks<C, false>(x, b0, x.bit0 + nch + blocks_bits<C>(x, 0, b0));
+}
+
+/* Decodes a group of j->count whole tensors (R a multiple of 16, their
+ * streams adjacent and staged whole, the destination 16-byte aligned) in
+ * flat steps: lane l decodes block g + l of the group, tensor i's block b
+ * (i = (g + l) / (R / 16)), so one step covers the end of one tensor and
+ * the start of the next.  Each lane finds its block's payload bit with a
+ * scan segmented at tensor starts: the warp scan less its value at the
+ * tensor's first lane of the step, plus, for the tensor begun in an
+ * earlier step, that step's carry. */
+template <unsigned C> IBP_DEV void decode_group(const tensor_job *j) {
+  if (!IBP_WIDTH_OK(C))
+    return;
+  IBP_MARK(MARK_GROUP);
+  /* few registers live across the steps: the job's pointers are read from
+   * its slot (shared memory) where they are used */
+  const uint32_t nb = j->count * (j->R / BLOCK);
+  const uint32_t *sw = (const uint32_t *)job_stage(j);
+  /* tensor i's first bit: 8 * (offs[i] - head) */
+  const uint32_t head = (uint32_t)ibp_dev_ldg_u64((const uint8_t *)j->offs) -
+                        (uint32_t)((uintptr_t)j->stream & (PIECE - 1));
+  const unsigned lane = ibp_dev_lane();
+  uint32_t i = lane / (j->R / BLOCK), b = lane - i * (j->R / BLOCK), carry = 0;
+  for (uint32_t g = 0; g < nb; g += 32) {
+    IBP_MARK(MARK_GROUP_STEP);
+    const uint32_t R = j->R;
+    const bool live = g + lane < nb;
+    const uint32_t il = live ? i : 0, bl = live ? b : 0;
+    const uint32_t base =
+        8 * ((uint32_t)ibp_dev_ldg_u64((const uint8_t *)(j->offs + il)) - head);
+    const unsigned S = j->S;
+    const uint8_t *pl = j->plan + bl * ((4 + S) * BLOCK);
+    uint32_t fit[4], pre[4], n[4];
+    uint32_t bits = block_prep<C>(pl, block_fits<C>(sw, base, bl), fit, pre, n);
+    bits = live ? bits : 0;
+    unsigned total;
+    const uint32_t ex = ibp_dev_warp_exclusive_scan(bits, &total);
+    const bool before = b > lane; /* the tensor began in an earlier step */
+    const uint32_t within = ex -
+                            ibp_dev_shfl(ex, before ? 0 : (int)(lane - b)) +
+                            (before ? carry : 0);
+    carry = ibp_dev_shfl(within + bits, 31);
+    const ibp_dev_u128 v =
+        block_out<C>(pl, sw, base + R / C + within, S, fit, pre, n);
+    if (live)
+      ibp_dev_st16(j->dst + BLOCK * (g + lane), v);
+    for (b += 32; b >= R / BLOCK; b -= R / BLOCK) { /* the next step's */
+      IBP_MARK(MARK_GROUP_NEXT);
+      i++;
+    }
+  }
+  IBP_MARK(MARK_GROUP_END);
 }
 
 IBP_DEV void warp_decode_tensor(const tensor_job *j) {
+  const bool group = j->count > 1;
   switch (j->c) {
   case 1:
-    decode_tensor<1>(j);
+    group ? decode_group<1>(j) : decode_tensor<1>(j);
     break;
   case 2:
-    decode_tensor<2>(j);
+    group ? decode_group<2>(j) : decode_tensor<2>(j);
     break;
   case 4:
-    decode_tensor<4>(j);
+    group ? decode_group<4>(j) : decode_tensor<4>(j);
     break;
   default:
-    decode_tensor<8>(j);
+    group ? decode_group<8>(j) : decode_tensor<8>(j);
   }
 }
 
@@ -405,6 +542,7 @@ IBP_DEV void block_stage(uint8_t *stage, uintptr_t from, uintptr_t to,
     const uint32_t end = (uint32_t)(to - line);
     const uint32_t span = PIECE * ibp_dev_block_threads();
     for (uint32_t step = 0; step <= last; step += span) {
+      IBP_MARK(MARK_BSTAGE_STEP);
       if (step + SPAN * ibp_dev_warp_in_block() > last)
         break; /* nothing of it for this warp (no request: no sector) */
       uint32_t o = step + PIECE * ibp_dev_thread();
@@ -415,12 +553,14 @@ IBP_DEV void block_stage(uint8_t *stage, uintptr_t from, uintptr_t to,
         ibp_dev_cp_async16(stage + (o - first), p, n);
       } else {        /* the readable range starts inside this piece */
         IBP_NO_UNROLL /* a rare path: loads in flight would cost registers */
-            for (uint32_t a = (uint32_t)(from - line); a < o + n; a++)
-                stage[a - first] =
-                    ibp_dev_ld_host_u8((const uint8_t *)(line + a));
+            for (uint32_t a = (uint32_t)(from - line); a < o + n; a++) {
+          IBP_MARK(MARK_BSTAGE_BYTES);
+          stage[a - first] = ibp_dev_ld_host_u8((const uint8_t *)(line + a));
+        }
       }
     }
   }
+  IBP_MARK(MARK_BSTAGE_END);
   ibp_dev_cp_async_commit();
 }
 
@@ -474,6 +614,7 @@ template <unsigned C> IBP_DEV int block_round(const tensor_job *j) {
   uint32_t *sums = (uint32_t *)round;
   uint8_t *fits = round + ROUND_TOTALS;
   const uint32_t fits_max = IBP_KERNEL_ROUND_BLOCKS * 2 + 64; /* bytes */
+  IBP_MARK(MARK_ROUND);
   const uint32_t F = 16 / C; /* fit bits a block */
   const uintptr_t s = (uintptr_t)j->stream, s_end = s + j->len;
   const uint32_t b0 = j->w0 / BLOCK, b1 = (j->w1 + BLOCK - 1) / BLOCK;
@@ -496,10 +637,12 @@ template <unsigned C> IBP_DEV int block_round(const tensor_job *j) {
   ibp_dev_syncthreads();
   uint32_t before = 0, all = 0;
   for (unsigned i = 0; i < W; i++) {
+    IBP_MARK(MARK_SUMS);
     const uint32_t t = sums[i];
     before += i < w ? t : 0;
     all += t;
   }
+  IBP_MARK(MARK_SUMS_END);
   rs->rb = re;
   rs->payload = payload + all;
   if (re > b0) {
@@ -508,6 +651,7 @@ template <unsigned C> IBP_DEV int block_round(const tensor_job *j) {
                 min_u64(s + ((uint64_t)payload + all + 7) / 8, s_end),
                 j->lo_ok);
     block_staged();
+    IBP_MARK(MARK_ROUND_DECODE);
     if (we > b0) {
       uint32_t g = wb;
       uint32_t pos = 8 * fits_max + 8 * (uint32_t)(p0 & (PIECE - 1)) +
@@ -516,9 +660,10 @@ template <unsigned C> IBP_DEV int block_round(const tensor_job *j) {
         pos += blocks_bits<C>(x, g, b0);
         g = b0;
       }
-      decode_blocks<C>(x, g, pos);
+      decode_blocks<C, true>(x, g, pos);
     }
   }
+  IBP_MARK(MARK_ROUND_END);
   ibp_dev_syncthreads(); /* the round buffer is free */
   ibp_dev_compiler_fence();
   return warp_round()->rb < (j->w1 + BLOCK - 1) / BLOCK;
@@ -614,12 +759,66 @@ typedef struct copy_range {
   uint8_t *dst;
 } copy_range;
 
-/* The job for unit t of region a's copy c (t == tensors: the tail);
- * returns 1 when it is a compressed tensor the warp decodes, 0 when it is
- * copied raw from the original.  (a is read in place: the launch's
- * parameter, or a batch's template in device memory.) */
+/* Grows j, the job of tensor t (compressed, whole, R a multiple of 16,
+ * its destination 16-byte aligned; off: its stream's offset, in_window:
+ * read from the staged window), into a group of up to `most` tensors
+ * (docs/ARCHITECTURE.md "Groups of small tensors"): lane l looks at tensor
+ * t + 1 + l, which joins when every tensor before it joined and it is
+ * compressed, clean, wholly inside the copy (rest: the copy's bytes from
+ * tensor t on, at most 2^32 - 1), its stream starts where the one before it
+ * ends, read from the same place, and the group's streams still fit a staging
+ * buffer of cap bytes. */
+IBP_DEV void group_job(const ibp_decompress_args &a, uint64_t t, uint32_t most,
+                       uint32_t cap, uint32_t rest, tensor_job *j) {
+  IBP_MARK(MARK_GROUPING);
+  /* where tensor t's stream is read (read back from j: fewer registers
+   * live across the three look-ups of a walk) */
+  const int in_window = j->lo_ok != a.packed;
+  const uint64_t off =
+      (uint64_t)(j->stream - (in_window ? a.staged - a.staged_lo : a.packed));
+  const unsigned lane = ibp_dev_lane();
+  const uint64_t ti = t + 1 + lane;
+  /* the stream's alignment, the fetch's run into the next stream's sector
+   * and the 16 bytes the stream's reads may look past it */
+  const uint32_t room =
+      cap - (uint32_t)((uintptr_t)j->stream & (PIECE - 1)) - 32 - 16;
+  uint32_t o = 0, end = 0; /* from off */
+  int ok = 0;
+  if (lane + 1 < most && ti < a.tensors && (lane + 2) * j->R <= rest) {
+    const uint64_t at = ibp_dev_ldg_u64((const uint8_t *)(a.offsets + ti));
+    const uint32_t len = ibp_dev_ldg_u32(a.lengths + ti);
+    const int w = a.staged && at >= a.staged_lo && at + len <= a.staged_hi;
+    ok = at - off + len <= room && len && w == in_window &&
+         bit_set(a.flags, ti) && !bit_set(a.dirty, ti) && !bit_set(a.busy, ti);
+    o = (uint32_t)(at - off);
+    end = o + len;
+  }
+  /* the stream before it ends where it starts (lane 0: tensor t's) */
+  const uint32_t prev = ibp_dev_shfl_up(end, 1);
+  ok = ok && o == (lane ? prev : j->len);
+  const uint32_t yes = ibp_dev_ballot(ok);
+  const unsigned more = ibp_dev_popc(yes & ~(yes + 1)); /* the leading run */
+  if (more == 0)
+    return;
+  const uint32_t len = ibp_dev_shfl(end, (int)more - 1);
+  ibp_dev_syncwarp(); /* every lane has read j */
+  j->count = 1 + more;
+  j->len = len;
+  j->to = len;
+  j->w1 = j->R * (1 + more);
+  j->offs = a.offsets + t;
+}
+
+/* The job for unit t of region a's copy c (t == tensors: the tail), grown
+ * into a group of up to `most` units where it can be (group_job; cap: the
+ * bytes of a staging buffer); returns 1 when it is a compressed tensor (or
+ * group) the warp decodes, 0 when it is copied raw from the original.  (a
+ * is read in place: the launch's parameter, or a batch's template in
+ * device memory.) */
 IBP_DEV int unit_job(const ibp_decompress_args &a, const copy_range &c,
-                     uint64_t t, uint8_t *stage, tensor_job *j) {
+                     uint64_t t, uint32_t most, uint32_t cap, uint8_t *stage,
+                     tensor_job *j) {
+  IBP_MARK(MARK_LOOKUP);
   const uint64_t R = a.tensor_bytes;
   const uint64_t g0 = c.first_tensor * R + c.first_offset, g1 = g0 + c.length;
   const uint64_t start = t * R;
@@ -651,14 +850,20 @@ IBP_DEV int unit_job(const ibp_decompress_args &a, const copy_range &c,
                     (uint32_t)len,
                     0,
                     (uint32_t)len,
+                    1,
                     a.original,
-                    a.original + a.tensors * R + a.tail_bytes};
+                    a.original + a.tensors * R + a.tail_bytes,
+                    nullptr};
   /* One answer per warp: the dirty bits may change while the kernel runs
    * (libibp recompresses written tensors and clears them), and lanes that
    * disagreed would diverge around the warp collectives. */
   unsigned coded = t < a.tensors && len && bit_set(a.flags, t) &&
                    !bit_set(a.dirty, t) && !bit_set(a.busy, t);
-  return (int)ibp_dev_shfl(coded, 0);
+  coded = ibp_dev_shfl(coded, 0);
+  if (coded && most > 1 && a.clusters <= 1 && R % BLOCK == 0 && lo == start &&
+      hi == start + R && (((uintptr_t)c.dst - g0) & (BLOCK - 1)) == 0)
+    group_job(a, t, most, cap, (uint32_t)min_u64(g1 - start, 0xFFFFFFFFu), j);
+  return (int)coded;
 }
 
 /* A warp's place in the launch's walks and in its walk.  It lives in the
@@ -667,6 +872,7 @@ IBP_DEV int unit_job(const ibp_decompress_args &a, const copy_range &c,
  * registers (docs/ARCHITECTURE.md "The decode plan"). */
 typedef struct walk_state {
   uint64_t next, walks, units; /* the warp's next walk; the launch's */
+  uint64_t warps;              /* the launch's (read here, not kept live) */
   uint64_t u, end;             /* the unit being decoded; the walk's end */
   uint32_t walk;               /* units per walk */
   uint32_t stage0;             /* the warp's first staging buffer (an offset in
@@ -699,20 +905,27 @@ IBP_DEV uint8_t *walk_stage(const walk_state *ws, unsigned b) {
 template <typename Units>
 IBP_DEV void walk_units(Units &units, walk_state *ws, tensor_job *slots) {
   uint64_t u = ws->u, u1 = ws->end;
-  unsigned cur = 0, other = ws->buffers - 1, at = 0;
-  tensor_job *j = slots, *n = slots + 1, *nn = slots + 2;
-  int jc = unit_of(units, u, walk_stage(ws, 0), j), nc = 0, staged = 0;
-  for (; u < u1; u++) {
+  /* (the slots from ws->slot, 0: not kept live across the walks) */
+  unsigned cur = 0, other = ws->buffers - 1, at = ws->slot;
+  tensor_job *j = slots + at, *n = slots + (at + 1) % 3,
+             *nn = slots + (at + 2) % 3;
+  int jc = unit_of(units, u, u1 - u, ws->stage_bytes, walk_stage(ws, 0), j),
+      nc = 0, staged = 0;
+  while (u < u1) {
+    IBP_MARK(MARK_UNIT);
     if (!jc) {
+      IBP_MARK(MARK_RAW);
       warp_copy_raw(j->dst, j->orig + j->w0, j->w1 - j->w0, j->raw_lo,
                     j->raw_hi);
-      if (u + 1 < u1)
-        jc = unit_of(units, u + 1, walk_stage(ws, cur), j);
+      if (++u < u1)
+        jc = unit_of(units, u, u1 - u, ws->stage_bytes, walk_stage(ws, cur), j);
       staged = 0;
       continue;
     }
-    if (!staged) { /* j's fetch (nothing of it prefetched) */
-      nc = u + 1 < u1 && unit_of(units, u + 1, walk_stage(ws, other), n);
+    const uint64_t un = u + j->count; /* n's unit */
+    if (!staged) {                    /* j's fetch (nothing of it prefetched) */
+      nc = un < u1 && unit_of(units, un, u1 - un, ws->stage_bytes,
+                              walk_stage(ws, other), n);
       j->to = fetch_end(j, nc, n);
       stage_job(j);
     }
@@ -720,7 +933,9 @@ IBP_DEV void walk_units(Units &units, walk_state *ws, tensor_job *slots) {
       n->from = j->to - j->len; /* carried over from j's fetch */
     int prefetch = nc && ws->buffers == 2, nnc = 0;
     if (prefetch) {
-      nnc = u + 2 < u1 && unit_of(units, u + 2, walk_stage(ws, cur), nn);
+      const uint64_t unn = un + n->count;
+      nnc = unn < u1 && unit_of(units, unn, u1 - unn, ws->stage_bytes,
+                                walk_stage(ws, cur), nn);
       n->to = fetch_end(n, nnc, nn);
       stage_job(n);
     }
@@ -734,9 +949,11 @@ IBP_DEV void walk_units(Units &units, walk_state *ws, tensor_job *slots) {
     ws->nnc = (uint8_t)nnc;
     ws->prefetch = (uint8_t)prefetch;
     units_save(units, ws);
+    IBP_MARK(MARK_WAIT);
     ibp_dev_cp_async_wait(prefetch ? 1 : 0); /* j's fetch */
     ibp_dev_syncwarp(); /* ... and the other lanes' pieces of it */
     warp_decode_tensor(j);
+    IBP_MARK(MARK_RESTORE);
     ibp_dev_syncwarp(); /* j's buffer is free: the next fetch reuses it */
     ibp_dev_compiler_fence();
     u = ws->u;
@@ -752,7 +969,8 @@ IBP_DEV void walk_units(Units &units, walk_state *ws, tensor_job *slots) {
     nn = slots + (at + 2) % 3;
     if (nc && n->from)
       take_carry(j, n);
-    if (u + 1 < u1) {
+    const uint64_t after = u + j->count;
+    if (after < u1) {
       at = (at + 1) % 3;
       j = n;
       jc = nc;
@@ -763,13 +981,14 @@ IBP_DEV void walk_units(Units &units, walk_state *ws, tensor_job *slots) {
       other = cur;
       cur = cur ^ (ws->buffers - 1);
     }
+    u = after;
   }
 }
 
 /* To the warp's next walk: every lane reads, then every lane writes the
  * same value. */
 IBP_DEV void advance(walk_state *ws) {
-  const uint64_t next = ws->next + ibp_dev_warps_total();
+  const uint64_t next = ws->next + ws->warps;
   ibp_dev_syncwarp();
   ws->next = next;
 }
@@ -787,6 +1006,7 @@ IBP_DEV void warp_walks_all(Units &units, uint64_t nunits, uint32_t walk_len,
   const uint32_t per_warp = buffers * stage_bytes;
   ibp_dev_syncwarp();
   ws->next = ibp_dev_warp_global();
+  ws->warps = ibp_dev_warps_total();
   ws->walks = (nunits + walk - 1) / walk;
   ws->units = nunits;
   ws->walk = walk;
@@ -796,10 +1016,14 @@ IBP_DEV void warp_walks_all(Units &units, uint64_t nunits, uint32_t walk_len,
   ws->buffers = (uint8_t)buffers;
   for (uint64_t w; (w = ws->next) < ws->walks;) {
     const uint64_t u0 = w * ws->walk, u1 = min_u64(u0 + ws->walk, ws->units);
+    IBP_MARK(MARK_WALK);
     ibp_dev_syncwarp();
     ws->u = u0;
     ws->end = u1;
+    ws->slot = 0;
+    ibp_dev_compiler_fence(); /* walk_units reads it back */
     walk_units(units, ws, slots);
+    IBP_MARK(MARK_WALK_END);
     ibp_dev_syncwarp();
     advance(ws);
   }
@@ -819,8 +1043,10 @@ IBP_DEV void block_units_all(Units &units, uint64_t nunits) {
       (uint32_t *)(ibp_dev_shared() +
                    IBP_KERNEL_JOB_BYTES * ibp_dev_warps_per_block());
   for (uint64_t u = ibp_dev_block(); u < nunits;) {
+    IBP_MARK(MARK_BUNIT);
     if (ibp_dev_warp_in_block() == 0) {
-      const int c = unit_of(units, u, (uint8_t *)coded, j);
+      const int c = unit_of(units, u, 1, 0, (uint8_t *)coded, j);
+      IBP_MARK(MARK_BUNIT_JOB);
       if (ibp_dev_lane() == 0)
         *coded = (uint32_t)c;
     }
@@ -833,6 +1059,7 @@ IBP_DEV void block_units_all(Units &units, uint64_t nunits) {
       block_decode_tensor(j);
     else
       block_copy_raw(j);
+    IBP_MARK(MARK_BUNIT_END);
     ibp_dev_syncthreads(); /* the job and the round buffer are free */
     ibp_dev_compiler_fence();
     u = ws->u + ibp_dev_grid_blocks();
@@ -846,11 +1073,14 @@ struct single_units {
   const ibp_decompress_args *a; /* the launch's (IBP_GRID_CONSTANT) */
 };
 
-IBP_DEV int unit_of(single_units &s, uint64_t u, uint8_t *stage,
-                    tensor_job *j) {
+/* The job of unit u, a group of up to `most` units where it can be (cap:
+ * the bytes of a staging buffer). */
+IBP_DEV int unit_of(single_units &s, uint64_t u, uint64_t most, uint32_t cap,
+                    uint8_t *stage, tensor_job *j) {
+  most = min_u64(most, 32);
   const ibp_decompress_args &a = *s.a;
   const copy_range c = {a.first_tensor, a.length, a.first_offset, a.dst};
-  return unit_job(a, c, a.first_tensor + u, stage, j);
+  return unit_job(a, c, a.first_tensor + u, (uint32_t)most, cap, stage, j);
 }
 IBP_DEV void units_save(single_units &s, walk_state *ws) {
   ws->regions = s.a; /* not live in registers across the decode */
@@ -861,12 +1091,12 @@ IBP_DEV void units_restore(single_units &s, const walk_state *ws) {
 
 /* At most 64 registers per thread (32 warps per SM), no spills, no stack:
  * the walk's and the round's state in shared memory and the launch's
- * arguments read in place leave the decode loop the rest.  The bound is
- * set per architecture: on sm_120, ptxas schedules to fill it and spills
- * 8 bytes, while unbounded it takes 56-62.  The build fails on a spill or
- * more than 64 registers (cmake/kernel_registers.cmake; docs/
+ * arguments read in place leave the decode loop the rest.  The bound holds
+ * on every architecture (sm_120 too: unbounded, ptxas now takes 66 for
+ * the batch kernel; bounded, it spills nothing).  The build fails on a
+ * spill or more than 64 registers (cmake/kernel_registers.cmake; docs/
  * ARCHITECTURE.md "The decode plan"). */
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 1200
+#if defined(__CUDA_ARCH__)
 #define DECODE_BOUNDS __maxnreg__(64)
 #else
 #define DECODE_BOUNDS
@@ -874,6 +1104,7 @@ IBP_DEV void units_restore(single_units &s, const walk_state *ws) {
 
 IBP_KERNEL void DECODE_BOUNDS
 ibp_decompress(IBP_GRID_CONSTANT const ibp_decompress_args a) {
+  IBP_MARK(MARK_ENTRY);
   const uint64_t R = a.tensor_bytes;
   const uint64_t g0 = a.first_tensor * R + a.first_offset, g1 = g0 + a.length;
   if (a.length == 0)
@@ -929,7 +1160,8 @@ IBP_DEV void units_restore(batch_units &b, const walk_state *ws) {
   b.ws = ws; /* (the pointer not live in registers across the decode) */
 }
 
-IBP_DEV int unit_of(batch_units &b, uint64_t u, uint8_t *stage, tensor_job *j) {
+IBP_DEV int unit_of(batch_units &b, uint64_t u, uint64_t most, uint32_t cap,
+                    uint8_t *stage, tensor_job *j) {
   find_job(b, u);
   const ibp_batch_job *job = &b.ws->jobs[b.k];
   const uint64_t src = ibp_dev_ldg_u64((const uint8_t *)&job->src);
@@ -948,12 +1180,18 @@ IBP_DEV int unit_of(batch_units &b, uint64_t u, uint8_t *stage, tensor_job *j) {
     j->w1 = (uint32_t)min_u64(IBP_BATCH_RAW_UNIT, len - at);
     j->raw_lo = from;
     j->raw_hi = from + len;
+    j->count = 1;
     return 0;
   }
   const ibp_decompress_args &a = b.ws->regions[region];
   const uint32_t R = a.tensor_bytes;
   const copy_range c = {src / R, len, (uint32_t)(src % R), dst};
-  return unit_job(a, c, c.first_tensor + piece, stage, j);
+  /* a group stays inside its job */
+  const uint64_t job_end =
+      b.k + 1 < b.ws->count ? job_first_unit(b, b.k + 1) : b.ws->units;
+  return unit_job(a, c, c.first_tensor + piece,
+                  (uint32_t)min_u64(min_u64(most, job_end - u), 32), cap, stage,
+                  j);
 }
 
 IBP_KERNEL void DECODE_BOUNDS ibp_decompress_batch(ibp_batch_args b) {

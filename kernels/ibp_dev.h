@@ -48,6 +48,9 @@ IBP_DEV unsigned ibp_dev_ballot(int pred) {
 IBP_DEV void ibp_dev_syncwarp() {
   __syncwarp(0xFFFFFFFFu);
 }
+IBP_DEV unsigned ibp_dev_popc(uint32_t v) {
+  return (unsigned)__popc(v);
+}
 IBP_DEV void ibp_dev_syncthreads() {
   __syncthreads();
 }
@@ -193,6 +196,9 @@ IBP_DEV unsigned ibp_dev_ballot(int pred) {
 IBP_DEV void ibp_dev_syncwarp() {
   simt_syncwarp(0xFFFFFFFFu);
 }
+IBP_DEV unsigned ibp_dev_popc(uint32_t v) {
+  return (unsigned)__builtin_popcount(v);
+}
 IBP_DEV void ibp_dev_syncthreads() {
   simt_syncthreads();
 }
@@ -261,6 +267,21 @@ IBP_DEV unsigned ibp_dev_warp_exclusive_scan(unsigned v, unsigned *total) {
 
 /* ======================= shared helpers ====================================
  */
+
+/* Marks for the all-in static count (bench/kernel_sass.sh,
+ * docs/ARCHITECTURE.md "Counting a tensor's instructions"): IBP_MARK(id)
+ * is nothing unless IBP_KERNEL_SASS_MARKS is defined.  Then nvcc emits it
+ * as one PMTRIG instruction carrying id (the SASS listing shows where each
+ * mark's code begins), and the emulator counts, per warp, how often each
+ * lane passes it (ibp_emu_mark, defined by the counting driver). */
+#if !defined(IBP_KERNEL_SASS_MARKS)
+#define IBP_MARK(id) ((void)0)
+#elif defined(__CUDACC__)
+#define IBP_MARK(id) asm volatile("pmevent.mask %0;" ::"n"((int)(id)))
+#else
+extern "C" void ibp_emu_mark(unsigned id);
+#define IBP_MARK(id) ibp_emu_mark(id)
+#endif
 
 /* Values read from memory before this point are read again after it: the
  * compiler may not keep them in registers across it. */

@@ -120,7 +120,14 @@ typedef struct ibp_decompress_args {
 
 /* Shared memory per warp besides its staging buffers: the jobs of the
  * tensors it fetches and decodes, and its walk's state. */
-#define IBP_KERNEL_JOB_BYTES 384u
+#define IBP_KERNEL_JOB_BYTES 416u
+
+/* A warp's staging buffer holds at least this many bytes, so that the
+ * streams of several small tensors fit one and the warp decodes them as a
+ * group, in steps that run from one tensor into the next
+ * (docs/ARCHITECTURE.md "Groups of small tensors").  Two buffers and the
+ * job slots of 4 warps, 26 KiB a block, leave 8 blocks (32 warps) an SM. */
+#define IBP_KERNEL_GROUP_BYTES 3072u
 
 /* Device bytes a staged window must be readable past its end: a warp's
  * fetch of a stream runs on to the end of the sector the next stream

@@ -75,6 +75,8 @@ int ibp_kernels_plan_decompress_warps(ibp_decompress_args *a,
      * 31 bytes of the next stream (fetch_end), plus the 16 bytes the
      * 128-bit stream reads may look past it */
     a->stage_bytes = (R + 64 + 15) & ~15u;
+    if (a->stage_bytes < IBP_KERNEL_GROUP_BYTES) /* room for a group */
+      a->stage_bytes = IBP_KERNEL_GROUP_BYTES;
     /* two buffers per warp (prefetch) when they fit, else one; each warp
      * also has its job slots */
     a->stage_buffers = 2;
