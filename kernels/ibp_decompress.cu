@@ -63,6 +63,12 @@ enum {
   MARK_SUMS_END,     /* after the scan */
   MARK_ROUND_DECODE, /* a round's payload fetched, its decode entry */
   MARK_ROUND_END,    /* after a round */
+  MARK_EXP_TABLE,    /* ibp_stage_exp: a word of its tables loaded */
+  MARK_EXP_TENSOR,   /* ... a tensor's stage decode */
+  MARK_EXP_ROUND,    /* a round of 32 segments of a stage decode */
+  MARK_EXP_VALUE,    /* a value of a segment */
+  MARK_EXP_BYTES,    /* ... ORed byte by byte */
+  MARK_EXP_END,      /* after a stage decode */
   MARK_COUNT
 };
 
@@ -1215,5 +1221,52 @@ IBP_KERNEL void ibp_gather(ibp_gather_args a) {
     ibp_gather_range g = a.ranges[r];
     warp_copy_raw(a.dst + g.dst_offset, a.src + g.src_offset, g.length,
                   a.src + g.src_offset, a.src + g.src_offset + g.length);
+  }
+}
+
+/* ---- the exponent stage on its own (ibp_kernels.h; docs/FORMAT.md §9.6)
+ * -------------------------------------------------------------------------
+ */
+
+#include "stage_exp_dev.cuh"
+
+/* Tensor t of the launch, its cluster's table at tables. */
+IBP_DEV void stage_exp_tensor(const ibp_stage_exp_args &a, uint64_t t,
+                              const uint16_t *tables) {
+  const uint32_t id = a.ids ? a.ids[t] : 0u;
+  const ibp_kernel_stage *k = a.stages + id;
+  const uint32_t dtype = ibp_dev_ldg_u32(&k->dtype);
+  const uint8_t *s = a.streams + a.offsets[t];
+  const uint32_t mis = (uint32_t)((uintptr_t)s & 3u);
+  stage_exp_job j;
+  j.sw = (const uint32_t *)(s - mis);
+  j.table = tables + id * IBP_KERNEL_STAGE_TABLE;
+  j.dst = a.dst + t * (a.w1 - a.w0);
+  j.bit0 = 8 * mis + a.first_bits[t];
+  j.end = 8 * (mis + a.lengths[t]);
+  j.w0 = a.w0;
+  j.w1 = a.w1;
+  j.values = ibp_dev_ldg_u32(&k->values);
+  j.segment_log2 = ibp_dev_ldg_u32(&k->segment_log2);
+  j.length_bits = ibp_dev_ldg_u32(&k->length_bits);
+  stage_exp_warp(j, dtype);
+}
+
+IBP_KERNEL void DECODE_BOUNDS
+ibp_stage_exp(IBP_GRID_CONSTANT const ibp_stage_exp_args a) {
+  IBP_MARK(MARK_ENTRY);
+  uint32_t *tw = (uint32_t *)ibp_dev_shared();
+  const uint32_t per = IBP_KERNEL_STAGE_TABLE / 2u; /* words per table */
+  for (uint32_t i = ibp_dev_thread(); i < a.k * per;
+       i += ibp_dev_block_threads()) {
+    IBP_MARK(MARK_EXP_TABLE);
+    tw[i] =
+        ibp_dev_ldg_u32((const uint32_t *)a.stages[i / per].table + i % per);
+  }
+  ibp_dev_syncthreads();
+  for (uint64_t t = ibp_dev_warp_global(); t < a.tensors;
+       t += ibp_dev_warps_total()) {
+    IBP_MARK(MARK_EXP_TENSOR);
+    stage_exp_tensor(a, t, (const uint16_t *)tw);
   }
 }

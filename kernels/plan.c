@@ -107,6 +107,13 @@ void ibp_kernels_plan_gather(uint64_t count, unsigned sms,
   plan->grid = grid_for(count, WARPS_PER_BLOCK, sms);
 }
 
+void ibp_kernels_plan_stage_exp(uint64_t tensors, uint32_t k, unsigned sms,
+                                ibp_kernel_plan *plan) {
+  plan->block = WARPS_PER_BLOCK * 32;
+  plan->dynamic_shared = k * IBP_KERNEL_STAGE_TABLE * 2;
+  plan->grid = grid_for(tensors, WARPS_PER_BLOCK, sms);
+}
+
 void ibp_kernels_plan_range(ibp_decompress_args *a, unsigned sms,
                             ibp_kernel_plan *plan) {
   const uint64_t units = ibp_kernels_copy_units(a);
