@@ -66,6 +66,8 @@ int ibp_kernels_plan_decompress_warps(ibp_decompress_args *a,
   const uint32_t R = a->tensor_bytes, c = a->chunk_bytes;
   if (R == 0 || !ibp_chunk_width_valid(c) || most_warps < 1 || most_warps > 16)
     return -1;
+  if (a->stages && R >= IBP_KERNEL_BLOCK_R)
+    return -1; /* a block decode stages rounds, not the stage's part */
   unsigned warps = most_warps;
   if (R >= IBP_KERNEL_BLOCK_R) { /* a block per tensor, in rounds */
     a->stage_bytes = round_share(warps);

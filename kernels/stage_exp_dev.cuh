@@ -47,11 +47,12 @@ template <> struct stage_dtype<3> { /* float32 */
   enum { VB = 4, LO = 23, E = 9 };
 };
 
-/* ORs f (the field in place, f < 2^(8 VB)) into value v of the window. */
+/* ORs f (the field in place, f < 2^(8 VB)) into value v of the window
+ * (values outside it: nothing). */
 template <unsigned VB>
-IBP_DEV void stage_field_or(const stage_exp_job &j, uint32_t v, uint32_t f,
-                            bool aligned) {
+IBP_DEV void stage_field_or(const stage_exp_job &j, uint32_t v, uint32_t f) {
   const uint32_t at = v * VB;
+  const bool aligned = (((uintptr_t)j.dst - j.w0) & (VB - 1)) == 0;
   if (aligned && at >= j.w0 && at + VB <= j.w1) {
     if (VB == 2) {
       uint16_t *d = (uint16_t *)(j.dst + (at - j.w0));
@@ -71,11 +72,10 @@ IBP_DEV void stage_field_or(const stage_exp_job &j, uint32_t v, uint32_t f,
 }
 
 /* Decodes values [v, ve) of a segment whose first code is at bit p, ORing
- * those in values [v0, v1) into the window. */
+ * those in the window into it. */
 template <unsigned D>
 IBP_DEV void stage_segment(const stage_exp_job &j, uint32_t p, uint32_t v,
-                           uint32_t ve, uint32_t v0, uint32_t v1,
-                           bool aligned) {
+                           uint32_t ve) {
   typedef stage_dtype<D> T;
   const uint32_t *sw = j.sw;
   const uint16_t *table = j.table;
@@ -92,8 +92,7 @@ IBP_DEV void stage_segment(const stage_exp_job &j, uint32_t p, uint32_t v,
       f = (x >> l) & ((1u << T::E) - 1u);
       p += T::E;
     }
-    if (v >= v0 && v < v1)
-      stage_field_or<T::VB>(j, v, f << T::LO, aligned);
+    stage_field_or<T::VB>(j, v, f << T::LO);
   }
 }
 
@@ -108,7 +107,6 @@ template <unsigned D> IBP_DEV void stage_exp_decode(const stage_exp_job &j) {
   /* the values the window touches, the segments up to the last of them */
   const uint32_t v0 = j.w0 / T::VB, v1 = (j.w1 - 1) / T::VB + 1;
   const uint32_t s1 = ((v1 - 1) >> L) + 1;
-  const bool aligned = (((uintptr_t)j.dst - j.w0) & (T::VB - 1)) == 0;
   uint32_t at = j.bit0 + (S - 1) * W; /* segment s0's first code */
   ibp_dev_syncwarp();                 /* every lane's IBP bytes are in dst */
   for (uint32_t s0 = 0; s0 < s1; s0 += 32) {
@@ -122,8 +120,7 @@ template <unsigned D> IBP_DEV void stage_exp_decode(const stage_exp_job &j) {
     at += total;
     const uint32_t v = s << L; /* s < S <= 2^20 / 2^L: no overflow */
     if (s < s1 && v + (1u << L) > v0)
-      stage_segment<D>(j, p, v, n - v < (1u << L) ? n : v + (1u << L), v0, v1,
-                       aligned);
+      stage_segment<D>(j, p, v, n - v < (1u << L) ? n : v + (1u << L));
   }
   ibp_dev_syncwarp(); /* the warp's bytes are final */
   IBP_MARK(MARK_EXP_END);

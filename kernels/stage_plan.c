@@ -10,13 +10,14 @@ _Static_assert(IBP_KERNEL_STAGE_TABLE == 1u << IBP_STAGE_MAX_CODE_BITS,
                "one table entry per IBP_STAGE_MAX_CODE_BITS-bit peek");
 _Static_assert(sizeof(ibp_kernel_stage) % 16 == 0, "16-byte aligned array");
 
-/* Value bytes (b) or field bits (n) of a dtype (docs/FORMAT.md §9.3), 0
- * for none or unknown; from the list alone (no codec code linked). */
-static uint32_t dtype_info(uint32_t dtype, int bits) {
+/* Value bytes (what 0), field bits (1) or the field's lowest bit (2) of a
+ * dtype (docs/FORMAT.md §9.3), 0 for none or unknown; from the list alone
+ * (no codec code linked). */
+static uint32_t dtype_info(uint32_t dtype, int what) {
   switch (dtype) {
 #define IBP_KSTAGE_INFO_(name, value, text, b, l, n)                           \
   case value:                                                                  \
-    return bits ? n : b;
+    return what == 1 ? n : what == 2 ? l : b;
     IBP_DTYPE_LIST(IBP_KSTAGE_INFO_)
 #undef IBP_KSTAGE_INFO_
   default:
@@ -42,8 +43,8 @@ static uint32_t length_bits(const ibp_stage *st, uint32_t values, uint32_t e) {
   return w;
 }
 
-int ibp_kernels_stage_exp(const ibp_stage *st, uint32_t tensor_bytes,
-                          ibp_kernel_stage *out) {
+int ibp_kernels_stage_exp(const ibp_stage *st, const uint8_t *mask,
+                          uint32_t tensor_bytes, ibp_kernel_stage *out) {
   memset(out, 0, sizeof *out);
   if (!st || st->kind == IBP_STAGE_NONE)
     return 0;
@@ -61,5 +62,12 @@ int ibp_kernels_stage_exp(const ibp_stage *st, uint32_t tensor_bytes,
   out->segment_log2 = st->segment_log2;
   out->length_bits = w;
   out->values = tensor_bytes / vb;
+  /* the Mask is the field (the codec's test, codec/stage.c): no bitmap */
+  const uint32_t lo = dtype_info(st->dtype, 2);
+  const uint32_t fm = ((1u << e) - 1) << lo;
+  out->no_bitmap = mask != NULL;
+  for (uint32_t b = 0; mask && b < tensor_bytes; b++)
+    if (mask[b] != (uint8_t)(fm >> (8 * (b % vb))))
+      out->no_bitmap = 0;
   return 0;
 }

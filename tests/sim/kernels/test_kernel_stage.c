@@ -21,6 +21,7 @@
 
 #include "ibp/stage.h"
 #include "ibp_kernels.h"
+#include "kcase.h"
 #include "kernels_emu.h"
 #include "test_util.h"
 
@@ -179,6 +180,7 @@ static uint32_t pick_values(rng *r, uint32_t vb) {
 
 typedef struct tally {
   uint64_t decoded, escapes, omitted, equal, windows, misaligned;
+  uint64_t region_coded; /* stage tensors ibp_decompress decoded */
 } tally;
 
 static void one_case(simt_entry entry, uint64_t it, tally *y) {
@@ -219,8 +221,11 @@ static void one_case(simt_entry entry, uint64_t it, tally *y) {
     CHECK_OK(ibp_stage_finish(&cl[c].st));
   }
   ibp_kernel_stage *ks = xmalloc(MAX_K * sizeof *ks);
-  for (uint32_t c = 0; c < k; c++)
-    CHECKF(ibp_kernels_stage_exp(&cl[c].st, R, &ks[c]) == 0, "cluster %u", c);
+  for (uint32_t c = 0; c < k; c++) {
+    CHECKF(ibp_kernels_stage_exp(&cl[c].st, cl[c].p.mask, R, &ks[c]) == 0,
+           "cluster %u", c);
+    CHECK(ks[c].no_bitmap == (uint32_t)cl[c].omit);
+  }
 
   /* the window, the streams (compressed tensors only) at any offset */
   uint32_t w0 = 0, w1 = R;
@@ -329,11 +334,101 @@ static void one_case(simt_entry entry, uint64_t it, tally *y) {
   free(want);
 }
 
+/* A region of K clusters with a stage each (docs/FORMAT.md §9), laid out
+ * as libibp lays it out (kcase), copied by the emulated ibp_decompress:
+ * each tensor's IBP part decoded with its cluster's plan (with or without
+ * a bitmap), then its stage (stage_exp_dev.cuh), any range, walk and
+ * destination alignment, against the original. */
+static void region_case(simt_entry entry, uint64_t it, tally *y) {
+  rng r;
+  test_iteration(&r, it);
+  static const uint32_t dtypes[] = {IBP_DTYPE_BF16, IBP_DTYPE_F16,
+                                    IBP_DTYPE_F32};
+  const uint32_t dtype = dtypes[rng_below(&r, 3)];
+  const uint32_t vb = ibp_dtype_bytes(dtype);
+  kcase_shape sh;
+  kcase_random_shape(&r, &sh, 64);
+  sh.R = vb * rng_log_uniform(&r, 1, (IBP_KERNEL_BLOCK_R - 1) / vb);
+  const uint64_t most = 262144 / sh.R < 64 ? 262144 / sh.R : 64;
+  sh.n = 1 + rng_below(&r, most);
+  sh.tail = rng_chance(&r, 0.2) ? rng_below(&r, sh.R) : 0;
+  sh.clusters = rng_chance(&r, 0.3) ? (unsigned)rng_range(&r, 2, 4) : 1;
+  sh.dirty_share = rng_chance(&r, 0.2) ? 0.1 : 0;
+  sh.adjacent = 1;
+  kcase k;
+  kcase_build(&k, &r, &sh);
+  const uint32_t R = k.R, K = k.clusters, stride = (R + 15) & ~15u;
+  /* float values: fields from one distribution, the lowest `extra`
+   * mantissa bits 0 in most values */
+  uint32_t lo, e = field_of(dtype, &lo);
+  const uint32_t fm = ((1u << e) - 1) << lo;
+  const uint32_t extra = (uint32_t)rng_below(&r, 4);
+  const dist d = {(int)rng_below(&r, 4), (uint32_t)rng_below(&r, 1u << e)};
+  for (uint64_t v = 0; v < k.n * R / vb; v++) {
+    uint32_t x = (uint32_t)rng_next(&r);
+    if (!rng_chance(&r, 0.02))
+      x &= ~((1u << extra) - 1);
+    x = (x & ~fm) | draw_field(&r, &d, e) << lo;
+    memcpy(k.orig + v * vb, &x, vb);
+  }
+  /* each cluster's Mask: the field alone (no bitmap) or with those bits */
+  ibp_params *p = K > 1 ? k.cl : &k.params;
+  uint32_t omitted = 0;
+  for (uint32_t c = 0; c < K; c++) {
+    const int omit = rng_chance(&r, 0.5);
+    uint8_t *m = k.mask + (size_t)c * stride,
+            *b = k.bitval + (size_t)c * stride;
+    for (uint32_t i = 0; i < R; i++) {
+      const uint32_t in =
+          ((fm | (omit ? 0 : (1u << extra) - 1)) >> (8 * (i % vb)));
+      m[i] = (uint8_t)in;
+      b[i] = 0;
+    }
+    memcpy(p[c].mask, m, R);
+    memcpy(p[c].bitval, b, R);
+    omitted += omit || extra == 0;
+  }
+  ibp_stage *stages = xmalloc(K * sizeof *stages);
+  const uint64_t learn = rng_chance(&r, 0.5) ? k.n : (k.n + 1) / 2;
+  CHECK_OK(ibp_stage_learn(p, K, IBP_STAGE_EXP, dtype, k.orig, learn,
+                           (uint64_t)R * rng_range(&r, 1, learn), 1, stages));
+  k.stages = stages;
+  kcase_compress(&k);
+  uint64_t coded = 0;
+  for (uint64_t i = 0; i < k.n; i++)
+    coded += kcase_stored(&k, i) < R;
+  uint64_t off = 0, len = k.bytes, mismatch = 0;
+  if (rng_chance(&r, 0.5))
+    kcase_pick_range(&r, &k, &off, &len);
+  k.walk = rng_chance(&r, 0.3) ? (unsigned)rng_range(&r, 1, k.n + 2) : 0;
+  k.grid_cap = rng_chance(&r, 0.3) ? 1 : 0;
+  k.dst_misalign = rng_chance(&r, 0.7) ? 0 : (unsigned)rng_below(&r, 16);
+  test_case("region %s R=%u c=%u n=%llu tail=%llu K=%u no-bitmap %u/%u "
+            "extra=%u %s learned on %llu, %llu coded; copy [%llu, +%llu) "
+            "walk=%u grid_cap=%u dst+%u",
+            ibp_dtype_name(dtype), R, k.c, (unsigned long long)k.n,
+            (unsigned long long)k.tail, K, omitted, K, extra, mode_name[d.mode],
+            (unsigned long long)learn, (unsigned long long)coded,
+            (unsigned long long)off, (unsigned long long)len, k.walk,
+            k.grid_cap, k.dst_misalign);
+  char err[512] = "";
+  simt_set_seed(rng_next(&r) | 1);
+  int rc = kcase_run(&k, entry, off, len, k.packed_bytes, NULL, &mismatch, err,
+                     sizeof err);
+  CHECKF(rc == 0, "emulator: %s", err);
+  CHECKF(mismatch == 0, "copy differs from the original at byte %llu",
+         (unsigned long long)(mismatch - 1));
+  y->region_coded += coded;
+  k.stages = NULL;
+  kcase_free(&k);
+  free(stages);
+}
+
 int main(void) {
   uint64_t iters = test_begin("test_kernel_stage", 400);
   simt_entry entry = ibp_emu_entry(IBP_KERNEL_STAGE_EXP);
   CHECK(entry != NULL);
-  tally y = {0, 0, 0, 0, 0, 0};
+  tally y = {0, 0, 0, 0, 0, 0, 0};
   for (uint64_t it = 0; it < iters; it++)
     one_case(entry, it, &y);
   printf("test_kernel_stage: %llu bytes decoded by the emulated kernel; "
@@ -344,5 +439,23 @@ int main(void) {
          (unsigned long long)y.windows, (unsigned long long)y.misaligned);
   if (iters >= 100) /* the cases above ran, not only the easy ones */
     CHECK(y.escapes && y.omitted && y.equal && y.windows && y.misaligned);
+
+  /* ibp_decompress over regions prepared with the stage */
+  simt_entry dec = ibp_emu_entry(IBP_KERNEL_DECOMPRESS);
+  CHECK(dec != NULL);
+  for (uint64_t it = 0; it < iters; it++)
+    region_case(dec, iters + it, &y);
+  printf("test_kernel_stage: %llu stage tensors decoded by ibp_decompress\n",
+         (unsigned long long)y.region_coded);
+  if (iters >= 100)
+    CHECK(y.region_coded > 0);
+  /* a block decode stages rounds, not the stage's part: refused */
+  ibp_decompress_args big;
+  memset(&big, 0, sizeof big);
+  big.tensor_bytes = IBP_KERNEL_BLOCK_R;
+  big.chunk_bytes = 1;
+  big.stages = (const ibp_kernel_stage *)(uintptr_t)16;
+  ibp_kernel_plan bp;
+  CHECK(ibp_kernels_plan_decompress(&big, 227 * 1024, 4, &bp) == -1);
   return test_end();
 }
