@@ -63,6 +63,12 @@ enum {
   MARK_SUMS_END,     /* after the scan */
   MARK_ROUND_DECODE, /* a round's payload fetched, its decode entry */
   MARK_ROUND_END,    /* after a round */
+  MARK_EXP_TABLE,    /* ibp_stage_exp: a word of its tables loaded */
+  MARK_EXP_TENSOR,   /* ... a tensor's stage decode */
+  MARK_EXP_ROUND,    /* a round of 32 segments of a stage decode */
+  MARK_EXP_VALUE,    /* a value of a segment */
+  MARK_EXP_BYTES,    /* ... ORed byte by byte */
+  MARK_EXP_END,      /* after a stage decode */
   MARK_COUNT
 };
 
@@ -185,7 +191,12 @@ typedef struct tensor_job {
   uint32_t count; /* tensors of the job: 1, or a group (docs/ARCHITECTURE.md
                      "Groups of small tensors") */
   const uint8_t *raw_lo, *raw_hi; /* host range a raw copy may read */
-  const uint64_t *offs;           /* a group: offsets of its tensors */
+  union {
+    const uint64_t *offs; /* a group: offsets of its tensors */
+    /* one tensor: its cluster's exponent stage (docs/FORMAT.md §9), NULL:
+     * none (a tensor with a stage is never grouped) */
+    const ibp_kernel_stage *stage;
+  };
 } tensor_job;
 
 #define BLOCK 16u /* output bytes a lane decodes per step */
@@ -208,6 +219,8 @@ IBP_DEV uint32_t bits_at(const uint32_t *sw, uint32_t p) {
   const uint32_t *q = sw + (p >> 5);
   return ibp_dev_funnel_r(q[0], q[1], p & 31);
 }
+
+#include "stage_exp_dev.cuh"
 
 IBP_DEV void load4(uint32_t *w, const uint8_t *p) {
   ibp_dev_u128 q = ibp_dev_ldg_u128(p);
@@ -278,8 +291,10 @@ typedef struct decode_ctx {
   bool aligned; /* dst - w0 is 16-byte aligned */
 } decode_ctx;
 
-/* Stream bits of blocks [lo, hi), summed over the warp (all lanes). */
-template <unsigned C>
+/* Stream bits of blocks [lo, hi), summed over the warp (all lanes).  NB:
+ * the stream has no bitmap, every chunk fits (docs/FORMAT.md §9.1: the
+ * Mask is a coding stage's field). */
+template <unsigned C, bool NB = false>
 IBP_DEV uint32_t blocks_bits(const decode_ctx &x, uint32_t lo, uint32_t hi) {
   uint32_t sum = 0;
   for (uint32_t g = lo; g < hi; g += 32) {
@@ -291,7 +306,7 @@ IBP_DEV uint32_t blocks_bits(const decode_ctx &x, uint32_t lo, uint32_t hi) {
       uint32_t inv[4], shrt[4];
       load4(inv, pl + 2 * BLOCK);
       load4(shrt, pl + 3 * BLOCK);
-      const uint32_t f = block_fits<C>(x.sw, x.bit0, b);
+      const uint32_t f = NB ? 0xFFFFu : block_fits<C>(x.sw, x.bit0, b);
       IBP_UNROLL
       for (unsigned i = 0; i < 4; i++)
         n += 32 - byte_sum(dropped(fit_bytes<C>(f, i), inv[i], shrt[i]));
@@ -356,7 +371,7 @@ IBP_DEV ibp_dev_u128 block_out(const uint8_t *pl, const uint32_t *sw,
   return ibp_dev_u128{out[0], out[1], out[2], out[3]};
 }
 
-template <unsigned C, bool FULL, bool BLOCKWIDE>
+template <unsigned C, bool FULL, bool BLOCKWIDE, bool NB = false>
 IBP_DEV uint32_t decode_step(const decode_ctx &x, uint32_t g, uint32_t pos) {
   IBP_MARK(BLOCKWIDE ? (FULL ? MARK_BSTEP_FULL : MARK_BSTEP_PART)
                      : (FULL ? MARK_STEP_FULL : MARK_STEP_PART));
@@ -367,8 +382,8 @@ IBP_DEV uint32_t decode_step(const decode_ctx &x, uint32_t g, uint32_t pos) {
   const uint32_t bl = live ? b : g; /* dead lanes read a live block */
   const uint8_t *pl = x.plan + bl * ((4 + S) * BLOCK); /* < 4 GiB */
   uint32_t fit[4], pre[4], n[4];
-  const uint32_t bits =
-      block_prep<C>(pl, block_fits<C>(sw, bit0, bl), fit, pre, n);
+  const uint32_t bits = block_prep<C>(
+      pl, NB ? 0xFFFFu : block_fits<C>(sw, bit0, bl), fit, pre, n);
   unsigned total;
   const uint32_t p = pos + ibp_dev_warp_exclusive_scan(live ? bits : 0, &total);
   const ibp_dev_u128 v = block_out<C>(pl, sw, p, S, fit, pre, n);
@@ -419,35 +434,93 @@ IBP_DEV decode_ctx job_ctx(const tensor_job *j, const uint32_t *sw,
  * aligned take the full path (the common one: docs/ARCHITECTURE.md "The
  * decode plan"), the others test each lane's block.  BLOCKWIDE (a round of
  * a block decode) only tells the count marks apart. */
-template <unsigned C, bool BLOCKWIDE>
-IBP_DEV void decode_blocks(const decode_ctx &x, uint32_t g, uint32_t pos) {
+template <unsigned C, bool BLOCKWIDE, bool NB = false>
+IBP_DEV uint32_t decode_blocks(const decode_ctx &x, uint32_t g, uint32_t pos) {
   const uint32_t end = x.nb;
   const uint32_t full_end = x.w1 / BLOCK; /* blocks below end inside */
   if (x.aligned) {
     if (g * BLOCK < x.w0 && g < end) { /* the first starts before w0 */
-      pos = decode_step<C, false, BLOCKWIDE>(x, g, pos);
+      pos = decode_step<C, false, BLOCKWIDE, NB>(x, g, pos);
       g += 32;
     }
     for (; g + 32 <= full_end && g + 32 <= end; g += 32)
-      pos = decode_step<C, true, BLOCKWIDE>(x, g, pos);
+      pos = decode_step<C, true, BLOCKWIDE, NB>(x, g, pos);
   }
   for (; g < end; g += 32) /* unaligned: all; else the last step, if any */
-    pos = decode_step<C, false, BLOCKWIDE>(x, g, pos);
+    pos = decode_step<C, false, BLOCKWIDE, NB>(x, g, pos);
   IBP_MARK(MARK_DECODE_END);
+  return pos;
 }
 
 /* Decodes the window [w0, w1) of a compressed tensor whose whole stream is
- * staged (its group waited for, the other lanes synchronised). */
-template <unsigned C> IBP_DEV void decode_tensor(const tensor_job *j) {
-  if (!IBP_WIDTH_OK(C))
-    return;
-  IBP_MARK(MARK_DECODE);
-  const uint32_t nch = (j->R + C - 1) / C, b0 = j->w0 / BLOCK;
+ * staged (its group waited for, the other lanes synchronised).  NB: its
+ * stream has no bitmap (docs/FORMAT.md §9.1).  Returns the stream bit
+ * after the window's blocks. */
+template <unsigned C, bool NB>
+IBP_DEV uint32_t decode_ibp(const tensor_job *j) {
+  const uint32_t nch = NB ? 0u : (j->R + C - 1) / C, b0 = j->w0 / BLOCK;
   const decode_ctx x =
       job_ctx(j, (const uint32_t *)job_stage(j),
               8 * (uint32_t)((uintptr_t)j->stream & (PIECE - 1)),
               (j->w1 + BLOCK - 1) / BLOCK);
-  decode_blocks<C, false>(x, b0, x.bit0 + nch + blocks_bits<C>(x, 0, b0));
+  return decode_blocks<C, false, NB>(
+      x, b0, x.bit0 + nch + blocks_bits<C, NB>(x, 0, b0));
+}
+
+template <unsigned C> IBP_DEV uint32_t decode_tensor(const tensor_job *j) {
+  if (!IBP_WIDTH_OK(C))
+    return 0;
+  IBP_MARK(MARK_DECODE);
+  const ibp_kernel_stage *st = j->stage; /* one tensor: never a group */
+  if (st && ibp_dev_ldg_u32(&st->no_bitmap))
+    return decode_ibp<C, true>(j);
+  return decode_ibp<C, false>(j);
+}
+
+/* Stream bits of j's blocks past its window (NB: no bitmap). */
+template <unsigned C, bool NB> IBP_DEV uint32_t rest_bits(const tensor_job *j) {
+  if (!IBP_WIDTH_OK(C))
+    return 0;
+  const decode_ctx x =
+      job_ctx(j, (const uint32_t *)job_stage(j),
+              8 * (uint32_t)((uintptr_t)j->stream & (PIECE - 1)),
+              (j->w1 + BLOCK - 1) / BLOCK);
+  return blocks_bits<C, NB>(x, x.nb, (j->R + BLOCK - 1) / BLOCK);
+}
+
+IBP_DEV uint32_t job_rest_bits(const tensor_job *j, bool nb) {
+  switch (j->c) {
+  case 1:
+    return nb ? rest_bits<1, true>(j) : rest_bits<1, false>(j);
+  case 2:
+    return nb ? rest_bits<2, true>(j) : rest_bits<2, false>(j);
+  case 4:
+    return nb ? rest_bits<4, true>(j) : rest_bits<4, false>(j);
+  default:
+    return nb ? rest_bits<8, true>(j) : rest_bits<8, false>(j);
+  }
+}
+
+/* ORs the exponent stage's field (docs/FORMAT.md §9) into the window that
+ * j's IBP part was decoded to (the job read from its slot); b: the stream
+ * bit after the window's blocks (the stage part starts after those past
+ * it, at the end of the IBP part). */
+IBP_DEV void decode_stage(const tensor_job *j, uint32_t b) {
+  const ibp_kernel_stage *st = j->stage;
+  if ((j->w1 + BLOCK - 1) / BLOCK < (j->R + BLOCK - 1) / BLOCK)
+    b += job_rest_bits(j, ibp_dev_ldg_u32(&st->no_bitmap) != 0);
+  stage_exp_job s;
+  s.sw = (const uint32_t *)job_stage(j);
+  s.table = st->table; /* (L1-cached global memory) */
+  s.dst = j->dst;
+  s.bit0 = b;
+  s.end = 8 * ((uint32_t)((uintptr_t)j->stream & (PIECE - 1)) + j->len);
+  s.w0 = j->w0;
+  s.w1 = j->w1;
+  s.values = ibp_dev_ldg_u32(&st->values);
+  s.segment_log2 = ibp_dev_ldg_u32(&st->segment_log2);
+  s.length_bits = ibp_dev_ldg_u32(&st->length_bits);
+  stage_exp_warp(s, ibp_dev_ldg_u32(&st->dtype));
 }
 
 /* Decodes a group of j->count whole tensors (R a multiple of 16, their
@@ -502,21 +575,25 @@ template <unsigned C> IBP_DEV void decode_group(const tensor_job *j) {
   IBP_MARK(MARK_GROUP_END);
 }
 
-IBP_DEV void warp_decode_tensor(const tensor_job *j) {
+/* Decodes j; returns, for a tensor with a coding stage, the bit where its
+ * stage part starts (decode_stage), else 0. */
+IBP_DEV uint32_t warp_decode_tensor(const tensor_job *j) {
   const bool group = j->count > 1;
+  uint32_t b = 0;
   switch (j->c) {
   case 1:
-    group ? decode_group<1>(j) : decode_tensor<1>(j);
+    group ? decode_group<1>(j) : (void)(b = decode_tensor<1>(j));
     break;
   case 2:
-    group ? decode_group<2>(j) : decode_tensor<2>(j);
+    group ? decode_group<2>(j) : (void)(b = decode_tensor<2>(j));
     break;
   case 4:
-    group ? decode_group<4>(j) : decode_tensor<4>(j);
+    group ? decode_group<4>(j) : (void)(b = decode_tensor<4>(j));
     break;
   default:
-    group ? decode_group<8>(j) : decode_tensor<8>(j);
+    group ? decode_group<8>(j) : (void)(b = decode_tensor<8>(j));
   }
+  return b;
 }
 
 /* ---- decoding one tensor with a whole block (docs/ARCHITECTURE.md
@@ -825,10 +902,14 @@ IBP_DEV int unit_job(const ibp_decompress_args &a, const copy_range &c,
   const uint64_t size = t < a.tensors ? R : a.tail_bytes;
   const uint64_t lo = max_u64(g0, start), hi = min_u64(g1, start + size);
   uint64_t off = 0, len = 0, mo = 0;
+  uint32_t sid = ~0u; /* the cluster, when it has a coding stage */
   if (t < a.tensors) {
     off = ibp_dev_ldg_u64((const uint8_t *)(a.offsets + t));
     len = ibp_dev_ldg_u32(a.lengths + t);
-    mo = (uint64_t)cluster_of(a.cluster_ids, a.clusters, t) * a.plan_stride;
+    const uint32_t id = cluster_of(a.cluster_ids, a.clusters, t);
+    mo = (uint64_t)id * a.plan_stride;
+    if (a.stages && ibp_dev_ldg_u32(&a.stages[id].dtype))
+      sid = id;
   }
   /* a stream the copy engine staged is read from device memory */
   const int in_window =
@@ -853,15 +934,18 @@ IBP_DEV int unit_job(const ibp_decompress_args &a, const copy_range &c,
                     1,
                     a.original,
                     a.original + a.tensors * R + a.tail_bytes,
-                    nullptr};
+                    {nullptr}};
+  if (sid != ~0u)
+    j->stage = a.stages + sid;
   /* One answer per warp: the dirty bits may change while the kernel runs
    * (libibp recompresses written tensors and clears them), and lanes that
    * disagreed would diverge around the warp collectives. */
   unsigned coded = t < a.tensors && len && bit_set(a.flags, t) &&
                    !bit_set(a.dirty, t) && !bit_set(a.busy, t);
   coded = ibp_dev_shfl(coded, 0);
-  if (coded && most > 1 && a.clusters <= 1 && R % BLOCK == 0 && lo == start &&
-      hi == start + R && (((uintptr_t)c.dst - g0) & (BLOCK - 1)) == 0)
+  if (coded && most > 1 && a.clusters <= 1 && !a.stages && R % BLOCK == 0 &&
+      lo == start && hi == start + R &&
+      (((uintptr_t)c.dst - g0) & (BLOCK - 1)) == 0)
     group_job(a, t, most, cap, (uint32_t)min_u64(g1 - start, 0xFFFFFFFFu), j);
   return (int)coded;
 }
@@ -952,7 +1036,12 @@ IBP_DEV void walk_units(Units &units, walk_state *ws, tensor_job *slots) {
     IBP_MARK(MARK_WAIT);
     ibp_dev_cp_async_wait(prefetch ? 1 : 0); /* j's fetch */
     ibp_dev_syncwarp(); /* ... and the other lanes' pieces of it */
-    warp_decode_tensor(j);
+    const uint32_t b = warp_decode_tensor(j);
+    { /* the job read back from its slot: j not live across the decode */
+      const tensor_job *k = slots + ws->slot;
+      if (k->count == 1 && k->stage) /* (one tensor: the union's stage) */
+        decode_stage(k, b);
+    }
     IBP_MARK(MARK_RESTORE);
     ibp_dev_syncwarp(); /* j's buffer is free: the next fetch reuses it */
     ibp_dev_compiler_fence();
@@ -1055,9 +1144,9 @@ IBP_DEV void block_units_all(Units &units, uint64_t nunits) {
     ws->units = nunits;
     units_save(units, ws);
     ibp_dev_syncthreads(); /* the job and the answer */
-    if (*coded)
+    if (*coded && !j->stage)
       block_decode_tensor(j);
-    else
+    else /* (a tensor with a stage: ibp_kernels_plan_batch's fallback) */
       block_copy_raw(j);
     IBP_MARK(MARK_BUNIT_END);
     ibp_dev_syncthreads(); /* the job and the round buffer are free */
@@ -1215,5 +1304,50 @@ IBP_KERNEL void ibp_gather(ibp_gather_args a) {
     ibp_gather_range g = a.ranges[r];
     warp_copy_raw(a.dst + g.dst_offset, a.src + g.src_offset, g.length,
                   a.src + g.src_offset, a.src + g.src_offset + g.length);
+  }
+}
+
+/* ---- the exponent stage on its own (ibp_kernels.h; docs/FORMAT.md §9.6)
+ * -------------------------------------------------------------------------
+ */
+
+/* Tensor t of the launch, its cluster's table at tables. */
+IBP_DEV void stage_exp_tensor(const ibp_stage_exp_args &a, uint64_t t,
+                              const uint16_t *tables) {
+  const uint32_t id = a.ids ? a.ids[t] : 0u;
+  const ibp_kernel_stage *k = a.stages + id;
+  const uint32_t dtype = ibp_dev_ldg_u32(&k->dtype);
+  const uint8_t *s = a.streams + a.offsets[t];
+  const uint32_t mis = (uint32_t)((uintptr_t)s & 3u);
+  stage_exp_job j;
+  j.sw = (const uint32_t *)(s - mis);
+  j.table = tables + id * IBP_KERNEL_STAGE_TABLE;
+  j.dst = a.dst + t * (a.w1 - a.w0);
+  j.bit0 = 8 * mis + a.first_bits[t];
+  j.end = 8 * (mis + a.lengths[t]);
+  j.w0 = a.w0;
+  j.w1 = a.w1;
+  j.values = ibp_dev_ldg_u32(&k->values);
+  j.segment_log2 = ibp_dev_ldg_u32(&k->segment_log2);
+  j.length_bits = ibp_dev_ldg_u32(&k->length_bits);
+  stage_exp_warp(j, dtype);
+}
+
+IBP_KERNEL void DECODE_BOUNDS
+ibp_stage_exp(IBP_GRID_CONSTANT const ibp_stage_exp_args a) {
+  IBP_MARK(MARK_ENTRY);
+  uint32_t *tw = (uint32_t *)ibp_dev_shared();
+  const uint32_t per = IBP_KERNEL_STAGE_TABLE / 2u; /* words per table */
+  for (uint32_t i = ibp_dev_thread(); i < a.k * per;
+       i += ibp_dev_block_threads()) {
+    IBP_MARK(MARK_EXP_TABLE);
+    tw[i] =
+        ibp_dev_ldg_u32((const uint32_t *)a.stages[i / per].table + i % per);
+  }
+  ibp_dev_syncthreads();
+  for (uint64_t t = ibp_dev_warp_global(); t < a.tensors;
+       t += ibp_dev_warps_total()) {
+    IBP_MARK(MARK_EXP_TENSOR);
+    stage_exp_tensor(a, t, (const uint16_t *)tw);
   }
 }

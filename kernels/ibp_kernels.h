@@ -32,6 +32,12 @@
  * ibp_gather: copies a list of byte ranges from host memory to device
  * memory, one warp per range, with the same aligned warp copy.
  *
+ * ibp_stage_exp: the exponent stage's device decoder on its own (docs/
+ * FORMAT.md §9.3, §9.6), one warp per tensor: ORs each tensor's
+ * sign+exponent field, decoded from the stage part of its stream, into
+ * the bytes the IBP part decoded to (the field 0 there).  Lane l decodes
+ * segments l, l + 32, ...  ibp_decompress does not call it yet.
+ *
  * Tensors of IBP_KERNEL_BLOCK_R bytes and more are decoded by a whole
  * block each (docs/ARCHITECTURE.md "Large tensors"): in rounds, the warps
  * of the block find where each one's slice of the stream starts with a
@@ -52,6 +58,7 @@ extern "C" {
 #define IBP_KERNEL_DECOMPRESS "ibp_decompress"
 #define IBP_KERNEL_GATHER "ibp_gather"
 #define IBP_KERNEL_BATCH "ibp_decompress_batch"
+#define IBP_KERNEL_STAGE_EXP "ibp_stage_exp"
 #define IBP_KERNEL_WARP_SIZE 32u
 
 /* The decompress kernels' build, as far as their speed goes: the name a
@@ -75,6 +82,50 @@ extern "C" {
  * "unknown" -- so that every profile measured before is flagged until `ibp
  * calibrate` measures the new build. */
 #define IBP_DECODER_BUILD "decode-plan-2"
+
+/* ---- the exponent stage (docs/FORMAT.md §9.3, §9.6) --------------------- */
+
+#define IBP_KERNEL_STAGE_TABLE 2048u /* entries: 2^IBP_STAGE_MAX_CODE_BITS */
+#define IBP_KERNEL_STAGE_MAX_K 16u   /* tables one ibp_stage_exp keeps */
+
+/* What the device decoder needs of one cluster's exponent stage, built on
+ * the host by ibp_kernels_stage_exp (16-byte aligned in device memory). */
+typedef struct ibp_kernel_stage {
+  /* symbol | length << 10 per value of the next 11 stream bits (first
+   * code bit lowest); 0: no code */
+  uint16_t table[IBP_KERNEL_STAGE_TABLE];
+  uint32_t dtype;        /* ibp_dtype: 1 bf16, 2 f16, 3 f32; 0: no stage */
+  uint32_t segment_log2; /* values per segment: 2^segment_log2 */
+  uint32_t length_bits;  /* W: bits of each stored segment length (<= 32) */
+  uint32_t values;       /* per tensor: R / value bytes */
+  uint32_t no_bitmap;    /* 1: the cluster's Mask is the field, so the IBP
+                            part has no bitmap (docs/FORMAT.md §9.1) */
+  uint32_t reserved[3];
+} ibp_kernel_stage;
+
+typedef struct ibp_stage_exp_args {
+  const uint8_t *streams;         /* device: the tensors' streams */
+  const uint64_t *offsets;        /* device: tensor t's at streams + [t] */
+  const uint32_t *lengths;        /* device: its bytes */
+  const uint32_t *first_bits;     /* device: its stage part's first bit (the
+                                     IBP part's bits, B) */
+  const uint8_t *ids;             /* device: its cluster (NULL: all 0) */
+  const ibp_kernel_stage *stages; /* device: one per cluster */
+  uint8_t *dst; /* device: tensor t's window at dst + t * (w1 - w0), holding
+                   what its IBP part decodes to (the field 0) */
+  uint64_t tensors;
+  uint32_t k;      /* clusters (1 .. IBP_KERNEL_STAGE_MAX_K) */
+  uint32_t w0, w1; /* the window of each tensor, 0 <= w0 < w1 <= R */
+} ibp_stage_exp_args;
+
+struct ibp_stage; /* ibp/stage.h */
+
+/* Fills out from a finished (or read) exponent stage of a cluster whose
+ * Mask is `mask` (R bytes; NULL: not the field alone) for tensors of R
+ * bytes; a stage of kind none (or NULL) gives dtype 0.  Returns 0, or -1
+ * for an unknown kind or dtype or a length field wider than 32 bits. */
+int ibp_kernels_stage_exp(const struct ibp_stage *st, const uint8_t *mask,
+                          uint32_t tensor_bytes, ibp_kernel_stage *out);
 
 typedef struct ibp_decompress_args {
   const uint8_t *packed;   /* mapped host: the compressed streams */
@@ -118,6 +169,12 @@ typedef struct ibp_decompress_args {
    * in that window is read there, any other from `packed`.  NULL: none. */
   const uint8_t *staged;
   uint64_t staged_lo, staged_hi;
+  /* Coding stages (docs/FORMAT.md §9): device, NULL when none; one per
+   * cluster (K, or 1), dtype 0 for a cluster without.  Such a region's
+   * tensors are never grouped, and R < IBP_KERNEL_BLOCK_R
+   * (ibp_kernels_plan_decompress refuses others; a batch whose
+   * stage_buffers is 0 copies their tensors from the original). */
+  const ibp_kernel_stage *stages;
 } ibp_decompress_args;
 
 /* Shared memory per warp besides its staging buffers: the jobs of the
@@ -292,6 +349,10 @@ unsigned ibp_kernels_batch_sms(uint64_t units, uint32_t tensor_bytes,
 /* Geometry for ibp_gather over `count` ranges. */
 void ibp_kernels_plan_gather(uint64_t count, unsigned sms,
                              ibp_kernel_plan *plan);
+
+/* Launch geometry for ibp_stage_exp over `tensors` tensors of k clusters. */
+void ibp_kernels_plan_stage_exp(uint64_t tensors, uint32_t k, unsigned sms,
+                                ibp_kernel_plan *plan);
 
 #ifdef __cplusplus
 }

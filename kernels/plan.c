@@ -66,6 +66,8 @@ int ibp_kernels_plan_decompress_warps(ibp_decompress_args *a,
   const uint32_t R = a->tensor_bytes, c = a->chunk_bytes;
   if (R == 0 || !ibp_chunk_width_valid(c) || most_warps < 1 || most_warps > 16)
     return -1;
+  if (a->stages && R >= IBP_KERNEL_BLOCK_R)
+    return -1; /* a block decode stages rounds, not the stage's part */
   unsigned warps = most_warps;
   if (R >= IBP_KERNEL_BLOCK_R) { /* a block per tensor, in rounds */
     a->stage_bytes = round_share(warps);
@@ -105,6 +107,13 @@ void ibp_kernels_plan_gather(uint64_t count, unsigned sms,
   plan->block = WARPS_PER_BLOCK * 32;
   plan->dynamic_shared = 0;
   plan->grid = grid_for(count, WARPS_PER_BLOCK, sms);
+}
+
+void ibp_kernels_plan_stage_exp(uint64_t tensors, uint32_t k, unsigned sms,
+                                ibp_kernel_plan *plan) {
+  plan->block = WARPS_PER_BLOCK * 32;
+  plan->dynamic_shared = k * IBP_KERNEL_STAGE_TABLE * 2;
+  plan->grid = grid_for(tensors, WARPS_PER_BLOCK, sms);
 }
 
 void ibp_kernels_plan_range(ibp_decompress_args *a, unsigned sms,

@@ -6,6 +6,7 @@
 #include <sys/mman.h>
 
 #include "gen_data.h"
+#include "ibp/stage.h"
 
 #define PAGE 4096u
 
@@ -56,13 +57,21 @@ void kcase_compress(kcase *k) {
   uint64_t id_bytes = ibp_cluster_id_bytes(K, n);
   uint8_t *ids8 = xcalloc((id_bytes + 3) / 4 * 4 + 4);
   ibp_region_summary sum;
-  CHECK_OK(ibp_compress_region_clustered(p, K, k->orig, k->bytes, slots, flags8,
-                                         ids8, 1, &sum));
+  if (k->stages)
+    CHECK_OK(ibp_compress_region_staged(p, k->stages, K, k->orig, k->bytes,
+                                        slots, flags8, ids8, 1, &sum));
+  else
+    CHECK_OK(ibp_compress_region_clustered(p, K, k->orig, k->bytes, slots,
+                                           flags8, ids8, 1, &sum));
   k->compressed_bytes = sum.compressed_bytes;
   ibp_region reg = {p, slots, k->bytes, flags8};
   k->offsets = xmalloc((n + 1) * sizeof *k->offsets);
-  CHECK_OK(ibp_region_pack_offsets_clustered(&reg, K > 1 ? ids8 : NULL, K,
-                                             k->offsets));
+  if (k->stages)
+    CHECK_OK(ibp_region_pack_offsets_staged(&reg, K > 1 ? ids8 : NULL, K,
+                                            k->stages, k->offsets));
+  else
+    CHECK_OK(ibp_region_pack_offsets_clustered(&reg, K > 1 ? ids8 : NULL, K,
+                                               k->offsets));
   k->packed_bytes = k->offsets[n];
   k->packed = host_alloc(k->packed_bytes, k->packed_misalign, &k->packed_mem);
   CHECK_OK(ibp_region_pack(&reg, k->offsets, k->packed));
@@ -80,6 +89,15 @@ void kcase_compress(kcase *k) {
   free(k->ids);
   k->ids = NULL;
   kcase_plan(k);
+  free(k->kstages);
+  k->kstages = NULL;
+  if (k->stages) {
+    const uint32_t stride = (k->R + 15) & ~15u;
+    k->kstages = xmalloc(K * sizeof *k->kstages);
+    for (uint32_t c = 0; c < K; c++)
+      CHECK(ibp_kernels_stage_exp(&k->stages[c], k->mask + (size_t)c * stride,
+                                  k->R, &k->kstages[c]) == 0);
+  }
   if (K > 1)
     k->ids = (uint32_t *)ids8; /* little-endian: the same bits as words */
   else
@@ -168,6 +186,7 @@ void kcase_free(kcase *k) {
   free(k->bitval);
   free(k->plan);
   free(k->ids);
+  free(k->kstages);
   ibp_params_free(&k->params);
   for (uint32_t c = 0; c < KCASE_MAX_CLUSTERS; c++)
     ibp_params_free(&k->cl[c]);
@@ -195,6 +214,7 @@ void kcase_template(const kcase *k, ibp_decompress_args *out) {
   a.tensor_bytes = k->R;
   a.chunk_bytes = k->c;
   a.tail_bytes = (uint32_t)k->tail;
+  a.stages = k->kstages;
   *out = a;
 }
 

@@ -43,6 +43,11 @@ typedef struct kcase {
   unsigned walk;         /* 0, or tensors per walk instead of the plan's */
   unsigned dst_misalign; /* the copy's destination: this many bytes past
                             a 16-byte boundary */
+  /* NULL, or K coding stages (docs/FORMAT.md §9; the caller's, its params
+   * and masks fitted to them) kcase_compress compresses with, and their
+   * device form (ibp_kernels_stage_exp), which kcase_template passes */
+  const struct ibp_stage *stages;
+  struct ibp_kernel_stage *kstages;
 } kcase;
 
 typedef struct kcase_shape {

@@ -15,6 +15,10 @@ void batch_entry(const void *args) {
   ibp_decompress_batch(*static_cast<const ibp_batch_args *>(args));
 }
 
+void stage_exp_entry(const void *args) {
+  ibp_stage_exp(*static_cast<const ibp_stage_exp_args *>(args));
+}
+
 void gather_entry(const void *args) {
   ibp_gather(*static_cast<const ibp_gather_args *>(args));
 }
@@ -56,6 +60,8 @@ const simt_kernel kernels[] = {
     {IBP_KERNEL_BATCH, batch_entry, sizeof(ibp_batch_args), batch_out,
      batch_units},
     {IBP_KERNEL_GATHER, gather_entry, sizeof(ibp_gather_args), gather_out,
+     nullptr},
+    {IBP_KERNEL_STAGE_EXP, stage_exp_entry, sizeof(ibp_stage_exp_args), nullptr,
      nullptr},
 };
 

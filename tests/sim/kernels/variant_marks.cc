@@ -6,6 +6,7 @@
 #define ibp_decompress ibp_decompress_marks
 #define ibp_gather ibp_gather_marks
 #define ibp_decompress_batch ibp_decompress_batch_marks
+#define ibp_stage_exp ibp_stage_exp_marks
 #include "ibp_decompress.cu"
 
 #include <vector>

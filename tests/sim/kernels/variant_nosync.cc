@@ -6,6 +6,7 @@
 #define ibp_decompress ibp_decompress_nosync
 #define ibp_gather ibp_gather_nosync
 #define ibp_decompress_batch ibp_decompress_batch_nosync
+#define ibp_stage_exp ibp_stage_exp_nosync
 #include "ibp_decompress.cu"
 
 #include "simt.h"

@@ -5,6 +5,7 @@
 #define ibp_decompress ibp_decompress_nowait
 #define ibp_gather ibp_gather_nowait
 #define ibp_decompress_batch ibp_decompress_batch_nowait
+#define ibp_stage_exp ibp_stage_exp_nowait
 #include "ibp_decompress.cu"
 
 #include "simt.h"

@@ -5,6 +5,7 @@
 #define ibp_decompress ibp_decompress_overread
 #define ibp_gather ibp_gather_overread
 #define ibp_decompress_batch ibp_decompress_batch_overread
+#define ibp_stage_exp ibp_stage_exp_overread
 #include "ibp_decompress.cu"
 
 #include "simt.h"

@@ -1,0 +1,73 @@
+/* What the exponent stage's device decoder needs of one cluster's stage
+ * (docs/FORMAT.md §9.3, §9.6): its decode table as the codec derived it
+ * and the per-region numbers a lane must not work out per tensor. */
+#include <string.h>
+
+#include "ibp/stage.h"
+#include "ibp_kernels.h"
+
+_Static_assert(IBP_KERNEL_STAGE_TABLE == 1u << IBP_STAGE_MAX_CODE_BITS,
+               "one table entry per IBP_STAGE_MAX_CODE_BITS-bit peek");
+_Static_assert(sizeof(ibp_kernel_stage) % 16 == 0, "16-byte aligned array");
+
+/* Value bytes (what 0), field bits (1) or the field's lowest bit (2) of a
+ * dtype (docs/FORMAT.md §9.3), 0 for none or unknown; from the list alone
+ * (no codec code linked). */
+static uint32_t dtype_info(uint32_t dtype, int what) {
+  switch (dtype) {
+#define IBP_KSTAGE_INFO_(name, value, text, b, l, n)                           \
+  case value:                                                                  \
+    return what == 1 ? n : what == 2 ? l : b;
+    IBP_DTYPE_LIST(IBP_KSTAGE_INFO_)
+#undef IBP_KSTAGE_INFO_
+  default:
+    return 0;
+  }
+}
+
+/* W of §9.3: the bit width of min(V, n) * worst, worst the longest code or
+ * the escape's length + e. */
+static uint32_t length_bits(const ibp_stage *st, uint32_t values, uint32_t e) {
+  uint32_t worst = 0;
+  for (uint32_t s = 0; s <= st->symbols; s++)
+    if (st->lengths[s] > worst)
+      worst = st->lengths[s];
+  const uint32_t esc = st->lengths[st->symbols];
+  if (esc && esc + e > worst)
+    worst = esc + e;
+  const uint32_t seg = 1u << st->segment_log2;
+  const uint64_t most = (uint64_t)(values < seg ? values : seg) * worst;
+  uint32_t w = 1;
+  while (w < 63 && (most >> w) != 0)
+    w++;
+  return w;
+}
+
+int ibp_kernels_stage_exp(const ibp_stage *st, const uint8_t *mask,
+                          uint32_t tensor_bytes, ibp_kernel_stage *out) {
+  memset(out, 0, sizeof *out);
+  if (!st || st->kind == IBP_STAGE_NONE)
+    return 0;
+  const uint32_t vb = dtype_info(st->dtype, 0), e = dtype_info(st->dtype, 1);
+  if (st->kind != IBP_STAGE_EXP || vb == 0 || e == 0 ||
+      tensor_bytes % vb != 0 || st->symbols != 1u << e ||
+      st->segment_log2 < IBP_STAGE_SEGMENT_LOG2_MIN ||
+      st->segment_log2 > IBP_STAGE_SEGMENT_LOG2_MAX)
+    return -1;
+  const uint32_t w = length_bits(st, tensor_bytes / vb, e);
+  if (w > 32)
+    return -1;
+  memcpy(out->table, st->decode, sizeof out->table);
+  out->dtype = st->dtype;
+  out->segment_log2 = st->segment_log2;
+  out->length_bits = w;
+  out->values = tensor_bytes / vb;
+  /* the Mask is the field (the codec's test, codec/stage.c): no bitmap */
+  const uint32_t lo = dtype_info(st->dtype, 2);
+  const uint32_t fm = ((1u << e) - 1) << lo;
+  out->no_bitmap = mask != NULL;
+  for (uint32_t b = 0; mask && b < tensor_bytes; b++)
+    if (mask[b] != (uint8_t)(fm >> (8 * (b % vb))))
+      out->no_bitmap = 0;
+  return 0;
+}
