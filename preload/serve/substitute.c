@@ -92,12 +92,16 @@ typedef struct decision {
   ibp_route_cost prior[IBP_ROUTES];
   unsigned cls;
   ibp_chooser *ch;
+  CUstream link; /* where go's work on the link runs (ibp__route_link_stream):
+                    its span is timed there */
 } decision;
 
-/* Every route of a single copy is timed alike: two events on the caller's
- * stream around its submission (the staged path's window copies run on
- * libibp's copy stream, its decodes on the caller's, after them), the span
- * started no earlier than the other streams' work it may have waited for
+/* Every route of a single copy is timed alike: two events around its
+ * submission on the stream its work on the link runs on -- the caller's,
+ * or for the staged path libibp's copy stream, whose window copies are
+ * the route's first stage (its decodes, on the caller's stream after them,
+ * are the decode probe's, serve/staged/staged.c) -- the span started no
+ * earlier than the other streams' work on the link it may have waited for
  * (docs/ARCHITECTURE.md "The gate"). */
 #define TIMABLE                                                                \
   (1u << IBP_ROUTE_DRIVER | 1u << IBP_ROUTE_ZEROCOPY | 1u << IBP_ROUTE_STAGED)
@@ -132,15 +136,27 @@ static ibp_route choose(ibp_route_copy *x, decision *d, int count, int again) {
   if (x->compact && go != IBP_ROUTE_DRIVER && est > x->driver_ns)
     ibp__count(&x->s->counters, compact_seconds_cost,
                (uint64_t)(est - x->driver_ns));
-  ibp__streams_queued(x->dev, c->stream, ibp__clock_ns(), est);
+  /* the route's work on the link: a two-stage route's first stage, as
+   * the class estimates it */
+  double link_ns = est;
+  if (m->sm_ns > 0) {
+    const double whole = ibp__choose_gpu_ns(m, 1);
+    link_ns = whole > 0 && m->gpu_ns * est / whole < est
+                  ? m->gpu_ns * est / whole
+                  : est;
+  }
+  d->link = ibp__route_link_stream(go, x);
+  ibp__streams_queued(x->dev, c->stream, ibp__clock_ns(), est, link_ns,
+                      d->link != c->stream ? d->link : NULL);
   if (go == IBP_ROUTE_DRIVER)
     count_passed(x->s, c, IBP_PASSED_GATED);
   return go;
 }
 
-static void time_begin(const ibp_route_copy *x, const decision *d,
-                       ibp_timing *t) {
+static void time_begin(ibp_route_copy *x, const decision *d, ibp_timing *t) {
   t->index = -1;
+  t->start = x->start = NULL;
+  x->started = 0;
   if (!d->choice.timed)
     return;
   /* whether the span starts with the calls (an idle stream) or with the
@@ -148,11 +164,22 @@ static void time_begin(const ibp_route_copy *x, const decision *d,
    * is the model's guess, and a busy stream taken for idle would have the
    * calls' time taken off a span that never held them (the driver's copy
    * then measured cheaper than it is) */
-  const int idle = ibp__stream_idle(x->c->stream);
-  ibp__timing_begin(x->slot, d->ch, x->p, x->c->stream, d->cls, &d->choice,
-                    &d->prior[d->go], 1e3 * x->p->runtime_call_us,
+  const int idle = ibp__stream_idle(d->link);
+  /* on a stream of the route's own, the route records the start */
+  const int deferred = d->link != x->c->stream;
+  ibp__timing_begin(x->slot, d->ch, x->p, d->link, x->c->stream, d->cls,
+                    &d->choice, &d->prior[d->go], 1e3 * x->p->runtime_call_us,
                     ibp__route_lead_ns(d->go, x->p),
-                    ibp__route_setup_ns(d->go, x->p), idle, x->dev, t);
+                    ibp__route_setup_ns(d->go, x->p), idle, deferred, x->dev,
+                    t);
+  x->start = t->start;
+  x->started = 0;
+}
+
+/* Whether timing t's start was recorded: by the timing, or where deferred
+ * (t->start), by the route (x->started). */
+static int time_started(const ibp_route_copy *x, const ibp_timing *t) {
+  return !t->start || x->started;
 }
 
 /* A decision's timing that will not happen (its route changed). */
@@ -181,7 +208,7 @@ static int timed_driver_copy(ibp_route_copy *x, const decision *d) {
     return 1;
   CUresult e;
   const int rc = ibp__route(IBP_ROUTE_DRIVER)->submit(x, &e);
-  ibp__timing_end(x->slot, d->ch, c->stream, &t, rc == IBP_SUBMIT_QUEUED);
+  ibp__timing_end(x->slot, d->ch, d->link, &t, rc == IBP_SUBMIT_QUEUED);
   if (rc != IBP_SUBMIT_QUEUED)
     return 1;
   if (c->sync && ibp__driver()->cuStreamSynchronize(c->stream) != CUDA_SUCCESS)
@@ -419,7 +446,8 @@ static int submit(ibp_route_copy *x, decision *d, ibp_route go) {
   ibp__nvtx_copy_begin(x->r->name, c->bytes); /* serve/nvtx.h: for nsys */
   int rc = ibp__route(go)->submit(x, &e);
   if (rc == IBP_SUBMIT_NOT_NOW) {
-    ibp__timing_end(x->slot, d->ch, c->stream, &t, 0);
+    ibp__timing_end(x->slot, d->ch, d->link, &t, 0);
+    x->start = NULL;
     go = ibp__route_next(d->choice.est_ns, go);
     saved_ns = 0;
     if (go == IBP_ROUTE_DRIVER)
@@ -427,8 +455,9 @@ static int submit(ibp_route_copy *x, decision *d, ibp_route go) {
     else
       rc = ibp__route(go)->submit(x, &e);
   }
-  ibp__timing_end(x->slot, d->ch, c->stream, &t,
-                  rc == IBP_SUBMIT_QUEUED && go != IBP_ROUTE_DRIVER);
+  ibp__timing_end(x->slot, d->ch, d->link, &t,
+                  rc == IBP_SUBMIT_QUEUED && go != IBP_ROUTE_DRIVER &&
+                      time_started(x, &t));
   ibp__nvtx_copy_end();
   atomic_fetch_sub(&s->refresh.launching, 1);
   if (go == IBP_ROUTE_DRIVER)

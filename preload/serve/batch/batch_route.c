@@ -63,13 +63,14 @@ void ibp__batch_time_begin(ibp_batch_timed *t, int dev, CUcontext ctx,
   ibp__route_batched_split(p, &t->g, copies, t->own_call, &cpu, &gpu);
   const double calls = 1e3 * (p->driver_copy_call_us +
                               p->driver_launch_call_us + p->driver_call_us);
-  const ibp_route_cost model = {calls, gpu * (copies ? copies : 1), 1, 0, 0};
+  const ibp_route_cost model = {
+      .cpu_ns = calls, .gpu_ns = gpu * (copies ? copies : 1), .serial = 1};
   /* one query per timed batch (never per copy): whether the span starts
    * with the calls (an idle stream) or with the work before it */
   const int idle = ibp__stream_idle(stream);
-  ibp__timing_begin(run->slot, run->ch, p, stream, t->cls, &t->choice, &model,
-                    0, ibp__route_lead_ns(IBP_ROUTE_BATCHED, p),
-                    ibp__route_setup_ns(IBP_ROUTE_BATCHED, p), idle, dev,
+  ibp__timing_begin(run->slot, run->ch, p, stream, stream, t->cls, &t->choice,
+                    &model, 0, ibp__route_lead_ns(IBP_ROUTE_BATCHED, p),
+                    ibp__route_setup_ns(IBP_ROUTE_BATCHED, p), idle, 0, dev,
                     &run->t);
   t->rec = NULL;
 }
@@ -92,13 +93,14 @@ int ibp__batch_time_alone(ibp_device_slot *slot, int dev, const ibp_profile *p,
   /* the calls libibp makes are its CPU time (an entry of the
    * application's batch: its own call is paid either way) */
   const double runtime = c->hold_only ? 0 : 1e3 * p->runtime_call_us;
-  const ibp_route_cost model = {runtime + 1e3 * p->driver_copy_call_us,
-                                prior[IBP_ROUTE_DRIVER].gpu_ns, 0, 0, 0};
+  const ibp_route_cost model = {.cpu_ns =
+                                    runtime + 1e3 * p->driver_copy_call_us,
+                                .gpu_ns = prior[IBP_ROUTE_DRIVER].gpu_ns};
   const int idle = ibp__stream_idle(c->stream);
   ibp_timing t;
-  ibp__timing_begin(slot, ch, p, c->stream, cls, x, &model, runtime,
+  ibp__timing_begin(slot, ch, p, c->stream, c->stream, cls, x, &model, runtime,
                     ibp__route_lead_ns(IBP_ROUTE_DRIVER, p),
-                    ibp__route_setup_ns(IBP_ROUTE_DRIVER, p), idle, dev, &t);
+                    ibp__route_setup_ns(IBP_ROUTE_DRIVER, p), idle, 0, dev, &t);
   if (t.index < 0)
     return 1; /* not timed: the driver's copy all the same */
   CUresult e = d->cuMemcpyHtoDAsync(c->dst, c->src, c->bytes, c->stream);

@@ -18,6 +18,19 @@ static int is_open(const ibp_route_cost *c) {
   return c->cpu_ns > 0 || c->gpu_ns > 0;
 }
 
+double ibp__choose_gpu_ns(const ibp_route_cost *c, double gr) {
+  const double g = c->gpu_ns * gr;
+  if (c->sm_ns <= 0)
+    return g;
+  return c->pipelined ? max2(g, c->sm_ns) : g + c->sm_ns;
+}
+
+/* Cost c with its CPU term scaled by cr and its link's by gr. */
+static double scaled(const ibp_route_cost *c, double cr, double gr) {
+  const double cpu = c->cpu_ns * cr, gpu = ibp__choose_gpu_ns(c, gr);
+  return c->serial ? cpu + gpu : max2(cpu, gpu);
+}
+
 unsigned ibp__choose_class_index(uint64_t bytes, int busy,
                                  ibp_class_mode mode) {
   unsigned size = bytes ? 63u - (unsigned)__builtin_clzll(bytes) : 0;
@@ -97,8 +110,7 @@ double ibp__choose_estimate(const ibp_choose_class *k, ibp_route r,
                             const ibp_route_cost *c, double now_ns) {
   double cr, gr;
   ibp__choose_ratios(k, r, now_ns, &cr, &gr);
-  return c->serial ? c->cpu_ns * cr + c->gpu_ns * gr
-                   : max2(c->cpu_ns * cr, c->gpu_ns * gr);
+  return scaled(c, cr, gr);
 }
 
 /* The smallest of est[] among the open routes, the driver's first: another
@@ -173,11 +185,14 @@ static void space(ibp_choose_route *q) {
  * win every copy once the others were measured dearer, until timed twice
  * (under a link a third as fast, weight copies went to the zero-copy
  * kernel and the staged path, 0.83x).  Each ratio above 1 counts:
- * - a route the class can time takes the driver's ratios: the driver's
- *   copy measures the link and the calls alone, and a GPU route measured
- *   dearer says nothing of the driver's (a kernel 4x slower than modelled
- *   must not make the driver look dearer, or it is left only once
- *   explored); the driver itself, unmeasured, keeps its prior;
+ * - a route the class can time takes the dearest ratios of the routes
+ *   whose link term is a copy-engine transfer alone (ibp_route_cost.engine:
+ *   the driver's copy, the staged path's windows), which measure the link
+ *   and the calls alone; a kernel measured dearer says nothing of them (a
+ *   kernel 4x slower than modelled must not make the driver look dearer,
+ *   or it is left only once explored).  The driver, unmeasured, takes the
+ *   staged windows' (a link a third as fast, found by the staged path's
+ *   timed copies, is the driver's too);
  * - a route it cannot time (not in `timable`), which nothing would ever
  *   correct, takes the dearest ratios of every route the class measured.
  * Being believed dearer delays its exploration (which costs more), never
@@ -193,7 +208,7 @@ static void inherit(const ibp_choose_class *k,
     ibp__choose_ratios(k, (ibp_route)r, now_ns, &c, &g);
     cr = c > cr ? c : cr;
     gr = g > gr ? g : gr;
-    if (r == IBP_ROUTE_DRIVER) {
+    if (prior[r].engine) {
       dcr = c > dcr ? c : dcr;
       dgr = g > dgr ? g : dgr;
     }
@@ -204,9 +219,7 @@ static void inherit(const ibp_choose_class *k,
     if (est[r] <= 0 || judged(&k->route[r], now_ns))
       continue;
     const double ci = own ? dcr : cr, gi = own ? dgr : gr;
-    est[r] = (c->serial ? c->cpu_ns * ci + c->gpu_ns * gi
-                        : max2(c->cpu_ns * ci, c->gpu_ns * gi)) +
-             1e-9;
+    est[r] = scaled(c, ci, gi) + 1e-9;
   }
 }
 
@@ -217,12 +230,7 @@ ibp_route ibp__choose_decide(ibp_choose_class *k,
   double model[IBP_ROUTES];
   memset(out, 0, sizeof *out);
   for (int r = 0; r < IBP_ROUTES; r++)
-    model[r] =
-        is_open(&prior[r])
-            ? (prior[r].serial ? prior[r].cpu_ns + prior[r].gpu_ns
-                               : max2(prior[r].cpu_ns, prior[r].gpu_ns)) +
-                  1e-9
-            : 0;
+    model[r] = is_open(&prior[r]) ? scaled(&prior[r], 1, 1) + 1e-9 : 0;
   out->modelled = smallest(model);
   if (!learn) {
     out->route = (ibp_route)out->modelled;

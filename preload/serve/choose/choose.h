@@ -121,7 +121,24 @@ typedef struct ibp_route_cost {
                      terms are of"): while the class has not measured it,
                      it is the first alternative explored, as soon as the
                      exploration share covers it */
+  /* A route of two GPU stages (the staged path): gpu_ns is then its first,
+   * on the link or the copy engine -- what its timed copies measure and
+   * its ratio scales -- and sm_ns its second, a decode in device memory
+   * (measured apart: serve/staged/staged.c's decode probe), which follows
+   * it (0: none).  pipelined: copies back to back overlap one's first
+   * stage with another's second, and only the slower counts; otherwise
+   * they add up. */
+  double sm_ns;
+  int pipelined;
+  int engine; /* gpu_ns is a copy-engine transfer alone (the driver's copy,
+                 the staged path's windows): what it measures, the link and
+                 the calls, holds for every such route (choose.c,
+                 inherit) */
 } ibp_route_cost;
+
+/* Route cost c's GPU time with its first stage's time scaled by gr (the
+ * link ratio its class measured). */
+double ibp__choose_gpu_ns(const ibp_route_cost *c, double gr);
 
 /* Timed copies a route's ratios are taken from: the smallest of the last
  * IBP_CHOOSE_WINDOW not older than IBP_CHOOSE_AGE_NS, so that one copy

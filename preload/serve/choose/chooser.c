@@ -180,13 +180,22 @@ static void read_sample(const ibp_driver *d, ibp_served_region *s,
       gpu = 1e6 * after + x->setup_ns;
   }
   ibp_choose_class *k = &ch->cls[x->cls];
+  /* a two-stage route's second stage, as modelled (its decode probe
+   * corrects it) */
+  const ibp_route_cost stages = {
+      .gpu_ns = gpu, .sm_ns = x->sm_model_ns, .pipelined = x->pipelined};
+  const ibp_route_cost model = {.gpu_ns = x->gpu_model_ns,
+                                .sm_ns = x->sm_model_ns,
+                                .pipelined = x->pipelined};
+  const double gpu_all = ibp__choose_gpu_ns(&stages, 1);
+  const double gpu_all_model = ibp__choose_gpu_ns(&model, 1);
   const double took =
-      x->cpu_ns + x->runtime_ns > gpu ? x->cpu_ns + x->runtime_ns : gpu;
+      x->cpu_ns + x->runtime_ns > gpu_all ? x->cpu_ns + x->runtime_ns : gpu_all;
   const double cpu_model = x->cpu_model_ns + x->runtime_ns;
   ch->timed[x->route]++;
   ch->measured_ns[x->route] += took;
   ch->model_ns[x->route] +=
-      cpu_model > x->gpu_model_ns ? cpu_model : x->gpu_model_ns;
+      cpu_model > gpu_all_model ? cpu_model : gpu_all_model;
   if (x->explore) { /* what it really cost over the choice */
     double excess = took > x->choice_ns ? took - x->choice_ns : 0;
     ibp__choose_settle(k, x->route, x->charged_ns, excess + x->timing_ns,
@@ -291,12 +300,14 @@ static int sample_events(const ibp_driver *d, ibp_device_slot *slot,
 }
 
 void ibp__timing_begin(ibp_device_slot *slot, ibp_chooser *ch,
-                       const ibp_profile *p, CUstream stream, unsigned cls,
-                       const ibp_choice *c, const ibp_route_cost *prior,
-                       double runtime_ns, double lead_ns, double setup_ns,
-                       int idle, int dev, ibp_timing *t) {
+                       const ibp_profile *p, CUstream stream, CUstream caller,
+                       unsigned cls, const ibp_choice *c,
+                       const ibp_route_cost *prior, double runtime_ns,
+                       double lead_ns, double setup_ns, int idle, int deferred,
+                       int dev, ibp_timing *t) {
   const ibp_driver *d = ibp__driver();
   t->index = -1;
+  t->start = NULL;
   if (!ch || cls >= IBP_CHOOSE_CLASSES)
     return;
   CUstreamCaptureStatus cs = CU_STREAM_CAPTURE_STATUS_NONE;
@@ -320,7 +331,9 @@ void ibp__timing_begin(ibp_device_slot *slot, ibp_chooser *ch,
                              .cpu_model_ns = cpu > 0 ? cpu : 0,
                              .lead_model_ns = lead_ns,
                              .setup_ns = setup_ns,
-                             .gpu_model_ns = prior->gpu_ns};
+                             .gpu_model_ns = prior->gpu_ns,
+                             .sm_model_ns = prior->sm_ns,
+                             .pipelined = prior->pipelined};
     /* nothing is timed under capture */
     if (capturing || !sample_events(d, slot, ch, i, IBP_TIMING_EVENTS, cls)) {
       drop(ch, x);
@@ -337,9 +350,9 @@ void ibp__timing_begin(ibp_device_slot *slot, ibp_chooser *ch,
    * copy's start event says nothing more than it */
   CUstreamCaptureMode mode = relaxed(d);
   const unsigned recorded = ibp__streams_mark_others(
-      dev, stream, ibp__clock_ns(), ev + 2, IBP_TIMING_OTHERS);
+      dev, stream, caller, ibp__clock_ns(), ev + 2, IBP_TIMING_OTHERS);
   restore(d, mode);
-  CUresult e = d->cuEventRecord(ev[0], stream);
+  CUresult e = deferred ? CUDA_SUCCESS : d->cuEventRecord(ev[0], stream);
   if (e != CUDA_SUCCESS) {
     pthread_mutex_lock(&ch->lock);
     drop(ch, &ch->sample[i]);
@@ -350,6 +363,8 @@ void ibp__timing_begin(ibp_device_slot *slot, ibp_chooser *ch,
   ch->sample[i].others = recorded; /* the sample is this thread's */
   ch->sample[i].t0_ns = ibp__clock_ns();
   t->index = i;
+  if (deferred)
+    t->start = ev[0];
 }
 
 void ibp__timing_end(ibp_device_slot *slot, ibp_chooser *ch, CUstream stream,

@@ -50,7 +50,10 @@ typedef struct ibp_timing_sample {
                            GPU work (idle streams: not the GPU's) */
   double setup_ns;      /* the model's GPU time before its first turn on
                            the link */
-  double gpu_model_ns;  /* the model's GPU time */
+  double gpu_model_ns;  /* the model's GPU time (of a two-stage route, its
+                           first stage: ibp_route_cost.sm_ns) */
+  double sm_model_ns;   /* the model's second stage, not measured here */
+  int pipelined;        /* ... and how it adds up (ibp__choose_gpu_ns) */
 } ibp_timing_sample;
 
 typedef struct ibp_chooser {
@@ -110,11 +113,17 @@ void ibp__chooser_ran(ibp_chooser *ch, ibp_route r, uint64_t copies);
 /* A timing in progress (index -1: not timed). */
 typedef struct ibp_timing {
   int index;
+  CUevent start; /* deferred: the first event, for the route to record */
 } ibp_timing;
 
 /* Starts timing a copy of class cls by route c->route (decided by
  * ibp__chooser_decide, which asked for it: c->timed) on `stream` (not
- * capturing; the slot's context current): records the first event.
+ * capturing; the slot's context current), where the route's work on the
+ * link runs -- the caller's stream, or the staged path's copy stream for
+ * caller stream `caller` (neither is another stream the span may wait
+ * for): records the first event -- or, deferred, leaves it to the route
+ * (t->start: recorded where its work on the link may begin, after what
+ * else it waits for; ibp__timing_end is then told whether it was).
  * prior: the route's model cost for it; runtime_ns: the share of
  * prior->cpu_ns the runtime spends before libibp sees the copy; lead_ns:
  * the model's CPU time before the route's first GPU work; setup_ns: its GPU
@@ -126,10 +135,11 @@ typedef struct ibp_timing {
  * t->index -1 when the copy is not timed (no free sample, capturing, an event
  * call failed). */
 void ibp__timing_begin(ibp_device_slot *slot, ibp_chooser *ch,
-                       const ibp_profile *p, CUstream stream, unsigned cls,
-                       const ibp_choice *c, const ibp_route_cost *prior,
-                       double runtime_ns, double lead_ns, double setup_ns,
-                       int idle, int dev, ibp_timing *t);
+                       const ibp_profile *p, CUstream stream, CUstream caller,
+                       unsigned cls, const ibp_choice *c,
+                       const ibp_route_cost *prior, double runtime_ns,
+                       double lead_ns, double setup_ns, int idle, int deferred,
+                       int dev, ibp_timing *t);
 
 /* Ends the timing t after the copy's submission: records the second
  * event.  submitted = 0: the copy was not queued after all (the sample is

@@ -70,6 +70,13 @@ typedef struct ibp_gate_staged {
                           back to back), the slower stage's sum */
   unsigned chunks;     /* a launch each */
   unsigned windows;    /* chunks with streams to move: a copy each */
+  double link_us;      /* the copy engine's windows */
+  double sm_us;        /* the decodes: pipelined, all of them (those of
+                          copies of busy streams side by side counted
+                          once); else their part the windows do not
+                          overlap (gpu_us - link_us) */
+  int pipelined;       /* gpu_us is the slower stage's (copies back to
+                          back) */
 } ibp_gate_staged;
 
 /* Once the region's fit is judged (its first 32 copies seen by

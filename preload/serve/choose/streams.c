@@ -14,28 +14,37 @@
 typedef struct stream_end {
   CUstream stream;
   double end_ns; /* 0: a free entry */
+  int link;      /* its last work holds the link or the copy engine (not a
+                    decode in device memory) */
 } stream_end;
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static stream_end table[IBP_MAX_DEVICES][STREAMS];
+/* per device, when the work queued on its link (every stream's) ends */
+static double link_end[IBP_MAX_DEVICES];
 
 static int valid(int dev) {
   return dev >= 0 && dev < IBP_MAX_DEVICES;
 }
 
-int ibp__streams_busy(int dev, CUstream s, double now_ns) {
+unsigned ibp__streams_busy(int dev, CUstream s, double now_ns) {
   if (!valid(dev))
     return 0;
-  int busy = 0;
+  unsigned busy = 0, self = 0;
   pthread_mutex_lock(&lock);
-  for (int i = 0; i < STREAMS && !busy; i++)
-    busy = table[dev][i].stream == s && table[dev][i].end_ns > now_ns;
+  for (int i = 0; i < STREAMS; i++) {
+    const stream_end *e = &table[dev][i];
+    if (e->end_ns > now_ns && e->stream == s)
+      self = 1;
+    else if (e->end_ns > now_ns)
+      busy++;
+  }
   pthread_mutex_unlock(&lock);
-  return busy;
+  return self ? busy + 1 : 0;
 }
 
-unsigned ibp__streams_mark_others(int dev, CUstream s, double now_ns,
-                                  CUevent ev[], unsigned max) {
+unsigned ibp__streams_mark_others(int dev, CUstream s, CUstream also,
+                                  double now_ns, CUevent ev[], unsigned max) {
   const ibp_driver *d = ibp__driver();
   if (!valid(dev) || !d || !max)
     return 0;
@@ -44,8 +53,9 @@ unsigned ibp__streams_mark_others(int dev, CUstream s, double now_ns,
   pthread_mutex_lock(&lock);
   for (int i = 0; i < STREAMS; i++) {
     const stream_end *e = &table[dev][i];
-    if (e->stream != s && e->end_ns > now_ns && e->stream &&
-        e->stream != CU_STREAM_LEGACY && e->stream != CU_STREAM_PER_THREAD)
+    if (e->stream != s && e->stream != also && e->link && e->end_ns > now_ns &&
+        e->stream && e->stream != CU_STREAM_LEGACY &&
+        e->stream != CU_STREAM_PER_THREAD)
       pick[n++] = *e;
   }
   for (unsigned k = 0; k < n && recorded < max; k++) {
@@ -81,32 +91,53 @@ void ibp__streams_forget_device(int dev) {
   pthread_mutex_lock(&lock);
   for (int i = 0; i < STREAMS; i++)
     table[dev][i] = (stream_end){0};
+  link_end[dev] = 0;
   pthread_mutex_unlock(&lock);
 }
 
-void ibp__streams_queued(int dev, CUstream s, double now_ns, double est_ns) {
+/* Stream s's entry in row (lock held): its own, or the one whose work
+ * ends first, made its. */
+static stream_end *entry(stream_end *row, CUstream s) {
+  for (int i = 0; i < STREAMS; i++)
+    if (row[i].end_ns > 0 && row[i].stream == s)
+      return &row[i];
+  stream_end *e = &row[0];
+  for (int i = 1; i < STREAMS; i++)
+    if (row[i].end_ns < e->end_ns)
+      e = &row[i];
+  *e = (stream_end){s, 0, 0};
+  return e;
+}
+
+void ibp__streams_queued(int dev, CUstream s, double now_ns, double est_ns,
+                         double link_ns, CUstream link_stream) {
   if (!valid(dev))
     return;
   pthread_mutex_lock(&lock);
-  stream_end *row = table[dev], *e = NULL;
-  for (int i = 0; i < STREAMS && !e; i++)
-    if (row[i].end_ns > 0 && row[i].stream == s)
-      e = &row[i];
-  if (!e) { /* a new one: in the entry whose work ends first */
-    e = &row[0];
-    for (int i = 1; i < STREAMS; i++)
-      if (row[i].end_ns < e->end_ns)
-        e = &row[i];
-    *e = (stream_end){s, 0};
+  stream_end *row = table[dev];
+  stream_end *e = entry(row, s);
+  /* back to back: after what the stream runs, and after the work queued
+   * on the link, which every stream's copies share */
+  double start = e->end_ns > now_ns ? e->end_ns : now_ns;
+  if (link_ns > 0 && link_end[dev] > start)
+    start = link_end[dev];
+  e->end_ns = start + est_ns;
+  e->link = link_ns > 0 && !link_stream;
+  if (link_ns > 0)
+    link_end[dev] = start + link_ns;
+  if (link_ns > 0 && link_stream) {
+    stream_end *l = entry(row, link_stream);
+    l->end_ns = start + link_ns;
+    l->link = 1;
   }
-  /* back to back: after what it runs */
-  e->end_ns = (e->end_ns > now_ns ? e->end_ns : now_ns) + est_ns;
   pthread_mutex_unlock(&lock);
 }
 
 void ibp__streams_after_fork_child(void) {
   pthread_mutex_init(&lock, NULL);
-  for (int d = 0; d < IBP_MAX_DEVICES; d++)
+  for (int d = 0; d < IBP_MAX_DEVICES; d++) {
+    link_end[d] = 0;
     for (int i = 0; i < STREAMS; i++)
       table[d][i] = (stream_end){0};
+  }
 }

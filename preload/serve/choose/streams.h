@@ -16,25 +16,33 @@
 
 #include <cuda.h>
 
-/* At now_ns on device dev's clock: whether stream s still runs what
- * libibp queued on it. */
-int ibp__streams_busy(int dev, CUstream s, double now_ns);
+/* At now_ns on device dev's clock: 0 when stream s runs nothing libibp
+ * queued on it, else how many of the device's streams do, s included
+ * (copies of several streams back to back: their kernels may run side by
+ * side). */
+unsigned ibp__streams_busy(int dev, CUstream s, double now_ns);
 
-/* A copy estimated est_ns was queued on stream s of device dev at now_ns
- * (after what it already runs). */
-void ibp__streams_queued(int dev, CUstream s, double now_ns, double est_ns);
+/* A copy estimated est_ns was queued on stream s of device dev at now_ns:
+ * it starts after what s already runs and, when it uses the link (link_ns
+ * > 0: how long it holds the link or the copy engine), after the link's
+ * queued work, which every stream shares.  link_stream: the stream that
+ * runs its link part, where not s (the staged path's copy stream), NULL
+ * otherwise. */
+void ibp__streams_queued(int dev, CUstream s, double now_ns, double est_ns,
+                         double link_ns, CUstream link_stream);
 
 /* At now_ns: records ev[0..] (created) on device dev's streams other
- * than s that still run what libibp queued on them, by the estimates --
- * what a copy on s started now may wait for on the link or the copy
- * engine -- at most max of them, those whose work ends last first.
+ * than s and `also` whose work libibp queued last holds the link and still
+ * runs, by the estimates -- what a copy on s started now may wait for on
+ * the link or the copy engine (a decode in device memory holds neither) --
+ * at most max of them, those whose work ends last first.
  * Skipped: the legacy and per-thread default streams (an event there
  * would order other streams' work, or land on this thread's own) and a
  * capturing stream.  Under the table's lock, so that a stream being
  * destroyed (ibp__streams_forget) is not recorded on.  Returns how many
  * were recorded. */
-unsigned ibp__streams_mark_others(int dev, CUstream s, double now_ns,
-                                  CUevent ev[], unsigned max);
+unsigned ibp__streams_mark_others(int dev, CUstream s, CUstream also,
+                                  double now_ns, CUevent ev[], unsigned max);
 
 /* Stream s is destroyed (hooks_order.c): forgotten. */
 void ibp__streams_forget(CUstream s);

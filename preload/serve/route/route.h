@@ -39,8 +39,10 @@ typedef struct ibp_route_copy {
   CUcontext ctx;         /* current */
   int dev;
   ibp_class_mode mode; /* single, or a copy that may be held for a batch */
-  int busy;            /* its stream still runs libibp's earlier work, by the
-                          chooser's estimates (serve/choose/streams.h) */
+  unsigned busy;       /* 0: its stream runs none of libibp's earlier work,
+                          by the chooser's estimates; else how many of the
+                          device's streams do, its own included
+                          (ibp__streams_busy) */
   int compact;         /* the region's memory is the shadow's (compact.h) */
   ibp_gate_copy g;     /* as the model sees it */
   double driver_ns;    /* the driver's copy's model (ns), weighed or not
@@ -50,6 +52,10 @@ typedef struct ibp_route_copy {
   ibp_decompress_args a;
   ibp_kernel_plan plan;
   ibp_staged_plan sp; /* route_staged's plan, made by its prior */
+  /* a timed copy's start event where its route records it (link_stream:
+   * after what its work there waits for), NULL: none; started: it did */
+  CUevent start;
+  int started;
   /* a copy that may be held: the batch it would join */
   uint32_t batch_n; /* copies the batch is expected to hold */
   double scan_ns;   /* the write tracker's scan at its flush */
@@ -91,6 +97,14 @@ typedef struct ibp_route_ops {
    * route is submitted where it is decided (a held copy: its stream's
    * batch, serve/batch/batch.c). */
   int (*submit)(ibp_route_copy *x, CUresult *err);
+  /* The stream its work on the link runs on, where not x->c->stream (the
+   * staged path's copy stream): a timed copy's span is taken there, and
+   * other streams' spans may wait for it; its submit then records the
+   * span's start there (x->start, x->started), after anything its work
+   * waits for that is not the link.  NULL (the op or its answer): the
+   * copy's own stream, the start recorded before the submission.  Called
+   * only for the route decided. */
+  CUstream (*link_stream)(ibp_route_copy *x);
 } ibp_route_ops;
 
 #endif /* IBP_PRELOAD_ROUTE_H */

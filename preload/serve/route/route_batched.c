@@ -45,8 +45,10 @@ static ibp_route_cost prior(ibp_route_copy *x) {
   double cpu, gpu, cpu1, gpu1; /* explored alone: a batch of one */
   ibp__route_batched_split(x->p, &x->g, x->batch_n, own_call, &cpu, &gpu);
   ibp__route_batched_split(x->p, &x->g, 1, own_call, &cpu1, &gpu1);
-  ibp_route_cost c = {cpu / IBP_BATCH_MARGIN, gpu / IBP_BATCH_MARGIN, 1,
-                      (cpu1 + gpu1) / IBP_BATCH_MARGIN, 0};
+  ibp_route_cost c = {.cpu_ns = cpu / IBP_BATCH_MARGIN,
+                      .gpu_ns = gpu / IBP_BATCH_MARGIN,
+                      .serial = 1,
+                      .once_ns = (cpu1 + gpu1) / IBP_BATCH_MARGIN};
   c.cpu_ns += x->scan_ns / x->batch_n / IBP_BATCH_MARGIN;
   return c;
 }
@@ -61,5 +63,10 @@ static double setup_ns(const ibp_profile *p) {
   return 1e3 * p->ce_setup_us;
 }
 
-const ibp_route_ops ibp__route_batched = {"batched launch", feasible, prior,
-                                          lead_ns,          setup_ns, NULL};
+const ibp_route_ops ibp__route_batched = {.what = "batched launch",
+                                          .feasible = feasible,
+                                          .prior = prior,
+                                          .lead_ns = lead_ns,
+                                          .setup_ns = setup_ns,
+                                          .submit = NULL,
+                                          .link_stream = NULL};

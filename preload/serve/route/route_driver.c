@@ -18,9 +18,11 @@ static ibp_route_cost prior(ibp_route_copy *x) {
   const ibp_profile *p = x->p;
   const double ce = 1e3 * ibp_profile_ce_copy_us(p, x->g.bytes, 1);
   if (x->c->hold_only) /* its call is paid either way */
-    return (ibp_route_cost){0, ce, 0, 0, 0};
-  return (ibp_route_cost){
-      1e3 * p->runtime_call_us + 1e3 * p->driver_copy_call_us, ce, 0, 0, 0};
+    return (ibp_route_cost){.gpu_ns = ce, .engine = 1};
+  return (ibp_route_cost){.cpu_ns = 1e3 * p->runtime_call_us +
+                                    1e3 * p->driver_copy_call_us,
+                          .gpu_ns = ce,
+                          .engine = 1};
 }
 
 static double lead_ns(const ibp_profile *p) {
@@ -38,5 +40,10 @@ static double setup_ns(const ibp_profile *p) {
   return 1e3 * p->ce_setup_us;
 }
 
-const ibp_route_ops ibp__route_driver = {"driver's copy", feasible, prior,
-                                         lead_ns,         setup_ns, submit};
+const ibp_route_ops ibp__route_driver = {.what = "driver's copy",
+                                         .feasible = feasible,
+                                         .prior = prior,
+                                         .lead_ns = lead_ns,
+                                         .setup_ns = setup_ns,
+                                         .submit = submit,
+                                         .link_stream = NULL};

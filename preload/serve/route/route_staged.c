@@ -27,17 +27,28 @@ static double cpu_us(const ibp_profile *p, const ibp_gate_staged *c) {
          w * (p->driver_copy_call_us + 4 * p->driver_call_us);
 }
 
+/* Two stages: the copy engine's windows, what a timed copy measures (on
+ * its copy stream: timed_stream), then the decodes, which the slot's
+ * decode probe measures; back to back the slower one counts, one at a
+ * time the decode's part that no window overlaps follows them. */
 static ibp_route_cost prior(ibp_route_copy *x) {
   if (ibp__staged_plan(x->s, x->slot, x->ctx, x->dev, x->c, x->busy, &x->a,
                        &x->sp) != 0)
-    return (ibp_route_cost){0, 0, 0, 0, 0};
-  return (ibp_route_cost){1e3 * cpu_us(x->p, &x->sp.gate),
-                          1e3 * x->sp.gate.gpu_us, 0, 0, 0};
+    return (ibp_route_cost){0};
+  const ibp_gate_staged *g = &x->sp.gate;
+  if (g->link_us <= 0) /* no window: the decodes alone */
+    return (ibp_route_cost){.cpu_ns = 1e3 * cpu_us(x->p, g),
+                            .gpu_ns = 1e3 * g->gpu_us};
+  return (ibp_route_cost){.cpu_ns = 1e3 * cpu_us(x->p, g),
+                          .gpu_ns = 1e3 * g->link_us,
+                          .sm_ns = g->sm_us > 0 ? 1e3 * g->sm_us : 0,
+                          .pipelined = g->pipelined,
+                          .engine = 1};
 }
 
-/* its first window's wait and copy */
+/* its first window's copy (the span starts after its buffer's wait) */
 static double lead_ns(const ibp_profile *p) {
-  return 1e3 * (p->driver_copy_call_us + 2 * p->driver_call_us);
+  return 1e3 * p->driver_copy_call_us;
 }
 
 static int submit(ibp_route_copy *x, CUresult *err) {
@@ -49,7 +60,9 @@ static int submit(ibp_route_copy *x, CUresult *err) {
                               &x->a,
                               &slot->staged_plan,
                               &slot->staged_args,
-                              &x->sp};
+                              &x->sp,
+                              x->start,
+                              &x->started};
   *err = CUDA_SUCCESS;
   const int rc = ibp__staged_copy(x->s, x->ctx, x->c, &sx, err);
   if (rc == 1) /* no buffer free of other streams' work */
@@ -67,5 +80,18 @@ static double setup_ns(const ibp_profile *p) {
   return 1e3 * p->ce_setup_us;
 }
 
-const ibp_route_ops ibp__route_staged = {"staged copy", feasible, prior,
-                                         lead_ns,       setup_ns, submit};
+/* its copy stream, which moves the windows (none: the decodes read every
+ * byte over PCIe, on the caller's stream) */
+static CUstream link_stream(ibp_route_copy *x) {
+  return x->sp.gate.windows
+             ? ibp__staged_copy_stream(x->ctx, x->dev, x->c->stream)
+             : NULL;
+}
+
+const ibp_route_ops ibp__route_staged = {.what = "staged copy",
+                                         .feasible = feasible,
+                                         .prior = prior,
+                                         .lead_ns = lead_ns,
+                                         .setup_ns = setup_ns,
+                                         .submit = submit,
+                                         .link_stream = link_stream};

@@ -19,10 +19,9 @@ static ibp_route_cost prior(ibp_route_copy *x) {
   const ibp_profile *p = x->p;
   const ibp_gate_copy *g = &x->g;
   return (ibp_route_cost){
-      1e3 * p->runtime_call_us + 1e3 * p->driver_launch_call_us,
-      1e3 * ibp_profile_decode_us(p, g->host_bytes, g->bytes, g->units,
-                                  g->sms ? g->sms : 1),
-      0, 0, 0};
+      .cpu_ns = 1e3 * p->runtime_call_us + 1e3 * p->driver_launch_call_us,
+      .gpu_ns = 1e3 * ibp_profile_decode_us(p, g->host_bytes, g->bytes,
+                                            g->units, g->sms ? g->sms : 1)};
 }
 
 static double lead_ns(const ibp_profile *p) {
@@ -43,5 +42,10 @@ static double setup_ns(const ibp_profile *p) {
   return 1e3 * p->launch_latency_us;
 }
 
-const ibp_route_ops ibp__route_zerocopy = {"kernel launch", feasible, prior,
-                                           lead_ns,         setup_ns, submit};
+const ibp_route_ops ibp__route_zerocopy = {.what = "kernel launch",
+                                           .feasible = feasible,
+                                           .prior = prior,
+                                           .lead_ns = lead_ns,
+                                           .setup_ns = setup_ns,
+                                           .submit = submit,
+                                           .link_stream = NULL};

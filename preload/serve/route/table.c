@@ -42,6 +42,11 @@ double ibp__route_lead_ns(ibp_route r, const ibp_profile *p) {
   return table[r]->lead_ns(p);
 }
 
+CUstream ibp__route_link_stream(ibp_route r, ibp_route_copy *x) {
+  CUstream s = table[r]->link_stream ? table[r]->link_stream(x) : NULL;
+  return s ? s : x->c->stream;
+}
+
 double ibp__route_setup_ns(ibp_route r, const ibp_profile *p) {
   return table[r]->setup_ns(p);
 }

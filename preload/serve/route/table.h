@@ -22,6 +22,10 @@ void ibp__route_priors(ibp_route_copy *x, ibp_route_cost prior[IBP_ROUTES]);
 /* Route r's lead on profile p, ns (ibp_route_ops.lead_ns). */
 double ibp__route_lead_ns(ibp_route r, const ibp_profile *p);
 
+/* The stream route r's work on the link runs on for copy x (decided for
+ * r): its link_stream, else the copy's own. */
+CUstream ibp__route_link_stream(ibp_route r, ibp_route_copy *x);
+
 /* Route r's set-up on profile p, ns (ibp_route_ops.setup_ns). */
 double ibp__route_setup_ns(ibp_route r, const ibp_profile *p);
 

@@ -423,7 +423,7 @@ static void chunk_span(const ibp_decompress_args *a, const chunk *k, int last,
  * slot's staged shape, at most IBP_MAX_SMS blocks) is worth. */
 static double chunk_decode_us(const ibp_profile *p, const ibp_device_slot *slot,
                               const ibp_decompress_args *a, const chunk *k,
-                              int last) {
+                              int last, unsigned *sms) {
   uint64_t from, to;
   chunk_span(a, k, last, &from, &to);
   ibp_decompress_args w = slot->staged_args;
@@ -433,13 +433,15 @@ static double chunk_decode_us(const ibp_profile *p, const ibp_device_slot *slot,
   ibp_kernel_plan wp = slot->staged_plan;
   ibp_kernels_plan_range(&w, slot->sms, &wp);
   unsigned grid = wp.grid < ibp__cfg.max_sms ? wp.grid : ibp__cfg.max_sms;
-  return ibp_profile_decode_us(
-      p, k->raw, to - from, ibp_kernels_copy_units(&w),
-      ibp_kernels_decode_sms(grid, wp.block, (unsigned)p->sms));
+  const unsigned n = ibp_kernels_decode_sms(grid, wp.block, (unsigned)p->sms);
+  if (sms)
+    *sms = n;
+  return ibp_profile_decode_us(p, k->raw, to - from, ibp_kernels_copy_units(&w),
+                               n);
 }
 
 int ibp__staged_plan(ibp_served_region *s, ibp_device_slot *slot, CUcontext ctx,
-                     int dev, const ibp_copy *c, int busy,
+                     int dev, const ibp_copy *c, unsigned busy,
                      const ibp_decompress_args *a, ibp_staged_plan *out) {
   const ibp_driver *d = ibp__driver();
   /* read once: the shadow's context may end meanwhile (serve/context.c) */
@@ -476,10 +478,11 @@ int ibp__staged_plan(ibp_served_region *s, ibp_device_slot *slot, CUcontext ctx,
   const int dirty_seen =
       s->track.dirty &&
       atomic_load_explicit(&s->track.dirty_tensors, memory_order_relaxed);
-  ibp_gate_staged gs = {c->bytes, 0, tail, 0, 0, 0};
+  ibp_gate_staged gs = {c->bytes, 0, tail, 0, 0, 0, 0, 0, 0};
   const double share = chunk_share(s, dev, t0, t1);
-  double copied = 0;  /* when the copy engine ends chunk k's window */
-  double decoded = 0; /* the decodes alone */
+  double copied = 0;   /* when the copy engine ends chunk k's window */
+  double decoded = 0;  /* the decodes alone */
+  unsigned widest = 1; /* the most SMs a chunk's decode is worth */
   for (uint64_t t = t0; t < t1; gs.chunks++) {
     chunk k;
     next_chunk(s, t, t1, cap, share, dirty_seen, &k);
@@ -489,16 +492,28 @@ int ibp__staged_plan(ibp_served_region *s, ibp_device_slot *slot, CUcontext ctx,
     gs.host_bytes += k.raw;
     if (wb)
       copied += ibp_profile_ce_copy_us(p, wb, 1);
-    const double dk = scale * chunk_decode_us(p, slot, a, &k, k.t1 == t1);
+    unsigned sms = 1;
+    const double dk = scale * chunk_decode_us(p, slot, a, &k, k.t1 == t1, &sms);
+    widest = sms > widest ? sms : widest;
     gs.gpu_us = (copied > gs.gpu_us ? copied : gs.gpu_us) + dk;
     decoded += dk;
     t = k.t1;
   }
   /* copies streamed back to back: this copy's windows move while the one
-   * before decodes, and only the slower stage counts; on an idle stream
-   * (an application that waits for each copy) nothing overlaps it */
-  if (streaming)
+   * before decodes, and only the slower stage counts -- the copy engine,
+   * which every stream's windows share, or the decodes, which the busy
+   * streams' kernels run side by side as far as the device's SMs hold
+   * them; on an idle stream (an application that waits for each copy)
+   * nothing overlaps it */
+  if (streaming) {
+    const unsigned fit = (unsigned)p->sms / widest;
+    const unsigned side = busy < fit ? busy : fit ? fit : 1;
+    decoded /= side;
     gs.gpu_us = copied > decoded ? copied : decoded;
+  }
+  gs.link_us = copied;
+  gs.sm_us = streaming ? decoded : gs.gpu_us - copied;
+  gs.pipelined = streaming;
   *out = (ibp_staged_plan){gs, cap, share, shadow};
   return 0;
 }
@@ -525,12 +540,14 @@ static buffer *take_buffer(const ibp_driver *d, ring *g, const caller_key *k) {
  * caller's stream's wait for it.  *queued: the copy was queued (a failure
  * after it leaves the buffer being written). */
 static CUresult copy_window(const ibp_driver *d, const ibp_served_region *s,
-                            const ibp_staged_plan *sp, buffer *b,
-                            const chunk *k, CUstream copy, CUstream stream,
-                            int *queued) {
+                            const ibp_staged_args *x, buffer *b, const chunk *k,
+                            CUstream copy, CUstream stream, int *queued) {
+  const ibp_staged_plan *sp = x->sp;
   CUresult e = CUDA_SUCCESS;
   if (b->used && (e = d->cuStreamWaitEvent(copy, b->free, 0)))
     return e;
+  if (x->start && x->started && !*x->started)
+    *x->started = d->cuEventRecord(x->start, copy) == CUDA_SUCCESS;
   if ((e = d->cuMemcpyHtoDAsync(b->dev, sp->shadow + k->lo, window_bytes(s, k),
                                 copy)))
     return e;
@@ -550,7 +567,7 @@ static int stage_chunk(const ibp_driver *d, const ibp_served_region *s, ring *g,
   const ibp_profile *prof =
       probe_due(x->slot) ? ibp__gate_profile(x->dev) : NULL;
   const double model_us =
-      prof ? chunk_decode_us(prof, x->slot, x->a, k, last) : 0;
+      prof ? chunk_decode_us(prof, x->slot, x->a, k, last, NULL) : 0;
   const ibp_decompress_args *a = x->a;
   const uint64_t R = a->tensor_bytes;
   const uint64_t off = a->first_tensor * R + a->first_offset;
@@ -569,7 +586,7 @@ static int stage_chunk(const ibp_driver *d, const ibp_served_region *s, ring *g,
     CUstream copy = copy_stream(d, g, who);
     if (!copy || !(b = take_buffer(d, g, who)))
       return 1;
-    if ((*err = copy_window(d, s, x->sp, b, k, copy, c->stream, &queued))) {
+    if ((*err = copy_window(d, s, x, b, k, copy, c->stream, &queued))) {
       b->dead = queued;
       return -1;
     }
@@ -649,6 +666,19 @@ int ibp__staged_copy(const ibp_served_region *s, CUcontext ctx,
   }
   leave(d, &mode);
   return rc;
+}
+
+CUstream ibp__staged_copy_stream(CUcontext ctx, int dev, CUstream stream) {
+  const ibp_driver *d = ibp__driver();
+  if (!d)
+    return NULL;
+  const caller_key who = key_of(stream);
+  CUstreamCaptureMode mode;
+  enter(d, &mode);
+  ring *g = ring_for(d, ctx, dev);
+  CUstream copy = g ? copy_stream(d, g, &who) : NULL;
+  leave(d, &mode);
+  return copy;
 }
 
 void ibp__staged_context_end(CUcontext ctx, int dev) {

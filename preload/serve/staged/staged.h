@@ -40,7 +40,7 @@ typedef struct ibp_staged_plan {
  * the model (decode_scale): a region whose data decodes slower than the
  * profile's rate is planned as it runs. */
 int ibp__staged_plan(ibp_served_region *s, ibp_device_slot *slot, CUcontext ctx,
-                     int dev, const ibp_copy *c, int busy,
+                     int dev, const ibp_copy *c, unsigned busy,
                      const ibp_decompress_args *a, ibp_staged_plan *out);
 
 /* The launch of a planned copy: the kernel in the context, the device's
@@ -54,6 +54,11 @@ typedef struct ibp_staged_args {
   const ibp_kernel_plan *plan;      /* the staged launch shape ... */
   const ibp_decompress_args *shape; /* ... and its staging fields */
   const ibp_staged_plan *sp;
+  /* A timed copy's start (NULL: none): recorded on the copy stream before
+   * its first window's copy, after that buffer's wait for its last decode
+   * -- the windows' span holds no decode; *started says it was */
+  CUevent start;
+  int *started;
 } ibp_staged_args;
 
 /* Serves copy c as planned: for each chunk, its window copied into a
@@ -66,6 +71,12 @@ typedef struct ibp_staged_args {
 int ibp__staged_copy(const ibp_served_region *s, CUcontext ctx,
                      const ibp_copy *c, const ibp_staged_args *x,
                      CUresult *err);
+
+/* The copy stream that moves the windows of caller stream `stream`'s
+ * copies in context ctx (made with the ring on first use); NULL when the
+ * path cannot serve it there.  A timed staged copy's span is taken on it:
+ * the windows, the route's first stage (serve/route/route_staged.c). */
+CUstream ibp__staged_copy_stream(CUcontext ctx, int dev, CUstream stream);
 
 /* A context ends (NULL: the primary context of device dev): its ring goes
  * with it (its memory, stream and events are the context's). */
