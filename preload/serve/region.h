@@ -98,9 +98,13 @@ typedef struct ibp_refresh {
 #define IBP_TIMING_SAMPLES 4
 /* Events per timed copy: its start and end on its stream, and one on each
  * of at most IBP_TIMING_OTHERS other streams whose work it may wait for
- * (serve/choose/chooser.c, contention). */
+ * (serve/choose/chooser.c, contention); a copy timed on a stream of the
+ * route's own (the staged path's copy stream) also has its whole span on
+ * the caller's stream, with IBP_TIMING_CALLER_OTHERS others of its own. */
 #define IBP_TIMING_OTHERS 3
-#define IBP_TIMING_EVENTS (2 + IBP_TIMING_OTHERS)
+#define IBP_TIMING_CALLER_OTHERS 2
+#define IBP_TIMING_CALLER (2 + IBP_TIMING_OTHERS)
+#define IBP_TIMING_EVENTS (IBP_TIMING_CALLER + 2 + IBP_TIMING_CALLER_OTHERS)
 
 /* Per-device state (ibp_device_slot.state). */
 typedef enum ibp_device_state {
@@ -127,6 +131,9 @@ typedef struct ibp_device_memory {
   CUevent timing[IBP_TIMING_EVENTS * IBP_TIMING_SAMPLES];
 } ibp_device_memory;
 
+/* The staged decode's last measurements kept (ibp_device_slot) */
+#define IBP_DECODE_PROBES 3
+
 /* One device.  Protocol: a thread moves state ABSENT -> UPLOADING with
  * ibp__device_transition, fills the rest, then moves it to READY
  * (release); readers read the rest only after seeing READY (acquire). */
@@ -148,12 +155,16 @@ typedef struct ibp_device_slot {
   /* the staged decode as measured (serve/staged/staged.c, under its lock): a
    * chunk's kernel timed between mem.probe's events, against the model's
    * time for it (probe_model_us, while probe_pending; one per 100 ms at
-   * most); decode_scale is the
-   * measured time over the model's, smoothed (0: not measured yet), and
-   * scales the model's staged decodes of this region on this device */
+   * most); decode_scale is the smallest of the last
+   * IBP_DECODE_PROBES measured times over the model's (each within
+   * [1/16, 16]: a decode slowed once by another kernel on the SMs does not
+   * switch the path off; 0: not measured yet), and scales the model's
+   * staged decodes of this region on this device */
   int probe_pending;
   double probe_model_us;
   double probe_after_ns; /* device clock: no probe before */
+  double probe_seen[IBP_DECODE_PROBES];
+  unsigned probes;
   _Atomic double decode_scale;
   /* the chooser of this region on this device (serve/choose/chooser.h):
    * its estimates and timed copies; NULL until the first decision */

@@ -106,11 +106,32 @@ void ibp__choose_ratios(const ibp_choose_class *k, ibp_route r, double now_ns,
   *gpu = used(&k->route[r], 1, now_ns);
 }
 
+/* Route q's whole-span ratio as the estimate uses it (1 until measured
+ * enough, and within the dead band). */
+static double whole(const ibp_choose_route *q, double now_ns) {
+  const uint32_t n =
+      q->wholes < IBP_CHOOSE_WINDOW ? q->wholes : IBP_CHOOSE_WINDOW;
+  double m = 0;
+  uint32_t fresh = 0;
+  for (uint32_t i = 0; i < n; i++) {
+    if (q->whole_ns[i] < now_ns - IBP_CHOOSE_AGE_NS)
+      continue;
+    m = !fresh || q->whole_seen[i] < m ? q->whole_seen[i] : m;
+    fresh++;
+  }
+  if (fresh < IBP_CHOOSE_MIN_SAMPLES ||
+      (m > 1.0 - IBP_CHOOSE_DEAD_BAND && m < 1.0 + IBP_CHOOSE_DEAD_BAND))
+    return 1.0;
+  return m;
+}
+
 double ibp__choose_estimate(const ibp_choose_class *k, ibp_route r,
                             const ibp_route_cost *c, double now_ns) {
   double cr, gr;
   ibp__choose_ratios(k, r, now_ns, &cr, &gr);
-  return scaled(c, cr, gr);
+  const double cpu = c->cpu_ns * cr,
+               gpu = ibp__choose_gpu_ns(c, gr) * whole(&k->route[r], now_ns);
+  return c->serial ? cpu + gpu : max2(cpu, gpu);
 }
 
 /* The smallest of est[] among the open routes, the driver's first: another
@@ -212,6 +233,11 @@ static void inherit(const ibp_choose_class *k,
       dcr = c > dcr ? c : dcr;
       dgr = g > dgr ? g : dgr;
     }
+  }
+  if (k->calls && judged(k->calls, now_ns)) { /* any class's calls */
+    const double c = used(k->calls, 0, now_ns);
+    dcr = c > dcr ? c : dcr;
+    cr = c > cr ? c : cr;
   }
   for (int r = 0; r < IBP_ROUTES; r++) {
     const ibp_route_cost *c = &prior[r];
@@ -346,6 +372,28 @@ void ibp__choose_learn(ibp_choose_class *k, ibp_route r, double cpu_ns,
   q->seen_ns[at] = now_ns;
   q->samples++;
   k->pause_ns = IBP_CHOOSE_PAUSE_NS; /* timing works again */
+}
+
+void ibp__choose_learn_calls(ibp_choose_route *calls, double cpu_ns,
+                             double cpu_model_ns, double now_ns) {
+  if (!calls || cpu_model_ns <= 0)
+    return;
+  const uint32_t at = calls->samples % IBP_CHOOSE_WINDOW;
+  calls->cpu_seen[at] = bounded(cpu_ns / cpu_model_ns);
+  calls->gpu_seen[at] = 1.0;
+  calls->seen_ns[at] = now_ns;
+  calls->samples++;
+}
+
+void ibp__choose_learn_whole(ibp_choose_class *k, ibp_route r, double ratio,
+                             double now_ns) {
+  if ((unsigned)r >= IBP_ROUTES)
+    return;
+  ibp_choose_route *q = &k->route[r];
+  const uint32_t at = q->wholes % IBP_CHOOSE_WINDOW;
+  q->whole_seen[at] = bounded(ratio);
+  q->whole_ns[at] = now_ns;
+  q->wholes++;
 }
 
 void ibp__choose_settle(ibp_choose_class *k, ibp_route r, double charged_ns,

@@ -158,18 +158,26 @@ typedef struct ibp_choose_route {
   uint32_t backoff;
   uint64_t chosen;   /* copies decided for it */
   uint64_t explored; /* of those, explorations */
+  /* a two-stage route's whole span over the model's joining of its stages
+   * (ibp__choose_learn_whole), the smallest of the fresh ones as above */
+  double whole_seen[IBP_CHOOSE_WINDOW], whole_ns[IBP_CHOOSE_WINDOW];
+  uint32_t wholes;
 } ibp_choose_route;
 
 /* One class of copies of a region on a device. */
 typedef struct ibp_choose_class {
   ibp_choose_route *route; /* IBP_ROUTES: its key's (ibp__choose_class_init) */
-  int last;                /* the last choice, -1 before the first */
-  uint64_t copies;         /* decided */
-  uint64_t explored;       /* copies that took an alternative to time it */
-  uint64_t overruled;      /* copies whose choice was not the model's (measured
-                              costs said otherwise; explorations not counted) */
-  double spent_ns;         /* the chosen routes' estimates, summed */
-  double explore_ns; /* what explorations cost over the choice, estimated */
+  /* the calls as every class of the region on the device measured them
+   * (ibp__choose_learn_calls; NULL: none): driver calls dearer than
+   * modelled are so for copies of any size */
+  const ibp_choose_route *calls;
+  int last;           /* the last choice, -1 before the first */
+  uint64_t copies;    /* decided */
+  uint64_t explored;  /* copies that took an alternative to time it */
+  uint64_t overruled; /* copies whose choice was not the model's (measured
+                         costs said otherwise; explorations not counted) */
+  double spent_ns;    /* the chosen routes' estimates, summed */
+  double explore_ns;  /* what explorations cost over the choice, estimated */
   double explore_credit_ns, timing_credit_ns;
   double explore_cap_ns;  /* the exploration credit saved up at most */
   double paused_until_ns; /* timing paused (an event call failed) */
@@ -232,6 +240,19 @@ ibp_route ibp__choose_decide(ibp_choose_class *k,
 void ibp__choose_learn(ibp_choose_class *k, ibp_route r, double cpu_ns,
                        double cpu_model_ns, double gpu_ns, double gpu_model_ns,
                        double now_ns);
+
+/* A timed copy of a copy-engine route (ibp_route_cost.engine) took cpu_ns
+ * on the calling thread where the model said cpu_model_ns: its calls'
+ * ratio, kept in *calls for every class (ibp_choose_class.calls). */
+void ibp__choose_learn_calls(ibp_choose_route *calls, double cpu_ns,
+                             double cpu_model_ns, double now_ns);
+
+/* A timed copy of two-stage route r in class k, read at now_ns, the
+ * class's choice (not an exploration): its whole span -- both stages as
+ * they overlapped -- took `ratio` times the model's joining of them with
+ * its first stage as measured.  Scales the route's GPU estimate. */
+void ibp__choose_learn_whole(ibp_choose_class *k, ibp_route r, double ratio,
+                             double now_ns);
 
 /* An exploration of route r charged charged_ns (ibp_choice.charged_ns)
  * turned out to cost excess_ns more than the class's choice would have

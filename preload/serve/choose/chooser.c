@@ -53,8 +53,10 @@ ibp_chooser *ibp__chooser_of(ibp_device_slot *slot) {
   }
   for (unsigned k = 0; k < IBP_CHOOSE_KEYS; k++)
     ibp__choose_routes_init(ch->know[k]);
-  for (unsigned k = 0; k < IBP_CHOOSE_CLASSES; k++)
+  for (unsigned k = 0; k < IBP_CHOOSE_CLASSES; k++) {
     ibp__choose_class_init(&ch->cls[k], ch->know[ibp__choose_key(k)]);
+    ch->cls[k].calls = &ch->calls;
+  }
   ibp_chooser *none = NULL;
   if (atomic_compare_exchange_strong_explicit(&slot->chooser, &none, ch,
                                               memory_order_acq_rel,
@@ -135,6 +137,33 @@ static void drop(ibp_chooser *ch, ibp_timing_sample *x) {
   x->state = SAMPLE_FREE;
 }
 
+/* The GPU's time of a span from ev[0] to ev[1] of ms milliseconds: on an
+ * idle stream it starts before the route's first GPU work, which waits for
+ * the calls that queue it (the model's lead, scaled as the calls
+ * measured); and a span that shared the link, the copy engine or the SMs
+ * waited for the other streams' work queued ahead of it: it starts no
+ * earlier than the last of their events (others[0..n)) completed (one that
+ * completed after the copy's end ran beside it, and one not completed yet
+ * still runs: neither delayed its start), plus the route's set-up, which
+ * ran meanwhile -- docs/ARCHITECTURE.md "The gate", contention. */
+static double span_gpu_ns(const ibp_driver *d, const ibp_timing_sample *x,
+                          const CUevent ev[2], const CUevent others[],
+                          unsigned n, float ms) {
+  double gpu = 1e6 * ms;
+  if (x->idle && x->cpu_model_ns > 0) {
+    double lead = x->lead_model_ns * x->cpu_ns / x->cpu_model_ns;
+    gpu -= lead < x->cpu_ns ? lead : x->cpu_ns;
+  }
+  for (unsigned j = 0; j < n; j++) {
+    float after = 0;
+    if (others[j] &&
+        d->cuEventElapsedTime(&after, others[j], ev[1]) == CUDA_SUCCESS &&
+        after >= 0 && 1e6 * after + x->setup_ns < gpu)
+      gpu = 1e6 * after + x->setup_ns;
+  }
+  return gpu;
+}
+
 /* Reads sample i if the GPU has run it (lock held; never waits). */
 static void read_sample(const ibp_driver *d, ibp_served_region *s,
                         ibp_device_slot *slot, ibp_chooser *ch, int i,
@@ -157,28 +186,19 @@ static void read_sample(const ibp_driver *d, ibp_served_region *s,
     timing_failed(ch, x->cls, "cuEventElapsedTime", q);
     return;
   }
+  /* timed on another stream: the whole span on the caller's too, which
+   * ends later (its decodes) */
+  float whole_ms = -1;
+  const CUevent *w = ev + IBP_TIMING_CALLER;
+  if (x->caller && w[0] && w[1]) {
+    q = d->cuEventElapsedTime(&whole_ms, w[0], w[1]);
+    if (q == CUDA_ERROR_NOT_READY)
+      return;
+    if (q != CUDA_SUCCESS)
+      whole_ms = -1;
+  }
   x->state = SAMPLE_FREE;
-  /* the span from the first record to the second: on an idle stream it
-   * starts before the route's first GPU work, which waits for the calls
-   * that queue it (the model's lead, scaled as the calls measured) */
-  double span = 1e6 * ms, gpu = span;
-  if (x->idle && x->cpu_model_ns > 0) {
-    double lead = x->lead_model_ns * x->cpu_ns / x->cpu_model_ns;
-    gpu -= lead < x->cpu_ns ? lead : x->cpu_ns;
-  }
-  /* a span that shared the link or the copy engine waited for the other
-   * streams' work queued ahead of it: it starts no earlier than the last
-   * of their events completed (one that completed after the copy's end
-   * ran beside it, and one not completed yet still runs: neither delayed
-   * its start), plus the route's set-up, which ran meanwhile --
-   * docs/ARCHITECTURE.md "The gate", contention */
-  for (unsigned j = 0; j < x->others; j++) {
-    float after = 0;
-    if (ev[2 + j] &&
-        d->cuEventElapsedTime(&after, ev[2 + j], ev[1]) == CUDA_SUCCESS &&
-        after >= 0 && 1e6 * after + x->setup_ns < gpu)
-      gpu = 1e6 * after + x->setup_ns;
-  }
+  const double gpu = span_gpu_ns(d, x, ev, ev + 2, x->others, ms);
   ibp_choose_class *k = &ch->cls[x->cls];
   /* a two-stage route's second stage, as modelled (its decode probe
    * corrects it) */
@@ -203,6 +223,17 @@ static void read_sample(const ibp_driver *d, ibp_served_region *s,
   }
   ibp__choose_learn(k, x->route, x->cpu_ns, x->cpu_model_ns, gpu,
                     x->gpu_model_ns, now);
+  if (x->engine)
+    ibp__choose_learn_calls(&ch->calls, x->cpu_ns, x->cpu_model_ns, now);
+  /* the two stages together as they ran, against the model's joining of
+   * them (its first stage as just measured): what the stages' overlap
+   * really gave -- only for the class's own choice, whose copies ran back
+   * to back with their like (an exploration among other routes' copies
+   * measures its latency, not what it adds to a stream of its own) */
+  if (whole_ms >= 0 && !x->explore && gpu_all > 0)
+    ibp__choose_learn_whole(
+        k, x->route,
+        span_gpu_ns(d, x, w, w + 2, x->caller_others, whole_ms) / gpu_all, now);
   ibp__count(&s->counters, copies_timed, 1);
 }
 
@@ -333,7 +364,8 @@ void ibp__timing_begin(ibp_device_slot *slot, ibp_chooser *ch,
                              .setup_ns = setup_ns,
                              .gpu_model_ns = prior->gpu_ns,
                              .sm_model_ns = prior->sm_ns,
-                             .pipelined = prior->pipelined};
+                             .pipelined = prior->pipelined,
+                             .engine = prior->engine};
     /* nothing is timed under capture */
     if (capturing || !sample_events(d, slot, ch, i, IBP_TIMING_EVENTS, cls)) {
       drop(ch, x);
@@ -350,9 +382,18 @@ void ibp__timing_begin(ibp_device_slot *slot, ibp_chooser *ch,
    * copy's start event says nothing more than it */
   CUstreamCaptureMode mode = relaxed(d);
   const unsigned recorded = ibp__streams_mark_others(
-      dev, stream, caller, ibp__clock_ns(), ev + 2, IBP_TIMING_OTHERS);
+      dev, stream, caller, 1, ibp__clock_ns(), ev + 2, IBP_TIMING_OTHERS);
+  unsigned whole = 0;
+  CUresult e = CUDA_SUCCESS;
+  if (deferred) { /* the whole span on the caller's stream as well */
+    whole = ibp__streams_mark_others(dev, caller, stream, 0, ibp__clock_ns(),
+                                     ev + IBP_TIMING_CALLER + 2,
+                                     IBP_TIMING_CALLER_OTHERS);
+    e = d->cuEventRecord(ev[IBP_TIMING_CALLER], caller);
+  }
   restore(d, mode);
-  CUresult e = deferred ? CUDA_SUCCESS : d->cuEventRecord(ev[0], stream);
+  if (e == CUDA_SUCCESS && !deferred)
+    e = d->cuEventRecord(ev[0], stream);
   if (e != CUDA_SUCCESS) {
     pthread_mutex_lock(&ch->lock);
     drop(ch, &ch->sample[i]);
@@ -361,6 +402,8 @@ void ibp__timing_begin(ibp_device_slot *slot, ibp_chooser *ch,
     return;
   }
   ch->sample[i].others = recorded; /* the sample is this thread's */
+  ch->sample[i].caller = deferred ? caller : NULL;
+  ch->sample[i].caller_others = whole;
   ch->sample[i].t0_ns = ibp__clock_ns();
   t->index = i;
   if (deferred)
@@ -375,16 +418,16 @@ void ibp__timing_end(ibp_device_slot *slot, ibp_chooser *ch, CUstream stream,
   t->index = -1;
   const ibp_driver *d = ibp__driver();
   const double cpu = ibp__clock_ns() - ch->sample[i].t0_ns;
-  CUresult e = submitted && d
-                   ? d->cuEventRecord(
-                         slot->mem.timing[IBP_TIMING_EVENTS * i + 1], stream)
-                   : CUDA_SUCCESS;
+  CUevent *ev = &slot->mem.timing[IBP_TIMING_EVENTS * i];
+  CUresult e = submitted && d ? d->cuEventRecord(ev[1], stream) : CUDA_SUCCESS;
+  if (e == CUDA_SUCCESS && submitted && d && ch->sample[i].caller)
+    e = d->cuEventRecord(ev[IBP_TIMING_CALLER + 1], ch->sample[i].caller);
   pthread_mutex_lock(&ch->lock);
   ibp_timing_sample *x = &ch->sample[i];
   x->cpu_ns = cpu;
   x->state = SAMPLE_PENDING;
-  x->due_ns =
-      x->t0_ns + cpu + 2 * (x->gpu_model_ns > cpu ? x->gpu_model_ns : cpu);
+  const double gpu_model = x->gpu_model_ns + x->sm_model_ns;
+  x->due_ns = x->t0_ns + cpu + 2 * (gpu_model > cpu ? gpu_model : cpu);
   const unsigned cls = x->cls;
   if (!submitted || e != CUDA_SUCCESS)
     drop(ch, x);

@@ -54,6 +54,11 @@ typedef struct ibp_timing_sample {
                            first stage: ibp_route_cost.sm_ns) */
   double sm_model_ns;   /* the model's second stage, not measured here */
   int pipelined;        /* ... and how it adds up (ibp__choose_gpu_ns) */
+  int engine;      /* a copy-engine route: its calls are every route's calls */
+  CUstream caller; /* timed on another stream: the caller's, whose
+                      span holds both stages (events
+                      IBP_TIMING_CALLER..) */
+  unsigned caller_others; /* its other streams' events */
 } ibp_timing_sample;
 
 typedef struct ibp_chooser {
@@ -61,6 +66,7 @@ typedef struct ibp_chooser {
   ibp_timing_sample sample[IBP_TIMING_SAMPLES];
   ibp_choose_class cls[IBP_CHOOSE_CLASSES];
   ibp_choose_route know[IBP_CHOOSE_KEYS][IBP_ROUTES]; /* the classes' */
+  ibp_choose_route calls; /* the copy-engine routes' calls, every class's */
   /* per route, the timed copies: how many, what they took, what the model
    * gave them (ns) */
   uint64_t timed[IBP_ROUTES];

@@ -16,6 +16,8 @@ typedef struct stream_end {
   double end_ns; /* 0: a free entry */
   int link;      /* its last work holds the link or the copy engine (not a
                     decode in device memory) */
+  int own;       /* libibp's own (a staged copy stream): its copies' decodes
+                    run on their caller's stream, counted there */
 } stream_end;
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
@@ -36,7 +38,7 @@ unsigned ibp__streams_busy(int dev, CUstream s, double now_ns) {
     const stream_end *e = &table[dev][i];
     if (e->end_ns > now_ns && e->stream == s)
       self = 1;
-    else if (e->end_ns > now_ns)
+    else if (e->end_ns > now_ns && !e->own)
       busy++;
   }
   pthread_mutex_unlock(&lock);
@@ -44,7 +46,8 @@ unsigned ibp__streams_busy(int dev, CUstream s, double now_ns) {
 }
 
 unsigned ibp__streams_mark_others(int dev, CUstream s, CUstream also,
-                                  double now_ns, CUevent ev[], unsigned max) {
+                                  int link_only, double now_ns, CUevent ev[],
+                                  unsigned max) {
   const ibp_driver *d = ibp__driver();
   if (!valid(dev) || !d || !max)
     return 0;
@@ -53,9 +56,9 @@ unsigned ibp__streams_mark_others(int dev, CUstream s, CUstream also,
   pthread_mutex_lock(&lock);
   for (int i = 0; i < STREAMS; i++) {
     const stream_end *e = &table[dev][i];
-    if (e->stream != s && e->stream != also && e->link && e->end_ns > now_ns &&
-        e->stream && e->stream != CU_STREAM_LEGACY &&
-        e->stream != CU_STREAM_PER_THREAD)
+    if (e->stream != s && e->stream != also &&
+        (link_only ? e->link : !e->own) && e->end_ns > now_ns && e->stream &&
+        e->stream != CU_STREAM_LEGACY && e->stream != CU_STREAM_PER_THREAD)
       pick[n++] = *e;
   }
   for (unsigned k = 0; k < n && recorded < max; k++) {
@@ -105,7 +108,7 @@ static stream_end *entry(stream_end *row, CUstream s) {
   for (int i = 1; i < STREAMS; i++)
     if (row[i].end_ns < e->end_ns)
       e = &row[i];
-  *e = (stream_end){s, 0, 0};
+  *e = (stream_end){s, 0, 0, 0};
   return e;
 }
 
@@ -129,6 +132,7 @@ void ibp__streams_queued(int dev, CUstream s, double now_ns, double est_ns,
     stream_end *l = entry(row, link_stream);
     l->end_ns = start + link_ns;
     l->link = 1;
+    l->own = 1;
   }
   pthread_mutex_unlock(&lock);
 }

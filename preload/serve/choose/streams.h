@@ -19,7 +19,7 @@
 /* At now_ns on device dev's clock: 0 when stream s runs nothing libibp
  * queued on it, else how many of the device's streams do, s included
  * (copies of several streams back to back: their kernels may run side by
- * side). */
+ * side) -- the application's streams, not libibp's own copy streams. */
 unsigned ibp__streams_busy(int dev, CUstream s, double now_ns);
 
 /* A copy estimated est_ns was queued on stream s of device dev at now_ns:
@@ -35,14 +35,17 @@ void ibp__streams_queued(int dev, CUstream s, double now_ns, double est_ns,
  * than s and `also` whose work libibp queued last holds the link and still
  * runs, by the estimates -- what a copy on s started now may wait for on
  * the link or the copy engine (a decode in device memory holds neither) --
- * at most max of them, those whose work ends last first.
+ * at most max of them, those whose work ends last first.  link_only = 0:
+ * the application's streams whatever their work (a staged copy's whole
+ * span, its decode included, waits for the SMs as well).
  * Skipped: the legacy and per-thread default streams (an event there
  * would order other streams' work, or land on this thread's own) and a
  * capturing stream.  Under the table's lock, so that a stream being
  * destroyed (ibp__streams_forget) is not recorded on.  Returns how many
  * were recorded. */
 unsigned ibp__streams_mark_others(int dev, CUstream s, CUstream also,
-                                  double now_ns, CUevent ev[], unsigned max);
+                                  int link_only, double now_ns, CUevent ev[],
+                                  unsigned max);
 
 /* Stream s is destroyed (hooks_order.c): forgotten. */
 void ibp__streams_forget(CUstream s);

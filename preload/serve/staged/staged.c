@@ -358,13 +358,19 @@ static void probe_read(const ibp_driver *d, ibp_served_region *s,
   const double took = 1e3 * ms;
   if (took <= 0 || slot->probe_model_us <= 0)
     return;
-  const double ratio = took / slot->probe_model_us;
+  double ratio = took / slot->probe_model_us;
+  ratio = ratio > 16 ? 16 : ratio < 1.0 / 16 ? 1.0 / 16 : ratio;
   ibp__count(&s->counters, staged_decodes_timed, 1);
   ibp__count(&s->counters, staged_decode_seconds, (uint64_t)(1e3 * took));
   ibp__count(&s->counters, staged_decode_model_seconds,
              (uint64_t)(1e3 * slot->probe_model_us));
-  const double f = atomic_load(&slot->decode_scale);
-  atomic_store(&slot->decode_scale, f > 0 ? 0.5 * (f + ratio) : ratio);
+  slot->probe_seen[slot->probes++ % IBP_DECODE_PROBES] = ratio;
+  const unsigned n =
+      slot->probes < IBP_DECODE_PROBES ? slot->probes : IBP_DECODE_PROBES;
+  double least = ratio;
+  for (unsigned i = 0; i < n; i++)
+    least = slot->probe_seen[i] < least ? slot->probe_seen[i] : least;
+  atomic_store(&slot->decode_scale, least);
 }
 
 /* Whether the slot may time a decode now: none pending, the last long
