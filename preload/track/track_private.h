@@ -79,6 +79,49 @@ IBP_HIDDEN int ibp__uffd_still_protected(ibp_tracked *t, uintptr_t a,
                                          size_t len);
 IBP_HIDDEN void ibp__uffd_after_fork_child(void);
 
+/* Scans the whole of t (marking what it finds): 0, or -1 after lost(t). */
+IBP_HIDDEN int ibp__uffd_scan_all(ibp_tracked *t);
+/* Takes t's pages off the asynchronous descriptor (their protection goes
+ * with it): 0, or -1. */
+IBP_HIDDEN int ibp__uffd_release(ibp_tracked *t);
+/* Registers t's pages with the asynchronous descriptor again and protects
+ * them all: 0, or -1. */
+IBP_HIDDEN int ibp__uffd_adopt(ibp_tracked *t);
+/* t's memory can no longer be watched: every tensor dirty from now on. */
+IBP_HIDDEN void ibp__uffd_lost(ibp_tracked *t);
+
+/* ---- track_quiet.c: quiet regions, scanning <-> faulting ------------------
+ * A region the userfaultfd tracker protects is added; the tick of
+ * track_sync.c's thread moves it between the modes; reprotect and
+ * still_protected go to the mode that holds it. */
+#define IBP__QUIET_TICK_NS 50000000ull /* 50 ms */
+/* Faults in one tick that send a faulting region back to scanning. */
+#define IBP__QUIET_BUSY_FAULTS 32
+IBP_HIDDEN void ibp__quiet_add(ibp_tracked *t);
+IBP_HIDDEN void ibp__quiet_remove(ibp_tracked *t);
+IBP_HIDDEN void ibp__quiet_tick(uint64_t now_ns);
+IBP_HIDDEN int ibp__quiet_reprotect(ibp_tracked *t);
+IBP_HIDDEN int ibp__quiet_still_protected(ibp_tracked *t, uintptr_t a,
+                                          size_t len);
+IBP_HIDDEN void ibp__quiet_after_fork_child(void);
+/* Moves t to `mode` now (tests, benchmarks): 0 when t is in it after. */
+IBP_HIDDEN int ibp__quiet_now(ibp_tracked *t, int mode);
+
+/* ---- track_sync.c: synchronous userfaultfd, the faulting mode ------------ */
+/* 1 when a userfaultfd serving kernel-mode faults works here (probed once). */
+IBP_HIDDEN int ibp__syncwp_available(void);
+/* Starts the fault thread (which runs the quiet tick): 0, or -1. */
+IBP_HIDDEN int ibp__syncwp_start_thread(void);
+/* Registers pages [lo, hi) of t and write-protects them: 0, or -1 with
+ * nothing registered. */
+IBP_HIDDEN int ibp__syncwp_arm(ibp_tracked *t, uintptr_t lo, uintptr_t hi);
+/* Unregisters t's pages (plain memory again; waiting writers retry). */
+IBP_HIDDEN void ibp__syncwp_disarm(ibp_tracked *t);
+IBP_HIDDEN int ibp__syncwp_reprotect(ibp_tracked *t);
+IBP_HIDDEN int ibp__syncwp_still_protected(ibp_tracked *t, uintptr_t a,
+                                           size_t len);
+IBP_HIDDEN void ibp__syncwp_after_fork_child(void);
+
 /* ---- track_compact.c: compact regions -------------------------------------
  * ibp__compact_X is track.h's ibp__track_X for the regions it holds. */
 IBP_HIDDEN int ibp__compact_protect(ibp_tracked *t);
