@@ -8,7 +8,10 @@
  *     -- a CPU store or the kernel writing on the application's behalf
  *     (read(2), io_uring, /proc/self/mem ...) -- only marks its page, and
  *     nothing the application can observe happens.  ibp__track_sync reads
- *     the marks (PAGEMAP_SCAN) before a copy judges the dirty bits.
+ *     the marks (PAGEMAP_SCAN) before a copy judges the dirty bits.  A
+ *     region no copy found written for IBP_TRACK_QUIET ms is held by
+ *     synchronous write-protect faults instead (track_quiet.c,
+ *     track_sync.c): then ibp__track_sync makes no system call.
  *   mprotect (track_protect.c, the fallback): the pages are held
  *     read-only; the first write to a page faults, marks the tensors on it
  *     dirty and makes the page writable.  Kernel-side writes the C library
@@ -145,8 +148,11 @@ static inline int ibp__track_scans(const ibp_tracked *t) {
 #define IBP_TRACK_SCAN_PAGE_NS 4.8
 /* A write to a quiet region held by faults (track_sync.c): the writer waits
  * while libibp's fault thread marks the page's tensors and lifts its
- * protection.  Measured by bench/track_scan.sh (see there). */
-#define IBP_TRACK_FAULT_NS 20000.0
+ * protection, charged per fault.  bench/track_scan.sh's fault_ns on the
+ * 2-core development VM, 2026-11-28: medians of 5 runs 9-20 us (the
+ * scanning mode's in-kernel fault: 1 us); a copy's sync while faulting:
+ * 3 ns, no system call. */
+#define IBP_TRACK_FAULT_NS 12000.0
 static inline double ibp__track_scan_model_ns(uint64_t calls, uint64_t pages) {
   return (double)calls * IBP_TRACK_SCAN_CALL_NS +
          (double)pages * IBP_TRACK_SCAN_PAGE_NS;
