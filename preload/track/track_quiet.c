@@ -39,8 +39,10 @@
  * region scanning, or, when it cannot be registered again, counted as
  * written throughout (as a remapped region is).
  *
- * Only regions whose bounds are page-aligned move (no page shared with a
- * neighbour: that page would leave the neighbour's descriptor too).
+ * Only regions whose base is page-aligned move, and only while no other
+ * region the userfaultfd tracker holds lies on their pages (a shared page
+ * would leave the neighbour's descriptor too): every region it holds is in
+ * the table, those that may not move too.
  * `lock` orders moves, re-protection and removal.
  */
 #include <pthread.h>
@@ -54,6 +56,8 @@
 
 typedef struct entry {
   ibp_tracked *t;
+  uintptr_t lo, hi;     /* its pages */
+  int movable;          /* its base is page-aligned */
   uint64_t moved_ns;    /* real time of its last move (or of its adding) */
   uint64_t faults_seen; /* sync_faults at the last tick */
 } entry;
@@ -73,20 +77,30 @@ static entry *find(const ibp_tracked *t) {
   return NULL;
 }
 
-/* t's pages, when its bounds are page-aligned. */
-static int aligned_pages(const ibp_tracked *t, uintptr_t *lo, uintptr_t *hi) {
+/* t's pages [*lo, *hi); nonzero when its base is page-aligned. */
+static int pages(const ibp_tracked *t, uintptr_t *lo, uintptr_t *hi) {
   const uintptr_t pg = ibp__page_size();
-  *lo = t->base;
-  *hi = t->base + (uintptr_t)t->bytes;
-  return !(*lo & (pg - 1)) && !(*hi & (pg - 1)) && *hi > *lo;
+  *lo = t->base & ~(pg - 1);
+  *hi = (t->base + (uintptr_t)t->bytes + pg - 1) & ~(pg - 1);
+  return *lo == t->base && *hi > *lo;
+}
+
+/* Under lock: e may move (no other region on its pages). */
+static int alone(const entry *e) {
+  if (!e->movable)
+    return 0;
+  for (size_t i = 0; i < held; i++)
+    if (&table[i] != e && table[i].lo < e->hi && e->lo < table[i].hi)
+      return 0;
+  return 1;
 }
 
 void ibp__quiet_add(ibp_tracked *t) {
   uintptr_t lo, hi;
   atomic_store(&t->mode, IBP_TRACK_SCANNING);
   atomic_store(&t->last_write_ns, ibp__real_ns());
-  if (!quiet_ns() || !aligned_pages(t, &lo, &hi) ||
-      ibp__syncwp_start_thread() != 0)
+  const int movable = pages(t, &lo, &hi);
+  if (!quiet_ns() || ibp__syncwp_start_thread() != 0)
     return; /* scanning for good */
   pthread_mutex_lock(&lock);
   if (!find(t) && held == cap) {
@@ -98,7 +112,7 @@ void ibp__quiet_add(ibp_tracked *t) {
     }
   }
   if (!find(t) && held < cap)
-    table[held++] = (entry){t, ibp__real_ns(), 0};
+    table[held++] = (entry){t, lo, hi, movable, ibp__real_ns(), 0};
   pthread_mutex_unlock(&lock);
 }
 
@@ -115,15 +129,14 @@ static void bridge_down(ibp_tracked *t) {
 /* Under lock: scanning -> faulting (see the top of the file). */
 static void to_faulting(entry *e) {
   ibp_tracked *t = e->t;
-  uintptr_t lo, hi;
-  if (!aligned_pages(t, &lo, &hi) || bridge_up(t) != 0)
+  if (!alone(e) || bridge_up(t) != 0)
     return;
   if (ibp__uffd_scan_all(t) != 0) { /* no longer ours: lost() marked it */
     bridge_down(t);
     return;
   }
   atomic_store(&t->mode, IBP_TRACK_FAULTING);
-  if (ibp__uffd_release(t) != 0 || ibp__syncwp_arm(t, lo, hi) != 0) {
+  if (ibp__uffd_release(t) != 0 || ibp__syncwp_arm(t, e->lo, e->hi) != 0) {
     if (ibp__uffd_adopt(t) != 0)
       ibp__uffd_lost(t);
     atomic_store(&t->mode, IBP_TRACK_SCANNING);

@@ -238,20 +238,36 @@ static void case_reprotect(void) {
   arena_free(&a);
 }
 
-/* A region sharing pages with other memory stays scanning. */
+/* A region whose base is not page-aligned stays scanning, and so does
+ * one sharing its last page with it; alone, a region whose end is not
+ * page-aligned moves. */
 static void case_unaligned(void) {
   skip_unless_quiet();
   arena a;
-  arena_init(&a, 8);
-  ibp_tracked *r = protected_region(&a, 100, 6 * a.pg, 500);
+  arena_init(&a, 16);
+  size_t pg = a.pg;
+  ibp_tracked *r1 = protected_region(&a, 0, 6 * pg + 100, 500);
+  ibp_tracked *r2 = protected_region(&a, 6 * pg + 200, 6 * pg, 500);
   sleep_ms(400);
-  CHECK_EQ(atomic_load(&r->mode), IBP_TRACK_SCANNING);
-  CHECK(ibp__quiet_now(r, IBP_TRACK_FAULTING) != 0);
-  arena_store(&a, 3 * a.pg, 4);
-  sync_all(r);
-  region_check(&a, r);
-  ibp__track_unprotect(r);
-  region_free(r);
+  CHECK_EQ(atomic_load(&r1->mode), IBP_TRACK_SCANNING);
+  CHECK_EQ(atomic_load(&r2->mode), IBP_TRACK_SCANNING);
+  CHECK(ibp__quiet_now(r2, IBP_TRACK_FAULTING) != 0);
+  CHECK(ibp__quiet_now(r1, IBP_TRACK_FAULTING) != 0);
+  arena_store(&a, 3 * pg, 4);
+  arena_store(&a, 6 * pg + 150, 4); /* the shared page */
+  sync_all(r1);
+  sync_all(r2);
+  region_check(&a, r1);
+  region_check(&a, r2);
+  ibp__track_unprotect(r2);
+  quiet(r1);
+  arena_store(&a, 6 * pg + 10, 5);
+  arena_store(&a, 2 * pg, 5);
+  sync_all(r1);
+  region_check(&a, r1);
+  ibp__track_unprotect(r1);
+  region_free(r1);
+  region_free(r2);
   arena_free(&a);
 }
 
