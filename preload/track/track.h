@@ -149,10 +149,10 @@ static inline int ibp__track_scans(const ibp_tracked *t) {
 /* A write to a quiet region held by faults (track_sync.c): the writer waits
  * while libibp's fault thread marks the page's tensors and lifts its
  * protection, charged per fault.  bench/track_scan.sh's fault_ns on the
- * 2-core development VM, 2026-11-28: medians of 5 runs 9-20 us (the
- * scanning mode's in-kernel fault: 1 us); a copy's sync while faulting:
- * 3 ns, no system call. */
-#define IBP_TRACK_FAULT_NS 12000.0
+ * 2-core development VM: runs of 9.3-10.3 us, median 9.8 us (the scanning
+ * mode's in-kernel fault: 1.25 us); a copy's sync while faulting: 4 ns,
+ * no system call. */
+#define IBP_TRACK_FAULT_NS 9800.0
 static inline double ibp__track_scan_model_ns(uint64_t calls, uint64_t pages) {
   return (double)calls * IBP_TRACK_SCAN_CALL_NS +
          (double)pages * IBP_TRACK_SCAN_PAGE_NS;
