@@ -59,6 +59,10 @@ IBP_HIDDEN uintptr_t ibp__page_size(void);
 
 IBP_HIDDEN int ibp__prot_install(void);
 IBP_HIDDEN int ibp__prot_protect(ibp_tracked *t);
+/* ibp__prot_protect unless a hooked C-library call is between announcing
+ * its buffers and returning (its kernel-side write would fail with EFAULT
+ * on pages made read-only under it): then -1, try later. */
+IBP_HIDDEN int ibp__prot_protect_quiet(ibp_tracked *t);
 IBP_HIDDEN void ibp__prot_unprotect(ibp_tracked *t);
 IBP_HIDDEN int ibp__prot_reprotect(ibp_tracked *t);
 IBP_HIDDEN void ibp__prot_quiesce(void);
@@ -147,10 +151,15 @@ void ibp__compact_before_kernel(const void *addr, size_t len, int write);
 /* Number of regions whose pages the tracker holds read-only now. */
 extern IBP_HIDDEN _Atomic unsigned ibp__track_live;
 
-/* Nonzero while anything is protected: one relaxed load, so the libc hooks
- * cost nothing measurable when tracking is off. */
+/* Regions quiet regions may move (track_quiet.c): a move puts the mprotect
+ * tracker's bridge up, so hooked calls count themselves meanwhile too. */
+extern IBP_HIDDEN _Atomic unsigned ibp__track_movable;
+
+/* Nonzero while anything is protected, or may be: one or two relaxed
+ * loads, so the libc hooks cost nothing measurable when tracking is off. */
 static inline int ibp__track_any(void) {
-  return atomic_load_explicit(&ibp__track_live, memory_order_relaxed) != 0;
+  return atomic_load_explicit(&ibp__track_live, memory_order_relaxed) != 0 ||
+         atomic_load_explicit(&ibp__track_movable, memory_order_relaxed) != 0;
 }
 
 /* ---- track.c, for the libc hooks ----------------------------------------- */

@@ -62,6 +62,8 @@ typedef struct entry {
   uint64_t faults_seen; /* sync_faults at the last tick */
 } entry;
 
+_Atomic unsigned ibp__track_movable; /* entries that may move */
+
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static entry *table;
 static size_t held, cap;
@@ -113,12 +115,15 @@ void ibp__quiet_add(ibp_tracked *t) {
   }
   if (!find(t) && held < cap)
     table[held++] = (entry){t, lo, hi, movable, ibp__real_ns(), 0};
+  if (movable)
+    atomic_fetch_add(&ibp__track_movable, 1);
   pthread_mutex_unlock(&lock);
 }
 
-/* Step 1 and 3 of a move: the bridge up (0), or -1 when it cannot be. */
+/* Step 1 and 3 of a move: the bridge up (0), or -1 when it cannot be now
+ * (a hooked call writes from the kernel side: the next tick tries again). */
 static int bridge_up(ibp_tracked *t) {
-  return ibp__prot_install() == 0 && ibp__prot_protect(t) == 0 ? 0 : -1;
+  return ibp__prot_install() == 0 && ibp__prot_protect_quiet(t) == 0 ? 0 : -1;
 }
 
 static void bridge_down(ibp_tracked *t) {
@@ -151,19 +156,15 @@ static void to_faulting(entry *e) {
 /* Under lock: faulting -> scanning. */
 static void to_scanning(entry *e) {
   ibp_tracked *t = e->t;
-  int bridged = bridge_up(t) == 0;
-  /* without the bridge, the writes between the two descriptors would go
-   * unseen: count the region written instead */
-  if (!bridged)
-    ibp__track_mark_dirty(t, t->base, (size_t)t->bytes);
+  if (bridge_up(t) != 0)
+    return; /* faults go on catching every write; the next tick tries */
   ibp__syncwp_disarm(t);
   if (ibp__uffd_adopt(t) != 0)
     ibp__uffd_lost(t);
   atomic_store(&t->mode, IBP_TRACK_SCANNING);
   atomic_fetch_add_explicit(&t->mode_switches, 1, memory_order_relaxed);
   atomic_store(&t->last_write_ns, ibp__real_ns());
-  if (bridged)
-    bridge_down(t);
+  bridge_down(t);
   e->moved_ns = ibp__real_ns();
 }
 
@@ -211,6 +212,8 @@ void ibp__quiet_remove(ibp_tracked *t) {
      * asynchronous tracker does not unregister either) */
     ibp__syncwp_disarm(t);
     atomic_store(&t->mode, IBP_TRACK_SCANNING);
+    if (e->movable)
+      atomic_fetch_sub(&ibp__track_movable, 1);
     *e = table[--held];
   }
   pthread_mutex_unlock(&lock);
@@ -239,4 +242,5 @@ int ibp__quiet_still_protected(ibp_tracked *t, uintptr_t a, size_t len) {
 void ibp__quiet_after_fork_child(void) {
   pthread_mutex_init(&lock, NULL);
   held = 0;
+  atomic_store(&ibp__track_movable, 0);
 }
