@@ -21,9 +21,11 @@
  * the old one lets go.  The gap is bridged by the mprotect tracker
  * (track_protect.c): each move runs
  *
- *   1. the bridge: the region's pages read-only (ibp__prot_protect); a CPU
- *      store faults and marks its tensors, a hooked C-library call
- *      announces its buffers, both before they write;
+ *   1. the bridge: the region's pages read-only (ibp__prot_protect_quiet:
+ *      not while a hooked C-library call is between announcing its buffers
+ *      and returning -- the next tick tries again); a CPU store faults and
+ *      marks its tensors, a hooked call announces its buffers, both before
+ *      they write;
  *   2. to faulting: one last scan of the whole region (marks every write
  *      recorded before 1), `mode` = faulting (copies stop scanning: every
  *      write is either scanned or bridged), unregister from the
