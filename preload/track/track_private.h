@@ -108,6 +108,14 @@ IBP_HIDDEN int ibp__quiet_reprotect(ibp_tracked *t);
 IBP_HIDDEN int ibp__quiet_still_protected(ibp_tracked *t, uintptr_t a,
                                           size_t len);
 IBP_HIDDEN void ibp__quiet_after_fork_child(void);
+/* Around a write into [a, a+len) the kernel makes without being able to
+ * wait for a userfaultfd (a write to /proc/self/mem: procmem.c), inside
+ * the kwrite window: begin makes the pages of faulting regions there
+ * written and writable (after a move under way, which it waits for), and
+ * until end no faulting region is re-protected.  Takes a mutex: not from
+ * a signal handler that may interrupt track_quiet.c. */
+IBP_HIDDEN void ibp__quiet_kwrite_begin(uintptr_t a, size_t len);
+IBP_HIDDEN void ibp__quiet_kwrite_end(void);
 /* Moves t to `mode` now (tests, benchmarks): 0 when t is in it after. */
 IBP_HIDDEN int ibp__quiet_now(ibp_tracked *t, int mode);
 
@@ -124,6 +132,10 @@ IBP_HIDDEN void ibp__syncwp_disarm(ibp_tracked *t);
 IBP_HIDDEN int ibp__syncwp_reprotect(ibp_tracked *t);
 IBP_HIDDEN int ibp__syncwp_still_protected(ibp_tracked *t, uintptr_t a,
                                            size_t len);
+/* A write the kernel cannot wait for a fault for is about to land in
+ * [a, a+len) (track_quiet.c, ibp__quiet_kwrite_begin): the armed pages of
+ * t there count as written, their tensors dirty, and are made writable. */
+IBP_HIDDEN void ibp__syncwp_lift(ibp_tracked *t, uintptr_t a, size_t len);
 IBP_HIDDEN void ibp__syncwp_after_fork_child(void);
 
 /* ---- track_compact.c: compact regions -------------------------------------
@@ -181,6 +193,21 @@ void ibp__track_kwrite_end(int began);
 /* The application's own mprotect of [addr, addr+len): announced like a
  * write, and the regions it touches are never re-protected. */
 void ibp__track_app_protect(const void *addr, size_t len);
+
+/* ---- procmem.c: writes through /proc/self/mem ---------------------------- */
+
+/* After an open hook's real call returned fd: remembers it when path names
+ * a procfs "mem" file (else forgets fd).  errno untouched. */
+void ibp__procmem_opened(int fd, const char *path);
+/* 1 when fd was remembered and still is that file (fstat); one relaxed
+ * load for any other descriptor.  errno untouched. */
+int ibp__procmem_fd(int fd);
+/* Before a write of len bytes through procmem descriptor fd at offset off
+ * (-1: its position): the target is announced as a kernel-side write to
+ * both trackers (ibp__track_before_write, ibp__quiet_kwrite_begin) inside
+ * the kwrite window.  Returns what write_end takes.  errno untouched. */
+int ibp__procmem_write_begin(int fd, long long off, size_t len);
+void ibp__procmem_write_end(int began);
 
 /* ---- hooks_signal.c ------------------------------------------------------ */
 

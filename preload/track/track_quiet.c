@@ -221,11 +221,35 @@ void ibp__quiet_remove(ibp_tracked *t) {
   pthread_mutex_unlock(&lock);
 }
 
+/* Writes the kernel makes without being able to wait for a fault
+ * (/proc/self/mem: procmem.c), between lifting their pages and returning;
+ * while any is, faulting regions are not re-protected.  Read under lock,
+ * incremented before it is taken. */
+static _Atomic int unwaitable;
+
+void ibp__quiet_kwrite_begin(uintptr_t a, size_t len) {
+  atomic_fetch_add(&unwaitable, 1);
+  if (!atomic_load_explicit(&ibp__track_movable, memory_order_relaxed))
+    return; /* nothing faulting, nothing moving */
+  const uintptr_t e = a + len < a ? UINTPTR_MAX : a + len;
+  pthread_mutex_lock(&lock); /* after a move under way */
+  for (size_t i = 0; i < held; i++)
+    if (table[i].lo < e && a < table[i].hi &&
+        atomic_load(&table[i].t->mode) == IBP_TRACK_FAULTING)
+      ibp__syncwp_lift(table[i].t, a, len);
+  pthread_mutex_unlock(&lock);
+}
+
+void ibp__quiet_kwrite_end(void) {
+  atomic_fetch_sub(&unwaitable, 1);
+}
+
 int ibp__quiet_reprotect(ibp_tracked *t) {
   pthread_mutex_lock(&lock);
-  int rc = atomic_load(&t->mode) == IBP_TRACK_FAULTING
-               ? ibp__syncwp_reprotect(t)
-               : ibp__uffd_reprotect(t);
+  int rc = atomic_load(&t->mode) != IBP_TRACK_FAULTING
+               ? ibp__uffd_reprotect(t)
+           : atomic_load(&unwaitable) ? -1 /* try later */
+                                      : ibp__syncwp_reprotect(t);
   /* a refresh follows writes: no move until it is well over */
   atomic_store(&t->last_write_ns, ibp__real_ns());
   pthread_mutex_unlock(&lock);
@@ -245,4 +269,5 @@ void ibp__quiet_after_fork_child(void) {
   pthread_mutex_init(&lock, NULL);
   held = 0;
   atomic_store(&ibp__track_movable, 0);
+  atomic_store(&unwaitable, 0);
 }

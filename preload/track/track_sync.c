@@ -3,11 +3,13 @@
  * "Quiet regions"): userfaultfd write protection in synchronous mode.  A
  * quiet region's pages are registered with a descriptor of their own and
  * write-protected; a write to one of them -- a CPU store, or the kernel
- * writing for the application (read(2), io_uring, process_vm_writev,
- * /proc/self/mem ...) -- waits while this file's thread marks the tensors
- * on the page dirty and lifts the page's protection, then goes on.  So a
- * copy from the region makes no system call: every write before it has
- * already marked its tensors.
+ * writing for the application (read(2), io_uring, process_vm_writev ...)
+ * -- waits while this file's thread marks the tensors on the page dirty
+ * and lifts the page's protection, then goes on.  So a copy from the
+ * region makes no system call: every write before it has already marked
+ * its tensors.  A write through /proc/self/mem cannot wait (it would fail
+ * with EIO): the write hooks lift its pages first (procmem.c,
+ * ibp__syncwp_lift).
  *
  * Per page one bit, "written since protected" (set under `lock` by the
  * fault thread, cleared by reprotect): still_protected reads it, as the
@@ -113,13 +115,25 @@ static ibp_tracked *holder_of(uintptr_t a) {
   return NULL;
 }
 
-static uint64_t mark_page(ibp_tracked *t, uintptr_t a) {
+/* Under lock: pages [lo, hi) of t (inside p) written -- their tensors
+ * dirty, then their "written" bits, then their tensors again (see the top
+ * of the file) -- and writable (which wakes the writers waiting). */
+static void lift(ibp_tracked *t, ibp_sync_pages *p, uintptr_t lo,
+                 uintptr_t hi) {
+  const uintptr_t pg = ibp__page_size();
   ibp__geom g = ibp__geom_of(t);
-  return ibp__mark_span(&g, a, a + ibp__page_size());
+  uint64_t newly = ibp__mark_span(&g, lo, hi);
+  for (uintptr_t a = lo; a < hi; a += pg) {
+    size_t k = (a - p->lo) / pg;
+    atomic_fetch_or(&p->written[k / 64], 1ull << (k % 64));
+  }
+  newly += ibp__mark_span(&g, lo, hi);
+  if (newly)
+    atomic_fetch_add(&t->dirty_tensors, newly);
+  set_wp(lo, hi, 0);
 }
 
-/* A write to page a: its tensors dirty, then the page writable (which
- * wakes the writer). */
+/* A write to page a: its tensors dirty, then the page writable. */
 static void on_fault(uintptr_t addr) {
   const uintptr_t pg = ibp__page_size(), a = addr & ~(pg - 1);
   pthread_mutex_lock(&lock);
@@ -130,16 +144,10 @@ static void on_fault(uintptr_t addr) {
     pthread_mutex_unlock(&lock);
     return;
   }
-  ibp_sync_pages *p = atomic_load(&t->spages);
-  size_t k = (a - p->lo) / pg;
-  uint64_t newly = mark_page(t, a);
-  atomic_fetch_or(&p->written[k / 64], 1ull << (k % 64));
-  newly += mark_page(t, a); /* see the top of the file */
-  if (newly)
-    atomic_fetch_add(&t->dirty_tensors, newly);
+  /* counted before the writer wakes: it may read the count next */
   atomic_fetch_add_explicit(&t->write_faults, 1, memory_order_relaxed);
   atomic_fetch_add_explicit(&t->sync_faults, 1, memory_order_relaxed);
-  set_wp(a, a + pg, 0);
+  lift(t, atomic_load(&t->spages), a, a + pg);
   pthread_mutex_unlock(&lock);
   /* what the write cost its thread, on the simulated GPU's clock */
   ibp__clock_charge_us(1e-3 * IBP_TRACK_FAULT_NS);
@@ -351,6 +359,23 @@ int ibp__syncwp_still_protected(ibp_tracked *t, uintptr_t a, size_t len) {
       return 0;
   }
   return 1;
+}
+
+void ibp__syncwp_lift(ibp_tracked *t, uintptr_t a, size_t len) {
+  const uintptr_t pg = ibp__page_size();
+  uintptr_t e = a + len < a ? UINTPTR_MAX - pg + 1 : a + len;
+  int saved = errno;
+  pthread_mutex_lock(&lock);
+  ibp_sync_pages *p = atomic_load(&t->spages);
+  if (p && len) {
+    uintptr_t lo = a & ~(pg - 1), hi = (e + pg - 1) & ~(pg - 1);
+    lo = lo < p->lo ? p->lo : lo;
+    hi = hi > p->hi ? p->hi : hi;
+    if (lo < hi)
+      lift(t, p, lo, hi);
+  }
+  pthread_mutex_unlock(&lock);
+  errno = saved;
 }
 
 void ibp__syncwp_after_fork_child(void) {

@@ -158,9 +158,31 @@ static void case_paths(void) {
   sync_all(r);
   region_check(&a, r);
 
-  /* Not here: a write to /proc/self/mem (or ptrace's) into a faulting
-   * region fails with EIO -- the kernel's access_remote_vm cannot wait for
-   * a userfaultfd (docs/ARCHITECTURE.md, "Quiet regions"). */
+  /* a write to /proc/self/mem cannot wait for a fault (the kernel's
+   * access_remote_vm): the write hooks announce it (procmem.c) */
+  quiet(r);
+  int mem = open("/proc/self/mem", O_RDWR);
+  CHECK(mem >= 0);
+  CHECK(pwrite(mem, "procmem", 7, (off_t)(uintptr_t)(m + 8 * pg + 3)) == 7);
+  memcpy(a.want + 8 * pg + 3, "procmem", 7);
+  arena_touch(&a, 8 * pg + 3, 7);
+  sync_all(r);
+  region_check(&a, r);
+  quiet(r); /* write(2) at the descriptor's position, over two pages */
+  CHECK(lseek(mem, (off_t)(uintptr_t)(m + 10 * pg + 4093), SEEK_SET) >= 0);
+  CHECK(write(mem, "lseek", 5) == 5);
+  memcpy(a.want + 10 * pg + 4093, "lseek", 5);
+  arena_touch(&a, 10 * pg + 4093, 5);
+  sync_all(r);
+  region_check(&a, r);
+  quiet(r);
+  struct iovec two[2] = {{"pwri", 4}, {"tev", 3}};
+  CHECK(pwritev(mem, two, 2, (off_t)(uintptr_t)(m + 12 * pg + 50)) == 7);
+  memcpy(a.want + 12 * pg + 50, "pwritev", 7);
+  arena_touch(&a, 12 * pg + 50, 7);
+  sync_all(r);
+  region_check(&a, r);
+  close(mem);
 
   quiet(r);
   CHECK(getrandom(m + 9 * pg + 64, 64, 0) == 64);
