@@ -107,6 +107,18 @@ static inline const char *ibp__track_kind_name(const ibp_tracked *t) {
   }
 }
 
+/* "scanning" or "faulting" for a region the userfaultfd tracker holds
+ * (track_quiet.c), else "none" (stats). */
+static inline const char *ibp__track_mode_name(const ibp_tracked *t) {
+  if (atomic_load_explicit(&t->kind, memory_order_acquire) !=
+      IBP_TRACKER_KIND_UFFD)
+    return "none";
+  return atomic_load_explicit(&t->mode, memory_order_relaxed) ==
+                 IBP_TRACK_FAULTING
+             ? "faulting"
+             : "scanning";
+}
+
 /* Chooses the tracker (IBP_TRACKER) and, for the mprotect one, installs
  * the SIGSEGV/SIGBUS handler through the real sigaction, once.  The
  * handler chains to whatever was installed before and to what the
