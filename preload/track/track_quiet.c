@@ -35,9 +35,12 @@
  *      the asynchronous one, `mode` = scanning;
  *   3. the bridge lifted (ibp__prot_unprotect).
  * So no write is ever missed.  What the bridge cannot do (docs/
- * ARCHITECTURE.md): a kernel-side write that no hooked call announces,
- * made during the move (a few hundred microseconds), fails with EFAULT as
- * under the mprotect tracker.  A move that fails part way leaves the
+ * ARCHITECTURE.md, "Quiet regions", which also says why the move back to
+ * scanning keeps it): a kernel-side write that no hooked call announces,
+ * made during the move (0.3 to tens of milliseconds), fails with EFAULT
+ * as under the mprotect tracker.  A write through /proc/self/mem that the
+ * hooks announce (procmem.c) waits under `lock` for a move under way, then
+ * lifts its pages (ibp__quiet_kwrite_begin).  A move that fails part way leaves the
  * region scanning, or, when it cannot be registered again, counted as
  * written throughout (as a remapped region is).
  *
