@@ -118,6 +118,7 @@ typedef enum ibp_force_route {
 #define IBP_MAX_SMS_DEFAULT 32u
 #define IBP_SCANNERS_DEFAULT 4u
 #define IBP_SCANNERS_MAX 16u
+#define IBP_TRACK_QUIET_DEFAULT 250u
 
 typedef struct ibp_config {
   int disabled;            /* IBP_DISABLE=1, or forced to 1 by a load error */
@@ -128,10 +129,14 @@ typedef struct ibp_config {
   int wait_ready;      /* IBP_WAIT_READY=1: a region's first copy waits until it
                           is ready (tests, benchmarks) */
   ibp_tracker tracker; /* IBP_TRACKER */
-  int no_batch;        /* IBP_BATCH=0: every served copy gets a launch of its
-                          own (docs/ARCHITECTURE.md "Batched launches") */
-  unsigned threads;    /* IBP_THREADS: compression threads, 1..64; 0 = auto
-                          (a quarter of the CPUs, at least 1) */
+  unsigned track_quiet_ms; /* IBP_TRACK_QUIET: a region the userfaultfd
+                              tracker holds with no write found for this
+                              long is held by faults (0 = never; docs/
+                              ARCHITECTURE.md "Quiet regions") */
+  int no_batch;     /* IBP_BATCH=0: every served copy gets a launch of its
+                       own (docs/ARCHITECTURE.md "Batched launches") */
+  unsigned threads; /* IBP_THREADS: compression threads, 1..64; 0 = auto
+                       (a quarter of the CPUs, at least 1) */
   /* The staged path (docs/ARCHITECTURE.md "Staged copies"). */
   uint64_t staging_bytes;      /* IBP_STAGING: device memory per context for
                                   staged copies; 0 = none (the path is off) */
@@ -168,8 +173,8 @@ void ibp_config_init(ibp_config *out);
 void ibp_rule_init(ibp_rule *rule);
 
 /* Reads IBP_DISABLE, IBP_LOG, IBP_STATS, IBP_MIN_COPY, IBP_WAIT_READY,
- * IBP_TRACKER, IBP_BATCH, IBP_THREADS, IBP_STAGING, IBP_MAX_SMS,
- * IBP_SCANNERS, IBP_PATH, IBP_FORCE_ROUTE,
+ * IBP_TRACKER, IBP_TRACK_QUIET, IBP_BATCH, IBP_THREADS, IBP_STAGING,
+ * IBP_MAX_SMS, IBP_SCANNERS, IBP_PATH, IBP_FORCE_ROUTE,
  * IBP_PROFILE, IBP_REGIONS and IBP_CONFIG
  * through getenv_fn (NULL = the C library's getenv) and fills *out.  If
  * IBP_DISABLE=1 the other variables are not read (nothing of them is reported).

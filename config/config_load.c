@@ -24,6 +24,7 @@ void ibp_config_init(ibp_config *out) {
   out->staging_bytes = IBP_STAGING_DEFAULT;
   out->max_sms = IBP_MAX_SMS_DEFAULT;
   out->scanners = IBP_SCANNERS_DEFAULT;
+  out->track_quiet_ms = IBP_TRACK_QUIET_DEFAULT;
 }
 
 /* ---- IBP_CONFIG ---------------------------------------------------------- */
@@ -349,6 +350,10 @@ static int load_all(env_reader *r, ibp_config *out) {
     return -1;
   if (load_count(read_var(r, "IBP_SCANNERS"), &r->where, 0, IBP_SCANNERS_MAX,
                  "must be a whole number from 0 to 16", &out->scanners))
+    return -1;
+  if (load_count(read_var(r, "IBP_TRACK_QUIET"), &r->where, 0, 3600000,
+                 "must be a whole number of milliseconds from 0 to 3600000",
+                 &out->track_quiet_ms))
     return -1;
   if (load_path(read_var(r, "IBP_PATH"), &r->where, &out->path))
     return -1;

@@ -62,10 +62,12 @@ static void fill_row(ibp_stat_row *w, const ibp_region_rec *r) {
   w->rule_threshold = r->rule.threshold;
   w->state = ibp_region_state_get(r);
   w->tracker = "none";
+  w->mode = "none";
   const ibp_served_region *s = ibp__served(r);
   if (!s)
     return;
   w->tracker = ibp__track_kind_name(&s->track);
+  w->mode = ibp__track_mode_name(&s->track);
   w->tensor_bytes = s->geometry.tensor_bytes;
   w->copy_gcd = load64(&s->gate.gcd);
   if (w->state != IBP_REGION_COMPRESSING)

@@ -21,7 +21,9 @@
  *                 "saved_fraction", "state" (the registry's, or
  *                 "freed-early": freed before its compression finished),
  *                 "retired" (bool), "tracker"
- *                 ("userfaultfd", "mprotect" or "none"),
+ *                 ("userfaultfd", "mprotect", "compact" or "none"), "mode"
+ *                 (the userfaultfd tracker's: "scanning" or "faulting";
+ *                 "none" under the others),
  *                 <one key per row of stats.def>,
  *                 "routes": {<one key per route of routes.def>:
  *                            {"copies", "explored", "timed",
@@ -806,6 +808,7 @@ static void json_region(sbuf *b, const ibp_stat_row *w) {
   sb_printf(b, ", \"state\": \"%s\"", state_name(w));
   sb_printf(b, ", \"retired\": %s", w->retired ? "true" : "false");
   sb_printf(b, ", \"tracker\": \"%s\"", w->tracker ? w->tracker : "none");
+  sb_printf(b, ", \"mode\": \"%s\"", w->mode ? w->mode : "none");
   json_figures(b, w);
   sb_printf(b, ", \"routes\": {");
   for (int r = 0; r < IBP_STAT_ROUTES; r++) {

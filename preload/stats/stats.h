@@ -99,6 +99,7 @@ typedef struct ibp_stat_row {
                           "freed-early", nothing compressed */
   uint64_t copy_gcd;   /* of its first copies' offsets and lengths; 0: none */
   const char *tracker; /* ibp__track_kind_name: a static string */
+  const char *mode;    /* ibp__track_mode_name: a static string */
 #define IBP_COUNTER(key, unit, column) uint64_t key;
 #define IBP_GAUGE(key, unit, column, from) uint64_t key;
 #include "stats/stats.def"

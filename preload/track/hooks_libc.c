@@ -28,6 +28,13 @@
  * ibp__compact_kaccess_begin/end, which keeps the pages ready until the
  * call returns.  Cost when no such region is held: one relaxed load.
  *
+ * A descriptor of /proc/self/mem makes the write(2) family (the
+ * IBP_LIBC_PUT rows) a kernel-side write into the process's memory at the
+ * file offset, one the kernel cannot make wait for a userfaultfd: the
+ * open hooks (IBP_LIBC_OPEN rows) remember such descriptors, and a write
+ * through one announces its target (procmem.c) inside the kwrite window.
+ * Cost for any other descriptor: one relaxed load.
+ *
  * mprotect and madvise (the IBP_LIBC_CHANGE rows) change tracked pages
  * without a store: advice that discards or replaces page contents is
  * announced as a write; the application's mprotect goes to
@@ -43,7 +50,9 @@
  * redefined; the hooks need the plain declarations. */
 #undef _FORTIFY_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
+#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <sys/mman.h>
@@ -136,6 +145,22 @@ static void announce_fread(const void *ptr, size_t size, size_t n, int w) {
   touch(ptr, bytes, w);
 }
 
+/* Through a descriptor of /proc/self/mem (procmem.c) the kernel writes n
+ * bytes of the process's memory at off (-1: the descriptor's position):
+ * announced, inside the kwrite window; 0 for any other descriptor. */
+static int mem_at(int fd, long long off, size_t n) {
+  return ibp__procmem_fd(fd) ? ibp__procmem_write_begin(fd, off, n) : 0;
+}
+
+static int mem_iov(int fd, long long off, const struct iovec *iov, int cnt) {
+  if (!ibp__procmem_fd(fd) || cnt <= 0 || cnt > IOV_MAX)
+    return 0;
+  size_t n = 0;
+  for (int i = 0; i < cnt; i++)
+    n = __builtin_add_overflow(n, iov[i].iov_len, &n) ? SIZE_MAX : n;
+  return ibp__procmem_write_begin(fd, off, n);
+}
+
 /* The application changing the protection of tracked pages takes them out
  * of tracking first (their tensors dirty): whatever it sets then holds, and
  * a later write cannot go unseen. */
@@ -171,10 +196,17 @@ static void announce_advice(const void *addr, size_t len, int advice) {
   IBP_EXPORT ret(name) params;
 #define IBP_LIBC_READ IBP_LIBC_WRITE
 #define IBP_LIBC_CHANGE IBP_LIBC_WRITE
+#define IBP_LIBC_PUT(name, ret, params, args, announce, mem, fail)             \
+  IBP_EXPORT ret(name) params;
+#define IBP_LIBC_OPEN(name, params, args, path) IBP_EXPORT int(name) params;
+#define IBP_LIBC_OPEN2 IBP_LIBC_OPEN
 #include "track/libc_hooks.def"
 #undef IBP_LIBC_WRITE
 #undef IBP_LIBC_READ
 #undef IBP_LIBC_CHANGE
+#undef IBP_LIBC_PUT
+#undef IBP_LIBC_OPEN
+#undef IBP_LIBC_OPEN2
 
 /* `real`: the C library's `name`, resolved once; NULL (errno ENOSYS) when
  * it cannot be found. */
@@ -223,8 +255,57 @@ static void announce_advice(const void *addr, size_t len, int advice) {
     return real args;                                                          \
   }
 
+/* The kernel reads the buffers, and writes the target when fd is one of
+ * /proc/self/mem (inside the kwrite window `mem` opened). */
+#define IBP_LIBC_PUT(name, ret, params, args, announce, mem, fail)             \
+  ret(name) params {                                                           \
+    REAL(name, ret, params);                                                   \
+    if (!real)                                                                 \
+      return fail;                                                             \
+    const int kc = ibp__compact_kaccess_begin();                               \
+    if (kc)                                                                    \
+      announce;                                                                \
+    const int km = mem;                                                        \
+    ret rc = real args;                                                        \
+    ibp__procmem_write_end(km);                                                \
+    ibp__compact_kaccess_end(kc);                                              \
+    return rc;                                                                 \
+  }
+
+/* A file opened: procmem.c remembers a descriptor of /proc/self/mem.  The
+ * mode is read only where the flags say there is one. */
+#define IBP_LIBC_OPEN(name, params, args, path)                                \
+  int(name) params {                                                           \
+    REAL(name, int, params);                                                   \
+    mode_t mode = 0;                                                           \
+    if (__OPEN_NEEDS_MODE(flags)) {                                            \
+      va_list ap;                                                              \
+      va_start(ap, flags);                                                     \
+      mode = va_arg(ap, mode_t);                                               \
+      va_end(ap);                                                              \
+    }                                                                          \
+    if (!real)                                                                 \
+      return -1;                                                               \
+    int fd = real args;                                                        \
+    ibp__procmem_opened(fd, path);                                             \
+    return fd;                                                                 \
+  }
+
+#define IBP_LIBC_OPEN2(name, params, args, path)                               \
+  int(name) params {                                                           \
+    REAL(name, int, params);                                                   \
+    if (!real)                                                                 \
+      return -1;                                                               \
+    int fd = real args;                                                        \
+    ibp__procmem_opened(fd, path);                                             \
+    return fd;                                                                 \
+  }
+
 #include "track/libc_hooks.def"
 #undef IBP_LIBC_WRITE
 #undef IBP_LIBC_READ
 #undef IBP_LIBC_CHANGE
+#undef IBP_LIBC_PUT
+#undef IBP_LIBC_OPEN
+#undef IBP_LIBC_OPEN2
 #undef REAL

@@ -128,7 +128,10 @@ void ibp__track_unprotect(ibp_tracked *t) {
   if (kind(t) == IBP_TRACKER_KIND_COMPACT)
     ibp__compact_unprotect(t); /* every page rebuilt first */
   /* userfaultfd: the pages stay registered (a neighbour may share an edge
-   * page) and simply stop being scanned */
+   * page) and simply stop being scanned; a quiet region's leave the
+   * synchronous descriptor */
+  if (kind(t) == IBP_TRACKER_KIND_UFFD)
+    ibp__quiet_remove(t);
   atomic_store(&t->protected_, 0);
 }
 
@@ -141,7 +144,7 @@ int ibp__track_sync(ibp_tracked *t, uintptr_t addr, size_t len) {
 int ibp__track_reprotect(ibp_tracked *t) {
   switch (kind(t)) {
   case IBP_TRACKER_KIND_UFFD:
-    return ibp__uffd_reprotect(t);
+    return ibp__quiet_reprotect(t);
   case IBP_TRACKER_KIND_MPROTECT:
     return ibp__prot_reprotect(t);
   case IBP_TRACKER_KIND_COMPACT:
@@ -158,7 +161,7 @@ void ibp__track_quiesce(void) {
 int ibp__track_still_protected(ibp_tracked *t, uintptr_t a, size_t len) {
   switch (kind(t)) {
   case IBP_TRACKER_KIND_UFFD:
-    return ibp__uffd_still_protected(t, a, len);
+    return ibp__quiet_still_protected(t, a, len);
   case IBP_TRACKER_KIND_MPROTECT:
     return ibp__prot_still_protected(t, a, len);
   case IBP_TRACKER_KIND_COMPACT:
@@ -171,5 +174,7 @@ int ibp__track_still_protected(ibp_tracked *t, uintptr_t a, size_t len) {
 void ibp__track_after_fork_child(void) {
   ibp__prot_after_fork_child();
   ibp__uffd_after_fork_child();
+  ibp__quiet_after_fork_child();
+  ibp__syncwp_after_fork_child();
   ibp__compact_after_fork_child();
 }

@@ -8,7 +8,10 @@
  *     -- a CPU store or the kernel writing on the application's behalf
  *     (read(2), io_uring, /proc/self/mem ...) -- only marks its page, and
  *     nothing the application can observe happens.  ibp__track_sync reads
- *     the marks (PAGEMAP_SCAN) before a copy judges the dirty bits.
+ *     the marks (PAGEMAP_SCAN) before a copy judges the dirty bits.  A
+ *     region no copy found written for IBP_TRACK_QUIET ms is held by
+ *     synchronous write-protect faults instead (track_quiet.c,
+ *     track_sync.c): then ibp__track_sync makes no system call.
  *   mprotect (track_protect.c, the fallback): the pages are held
  *     read-only; the first write to a page faults, marks the tensors on it
  *     dirty and makes the page writable.  Kernel-side writes the C library
@@ -70,7 +73,18 @@ typedef struct ibp_tracked {
   _Atomic uint64_t pages_rebuilt;  /* pages rebuilt on an access */
   _Atomic int discard; /* set by the owner: the memory is about to go, and
                           unprotect need not rebuild it */
+  /* userfaultfd tracker, quiet regions (track_quiet.c): how writes are
+   * caught now -- IBP_TRACK_SCANNING (the kernel records them, a copy
+   * scans) or IBP_TRACK_FAULTING (a write faults, nothing to scan) */
+  _Atomic int mode;
+  _Atomic uint64_t scan_calls;    /* PAGEMAP_SCAN calls made for copies */
+  _Atomic uint64_t sync_faults;   /* writes caught by faults while quiet */
+  _Atomic uint64_t mode_switches; /* scanning <-> faulting, both ways */
+  _Atomic uint64_t last_write_ns; /* real time a scan last found a write */
+  struct ibp_sync_pages *_Atomic spages; /* track_sync.c's page record */
 } ibp_tracked;
+
+enum { IBP_TRACK_SCANNING = 0, IBP_TRACK_FAULTING = 1 };
 
 typedef enum ibp_tracker_kind {
   IBP_TRACKER_NONE = 0,
@@ -93,6 +107,18 @@ static inline const char *ibp__track_kind_name(const ibp_tracked *t) {
   }
 }
 
+/* "scanning" or "faulting" for a region the userfaultfd tracker holds
+ * (track_quiet.c), else "none" (stats). */
+static inline const char *ibp__track_mode_name(const ibp_tracked *t) {
+  if (atomic_load_explicit(&t->kind, memory_order_acquire) !=
+      IBP_TRACKER_KIND_UFFD)
+    return "none";
+  return atomic_load_explicit(&t->mode, memory_order_relaxed) ==
+                 IBP_TRACK_FAULTING
+             ? "faulting"
+             : "scanning";
+}
+
 /* Chooses the tracker (IBP_TRACKER) and, for the mprotect one, installs
  * the SIGSEGV/SIGBUS handler through the real sigaction, once.  The
  * handler chains to whatever was installed before and to what the
@@ -113,11 +139,14 @@ int ibp__track_protect(ibp_tracked *t);
  * dirty. */
 int ibp__track_sync(ibp_tracked *t, uintptr_t addr, size_t len);
 
-/* Whether ibp__track_sync scans (userfaultfd: its cost grows with the
- * span) rather than doing nothing (mprotect: faults already marked). */
+/* Whether ibp__track_sync scans (userfaultfd, scanning: its cost grows
+ * with the span) rather than doing nothing (mprotect, or a quiet region
+ * held by faults: writes already marked). */
 static inline int ibp__track_scans(const ibp_tracked *t) {
   return atomic_load_explicit(&t->kind, memory_order_relaxed) ==
-         IBP_TRACKER_KIND_UFFD;
+             IBP_TRACKER_KIND_UFFD &&
+         atomic_load_explicit(&t->mode, memory_order_relaxed) ==
+             IBP_TRACK_SCANNING;
 }
 
 /* The CPU time of one ibp__track_sync of `pages` 4 KiB pages on the
@@ -129,6 +158,13 @@ static inline int ibp__track_scans(const ibp_tracked *t) {
  * virtual clock"). */
 #define IBP_TRACK_SCAN_CALL_NS 2300.0
 #define IBP_TRACK_SCAN_PAGE_NS 4.8
+/* A write to a quiet region held by faults (track_sync.c): the writer waits
+ * while libibp's fault thread marks the page's tensors and lifts its
+ * protection, charged per fault.  bench/track_scan.sh's fault_ns on the
+ * 2-core development VM: runs of 9.3-10.3 us, median 9.8 us (the scanning
+ * mode's in-kernel fault: 1.25 us); a copy's sync while faulting: 4 ns,
+ * no system call. */
+#define IBP_TRACK_FAULT_NS 9800.0
 static inline double ibp__track_scan_model_ns(uint64_t calls, uint64_t pages) {
   return (double)calls * IBP_TRACK_SCAN_CALL_NS +
          (double)pages * IBP_TRACK_SCAN_PAGE_NS;

@@ -59,6 +59,10 @@ IBP_HIDDEN uintptr_t ibp__page_size(void);
 
 IBP_HIDDEN int ibp__prot_install(void);
 IBP_HIDDEN int ibp__prot_protect(ibp_tracked *t);
+/* ibp__prot_protect unless a hooked C-library call is between announcing
+ * its buffers and returning (its kernel-side write would fail with EFAULT
+ * on pages made read-only under it): then -1, try later. */
+IBP_HIDDEN int ibp__prot_protect_quiet(ibp_tracked *t);
 IBP_HIDDEN void ibp__prot_unprotect(ibp_tracked *t);
 IBP_HIDDEN int ibp__prot_reprotect(ibp_tracked *t);
 IBP_HIDDEN void ibp__prot_quiesce(void);
@@ -78,6 +82,61 @@ IBP_HIDDEN int ibp__uffd_reprotect(ibp_tracked *t);
 IBP_HIDDEN int ibp__uffd_still_protected(ibp_tracked *t, uintptr_t a,
                                          size_t len);
 IBP_HIDDEN void ibp__uffd_after_fork_child(void);
+
+/* Scans the whole of t (marking what it finds): 0, or -1 after lost(t). */
+IBP_HIDDEN int ibp__uffd_scan_all(ibp_tracked *t);
+/* Takes t's pages off the asynchronous descriptor (their protection goes
+ * with it): 0, or -1. */
+IBP_HIDDEN int ibp__uffd_release(ibp_tracked *t);
+/* Registers t's pages with the asynchronous descriptor again and protects
+ * them all: 0, or -1. */
+IBP_HIDDEN int ibp__uffd_adopt(ibp_tracked *t);
+/* t's memory can no longer be watched: every tensor dirty from now on. */
+IBP_HIDDEN void ibp__uffd_lost(ibp_tracked *t);
+
+/* ---- track_quiet.c: quiet regions, scanning <-> faulting ------------------
+ * A region the userfaultfd tracker protects is added; the tick of
+ * track_sync.c's thread moves it between the modes; reprotect and
+ * still_protected go to the mode that holds it. */
+#define IBP__QUIET_TICK_NS 50000000ull /* 50 ms */
+/* Faults in one tick that send a faulting region back to scanning. */
+#define IBP__QUIET_BUSY_FAULTS 32
+IBP_HIDDEN void ibp__quiet_add(ibp_tracked *t);
+IBP_HIDDEN void ibp__quiet_remove(ibp_tracked *t);
+IBP_HIDDEN void ibp__quiet_tick(uint64_t now_ns);
+IBP_HIDDEN int ibp__quiet_reprotect(ibp_tracked *t);
+IBP_HIDDEN int ibp__quiet_still_protected(ibp_tracked *t, uintptr_t a,
+                                          size_t len);
+IBP_HIDDEN void ibp__quiet_after_fork_child(void);
+/* Around a write into [a, a+len) the kernel makes without being able to
+ * wait for a userfaultfd (a write to /proc/self/mem: procmem.c), inside
+ * the kwrite window: begin makes the pages of faulting regions there
+ * written and writable (after a move under way, which it waits for), and
+ * until end no faulting region is re-protected.  Takes a mutex: not from
+ * a signal handler that may interrupt track_quiet.c. */
+IBP_HIDDEN void ibp__quiet_kwrite_begin(uintptr_t a, size_t len);
+IBP_HIDDEN void ibp__quiet_kwrite_end(void);
+/* Moves t to `mode` now (tests, benchmarks): 0 when t is in it after. */
+IBP_HIDDEN int ibp__quiet_now(ibp_tracked *t, int mode);
+
+/* ---- track_sync.c: synchronous userfaultfd, the faulting mode ------------ */
+/* 1 when a userfaultfd serving kernel-mode faults works here (probed once). */
+IBP_HIDDEN int ibp__syncwp_available(void);
+/* Starts the fault thread (which runs the quiet tick): 0, or -1. */
+IBP_HIDDEN int ibp__syncwp_start_thread(void);
+/* Registers pages [lo, hi) of t and write-protects them: 0, or -1 with
+ * nothing registered. */
+IBP_HIDDEN int ibp__syncwp_arm(ibp_tracked *t, uintptr_t lo, uintptr_t hi);
+/* Unregisters t's pages (plain memory again; waiting writers retry). */
+IBP_HIDDEN void ibp__syncwp_disarm(ibp_tracked *t);
+IBP_HIDDEN int ibp__syncwp_reprotect(ibp_tracked *t);
+IBP_HIDDEN int ibp__syncwp_still_protected(ibp_tracked *t, uintptr_t a,
+                                           size_t len);
+/* A write the kernel cannot wait for a fault for is about to land in
+ * [a, a+len) (track_quiet.c, ibp__quiet_kwrite_begin): the armed pages of
+ * t there count as written, their tensors dirty, and are made writable. */
+IBP_HIDDEN void ibp__syncwp_lift(ibp_tracked *t, uintptr_t a, size_t len);
+IBP_HIDDEN void ibp__syncwp_after_fork_child(void);
 
 /* ---- track_compact.c: compact regions -------------------------------------
  * ibp__compact_X is track.h's ibp__track_X for the regions it holds. */
@@ -104,10 +163,15 @@ void ibp__compact_before_kernel(const void *addr, size_t len, int write);
 /* Number of regions whose pages the tracker holds read-only now. */
 extern IBP_HIDDEN _Atomic unsigned ibp__track_live;
 
-/* Nonzero while anything is protected: one relaxed load, so the libc hooks
- * cost nothing measurable when tracking is off. */
+/* Regions quiet regions may move (track_quiet.c): a move puts the mprotect
+ * tracker's bridge up, so hooked calls count themselves meanwhile too. */
+extern IBP_HIDDEN _Atomic unsigned ibp__track_movable;
+
+/* Nonzero while anything is protected, or may be: one or two relaxed
+ * loads, so the libc hooks cost nothing measurable when tracking is off. */
 static inline int ibp__track_any(void) {
-  return atomic_load_explicit(&ibp__track_live, memory_order_relaxed) != 0;
+  return atomic_load_explicit(&ibp__track_live, memory_order_relaxed) != 0 ||
+         atomic_load_explicit(&ibp__track_movable, memory_order_relaxed) != 0;
 }
 
 /* ---- track.c, for the libc hooks ----------------------------------------- */
@@ -129,6 +193,21 @@ void ibp__track_kwrite_end(int began);
 /* The application's own mprotect of [addr, addr+len): announced like a
  * write, and the regions it touches are never re-protected. */
 void ibp__track_app_protect(const void *addr, size_t len);
+
+/* ---- procmem.c: writes through /proc/self/mem ---------------------------- */
+
+/* After an open hook's real call returned fd: remembers it when path names
+ * a procfs "mem" file (else forgets fd).  errno untouched. */
+void ibp__procmem_opened(int fd, const char *path);
+/* 1 when fd was remembered and still is that file (fstat); one relaxed
+ * load for any other descriptor.  errno untouched. */
+int ibp__procmem_fd(int fd);
+/* Before a write of len bytes through procmem descriptor fd at offset off
+ * (-1: its position): the target is announced as a kernel-side write to
+ * both trackers (ibp__track_before_write, ibp__quiet_kwrite_begin) inside
+ * the kwrite window.  Returns what write_end takes.  errno untouched. */
+int ibp__procmem_write_begin(int fd, long long off, size_t len);
+void ibp__procmem_write_end(int began);
 
 /* ---- hooks_signal.c ------------------------------------------------------ */
 

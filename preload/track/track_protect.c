@@ -91,7 +91,7 @@ static _Atomic unsigned long events; /* protects and unprotects so far */
 /* Calls that write from the kernel side (hooks_libc.c) between announcing
  * their buffers and returning; while any is, re-protection backs off. */
 static _Atomic int kwrites;
-static _Atomic int reprotecting;
+static _Atomic int reprotecting; /* re-protections (or bridges) under way */
 
 /* The address a stale fault was last retried at on this thread, and
  * `events` then (see track_fault). */
@@ -592,7 +592,7 @@ int ibp__prot_reprotect(ibp_tracked *r) {
   pthread_mutex_lock(&wlock);
   slot *s = find_live(r);
   int rc = -1;
-  atomic_store(&reprotecting, 1);
+  atomic_fetch_add(&reprotecting, 1);
   /* a kernel-side write in progress would fail with EFAULT; an application
    * that set protections itself keeps them: try again later / never */
   if (s && !atomic_load(&kwrites) && !atomic_load(&s->app_owned)) {
@@ -614,8 +614,16 @@ int ibp__prot_reprotect(ibp_tracked *r) {
     atomic_fetch_add(&gen, 1);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
   }
-  atomic_store(&reprotecting, 0);
+  atomic_fetch_sub(&reprotecting, 1);
   pthread_mutex_unlock(&wlock);
+  return rc;
+}
+
+int ibp__prot_protect_quiet(ibp_tracked *r) {
+  /* as ibp__prot_reprotect: seq_cst against kwrite_begin's add then load */
+  atomic_fetch_add(&reprotecting, 1);
+  int rc = atomic_load(&kwrites) ? -1 : ibp__prot_protect(r);
+  atomic_fetch_sub(&reprotecting, 1);
   return rc;
 }
 

@@ -44,6 +44,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "base/clock.h"
 #include "base/log.h"
 #include "track/track.h"
 #include "track/track_private.h"
@@ -216,6 +217,7 @@ int ibp__uffd_protect(ibp_tracked *t) {
   atomic_store(&t->uffd_seq, 0);
   atomic_store(&t->uffd_epoch, atomic_load(&epoch));
   atomic_store(&t->protected_, 1);
+  ibp__quiet_add(t);
   return 0;
 }
 
@@ -233,16 +235,18 @@ static int lost(ibp_tracked *t) {
 }
 
 /* Scans [lo, hi) of t for written pages, marks their tensors dirty and, when
- * `flags` has PM_SCAN_WP_MATCHING_, protects them again.  0, or -1 when the
- * memory is no longer registered (or the scan failed). */
-static int scan_mark(ibp_tracked *t, uintptr_t lo, uintptr_t hi,
-                     uint64_t flags) {
+ * `flags` has PM_SCAN_WP_MATCHING_, protects them again; *calls counts the
+ * system calls, *newly the tensors newly marked.  0, or -1 when the memory
+ * is no longer registered (or the scan failed). */
+static int scan_mark(ibp_tracked *t, uintptr_t lo, uintptr_t hi, uint64_t flags,
+                     uint64_t *calls, uint64_t *newly_out) {
   ibp__geom g = ibp__geom_of(t);
   page_run v[32];
   pm_scan a;
   uint64_t newly = 0;
   while (lo < hi) {
     long n = scan_once(&a, lo, hi, flags, PAGE_IS_WRITTEN_, v, 32);
+    (*calls)++;
     if (n < 0)
       return -1;
     for (long i = 0; i < n; i++)
@@ -254,7 +258,10 @@ static int scan_mark(ibp_tracked *t, uintptr_t lo, uintptr_t hi,
   if (newly) {
     atomic_fetch_add(&t->dirty_tensors, newly);
     atomic_fetch_add_explicit(&t->write_faults, newly, memory_order_relaxed);
+    atomic_store_explicit(&t->last_write_ns, ibp__real_ns(),
+                          memory_order_relaxed);
   }
+  *newly_out = newly;
   return 0;
 }
 
@@ -278,24 +285,32 @@ static void span_pages(const ibp_tracked *t, uintptr_t a, size_t len,
 int ibp__uffd_sync(ibp_tracked *t, uintptr_t a, size_t len) {
   if (!tracked(t))
     return lost(t);
+  /* quiet (track_quiet.c): every write faulted and marked its tensors */
+  if (atomic_load(&t->mode) == IBP_TRACK_FAULTING)
+    return 0;
   uintptr_t lo, hi;
   span_pages(t, a, len, &lo, &hi);
   if (lo >= hi)
     return 0;
   int saved = errno, rc = 0;
+  uint64_t calls = 0, newly;
   for (;;) {
     unsigned s0 = atomic_load(&t->uffd_seq);
     if (s0 & 1) {
       sched_yield(); /* a re-protection is marking what it consumed */
       continue;
     }
-    if (scan_mark(t, lo, hi, 0) != 0) {
-      rc = lost(t);
+    if (scan_mark(t, lo, hi, 0, &calls, &newly) != 0) {
+      /* a move to faulting took the pages off after its last scan: from
+       * then on writes fault */
+      if (atomic_load(&t->mode) != IBP_TRACK_FAULTING)
+        rc = lost(t);
       break;
     }
     if (atomic_load(&t->uffd_seq) == s0)
       break;
   }
+  atomic_fetch_add_explicit(&t->scan_calls, calls, memory_order_relaxed);
   errno = saved;
   return rc;
 }
@@ -309,7 +324,8 @@ int ibp__uffd_reprotect(ibp_tracked *t) {
   uintptr_t lo, hi;
   pages_of(t, &lo, &hi);
   int saved = errno;
-  int rc = scan_mark(t, lo, hi, PM_SCAN_WP_MATCHING_);
+  uint64_t calls = 0, newly;
+  int rc = scan_mark(t, lo, hi, PM_SCAN_WP_MATCHING_, &calls, &newly);
   atomic_fetch_add(&t->uffd_seq, 1);
   errno = saved;
   return rc == 0 ? 0 : lost(t);
@@ -326,6 +342,49 @@ int ibp__uffd_still_protected(ibp_tracked *t, uintptr_t a, size_t len) {
   long n = lo < hi ? scan_once(&s, lo, hi, 0, PAGE_IS_WRITTEN_, v, 1) : 0;
   errno = saved;
   return n == 0;
+}
+
+/* ---- quiet regions' moves (track_quiet.c) -------------------------------- */
+
+int ibp__uffd_scan_all(ibp_tracked *t) {
+  if (!tracked(t))
+    return lost(t);
+  uintptr_t lo, hi;
+  pages_of(t, &lo, &hi);
+  int saved = errno;
+  uint64_t calls = 0, newly;
+  int rc = scan_mark(t, lo, hi, 0, &calls, &newly);
+  errno = saved;
+  return rc == 0 ? 0 : lost(t);
+}
+
+int ibp__uffd_release(ibp_tracked *t) {
+  uintptr_t lo, hi;
+  pages_of(t, &lo, &hi);
+  int saved = errno;
+  pthread_mutex_lock(&lock);
+  struct uffdio_range r = {lo, hi - lo};
+  int rc = uffd >= 0 && ioctl(uffd, UFFDIO_UNREGISTER, &r) == 0 ? 0 : -1;
+  pthread_mutex_unlock(&lock);
+  errno = saved;
+  return rc;
+}
+
+int ibp__uffd_adopt(ibp_tracked *t) {
+  if (!tracked(t))
+    return -1;
+  uintptr_t lo, hi;
+  pages_of(t, &lo, &hi);
+  int saved = errno;
+  pthread_mutex_lock(&lock);
+  int ok = uffd >= 0 && register_range(lo, hi) == 0 && wp_range(lo, hi) == 0;
+  pthread_mutex_unlock(&lock);
+  errno = saved;
+  return ok ? 0 : -1;
+}
+
+void ibp__uffd_lost(ibp_tracked *t) {
+  (void)lost(t);
 }
 
 void ibp__uffd_after_fork_child(void) {

@@ -348,6 +348,18 @@ static void test_load_scalars(void) {
   CHECK(load(sc0, &c, &e) == 0 && c.scanners == 0);
   const char *sc16[] = {"IBP_SCANNERS", "16", NULL};
   CHECK(load(sc16, &c, &e) == 0 && c.scanners == 16);
+  /* IBP_TRACK_QUIET: milliseconds, 0 (never quiet) to an hour */
+  CHECK(c.track_quiet_ms == IBP_TRACK_QUIET_DEFAULT &&
+        IBP_TRACK_QUIET_DEFAULT == 250);
+  const char *q0[] = {"IBP_TRACK_QUIET", "0", NULL};
+  CHECK(load(q0, &c, &e) == 0 && c.track_quiet_ms == 0);
+  const char *q20[] = {"IBP_TRACK_QUIET", " 20 ", NULL};
+  CHECK(load(q20, &c, &e) == 0 && c.track_quiet_ms == 20);
+  const char *qmax[] = {"IBP_TRACK_QUIET", "3600000", NULL};
+  CHECK(load(qmax, &c, &e) == 0 && c.track_quiet_ms == 3600000);
+  const char *qnone[] = {"IBP_TRACKER", "auto", NULL};
+  CHECK(load(qnone, &c, &e) == 0 &&
+        c.track_quiet_ms == IBP_TRACK_QUIET_DEFAULT);
   const char *trackers[] = {"auto", "userfaultfd", "mprotect"};
   for (int i = 0; i < 3; i++) {
     const char *t[] = {"IBP_TRACKER", trackers[i], NULL};
@@ -392,6 +404,12 @@ static void test_load_errors(void) {
   for (int i = 0; i < 4; i++) {
     const char *sc[] = {"IBP_SCANNERS", bad_scanners[i], NULL};
     expect_load_error(sc, "IBP_SCANNERS", bad_scanners[i], "0 to 16");
+  }
+  const char *bad_quiet[] = {"3600001", "5ms", "-1", "99999999999", "0x10"};
+  for (int i = 0; i < 5; i++) {
+    const char *q[] = {"IBP_TRACK_QUIET", bad_quiet[i], NULL};
+    expect_load_error(q, "IBP_TRACK_QUIET", bad_quiet[i],
+                      "milliseconds from 0 to 3600000");
   }
   const char *bad_staging[] = {"2G", "65M", "64K", "1"};
   for (int i = 0; i < 4; i++) {

@@ -8,7 +8,13 @@
  * (no EFAULT, no EIO), and every copy from the region afterwards must bring
  * the bytes the host holds.  Run under LD_PRELOAD=libibp.so with the
  * userfaultfd tracker (passes without libibp too; the mprotect tracker
- * cannot make these calls succeed: docs/ARCHITECTURE.md). */
+ * cannot make these calls succeed: docs/ARCHITECTURE.md).
+ *
+ * CORE_QUIET_MS=n (with IBP_TRACK_QUIET below n): before each write the
+ * program sleeps n ms, so the region has gone quiet and is held by
+ * synchronous write-protect faults (docs/ARCHITECTURE.md, "Quiet
+ * regions") -- where a write to /proc/self/mem cannot wait for a fault and
+ * is served by the pwrite hook (track/hooks_libc.c). */
 #include <cuda_runtime_api.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -63,6 +69,13 @@ static int check(unsigned k, const char *after) {
 
 static uint8_t *at(unsigned k, size_t off) {
   return host + k * CHUNK + off;
+}
+
+/* CORE_QUIET_MS: no write for that long, so the region goes quiet. */
+static void settle(void) {
+  const char *q = getenv("CORE_QUIET_MS");
+  if (q && atoi(q) > 0)
+    usleep((useconds_t)atoi(q) * 1000u);
 }
 
 static void aio_read(int fd, void *buf, size_t len) {
@@ -146,27 +159,34 @@ int main(void) {
   int p[2];
   OK(pipe(p) == 0, "pipe");
 
+  settle();
   OK(write(p[1], data, 100) == 100 &&
          syscall(SYS_read, p[0], at(0, 5), 100) == 100,
      "raw read");
   check(0, "a raw read(2)");
+  settle();
   OK(syscall(SYS_pread64, f, at(1, 4000), 5000, 0) == 5000, "raw pread64");
   check(1, "a raw pread64(2)");
+  settle();
   struct iovec iov = {at(2, 10), 3000};
   OK(preadv2(f, &iov, 1, 100, 0) == 3000, "preadv2");
   check(2, "preadv2");
+  settle();
   OK(getrandom(at(3, 0), 4096, 0) == 4096, "getrandom");
   check(3, "getrandom");
+  settle();
   struct iovec local = {data, 6000}, remote = {at(4, 1), 6000};
   OK(process_vm_writev(getpid(), &local, 1, &remote, 1, 0) == 6000,
      "process_vm_writev");
   check(4, "process_vm_writev");
+  settle();
   struct iovec into = {at(5, 2), 6000}, from = {data + 100, 6000};
   OK(process_vm_readv(getpid(), &into, 1, &from, 1, 0) == 6000,
      "process_vm_readv");
   check(5, "process_vm_readv");
   /* CORE_NO_PROC_MEM=1: not on a compact region, whose pages the kernel
    * cannot fault in for another address space's access (docs/CONFIG.md) */
+  settle();
   if (!getenv("CORE_NO_PROC_MEM")) {
     int mem = open("/proc/self/mem", O_RDWR);
     OK(mem >= 0 && pwrite(mem, data, 700, (off_t)(uintptr_t)at(6, 9)) == 700,
@@ -175,12 +195,15 @@ int main(void) {
       close(mem);
     check(6, "a write to /proc/self/mem");
   }
+  settle();
   OK(fstat(f, (struct stat *)at(7, 16)) == 0, "fstat");
   check(7, "fstat");
+  settle();
   struct iovec vs = {at(8, 3), 50};
   OK(write(p[1], data, 50) == 50 && vmsplice(p[0], &vs, 1, 0) == 50,
      "vmsplice");
   check(8, "vmsplice");
+  settle();
   int q = msgget(IPC_PRIVATE, IPC_CREAT | 0600);
   if (q >= 0) { /* System V IPC may be absent in a container: skipped */
     struct {
@@ -194,15 +217,19 @@ int main(void) {
     msgctl(q, IPC_RMID, NULL);
     check(9, "msgrcv");
   }
+  settle();
   aio_read(f, at(10, 0), 4096);
   check(10, "a Linux AIO read");
 
+  settle();
   if (uring_read(f, at(13, 20), 4096))
     check(13, "an io_uring read");
 
+  settle();
   OK(syscall(SYS_madvise, at(11, 0), 2 * 4096, MADV_DONTNEED) == 0,
      "raw madvise");
   check(11, "a raw madvise(MADV_DONTNEED)");
+  settle();
   OK(syscall(SYS_mprotect, at(12, 0), 8192, PROT_READ) == 0 &&
          syscall(SYS_mprotect, at(12, 0), 8192, PROT_READ | PROT_WRITE) == 0,
      "raw mprotect");

@@ -1,7 +1,8 @@
 /* What preload/base/config.c defines for libibp.so; the track tests link the
  * tracker's files without it (configuration never loaded: log at warn).
  * The tracker is the mprotect one unless TRACK_TEST_TRACKER says
- * userfaultfd or auto (test_track_uffd's cases). */
+ * userfaultfd or auto (test_track_uffd's cases); quiet regions stay
+ * scanning unless TRACK_TEST_QUIET gives IBP_TRACK_QUIET. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -15,6 +16,8 @@ __attribute__((constructor)) static void choose_tracker(void) {
                      : !strcmp(t, "userfaultfd") ? IBP_TRACKER_USERFAULTFD
                      : !strcmp(t, "auto")        ? IBP_TRACKER_AUTO
                                                  : IBP_TRACKER_MPROTECT;
+  const char *q = getenv("TRACK_TEST_QUIET"); /* IBP_TRACK_QUIET, ms */
+  ibp__cfg.track_quiet_ms = q ? (unsigned)atoi(q) : 0;
 }
 __thread int ibp__guard;
 

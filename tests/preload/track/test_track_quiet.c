@@ -1,0 +1,378 @@
+/*
+ * Quiet regions (preload/track/track_quiet.c, track_sync.c): a region the
+ * userfaultfd tracker holds with no write found for IBP_TRACK_QUIET ms is
+ * held by synchronous write-protect faults, and a copy's sync then makes no
+ * system call; every write -- CPU stores and the kernel's own writes for
+ * the application -- still marks its tensors before the next sync returns,
+ * also while regions move between the modes under concurrent writers.
+ * Exact dirty bits against the model of track_test.h.
+ *
+ * Runs with TRACK_TEST_TRACKER=userfaultfd TRACK_TEST_QUIET=100; exits 77
+ * (skipped) where asynchronous userfaultfd write protection is missing or
+ * no userfaultfd serves kernel-mode faults (unprivileged under
+ * vm.unprivileged_userfaultfd=0): there regions keep scanning.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <sched.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <time.h>
+
+#include "track_test.h"
+
+static void skip_unless_quiet(void) {
+  if (!ibp__uffd_available() || !ibp__syncwp_available()) {
+    printf("skipped: no userfaultfd for quiet regions here\n");
+    exit(77);
+  }
+}
+
+static ibp_tracked *protected_region(arena *a, size_t off, size_t bytes,
+                                     uint32_t R) {
+  ibp_tracked *r = region_new(a, off, bytes, R);
+  CHECK(ibp__track_protect(r) == 0);
+  CHECK(!strcmp(ibp__track_kind_name(r), "userfaultfd"));
+  return r;
+}
+
+static void sync_all(ibp_tracked *r) {
+  CHECK(ibp__track_sync(r, r->base, r->bytes) == 0);
+}
+
+static void sleep_ms(long ms) {
+  struct timespec ts = {ms / 1000, ms % 1000 * 1000000};
+  while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+    ;
+}
+
+/* Waits (up to 3 s) until the tick moved r to `mode`. */
+static void wait_mode(ibp_tracked *r, int mode) {
+  for (int i = 0; i < 300 && atomic_load(&r->mode) != mode; i++)
+    sleep_ms(10);
+  CHECK_EQ(atomic_load(&r->mode), mode);
+}
+
+/* No write for a second: copies make no tracking system call; a write
+ * then is marked by its fault, before the next sync. */
+static void case_calls(void) {
+  skip_unless_quiet();
+  arena a;
+  arena_init(&a, 64);
+  size_t pg = a.pg;
+  ibp_tracked *r = protected_region(&a, 0, 64 * pg, 1000);
+  arena_store(&a, 5 * pg + 3, 9);
+  sync_all(r);
+  CHECK(atomic_load(&r->scan_calls) > 0); /* scanning at first */
+  region_check(&a, r);
+  sleep_ms(1100); /* no write for a second */
+  CHECK_EQ(atomic_load(&r->mode), IBP_TRACK_FAULTING);
+  CHECK(!ibp__track_scans(r));
+  uint64_t calls = atomic_load(&r->scan_calls);
+  for (int i = 0; i < 1000; i++)
+    CHECK(ibp__track_sync(r, r->base + (size_t)i % 60 * pg, 4 * pg) == 0);
+  CHECK_EQ(atomic_load(&r->scan_calls), calls); /* 0 a copy */
+  arena_store(&a, 40 * pg + 100, 7);
+  CHECK(ibp__track_sync(r, r->base + 40 * pg, 100) == 0);
+  region_check(&a, r);
+  CHECK_EQ(atomic_load(&r->sync_faults), 1);
+  CHECK_EQ(atomic_load(&r->scan_calls), calls);
+  arena_check_bytes(&a);
+  ibp__track_unprotect(r);
+  region_free(r);
+  arena_free(&a);
+}
+
+/* Moves r to faulting now and checks it is there. */
+static void quiet(ibp_tracked *r) {
+  CHECK(ibp__quiet_now(r, IBP_TRACK_FAULTING) == 0);
+  CHECK(!ibp__track_scans(r));
+}
+
+/* Each write path into a faulting region: the call succeeds as without
+ * libibp, and the tensors it wrote are dirty at the next sync, which
+ * makes no system call. */
+static void case_paths(void) {
+  skip_unless_quiet();
+  arena a;
+  arena_init(&a, 16);
+  size_t pg = a.pg;
+  uint8_t *m = a.mem;
+  ibp_tracked *r = protected_region(&a, 0, 16 * pg, 512);
+  quiet(r);
+  const uint64_t calls = atomic_load(&r->scan_calls);
+
+  arena_store(&a, 1 * pg + 17, 0xaa); /* a CPU store */
+  sync_all(r);
+  region_check(&a, r);
+
+  int fds[2];
+  quiet(r);
+  CHECK(pipe(fds) == 0);
+  CHECK(write(fds[1], "abcdefgh", 8) == 8);
+  CHECK(syscall(SYS_read, fds[0], m + 2 * pg + 10, 8) == 8); /* raw read(2) */
+  memcpy(a.want + 2 * pg + 10, "abcdefgh", 8);
+  arena_touch(&a, 2 * pg + 10, 8);
+  sync_all(r);
+  region_check(&a, r);
+
+  quiet(r);
+  CHECK(write(fds[1], "12345", 5) == 5);
+  CHECK(read(fds[0], m + 3 * pg + 4090, 5) == 5); /* read(2), two pages */
+  memcpy(a.want + 3 * pg + 4090, "12345", 5);
+  arena_touch(&a, 3 * pg + 4090, 5);
+  sync_all(r);
+  region_check(&a, r);
+  close(fds[0]);
+  close(fds[1]);
+
+  int sv[2];
+  quiet(r);
+  CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
+  CHECK(send(sv[0], "socket", 6, 0) == 6);
+  CHECK(recv(sv[1], m + 5 * pg + 1, 6, 0) == 6); /* recv */
+  memcpy(a.want + 5 * pg + 1, "socket", 6);
+  arena_touch(&a, 5 * pg + 1, 6);
+  sync_all(r);
+  region_check(&a, r);
+  quiet(r);
+  CHECK(send(sv[0], "rawrecv", 7, 0) == 7);
+  CHECK(syscall(SYS_recvfrom, sv[1], m + 6 * pg + 9, 7, 0, NULL, NULL) == 7);
+  memcpy(a.want + 6 * pg + 9, "rawrecv", 7);
+  arena_touch(&a, 6 * pg + 9, 7);
+  sync_all(r);
+  region_check(&a, r);
+  close(sv[0]);
+  close(sv[1]);
+
+  quiet(r);
+  char src[300];
+  memset(src, 0x3c, sizeof src);
+  struct iovec local = {src, sizeof src}, remote = {m + 7 * pg + 7, 300};
+  CHECK(process_vm_writev(getpid(), &local, 1, &remote, 1, 0) == 300);
+  memcpy(a.want + 7 * pg + 7, src, 300);
+  arena_touch(&a, 7 * pg + 7, 300);
+  sync_all(r);
+  region_check(&a, r);
+
+  /* a write to /proc/self/mem cannot wait for a fault (the kernel's
+   * access_remote_vm): the write hooks announce it (procmem.c) */
+  quiet(r);
+  int mem = open("/proc/self/mem", O_RDWR);
+  CHECK(mem >= 0);
+  CHECK(pwrite(mem, "procmem", 7, (off_t)(uintptr_t)(m + 8 * pg + 3)) == 7);
+  memcpy(a.want + 8 * pg + 3, "procmem", 7);
+  arena_touch(&a, 8 * pg + 3, 7);
+  sync_all(r);
+  region_check(&a, r);
+  quiet(r); /* write(2) at the descriptor's position, over two pages */
+  CHECK(lseek(mem, (off_t)(uintptr_t)(m + 10 * pg + 4093), SEEK_SET) >= 0);
+  CHECK(write(mem, "lseek", 5) == 5);
+  memcpy(a.want + 10 * pg + 4093, "lseek", 5);
+  arena_touch(&a, 10 * pg + 4093, 5);
+  sync_all(r);
+  region_check(&a, r);
+  quiet(r);
+  struct iovec two[2] = {{"pwri", 4}, {"tev", 3}};
+  CHECK(pwritev(mem, two, 2, (off_t)(uintptr_t)(m + 12 * pg + 50)) == 7);
+  memcpy(a.want + 12 * pg + 50, "pwritev", 7);
+  arena_touch(&a, 12 * pg + 50, 7);
+  sync_all(r);
+  region_check(&a, r);
+  close(mem);
+
+  quiet(r);
+  CHECK(getrandom(m + 9 * pg + 64, 64, 0) == 64);
+  memcpy(a.want + 9 * pg + 64, m + 9 * pg + 64, 64);
+  arena_touch(&a, 9 * pg + 64, 64);
+  sync_all(r);
+  region_check(&a, r);
+
+  /* a device-side write (serve/dtoh.c announces it) */
+  quiet(r);
+  ibp__track_mark_dirty(r, r->base + 11 * pg, pg); /* the model: pages */
+  arena_touch(&a, 11 * pg, pg);
+  sync_all(r);
+  region_check(&a, r);
+
+  CHECK_EQ(atomic_load(&r->scan_calls), calls);
+  arena_check_bytes(&a);
+  ibp__track_unprotect(r);
+  region_free(r);
+  arena_free(&a);
+}
+
+/* Writes come faster than IBP__QUIET_BUSY_FAULTS a tick: back to scanning,
+ * and every write still marked. */
+static void case_busy(void) {
+  skip_unless_quiet();
+  enum { PAGES = 512 };
+  arena a;
+  arena_init(&a, PAGES);
+  size_t pg = a.pg;
+  ibp_tracked *r = protected_region(&a, 0, PAGES * pg, (uint32_t)pg);
+  wait_mode(r, IBP_TRACK_FAULTING);
+  for (size_t p = 0; p < PAGES; p += 2) {
+    arena_store(&a, p * pg + 1, 5);
+    if (p % 64 == 0)
+      sleep_ms(5);
+  }
+  wait_mode(r, IBP_TRACK_SCANNING);
+  for (size_t p = 1; p < PAGES; p += 2)
+    arena_store(&a, p * pg + 2, 6);
+  sync_all(r);
+  region_check(&a, r);
+  arena_check_bytes(&a);
+  CHECK(atomic_load(&r->mode_switches) >= 2);
+  ibp__track_unprotect(r);
+  region_free(r);
+  arena_free(&a);
+}
+
+/* A refresh's re-protection while faulting: what it consumed was marked;
+ * a page counts as protected again until written. */
+static void case_reprotect(void) {
+  skip_unless_quiet();
+  arena a;
+  arena_init(&a, 8);
+  size_t pg = a.pg;
+  ibp_tracked *r = protected_region(&a, 0, 8 * pg, 2048);
+  quiet(r);
+  arena_store(&a, 3 * pg + 10, 1);
+  sync_all(r);
+  region_check(&a, r);
+  CHECK(!ibp__track_still_protected(r, r->base + 3 * pg, pg));
+  CHECK(ibp__track_still_protected(r, r->base + 4 * pg, pg));
+  CHECK(ibp__track_reprotect(r) == 0);
+  CHECK(ibp__track_still_protected(r, r->base, 8 * pg));
+  region_clear_dirty(r);
+  memset(a.released, 0, sizeof a.released);
+  arena_store(&a, 3 * pg + 11, 2); /* faults again */
+  sync_all(r);
+  region_check(&a, r);
+  CHECK(!ibp__track_still_protected(r, r->base + 3 * pg, pg));
+  CHECK_EQ(atomic_load(&r->sync_faults), 2);
+  ibp__track_unprotect(r);
+  region_free(r);
+  arena_free(&a);
+}
+
+/* A region whose base is not page-aligned stays scanning, and so does
+ * one sharing its last page with it; alone, a region whose end is not
+ * page-aligned moves. */
+static void case_unaligned(void) {
+  skip_unless_quiet();
+  arena a;
+  arena_init(&a, 16);
+  size_t pg = a.pg;
+  ibp_tracked *r1 = protected_region(&a, 0, 6 * pg + 100, 500);
+  ibp_tracked *r2 = protected_region(&a, 6 * pg + 200, 6 * pg, 500);
+  sleep_ms(400);
+  CHECK_EQ(atomic_load(&r1->mode), IBP_TRACK_SCANNING);
+  CHECK_EQ(atomic_load(&r2->mode), IBP_TRACK_SCANNING);
+  CHECK(ibp__quiet_now(r2, IBP_TRACK_FAULTING) != 0);
+  CHECK(ibp__quiet_now(r1, IBP_TRACK_FAULTING) != 0);
+  arena_store(&a, 3 * pg, 4);
+  arena_store(&a, 6 * pg + 150, 4); /* the shared page */
+  sync_all(r1);
+  sync_all(r2);
+  region_check(&a, r1);
+  region_check(&a, r2);
+  ibp__track_unprotect(r2);
+  quiet(r1);
+  arena_store(&a, 6 * pg + 10, 5);
+  arena_store(&a, 2 * pg, 5);
+  sync_all(r1);
+  region_check(&a, r1);
+  ibp__track_unprotect(r1);
+  region_free(r1);
+  region_free(r2);
+  arena_free(&a);
+}
+
+/* Writers store into random pages while a mover thread moves the region
+ * between the modes as fast as it can and a syncing thread checks that
+ * every page written before a sync began is dirty when it returns. */
+enum { RACE_PAGES = 512, RACE_WRITERS = 2 };
+static arena race_arena;
+static ibp_tracked *race_region;
+static _Atomic int race_stop;
+static _Atomic uint8_t race_written[RACE_PAGES];
+static _Atomic unsigned race_moves;
+
+static void *race_writer(void *arg) {
+  unsigned seed = (unsigned)(uintptr_t)arg;
+  for (int i = 0; i < 3000; i++) {
+    size_t p = (size_t)rand_r(&seed) % RACE_PAGES;
+    race_arena.mem[p * race_arena.pg + (size_t)rand_r(&seed) % 4096] = 1;
+    atomic_store(&race_written[p], 1);
+    if (i % 16 == 0)
+      sched_yield();
+  }
+  return NULL;
+}
+
+static void *race_mover(void *arg) {
+  (void)arg;
+  for (int i = 0; !atomic_load(&race_stop); i++) {
+    (void)ibp__quiet_now(race_region,
+                         i % 2 ? IBP_TRACK_SCANNING : IBP_TRACK_FAULTING);
+    atomic_fetch_add(&race_moves, 1);
+  }
+  return NULL;
+}
+
+static void *race_sync(void *arg) {
+  (void)arg;
+  uint8_t before[RACE_PAGES];
+  while (!atomic_load(&race_stop)) {
+    for (size_t p = 0; p < RACE_PAGES; p++)
+      before[p] = atomic_load(&race_written[p]);
+    CHECK(ibp__track_sync(race_region, race_region->base, race_region->bytes) ==
+          0);
+    for (size_t p = 0; p < RACE_PAGES; p++)
+      if (before[p] && !dirty_bit(race_region, p)) {
+        fprintf(stderr, "page %zu written before the sync, clean after\n", p);
+        CHECK(0);
+      }
+  }
+  return NULL;
+}
+
+static void case_race(void) {
+  skip_unless_quiet();
+  arena_init(&race_arena, RACE_PAGES);
+  race_region = protected_region(&race_arena, 0, RACE_PAGES * race_arena.pg,
+                                 (uint32_t)race_arena.pg);
+  pthread_t w[RACE_WRITERS], mv, sy;
+  CHECK(pthread_create(&mv, NULL, race_mover, NULL) == 0);
+  CHECK(pthread_create(&sy, NULL, race_sync, NULL) == 0);
+  for (uintptr_t i = 0; i < RACE_WRITERS; i++)
+    CHECK(pthread_create(&w[i], NULL, race_writer, (void *)(i + 1)) == 0);
+  for (int i = 0; i < RACE_WRITERS; i++)
+    pthread_join(w[i], NULL);
+  atomic_store(&race_stop, 1);
+  pthread_join(mv, NULL);
+  pthread_join(sy, NULL);
+  CHECK(atomic_load(&race_moves) >= 4);
+  sync_all(race_region);
+  for (size_t p = 0; p < RACE_PAGES; p++)
+    race_arena.released[p] = atomic_load(&race_written[p]);
+  region_check(&race_arena, race_region);
+  fprintf(stderr, "moves: %u\n", atomic_load(&race_moves));
+  ibp__track_unprotect(race_region);
+  region_free(race_region);
+  arena_free(&race_arena);
+}
+
+int main(int argc, char **argv) {
+  static const test_case cases[] = {
+      {"calls", case_calls},         {"paths", case_paths},
+      {"busy", case_busy},           {"reprotect", case_reprotect},
+      {"unaligned", case_unaligned}, {"race", case_race},
+  };
+  return run_case(cases, sizeof cases / sizeof *cases, argc, argv);
+}
