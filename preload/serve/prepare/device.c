@@ -174,11 +174,26 @@ static CUdeviceptr upload_plan(const ibp_driver *d, CUstream s,
   return dp;
 }
 
+/* What the kernel needs of the region's K exponent stages (docs/FORMAT.md
+ * §9; ibp_kernels_stage_exp), on the device; 0 on error. */
+static CUdeviceptr upload_stages(const ibp_driver *d, CUstream s,
+                                 const ibp_params *p, const ibp_stage *st,
+                                 uint32_t K) {
+  ibp_kernel_stage *ks = calloc(K, sizeof *ks);
+  int ok = ks != NULL;
+  for (uint32_t k = 0; ok && k < K; k++)
+    ok = ibp_kernels_stage_exp(&st[k], p[k].mask, p[k].tensor_bytes, &ks[k]) ==
+         0;
+  CUdeviceptr dp = ok ? upload(d, s, ks, K * sizeof *ks, K * sizeof *ks) : 0;
+  free(ks);
+  return dp;
+}
+
 /* ---- launch template ----------------------------------------------------- */
 
 void ibp__device_memory_free(const ibp_driver *d, ibp_device_memory *m) {
-  const CUdeviceptr ptrs[] = {m->plan, m->flags, m->offsets, m->lengths,
-                              m->ids};
+  const CUdeviceptr ptrs[] = {m->plan,    m->flags, m->offsets,
+                              m->lengths, m->ids,   m->stages};
   for (size_t k = 0; k < sizeof ptrs / sizeof ptrs[0]; k++)
     if (ptrs[k])
       d->cuMemFree(ptrs[k]);
@@ -195,6 +210,7 @@ void ibp__device_memory_free(const ibp_driver *d, ibp_device_memory *m) {
  * self-test's). */
 typedef struct host_metadata {
   const ibp_params *params; /* K pairs */
+  const ibp_stage *stages;  /* their K exponent stages, or NULL */
   uint32_t K;
   const uint8_t *ids; /* K > 1: padded to whole 32-bit words */
   const uint8_t *flags;
@@ -221,7 +237,9 @@ static int upload_metadata(const ibp_driver *d, CUstream s,
   m->lengths = upload(d, s, h->lengths, n * sizeof *h->lengths,
                       (n + 1) * sizeof *h->lengths);
   m->ids = id_bytes ? upload(d, s, h->ids, id_bytes, id_bytes) : 0;
-  if (m->plan && m->flags && m->offsets && m->lengths && (m->ids || !id_bytes))
+  m->stages = h->stages ? upload_stages(d, s, p, h->stages, h->K) : 0;
+  if (m->plan && m->flags && m->offsets && m->lengths &&
+      (m->ids || !id_bytes) && (m->stages || !h->stages))
     return 0;
   ibp__device_memory_free(d, m);
   return -1;
@@ -252,6 +270,7 @@ static int plan(const ibp_driver *d, int dev, CUfunction fn,
       .plan = (const uint8_t *)(uintptr_t)m->plan,
       .plan_stages = m->plan_stages,
       .cluster_ids = (const uint32_t *)(uintptr_t)m->ids,
+      .stages = (const ibp_kernel_stage *)(uintptr_t)m->stages,
       .clusters = h->K,
       .tensors = bytes / p->tensor_bytes,
       .length = bytes,
@@ -381,7 +400,13 @@ static int selftest_run(const ibp_driver *d, CUstream s, int dev, CUfunction fn,
        ibp_region_pack(&reg, offsets, t->shadow) == IBP_OK;
   for (unsigned i = 0; ok && i < ST_N; i++)
     lengths[i] = (uint32_t)(offsets[i + 1] - offsets[i]);
-  const host_metadata h = {p, ST_K, ids, flags, offsets, lengths, ST_BYTES};
+  const host_metadata h = {.params = p,
+                           .K = ST_K,
+                           .ids = ids,
+                           .flags = flags,
+                           .offsets = offsets,
+                           .lengths = lengths,
+                           .bytes = ST_BYTES};
   ok = ok && upload_metadata(d, s, &h, &t->m) == 0;
   ok = ok && plan(d, dev, fn, &h, &t->m, t->shadow, t->orig, NULL, &rd) == 0;
   ok = ok && selftest_compare(d, s, &rd, t, 0, ST_BYTES) == 0 &&
@@ -447,9 +472,14 @@ int ibp__device_setup(ibp_region_rec *r, int dev, CUstream s) {
   if (selftest[dev] < 0)
     return -1;
   ibp_device_memory m = {0};
-  const host_metadata h = {
-      l->clusters.params, l->clusters.count, l->ids,  l->flags,
-      l->offsets,         l->lengths,        r->bytes};
+  const host_metadata h = {.params = l->clusters.params,
+                           .stages = l->stages,
+                           .K = l->clusters.count,
+                           .ids = l->ids,
+                           .flags = l->flags,
+                           .offsets = l->offsets,
+                           .lengths = l->lengths,
+                           .bytes = r->bytes};
   if (upload_metadata(d, s, &h, &m) != 0) {
     ibp__warn_first(&warned,
                     "region '%s': cannot upload its metadata to "
