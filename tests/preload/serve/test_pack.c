@@ -297,8 +297,8 @@ static void staged(uint32_t R, uint64_t n, unsigned threads, uint32_t K) {
       continue;
     CHECK(memcmp(g.shadow + g.offsets[i], slots + i * R, g.lengths[i]) == 0);
     CHECK(ibp_decompress_tensor_staged(&c.clusters.params[id], &c.stages[id],
-                                       g.shadow + g.offsets[i], g.lengths[i],
-                                       1, out) == IBP_OK);
+                                       g.shadow + g.offsets[i], g.lengths[i], 1,
+                                       out) == IBP_OK);
     CHECK(memcmp(out, g.data + i * R, R) == 0);
   }
   CHECK(p.compressed_tensors > n / 2);
