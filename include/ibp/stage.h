@@ -79,6 +79,8 @@ typedef struct ibp_stage {
    * 0 = no code) indexed by the next IBP_STAGE_MAX_CODE_BITS stream bits */
   uint32_t enc_bits[IBP_STAGE_MAX_SYMBOLS];
   uint8_t enc_len[IBP_STAGE_MAX_SYMBOLS];
+  uint8_t longest; /* derived: the most bits one value takes (escape +
+                      raw included) */
   uint16_t decode[1u << IBP_STAGE_MAX_CODE_BITS];
   uint64_t counts[IBP_STAGE_MAX_SYMBOLS]; /* ibp_stage_count */
 } ibp_stage;
