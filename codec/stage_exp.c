@@ -144,11 +144,14 @@ static void derive_tables(ibp_stage *st) {
       st->longest = st->lengths[s];
   for (uint32_t s = 0; s < ns; s++) {
     if (st->lengths[s]) {
-      st->enc_bits[s] = codes[s];
       st->enc_len[s] = st->lengths[s];
-    } else { /* escape + raw field (no escape: never written) */
-      st->enc_bits[s] = codes[ns] | s << esc_len;
-      st->enc_len[s] = (uint8_t)(esc_len ? esc_len + e : 0);
+      st->enc[s] = codes[s] | (uint32_t)st->enc_len[s] << 24;
+    } else if (esc_len) { /* escape + raw field */
+      st->enc_len[s] = (uint8_t)(esc_len + e);
+      st->enc[s] = (codes[ns] | s << esc_len) | (uint32_t)st->enc_len[s] << 24;
+    } else { /* no escape: never written */
+      st->enc_len[s] = 0;
+      st->enc[s] = 0;
     }
   }
 }
@@ -366,7 +369,10 @@ static inline void put_flush(bit_out *o, int or_last) {
  * whose size is known in advance; each length follows its segment into
  * the header writer.  The two share c0's byte: the codes' writer leaves
  * its low bits 0 and the header's last flush ORs them in (as pack_body.h's
- * bitmap and payload). */
+ * bitmap and payload).  The codes' writer stores 8 bytes after every value
+ * (no branch on the data) while that stays inside the R bytes of out, and
+ * a byte at a time near the end, where it also stops once the stream
+ * passes `limit`. */
 EXP_INLINE uint64_t encode_c(const ibp_stage *st, const uint8_t *t, uint32_t R,
                              uint8_t *out, uint64_t at, uint64_t limit,
                              uint32_t bytes, uint32_t lo) {
@@ -375,27 +381,53 @@ EXP_INLINE uint64_t encode_c(const ibp_stage *st, const uint8_t *t, uint32_t R,
   const uint64_t c0 = at + (uint64_t)(S - 1) * W;
   if (c0 > limit)
     return limit + 1;
-  bit_out hdr = out_at(out, at, 1), code = out_at(out, c0, S == 1);
-  unsigned uncoded = 0;
+  bit_out hdr = out_at(out, at, 1);
+  size_t pos = (size_t)(c0 >> 3); /* the codes: pending bits acc, n < 8 */
+  unsigned n = (unsigned)(c0 & 7);
+  uint64_t acc = S == 1 && n ? out[pos] & ((1u << n) - 1) : 0;
+  const size_t fast_end = R >= 8 ? R - 8 : 0; /* 8-byte stores up to here */
+  const uint32_t *enc = st->enc;
+  uint32_t uncoded = 0;
   for (uint32_t s = 0; s < S; s++) {
-    const uint32_t j1 = s + 1 < S ? (s + 1) * V : values;
+    const uint32_t j0 = s * V, j1 = s + 1 < S ? j0 + V : values;
     uint64_t len = 0;
-    for (uint32_t j = s * V; j < j1; j++) {
-      const uint32_t f = field_c(t, j, bytes, lo), l = st->enc_len[f];
-      uncoded |= l == 0;
-      len += l;
-      if (!put_bits(&code, st->enc_bits[f], l, limit))
-        return limit + 1;
+    uint32_t j = j0;
+    /* two values per store: n + 2 * 20 < 64 */
+    for (; j + 2 <= j1 && R >= 8 && pos <= fast_end; j += 2) {
+      const uint32_t e0 = enc[field_c(t, j, bytes, lo)];
+      const uint32_t e1 = enc[field_c(t, j + 1, bytes, lo)];
+      const uint32_t l0 = e0 >> 24, l1 = e1 >> 24;
+      uncoded |= (e0 - 1) | (e1 - 1); /* bit 31: a value without code */
+      len += l0 + l1;
+      acc |= (uint64_t)(e0 & 0xFFFFFF) << n;
+      acc |= (uint64_t)(e1 & 0xFFFFFF) << (n + l0);
+      n += l0 + l1;
+      ibp__store64(out + pos, acc);
+      pos += n >> 3;
+      acc >>= n & ~7u;
+      n &= 7;
     }
-    if (uncoded)
+    for (; j < j1; j++) { /* the rest, near the end of out a byte at a time */
+      const uint32_t e = enc[field_c(t, j, bytes, lo)], l = e >> 24;
+      uncoded |= e - 1;
+      len += l;
+      acc |= (uint64_t)(e & 0xFFFFFF) << n;
+      for (n += l; n >= 8; n -= 8, acc >>= 8) {
+        if (8 * ((uint64_t)pos + 1) > limit)
+          return limit + 1;
+        out[pos++] = (uint8_t)acc;
+      }
+    }
+    if (uncoded >> 31)
       return limit + 1; /* a value the code cannot send: stored raw */
     if (s + 1 < S)
       put_bits(&hdr, len, W, limit); /* ends by c0 <= limit */
   }
-  const uint64_t end = 8 * (uint64_t)code.pos + code.n;
+  const uint64_t end = 8 * (uint64_t)pos + n;
   if (end > limit)
     return limit + 1;
-  put_flush(&code, 0);
+  if (n)
+    out[pos] = (uint8_t)acc;
   if (S > 1)
     put_flush(&hdr, (c0 & 7) != 0);
   return end;

@@ -75,12 +75,12 @@ typedef struct ibp_stage {
   /* code length in bits per symbol, [symbols] = the escape; 0 = no code */
   uint8_t lengths[IBP_STAGE_MAX_SYMBOLS + 1];
   /* derived: per symbol the bits written (escape + raw symbol for an
-   * uncoded one) and their count; the decode table (symbol | bits << 10,
-   * 0 = no code) indexed by the next IBP_STAGE_MAX_CODE_BITS stream bits */
-  uint32_t enc_bits[IBP_STAGE_MAX_SYMBOLS];
+   * uncoded one) | their count << 24, and the count alone; the most bits
+   * one value takes; the decode table (symbol | bits << 10, 0 = no code)
+   * indexed by the next IBP_STAGE_MAX_CODE_BITS stream bits */
+  uint32_t enc[IBP_STAGE_MAX_SYMBOLS];
   uint8_t enc_len[IBP_STAGE_MAX_SYMBOLS];
-  uint8_t longest; /* derived: the most bits one value takes (escape +
-                      raw included) */
+  uint8_t longest;
   uint16_t decode[1u << IBP_STAGE_MAX_CODE_BITS];
   uint64_t counts[IBP_STAGE_MAX_SYMBOLS]; /* ibp_stage_count */
 } ibp_stage;
