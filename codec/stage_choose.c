@@ -6,8 +6,9 @@
  * search, and clusters where asked, on the tensors with the type's field
  * zeroed; the pairs made to fit the stage; a stage per cluster learned on
  * the tensors; the stored bytes measured exactly over the tensors looked
- * at (all of them, or an even sample).  The types are first measured with
- * one pair each, then the best one with the clusters asked. */
+ * at (all of them, or an even sample).  The types are first ranked with
+ * one pair each on a scout of those tensors (best_type), the best one
+ * measured on all of them, then with the clusters asked. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -15,6 +16,9 @@
 
 static const uint32_t candidates[] = {IBP_DTYPE_BF16, IBP_DTYPE_F16,
                                       IBP_DTYPE_F32};
+/* the types' scout: a quarter of the tensors looked at, at most 1 MiB */
+#define SCOUT_SHARE 4
+#define SCOUT_MAX_BYTES (1ull << 20)
 
 /* The tensors looked at: the data itself (with its tail), or a copy of an
  * even sample of at most `budget` bytes of whole tensors. */
@@ -132,6 +136,47 @@ static void keep_best(ibp_stage_choice *best, ibp_stage_choice *c) {
   }
 }
 
+/* The types compared: each measured with one pair on `in`, or, when more
+ * than one type fits and `in` is larger than a scout, on the scout (an
+ * even sample of SCOUT_SHARE of its tensors, at most SCOUT_MAX_BYTES) and
+ * the best of them then measured on `in`.  Types that store the tensors
+ * in bytes some percent apart rank alike on the scout; it costs a fraction
+ * of measuring each type on all the tensors looked at. */
+static ibp_status best_type(const looked_at *in, uint32_t R,
+                            const ibp_stage_choose_options *o,
+                            ibp_stage_choice *out) {
+  looked_at scout = *in;
+  scout.own = NULL;
+  uint32_t fits = 0;
+  for (unsigned i = 0; i < sizeof candidates / sizeof *candidates; i++)
+    fits += (!o->dtype || o->dtype == candidates[i]) &&
+            R % ibp_dtype_bytes(candidates[i]) == 0;
+  uint64_t budget = in->bytes / SCOUT_SHARE;
+  budget = budget < SCOUT_MAX_BYTES ? budget : SCOUT_MAX_BYTES;
+  ibp_status st = IBP_OK;
+  ibp_stage_choose_options so = *o; /* the search sized to the scout */
+  if (fits > 1 && budget >= R)
+    st = look_at(in->data, in->bytes, R, budget, &scout);
+  if (scout.own)
+    so.search.eval_max_bytes = scout.bytes;
+  for (unsigned i = 0;
+       st == IBP_OK && i < sizeof candidates / sizeof *candidates; i++) {
+    if (o->dtype && o->dtype != candidates[i])
+      continue;
+    ibp_stage_choice c;
+    st = measure_dtype(&scout, R, &so, candidates[i], 0, &c);
+    if (st == IBP_OK)
+      keep_best(out, &c);
+  }
+  if (st == IBP_OK && scout.own && out->dtype) { /* the best, on `in` */
+    const uint32_t dtype = out->dtype;
+    ibp_stage_choice_free(out);
+    st = measure_dtype(in, R, o, dtype, 0, out);
+  }
+  free(scout.own);
+  return st;
+}
+
 ibp_status ibp_stage_choose(const void *data, uint64_t bytes,
                             uint32_t tensor_bytes,
                             const ibp_stage_choose_options *o,
@@ -144,15 +189,8 @@ ibp_status ibp_stage_choose(const void *data, uint64_t bytes,
     return IBP_ERR_INVALID_ARGUMENT;
   looked_at in;
   ibp_status st = look_at(data, bytes, tensor_bytes, o->sample_bytes, &in);
-  for (unsigned i = 0;
-       st == IBP_OK && i < sizeof candidates / sizeof *candidates; i++) {
-    if (o->dtype && o->dtype != candidates[i])
-      continue;
-    ibp_stage_choice c;
-    st = measure_dtype(&in, tensor_bytes, o, candidates[i], 0, &c);
-    if (st == IBP_OK)
-      keep_best(out, &c);
-  }
+  if (st == IBP_OK)
+    st = best_type(&in, tensor_bytes, o, out);
   if (st == IBP_OK && out->dtype && o->cluster.clusters != 1) {
     ibp_stage_choice k;
     st = measure_dtype(&in, tensor_bytes, o, out->dtype, 1, &k);

@@ -198,8 +198,10 @@ ibp_status ibp_stage_learn(const ibp_params *params, uint32_t k, uint32_t kind,
  * the exact stored bytes of the tensors looked at: all of them, or an even
  * sample of at most sample_bytes of whole tensors (then without the tail).
  * The type that stores them in the fewest bytes, metadata included, is the
- * choice; ibp_stage_pays then compares it with IBP alone on the same
- * tensors. */
+ * choice -- ranked, when several types fit, on a scout of a quarter of
+ * those tensors (at most 1 MiB, its search measuring on it alone), the
+ * best then measured on all of them; ibp_stage_pays then compares it with
+ * IBP alone on the same tensors. */
 typedef struct ibp_stage_choose_options {
   uint32_t dtype;              /* 0: every type; else that one only */
   ibp_search_options search;   /* IBP's search on the stripped tensors */
