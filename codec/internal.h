@@ -77,6 +77,21 @@ typedef struct ibp__pack_ops {
    * stage's bits may follow). */
   ibp_status (*ibp_bits)(const ibp_params *p, const uint8_t *src,
                          size_t src_len, size_t *end);
+  /* As compress, returning the stream's bits (not rounded; its last byte
+   * zero-padded), or more than 8 (R - 1) when slot got t raw. */
+  uint64_t (*compress_bits)(const ibp_params *p, const uint8_t *t,
+                            uint8_t *slot);
+  /* The payload alone of a tensor whose every chunk fits (a staged stream
+   * without its bitmap, docs/FORMAT.md §9): t's bits outside Mask from bit
+   * 0 of out (R bytes), zero-padded to a byte; returns the bits, or
+   * limit + 1 once they exceed limit (out then unspecified). */
+  uint64_t (*fit_put)(const ibp_params *p, const uint8_t *t, uint8_t *out,
+                      uint64_t limit);
+  /* Its inverse: dst (R bytes) gets the payload's bits outside Mask and
+   * Bitval under it; *end the bit where the payload ends.  Never reads
+   * outside src; IBP_ERR_CORRUPT when src is too short. */
+  ibp_status (*fit_get)(const ibp_params *p, const uint8_t *src, size_t src_len,
+                        uint8_t *dst, size_t *end);
 } ibp__pack_ops;
 
 extern const ibp__pack_ops ibp__pack_portable;

@@ -222,9 +222,10 @@ PACK_NAME(measure)(const ibp_params *p, const uint8_t *t, uint32_t c) {
 
 /* One pass: the bitmap goes to bits [0, nchunks) and the payload, whose
  * start is known in advance, to bits nchunks onwards.  The two writers
- * share one byte, which the bitmap's final flush merges.  If the stream
- * reaches R bytes the tensor is copied raw instead. */
-static inline __attribute__((always_inline)) size_t
+ * share one byte, which the bitmap's final flush merges.  Returns the
+ * stream's bits (its last byte zero-padded); if the stream reaches R bytes
+ * the tensor is copied raw instead and the result is more than 8 (R - 1). */
+static inline __attribute__((always_inline)) uint64_t
 PACK_NAME(compress_c)(const ibp_params *p, const uint8_t *t, uint8_t *slot,
                       uint32_t c) {
   const uint32_t R = p->tensor_bytes;
@@ -244,7 +245,7 @@ PACK_NAME(compress_c)(const ibp_params *p, const uint8_t *t, uint8_t *slot,
     bits += n;
     if (bits > limit) {
       memcpy(slot, t, R);
-      return R;
+      return limit + 1;
     }
     PACK_NAME(put_fast)(&pw, PACK_PEXT(w, keep), n, R);
     PACK_NAME(put)
@@ -259,7 +260,33 @@ PACK_NAME(compress_c)(const ibp_params *p, const uint8_t *t, uint8_t *slot,
   } else {
     PACK_NAME(flush)(&bm);
   }
-  return (size_t)((bits + 7) / 8);
+  return bits;
+}
+
+/* ---- the payload alone (every chunk fits) -------------------------------- */
+
+/* The stream of a tensor whose every chunk fits, without its bitmap (a
+ * staged stream leaves it out when Mask is exactly the stage's field,
+ * docs/FORMAT.md §9): the bits of t outside Mask, from bit 0 of out (the
+ * last byte zero-padded).  t's bits under Mask are ignored.  Returns the
+ * bits, or limit + 1 as soon as they exceed limit (out then unspecified);
+ * writes below byte R only. */
+static inline __attribute__((always_inline)) uint64_t
+PACK_NAME(fit_put_body)(const ibp_params *p, const uint8_t *t, uint8_t *out,
+                        uint64_t limit) {
+  const uint32_t R = p->tensor_bytes;
+  PACK_NAME(writer) pw = {out, 0, 0, 0};
+  uint64_t bits = 0;
+  for (uint32_t b = 0; b < R; b += 8) {
+    uint64_t keep = ~PACK_NAME(word)(p->mask, b, R) & PACK_NAME(valid)(b, R);
+    unsigned n = (unsigned)PACK_POPCNT(keep);
+    bits += n;
+    if (bits > limit)
+      return limit + 1;
+    PACK_NAME(put_fast)(&pw, PACK_PEXT(PACK_NAME(word)(t, b, R), keep), n, R);
+  }
+  PACK_NAME(flush)(&pw);
+  return bits;
 }
 
 /* ---- decode -------------------------------------------------------------- */
@@ -373,6 +400,38 @@ PACK_NAME(length_c)(const ibp_params *p, const uint8_t *src, size_t src_len,
   return s;
 }
 
+/* The inverse of fit_put_body: t's bytes from src[0, src_len) (Bitval
+ * under Mask), *end the bit where the payload ends.  IBP_ERR_CORRUPT when
+ * src is too short. */
+static inline __attribute__((always_inline)) ibp_status
+PACK_NAME(fit_get_body)(const ibp_params *p, const uint8_t *src, size_t src_len,
+                        uint8_t *dst, size_t *end) {
+  const uint32_t R = p->tensor_bytes;
+  size_t pos = 0;
+  for (uint32_t b = 0; b < R; b += 8) {
+    if (b + 8 <= R && (pos >> 3) + 9 <= src_len) { /* as decode_c */
+      uint64_t keep = ~ibp__load64(p->mask + b);
+      uint64_t bits =
+          (ibp__load64(src + (pos >> 3)) >> (pos & 7)) |
+          (((uint64_t)src[(pos >> 3) + 8] << 1) << (63 - (pos & 7)));
+      pos += (size_t)PACK_POPCNT(keep);
+      ibp__store64(dst + b, PACK_PDEP(bits, keep) |
+                                (ibp__load64(p->bitval + b) & ~keep));
+      continue;
+    }
+    uint64_t keep = ~PACK_NAME(word)(p->mask, b, R) & PACK_NAME(valid)(b, R);
+    uint64_t bits;
+    if (!PACK_NAME(get)(src, src_len, &pos, (unsigned)PACK_POPCNT(keep), &bits))
+      return IBP_ERR_CORRUPT;
+    uint64_t out =
+        PACK_PDEP(bits, keep) | (PACK_NAME(word)(p->bitval, b, R) & ~keep);
+    for (uint32_t i = b; i < R && i < b + 8; i++)
+      dst[i] = (uint8_t)(out >> (8 * (i - b)));
+  }
+  *end = pos;
+  return IBP_OK;
+}
+
 /* ---- entry points: dispatch on c so each body sees a constant ------------ */
 
 /* One case per chunk width; any other c (params are checked before) takes
@@ -394,20 +453,40 @@ PACK_TARGET static size_t PACK_NAME(stored_size)(const ibp_params *p,
 #undef PK_CALL
 }
 
-PACK_TARGET static size_t
-    PACK_NAME(compress)(const ibp_params *p, const uint8_t *t, uint8_t *slot){
+PACK_TARGET static uint64_t
+    PACK_NAME(compress_bits)(const ibp_params *p, const uint8_t *t,
+                             uint8_t *slot){
 #define PK_CALL(c) PACK_NAME(compress_c)(p, t, slot, c)
         PACK_BY_CHUNK(p->chunk_bytes)
 #undef PK_CALL
     }
 
+PACK_TARGET static size_t
+    PACK_NAME(compress)(const ibp_params *p, const uint8_t *t, uint8_t *slot) {
+  const uint32_t R = p->tensor_bytes;
+  uint64_t bits = PACK_NAME(compress_bits)(p, t, slot);
+  return bits > 8 * (uint64_t)(R - 1) ? R : (size_t)((bits + 7) / 8);
+}
+
+PACK_TARGET static uint64_t PACK_NAME(fit_put)(const ibp_params *p,
+                                               const uint8_t *t, uint8_t *out,
+                                               uint64_t limit) {
+  return PACK_NAME(fit_put_body)(p, t, out, limit);
+}
+
+PACK_TARGET static ibp_status PACK_NAME(fit_get)(const ibp_params *p,
+                                                 const uint8_t *src,
+                                                 size_t src_len, uint8_t *dst,
+                                                 size_t *end) {
+  return PACK_NAME(fit_get_body)(p, src, src_len, dst, end);
+}
+
 PACK_TARGET static uint64_t
-    PACK_NAME(stored_bits)(const ibp_params *p, const uint8_t *t,
-                           uint64_t limit){
+PACK_NAME(stored_bits)(const ibp_params *p, const uint8_t *t, uint64_t limit){
 #define PK_CALL(c) PACK_NAME(measure_bits)(p, t, c, limit)
-        PACK_BY_CHUNK(p->chunk_bytes)
+    PACK_BY_CHUNK(p->chunk_bytes)
 #undef PK_CALL
-    }
+}
 
 PACK_TARGET static ibp_status
     PACK_NAME(decode)(const ibp_params *p, const uint8_t *src, size_t src_len,

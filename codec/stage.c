@@ -178,71 +178,52 @@ uint64_t ibp_stage_metadata_bytes(const ibp_stage *stages, uint32_t k) {
 
 /* ---- one tensor ---------------------------------------------------------- */
 
-/* Nonzero when p's Mask is exactly the stage's field: every chunk of a
- * stripped tensor fits, so the stream omits the bitmap (docs/FORMAT.md
- * §9).  A field repeats every 8 bytes (its value size divides 8). */
-static int bitmap_omitted(const ibp_params *p, const ibp__stage_ops *ops,
-                          const ibp_stage *st) {
+/* The stage's field in every 8 bytes (its value size divides 8). */
+static uint64_t field_word(const ibp__stage_ops *ops, const ibp_stage *st) {
   uint8_t pat[8];
   ops->field(st, pat, 8);
-  for (uint32_t b = 0; b < p->tensor_bytes; b++)
-    if (p->mask[b] != pat[b % 8])
+  return ibp__load64(pat);
+}
+
+/* Nonzero when p's Mask is exactly the stage's field: every chunk of a
+ * stripped tensor fits, so the stream omits the bitmap (docs/FORMAT.md
+ * §9). */
+static int bitmap_omitted(const ibp_params *p, const ibp__stage_ops *ops,
+                          const ibp_stage *st) {
+  const uint64_t f = field_word(ops, st);
+  const uint32_t R = p->tensor_bytes;
+  uint32_t b = 0;
+  for (; b + 8 <= R; b += 8)
+    if (ibp__load64(p->mask + b) != f)
+      return 0;
+  for (; b < R; b++)
+    if (p->mask[b] != (uint8_t)(f >> (8 * (b % 8))))
       return 0;
   return 1;
 }
 
-/* The payload of a stream whose every chunk fits: the bits of s outside
- * Mask in ascending order, written from bit 0 of out (its last byte
- * zero-padded), a byte at a time through the portable pext tables. */
-static void payload_put(const ibp_params *p, const uint8_t *s, uint8_t *out) {
-  const uint8_t(*pext8)[256] = ibp__pext8_table();
-  uint64_t acc = 0;
-  unsigned n = 0;
-  size_t at = 0;
-  for (uint32_t b = 0; b < p->tensor_bytes; b++) {
-    uint8_t keep = (uint8_t)~p->mask[b];
-    acc |= (uint64_t)pext8[keep][s[b]] << n;
-    n += (unsigned)__builtin_popcount(keep);
-    if (n >= 32) {
-      for (int i = 0; i < 4; i++)
-        out[at++] = (uint8_t)(acc >> (8 * i));
-      acc >>= 32;
-      n -= 32;
-    }
-  }
-  for (unsigned i = 0; i < n; i += 8)
-    out[at++] = (uint8_t)(acc >> i);
-}
-
-/* The inverse: dst gets s back (Bitval in the Mask bits) from src. */
-static void payload_get(const ibp_params *p, const uint8_t *src, uint8_t *dst) {
-  const uint8_t(*pdep8)[256] = ibp__pdep8_table();
-  uint64_t pos = 0;
-  for (uint32_t b = 0; b < p->tensor_bytes; b++) {
-    uint8_t keep = (uint8_t)~p->mask[b];
-    unsigned k = (unsigned)__builtin_popcount(keep);
-    unsigned v = 0;
-    for (unsigned i = 0; i < k; i++, pos++)
-      v |= ((src[pos / 8] >> (pos % 8)) & 1u) << i;
-    dst[b] = (uint8_t)(pdep8[keep][v] | (p->bitval[b] & p->mask[b]));
-  }
-}
-
-static uint64_t popcount_bytes(const uint8_t *b, uint32_t n) {
-  uint64_t c = 0;
-  for (uint32_t i = 0; i < n; i++)
-    c += (uint64_t)__builtin_popcount(b[i]);
-  return c;
+/* Nonzero when none of the field's bits is set in t (R bytes). */
+static int field_clear(const ibp__stage_ops *ops, const ibp_stage *st,
+                       const uint8_t *t, uint32_t R) {
+  const uint64_t f = field_word(ops, st);
+  uint64_t any = 0;
+  uint32_t b = 0;
+  for (; b + 8 <= R; b += 8)
+    any |= ibp__load64(t + b) & f;
+  for (; b < R; b++)
+    any |= t[b] & (uint8_t)(f >> (8 * (b % 8)));
+  return any == 0;
 }
 
 /* Bits of the IBP part of stripped tensor s (the bitmap dropped when
- * `omit`), or more than the limit. */
+ * `omit`: every bit outside Mask, which is the field), or more than the
+ * limit. */
 static uint64_t ibp_part_bits(const ibp__pack_ops *pack, const ibp_params *p,
+                              const ibp__stage_ops *ops, const ibp_stage *st,
                               const uint8_t *s, int omit) {
   const uint64_t limit = 8 * (uint64_t)(p->tensor_bytes - 1);
-  if (omit) /* every chunk fits: the payload is every bit outside Mask */
-    return 8 * (uint64_t)p->tensor_bytes -
-           popcount_bytes(p->mask, p->tensor_bytes);
+  if (omit)
+    return 8 * (uint64_t)p->tensor_bytes - ops->field_bits(st, p->tensor_bytes);
   return pack->stored_bits(p, s, limit);
 }
 
@@ -251,8 +232,10 @@ static uint64_t staged_bits(const ibp__pack_ops *pack, const ibp_params *p,
                             const ibp__stage_ops *ops, const ibp_stage *st,
                             const uint8_t *t, uint8_t *scratch) {
   const uint64_t limit = 8 * (uint64_t)(p->tensor_bytes - 1);
-  ops->strip(st, t, scratch, p->tensor_bytes);
-  uint64_t b = ibp_part_bits(pack, p, scratch, bitmap_omitted(p, ops, st));
+  const int omit = bitmap_omitted(p, ops, st);
+  if (!omit)
+    ops->strip(st, t, scratch, p->tensor_bytes);
+  uint64_t b = ibp_part_bits(pack, p, ops, st, scratch, omit);
   if (b > limit)
     return b;
   return b + ops->bits(st, t, p->tensor_bytes);
@@ -269,6 +252,11 @@ size_t ibp__staged_size(const ibp__pack_ops *pack, const ibp_params *p,
                                                     : (size_t)((bits + 7) / 8);
 }
 
+/* One pass per part: the IBP part (the payload alone when the bitmap is
+ * omitted: t's bits outside Mask, so t needs no stripping), then the
+ * stage's bits after it; a stream that would reach R bytes is abandoned
+ * as soon as it does and the tensor stored raw.  scratch holds the
+ * stripped tensor (R bytes). */
 size_t ibp__staged_compress(const ibp__pack_ops *pack, const ibp_params *p,
                             const ibp_stage *st, const uint8_t *t,
                             uint8_t *slot, uint8_t *scratch) {
@@ -276,25 +264,20 @@ size_t ibp__staged_compress(const ibp__pack_ops *pack, const ibp_params *p,
   const uint32_t R = p->tensor_bytes;
   if (!ops)
     return pack->compress(p, t, slot);
-  ops->strip(st, t, scratch, R);
   const uint64_t limit = 8 * (uint64_t)(R - 1);
-  const int omit = bitmap_omitted(p, ops, st);
-  uint64_t ibp_bits = ibp_part_bits(pack, p, scratch, omit);
-  uint64_t bits = ibp_bits > limit ? ibp_bits : ibp_bits + ops->bits(st, t, R);
-  if (bits > limit) {
+  uint64_t at;
+  if (bitmap_omitted(p, ops, st)) {
+    at = pack->fit_put(p, t, slot, limit);
+  } else {
+    ops->strip(st, t, scratch, R);
+    at = pack->compress_bits(p, scratch, slot);
+  }
+  uint64_t end = at > limit ? at : ops->encode(st, t, R, slot, at, limit);
+  if (end > limit) {
     memcpy(slot, t, R);
     return R;
   }
-  if (omit) { /* the IBP payload alone: its bitmap would be all ones */
-    payload_put(p, scratch, slot);
-  } else {
-    pack->compress(p, scratch, slot); /* ibp_bits bits, zero-padded */
-  }
-  size_t len = (size_t)((bits + 7) / 8), first = (size_t)((ibp_bits + 7) / 8);
-  if (len > first)
-    memset(slot + first, 0, len - first);
-  ops->encode(st, t, R, slot, ibp_bits);
-  return len;
+  return (size_t)((end + 7) / 8);
 }
 
 /* Checks the end of a whole stream at bit `end` (as pack_body.h does). */
@@ -365,12 +348,7 @@ static ibp_status ibp_part_decode(const ibp_params *p,
   const uint32_t R = p->tensor_bytes;
   if (!bitmap_omitted(p, ops, st))
     return ibp__pack()->decode(p, src, src_len, 0, R, dst, end);
-  const uint64_t part = ibp_part_bits(NULL, p, NULL, 1);
-  if (part > 8 * (uint64_t)src_len)
-    return IBP_ERR_CORRUPT;
-  payload_get(p, src, dst);
-  *end = (size_t)part;
-  return IBP_OK;
+  return ibp__pack()->fit_get(p, src, src_len, dst, end);
 }
 
 ibp_status ibp_decompress_tensor_staged(const ibp_params *p,
@@ -387,16 +365,9 @@ ibp_status ibp_decompress_tensor_staged(const ibp_params *p,
   ibp_status s = ibp_part_decode(p, ops, st, src, src_len, dst, &pos);
   if (s != IBP_OK)
     return s;
-  uint8_t *f = malloc(R);
-  if (!f)
-    return IBP_ERR_NO_MEMORY;
-  ops->field(st, f, R);
-  for (uint32_t b = 0; b < R && s == IBP_OK; b++)
-    if (((uint8_t *)dst)[b] & f[b])
-      s = IBP_ERR_CORRUPT; /* the field travelled in IBP's payload: not 0 */
-  free(f);
-  if (s == IBP_OK)
-    s = ops->decode(st, src, src_len, &pos, dst, R);
+  if (!field_clear(ops, st, dst, R))
+    return IBP_ERR_CORRUPT; /* the field travelled in IBP's payload: not 0 */
+  s = ops->decode(st, src, src_len, &pos, dst, R);
   return s == IBP_OK ? check_end(src, src_len, pos, R) : s;
 }
 
@@ -411,7 +382,7 @@ ibp_status ibp_compressed_length_staged(const ibp_params *p,
   size_t pos = 0;
   ibp_status s = IBP_OK;
   if (bitmap_omitted(p, ops, st))
-    pos = (size_t)ibp_part_bits(NULL, p, NULL, 1);
+    pos = (size_t)ibp_part_bits(NULL, p, ops, st, NULL, 1);
   else
     s = ibp__pack()->ibp_bits(p, src, src_len, &pos);
   if (s == IBP_OK && pos > 8 * (uint64_t)src_len)

@@ -138,13 +138,20 @@ static void derive_tables(ibp_stage *st) {
     code <<= 1;
   }
   const uint32_t esc_len = st->lengths[ns];
+  st->longest = (uint8_t)(esc_len ? esc_len + e : 0);
+  for (uint32_t s = 0; s < ns; s++)
+    if (st->lengths[s] > st->longest)
+      st->longest = st->lengths[s];
   for (uint32_t s = 0; s < ns; s++) {
     if (st->lengths[s]) {
-      st->enc_bits[s] = codes[s];
       st->enc_len[s] = st->lengths[s];
-    } else { /* escape + raw field (no escape: never written) */
-      st->enc_bits[s] = codes[ns] | s << esc_len;
-      st->enc_len[s] = (uint8_t)(esc_len ? esc_len + e : 0);
+      st->enc[s] = codes[s] | (uint32_t)st->enc_len[s] << 24;
+    } else if (esc_len) { /* escape + raw field */
+      st->enc_len[s] = (uint8_t)(esc_len + e);
+      st->enc[s] = (codes[ns] | s << esc_len) | (uint32_t)st->enc_len[s] << 24;
+    } else { /* no escape: never written */
+      st->enc_len[s] = 0;
+      st->enc[s] = 0;
     }
   }
 }
@@ -242,15 +249,8 @@ static void exp_strip(const ibp_stage *st, const uint8_t *t, uint8_t *out,
 /* Bits of a segment length field: enough for a whole segment's worst
  * case (every value at the longest code or escape). */
 static uint32_t field_width(const ibp_stage *st, uint32_t values) {
-  const uint32_t e = info_of(st->dtype).bits;
-  uint32_t worst = 0;
-  for (uint32_t s = 0; s <= st->symbols; s++)
-    if (st->lengths[s] > worst)
-      worst = st->lengths[s];
-  if (st->lengths[st->symbols] + e > worst && st->lengths[st->symbols])
-    worst = st->lengths[st->symbols] + e;
   uint32_t seg = 1u << st->segment_log2;
-  uint64_t most = (uint64_t)(values < seg ? values : seg) * worst;
+  uint64_t most = (uint64_t)(values < seg ? values : seg) * st->longest;
   uint32_t w = 1;
   while (w < 63 && (most >> w) != 0)
     w++;
@@ -261,65 +261,183 @@ static uint32_t segments(const ibp_stage *st, uint32_t values) {
   return (values + (1u << st->segment_log2) - 1) >> st->segment_log2;
 }
 
-static uint64_t exp_bits(const ibp_stage *st, const uint8_t *t, uint32_t R) {
+static uint64_t exp_field_bits(const ibp_stage *st, uint32_t R) {
   dtype_info d = info_of(st->dtype);
-  const uint32_t values = R / d.bytes, S = segments(st, values);
+  return (uint64_t)(R / d.bytes) * d.bits;
+}
+
+/* The hot loops take the value type's geometry as constants: one copy per
+ * type, chosen by BY_DTYPE (the field is a value's top bits, so a shift
+ * alone extracts it). */
+#define EXP_INLINE static inline __attribute__((always_inline))
+#define BY_DTYPE(st, CALL)                                                     \
+  switch ((st)->dtype) {                                                       \
+  case IBP_DTYPE_BF16:                                                         \
+    return CALL(2, 7);                                                         \
+  case IBP_DTYPE_F16:                                                          \
+    return CALL(2, 10);                                                        \
+  default:                                                                     \
+    return CALL(4, 23);                                                        \
+  }
+_Static_assert(7 + 9 == 16 && 10 + 6 == 16 && 23 + 9 == 32,
+               "BY_DTYPE: IBP_DTYPE_LIST's fields are the values' top bits");
+
+EXP_INLINE uint32_t field_c(const uint8_t *t, uint32_t j, uint32_t bytes,
+                            uint32_t lo) {
+  if (bytes == 2) {
+    uint16_t v;
+    memcpy(&v, t + 2 * (size_t)j, 2);
+    return (uint32_t)v >> lo;
+  }
+  uint32_t v;
+  memcpy(&v, t + 4 * (size_t)j, 4);
+  return v >> lo;
+}
+
+/* Bits the stage writes, or 2^40 when a value has no code. */
+EXP_INLINE uint64_t bits_c(const ibp_stage *st, const uint8_t *t, uint32_t R,
+                           uint32_t bytes, uint32_t lo) {
+  const uint32_t values = R / bytes, S = segments(st, values);
   uint64_t bits = (uint64_t)(S - 1) * field_width(st, values);
+  unsigned uncoded = 0;
   for (uint32_t j = 0; j < values; j++) {
-    uint8_t l = st->enc_len[field_at(t, j, d)];
-    if (l == 0)
-      return 1ULL << 40; /* a symbol the code cannot send: store raw */
+    uint32_t l = st->enc_len[field_c(t, j, bytes, lo)];
+    uncoded |= l == 0;
     bits += l;
   }
-  return bits;
+  return uncoded ? 1ULL << 40 : bits;
+}
+
+static uint64_t exp_bits(const ibp_stage *st, const uint8_t *t, uint32_t R) {
+#define BITS_CALL(bytes, lo) bits_c(st, t, R, bytes, lo)
+  BY_DTYPE(st, BITS_CALL)
+#undef BITS_CALL
 }
 
 /* ---- bit I/O ------------------------------------------------------------- */
 
+/* Appends LSB-first from byte pos, bit n; stores 32 bits at a time. */
 typedef struct bit_out {
   uint8_t *out;
-  uint64_t pos; /* next bit */
-  uint64_t acc; /* bits not yet stored, from bit pos - n */
-  unsigned n;
+  size_t pos;   /* byte where acc goes */
+  uint64_t acc; /* pending bits, the first in bit 0 */
+  unsigned n;   /* pending bits, < 32 between calls */
 } bit_out;
 
-/* v < 2^nbits, nbits <= 32. */
-static inline void put_bits(bit_out *o, uint64_t v, unsigned nbits) {
-  o->acc |= v << o->n;
-  o->n += nbits;
-  o->pos += nbits;
-  while (o->n >= 8) {
-    o->out[(o->pos - o->n) >> 3] |= (uint8_t)o->acc;
-    o->acc >>= 8;
-    o->n -= 8;
-  }
+/* Starts at bit `at`, keeping (keep_low) or zeroing the bits below it in
+ * its byte. */
+static inline bit_out out_at(uint8_t *out, uint64_t at, int keep_low) {
+  bit_out o = {out, (size_t)(at >> 3), 0, (unsigned)(at & 7)};
+  if (keep_low && o.n)
+    o.acc = out[o.pos] & ((1u << o.n) - 1);
+  return o;
 }
 
-static inline void put_flush(bit_out *o) {
-  if (o->n)
-    o->out[(o->pos - o->n) >> 3] |= (uint8_t)o->acc;
+/* v < 2^nbits, nbits <= 32.  Returns 0 instead of storing a word that
+ * would end past bit `limit` (the stream cannot end there). */
+static inline int put_bits(bit_out *o, uint64_t v, unsigned nbits,
+                           uint64_t limit) {
+  o->acc |= v << o->n;
+  o->n += nbits;
+  if (o->n < 32)
+    return 1;
+  if (8 * ((uint64_t)o->pos + 4) > limit)
+    return 0;
+  uint32_t w = (uint32_t)o->acc;
+  memcpy(o->out + o->pos, &w, 4);
+  o->pos += 4;
+  o->acc >>= 32;
+  o->n -= 32;
+  return 1;
+}
+
+/* Stores the pending bits (the last byte zero-padded above them, or ORed
+ * into the byte when `or_last`). */
+static inline void put_flush(bit_out *o, int or_last) {
+  for (unsigned b = 0; b < o->n; b += 8, o->pos++) {
+    uint8_t v = (uint8_t)(o->acc >> b);
+    if (or_last && b + 8 >= o->n)
+      o->out[o->pos] |= v;
+    else
+      o->out[o->pos] = v;
+  }
   o->n = 0;
   o->acc = 0;
 }
 
-static void exp_encode(const ibp_stage *st, const uint8_t *t, uint32_t R,
-                       uint8_t *out, uint64_t at) {
-  dtype_info d = info_of(st->dtype);
-  const uint32_t values = R / d.bytes, S = segments(st, values);
+/* One pass: the codes go from bit c0, after the S - 1 segment lengths,
+ * whose size is known in advance; each length follows its segment into
+ * the header writer.  The two share c0's byte: the codes' writer leaves
+ * its low bits 0 and the header's last flush ORs them in (as pack_body.h's
+ * bitmap and payload).  The codes' writer stores 8 bytes after every value
+ * (no branch on the data) while that stays inside the R bytes of out, and
+ * a byte at a time near the end, where it also stops once the stream
+ * passes `limit`. */
+EXP_INLINE uint64_t encode_c(const ibp_stage *st, const uint8_t *t, uint32_t R,
+                             uint8_t *out, uint64_t at, uint64_t limit,
+                             uint32_t bytes, uint32_t lo) {
+  const uint32_t values = R / bytes, S = segments(st, values);
   const uint32_t W = field_width(st, values), V = 1u << st->segment_log2;
-  bit_out o = {out, at & ~7ULL, 0, 0};
-  put_bits(&o, 0, (unsigned)(at & 7)); /* the first byte's bits are ORed */
-  for (uint32_t s = 0; s + 1 < S; s++) {
+  const uint64_t c0 = at + (uint64_t)(S - 1) * W;
+  if (c0 > limit)
+    return limit + 1;
+  bit_out hdr = out_at(out, at, 1);
+  size_t pos = (size_t)(c0 >> 3); /* the codes: pending bits acc, n < 8 */
+  unsigned n = (unsigned)(c0 & 7);
+  uint64_t acc = S == 1 && n ? out[pos] & ((1u << n) - 1) : 0;
+  const size_t fast_end = R >= 8 ? R - 8 : 0; /* 8-byte stores up to here */
+  const uint32_t *enc = st->enc;
+  uint32_t uncoded = 0;
+  for (uint32_t s = 0; s < S; s++) {
+    const uint32_t j0 = s * V, j1 = s + 1 < S ? j0 + V : values;
     uint64_t len = 0;
-    for (uint32_t j = s * V; j < (s + 1) * V; j++)
-      len += st->enc_len[field_at(t, j, d)];
-    put_bits(&o, len, W);
+    uint32_t j = j0;
+    /* two values per store: n + 2 * 20 < 64 */
+    for (; j + 2 <= j1 && R >= 8 && pos <= fast_end; j += 2) {
+      const uint32_t e0 = enc[field_c(t, j, bytes, lo)];
+      const uint32_t e1 = enc[field_c(t, j + 1, bytes, lo)];
+      const uint32_t l0 = e0 >> 24, l1 = e1 >> 24;
+      uncoded |= (e0 - 1) | (e1 - 1); /* bit 31: a value without code */
+      len += l0 + l1;
+      acc |= (uint64_t)(e0 & 0xFFFFFF) << n;
+      acc |= (uint64_t)(e1 & 0xFFFFFF) << (n + l0);
+      n += l0 + l1;
+      ibp__store64(out + pos, acc);
+      pos += n >> 3;
+      acc >>= n & ~7u;
+      n &= 7;
+    }
+    for (; j < j1; j++) { /* the rest, near the end of out a byte at a time */
+      const uint32_t e = enc[field_c(t, j, bytes, lo)], l = e >> 24;
+      uncoded |= e - 1;
+      len += l;
+      acc |= (uint64_t)(e & 0xFFFFFF) << n;
+      for (n += l; n >= 8; n -= 8, acc >>= 8) {
+        if (8 * ((uint64_t)pos + 1) > limit)
+          return limit + 1;
+        out[pos++] = (uint8_t)acc;
+      }
+    }
+    if (uncoded >> 31)
+      return limit + 1; /* a value the code cannot send: stored raw */
+    if (s + 1 < S)
+      put_bits(&hdr, len, W, limit); /* ends by c0 <= limit */
   }
-  for (uint32_t j = 0; j < values; j++) {
-    uint32_t f = field_at(t, j, d);
-    put_bits(&o, st->enc_bits[f], st->enc_len[f]);
-  }
-  put_flush(&o);
+  const uint64_t end = 8 * (uint64_t)pos + n;
+  if (end > limit)
+    return limit + 1;
+  if (n)
+    out[pos] = (uint8_t)acc;
+  if (S > 1)
+    put_flush(&hdr, (c0 & 7) != 0);
+  return end;
+}
+
+static uint64_t exp_encode(const ibp_stage *st, const uint8_t *t, uint32_t R,
+                           uint8_t *out, uint64_t at, uint64_t limit) {
+#define ENCODE_CALL(bytes, lo) encode_c(st, t, R, out, at, limit, bytes, lo)
+  BY_DTYPE(st, ENCODE_CALL)
+#undef ENCODE_CALL
 }
 
 /* The next `n` (<= 57) bits at bit pos of src[0, len); bits past the end
@@ -432,6 +550,7 @@ static ibp_status exp_read(ibp_stage *st, const uint8_t *src, size_t avail,
 }
 
 const ibp__stage_ops ibp__stage_exp = {
-    exp_init,   exp_count,  exp_finish,      exp_field, exp_strip, exp_bits,
-    exp_encode, exp_decode, exp_table_bytes, exp_write, exp_read,
+    exp_init,   exp_count,       exp_finish,     exp_field,
+    exp_strip,  exp_bits,        exp_field_bits, exp_encode,
+    exp_decode, exp_table_bytes, exp_write,      exp_read,
 };

@@ -20,12 +20,16 @@ typedef struct ibp__stage_ops {
   /* Copy of t with the field zeroed. */
   void (*strip)(const ibp_stage *st, const uint8_t *t, uint8_t *out,
                 uint32_t R);
-  /* Bits the stage writes for tensor t. */
+  /* Bits the stage writes for tensor t (more than 8 R when it cannot). */
   uint64_t (*bits)(const ibp_stage *st, const uint8_t *t, uint32_t R);
-  /* Writes those bits from bit `at` of out (bits at or above `at` are 0
-   * on entry; the buffer holds them all). */
-  void (*encode)(const ibp_stage *st, const uint8_t *t, uint32_t R,
-                 uint8_t *out, uint64_t at);
+  /* Bits of the field in a tensor of R bytes. */
+  uint64_t (*field_bits)(const ibp_stage *st, uint32_t R);
+  /* Writes those bits from bit `at` of out, keeping out's bits below
+   * `at`; returns the bit where they end (the last byte zero-padded), or
+   * limit + 1 as soon as they would pass bit `limit` (out's bytes from
+   * at / 8 then unspecified).  Writes below byte (limit + 7) / 8 only. */
+  uint64_t (*encode)(const ibp_stage *st, const uint8_t *t, uint32_t R,
+                     uint8_t *out, uint64_t at, uint64_t limit);
   /* Reads the stage's bits from bit *pos of src[0, src_len), ORs the
    * field into dst (R bytes; NULL: parse only) and advances *pos.  Never
    * reads outside src; IBP_ERR_CORRUPT on a malformed stream. */

@@ -5,7 +5,9 @@
  * field zeroed, a stage per cluster learned on the tensors, and the exact
  * stored bytes, metadata included; the type that stores the file in the
  * fewest bytes is the stage's figure, and it is picked over IBP alone when
- * it stores fewer bytes than IBP alone does.  Nothing here prints but the
+ * it stores fewer bytes than IBP alone does.  The measuring is the codec's
+ * (ibp_stage_choose, the choice libibp makes too); this adds the CLI's
+ * options, errors, progress and the figures.  Nothing here prints but the
  * errors and the progress.
  */
 #ifndef IBP_TOOLS_STAGE_CHOICE_H

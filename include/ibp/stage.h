@@ -75,10 +75,12 @@ typedef struct ibp_stage {
   /* code length in bits per symbol, [symbols] = the escape; 0 = no code */
   uint8_t lengths[IBP_STAGE_MAX_SYMBOLS + 1];
   /* derived: per symbol the bits written (escape + raw symbol for an
-   * uncoded one) and their count; the decode table (symbol | bits << 10,
-   * 0 = no code) indexed by the next IBP_STAGE_MAX_CODE_BITS stream bits */
-  uint32_t enc_bits[IBP_STAGE_MAX_SYMBOLS];
+   * uncoded one) | their count << 24, and the count alone; the most bits
+   * one value takes; the decode table (symbol | bits << 10, 0 = no code)
+   * indexed by the next IBP_STAGE_MAX_CODE_BITS stream bits */
+  uint32_t enc[IBP_STAGE_MAX_SYMBOLS];
   uint8_t enc_len[IBP_STAGE_MAX_SYMBOLS];
+  uint8_t longest;
   uint16_t decode[1u << IBP_STAGE_MAX_CODE_BITS];
   uint64_t counts[IBP_STAGE_MAX_SYMBOLS]; /* ibp_stage_count */
 } ibp_stage;
@@ -184,6 +186,68 @@ ibp_status ibp_stage_learn(const ibp_params *params, uint32_t k, uint32_t kind,
                            uint32_t dtype, const void *data, uint64_t n,
                            uint64_t sample_bytes, unsigned threads,
                            ibp_stage *stages);
+
+/* ---- the choice (codec/stage_choose.c) ----------------------------------
+ *
+ * Whether a region is stored with the exponent stage, and how: the one
+ * decision `ibp analyze`, `ibp compress` and libibp's region preparation
+ * make.  For each value type whose values divide R (or the one asked), IBP's
+ * search -- and, unless cluster.clusters is 1, its cluster search, for the
+ * best type only -- on the tensors with the type's field zeroed, the pairs
+ * made to fit the stage, a stage per cluster learned on the tensors, and
+ * the exact stored bytes of the tensors looked at: all of them, or an even
+ * sample of at most sample_bytes of whole tensors (then without the tail).
+ * The type that stores them in the fewest bytes, metadata included, is the
+ * choice -- ranked, when several types fit, on a scout of a quarter of
+ * those tensors (at most 1 MiB, its search measuring on it alone), the
+ * best then measured on all of them; ibp_stage_pays then compares it with
+ * IBP alone on the same tensors. */
+typedef struct ibp_stage_choose_options {
+  uint32_t dtype;              /* 0: every type; else that one only */
+  ibp_search_options search;   /* IBP's search on the stripped tensors */
+  ibp_cluster_options cluster; /* clusters 1: one pair, no cluster search */
+  uint64_t sample_bytes;       /* 0: every tensor (and the tail) */
+  const ibp_clusters *versus;  /* IBP alone's pairs, measured on the same
+                                  tensors into versus_total (NULL: not) */
+  unsigned threads;            /* learning and measuring; 0 = per CPU */
+} ibp_stage_choose_options;
+
+typedef struct ibp_stage_choice {
+  uint32_t dtype;           /* the type measured; IBP_DTYPE_NONE: none fits */
+  ibp_clusters clusters;    /* K pairs, fitting the stages (heap) */
+  ibp_stage *stages;        /* K stages (heap) */
+  ibp_region_summary exact; /* over the tensors looked at */
+  uint64_t measured_bytes;  /* their bytes */
+  uint64_t total;           /* exact.compressed_bytes + metadata_bytes */
+  uint64_t versus_total;    /* the same with o->versus's pairs alone */
+} ibp_stage_choice;
+
+/* Measures the choice for the `bytes` bytes at data, tensors of
+ * tensor_bytes.  IBP_OK with out->dtype NONE when no type fits; an error
+ * from the search or the allocations otherwise (out then zeroed).  Free
+ * with ibp_stage_choice_free. */
+ibp_status ibp_stage_choose(const void *data, uint64_t bytes,
+                            uint32_t tensor_bytes,
+                            const ibp_stage_choose_options *o,
+                            ibp_stage_choice *out);
+
+/* The pick: 1 when c stores the tensors it looked at in fewer bytes,
+ * metadata included, than IBP alone does (ibp_total, the same tensors). */
+int ibp_stage_pays(const ibp_stage_choice *c, uint64_t ibp_total);
+
+void ibp_stage_choice_free(ibp_stage_choice *c);
+
+/* For a writer that compresses many tensors with the same pairs (libibp):
+ * ibp_cluster_best and ibp_compress_tensor_staged with the caller's
+ * scratch tensor (R bytes), stages[0 .. k-1] fitting their pairs
+ * (unchecked; NULL: none).  The slot holds R bytes. */
+uint32_t ibp_cluster_best_staged(const ibp_params *params,
+                                 const ibp_stage *stages, uint32_t k,
+                                 const void *tensor, void *scratch,
+                                 size_t *stored);
+size_t ibp_compress_tensor_staged_with(const ibp_params *p, const ibp_stage *st,
+                                       const void *tensor, void *slot,
+                                       void *scratch, int *compressed);
 
 /* Bytes of metadata the stages add to a region (their descriptors). */
 uint64_t ibp_stage_metadata_bytes(const ibp_stage *stages, uint32_t k);

@@ -26,6 +26,7 @@ void ibp__served_free(ibp_served_region *s) {
   if (!s)
     return;
   ibp_clusters_free(&s->layout.clusters);
+  free(s->layout.stages);
   free(s->layout.ids);
   free(s->layout.flags);
   free(s->layout.offsets);

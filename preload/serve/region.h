@@ -24,6 +24,7 @@
 
 #include <cuda.h>
 #include <ibp/codec.h>
+#include <ibp/stage.h>
 #include <stdatomic.h>
 #include <stdint.h>
 
@@ -54,6 +55,9 @@ typedef struct ibp_layout {
                             with zeros to whole 32-bit words; NULL when
                             K = 1.  A refresh rewrites the ids of the
                             tensors it holds busy. */
+  ibp_stage *stages;     /* K exponent stages, one per pair (docs/FORMAT.md
+                            §9; the pairs fit them), or NULL: IBP alone.
+                            Set with the pairs, before any stream. */
   ibp_region_summary summary;
   void *shadow;          /* the compressed streams, packed (docs/FORMAT.md §3;
                             pinned, device-mapped), then room for streams a
@@ -120,6 +124,7 @@ typedef struct ibp_device_memory {
   CUdeviceptr plan;     /* the decode plan of every cluster
                            (kernels/ibp_kernels.h) */
   unsigned plan_stages; /* its S */
+  CUdeviceptr stages;   /* K ibp_kernel_stage (layout.stages); 0: none */
   CUdeviceptr ids;      /* the cluster ids (layout.ids); 0 when K = 1 */
   CUdeviceptr flags;    /* one bit per tensor */
   CUdeviceptr offsets;  /* n stream offsets into the shadow */

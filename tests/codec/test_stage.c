@@ -3,7 +3,8 @@
  * written from the format text:
  *
  *   - random regions of every dtype (bf16, f16, f32), tensor sizes of 1 ..
- *     ~700 values (odd counts included), every chunk width, K = 1 .. 5
+ *     ~700 values (odd counts included) and now and then up to 8192 values
+ *     (many segments), every chunk width, K = 1 .. 5
  *     clusters with random Masks fitted to the stage, segment sizes 2^4 ..
  *     2^10 values, data with all-equal exponents, uniformly random bits,
  *     float-like values, and float-like values with rare outliers; stages
@@ -14,6 +15,7 @@
  *     codes, MSB of each code first), decode gives the tensor back, the
  *     parsed length agrees; the whole region (compress, measure, ranges,
  *     packed offsets) and a version-4 container round-trip;
+ *   - iterations alternate the portable and BMI2 paths of the IBP part;
  *   - damaged streams (bit flips, truncation) and damaged descriptors
  *     return a status, never read or write out of bounds (run under ASan).
  */
@@ -206,8 +208,11 @@ static void make_region(rng *r, sregion *g) {
                                     IBP_DTYPE_F32};
   g->dtype = dtypes[rng_below(r, 3)];
   ref_dtype d = ref_dtype_of(g->dtype);
-  uint32_t values = rng_chance(r, 0.2) ? (uint32_t)rng_range(r, 1, 9)
-                                       : rng_log_uniform(r, 1, 700);
+  /* few values, up to a few hundred, and now and then tensors of many
+   * segments (a libibp region's 4 KiB to 16 KiB) */
+  uint32_t values = rng_chance(r, 0.2)    ? (uint32_t)rng_range(r, 1, 9)
+                    : rng_chance(r, 0.05) ? rng_log_uniform(r, 700, 8192)
+                                          : rng_log_uniform(r, 1, 700);
   g->R = values * d.bytes;
   g->c = rng_chunk(r);
   g->k = rng_chance(r, 0.5) ? 1 : (uint32_t)rng_range(r, 2, MAX_K);
@@ -410,6 +415,9 @@ int main(void) {
     rng r;
     sregion g;
     test_iteration(&r, i);
+    /* both CPU paths of the IBP part (portable tables, BMI2) */
+    if (ibp_impl_available(IBP_IMPL_BMI2))
+      CHECK_OK(ibp_impl_select(i % 2 ? IBP_IMPL_BMI2 : IBP_IMPL_PORTABLE));
     memset(&g, 0, sizeof g);
     make_region(&r, &g);
     check_tensors(&r, &g);

@@ -6,14 +6,17 @@
  * (ibp_stage_read) and the rest is a compressed tensor.  A malformed
  * descriptor or stream must give a status, never a read outside the input
  * or a write outside the tensor; what decodes must have the length
- * ibp_compressed_length_staged parses, and re-encoding the decoded tensor
- * with the same stage must decode to the same bytes.
+ * ibp_compressed_length_staged parses, re-encoding the decoded tensor
+ * with the same stage must decode to the same bytes, and where the build
+ * has the SIMT emulator (stage_device.h) the device decoder must decode
+ * the stream to the same bytes as the CPU's.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "ibp/stage.h"
+#include "stage_device.h"
 
 #define FUZZ_ASSERT(cond)                                                      \
   do {                                                                         \
@@ -53,6 +56,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     ibp_status sl = ibp_compressed_length_staged(&p, &st, exact, len, &parsed);
     if (s == IBP_OK) {
       FUZZ_ASSERT(sl == IBP_OK && parsed <= len && parsed < R);
+      FUZZ_ASSERT(stage_device_agrees(&p, &st, exact, parsed, out) != 0);
       int compressed = 0;
       size_t n = ibp_compress_tensor_staged(&p, &st, out, slot, &compressed);
       FUZZ_ASSERT(n >= 1 && n <= R);

@@ -43,6 +43,11 @@
 #define PLAN_BUDGET_SHARE 16
 /* a compact region's refresh room: 1/64 of its streams */
 #define COMPACT_ROOM 64
+/* the exponent stage's choice looks at this many bytes of tensors (an even
+ * sample; the whole region when smaller): as many as the search measures
+ * on (32 MiB tripled the preparation of glove_f32_to_bf16 for no byte
+ * saved) */
+#define STAGE_SAMPLE_BYTES SEARCH_EVAL_BYTES
 
 static uint64_t now_ns(void) {
   struct timespec t;
@@ -109,6 +114,7 @@ static ibp_status lay_out(const ibp_driver *d, const ibp_region_rec *r,
     return IBP_ERR_NO_MEMORY;
   ibp_pack p = {.params = l->clusters.params,
                 .clusters = l->clusters.count,
+                .stages = l->stages,
                 .data = (const uint8_t *)r->base,
                 .n = n};
   uint64_t zero = 0, est = ibp__pack_estimate(&p, &zero);
@@ -145,6 +151,28 @@ static uint32_t plan_bound(const ibp_region_rec *r, uint32_t R) {
   return k < 1 ? 1 : k > IBP_MAX_CLUSTERS ? IBP_MAX_CLUSTERS : (uint32_t)k;
 }
 
+/* The cluster search's options for r (n tensors of R bytes) on the budgets
+ * above, bounded by plan_bound; 0 when no search is wanted (clusters=1,
+ * one tensor, or room for one plan only). */
+static int cluster_options(const ibp_region_rec *r, uint64_t n, uint32_t R,
+                           ibp_cluster_options *opt) {
+  const uint32_t bound = plan_bound(r, R), want = r->rule.clusters;
+  const uint64_t train =
+      (uint64_t)CLUSTER_TRAIN_TENSORS * R > CLUSTER_TRAIN_BYTES
+          ? (uint64_t)CLUSTER_TRAIN_TENSORS * R
+          : CLUSTER_TRAIN_BYTES;
+  *opt = (ibp_cluster_options){
+      .clusters = want > bound ? bound : want,
+      .max_clusters =
+          want ? 0 : (AUTO_CLUSTERS < bound ? AUTO_CLUSTERS : bound),
+      .train_max_bytes = train,
+      .eval_max_bytes =
+          2 * train > CLUSTER_EVAL_BYTES ? 2 * train : CLUSTER_EVAL_BYTES,
+      .threads = ibp__pack_threads(),
+  };
+  return want != 1 && bound > 1 && n > 1;
+}
+
 /* The region's pairs (docs/FORMAT.md §4): `base` alone under clusters=1,
  * else the codec's cluster search from it on the budgets above
  * (clusters=auto: the K of 1, 2, 4 ... that stores the region in the
@@ -153,23 +181,9 @@ static uint32_t plan_bound(const ibp_region_rec *r, uint32_t R) {
  * pair (logged). */
 static ibp_status find_clusters(const ibp_region_rec *r, uint64_t n,
                                 ibp_params *base, ibp_clusters *out) {
-  const uint32_t R = base->tensor_bytes, bound = plan_bound(r, R);
-  uint32_t want = r->rule.clusters;
+  ibp_cluster_options opt;
   *out = (ibp_clusters){0};
-  if (want != 1 && bound > 1 && n > 1) {
-    const uint64_t train =
-        (uint64_t)CLUSTER_TRAIN_TENSORS * R > CLUSTER_TRAIN_BYTES
-            ? (uint64_t)CLUSTER_TRAIN_TENSORS * R
-            : CLUSTER_TRAIN_BYTES;
-    ibp_cluster_options opt = {
-        .clusters = want > bound ? bound : want,
-        .max_clusters =
-            want ? 0 : (AUTO_CLUSTERS < bound ? AUTO_CLUSTERS : bound),
-        .train_max_bytes = train,
-        .eval_max_bytes =
-            2 * train > CLUSTER_EVAL_BYTES ? 2 * train : CLUSTER_EVAL_BYTES,
-        .threads = ibp__pack_threads(),
-    };
+  if (cluster_options(r, n, base->tensor_bytes, &opt)) {
     ibp_status st =
         ibp_cluster_search((const void *)r->base, n, base, &opt, out, NULL);
     if (st == IBP_OK) {
@@ -186,6 +200,49 @@ static ibp_status find_clusters(const ibp_region_rec *r, uint64_t n,
   *base = (ibp_params){0};
   out->count = 1;
   return IBP_OK;
+}
+
+/* Whether the region is stored with the exponent stage after IBP
+ * (docs/FORMAT.md §9), the choice `ibp analyze` makes (ibp_stage_choose,
+ * ibp_stage_pays) on STAGE_SAMPLE_BYTES of its tensors, against the pairs
+ * found above on the same tensors; when it pays, its pairs and stages
+ * replace l's.  Never for a region the kernel could not decode so
+ * (R >= IBP_KERNEL_BLOCK_R: its block path has no stage, ibp_kernels.h) or
+ * whose pages the host decoder rebuilds (compact: compact.c decodes parts
+ * of tensors without a stage). */
+static void pick_stage(const ibp_region_rec *r, const ibp_served_region *s,
+                       const ibp_search_options *search, ibp_layout *l) {
+  const uint32_t R = s->geometry.tensor_bytes;
+  const uint64_t n = s->geometry.tensors;
+  if (R >= IBP_KERNEL_BLOCK_R || ibp__compact_active(s))
+    return;
+  ibp_stage_choose_options o = {.search = *search,
+                                .sample_bytes = STAGE_SAMPLE_BYTES,
+                                .versus = &l->clusters,
+                                .threads = ibp__pack_threads()};
+  o.search.sampling.fraction = 0; /* every tensor of the sample */
+  if (!cluster_options(r, n, R, &o.cluster))
+    o.cluster.clusters = 1;
+  ibp_stage_choice c;
+  ibp_status st = ibp_stage_choose((const void *)r->base, n * R, R, &o, &c);
+  if (st != IBP_OK) {
+    ibp__log(IBP_LOG_INFO, "region '%s': no exponent stage (%s)", r->name,
+             ibp_status_message(st));
+    return;
+  }
+  if (ibp_stage_pays(&c, c.versus_total)) {
+    ibp__log(IBP_LOG_INFO,
+             "region '%s': exponent stage on %s values, %u cluster(s): %.1f%% "
+             "of IBP alone's bytes on a sample",
+             r->name, ibp_dtype_name(c.dtype), c.clusters.count,
+             100.0 * (double)c.total / (double)c.versus_total);
+    ibp_clusters_free(&l->clusters);
+    l->clusters = c.clusters; /* taken over */
+    l->stages = c.stages;
+    c.clusters = (ibp_clusters){0};
+    c.stages = NULL;
+  }
+  ibp_stage_choice_free(&c);
 }
 
 /* Flags and, with clusters, ids: zeroed, padded to whole 32-bit words (the
@@ -254,6 +311,8 @@ int ibp__compress_region(ibp_region_rec *r) {
   st = find_clusters(r, n, &params, &l->clusters);
   ibp_params_free(&params);
   if (st == IBP_OK)
+    pick_stage(r, s, &opt, l);
+  if (st == IBP_OK)
     st = alloc_bitmaps(l, n, r->bytes);
   if (st == IBP_OK)
     st = lay_out(d, r, s, n);
@@ -267,7 +326,8 @@ int ibp__compress_region(ibp_region_rec *r) {
       /* on the GPU: the pairs (as their decode plans), flags, cluster ids,
        * the streams' offsets and lengths */
       .metadata_bytes = ibp_cluster_metadata_bytes(K, R, n) +
-                        n * (sizeof *l->offsets + sizeof *l->lengths)};
+                        n * (sizeof *l->offsets + sizeof *l->lengths) +
+                        (l->stages ? K * sizeof(ibp_kernel_stage) : 0)};
   if (atomic_load(&s->invalidated))
     mark_all_dirty(&s->track, n);
   /* every tensor busy until ibp__compress_fill wrote its stream: kernels
@@ -295,6 +355,7 @@ int ibp__compress_fill(ibp_region_rec *r) {
   const uint32_t R = s->geometry.tensor_bytes;
   ibp_pack p = {.params = l->clusters.params,
                 .clusters = l->clusters.count,
+                .stages = l->stages,
                 .ids = l->ids,
                 .data = (const uint8_t *)r->base,
                 .n = n,
@@ -344,9 +405,10 @@ int ibp__compress_fill(ibp_region_rec *r) {
                    "compressing");
   ibp__log(IBP_LOG_INFO,
            "region '%s': %llu tensors of %u B, chunk %u, threshold %.3f, "
-           "%u cluster(s), %.1f%% saved",
+           "%u cluster(s)%s, %.1f%% saved",
            r->name, (unsigned long long)n, R, l->clusters.params[0].chunk_bytes,
            l->clusters.params[0].threshold, l->clusters.count,
+           l->stages ? " + exponent stage" : "",
            100.0 *
                (1.0 - (double)l->summary.compressed_bytes / (double)r->bytes));
   return rc;

@@ -6,7 +6,10 @@
  * the driver lacks it).  Before the first region is served on a device, a
  * built-in vector is compressed on the CPU, decompressed by the kernel on
  * that device (whole and a partial range) and compared byte for byte; a
- * mismatch disables substitution on the device for good. */
+ * mismatch disables substitution on the device for good.  Before the first
+ * region stored with the exponent stage, a second vector stored so checks
+ * the stage's decoder the same way; a mismatch makes every such region
+ * pass through on the device (the others are still served). */
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,7 +37,8 @@ static CUkernel kernel[KERNELS];
 static int library_tried;
 static int load_failed; /* no kernels in any context: give up for good */
 static int warned;      /* one warning per process */
-static int selftest[IBP_MAX_DEVICES]; /* 0 not run, 1 ok, -1 bad */
+static int selftest[IBP_MAX_DEVICES];       /* 0 not run, 1 ok, -1 bad */
+static int stage_selftest[IBP_MAX_DEVICES]; /* the same, the stage's */
 static struct {
   CUcontext ctx;
   CUfunction fn[KERNELS];
@@ -174,11 +178,26 @@ static CUdeviceptr upload_plan(const ibp_driver *d, CUstream s,
   return dp;
 }
 
+/* What the kernel needs of the region's K exponent stages (docs/FORMAT.md
+ * §9; ibp_kernels_stage_exp), on the device; 0 on error. */
+static CUdeviceptr upload_stages(const ibp_driver *d, CUstream s,
+                                 const ibp_params *p, const ibp_stage *st,
+                                 uint32_t K) {
+  ibp_kernel_stage *ks = calloc(K, sizeof *ks);
+  int ok = ks != NULL;
+  for (uint32_t k = 0; ok && k < K; k++)
+    ok = ibp_kernels_stage_exp(&st[k], p[k].mask, p[k].tensor_bytes, &ks[k]) ==
+         0;
+  CUdeviceptr dp = ok ? upload(d, s, ks, K * sizeof *ks, K * sizeof *ks) : 0;
+  free(ks);
+  return dp;
+}
+
 /* ---- launch template ----------------------------------------------------- */
 
 void ibp__device_memory_free(const ibp_driver *d, ibp_device_memory *m) {
-  const CUdeviceptr ptrs[] = {m->plan, m->flags, m->offsets, m->lengths,
-                              m->ids};
+  const CUdeviceptr ptrs[] = {m->plan,    m->flags, m->offsets,
+                              m->lengths, m->ids,   m->stages};
   for (size_t k = 0; k < sizeof ptrs / sizeof ptrs[0]; k++)
     if (ptrs[k])
       d->cuMemFree(ptrs[k]);
@@ -195,6 +214,7 @@ void ibp__device_memory_free(const ibp_driver *d, ibp_device_memory *m) {
  * self-test's). */
 typedef struct host_metadata {
   const ibp_params *params; /* K pairs */
+  const ibp_stage *stages;  /* their K exponent stages, or NULL */
   uint32_t K;
   const uint8_t *ids; /* K > 1: padded to whole 32-bit words */
   const uint8_t *flags;
@@ -221,7 +241,9 @@ static int upload_metadata(const ibp_driver *d, CUstream s,
   m->lengths = upload(d, s, h->lengths, n * sizeof *h->lengths,
                       (n + 1) * sizeof *h->lengths);
   m->ids = id_bytes ? upload(d, s, h->ids, id_bytes, id_bytes) : 0;
-  if (m->plan && m->flags && m->offsets && m->lengths && (m->ids || !id_bytes))
+  m->stages = h->stages ? upload_stages(d, s, p, h->stages, h->K) : 0;
+  if (m->plan && m->flags && m->offsets && m->lengths &&
+      (m->ids || !id_bytes) && (m->stages || !h->stages))
     return 0;
   ibp__device_memory_free(d, m);
   return -1;
@@ -252,6 +274,7 @@ static int plan(const ibp_driver *d, int dev, CUfunction fn,
       .plan = (const uint8_t *)(uintptr_t)m->plan,
       .plan_stages = m->plan_stages,
       .cluster_ids = (const uint32_t *)(uintptr_t)m->ids,
+      .stages = (const ibp_kernel_stage *)(uintptr_t)m->stages,
       .clusters = h->K,
       .tensors = bytes / p->tensor_bytes,
       .length = bytes,
@@ -352,6 +375,13 @@ typedef struct selftest_mem {
   ibp_device_memory m;
 } selftest_mem;
 
+/* A vector compressed on the CPU: the kernel must give orig back. */
+typedef struct selftest_vector {
+  const ibp_params *p; /* K pairs */
+  const ibp_stage *st; /* their stages, or NULL */
+  uint32_t K;
+} selftest_vector;
+
 static int selftest_compare(const ibp_driver *d, CUstream s,
                             const ibp_device_slot *rd, const selftest_mem *t,
                             uint64_t off, uint64_t len) {
@@ -363,36 +393,118 @@ static int selftest_compare(const ibp_driver *d, CUstream s,
              : -1;
 }
 
-static int selftest_run(const ibp_driver *d, CUstream s, int dev, CUfunction fn,
-                        selftest_mem *t) {
-  ibp_params p[ST_K] = {{0}};
+/* Compresses t->orig (ST_BYTES) with v, uploads it and runs the kernel
+ * over all of it and over a range with partial tensors. */
+static int selftest_decode(const ibp_driver *d, CUstream s, int dev,
+                           CUfunction fn, selftest_mem *t,
+                           const selftest_vector *v) {
   uint8_t flags[ST_N / 8 + 1], ids[4] = {0};
   uint64_t offsets[ST_N + 1];
   uint32_t lengths[ST_N];
   ibp_device_slot rd;
-  ibp_region reg = {p, t->slots, ST_BYTES, flags};
-  selftest_data(t->orig);
-  int ok = selftest_params(p) == 0 &&
-           ibp_compress_region_clustered(p, ST_K, t->orig, ST_BYTES, t->slots,
-                                         flags, ids, 1, NULL) == IBP_OK;
-  /* the shadow has room for every tensor stored compressed */
-  ok = ok &&
-       ibp_region_pack_offsets_clustered(&reg, ids, ST_K, offsets) == IBP_OK &&
-       ibp_region_pack(&reg, offsets, t->shadow) == IBP_OK;
+  ibp_region reg = {v->p, t->slots, ST_BYTES, flags};
+  int ok =
+      ibp_compress_region_staged(v->p, v->st, v->K, t->orig, ST_BYTES, t->slots,
+                                 flags, ids, 1, NULL) == IBP_OK &&
+      ibp_region_pack_offsets_staged(&reg, ids, v->K, v->st, offsets) ==
+          IBP_OK &&
+      /* the shadow has room for every tensor stored compressed */
+      ibp_region_pack(&reg, offsets, t->shadow) == IBP_OK;
   for (unsigned i = 0; ok && i < ST_N; i++)
     lengths[i] = (uint32_t)(offsets[i + 1] - offsets[i]);
-  const host_metadata h = {p, ST_K, ids, flags, offsets, lengths, ST_BYTES};
+  const host_metadata h = {.params = v->p,
+                           .stages = v->st,
+                           .K = v->K,
+                           .ids = ids,
+                           .flags = flags,
+                           .offsets = offsets,
+                           .lengths = lengths,
+                           .bytes = ST_BYTES};
   ok = ok && upload_metadata(d, s, &h, &t->m) == 0;
   ok = ok && plan(d, dev, fn, &h, &t->m, t->shadow, t->orig, NULL, &rd) == 0;
-  ok = ok && selftest_compare(d, s, &rd, t, 0, ST_BYTES) == 0 &&
-       selftest_compare(d, s, &rd, t, 333, 3000) == 0;
-  for (uint32_t k = 0; k < ST_K; k++)
-    ibp_params_free(&p[k]);
-  return ok ? 0 : -1;
+  return ok && selftest_compare(d, s, &rd, t, 0, ST_BYTES) == 0 &&
+                 selftest_compare(d, s, &rd, t, 333, 3000) == 0
+             ? 0
+             : -1;
 }
 
+static int selftest_run(const ibp_driver *d, CUstream s, int dev, CUfunction fn,
+                        selftest_mem *t) {
+  ibp_params p[ST_K] = {{0}};
+  selftest_data(t->orig);
+  const selftest_vector v = {p, NULL, ST_K};
+  int rc = selftest_params(p) == 0 ? selftest_decode(d, s, dev, fn, t, &v) : -1;
+  for (uint32_t k = 0; k < ST_K; k++)
+    ibp_params_free(&p[k]);
+  return rc;
+}
+
+/* The exponent stage's vector (docs/FORMAT.md §9), of the same geometry:
+ * bf16 values whose sign+exponent vary (codes of several lengths; two
+ * exponents too rare for a code of their own, sent as the escape + raw
+ * field), 16 values per segment (segment lengths in use), two clusters --
+ * a Mask of the field alone (a stream without its bitmap) and one that
+ * also takes the mantissas' low 4 bits (with its bitmap), tensors suiting
+ * either in turn --, an incompressible tensor, a raw tail. */
+#define ST_SEGMENT_LOG2 4u
+
+static void stage_selftest_data(uint8_t *data) {
+  uint32_t x = 0x7f4a7c15u;
+  for (unsigned i = 0; i < ST_BYTES / 2; i++) {
+    x = x * 1664525u + 1013904223u;
+    const unsigned t = i / (ST_R / 2);
+    uint32_t e = 124 + (x >> 30) - ((x >> 27) & 1u); /* 123 .. 127 */
+    if (i == 77 || i == 1300)
+      e = 3; /* rare: the escape */
+    uint32_t mantissa = (x >> 9) & 0x7Fu;
+    if (t % 2)
+      mantissa &= 0x70u; /* cluster 1's tensors */
+    uint32_t v = (x >> 31) << 15 | e << 7 | mantissa;
+    if (t == 5)
+      v = x >> 16; /* incompressible */
+    data[2 * i] = (uint8_t)v;
+    data[2 * i + 1] = (uint8_t)(v >> 8);
+  }
+}
+
+static int stage_selftest_params(ibp_params *p, ibp_stage *st,
+                                 const uint8_t *data) {
+  uint8_t mask[ST_R], bitval[ST_R] = {0};
+  for (uint32_t k = 0; k < ST_K; k++) {
+    for (unsigned b = 0; b < ST_R; b++)
+      mask[b] = b % 2 ? 0xFF : k ? 0x8F : 0x80; /* the field (+ 4 bits) */
+    if (ibp_params_from_masks(ST_R, 2, mask, bitval, &p[k]) != IBP_OK)
+      return -1;
+  }
+  if (ibp_stage_learn(p, ST_K, IBP_STAGE_EXP, IBP_DTYPE_BF16, data, ST_N, 0, 1,
+                      st) != IBP_OK)
+    return -1;
+  for (uint32_t k = 0; k < ST_K; k++)
+    st[k].segment_log2 = ST_SEGMENT_LOG2;
+  return 0;
+}
+
+static int stage_selftest_run(const ibp_driver *d, CUstream s, int dev,
+                              CUfunction fn, selftest_mem *t) {
+  ibp_params p[ST_K] = {{0}};
+  ibp_stage *st = calloc(ST_K, sizeof *st); /* ~12 KiB each */
+  stage_selftest_data(t->orig);
+  const selftest_vector v = {p, st, ST_K};
+  int rc = st && stage_selftest_params(p, st, t->orig) == 0
+               ? selftest_decode(d, s, dev, fn, t, &v)
+               : -1;
+  for (uint32_t k = 0; k < ST_K; k++)
+    ibp_params_free(&p[k]);
+  free(st);
+  return rc;
+}
+
+typedef int (*selftest_fn)(const ibp_driver *d, CUstream s, int dev,
+                           CUfunction fn, selftest_mem *t);
+
+/* Runs one vector in device memory of its own; 0 when the bytes match. */
 static int device_selftest(const ibp_driver *d, CUstream s, int dev,
-                           CUfunction fn) {
+                           CUfunction fn, selftest_fn run) {
   selftest_mem t = {0};
   int rc = -1;
   void *o = NULL, *sh = NULL;
@@ -405,7 +517,7 @@ static int device_selftest(const ibp_driver *d, CUstream s, int dev,
       d->cuMemAlloc(&t.dst, ST_BYTES) == CUDA_SUCCESS) {
     t.orig = o;
     t.shadow = sh;
-    rc = selftest_run(d, s, dev, fn, &t);
+    rc = run(d, s, dev, fn, &t);
   }
   ibp__device_memory_free(d, &t.m);
   if (t.dst)
@@ -416,12 +528,37 @@ static int device_selftest(const ibp_driver *d, CUstream s, int dev,
     d->cuMemFreeHost(o);
   free(t.back);
   free(t.slots);
-  if (rc != 0)
-    ibp__warn_first(&warned,
-                    "device %d: the decompress self-test failed; "
-                    "libibp passes every copy through on it",
-                    dev);
   return rc;
+}
+
+/* The self-tests a region needs on dev (the stage's when it has stages),
+ * each run once per device; 0 when they passed. */
+static int selftests_pass(const ibp_driver *d, CUstream s, int dev,
+                          CUfunction fn, const ibp_region_rec *r, int staged) {
+  static int stage_warned;
+  if (selftest[dev] == 0) {
+    selftest[dev] = device_selftest(d, s, dev, fn, selftest_run) == 0 ? 1 : -1;
+    if (selftest[dev] < 0)
+      ibp__warn_first(&warned,
+                      "device %d: the decompress self-test failed; "
+                      "libibp passes every copy through on it",
+                      dev);
+  }
+  if (selftest[dev] < 0)
+    return -1;
+  if (!staged)
+    return 0;
+  if (stage_selftest[dev] == 0)
+    stage_selftest[dev] =
+        device_selftest(d, s, dev, fn, stage_selftest_run) == 0 ? 1 : -1;
+  if (stage_selftest[dev] < 0) {
+    ibp__warn_first(&stage_warned,
+                    "region '%s': the exponent stage's self-test failed on "
+                    "device %d; regions stored with it pass through there",
+                    r->name, dev);
+    return -1;
+  }
+  return 0;
 }
 
 /* ---- regions ------------------------------------------------------------- */
@@ -442,14 +579,17 @@ int ibp__device_setup(ibp_region_rec *r, int dev, CUstream s) {
     return -1;
   }
   ibp__gate_setup_device(dev);
-  if (selftest[dev] == 0)
-    selftest[dev] = device_selftest(d, s, dev, fn) == 0 ? 1 : -1;
-  if (selftest[dev] < 0)
+  if (selftests_pass(d, s, dev, fn, r, l->stages != NULL) != 0)
     return -1;
   ibp_device_memory m = {0};
-  const host_metadata h = {
-      l->clusters.params, l->clusters.count, l->ids,  l->flags,
-      l->offsets,         l->lengths,        r->bytes};
+  const host_metadata h = {.params = l->clusters.params,
+                           .stages = l->stages,
+                           .K = l->clusters.count,
+                           .ids = l->ids,
+                           .flags = l->flags,
+                           .offsets = l->offsets,
+                           .lengths = l->lengths,
+                           .bytes = r->bytes};
   if (upload_metadata(d, s, &h, &m) != 0) {
     ibp__warn_first(&warned,
                     "region '%s': cannot upload its metadata to "
@@ -487,6 +627,7 @@ void ibp__device_after_fork_child(void) {
   memset(kernel, 0, sizeof kernel);
   library_tried = 0;
   memset(selftest, 0, sizeof selftest);
+  memset(stage_selftest, 0, sizeof stage_selftest);
   memset(functions, 0, sizeof functions);
   pthread_mutex_init(&functions_lock, NULL);
   load_failed = 0;

@@ -42,12 +42,23 @@ static int all_zero(const uint8_t *t, uint32_t R) {
 }
 
 uint32_t ibp__pack_best(const ibp_pack *p, const uint8_t *tensor,
-                        size_t *stored) {
+                        uint8_t *scratch, size_t *stored) {
+  if (p->stages && (p->clusters > 1 || stored))
+    return ibp_cluster_best_staged(p->params, p->stages, p->clusters, tensor,
+                                   scratch, stored);
   if (p->clusters > 1)
     return ibp_cluster_best(p->params, p->clusters, tensor, stored);
   if (stored)
     *stored = ibp_compressed_size(p->params, tensor);
   return 0;
+}
+
+size_t ibp__pack_compress(const ibp_pack *p, uint32_t id, const uint8_t *tensor,
+                          uint8_t *out, uint8_t *scratch, int *compressed) {
+  if (p->stages)
+    return ibp_compress_tensor_staged_with(&p->params[id], &p->stages[id],
+                                           tensor, out, scratch, compressed);
+  return ibp_compress_tensor(&p->params[id], tensor, out, compressed);
 }
 
 void ibp__pack_put_id(uint8_t *ids, uint32_t k, uint64_t i, uint32_t id) {
@@ -64,13 +75,17 @@ uint64_t ibp__pack_estimate(const ibp_pack *p, uint64_t *zero_tensors) {
   uint64_t k = ESTIMATE_BYTES / R;
   k = k < 1 ? 1 : k > p->n ? p->n : k;
   uint64_t packed = 0, zero = 0;
+  uint8_t *scratch = malloc(R);
+  if (!scratch)
+    return p->n * R; /* (the caller's allocation fails the same way) */
   for (uint64_t s = 0; s < k; s++) {
     const uint8_t *t = p->data + (s * p->n / k) * R;
     size_t len = 0;
-    ibp__pack_best(p, t, &len);
+    ibp__pack_best(p, t, scratch, &len);
     packed += len < R ? len : 0;
     zero += (uint64_t)all_zero(t, R);
   }
+  free(scratch);
   if (zero_tensors)
     *zero_tensors = k ? zero * p->n / k : 0;
   return k ? (uint64_t)((long double)packed * p->n / k) : 0;
@@ -79,11 +94,15 @@ uint64_t ibp__pack_estimate(const ibp_pack *p, uint64_t *zero_tensors) {
 uint64_t ibp__pack_exact(const ibp_pack *p) {
   const uint32_t R = p->params->tensor_bytes;
   uint64_t packed = 0;
+  uint8_t *scratch = malloc(R);
+  if (!scratch)
+    return p->n * R;
   for (uint64_t i = 0; i < p->n; i++) {
     size_t len = 0;
-    ibp__pack_best(p, p->data + i * R, &len);
+    ibp__pack_best(p, p->data + i * R, scratch, &len);
     packed += len < R ? len : 0;
   }
+  free(scratch);
   return packed;
 }
 
@@ -93,8 +112,9 @@ typedef struct job {
   uint64_t i0, i1;
   uint8_t *stage; /* its streams back to back */
   size_t stage_cap;
-  uint64_t used; /* bytes of stage */
-  uint64_t base; /* where they go in the shadow, or NONE */
+  uint8_t *scratch; /* R bytes (the exponent stage's stripped tensor) */
+  uint64_t used;    /* bytes of stage */
+  uint64_t base;    /* where they go in the shadow, or NONE */
   uint64_t compressed, zero;
 } job;
 
@@ -106,8 +126,10 @@ static void compress_part(job *j) {
     const uint8_t *t = p->data + i * R;
     int c = 0;
     /* one pair: no need to measure before compressing */
-    const uint32_t id = p->clusters > 1 ? ibp__pack_best(p, t, NULL) : 0;
-    size_t len = ibp_compress_tensor(&p->params[id], t, j->stage + j->used, &c);
+    const uint32_t id =
+        p->clusters > 1 ? ibp__pack_best(p, t, j->scratch, NULL) : 0;
+    size_t len =
+        ibp__pack_compress(p, id, t, j->stage + j->used, j->scratch, &c);
     ibp__pack_put_id(p->ids, p->clusters, i, id);
     p->lengths[i] = c ? (uint32_t)len : 0;
     j->used += c ? len : 0;
@@ -234,7 +256,8 @@ int ibp__pack_fill(ibp_pack *p) {
   for (unsigned k = 0; k < t && rc == 0; k++) {
     jobs[k].stage = malloc(part);
     jobs[k].stage_cap = part;
-    rc = jobs[k].stage ? 0 : -1;
+    jobs[k].scratch = malloc(R);
+    rc = jobs[k].stage && jobs[k].scratch ? 0 : -1;
   }
   lower_priority_once();
   p->packed_bytes = 0;
@@ -252,7 +275,9 @@ int ibp__pack_fill(ibp_pack *p) {
     rc = publish(p, c0, c1);
   }
   p->offsets[p->n] = p->packed_bytes;
-  for (unsigned k = 0; k < t; k++)
+  for (unsigned k = 0; k < t; k++) {
     free(jobs[k].stage);
+    free(jobs[k].scratch);
+  }
   return rc;
 }

@@ -26,10 +26,13 @@
 #include <stdint.h>
 
 #include "ibp/codec.h"
+#include "ibp/stage.h"
 
 typedef struct ibp_pack {
   const ibp_params *params; /* `clusters` pairs (docs/FORMAT.md §4) */
   uint32_t clusters;        /* K >= 1 (0 counts as 1) */
+  const ibp_stage *stages;  /* K exponent stages fitting the pairs
+                               (docs/FORMAT.md §9), or NULL: IBP alone */
   uint8_t *ids;             /* K > 1: each tensor's cluster id is written here
                                (ibp_cluster_id_bytes(K, n) bytes, zero); NULL: K = 1 */
   const uint8_t *data;      /* the region: n tensors of R bytes */
@@ -65,10 +68,17 @@ unsigned ibp__pack_threads(void);
  * NULL): the estimated number of all-zero tensors. */
 uint64_t ibp__pack_estimate(const ibp_pack *p, uint64_t *zero_tensors);
 
-/* Tensor i's stored size under p's pairs, and the id of the pair that
- * gives it (ibp_cluster_best; 0 when K = 1, without measuring). */
+/* Tensor i's stored size under p's pairs (and stages), and the id of the
+ * pair that gives it (ibp_cluster_best_staged; 0 when K = 1, without
+ * measuring when stored is NULL).  scratch: R bytes, used with stages. */
 uint32_t ibp__pack_best(const ibp_pack *p, const uint8_t *tensor,
-                        size_t *stored);
+                        uint8_t *scratch, size_t *stored);
+
+/* Compresses tensor with pair (and stage) id into out (R bytes); returns
+ * its length, *compressed 1 when it is a stream (< R bytes).  scratch as
+ * above. */
+size_t ibp__pack_compress(const ibp_pack *p, uint32_t id, const uint8_t *tensor,
+                          uint8_t *out, uint8_t *scratch, int *compressed);
 
 /* Writes tensor i's cluster id into ids (K > 1): ibp_cluster_id_bits(K)
  * bits at i * bits (docs/FORMAT.md §4).  Threads writing tensors of

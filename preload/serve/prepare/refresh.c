@@ -145,12 +145,13 @@ static uint64_t rewrite(ibp_region_rec *r, ibp_served_region *s, uint64_t w,
     uint64_t i = w * 32 + (uint64_t)__builtin_ctz(b);
     const uint8_t *t = (const uint8_t *)r->base + i * R;
     const uint32_t K = l->clusters.count;
-    /* the tensor's best cluster now, which its new bytes may have changed */
-    const uint32_t id =
-        K > 1 ? ibp_cluster_best(l->clusters.params, K, t, NULL) : 0;
+    /* the tensor's best cluster now, which its new bytes may have changed,
+     * and its stream as the fill writes it (pack.c: its stage too) */
+    const ibp_pack pk = {
+        .params = l->clusters.params, .clusters = K, .stages = l->stages};
+    const uint32_t id = K > 1 ? ibp__pack_best(&pk, t, tmp + R + 16, NULL) : 0;
     int compressed = 0;
-    size_t len =
-        ibp_compress_tensor(&l->clusters.params[id], t, tmp, &compressed);
+    size_t len = ibp__pack_compress(&pk, id, t, tmp, tmp + R + 16, &compressed);
     if (compressed && place(s, i, len)) {
       memcpy((uint8_t *)l->shadow + l->offsets[i], tmp, len);
       l->lengths[i] = (uint32_t)len;
@@ -237,7 +238,8 @@ void ibp__refresh_region(ibp_region_rec *r) {
   const int tracked =
       r->rule.track == IBP_TRACK_PROTECT || ibp__compact_active(s);
   uint32_t *set = calloc(words ? words : 1, sizeof *set);
-  uint8_t *tmp = malloc((size_t)s->geometry.tensor_bytes + 16);
+  /* a stream (R + 16 bytes) and a scratch tensor (pack.h) */
+  uint8_t *tmp = malloc(2 * (size_t)s->geometry.tensor_bytes + 16);
   uint64_t count = 0;
   /* a region being released (pinned_released waits for this job) or
    * demoted is left alone */

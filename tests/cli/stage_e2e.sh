@@ -1,0 +1,76 @@
+# libibp serving a whole-region copy of bf16 data sets stored with the
+# exponent stage (docs/FORMAT.md §9; issue T): for each data set, `ibp
+# analyze` (--clusters 1, as the rule) must pick the stage, and on each
+# route forced (IBP_FORCE_ROUTE=zerocopy, staged, batched) the region must be
+# prepared with the stage, its one copy served on that route, the bytes over
+# PCIe (bytes_read_pcie) within 1 % of analyze's stored bytes with the stage,
+# and the device's bytes those of the run with libibp disabled (and of the
+# file).
+#   sh stage_e2e.sh IBP - WORKDIR PRELOAD SIMDIR KERNEL_PROFILE PROG DATADIR
+# KERNEL_PROFILE: tests/preload/kernel_path.profile (the gate serves with
+# the kernel).  Skipped (77) without libibp.so, the simulated driver or the
+# data sets (bench/data/build.sh).
+. "$(dirname "$0")/common.sh"
+PRELOAD=$4
+SIMDIR=$5
+KERNEL_PROFILE=$6
+PROG=$7
+DATA=$8
+SETS="cnn_f32_to_bf16:1024 glove_f32_to_bf16:200"
+for f in "$PRELOAD" "$SIMDIR/libcuda.so.1" "$PROG"; do
+  [ -e "$f" ] || { echo "skipped: $f is not built"; exit 77; }
+done
+for s in $SETS; do
+  [ -e "$DATA/${s%%:*}.bin" ] ||
+    { echo "skipped: $DATA/${s%%:*}.bin is not built (bench/data/build.sh)"; exit 77; }
+done
+export IBP_PRELOAD_LIB="$PRELOAD" IBP_SIM_LIB_DIR="$SIMDIR"
+unset IBP_REGIONS IBP_CONFIG IBP_STATS IBP_DISABLE IBP_DISCOVER IBP_PROFILE IBP_PATH IBP_FORCE_ROUTE LD_PRELOAD
+export ASAN_OPTIONS="${ASAN_OPTIONS:-}:verify_asan_link_order=0"
+
+last_json() {
+  grep -o "\"$1\": *[0-9]*" "$2" | tail -n 1 | grep -o '[0-9]*$'
+}
+
+for s in $SETS; do
+  name=${s%%:*}
+  R=${s##*:}
+  file=$DATA/$name.bin
+  run analyze "$file" --tensor-bytes "$R" --clusters 1 --json
+  expect_eq "$name: analyze exit status" "$rc" 0
+  stage=$(sed -n '/"stage": {/,/}/p' "$OUT")
+  pick=$(printf '%s\n' "$stage" | sed -nE 's/^ *"pick": "([a-z]*)".*/\1/p')
+  predicted=$(printf '%s\n' "$stage" | sed -nE 's/^ *"stored_bytes": ([0-9]*).*/\1/p')
+  expect_eq "$name: analyze's pick" "$pick" exp
+  rule="min=1M,tensor=$R,clusters=1,name=$name"
+
+  run run --sim --disable -- "$PROG" "$file" "$name.disabled"
+  expect_eq "$name disabled: exit status" "$rc" 0
+  for route in zerocopy staged batched; do
+    json=$name.$route.json
+    IBP_WAIT_READY=1 IBP_LOG=info IBP_PROFILE=$KERNEL_PROFILE \
+      IBP_FORCE_ROUTE=$route run run --sim --regions "$rule" --stats "$json" \
+      -- "$PROG" "$file" "$name.$route"
+    expect_eq "$name $route: exit status" "$rc" 0
+    expect_eq "$name $route: result" "$(cat "$OUT")" "stage_prog: ok"
+    checks=$((checks + 1))
+    cmp -s "$name.disabled" "$name.$route" ||
+      fail "$name $route: the device's bytes differ from the disabled run's"
+    checks=$((checks + 1))
+    grep -q "region '$name': .* + exponent stage, " "$ERR" ||
+      fail "$name $route: not prepared with the exponent stage: $(grep "region '$name'" "$ERR")"
+    expect_eq "$name $route: copies served" "$(last_json copies_served "$json")" 1
+    case $route in
+    staged) expect_eq "$name staged: copies staged" "$(last_json copies_staged "$json")" 1 ;;
+    batched) expect_eq "$name batched: copies batched" "$(last_json copies_batched "$json")" 1 ;;
+    esac
+    pcie=$(last_json bytes_read_pcie "$json")
+    echo "$name $route: $pcie bytes over PCIe, ibp analyze predicts $predicted" \
+      "($(awk "BEGIN { printf \"%+.4f%%\", 100 * (${pcie:-0} / ${predicted:-1} - 1) }"))"
+    expect_true "$name $route: PCIe bytes ${pcie:-none} within 1 % of ${predicted:-none}" \
+      "${pcie:-0} >= 0.99 * ${predicted:-0} && ${pcie:-0} <= 1.01 * ${predicted:-0} && ${pcie:-0} > 0"
+    rm -f "$name.$route" "$json"
+  done
+  rm -f "$name.disabled"
+done
+finish
