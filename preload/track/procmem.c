@@ -38,9 +38,7 @@
 #define PROC_MAGIC 0x9fa0 /* PROC_SUPER_MAGIC */
 
 static _Atomic uint64_t marked[PROCMEM_FDS / 64];
-static struct {
-  _Atomic uint64_t dev, ino;
-} ids[PROCMEM_FDS];
+static struct { _Atomic uint64_t dev, ino; } ids[PROCMEM_FDS];
 
 static int named_mem(const char *path) {
   size_t n = path ? strlen(path) : 0;

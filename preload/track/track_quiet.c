@@ -40,8 +40,8 @@
  * made during the move (0.3 to tens of milliseconds), fails with EFAULT
  * as under the mprotect tracker.  A write through /proc/self/mem that the
  * hooks announce (procmem.c) waits under `lock` for a move under way, then
- * lifts its pages (ibp__quiet_kwrite_begin).  A move that fails part way leaves the
- * region scanning, or, when it cannot be registered again, counted as
+ * lifts its pages (ibp__quiet_kwrite_begin).  A move that fails part way leaves
+ * the region scanning, or, when it cannot be registered again, counted as
  * written throughout (as a remapped region is).
  *
  * Only regions whose base is page-aligned move, and only while no other
@@ -249,9 +249,8 @@ void ibp__quiet_kwrite_end(void) {
 
 int ibp__quiet_reprotect(ibp_tracked *t) {
   pthread_mutex_lock(&lock);
-  int rc = atomic_load(&t->mode) != IBP_TRACK_FAULTING
-               ? ibp__uffd_reprotect(t)
-           : atomic_load(&unwaitable) ? -1 /* try later */
+  int rc = atomic_load(&t->mode) != IBP_TRACK_FAULTING ? ibp__uffd_reprotect(t)
+           : atomic_load(&unwaitable)                  ? -1 /* try later */
                                       : ibp__syncwp_reprotect(t);
   /* a refresh follows writes: no move until it is well over */
   atomic_store(&t->last_write_ns, ibp__real_ns());

@@ -71,9 +71,9 @@ static int quiet_possible(void) {
   if (pm < 0)
     return 0;
   unsigned long long a[12] = {sizeof a}; /* size, then an empty range */
-  int ok = syscall(SYS_ioctl, pm, _IOWR('f', 16, unsigned long long[12]), a) >=
-               0 ||
-           errno != ENOTTY;
+  int ok =
+      syscall(SYS_ioctl, pm, _IOWR('f', 16, unsigned long long[12]), a) >= 0 ||
+      errno != ENOTTY;
   close(pm);
   return ok;
 }
@@ -85,7 +85,9 @@ static e2e_batch batch;
 static int scanning_run;
 static unsigned char *dev;
 
-static void settle(void) { usleep(QUIET_SLEEP_MS * 1000); }
+static void settle(void) {
+  usleep(QUIET_SLEEP_MS * 1000);
+}
 
 /* Copies [off, off+len) of the region and checks the bytes; `what` may
  * make tracking system calls only in the scanning run. */
@@ -137,8 +139,12 @@ static void from_file(size_t off, size_t len, int raw) {
   free(b);
 }
 
-static void by_read(size_t off, size_t len) { from_file(off, len, 0); }
-static void by_raw_read(size_t off, size_t len) { from_file(off, len, 1); }
+static void by_read(size_t off, size_t len) {
+  from_file(off, len, 0);
+}
+static void by_raw_read(size_t off, size_t len) {
+  from_file(off, len, 1);
+}
 
 static void by_dtoh(size_t off, size_t len) {
   E2E_CK(cudaMemset(dev, 0x5a, len));
