@@ -63,8 +63,12 @@ void ibp__batch_time_begin(ibp_batch_timed *t, int dev, CUcontext ctx,
   ibp__route_batched_split(p, &t->g, copies, t->own_call, &cpu, &gpu);
   const double calls = 1e3 * (p->driver_copy_call_us +
                               p->driver_launch_call_us + p->driver_call_us);
-  const ibp_route_cost model = {
-      .cpu_ns = calls, .gpu_ns = gpu * (copies ? copies : 1), .serial = 1};
+  const ibp_route_cost model = {.cpu_ns = calls,
+                                .gpu_ns = gpu * (copies ? copies : 1),
+                                .serial = 1,
+                                .copies = copies};
+  /* an exploration's excess is over the choice for as many copies */
+  t->choice.choice_ns *= copies ? copies : 1;
   /* one query per timed batch (never per copy): whether the span starts
    * with the calls (an idle stream) or with the work before it */
   const int idle = ibp__stream_idle(stream);

@@ -58,17 +58,30 @@ void ibp__choose_class_init(ibp_choose_class *k,
   k->pause_ns = IBP_CHOOSE_PAUSE_NS;
 }
 
+/* Whether launches of a and b copies (0: one) are alike: within
+ * IBP_CHOOSE_LIKE of each other.  A batch of one copy measures mostly a
+ * launch's fixed costs, a batch of 64 mostly the link: under a link a third
+ * as fast, kv_blocks' batches of one measured their model (1.0) and its
+ * batches of 64 three times it, and the smallest of the two was believed
+ * (a100-pcie4, 0.94 of the driver's time). */
+static int alike(uint32_t a, uint32_t b) {
+  const double x = a ? a : 1, y = b ? b : 1;
+  return x <= IBP_CHOOSE_LIKE * y && y <= IBP_CHOOSE_LIKE * x;
+}
+
 /* The smallest of route q's cpu (which = 0) or gpu ratios among its
- * samples read since now_ns - IBP_CHOOSE_AGE_NS; *fresh: how many. */
-static double fresh_ratio(const ibp_choose_route *q, int which, double now_ns,
-                          uint32_t *fresh) {
+ * samples read since now_ns - IBP_CHOOSE_AGE_NS of launches alike a launch
+ * of `copies`; *fresh: how many. */
+static double fresh_ratio(const ibp_choose_route *q, int which, uint32_t copies,
+                          double now_ns, uint32_t *fresh) {
   const uint32_t n =
       q->samples < IBP_CHOOSE_WINDOW ? q->samples : IBP_CHOOSE_WINDOW;
   const double *seen = which ? q->gpu_seen : q->cpu_seen;
   double m = 0;
   *fresh = 0;
   for (uint32_t i = 0; i < n; i++) {
-    if (q->seen_ns[i] < now_ns - IBP_CHOOSE_AGE_NS)
+    if (q->seen_ns[i] < now_ns - IBP_CHOOSE_AGE_NS ||
+        !alike(q->seen_copies[i], copies))
       continue;
     m = !*fresh || seen[i] < m ? seen[i] : m;
     ++*fresh;
@@ -78,9 +91,10 @@ static double fresh_ratio(const ibp_choose_route *q, int which, double now_ns,
 
 /* A measured ratio as the estimate uses it: 1 until measured enough, and
  * within the dead band. */
-static double used(const ibp_choose_route *q, int which, double now_ns) {
+static double used(const ibp_choose_route *q, int which, uint32_t copies,
+                   double now_ns) {
   uint32_t fresh;
-  const double ratio = fresh_ratio(q, which, now_ns, &fresh);
+  const double ratio = fresh_ratio(q, which, copies, now_ns, &fresh);
   if (fresh < IBP_CHOOSE_MIN_SAMPLES)
     return 1.0;
   if (ratio > 1.0 - IBP_CHOOSE_DEAD_BAND && ratio < 1.0 + IBP_CHOOSE_DEAD_BAND)
@@ -88,22 +102,25 @@ static double used(const ibp_choose_route *q, int which, double now_ns) {
   return ratio;
 }
 
-/* Route q's timed copies not yet aged at now_ns. */
-static uint32_t fresh_count(const ibp_choose_route *q, double now_ns) {
+/* Route q's timed launches alike one of `copies`, not yet aged at
+ * now_ns. */
+static uint32_t fresh_count(const ibp_choose_route *q, uint32_t copies,
+                            double now_ns) {
   uint32_t fresh;
-  (void)fresh_ratio(q, 0, now_ns, &fresh);
+  (void)fresh_ratio(q, 0, copies, now_ns, &fresh);
   return fresh;
 }
 
-/* Whether route q has enough fresh timed copies to be judged. */
-static int judged(const ibp_choose_route *q, double now_ns) {
-  return fresh_count(q, now_ns) >= IBP_CHOOSE_MIN_SAMPLES;
+/* Whether route q has enough fresh timed launches alike one of `copies` to
+ * be judged. */
+static int judged(const ibp_choose_route *q, uint32_t copies, double now_ns) {
+  return fresh_count(q, copies, now_ns) >= IBP_CHOOSE_MIN_SAMPLES;
 }
 
-void ibp__choose_ratios(const ibp_choose_class *k, ibp_route r, double now_ns,
-                        double *cpu, double *gpu) {
-  *cpu = used(&k->route[r], 0, now_ns);
-  *gpu = used(&k->route[r], 1, now_ns);
+void ibp__choose_ratios(const ibp_choose_class *k, ibp_route r, uint32_t copies,
+                        double now_ns, double *cpu, double *gpu) {
+  *cpu = used(&k->route[r], 0, copies, now_ns);
+  *gpu = used(&k->route[r], 1, copies, now_ns);
 }
 
 /* Route q's whole-span ratio as the estimate uses it (1 until measured
@@ -128,7 +145,7 @@ static double whole(const ibp_choose_route *q, double now_ns) {
 double ibp__choose_estimate(const ibp_choose_class *k, ibp_route r,
                             const ibp_route_cost *c, double now_ns) {
   double cr, gr;
-  ibp__choose_ratios(k, r, now_ns, &cr, &gr);
+  ibp__choose_ratios(k, r, c->copies, now_ns, &cr, &gr);
   const double cpu = c->cpu_ns * cr,
                gpu = ibp__choose_gpu_ns(c, gr) * whole(&k->route[r], now_ns);
   return c->serial ? cpu + gpu : max2(cpu, gpu);
@@ -146,16 +163,20 @@ static ibp_route smallest(const double est[IBP_ROUTES]) {
 
 /* Whether what the class measured of route r moves its estimate off the
  * prior (enough timed copies, a ratio outside the dead band). */
-static int corrected(const ibp_choose_route *q, double now_ns) {
-  return used(q, 0, now_ns) != 1.0 || used(q, 1, now_ns) != 1.0;
+static int corrected(const ibp_choose_route *q, uint32_t copies,
+                     double now_ns) {
+  return used(q, 0, copies, now_ns) != 1.0 || used(q, 1, copies, now_ns) != 1.0;
 }
 
 /* Whether the class's measurements moved either route off its prior: only
  * then does the last choice stay while nearly as good (hysteresis) --
  * where the model stands, each copy takes the model's choice for it (its
  * prior varies from copy to copy: a stream busy or not). */
-static int measured(const ibp_choose_class *k, int a, int b, double now_ns) {
-  return corrected(&k->route[a], now_ns) || corrected(&k->route[b], now_ns);
+static int measured(const ibp_choose_class *k,
+                    const ibp_route_cost prior[IBP_ROUTES], int a, int b,
+                    double now_ns) {
+  return corrected(&k->route[a], prior[a].copies, now_ns) ||
+         corrected(&k->route[b], prior[b].copies, now_ns);
 }
 
 /* The alternative to explore: an open route other than `go` that may be
@@ -169,9 +190,9 @@ static int candidate(const ibp_choose_class *k, const double est[IBP_ROUTES],
         k->route[r].pending || !(timable >> r & 1))
       continue;
     /* unmeasured before measured, and among those a guessed prior first */
-    const int rank = judged(&k->route[r], now_ns) ? 2
-                     : prior[r].guessed           ? 0
-                                                  : 1;
+    const int rank = judged(&k->route[r], prior[r].copies, now_ns) ? 2
+                     : prior[r].guessed                            ? 0
+                                                                   : 1;
     if (pick < 0 ||
         (rank != pick_rank ? rank < pick_rank : est[r] < est[pick])) {
       pick = r;
@@ -224,9 +245,9 @@ static void inherit(const ibp_choose_class *k,
   double cr = 1.0, gr = 1.0, dcr = 1.0, dgr = 1.0;
   for (int r = 0; r < IBP_ROUTES; r++) {
     double c, g;
-    if (est[r] <= 0 || !judged(&k->route[r], now_ns))
+    if (est[r] <= 0 || !judged(&k->route[r], prior[r].copies, now_ns))
       continue;
-    ibp__choose_ratios(k, (ibp_route)r, now_ns, &c, &g);
+    ibp__choose_ratios(k, (ibp_route)r, prior[r].copies, now_ns, &c, &g);
     cr = c > cr ? c : cr;
     gr = g > gr ? g : gr;
     if (prior[r].engine) {
@@ -234,15 +255,15 @@ static void inherit(const ibp_choose_class *k,
       dgr = g > dgr ? g : dgr;
     }
   }
-  if (k->calls && judged(k->calls, now_ns)) { /* any class's calls */
-    const double c = used(k->calls, 0, now_ns);
+  if (k->calls && judged(k->calls, 0, now_ns)) { /* any class's calls */
+    const double c = used(k->calls, 0, 0, now_ns);
     dcr = c > dcr ? c : dcr;
     cr = c > cr ? c : cr;
   }
   for (int r = 0; r < IBP_ROUTES; r++) {
     const ibp_route_cost *c = &prior[r];
     const int own = timable >> r & 1;
-    if (est[r] <= 0 || judged(&k->route[r], now_ns))
+    if (est[r] <= 0 || judged(&k->route[r], c->copies, now_ns))
       continue;
     const double ci = own ? dcr : cr, gi = own ? dgr : gr;
     est[r] = scaled(c, ci, gi) + 1e-9;
@@ -285,7 +306,7 @@ ibp_route ibp__choose_decide(ibp_choose_class *k,
   const int last = k->last;
   if (last >= 0 && last != (int)go && est[last] > 0 &&
       est[last] <= est[go] * (1.0 + IBP_CHOOSE_HYSTERESIS) &&
-      measured(k, last, go, now_ns))
+      measured(k, prior, last, go, now_ns))
     go = (ibp_route)last;
   /* credit: a share of this copy's estimated time each */
   double explore_credit =
@@ -308,7 +329,9 @@ ibp_route ibp__choose_decide(ibp_choose_class *k,
                             ? own[alt] * prior[alt].once_ns / model[alt]
                             : own[alt];
     cost = max2(0, once - est[go]) + timing_ns +
-           (judged(&k->route[alt], now_ns) ? 0 : IBP_CHOOSE_UNMEASURED * once);
+           (judged(&k->route[alt], prior[alt].copies, now_ns)
+                ? 0
+                : IBP_CHOOSE_UNMEASURED * once);
     /* saved up for a few explorations at most (while every alternative
      * waits: as many as the last one) */
     cap = IBP_CHOOSE_EXPLORE_CREDIT_MAX * cost;
@@ -323,7 +346,8 @@ ibp_route ibp__choose_decide(ibp_choose_class *k,
   } else if ((timable >> go & 1) && timing_credit >= timing_ns) {
     out->timed = 1;
     timing_credit -= timing_ns;
-  } else if ((timable >> go & 1) && !judged(&k->route[go], now_ns) &&
+  } else if ((timable >> go & 1) &&
+             !judged(&k->route[go], prior[go].copies, now_ns) &&
              k->copies >= k->unjudged_next) {
     /* a choice the class has not measured (yet, or any more: its
      * samples aged) is a bet on its prior: timed whatever the credit --
@@ -358,9 +382,9 @@ static double bounded(double r) {
   return r > RATIO_MAX ? RATIO_MAX : r < 1.0 / RATIO_MAX ? 1.0 / RATIO_MAX : r;
 }
 
-void ibp__choose_learn(ibp_choose_class *k, ibp_route r, double cpu_ns,
-                       double cpu_model_ns, double gpu_ns, double gpu_model_ns,
-                       double now_ns) {
+void ibp__choose_learn(ibp_choose_class *k, ibp_route r, uint32_t copies,
+                       double cpu_ns, double cpu_model_ns, double gpu_ns,
+                       double gpu_model_ns, double now_ns) {
   if ((unsigned)r >= IBP_ROUTES)
     return;
   ibp_choose_route *q = &k->route[r];
@@ -370,6 +394,7 @@ void ibp__choose_learn(ibp_choose_class *k, ibp_route r, double cpu_ns,
   q->cpu_seen[at] = cr;
   q->gpu_seen[at] = gr;
   q->seen_ns[at] = now_ns;
+  q->seen_copies[at] = copies;
   q->samples++;
   k->pause_ns = IBP_CHOOSE_PAUSE_NS; /* timing works again */
 }
@@ -382,6 +407,7 @@ void ibp__choose_learn_calls(ibp_choose_route *calls, double cpu_ns,
   calls->cpu_seen[at] = bounded(cpu_ns / cpu_model_ns);
   calls->gpu_seen[at] = 1.0;
   calls->seen_ns[at] = now_ns;
+  calls->seen_copies[at] = 0;
   calls->samples++;
 }
 

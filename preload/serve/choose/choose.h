@@ -130,10 +130,13 @@ typedef struct ibp_route_cost {
    * they add up. */
   double sm_ns;
   int pipelined;
-  int engine; /* gpu_ns is a copy-engine transfer alone (the driver's copy,
-                 the staged path's windows): what it measures, the link and
-                 the calls, holds for every such route (choose.c,
-                 inherit) */
+  int engine;      /* gpu_ns is a copy-engine transfer alone (the driver's copy,
+                      the staged path's windows): what it measures, the link and
+                      the calls, holds for every such route (choose.c,
+                      inherit) */
+  uint32_t copies; /* the copies one launch of it carries, as costed (a
+                      batch's; 0: one): its ratios are taken from timed
+                      launches of a like size only (choose.c, alike) */
 } ibp_route_cost;
 
 /* Route cost c's GPU time with its first stage's time scaled by gr (the
@@ -147,13 +150,17 @@ double ibp__choose_gpu_ns(const ibp_route_cost *c, double gr);
  * direction: measured dearer than modelled is believed as much as
  * cheaper. */
 #define IBP_CHOOSE_WINDOW 4
+/* Launches of copies within this factor of each other are alike: a
+ * route's ratios measured on one stand for the other (choose.c, alike). */
+#define IBP_CHOOSE_LIKE 4.0
 
 /* What is known of one route in a key (shared by the key's modes). */
 typedef struct ibp_choose_route {
   double cpu_seen[IBP_CHOOSE_WINDOW], gpu_seen[IBP_CHOOSE_WINDOW];
-  double seen_ns[IBP_CHOOSE_WINDOW]; /* when each was read */
-  uint32_t samples;                  /* timed copies */
-  uint32_t pending;                  /* explorations not yet settled */
+  double seen_ns[IBP_CHOOSE_WINDOW];       /* when each was read */
+  uint32_t seen_copies[IBP_CHOOSE_WINDOW]; /* its launch's copies */
+  uint32_t samples;                        /* timed copies */
+  uint32_t pending;                        /* explorations not yet settled */
   uint32_t wait; /* copies before it may be explored again */
   uint32_t backoff;
   uint64_t chosen;   /* copies decided for it */
@@ -211,10 +218,11 @@ void ibp__choose_routes_init(ibp_choose_route route[IBP_ROUTES]);
 void ibp__choose_class_init(ibp_choose_class *k,
                             ibp_choose_route route[IBP_ROUTES]);
 
-/* Route r's ratios at now_ns, measured over modelled (1 where too few
- * fresh timed copies or within the dead band). */
-void ibp__choose_ratios(const ibp_choose_class *k, ibp_route r, double now_ns,
-                        double *cpu, double *gpu);
+/* Route r's ratios at now_ns for launches of `copies` copies (0: one),
+ * measured over modelled on launches of a like size (1 where too few fresh
+ * timed copies or within the dead band). */
+void ibp__choose_ratios(const ibp_choose_class *k, ibp_route r, uint32_t copies,
+                        double now_ns, double *cpu, double *gpu);
 
 /* Route r's estimate for a copy whose model cost is c: c's larger term
  * (their sum when c->serial), each term scaled by what the class measured
@@ -234,12 +242,13 @@ ibp_route ibp__choose_decide(ibp_choose_class *k,
                              unsigned timable, double timing_ns, int learn,
                              int dry, double now_ns, ibp_choice *out);
 
-/* A timed copy of route r in class k, read at now_ns, took cpu_ns on the
- * calling thread and gpu_ns on the GPU, where the model said cpu_model_ns
- * and gpu_model_ns.  Folds them into the route's ratios. */
-void ibp__choose_learn(ibp_choose_class *k, ibp_route r, double cpu_ns,
-                       double cpu_model_ns, double gpu_ns, double gpu_model_ns,
-                       double now_ns);
+/* A timed launch of route r in class k carrying `copies` copies (0: one),
+ * read at now_ns, took cpu_ns on the calling thread and gpu_ns on the GPU,
+ * where the model said cpu_model_ns and gpu_model_ns.  Folds them into the
+ * route's ratios. */
+void ibp__choose_learn(ibp_choose_class *k, ibp_route r, uint32_t copies,
+                       double cpu_ns, double cpu_model_ns, double gpu_ns,
+                       double gpu_model_ns, double now_ns);
 
 /* A timed copy of a copy-engine route (ibp_route_cost.engine) took cpu_ns
  * on the calling thread where the model said cpu_model_ns: its calls'

@@ -221,7 +221,7 @@ static void read_sample(const ibp_driver *d, ibp_served_region *s,
     ibp__choose_settle(k, x->route, x->charged_ns, excess + x->timing_ns,
                        took > x->choice_ns);
   }
-  ibp__choose_learn(k, x->route, x->cpu_ns, x->cpu_model_ns, gpu,
+  ibp__choose_learn(k, x->route, x->copies, x->cpu_ns, x->cpu_model_ns, gpu,
                     x->gpu_model_ns, now);
   if (x->engine)
     ibp__choose_learn_calls(&ch->calls, x->cpu_ns, x->cpu_model_ns, now);
@@ -365,7 +365,8 @@ void ibp__timing_begin(ibp_device_slot *slot, ibp_chooser *ch,
                              .gpu_model_ns = prior->gpu_ns,
                              .sm_model_ns = prior->sm_ns,
                              .pipelined = prior->pipelined,
-                             .engine = prior->engine};
+                             .engine = prior->engine,
+                             .copies = prior->copies};
     /* nothing is timed under capture */
     if (capturing || !sample_events(d, slot, ch, i, IBP_TIMING_EVENTS, cls)) {
       drop(ch, x);

@@ -55,6 +55,7 @@ typedef struct ibp_timing_sample {
   double sm_model_ns;   /* the model's second stage, not measured here */
   int pipelined;        /* ... and how it adds up (ibp__choose_gpu_ns) */
   int engine;      /* a copy-engine route: its calls are every route's calls */
+  uint32_t copies; /* the copies its launch carried (0: one) */
   CUstream caller; /* timed on another stream: the caller's, whose
                       span holds both stages (events
                       IBP_TIMING_CALLER..) */

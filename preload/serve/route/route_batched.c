@@ -48,7 +48,8 @@ static ibp_route_cost prior(ibp_route_copy *x) {
   ibp_route_cost c = {.cpu_ns = cpu / IBP_BATCH_MARGIN,
                       .gpu_ns = gpu / IBP_BATCH_MARGIN,
                       .serial = 1,
-                      .once_ns = (cpu1 + gpu1) / IBP_BATCH_MARGIN};
+                      .once_ns = (cpu1 + gpu1) / IBP_BATCH_MARGIN,
+                      .copies = (uint32_t)x->batch_n};
   c.cpu_ns += x->scan_ns / x->batch_n / IBP_BATCH_MARGIN;
   return c;
 }
