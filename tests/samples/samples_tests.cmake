@@ -144,4 +144,10 @@ if(TARGET ibp_preload AND NOT samples_gpu)
       ${CMAKE_CURRENT_BINARY_DIR}/libibp-learn $<TARGET_FILE:emb_gather>)
   set_tests_properties(preload_sample_learn PROPERTIES
     LABELS "sim;preload;samples" TIMEOUT 300 ENVIRONMENT "${samples_env}")
+  # one pinned buffer copied again and again (bandwidthTest): one route
+  add_test(NAME preload_sample_lone
+    COMMAND sh ${samples_test_dir}/check_lone.sh $<TARGET_FILE:ibp_preload>
+      ${CMAKE_CURRENT_BINARY_DIR}/libibp-lone $<TARGET_FILE:weight_stream>)
+  set_tests_properties(preload_sample_lone PROPERTIES
+    LABELS "sim;preload;samples" TIMEOUT 300 ENVIRONMENT "${samples_env}")
 endif()
