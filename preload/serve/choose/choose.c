@@ -25,9 +25,16 @@ double ibp__choose_gpu_ns(const ibp_route_cost *c, double gr) {
   return c->pipelined ? max2(g, c->sm_ns) : g + c->sm_ns;
 }
 
-/* Cost c with its CPU term scaled by cr and its link's by gr. */
+/* Cost c's CPU term with its calls scaled by cr (libibp's own work, as
+ * it is). */
+static double cpu_ns(const ibp_route_cost *c, double cr) {
+  const double own = c->own_ns < c->cpu_ns ? c->own_ns : c->cpu_ns;
+  return (c->cpu_ns - own) * cr + own;
+}
+
+/* Cost c with its calls scaled by cr and its link's by gr. */
 static double scaled(const ibp_route_cost *c, double cr, double gr) {
-  const double cpu = c->cpu_ns * cr, gpu = ibp__choose_gpu_ns(c, gr);
+  const double cpu = cpu_ns(c, cr), gpu = ibp__choose_gpu_ns(c, gr);
   return c->serial ? cpu + gpu : max2(cpu, gpu);
 }
 
@@ -59,29 +66,41 @@ void ibp__choose_class_init(ibp_choose_class *k,
 }
 
 /* Whether launches of a and b copies (0: one) are alike: within
- * IBP_CHOOSE_LIKE of each other.  A batch of one copy measures mostly a
- * launch's fixed costs, a batch of 64 mostly the link: under a link a third
- * as fast, kv_blocks' batches of one measured their model (1.0) and its
- * batches of 64 three times it, and the smallest of the two was believed
- * (a100-pcie4, 0.94 of the driver's time). */
+ * IBP_CHOOSE_LIKE of each other. */
 static int alike(uint32_t a, uint32_t b) {
   const double x = a ? a : 1, y = b ? b : 1;
   return x <= IBP_CHOOSE_LIKE * y && y <= IBP_CHOOSE_LIKE * x;
 }
 
 /* The smallest of route q's cpu (which = 0) or gpu ratios among its
- * samples read since now_ns - IBP_CHOOSE_AGE_NS of launches alike a launch
- * of `copies`; *fresh: how many. */
+ * samples read since now_ns - IBP_CHOOSE_AGE_NS: of launches alike a
+ * launch of `copies` where it has enough such, else of those and larger
+ * ones; *fresh: how many.  A batch of one copy measures mostly a launch's fixed
+ * costs, a batch of 64 mostly the link: under a link a third as fast,
+ * kv_blocks' batches of one (explorations) measured their model and its batches
+ * of 64 three times it, and the smaller of the two was believed for both
+ * (a100-pcie4, 0.94 of the driver's time).  A larger launch still stands
+ * for a smaller one where nothing alike was timed (it has measured the
+ * link the smaller one uses): a class of row gathers whose expected batch
+ * shrank -- its rows arriving slower while they went to the driver --
+ * would otherwise find its batches unmeasured and take the driver's
+ * ratios (calls 4x dearer: 0.80 of the driver's time). */
 static double fresh_ratio(const ibp_choose_route *q, int which, uint32_t copies,
                           double now_ns, uint32_t *fresh) {
   const uint32_t n =
       q->samples < IBP_CHOOSE_WINDOW ? q->samples : IBP_CHOOSE_WINDOW;
   const double *seen = which ? q->gpu_seen : q->cpu_seen;
+  uint32_t alikes = 0;
+  for (uint32_t i = 0; i < n; i++)
+    alikes += q->seen_ns[i] >= now_ns - IBP_CHOOSE_AGE_NS &&
+              alike(q->seen_copies[i], copies);
+  const int like = alikes >= IBP_CHOOSE_MIN_SAMPLES;
   double m = 0;
   *fresh = 0;
   for (uint32_t i = 0; i < n; i++) {
+    const uint32_t c = q->seen_copies[i];
     if (q->seen_ns[i] < now_ns - IBP_CHOOSE_AGE_NS ||
-        !alike(q->seen_copies[i], copies))
+        (like ? !alike(c, copies) : !alike(c, copies) && c <= copies))
       continue;
     m = !*fresh || seen[i] < m ? seen[i] : m;
     ++*fresh;
@@ -146,7 +165,7 @@ double ibp__choose_estimate(const ibp_choose_class *k, ibp_route r,
                             const ibp_route_cost *c, double now_ns) {
   double cr, gr;
   ibp__choose_ratios(k, r, c->copies, now_ns, &cr, &gr);
-  const double cpu = c->cpu_ns * cr,
+  const double cpu = cpu_ns(c, cr),
                gpu = ibp__choose_gpu_ns(c, gr) * whole(&k->route[r], now_ns);
   return c->serial ? cpu + gpu : max2(cpu, gpu);
 }

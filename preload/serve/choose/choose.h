@@ -134,6 +134,9 @@ typedef struct ibp_route_cost {
                       the staged path's windows): what it measures, the link and
                       the calls, holds for every such route (choose.c,
                       inherit) */
+  double own_ns;   /* of cpu_ns, libibp's own work (holding a copy, the
+                      tracker's scan), which the calls' measured ratio
+                      does not scale */
   uint32_t copies; /* the copies one launch of it carries, as costed (a
                       batch's; 0: one): its ratios are taken from timed
                       launches of a like size only (choose.c, alike) */

@@ -51,6 +51,9 @@ static ibp_route_cost prior(ibp_route_copy *x) {
                       .once_ns = (cpu1 + gpu1) / IBP_BATCH_MARGIN,
                       .copies = (uint32_t)x->batch_n};
   c.cpu_ns += x->scan_ns / x->batch_n / IBP_BATCH_MARGIN;
+  /* the hold and the scan are libibp's own, not driver calls */
+  c.own_ns =
+      (1e3 * x->p->ibp_hold_us + x->scan_ns / x->batch_n) / IBP_BATCH_MARGIN;
   return c;
 }
 

@@ -151,9 +151,9 @@ static run simulate(sim *m, const ibp_route_cost prior[],
 
 /* 1 MiB copies in the model: the driver 80 us, the kernel 50 us (GPU). */
 static const ibp_route_cost PRIOR[IBP_ROUTES] = {
-    {2500, 80000, 0, 0, 0, 0, 0, 1, 0},
-    {2800, 50000, 0, 0, 0, 0, 0, 0, 0},
-    {0, 0, 0, 0, 0, 0, 0, 0, 0}};
+    {2500, 80000, 0, 0, 0, 0, 0, 1, 0, 0},
+    {2800, 50000, 0, 0, 0, 0, 0, 0, 0, 0},
+    {0, 0, 0, 0, 0, 0, 0, 0, 0, 0}};
 
 static void test_truth_is_prior(void) {
   sim m;
@@ -190,9 +190,9 @@ static void test_prior_too_kind(void) {
  * driver (kernel 100 us modelled, 50 us true): exploration finds it, and
  * the class moves to it within 200 copies. */
 static void test_prior_too_harsh(void) {
-  ibp_route_cost prior[IBP_ROUTES] = {{2500, 80000, 0, 0, 0, 0, 0, 1, 0},
-                                      {2800, 100000, 0, 0, 0, 0, 0, 0, 0},
-                                      {0, 0, 0, 0, 0, 0, 0, 0, 0}};
+  ibp_route_cost prior[IBP_ROUTES] = {{2500, 80000, 0, 0, 0, 0, 0, 1, 0, 0},
+                                      {2800, 100000, 0, 0, 0, 0, 0, 0, 0, 0},
+                                      {0, 0, 0, 0, 0, 0, 0, 0, 0, 0}};
   ibp_route_cost truth[IBP_ROUTES];
   memcpy(truth, prior, sizeof truth);
   truth[IBP_ROUTE_ZEROCOPY].gpu_ns = 50000;
@@ -211,9 +211,9 @@ static void test_prior_too_harsh(void) {
  * (plus one exploration's cost) and back off -- few of them in 100000
  * copies. */
 static void test_exploration_bounded(void) {
-  ibp_route_cost prior[IBP_ROUTES] = {{2500, 30000, 0, 0, 0, 0, 0, 1, 0},
-                                      {2800, 90000, 0, 0, 0, 0, 0, 0, 0},
-                                      {0, 0, 0, 0, 0, 0, 0, 0, 0}};
+  ibp_route_cost prior[IBP_ROUTES] = {{2500, 30000, 0, 0, 0, 0, 0, 1, 0, 0},
+                                      {2800, 90000, 0, 0, 0, 0, 0, 0, 0, 0},
+                                      {0, 0, 0, 0, 0, 0, 0, 0, 0, 0}};
   sim m;
   sim_init(&m);
   run o = simulate(&m, prior, prior, 100000, IBP_ROUTE_DRIVER, 1);
@@ -235,10 +235,10 @@ static void test_exploration_bounded(void) {
  * to the driver within 400 copies (the first copy timed; the driver
  * explored once the 1 % budget covers it, twice before it counts). */
 static void test_batched_prior_too_kind(void) {
-  ibp_route_cost prior[IBP_ROUTES] = {{0, 5000, 0, 0, 0, 0, 0, 1, 0},
-                                      {0, 0, 0, 0, 0, 0, 0, 0, 0},
-                                      {0, 0, 0, 0, 0, 0, 0, 0, 0},
-                                      {1000, 3000, 1, 0, 0, 0, 0, 0, 0}};
+  ibp_route_cost prior[IBP_ROUTES] = {{0, 5000, 0, 0, 0, 0, 0, 1, 0, 0},
+                                      {0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
+                                      {0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
+                                      {1000, 3000, 1, 0, 0, 0, 0, 0, 0, 0}};
   ibp_route_cost truth[IBP_ROUTES];
   memcpy(truth, prior, sizeof truth);
   truth[IBP_ROUTE_DRIVER].gpu_ns = 2040;
@@ -259,10 +259,10 @@ static void test_batched_prior_too_kind(void) {
  * (1 + 6 us), which really takes 1 + 2 us: the class moves to the batch
  * within 600 copies. */
 static void test_batched_prior_too_harsh(void) {
-  ibp_route_cost prior[IBP_ROUTES] = {{0, 5000, 0, 0, 0, 0, 0, 1, 0},
-                                      {0, 0, 0, 0, 0, 0, 0, 0, 0},
-                                      {0, 0, 0, 0, 0, 0, 0, 0, 0},
-                                      {1000, 6000, 1, 0, 0, 0, 0, 0, 0}};
+  ibp_route_cost prior[IBP_ROUTES] = {{0, 5000, 0, 0, 0, 0, 0, 1, 0, 0},
+                                      {0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
+                                      {0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
+                                      {1000, 6000, 1, 0, 0, 0, 0, 0, 0, 0}};
   ibp_route_cost truth[IBP_ROUTES];
   memcpy(truth, prior, sizeof truth);
   truth[IBP_ROUTE_BATCHED].gpu_ns = 2000;
@@ -280,9 +280,9 @@ static void test_batched_prior_too_harsh(void) {
  * behind the driver (1 MiB: the driver 80 us, staged 120 us modelled, 30
  * us true): explored like any route, taken within 300 copies. */
 static void test_staged_too_harsh(void) {
-  ibp_route_cost prior[IBP_ROUTES] = {{2500, 80000, 0, 0, 0, 0, 0, 1, 0},
-                                      {0, 0, 0, 0, 0, 0, 0, 0, 0},
-                                      {6000, 120000, 0, 0, 0, 0, 0, 0, 0}};
+  ibp_route_cost prior[IBP_ROUTES] = {{2500, 80000, 0, 0, 0, 0, 0, 1, 0, 0},
+                                      {0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
+                                      {6000, 120000, 0, 0, 0, 0, 0, 0, 0, 0}};
   ibp_route_cost truth[IBP_ROUTES];
   memcpy(truth, prior, sizeof truth);
   truth[IBP_ROUTE_STAGED].gpu_ns = 30000;
@@ -299,9 +299,9 @@ static void test_staged_too_harsh(void) {
  * the kernel (60 us against 90 us): believed as much as a cheaper one, and
  * the kernel taken within 100 copies. */
 static void test_driver_too_kind(void) {
-  ibp_route_cost prior[IBP_ROUTES] = {{2500, 60000, 0, 0, 0, 0, 0, 1, 0},
-                                      {2800, 90000, 0, 0, 0, 0, 0, 0, 0},
-                                      {0, 0, 0, 0, 0, 0, 0, 0, 0}};
+  ibp_route_cost prior[IBP_ROUTES] = {{2500, 60000, 0, 0, 0, 0, 0, 1, 0, 0},
+                                      {2800, 90000, 0, 0, 0, 0, 0, 0, 0, 0},
+                                      {0, 0, 0, 0, 0, 0, 0, 0, 0, 0}};
   ibp_route_cost truth[IBP_ROUTES];
   memcpy(truth, prior, sizeof truth);
   truth[IBP_ROUTE_DRIVER].cpu_ns *= 3;
@@ -318,10 +318,10 @@ static void test_driver_too_kind(void) {
  * the driver's copy 15 us but really 5 us (3x cheaper): the driver is
  * explored from the batched class and taken within 600 copies. */
 static void test_batched_driver_cheaper(void) {
-  ibp_route_cost prior[IBP_ROUTES] = {{2500, 15000, 0, 0, 0, 0, 0, 1, 0},
-                                      {0, 0, 0, 0, 0, 0, 0, 0, 0},
-                                      {0, 0, 0, 0, 0, 0, 0, 0, 0},
-                                      {1000, 6000, 1, 0, 0, 0, 0, 0, 0}};
+  ibp_route_cost prior[IBP_ROUTES] = {{2500, 15000, 0, 0, 0, 0, 0, 1, 0, 0},
+                                      {0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
+                                      {0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
+                                      {1000, 6000, 1, 0, 0, 0, 0, 0, 0, 0}};
   ibp_route_cost truth[IBP_ROUTES];
   memcpy(truth, prior, sizeof truth);
   truth[IBP_ROUTE_DRIVER].gpu_ns = 5000;
@@ -378,9 +378,9 @@ static void test_aging(void) {
 /* The exploration credit is capped: an alternative 3x worse, backing off
  * for thousands of copies, does not let the class save up for a burst. */
 static void test_credit_capped(void) {
-  ibp_route_cost prior[IBP_ROUTES] = {{2500, 30000, 0, 0, 0, 0, 0, 1, 0},
-                                      {2800, 90000, 0, 0, 0, 0, 0, 0, 0},
-                                      {0, 0, 0, 0, 0, 0, 0, 0, 0}};
+  ibp_route_cost prior[IBP_ROUTES] = {{2500, 30000, 0, 0, 0, 0, 0, 1, 0, 0},
+                                      {2800, 90000, 0, 0, 0, 0, 0, 0, 0, 0},
+                                      {0, 0, 0, 0, 0, 0, 0, 0, 0, 0}};
   sim m;
   sim_init(&m);
   run o = simulate(&m, prior, prior, 200000, IBP_ROUTE_DRIVER, 1);
@@ -431,9 +431,9 @@ static void test_timing_paused(void) {
  * explored again every few copies -- backing off is for a route that
  * measures worse. */
 static void test_backoff_only_worse(void) {
-  ibp_route_cost prior[IBP_ROUTES] = {{2500, 80000, 0, 0, 0, 0, 0, 1, 0},
-                                      {2800, 160000, 0, 0, 0, 0, 0, 0, 0},
-                                      {0, 0, 0, 0, 0, 0, 0, 0, 0}};
+  ibp_route_cost prior[IBP_ROUTES] = {{2500, 80000, 0, 0, 0, 0, 0, 1, 0, 0},
+                                      {2800, 160000, 0, 0, 0, 0, 0, 0, 0, 0},
+                                      {0, 0, 0, 0, 0, 0, 0, 0, 0, 0}};
   ibp_route_cost truth[IBP_ROUTES];
   memcpy(truth, prior, sizeof truth);
   truth[IBP_ROUTE_ZEROCOPY].gpu_ns = 77600;
@@ -469,9 +469,9 @@ static void test_timing_capped(void) {
     m.now += 50000;
   }
   CHECK(timed <= 5);
-  ibp_route_cost three[IBP_ROUTES] = {{2500, 50000, 0, 0, 0, 0, 0, 1, 0},
-                                      {2800, 60000, 0, 0, 0, 0, 0, 0, 0},
-                                      {2800, 100000, 0, 0, 0, 0, 0, 0, 0}};
+  ibp_route_cost three[IBP_ROUTES] = {{2500, 50000, 0, 0, 0, 0, 0, 1, 0, 0},
+                                      {2800, 60000, 0, 0, 0, 0, 0, 0, 0, 0},
+                                      {2800, 100000, 0, 0, 0, 0, 0, 0, 0, 0}};
   sim n;
   sim_init(&n);
   for (int i = 0; i < 2; i++)
@@ -496,7 +496,7 @@ static void test_modes_share(void) {
   ibp__choose_class_init(&b, q);
   for (int i = 0; i < 4; i++)
     ibp__choose_learn(&a, IBP_ROUTE_DRIVER, 0, 7500, 2500, 15000, 5000, 1e6);
-  const ibp_route_cost drv = {2500, 5000, 0, 0, 0, 0, 0, 1, 0};
+  const ibp_route_cost drv = {2500, 5000, 0, 0, 0, 0, 0, 1, 0, 0};
   CHECK(fabs(ibp__choose_estimate(&b, IBP_ROUTE_DRIVER, &drv, 1e6) - 15000) <
         1);
 }
@@ -507,9 +507,9 @@ static void test_modes_share(void) {
  * model's choice, never overruled.  Measured 10 % dearer (outside the
  * band), it is left. */
 static void test_dead_band(void) {
-  ibp_route_cost prior[IBP_ROUTES] = {{2500, 50100, 0, 0, 0, 0, 0, 1, 0},
-                                      {2800, 50000, 0, 0, 0, 0, 0, 0, 0},
-                                      {0, 0, 0, 0, 0, 0, 0, 0, 0}};
+  ibp_route_cost prior[IBP_ROUTES] = {{2500, 50100, 0, 0, 0, 0, 0, 1, 0, 0},
+                                      {2800, 50000, 0, 0, 0, 0, 0, 0, 0, 0},
+                                      {0, 0, 0, 0, 0, 0, 0, 0, 0, 0}};
   ibp_route_cost truth[IBP_ROUTES];
   memcpy(truth, prior, sizeof truth);
   truth[IBP_ROUTE_ZEROCOPY].gpu_ns *= 1.058;
@@ -528,12 +528,12 @@ static void test_dead_band(void) {
 /* Priors that vary from copy to copy (a stream busy, then idle) with
  * truth = prior: each copy takes the model's choice for it. */
 static void test_model_varies(void) {
-  ibp_route_cost a[IBP_ROUTES] = {{2500, 80000, 0, 0, 0, 0, 0, 1, 0},
-                                  {2800, 79000, 0, 0, 0, 0, 0, 0, 0},
-                                  {0, 0, 0, 0, 0, 0, 0, 0, 0}};
-  ibp_route_cost b[IBP_ROUTES] = {{2500, 79000, 0, 0, 0, 0, 0, 1, 0},
-                                  {2800, 80000, 0, 0, 0, 0, 0, 0, 0},
-                                  {0, 0, 0, 0, 0, 0, 0, 0, 0}};
+  ibp_route_cost a[IBP_ROUTES] = {{2500, 80000, 0, 0, 0, 0, 0, 1, 0, 0},
+                                  {2800, 79000, 0, 0, 0, 0, 0, 0, 0, 0},
+                                  {0, 0, 0, 0, 0, 0, 0, 0, 0, 0}};
+  ibp_route_cost b[IBP_ROUTES] = {{2500, 79000, 0, 0, 0, 0, 0, 1, 0, 0},
+                                  {2800, 80000, 0, 0, 0, 0, 0, 0, 0, 0},
+                                  {0, 0, 0, 0, 0, 0, 0, 0, 0, 0}};
   sim m;
   sim_init(&m);
   long wrong = 0;
@@ -557,12 +557,12 @@ static void test_model_varies(void) {
  * favouring each in turn: the class keeps its last choice instead of
  * changing route at every copy. */
 static void test_hysteresis(void) {
-  ibp_route_cost a[IBP_ROUTES] = {{2500, 80000, 0, 0, 0, 0, 0, 1, 0},
-                                  {2800, 79000, 0, 0, 0, 0, 0, 0, 0},
-                                  {0, 0, 0, 0, 0, 0, 0, 0, 0}};
-  ibp_route_cost b[IBP_ROUTES] = {{2500, 79000, 0, 0, 0, 0, 0, 1, 0},
-                                  {2800, 80000, 0, 0, 0, 0, 0, 0, 0},
-                                  {0, 0, 0, 0, 0, 0, 0, 0, 0}};
+  ibp_route_cost a[IBP_ROUTES] = {{2500, 80000, 0, 0, 0, 0, 0, 1, 0, 0},
+                                  {2800, 79000, 0, 0, 0, 0, 0, 0, 0, 0},
+                                  {0, 0, 0, 0, 0, 0, 0, 0, 0, 0}};
+  ibp_route_cost b[IBP_ROUTES] = {{2500, 79000, 0, 0, 0, 0, 0, 1, 0, 0},
+                                  {2800, 80000, 0, 0, 0, 0, 0, 0, 0, 0},
+                                  {0, 0, 0, 0, 0, 0, 0, 0, 0, 0}};
   sim m;
   sim_init(&m);
   /* both measured 1.5x their priors: moved off the model */
@@ -598,7 +598,7 @@ static void test_bounds(void) {
         64 * 80000 + 1);
   CHECK(ibp__choose_estimate(&m.k, IBP_ROUTE_ZEROCOPY, &PRIOR[1], m.now) >=
         50000 / 64.0 - 1);
-  const ibp_route_cost serial = {1000, 3000, 1, 0, 0, 0, 0, 0, 0};
+  const ibp_route_cost serial = {1000, 3000, 1, 0, 0, 0, 0, 0, 0, 0};
   CHECK(fabs(ibp__choose_estimate(&m.k, IBP_ROUTE_BATCHED, &serial, m.now) -
              4000) < 1);
 }
@@ -606,9 +606,9 @@ static void test_bounds(void) {
 /* An alternative 30x dearer than the choice: exploring it is dear, and
  * the share, not the back-off, is what bounds it. */
 static void test_exploration_costly(void) {
-  ibp_route_cost prior[IBP_ROUTES] = {{2500, 10000, 0, 0, 0, 0, 0, 1, 0},
-                                      {2800, 300000, 0, 0, 0, 0, 0, 0, 0},
-                                      {0, 0, 0, 0, 0, 0, 0, 0, 0}};
+  ibp_route_cost prior[IBP_ROUTES] = {{2500, 10000, 0, 0, 0, 0, 0, 1, 0, 0},
+                                      {2800, 300000, 0, 0, 0, 0, 0, 0, 0, 0},
+                                      {0, 0, 0, 0, 0, 0, 0, 0, 0, 0}};
   sim m;
   sim_init(&m);
   run o = simulate(&m, prior, prior, 20000, IBP_ROUTE_DRIVER, 1);
@@ -639,9 +639,9 @@ static void test_recovery(void) {
  * route not timable is never explored; the model's rule adds a serial
  * cost's terms. */
 static void test_rules(void) {
-  ibp_route_cost tie[IBP_ROUTES] = {{2500, 50000, 0, 0, 0, 0, 0, 1, 0},
-                                    {2500, 50000, 0, 0, 0, 0, 0, 0, 0},
-                                    {2500, 50000, 0, 0, 0, 0, 0, 0, 0}};
+  ibp_route_cost tie[IBP_ROUTES] = {{2500, 50000, 0, 0, 0, 0, 0, 1, 0, 0},
+                                    {2500, 50000, 0, 0, 0, 0, 0, 0, 0, 0},
+                                    {2500, 50000, 0, 0, 0, 0, 0, 0, 0, 0}};
   sim m;
   sim_init(&m);
   ibp_choice c;
@@ -650,9 +650,9 @@ static void test_rules(void) {
   /* a class's first copy is timed (its choice a bet on the prior) */
   ibp__choose_decide(&m.k, PRIOR, 15u, TIMING_NS, 1, 1, m.now, &c);
   CHECK(c.timed);
-  ibp_route_cost prior[IBP_ROUTES] = {{2500, 50000, 0, 0, 0, 0, 0, 1, 0},
-                                      {0, 0, 0, 0, 0, 0, 0, 0, 0},
-                                      {2800, 60000, 0, 0, 0, 0, 0, 0, 0}};
+  ibp_route_cost prior[IBP_ROUTES] = {{2500, 50000, 0, 0, 0, 0, 0, 1, 0, 0},
+                                      {0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
+                                      {2800, 60000, 0, 0, 0, 0, 0, 0, 0, 0}};
   run o = simulate(&m, prior, prior, 1, IBP_ROUTE_DRIVER, 1);
   (void)o;
   long staged = 0;
@@ -663,10 +663,10 @@ static void test_rules(void) {
     m.now += 50000;
   }
   CHECK(staged == 0);
-  ibp_route_cost held[IBP_ROUTES] = {{0, 5000, 0, 0, 0, 0, 0, 1, 0},
-                                     {0, 0, 0, 0, 0, 0, 0, 0, 0},
-                                     {0, 0, 0, 0, 0, 0, 0, 0, 0},
-                                     {1000, 4500, 1, 0, 0, 0, 0, 0, 0}};
+  ibp_route_cost held[IBP_ROUTES] = {{0, 5000, 0, 0, 0, 0, 0, 1, 0, 0},
+                                     {0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
+                                     {0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
+                                     {1000, 4500, 1, 0, 0, 0, 0, 0, 0, 0}};
   sim n;
   sim_init(&n);
   CHECK(ibp__choose_decide(&n.k, held, 0u, TIMING_NS, 0, 1, n.now, &c) ==
@@ -680,9 +680,9 @@ static void test_rules(void) {
  * than the driver as measured) is estimated with their ratio -- the class
  * stays on the driver instead of moving every copy to it. */
 static void test_untimable_inherits(void) {
-  ibp_route_cost prior[IBP_ROUTES] = {{2500, 1000, 0, 0, 0, 0, 0, 1, 0},
-                                      {2800, 1200, 0, 0, 0, 0, 0, 0, 0},
-                                      {7000, 1500, 0, 0, 0, 0, 0, 0, 0}};
+  ibp_route_cost prior[IBP_ROUTES] = {{2500, 1000, 0, 0, 0, 0, 0, 1, 0, 0},
+                                      {2800, 1200, 0, 0, 0, 0, 0, 0, 0, 0},
+                                      {7000, 1500, 0, 0, 0, 0, 0, 0, 0, 0}};
   ibp_route_cost truth[IBP_ROUTES];
   memcpy(truth, prior, sizeof truth);
   for (int r = 0; r < 3; r++)
@@ -723,12 +723,12 @@ static void test_untimable_inherits(void) {
  * other way round, a kernel 4x slower than modelled makes the driver look no
  * dearer (it is left at once: test_prior_too_kind). */
 static void test_unmeasured_inherit_driver(void) {
-  ibp_route_cost prior[IBP_ROUTES] = {{2500, 10500, 0, 0, 0, 0, 0, 1, 0},
-                                      {2800, 26000, 0, 0, 0, 0, 0, 0, 0},
-                                      {6000, 19000, 0, 0, 0, 0, 0, 0, 0}};
-  ibp_route_cost truth[IBP_ROUTES] = {{2500, 30000, 0, 0, 0, 0, 0, 1, 0},
-                                      {2800, 55000, 0, 0, 0, 0, 0, 0, 0},
-                                      {6000, 40000, 0, 0, 0, 0, 0, 0, 0}};
+  ibp_route_cost prior[IBP_ROUTES] = {{2500, 10500, 0, 0, 0, 0, 0, 1, 0, 0},
+                                      {2800, 26000, 0, 0, 0, 0, 0, 0, 0, 0},
+                                      {6000, 19000, 0, 0, 0, 0, 0, 0, 0, 0}};
+  ibp_route_cost truth[IBP_ROUTES] = {{2500, 30000, 0, 0, 0, 0, 0, 1, 0, 0},
+                                      {2800, 55000, 0, 0, 0, 0, 0, 0, 0, 0},
+                                      {6000, 40000, 0, 0, 0, 0, 0, 0, 0, 0}};
   sim m;
   sim_init(&m);
   run o = simulate(&m, prior, truth, 5000, IBP_ROUTE_DRIVER, 1);
@@ -853,9 +853,9 @@ static void test_calls_shared(void) {
  * before a cheaper unmeasured one, as soon as the share covers it: the
  * staged path (110 us modelled, a guess) before the kernel (100 us). */
 static void test_guessed_explored_first(void) {
-  ibp_route_cost prior[IBP_ROUTES] = {{2500, 80000, 0, 0, 0, 0, 0, 1, 0},
-                                      {2800, 100000, 0, 0, 0, 0, 0, 0, 0},
-                                      {2800, 110000, 0, 0, 0, 0, 0, 0, 0}};
+  ibp_route_cost prior[IBP_ROUTES] = {{2500, 80000, 0, 0, 0, 0, 0, 1, 0, 0},
+                                      {2800, 100000, 0, 0, 0, 0, 0, 0, 0, 0},
+                                      {2800, 110000, 0, 0, 0, 0, 0, 0, 0, 0}};
   sim m;
   sim_init(&m);
   run plain = simulate(&m, prior, prior, 2000, IBP_ROUTE_DRIVER, 1);
@@ -874,7 +874,9 @@ static void test_guessed_explored_first(void) {
  * (an exploration) measures mostly the launch's fixed costs, as modelled;
  * a batch of 64 measures the link, 3x its model.  What batches of one
  * measured does not stand for a batch of 64: the driver, measured 2.44x
- * its model, wins those; a batch of one is judged by its like. */
+ * its model, wins those; a batch of one is judged by its like, a batch
+ * like neither by the larger, and a batch of 64 with only batches of one
+ * timed takes the driver's link. */
 static void test_batch_sizes_apart(void) {
   ibp_route_cost prior[IBP_ROUTES] = {
       {.cpu_ns = 2200, .gpu_ns = 3570, .engine = 1},
@@ -910,6 +912,46 @@ static void test_batch_sizes_apart(void) {
   prior[IBP_ROUTE_BATCHED].copies = 2;
   ibp__choose_ratios(&m.k, IBP_ROUTE_BATCHED, 2, m.now, &cr, &gr);
   CHECK(gr == 1.0);
+  /* a batch of 8, alike neither, is judged by the larger (it measured the
+   * link), not left unmeasured to take the driver's 2.44 */
+  prior[IBP_ROUTE_BATCHED].copies = 8;
+  ibp__choose_decide(&m.k, prior, 9u, TIMING_NS, 1, 1, m.now, &c);
+  CHECK(fabs(c.est_ns[IBP_ROUTE_BATCHED] - (320 + 3 * 3686)) < 1);
+  /* a batch of 64 with only batches of one timed (the larger not yet, or
+   * aged) is unmeasured: the driver's link ratio, 2.44, not theirs */
+  sim_init(&m);
+  prior[IBP_ROUTE_BATCHED].copies = 64;
+  for (int i = 0; i < 2; i++) {
+    ibp__choose_learn(&m.k, IBP_ROUTE_DRIVER, 0, 2200, 2200, 8710, 3570, m.now);
+    ibp__choose_learn(&m.k, IBP_ROUTE_BATCHED, 1, 5200, 5200, 16100, 16093,
+                      m.now);
+  }
+  CHECK(ibp__choose_decide(&m.k, prior, 9u, TIMING_NS, 1, 1, m.now, &c) ==
+        IBP_ROUTE_DRIVER);
+  CHECK(fabs(c.est_ns[IBP_ROUTE_BATCHED] - (320 + 3686 * 8710.0 / 3570)) < 1);
+}
+
+/* Driver calls 4x dearer than modelled (a batched launch's flush measured
+ * so): a batch's hold and the tracker's scan, libibp's own work, stay as
+ * they are; only its calls take the ratio. */
+static void test_own_work(void) {
+  const ibp_route_cost prior[IBP_ROUTES] = {
+      {.cpu_ns = 2500, .gpu_ns = 1016, .engine = 1},
+      {.cpu_ns = 0},
+      {.cpu_ns = 0},
+      {.cpu_ns = 1000,
+       .own_ns = 800,
+       .gpu_ns = 500,
+       .serial = 1,
+       .copies = 16}};
+  sim m;
+  sim_init(&m);
+  for (int i = 0; i < 2; i++)
+    ibp__choose_learn(&m.k, IBP_ROUTE_BATCHED, 16, 20800, 5200, 8000, 8000,
+                      m.now);
+  ibp_choice c;
+  ibp__choose_decide(&m.k, prior, 8u, TIMING_NS, 1, 1, m.now, &c);
+  CHECK(fabs(c.est_ns[IBP_ROUTE_BATCHED] - (200 * 4 + 800 + 500)) < 1);
 }
 
 static void test_learning_off(void) {
@@ -1003,6 +1045,7 @@ int main(void) {
   test_staged_overlap_less();
   test_guessed_explored_first();
   test_batch_sizes_apart();
+  test_own_work();
   test_learning_off();
   test_dry();
   if (failures)
