@@ -870,6 +870,22 @@ static void test_guessed_explored_first(void) {
 
 /* Learning off (no event calls): the model's route, never timed or
  * explored, whatever was measured before. */
+/* m, new, after kv_blocks' timed copies on a link a third as fast: the
+ * driver's twice (2.44x), batches of one twice (as modelled) and, when
+ * `large`, batches of 64 twice (3x). */
+static void learn_kv_blocks(sim *m, int large) {
+  sim_init(m);
+  for (int i = 0; i < 2; i++) {
+    ibp__choose_learn(&m->k, IBP_ROUTE_DRIVER, 0, 2200, 2200, 8710, 3570,
+                      m->now);
+    if (large)
+      ibp__choose_learn(&m->k, IBP_ROUTE_BATCHED, 64, 5200, 5200, 3 * 236000,
+                        236000, m->now);
+    ibp__choose_learn(&m->k, IBP_ROUTE_BATCHED, 1, 5200, 5200, 16100, 16093,
+                      m->now);
+  }
+}
+
 /* kv_blocks on a link a third as fast (a100-pcie4): a batch of one copy
  * (an exploration) measures mostly the launch's fixed costs, as modelled;
  * a batch of 64 measures the link, 3x its model.  What batches of one
@@ -888,14 +904,7 @@ static void test_batch_sizes_apart(void) {
        .once_ns = 16093,
        .copies = 64}};
   sim m;
-  sim_init(&m);
-  for (int i = 0; i < 2; i++) {
-    ibp__choose_learn(&m.k, IBP_ROUTE_DRIVER, 0, 2200, 2200, 8710, 3570, m.now);
-    ibp__choose_learn(&m.k, IBP_ROUTE_BATCHED, 64, 5200, 5200, 3 * 236000,
-                      236000, m.now);
-    ibp__choose_learn(&m.k, IBP_ROUTE_BATCHED, 1, 5200, 5200, 16100, 16093,
-                      m.now);
-  }
+  learn_kv_blocks(&m, 1);
   double cr, gr;
   ibp__choose_ratios(&m.k, IBP_ROUTE_BATCHED, 64, m.now, &cr, &gr);
   CHECK(fabs(gr - 3.0) < 1e-9);
@@ -919,13 +928,8 @@ static void test_batch_sizes_apart(void) {
   CHECK(fabs(c.est_ns[IBP_ROUTE_BATCHED] - (320 + 3 * 3686)) < 1);
   /* a batch of 64 with only batches of one timed (the larger not yet, or
    * aged) is unmeasured: the driver's link ratio, 2.44, not theirs */
-  sim_init(&m);
+  learn_kv_blocks(&m, 0);
   prior[IBP_ROUTE_BATCHED].copies = 64;
-  for (int i = 0; i < 2; i++) {
-    ibp__choose_learn(&m.k, IBP_ROUTE_DRIVER, 0, 2200, 2200, 8710, 3570, m.now);
-    ibp__choose_learn(&m.k, IBP_ROUTE_BATCHED, 1, 5200, 5200, 16100, 16093,
-                      m.now);
-  }
   CHECK(ibp__choose_decide(&m.k, prior, 9u, TIMING_NS, 1, 1, m.now, &c) ==
         IBP_ROUTE_DRIVER);
   CHECK(fabs(c.est_ns[IBP_ROUTE_BATCHED] - (320 + 3686 * 8710.0 / 3570)) < 1);
