@@ -23,6 +23,14 @@
  * protected page would fail with EFAULT: the fault mode is then
  * unavailable and quiet regions keep scanning (track_quiet.c).
  *
+ * Pages the application drops -- madvise(MADV_DONTNEED), MADV_REMOVE,
+ * by libc or raw system call -- change (to zeros, or the file's bytes)
+ * without a write fault: the descriptor asks for UFFD_FEATURE_EVENT_REMOVE,
+ * and the kernel, before it drops them, sends this thread their range and
+ * waits while it marks them written as a fault would (without the event,
+ * a quiet region's copy delivered the old bytes: e2e_stale_hard_writes).
+ * A kernel without it keeps every region scanning.
+ *
  * The thread also runs track_quiet.c's tick between faults.
  *
  * Linux >= 5.7 (anonymous memory), 5.19 (shared memory); the constants
@@ -133,6 +141,21 @@ static void lift(ibp_tracked *t, ibp_sync_pages *p, uintptr_t lo,
   set_wp(lo, hi, 0);
 }
 
+/* Pages [lo, hi) about to be dropped (UFFD_EVENT_REMOVE): in each region
+ * armed here, its pages among them written, as by a fault -- before the
+ * kernel drops them (it waits for this event to be read). */
+static void on_remove(uintptr_t lo, uintptr_t hi) {
+  pthread_mutex_lock(&lock);
+  for (size_t i = 0; i < held; i++) {
+    ibp_sync_pages *p = atomic_load(&table[i]->spages);
+    if (!p || hi <= p->lo || lo >= p->hi)
+      continue;
+    atomic_fetch_add_explicit(&table[i]->write_faults, 1, memory_order_relaxed);
+    lift(table[i], p, lo > p->lo ? lo : p->lo, hi < p->hi ? hi : p->hi);
+  }
+  pthread_mutex_unlock(&lock);
+}
+
 /* A write to page a: its tensors dirty, then the page writable. */
 static void on_fault(uintptr_t addr) {
   const uintptr_t pg = ibp__page_size(), a = addr & ~(pg - 1);
@@ -180,9 +203,13 @@ static void *fault_thread(void *arg) {
         continue;
       break;
     }
-    for (size_t i = 0; i < (size_t)got / sizeof *m; i++)
+    for (size_t i = 0; i < (size_t)got / sizeof *m; i++) {
       if (m[i].event == UFFD_EVENT_PAGEFAULT)
         on_fault((uintptr_t)m[i].arg.pagefault.address);
+      else if (m[i].event == UFFD_EVENT_REMOVE)
+        on_remove((uintptr_t)m[i].arg.remove.start,
+                  (uintptr_t)m[i].arg.remove.end);
+    }
   }
   return NULL;
 }
@@ -208,9 +235,10 @@ static int probe_one(int shared) {
 
 static int start(void) {
   int saved = errno;
-  fd = open_fd(FEATURE_WP_SHMEM_ | FEATURE_WP_UNPOPULATED_);
+  fd = open_fd(FEATURE_WP_SHMEM_ | FEATURE_WP_UNPOPULATED_ |
+               UFFD_FEATURE_EVENT_REMOVE);
   if (fd < 0 && errno == EINVAL) /* an older kernel: anonymous memory */
-    fd = open_fd(0);
+    fd = open_fd(UFFD_FEATURE_EVENT_REMOVE);
   int ok = fd >= 0 && probe_one(0) == 0;
   if (ok)
     probe_one(1); /* shared memory may fail: such regions keep scanning */
