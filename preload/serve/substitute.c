@@ -442,7 +442,7 @@ static int locate(ibp_route_copy *x, CUdeviceptr *alloc, size_t *alloc_bytes) {
  * here) and records what ran.  A route that cannot take it now hands it to
  * the next by the decision's estimates (ibp__route_next), untimed.
  * Returns 0 when served; 1: the caller runs the driver's copy. */
-static int submit(ibp_route_copy *x, decision *d, ibp_route go) {
+static int submit_by(ibp_route_copy *x, decision *d, ibp_route go) {
   const ibp_copy *c = x->c;
   ibp_served_region *s = x->s;
   if (go == IBP_ROUTE_DRIVER) {
@@ -623,7 +623,7 @@ static int serve_region(ibp_route_copy *x, int hold_more) {
     }
   }
   if (!decided)
-    return submit(x, &d, choose(x, &d, 1, 0));
+    return submit_by(x, &d, choose(x, &d, 1, 0));
   /* the choice stands; the staged path is planned again on what the sync
    * found (a tensor written since is read raw) */
   ibp_route go = d.go;
@@ -635,7 +635,7 @@ static int serve_region(ibp_route_copy *x, int hold_more) {
     if (go == IBP_ROUTE_DRIVER)
       pass(x, IBP_PASSED_STAGED_BUSY);
   }
-  return submit(x, &d, go);
+  return submit_by(x, &d, go);
 }
 
 void ibp__serve_passed(const ibp_copy *c, int reason) {

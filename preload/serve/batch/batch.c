@@ -781,6 +781,30 @@ static void flush_others(batch *b) {
   }
 }
 
+/* What comes before copy c in stream order and may write its bytes goes
+ * first (lock held): what the streams b's stream synchronises with hold
+ * (the legacy stream and the blocking streams are ordered with each
+ * other), then, for c held in b, b's batch closed when it overlaps c or
+ * its deadline passed (on the device's clock, every 16th copy); for c
+ * alone (the driver's copy), b's held copies launched when they overlap
+ * it (rows of a gather do not: the batch is left whole), else the batches
+ * handed to the flusher. */
+static void make_way(batch *b, const ibp_copy *c, int held_in_b) {
+  if (b->blocking &&
+      atomic_load_explicit(&held, memory_order_relaxed) > (b->count ? 1u : 0u))
+    flush_others(b);
+  if (!held_in_b) {
+    if (overlaps(b, c->dst, c->bytes))
+      flush(b);
+    else
+      drain_handed();
+  } else if (b->count && ((b->count % 16 == 0 &&
+                           ibp__clock_ns() - b->first_ns >= b->deadline_ns) ||
+                          overlaps(b, c->dst, c->bytes))) {
+    close_batch(b);
+  }
+}
+
 /* The routes' priors for copy x held in b, a batch of n (or alone), kept
  * in *a for the copies like it that follow (serve/route/table.h). */
 static void answer(gate_answer *a, const batch *b, const ibp_route_copy *x,
@@ -816,10 +840,9 @@ static void answer(gate_answer *a, const batch *b, const ibp_route_copy *x,
   y.scan_ns = scan_ns;
   ibp__route_priors(&y, a->prior);
   /* the model's times, for the statistics' saving: held (before the
-   * margin and the scan), and alone (the faster route alone) */
-  double cpu, gpu;
-  ibp__route_batched_split(x->p, &a->g, n, !c->hold_only, &cpu, &gpu);
-  a->batched = cpu + gpu;
+   * margin and the scan: the batched route's prior made it), and alone
+   * (the faster route alone) */
+  a->batched = y.batched_ns;
   a->alone = 0;
   for (int k = 0; k < IBP_ROUTES; k++) {
     const ibp_route_cost *q = &a->prior[k];
@@ -912,18 +935,7 @@ static int hold_locked(batch *b, const ibp_route_copy *x, uint64_t pcie) {
                             memory_order_relaxed);
     b->own_ns += prior[go].cpu_ns;
     if (go == IBP_ROUTE_DRIVER && q.timed && c->hold_only) {
-      /* what comes before it in stream order and may write the same
-       * bytes launches first: b's held copies when they overlap it (rows
-       * of a gather do not: the batch is left whole), the batches handed
-       * to the flusher, and what the streams b's stream synchronises with
-       * hold */
-      if (b->blocking && atomic_load_explicit(&held, memory_order_relaxed) >
-                             (b->count ? 1u : 0u))
-        flush_others(b);
-      if (overlaps(b, c->dst, c->bytes))
-        flush(b);
-      else
-        drain_handed();
+      make_way(b, c, 0);
       if (ibp__batch_time_alone(x, cls, &q, prior) == 0)
         return 3; /* counted by the caller */
     } else {
@@ -932,16 +944,7 @@ static int hold_locked(batch *b, const ibp_route_copy *x, uint64_t pcie) {
     return 2; /* alone: the single copy's decision, or the driver's */
   }
   b->own_ns += held_cpu_ns;
-  /* the legacy stream and the blocking streams are ordered with each
-   * other: a copy held on one launches what the others hold first */
-  if (b->blocking &&
-      atomic_load_explicit(&held, memory_order_relaxed) > (b->count ? 1u : 0u))
-    flush_others(b);
-  /* the deadline, on the device's clock, every 16th copy */
-  if (b->count && ((b->count % 16 == 0 &&
-                    ibp__clock_ns() - b->first_ns >= b->deadline_ns) ||
-                   overlaps(b, c->dst, c->bytes)))
-    close_batch(b);
+  make_way(b, c, 1);
   int k = b->count < MAX_JOBS ? region_index(b, r) : -1;
   if (k < 0) {
     close_batch(b);

@@ -51,6 +51,7 @@ static ibp_route_cost prior(ibp_route_copy *x) {
                       .once_ns = (cpu1 + gpu1) / IBP_BATCH_MARGIN,
                       .copies = (uint32_t)x->batch_n};
   c.cpu_ns += x->scan_ns / x->batch_n / IBP_BATCH_MARGIN;
+  x->batched_ns = cpu + gpu;
   return c;
 }
 
