@@ -34,15 +34,24 @@
 #define SECTOR_SLACK 32
 
 /* c passed to the driver for `reason` (IBP_PASSED_*, stats/reasons.def);
- * a part of a split copy is counted with it (split_compact). */
+ * a part of a split copy is counted with it (split_compact).  A copy the
+ * copy path serves is counted here once, at its end (ibp__serve_htod), for
+ * the reason it noted (pass). */
 static void count_passed(ibp_served_region *s, const ibp_copy *c, int reason) {
   if (!c->part)
     ibp__count_passed(&s->counters, reason, 1, c->bytes);
 }
 
-static void failed(ibp_region_rec *r, ibp_served_region *s, const ibp_copy *c,
-                   const char *what, CUresult e) {
-  count_passed(s, c, IBP_PASSED_FAILED);
+/* Notes why copy x goes to the driver (IBP_PASSED_*): counted once, at the
+ * copy's end. */
+static void pass(ibp_route_copy *x, int reason) {
+  x->passed = reason;
+}
+
+static void failed(ibp_route_copy *x, const char *what, CUresult e) {
+  ibp_region_rec *r = x->r;
+  ibp_served_region *s = x->s;
+  pass(x, IBP_PASSED_FAILED);
   static int warned;
   ibp__warn_first(&warned,
                   "region '%s': %s failed (CUresult %d); copying without "
@@ -149,7 +158,7 @@ static ibp_route choose(ibp_route_copy *x, decision *d, int count, int again) {
   ibp__streams_queued(x->dev, c->stream, ibp__clock_ns(), est, link_ns,
                       d->link != c->stream ? d->link : NULL);
   if (go == IBP_ROUTE_DRIVER)
-    count_passed(x->s, c, IBP_PASSED_GATED);
+    pass(x, IBP_PASSED_GATED);
   return go;
 }
 
@@ -298,10 +307,13 @@ static int misfit(ibp_region_rec *r, ibp_served_region *s) {
 #define COMPACT_MAX_PARTS 16
 #define COMPACT_LONG_RUN ((uint64_t)64 << 10)
 
-static int serve_region(ibp_region_rec *r, const ibp_copy *c, int offered);
+static int serve_region(ibp_route_copy *x, int hold_more);
+static ibp_route_copy describe(ibp_region_rec *r, const ibp_copy *c);
 
-static int split_compact(ibp_region_rec *r, ibp_served_region *s,
-                         const ibp_copy *c, uint64_t off) {
+static int split_compact(ibp_route_copy *x, uint64_t off) {
+  ibp_region_rec *r = x->r;
+  ibp_served_region *s = x->s;
+  const ibp_copy *c = x->c;
   const ibp_driver *d = ibp__driver();
   int ok = 0;
   unsigned runs = 0, long_runs = 0;
@@ -338,7 +350,8 @@ static int split_compact(ibp_region_rec *r, ibp_served_region *s,
       p.part = 1;
       /* never held for a batched launch: the parts run in order, and a
        * synchronous copy is done when this returns */
-      if (serve_region(r, &p, 1) == 0)
+      ibp_route_copy px = describe(r, &p);
+      if (serve_region(&px, 0) == 0)
         served++;
       else if (d->cuMemcpyHtoDAsync(p.dst, p.src, n, c->stream) != CUDA_SUCCESS)
         return 1;
@@ -352,7 +365,7 @@ static int split_compact(ibp_region_rec *r, ibp_served_region *s,
   /* one copy: served (its parts' bytes counted as they were served, the
    * driver's parts' here: all read over PCIe), or the driver's */
   if (!served) {
-    count_passed(s, c, IBP_PASSED_COMPACT);
+    pass(x, IBP_PASSED_COMPACT);
     return 0;
   }
   ibp__count(&s->counters, copies_served, 1);
@@ -385,18 +398,15 @@ static int unready(ibp_region_rec *r, ibp_served_region *s,
   return -1;
 }
 
-/* Finds where copy c from region r is served from and starts its
- * description *x: the region ready on the current device and context,
- * its destination one device allocation ([*alloc, +*alloc_bytes)), its
- * stream not capturing (asked once).  Returns -1, or the reason
- * (IBP_PASSED_*) the driver's copy runs. */
-static int locate(ibp_region_rec *r, const ibp_copy *c, ibp_route_copy *x,
-                  CUdeviceptr *alloc, size_t *alloc_bytes) {
+/* Finds where copy x (described) is served from: its region ready on
+ * the current device and context, its destination one device allocation
+ * ([*alloc, +*alloc_bytes)), its stream not capturing (asked once).
+ * Returns -1, or the reason (IBP_PASSED_*) the driver's copy runs. */
+static int locate(ibp_route_copy *x, CUdeviceptr *alloc, size_t *alloc_bytes) {
   const ibp_driver *d = ibp__driver();
-  ibp_served_region *s = ibp__served(r);
-  x->c = c;
-  x->r = r;
-  x->s = s;
+  const ibp_copy *c = x->c;
+  ibp_region_rec *r = x->r;
+  ibp_served_region *s = x->s;
   x->mode = IBP_CLASS_SINGLE;
   x->compact = ibp__compact_active(s);
   /* a compact region's memory is pageable to the driver: a copy of it
@@ -432,7 +442,7 @@ static int locate(ibp_region_rec *r, const ibp_copy *c, ibp_route_copy *x,
  * here) and records what ran.  A route that cannot take it now hands it to
  * the next by the decision's estimates (ibp__route_next), untimed.
  * Returns 0 when served; 1: the caller runs the driver's copy. */
-static int submit(ibp_route_copy *x, decision *d, ibp_route go) {
+static int submit_by(ibp_route_copy *x, decision *d, ibp_route go) {
   const ibp_copy *c = x->c;
   ibp_served_region *s = x->s;
   if (go == IBP_ROUTE_DRIVER) {
@@ -451,7 +461,7 @@ static int submit(ibp_route_copy *x, decision *d, ibp_route go) {
     go = ibp__route_next(d->choice.est_ns, go);
     saved_ns = 0;
     if (go == IBP_ROUTE_DRIVER)
-      count_passed(s, c, IBP_PASSED_STAGED_BUSY);
+      pass(x, IBP_PASSED_STAGED_BUSY);
     else
       rc = ibp__route(go)->submit(x, &e);
   }
@@ -463,12 +473,12 @@ static int submit(ibp_route_copy *x, decision *d, ibp_route go) {
   if (go == IBP_ROUTE_DRIVER)
     return driver_copy(x, d, 0);
   if (rc != IBP_SUBMIT_QUEUED) {
-    failed(x->r, s, c, ibp__route(go)->what, e);
+    failed(x, ibp__route(go)->what, e);
     return driver_copy(x, d, 0);
   }
   if (c->sync &&
       (e = ibp__driver()->cuStreamSynchronize(c->stream)) != CUDA_SUCCESS) {
-    failed(x->r, s, c, "synchronizing the copy", e);
+    failed(x, "synchronizing the copy", e);
     return driver_copy(x, d, 0); /* it rewrites dst with the right bytes */
   }
   uint64_t pcie = x->g.host_bytes - SECTOR_SLACK;
@@ -486,30 +496,50 @@ static int submit(ibp_route_copy *x, decision *d, ibp_route go) {
   return 0;
 }
 
-/* offered: the batch's chooser already declined to hold c
- * (ibp__batch_hold_more answered 2); c->part: c is a part of a compact
- * region's copy (split_compact), not split again. */
-static int serve_region(ibp_region_rec *r, const ibp_copy *c, int offered) {
-  ibp_served_region *s = ibp__served(r);
+/* A copy its stream's batch queued as the driver's copy, timed
+ * (IBP_BATCH_TIMED): what ran. */
+static int batch_timed(ibp_route_copy *x) {
+  pass(x, IBP_PASSED_GATED);
+  ibp__chooser_ran(ibp__chooser_of(x->slot), IBP_ROUTE_DRIVER, 1);
+  return 0;
+}
+
+/* A compact region's copy the shadow cannot serve: the driver's. */
+static void compact_driver(ibp_route_copy *x) {
+  pass(x, IBP_PASSED_COMPACT);
+  ibp__count(&x->s->counters, copies_compact_driver, 1);
+}
+
+/* Serves copy x (described: x->c, x->r, x->s); where it passes to the
+ * driver, x->passed says why.  hold_more: it may join its stream's batch
+ * at once (ibp__batch_hold_more); not for a part of a compact region's
+ * copy (split_compact), which is not split again either. */
+static int serve_region(ibp_route_copy *x, int hold_more) {
+  const ibp_copy *c = x->c;
+  ibp_region_rec *r = x->r;
+  ibp_served_region *s = x->s;
   if (!ibp__driver() || !s)
     return 1;
-  ibp_route_copy x;
+  int offer = hold_more ? ibp__batch_hold_more(x) : IBP_BATCH_ALONE;
+  if (offer == IBP_BATCH_HELD)
+    return 0; /* held, like the batch's earlier copies */
+  if (offer == IBP_BATCH_TIMED)
+    return batch_timed(x);
   CUdeviceptr alloc = 0;
   size_t alloc_bytes = 0;
-  const int why = locate(r, c, &x, &alloc, &alloc_bytes);
+  const int why = locate(x, &alloc, &alloc_bytes);
   if (why >= 0) {
-    count_passed(s, c, why);
+    pass(x, why);
     return 1;
   }
   const uint64_t off = (uintptr_t)c->src - r->base;
   /* a compact region's copy the shadow cannot serve alone: in parts, or
    * the driver's (it reads the memory, whose pages come back as it touches
    * them) */
-  if (x.compact && !ibp__compact_servable(s, off, c->bytes)) {
-    if (!c->part && !c->hold_only && split_compact(r, s, c, off) == 0)
+  if (x->compact && !ibp__compact_servable(s, off, c->bytes)) {
+    if (!c->part && !c->hold_only && split_compact(x, off) == 0)
       return 0;
-    count_passed(s, c, IBP_PASSED_COMPACT);
-    ibp__count(&s->counters, copies_compact_driver, 1);
+    compact_driver(x);
     return 1;
   }
   /* a held copy's choice needs no exact count (batch.c counts at the
@@ -517,21 +547,23 @@ static int serve_region(ibp_region_rec *r, const ibp_copy *c, int offered) {
   const uint64_t estimate = ibp__gate_stored_estimate(s, c->bytes);
   uint64_t pcie = estimate ? estimate : ibp__stored_bytes(s, off, c->bytes);
   if (ibp__gate_misfit(r, off, c->bytes, pcie) && misfit(r, s)) {
-    count_passed(s, c, IBP_PASSED_MISFIT);
+    pass(x, IBP_PASSED_MISFIT);
     return 1;
   }
   /* held: served by its stream's batched launch, whose flush scans the
    * span its copies read for writes the kernel recorded (batch.c); a
    * compact region's held copies are judged again at the flush */
-  const int offer = offered ? 2
-                            : ibp__batch_offer(r, s, x.dev, x.ctx, c, pcie,
-                                               alloc, alloc_bytes);
-  if (offer == 0)
+  if (offer != IBP_BATCH_ALONE)
+    offer = ibp__batch_offer(x, pcie, alloc, alloc_bytes);
+  if (offer == IBP_BATCH_HELD)
     return 0;
+  if (offer == IBP_BATCH_TIMED)
+    return batch_timed(x);
   if (c->hold_only) { /* an entry of the application's batch: the driver's */
-    if (offer == 2)   /* decided alone (batch.c) */
-      ibp__chooser_ran(ibp__chooser_of(x.slot), IBP_ROUTE_DRIVER, 1);
-    count_passed(s, c, offer == 2 ? IBP_PASSED_GATED : IBP_PASSED_BATCH_ENTRY);
+    if (offer == IBP_BATCH_ALONE) /* decided alone (batch.c) */
+      ibp__chooser_ran(ibp__chooser_of(x->slot), IBP_ROUTE_DRIVER, 1);
+    pass(x,
+         offer == IBP_BATCH_ALONE ? IBP_PASSED_GATED : IBP_PASSED_BATCH_ENTRY);
     return 1;
   }
   ibp__batch_order(c->stream); /* what is held runs first */
@@ -545,15 +577,15 @@ static int serve_region(ibp_region_rec *r, const ibp_copy *c, int offered) {
   decision d;
   int decided = 0;
   if (ibp__track_scans(&s->track)) {
-    prepare(&x, pcie);
+    prepare(x, pcie);
     /* a look first (nothing counted): a copy for a GPU path is decided
      * after the sync, nearer its submission (the staged path's model asks
      * whether the stream is still busy) */
-    if (choose(&x, &d, 0, 0) == IBP_ROUTE_DRIVER) {
+    if (choose(x, &d, 0, 0) == IBP_ROUTE_DRIVER) {
       /* decided for real on the look's priors; timed or not, the driver
        * reads the host's bytes */
-      if (choose(&x, &d, 1, 1) == IBP_ROUTE_DRIVER)
-        return driver_copy(&x, &d, d.choice.timed);
+      if (choose(x, &d, 1, 1) == IBP_ROUTE_DRIVER)
+        return driver_copy(x, &d, d.choice.timed);
       decided = 1; /* an exploration */
     }
   }
@@ -568,43 +600,42 @@ static int serve_region(ibp_region_rec *r, const ibp_copy *c, int offered) {
         ibp__track_scan_model_ns(1, ((uintptr_t)c->src + c->bytes - 1) / 4096 -
                                         (uintptr_t)c->src / 4096 + 1));
   if (synced != 0 && rewritten(r, s)) {
-    count_passed(s, c, IBP_PASSED_DEGRADED);
+    pass(x, IBP_PASSED_DEGRADED);
     if (!decided)
       return 1;
     time_untimed(&d);
-    return driver_copy(&x, &d, 0);
+    return driver_copy(x, &d, 0);
   }
   atomic_fetch_add(&s->refresh.launching, 1); /* refresh.c waits for it */
-  prepare(&x, pcie);
-  if (x.compact) {
+  prepare(x, pcie);
+  if (x->compact) {
     /* a refresh that began since rewrites streams in place: the driver's
      * copy then; the kernel never reads the original (compact.h) */
-    x.a.dirty = NULL;
-    x.a.busy = NULL;
+    x->a.dirty = NULL;
+    x->a.busy = NULL;
     if (!ibp__compact_servable(s, off, c->bytes)) {
       atomic_fetch_sub(&s->refresh.launching, 1);
-      count_passed(s, c, IBP_PASSED_COMPACT);
-      ibp__count(&s->counters, copies_compact_driver, 1);
+      compact_driver(x);
       if (!decided)
         return 1;
       time_untimed(&d);
-      return driver_copy(&x, &d, 0);
+      return driver_copy(x, &d, 0);
     }
   }
   if (!decided)
-    return submit(&x, &d, choose(&x, &d, 1, 0));
+    return submit_by(x, &d, choose(x, &d, 1, 0));
   /* the choice stands; the staged path is planned again on what the sync
    * found (a tensor written since is read raw) */
   ibp_route go = d.go;
   const ibp_route_cost again =
-      go == IBP_ROUTE_STAGED ? ibp__route(go)->prior(&x) : d.prior[go];
+      go == IBP_ROUTE_STAGED ? ibp__route(go)->prior(x) : d.prior[go];
   if (again.cpu_ns <= 0 && again.gpu_ns <= 0) {
     time_untimed(&d);
     go = ibp__route_next(d.choice.est_ns, go);
     if (go == IBP_ROUTE_DRIVER)
-      count_passed(s, c, IBP_PASSED_STAGED_BUSY);
+      pass(x, IBP_PASSED_STAGED_BUSY);
   }
-  return submit(&x, &d, go);
+  return submit_by(x, &d, go);
 }
 
 void ibp__serve_passed(const ibp_copy *c, int reason) {
@@ -619,6 +650,12 @@ void ibp__serve_passed(const ibp_copy *c, int reason) {
   ibp_region_release(r);
 }
 
+/* Starts copy c's description: its region r, found for it. */
+static ibp_route_copy describe(ibp_region_rec *r, const ibp_copy *c) {
+  const ibp_route_copy x = {.c = c, .r = r, .s = ibp__served(r), .passed = -1};
+  return x;
+}
+
 int ibp__serve_htod(const ibp_copy *c) {
   if (c->bytes == 0 || c->bytes < ibp__cfg.min_copy_bytes)
     return 1;
@@ -628,14 +665,13 @@ int ibp__serve_htod(const ibp_copy *c) {
     return 1;
   int rc = 1;
   ibp__guard++;
-  ibp_served_region *s = ibp__served(r);
-  const int more = f == IBP_FIND_FOUND ? ibp__batch_hold_more(r, c) : 1;
-  if (more == 0)
-    rc = 0; /* held, like the batch's earlier copies */
-  else if (f == IBP_FIND_FOUND)
-    rc = serve_region(r, c, more == 2);
-  else if (s)
-    count_passed(s, c, IBP_PASSED_EDGE);
+  ibp_route_copy x = describe(r, c);
+  if (f == IBP_FIND_FOUND)
+    rc = serve_region(&x, 1);
+  else
+    pass(&x, IBP_PASSED_EDGE);
+  if (x.s && x.passed >= 0)
+    count_passed(x.s, c, x.passed);
   ibp__guard--;
   ibp_region_release(r);
   return rc;

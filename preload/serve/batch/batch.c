@@ -781,14 +781,38 @@ static void flush_others(batch *b) {
   }
 }
 
-/* The routes' priors for copy c held in a batch of n (or alone), kept in
- * *a for the copies like it that follow (serve/route/table.h). */
-static void answer(gate_answer *a, const batch *b, ibp_region_rec *r,
-                   ibp_served_region *s, const ibp_profile *p,
-                   const ibp_copy *c, uint64_t pcie, uint32_t n,
-                   double scan_ns) {
+/* What comes before copy c in stream order and may write its bytes goes
+ * first (lock held): what the streams b's stream synchronises with hold
+ * (the legacy stream and the blocking streams are ordered with each
+ * other), then, for c held in b, b's batch closed when it overlaps c or
+ * its deadline passed (on the device's clock, every 16th copy); for c
+ * alone (the driver's copy), b's held copies launched when they overlap
+ * it (rows of a gather do not: the batch is left whole), else the batches
+ * handed to the flusher. */
+static void make_way(batch *b, const ibp_copy *c, int held_in_b) {
+  if (b->blocking &&
+      atomic_load_explicit(&held, memory_order_relaxed) > (b->count ? 1u : 0u))
+    flush_others(b);
+  if (!held_in_b) {
+    if (overlaps(b, c->dst, c->bytes))
+      flush(b);
+    else
+      drain_handed();
+  } else if (b->count && ((b->count % 16 == 0 &&
+                           ibp__clock_ns() - b->first_ns >= b->deadline_ns) ||
+                          overlaps(b, c->dst, c->bytes))) {
+    close_batch(b);
+  }
+}
+
+/* The routes' priors for copy x held in b, a batch of n (or alone), kept
+ * in *a for the copies like it that follow (serve/route/table.h). */
+static void answer(gate_answer *a, const batch *b, const ibp_route_copy *x,
+                   uint64_t pcie, uint32_t n, double scan_ns) {
+  const ibp_copy *c = x->c;
+  const ibp_served_region *s = x->s;
   const ibp_kernel_plan *pl = &s->dev[b->dev].plan;
-  *a = (gate_answer){.region = r,
+  *a = (gate_answer){.region = x->r,
                      .bytes = c->bytes,
                      .pcie = pcie,
                      .copies = n,
@@ -796,29 +820,29 @@ static void answer(gate_answer *a, const batch *b, ibp_region_rec *r,
                      .scan_ns = scan_ns};
   a->g = (ibp_gate_copy){
       c->bytes, pcie + 32,
-      ibp_kernels_decode_sms(pl->grid, pl->block, (unsigned)p->sms),
+      ibp_kernels_decode_sms(pl->grid, pl->block, (unsigned)x->p->sms),
       ibp__gate_units(s->geometry.tensor_bytes, s->geometry.tensors,
-                      (uintptr_t)c->src - r->base, c->bytes),
+                      (uintptr_t)c->src - x->r->base, c->bytes),
       s->geometry.tensor_bytes};
+  /* x as its batch sees it */
   static const ibp_route_copy none;
-  ibp_route_copy x = none;
-  x.c = c;
-  x.r = r;
-  x.s = s;
-  x.slot = &s->dev[b->dev];
-  x.p = p;
-  x.ctx = b->ctx;
-  x.dev = b->dev;
-  x.mode = c->hold_only ? IBP_CLASS_APP_BATCH : IBP_CLASS_BATCHED;
-  x.g = a->g;
-  x.batch_n = n;
-  x.scan_ns = scan_ns;
-  ibp__route_priors(&x, a->prior);
+  ibp_route_copy y = none;
+  y.c = c;
+  y.r = x->r;
+  y.s = x->s;
+  y.slot = &x->s->dev[b->dev];
+  y.p = x->p;
+  y.ctx = b->ctx;
+  y.dev = b->dev;
+  y.mode = c->hold_only ? IBP_CLASS_APP_BATCH : IBP_CLASS_BATCHED;
+  y.g = a->g;
+  y.batch_n = n;
+  y.scan_ns = scan_ns;
+  ibp__route_priors(&y, a->prior);
   /* the model's times, for the statistics' saving: held (before the
-   * margin and the scan), and alone (the faster route alone) */
-  double cpu, gpu;
-  ibp__route_batched_split(p, &a->g, n, !c->hold_only, &cpu, &gpu);
-  a->batched = cpu + gpu;
+   * margin and the scan: the batched route's prior made it), and alone
+   * (the faster route alone) */
+  a->batched = y.batched_ns;
   a->alone = 0;
   for (int k = 0; k < IBP_ROUTES; k++) {
     const ibp_route_cost *q = &a->prior[k];
@@ -828,10 +852,14 @@ static void answer(gate_answer *a, const batch *b, ibp_region_rec *r,
   }
 }
 
-/* Holds c in b when the gate prefers it there (lock held; `pcie`: its
- * stored bytes, estimated).  0 when held. */
-static int hold_locked(batch *b, ibp_region_rec *r, ibp_served_region *s,
-                       const ibp_profile *p, const ibp_copy *c, uint64_t pcie) {
+/* Holds copy x in b when the gate prefers it there (lock held; x on b's
+ * device: x->slot, x->p; `pcie`: its stored bytes, estimated).  0 when
+ * held; 2: alone; 3: the driver's copy, timed. */
+static int hold_locked(batch *b, const ibp_route_copy *x, uint64_t pcie) {
+  const ibp_copy *c = x->c;
+  ibp_region_rec *r = x->r;
+  ibp_served_region *s = x->s;
+  const ibp_profile *p = x->p;
   /* the copies' rate on this stream, every RATE_EVERY-th offer: the
    * application's own time between them, plus what a held copy costs --
    * not what the path taken cost (copies refused because they arrive
@@ -873,7 +901,7 @@ static int hold_locked(batch *b, ibp_region_rec *r, ibp_served_region *s,
   gate_answer *a = &b->answer;
   if (a->region != r || a->bytes != c->bytes || a->pcie != pcie ||
       a->copies != n || a->hold_only != c->hold_only || a->scan_ns != scan_ns)
-    answer(a, b, r, s, p, c, pcie, n, scan_ns);
+    answer(a, b, x, pcie, n, scan_ns);
   ibp_route_cost prior[IBP_ROUTES];
   memcpy(prior, a->prior, sizeof prior);
   /* the chooser: held, or alone.  Alone, an entry of the application's
@@ -881,7 +909,7 @@ static int hold_locked(batch *b, ibp_region_rec *r, ibp_served_region *s,
    * copy of its own call goes to the single copy's decision (driver,
    * kernel or staged path, whose timed copies this class learns from as
    * well: serve/choose/choose.h, keys) */
-  ibp_device_slot *slot = &s->dev[b->dev];
+  ibp_device_slot *slot = x->slot;
   ibp_chooser *ch = ibp__chooser_of(slot);
   const unsigned cls = ibp__choose_class_index(
       c->bytes, 0, c->hold_only ? IBP_CLASS_APP_BATCH : IBP_CLASS_BATCHED);
@@ -893,53 +921,30 @@ static int hold_locked(batch *b, ibp_region_rec *r, ibp_served_region *s,
    * from the single copies of their size (one key, choose.h) */
   const unsigned timable =
       1u << IBP_ROUTE_BATCHED | (c->hold_only ? 1u << IBP_ROUTE_DRIVER : 0);
-  ibp_choice x;
+  ibp_choice q;
   const ibp_route go =
-      ibp__chooser_decide(s, slot, ch, p, cls, prior, timable, 0, &x);
+      ibp__chooser_decide(s, slot, ch, p, cls, prior, timable, 0, &q);
   if (go != IBP_ROUTE_BATCHED) {
     /* refused for the scan alone: let the figure fade, so that one slow
      * scan (a busy host) does not end batching for good -- the next
      * batched launch measures it again */
     const double unscanned =
-        x.est_ns[IBP_ROUTE_BATCHED] - scan_ns / n / IBP_BATCH_MARGIN;
-    if (scan_ns > 0 && unscanned < x.est_ns[go])
+        q.est_ns[IBP_ROUTE_BATCHED] - scan_ns / n / IBP_BATCH_MARGIN;
+    if (scan_ns > 0 && unscanned < q.est_ns[go])
       atomic_store_explicit(&s->batch_scan_ns, 0.98 * scan_ns,
                             memory_order_relaxed);
     b->own_ns += prior[go].cpu_ns;
-    if (go == IBP_ROUTE_DRIVER && x.timed && c->hold_only) {
-      /* what comes before it in stream order and may write the same
-       * bytes launches first: b's held copies when they overlap it (rows
-       * of a gather do not: the batch is left whole), the batches handed
-       * to the flusher, and what the streams b's stream synchronises with
-       * hold */
-      if (b->blocking && atomic_load_explicit(&held, memory_order_relaxed) >
-                             (b->count ? 1u : 0u))
-        flush_others(b);
-      if (overlaps(b, c->dst, c->bytes))
-        flush(b);
-      else
-        drain_handed();
-      if (ibp__batch_time_alone(slot, b->dev, p, c, cls, &x, prior) == 0) {
-        ibp__count_passed(&s->counters, IBP_PASSED_GATED, 1, c->bytes);
-        ibp__chooser_ran(ch, IBP_ROUTE_DRIVER, 1);
-        return 3;
-      }
+    if (go == IBP_ROUTE_DRIVER && q.timed && c->hold_only) {
+      make_way(b, c, 0);
+      if (ibp__batch_time_alone(x, cls, &q, prior) == 0)
+        return 3; /* counted by the caller */
     } else {
-      ibp__chooser_untimed(ch, cls, &x);
+      ibp__chooser_untimed(ch, cls, &q);
     }
     return 2; /* alone: the single copy's decision, or the driver's */
   }
   b->own_ns += held_cpu_ns;
-  /* the legacy stream and the blocking streams are ordered with each
-   * other: a copy held on one launches what the others hold first */
-  if (b->blocking &&
-      atomic_load_explicit(&held, memory_order_relaxed) > (b->count ? 1u : 0u))
-    flush_others(b);
-  /* the deadline, on the device's clock, every 16th copy */
-  if (b->count && ((b->count % 16 == 0 &&
-                    ibp__clock_ns() - b->first_ns >= b->deadline_ns) ||
-                   overlaps(b, c->dst, c->bytes)))
-    close_batch(b);
+  make_way(b, c, 1);
   int k = b->count < MAX_JOBS ? region_index(b, r) : -1;
   if (k < 0) {
     close_batch(b);
@@ -956,8 +961,8 @@ static int hold_locked(batch *b, ibp_region_rec *r, ibp_served_region *s,
   /* the model's saving (none for a copy held to measure the batch) */
   const double saved = a->alone - a->batched - scan_ns / n;
   h->saved_ns += saved > 0 ? saved : 0;
-  if (x.timed) /* after the close above: its batch holds r */
-    ibp__batch_want_timing(&b->timed, r, slot, cls, &x, &a->g, !c->hold_only);
+  if (q.timed) /* after the close above: its batch holds r */
+    ibp__batch_want_timing(&b->timed, r, slot, cls, &q, &a->g, !c->hold_only);
   b->received++;
   /* its pages, for the tracker's scan; a whole share goes to the
    * scanners at once (serve/batch/scan_ahead.h) */
@@ -990,51 +995,49 @@ static int usable(const ibp_copy *c) {
          c->stream != CU_STREAM_PER_THREAD;
 }
 
-static void held_one(const ibp_region_rec *r, const ibp_copy *c,
-                     const ibp_profile *p) {
-  ibp__nvtx_copy_begin(r->name, c->bytes); /* serve/nvtx.h: the hold */
+static void held_one(const ibp_route_copy *x) {
+  ibp__nvtx_copy_begin(x->r->name, x->c->bytes); /* serve/nvtx.h: the hold */
   ibp__nvtx_copy_end();
-  ibp__clock_charge_us(p->ibp_hold_us);
+  ibp__clock_charge_us(x->p->ibp_hold_us);
 }
 
-int ibp__batch_offer(ibp_region_rec *r, ibp_served_region *s, int dev,
-                     CUcontext ctx, const ibp_copy *c, uint64_t pcie,
-                     CUdeviceptr alloc, size_t alloc_bytes) {
-  const ibp_profile *p = ibp__gate_profile(dev);
+int ibp__batch_offer(const ibp_route_copy *x, uint64_t pcie, CUdeviceptr alloc,
+                     size_t alloc_bytes) {
+  const ibp_copy *c = x->c;
   const ibp_driver *d = ibp__driver();
-  if (!usable(c) || !p || !d)
+  if (!usable(c) || !d)
     return 1;
   pthread_mutex_lock(&lock);
-  batch *b = staging_failed(ctx) ? NULL : batch_for(d, c->stream, ctx, dev, p);
+  batch *b = staging_failed(x->ctx)
+                 ? NULL
+                 : batch_for(d, c->stream, x->ctx, x->dev, x->p);
   int rc = 1;
-  if (b && b->dev == dev) {
+  if (b && b->dev == x->dev) {
     b->dst_lo = alloc;
     b->dst_hi = alloc + alloc_bytes;
-    rc = hold_locked(b, r, s, p, c, pcie);
+    rc = hold_locked(b, x, pcie);
   }
   pthread_mutex_unlock(&lock);
   if (rc == 0)
-    held_one(r, c, p);
-  /* 3: the driver's copy, timed (hold_locked; a held copy is never
-   * synchronous: usable) */
-  return rc == 3 ? 0 : rc;
+    held_one(x);
+  return rc;
 }
 
-int ibp__batch_hold_more(ibp_region_rec *r, const ibp_copy *c) {
+int ibp__batch_hold_more(ibp_route_copy *x) {
+  const ibp_copy *c = x->c;
+  ibp_served_region *s = x->s;
   if (!atomic_load_explicit(&held, memory_order_relaxed) || !usable(c))
     return 1;
-  ibp_served_region *s = ibp__served(r);
   const ibp_driver *d = ibp__driver();
   CUcontext ctx = NULL;
   if (!s || !d || atomic_load_explicit(&s->kernel_args, memory_order_relaxed) ||
-      ibp_region_state_get(r) != IBP_REGION_READY ||
+      ibp_region_state_get(x->r) != IBP_REGION_READY ||
       d->cuCtxGetCurrent(&ctx) != CUDA_SUCCESS || !ctx)
     return 1;
   const uint64_t pcie = ibp__gate_stored_estimate(s, c->bytes);
   if (!pcie)
     return 1; /* the gate still judges the region's fit: serve_region */
   int rc = 1;
-  const ibp_profile *p = NULL;
   pthread_mutex_lock(&lock);
   batch *b = find(key_of(c->stream, ctx));
   /* what serve_region checked for this batch's first copy still holds: no
@@ -1042,14 +1045,16 @@ int ibp__batch_hold_more(ibp_region_rec *r, const ibp_copy *c) {
   if (b && b->count && b->ctx == ctx && c->dst >= b->dst_lo &&
       c->bytes <= b->dst_hi - c->dst && c->dst < b->dst_hi &&
       ibp__device_state(s, (unsigned)b->dev) == IBP_DEVICE_READY &&
-      s->dev[b->dev].ctx == ctx && (p = ibp__gate_profile(b->dev)))
-    rc = hold_locked(b, r, s, p, c, pcie);
+      s->dev[b->dev].ctx == ctx && (x->p = ibp__gate_profile(b->dev))) {
+    x->ctx = ctx;
+    x->dev = b->dev;
+    x->slot = &s->dev[b->dev];
+    rc = hold_locked(b, x, pcie);
+  }
   pthread_mutex_unlock(&lock);
   if (rc == 0)
-    held_one(r, c, p);
-  /* 3: the driver's copy, timed (hold_locked; a held copy is never
-   * synchronous: usable) */
-  return rc == 3 ? 0 : rc;
+    held_one(x);
+  return rc;
 }
 
 /* ---- ordering points ----------------------------------------------------- */

@@ -13,32 +13,41 @@
 #include "registry/registry.h"
 #include "serve/copy.h"
 #include "serve/region.h"
+#include "serve/route/route.h"
 
 /* ibp__batch_order's argument for "everything held, in every context". */
 #define IBP_BATCH_ALL ((CUstream)(uintptr_t)-1)
 
-/* Offers copy c of ready region r (device `dev`, context `ctx`, current;
- * `pcie`: the stored bytes it touches, or an estimate; [alloc, alloc +
- * alloc_bytes): the device allocation its destination lies in) to its
- * stream's batch.  Returns 0
- * when the copy is held (it will be served by the batch's launch, or by
- * the driver's own copy should that fail) or was queued as the driver's
- * copy between two events (the chooser timing the copy alone), 2 when the
- * chooser prefers a copy of its own, 1 when the caller serves it otherwise for
- * another reason (batching off or not possible on its stream). */
-int ibp__batch_offer(ibp_region_rec *r, ibp_served_region *s, int dev,
-                     CUcontext ctx, const ibp_copy *c, uint64_t pcie,
-                     CUdeviceptr alloc, size_t alloc_bytes);
+/* What an offer answers. */
+enum {
+  IBP_BATCH_HELD = 0,  /* held: served by the batch's launch, or by the
+                          driver's own copy should that fail */
+  IBP_BATCH_NOT = 1,   /* not offered, or batching off or not possible on
+                          its stream: the caller serves it otherwise */
+  IBP_BATCH_ALONE = 2, /* the chooser prefers a copy of its own */
+  IBP_BATCH_TIMED = 3  /* queued as the driver's copy between two events
+                          (the chooser timing the copy alone); the caller
+                          counts it passed to the driver (gated) */
+};
 
-/* The fast path for the second and later copies of a batch: c (region r
- * found for it) goes to its stream's batch when that already holds copies
- * in the current context, its destination lies in the allocation of the
- * batch's last destination, the region is ready on the batch's device and
- * its fit judged -- what serve_region checks with driver queries per copy
- * holds until the stream's next ordering point.  0 when held (or sent to
- * the driver, timed); 2: the chooser prefers a copy of its own (the full
- * path without offering it again); 1: take the full path (serve_region). */
-int ibp__batch_hold_more(ibp_region_rec *r, const ibp_copy *c);
+/* Offers copy x, described and located by the copy path (x->c, x->r,
+ * x->s, and its current device x->dev, context x->ctx, profile x->p;
+ * `pcie`: the stored bytes it touches, or an estimate; [alloc, alloc +
+ * alloc_bytes): the device allocation its destination lies in), to its
+ * stream's batch: IBP_BATCH_*. */
+int ibp__batch_offer(const ibp_route_copy *x, uint64_t pcie, CUdeviceptr alloc,
+                     size_t alloc_bytes);
+
+/* The fast path for the second and later copies of a batch: x (only
+ * x->c, x->r, x->s described) goes to its stream's batch when that already
+ * holds copies in the current context, its destination lies in the
+ * allocation of the batch's last destination, the region is ready on the
+ * batch's device and its fit judged -- what serve_region checks with
+ * driver queries per copy holds until the stream's next ordering point.
+ * Offered, x is located on the batch's device (x->ctx, x->dev, x->slot,
+ * x->p).  IBP_BATCH_*: NOT, take the full path (serve_region); ALONE, the
+ * full path without offering it again. */
+int ibp__batch_hold_more(ibp_route_copy *x);
 
 /* An ordering point for stream s (CU_STREAM_LEGACY and CU_STREAM_PER_THREAD
  * as the hooks made them explicit): launches what is held on s and on the

@@ -85,9 +85,13 @@ void ibp__batch_time_end(ibp_batch_timing_run *run, CUstream stream,
     ibp__timing_end(run->slot, run->ch, stream, &run->t, submitted);
 }
 
-int ibp__batch_time_alone(ibp_device_slot *slot, int dev, const ibp_profile *p,
-                          const ibp_copy *c, unsigned cls, const ibp_choice *x,
+int ibp__batch_time_alone(const ibp_route_copy *y, unsigned cls,
+                          const ibp_choice *x,
                           const ibp_route_cost prior[IBP_ROUTES]) {
+  const ibp_copy *c = y->c;
+  const ibp_profile *p = y->p;
+  ibp_device_slot *slot = y->slot;
+  const int dev = y->dev;
   const ibp_driver *d = ibp__driver();
   ibp_chooser *ch = ibp__chooser_of(slot);
   if (!d || !ch) {

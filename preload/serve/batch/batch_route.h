@@ -25,6 +25,7 @@
 #include "serve/choose/gate.h"
 #include "serve/copy.h"
 #include "serve/region.h"
+#include "serve/route/route.h"
 
 /* A batched launch to be timed: the copy whose decision asked for it. */
 typedef struct ibp_batch_timed {
@@ -63,13 +64,13 @@ void ibp__batch_time_begin(ibp_batch_timed *t, int dev, CUcontext ctx,
 void ibp__batch_time_end(ibp_batch_timing_run *run, CUstream stream,
                          int submitted);
 
-/* Copy c of a region on slot's device, decided alone as *x (route DRIVER,
+/* Copy y (its c, slot, dev and p), decided alone as *x (route DRIVER,
  * x->timed) in class cls with model costs prior[]: the driver's copy between
- * two events on c->stream (whatever the stream's batch held is launched first:
- * the caller's).  0 when queued; 1: nothing was (the caller leaves the
- * copy to the driver). */
-int ibp__batch_time_alone(ibp_device_slot *slot, int dev, const ibp_profile *p,
-                          const ibp_copy *c, unsigned cls, const ibp_choice *x,
+ * two events on its stream (whatever the stream's batch held is launched
+ * first: the caller's).  0 when queued; 1: nothing was (the caller leaves
+ * the copy to the driver). */
+int ibp__batch_time_alone(const ibp_route_copy *y, unsigned cls,
+                          const ibp_choice *x,
                           const ibp_route_cost prior[IBP_ROUTES]);
 
 #endif /* IBP_PRELOAD_BATCH_ROUTE_H */

@@ -57,8 +57,13 @@ typedef struct ibp_route_copy {
   CUevent start;
   int started;
   /* a copy that may be held: the batch it would join */
-  uint32_t batch_n; /* copies the batch is expected to hold */
-  double scan_ns;   /* the write tracker's scan at its flush */
+  uint32_t batch_n;  /* copies the batch is expected to hold */
+  double scan_ns;    /* the write tracker's scan at its flush */
+  double batched_ns; /* route_batched's, made by its prior: its model per
+                        copy (ns), before the margin and the scan */
+  /* the copy path's (serve/substitute.c): why the copy went to the
+   * driver (IBP_PASSED_*), counted once at its end; -1: it did not */
+  int passed;
 } ibp_route_copy;
 
 /* What a route's submit answers. */

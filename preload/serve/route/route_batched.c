@@ -54,6 +54,7 @@ static ibp_route_cost prior(ibp_route_copy *x) {
   /* the hold and the scan are libibp's own, not driver calls */
   c.own_ns =
       (1e3 * x->p->ibp_hold_us + x->scan_ns / x->batch_n) / IBP_BATCH_MARGIN;
+  x->batched_ns = cpu + gpu;
   return c;
 }
 
