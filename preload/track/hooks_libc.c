@@ -164,12 +164,23 @@ static int mem_iov(int fd, long long off, const struct iovec *iov, int cnt) {
 /* The application changing the protection of tracked pages takes them out
  * of tracking first (their tensors dirty): whatever it sets then holds, and
  * a later write cannot go unseen. */
-static void announce_protect(const void *addr, size_t len) {
-  ibp__track_app_protect(addr, len);
+static void announce_protect(const void *addr, size_t len, int after) {
+  if (!after)
+    ibp__track_app_protect(addr, len);
 }
 
-/* Advice that discards or replaces page contents is a write. */
-static void announce_advice(const void *addr, size_t len, int advice) {
+/* Advice that discards or replaces page contents is a write: announced
+ * before the call, and once it returned, the pages it dropped count as
+ * written again in a faulting region (track_sync.c marked them when the
+ * kernel said it would drop them; a refresh in between may have read the
+ * old bytes). */
+static void announce_advice(const void *addr, size_t len, int advice,
+                            int after) {
+  if (after) {
+    if (advice == MADV_DONTNEED || advice == MADV_REMOVE)
+      ibp__syncwp_dropped((uintptr_t)addr, len);
+    return;
+  }
   switch (advice) {
   case MADV_NORMAL:
   case MADV_RANDOM:
@@ -250,9 +261,18 @@ static void announce_advice(const void *addr, size_t len, int advice) {
     REAL(name, ret, params);                                                   \
     if (!real)                                                                 \
       return fail;                                                             \
-    if (ibp__track_any())                                                      \
+    const int watched = ibp__track_any();                                      \
+    int after = 0;                                                             \
+    if (watched)                                                               \
       announce;                                                                \
-    return real args;                                                          \
+    ret rc = real args;                                                        \
+    if (watched) {                                                             \
+      const int saved = errno;                                                 \
+      after = 1;                                                               \
+      announce;                                                                \
+      errno = saved;                                                           \
+    }                                                                          \
+    return rc;                                                                 \
   }
 
 /* The kernel reads the buffers, and writes the target when fd is one of

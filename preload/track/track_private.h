@@ -136,6 +136,9 @@ IBP_HIDDEN int ibp__syncwp_still_protected(ibp_tracked *t, uintptr_t a,
  * [a, a+len) (track_quiet.c, ibp__quiet_kwrite_begin): the armed pages of
  * t there count as written, their tensors dirty, and are made writable. */
 IBP_HIDDEN void ibp__syncwp_lift(ibp_tracked *t, uintptr_t a, size_t len);
+/* Pages [a, a+len) dropped (madvise): written in every region armed here
+ * that holds some (its tensors dirty, its page bits set). */
+IBP_HIDDEN void ibp__syncwp_dropped(uintptr_t a, size_t len);
 IBP_HIDDEN void ibp__syncwp_after_fork_child(void);
 
 /* ---- track_compact.c: compact regions -------------------------------------

@@ -23,13 +23,11 @@
  * protected page would fail with EFAULT: the fault mode is then
  * unavailable and quiet regions keep scanning (track_quiet.c).
  *
- * Pages the application drops -- madvise(MADV_DONTNEED), MADV_REMOVE,
- * by libc or raw system call -- change (to zeros, or the file's bytes)
- * without a write fault: the descriptor asks for UFFD_FEATURE_EVENT_REMOVE,
- * and the kernel, before it drops them, sends this thread their range and
- * waits while it marks them written as a fault would (without the event,
- * a quiet region's copy delivered the old bytes: e2e_stale_hard_writes).
- * A kernel without it keeps every region scanning.
+ * Pages the application drops -- madvise(MADV_DONTNEED), MADV_REMOVE --
+ * change (to zeros, or the file's bytes) without a write fault (a quiet
+ * region's copy delivered the old bytes: e2e_stale_hard_writes): the C
+ * library's madvise marks them written once the call returned
+ * (ibp__syncwp_dropped, hooks_libc.c).  A raw system call is not seen.
  *
  * The thread also runs track_quiet.c's tick between faults.
  *
@@ -141,9 +139,8 @@ static void lift(ibp_tracked *t, ibp_sync_pages *p, uintptr_t lo,
   set_wp(lo, hi, 0);
 }
 
-/* Pages [lo, hi) about to be dropped (UFFD_EVENT_REMOVE): in each region
- * armed here, its pages among them written, as by a fault -- before the
- * kernel drops them (it waits for this event to be read). */
+/* Pages [lo, hi) dropped: in each region armed here, its pages among them
+ * written, as by a fault. */
 static void on_remove(uintptr_t lo, uintptr_t hi) {
   pthread_mutex_lock(&lock);
   for (size_t i = 0; i < held; i++) {
@@ -154,6 +151,15 @@ static void on_remove(uintptr_t lo, uintptr_t hi) {
     lift(table[i], p, lo > p->lo ? lo : p->lo, hi < p->hi ? hi : p->hi);
   }
   pthread_mutex_unlock(&lock);
+}
+
+void ibp__syncwp_dropped(uintptr_t a, size_t len) {
+  const uintptr_t pg = ibp__page_size();
+  if (!len || fd < 0)
+    return;
+  uintptr_t e = a + len < a ? UINTPTR_MAX : a + len;
+  on_remove(a & ~(pg - 1),
+            e > UINTPTR_MAX - pg ? e & ~(pg - 1) : (e + pg - 1) & ~(pg - 1));
 }
 
 /* A write to page a: its tensors dirty, then the page writable. */
@@ -206,9 +212,6 @@ static void *fault_thread(void *arg) {
     for (size_t i = 0; i < (size_t)got / sizeof *m; i++) {
       if (m[i].event == UFFD_EVENT_PAGEFAULT)
         on_fault((uintptr_t)m[i].arg.pagefault.address);
-      else if (m[i].event == UFFD_EVENT_REMOVE)
-        on_remove((uintptr_t)m[i].arg.remove.start,
-                  (uintptr_t)m[i].arg.remove.end);
     }
   }
   return NULL;
@@ -235,10 +238,9 @@ static int probe_one(int shared) {
 
 static int start(void) {
   int saved = errno;
-  fd = open_fd(FEATURE_WP_SHMEM_ | FEATURE_WP_UNPOPULATED_ |
-               UFFD_FEATURE_EVENT_REMOVE);
+  fd = open_fd(FEATURE_WP_SHMEM_ | FEATURE_WP_UNPOPULATED_);
   if (fd < 0 && errno == EINVAL) /* an older kernel: anonymous memory */
-    fd = open_fd(UFFD_FEATURE_EVENT_REMOVE);
+    fd = open_fd(0);
   int ok = fd >= 0 && probe_one(0) == 0;
   if (ok)
     probe_one(1); /* shared memory may fail: such regions keep scanning */

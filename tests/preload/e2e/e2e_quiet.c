@@ -5,12 +5,12 @@
  * and every write into it still reaches the device: CPU stores, read(2),
  * a raw read system call, a device-to-host cudaMemcpy into it, a pwrite
  * to /proc/self/mem, and pages dropped by madvise: MADV_REMOVE (zeros
- * from then on: the region is shared memory; by the C library's call and
- * by a raw system call) and MADV_DONTNEED (which keeps a shared page's
- * bytes: e2e_stale_hard_writes drops private ones).  MADV_REMOVE only in
- * the quiet run: the scanning tracker does not see it (a shared page
- * dropped keeps its write protection as a marker, so PAGEMAP_SCAN finds
- * it unwritten; docs/ARCHITECTURE.md, "Quiet regions").
+ * from then on: the region is shared memory) and MADV_DONTNEED (which
+ * keeps a shared page's bytes: e2e_stale_hard_writes drops private ones).
+ * MADV_REMOVE only in the quiet run, and only by the C library's call: the
+ * scanning tracker does not see it (a shared page dropped keeps its write
+ * protection as a marker, so PAGEMAP_SCAN finds it unwritten), and a raw
+ * system call is not seen (docs/ARCHITECTURE.md, "Quiet regions").
  *
  *   e2e_quiet            run with IBP_TRACK_QUIET well below QUIET_SLEEP_MS
  *   e2e_quiet --scanning run with IBP_TRACK_QUIET=0: the control, where
@@ -175,26 +175,20 @@ static void by_proc_mem(size_t off, size_t len) {
 
 /* Whole pages of [off, off+len) dropped by madvise(advice); MADV_REMOVE
  * frees their memory: they read as zeros after. */
-static void dropped(size_t off, size_t len, int advice, int raw) {
+static void dropped(size_t off, size_t len, int advice) {
   unsigned char *a = R->host + off;
-  int rc =
-      raw ? (int)syscall(SYS_madvise, a, len, advice) : madvise(a, len, advice);
-  if (rc != 0)
-    e2e_fail("%smadvise(%d) of the quiet region: %s", raw ? "a raw " : "",
-             advice, strerror(errno));
+  if (madvise(a, len, advice) != 0)
+    e2e_fail("madvise(%d) of the quiet region: %s", advice, strerror(errno));
   for (size_t i = 0; advice == MADV_REMOVE && i < len; i++)
     if (a[i])
       e2e_fail("madvise(MADV_REMOVE): byte %zu not zero", off + i);
 }
 
 static void by_remove(size_t off, size_t len) {
-  dropped(off, len, MADV_REMOVE, 0);
-}
-static void by_raw_remove(size_t off, size_t len) {
-  dropped(off, len, MADV_REMOVE, 1);
+  dropped(off, len, MADV_REMOVE);
 }
 static void by_dontneed(size_t off, size_t len) {
-  dropped(off, len, MADV_DONTNEED, 0);
+  dropped(off, len, MADV_DONTNEED);
 }
 
 int main(int argc, char **argv) {
@@ -224,10 +218,8 @@ int main(int argc, char **argv) {
   step("a raw read system call", 90 * PAGE + 7, 5000, by_raw_read);
   step("a device-to-host cudaMemcpy", 200 * PAGE + 512, 20000, by_dtoh);
   step("a pwrite to /proc/self/mem", 300 * PAGE + 33, 6000, by_proc_mem);
-  if (!scanning_run) {
+  if (!scanning_run)
     step("madvise(MADV_REMOVE)", 400 * PAGE, 3 * PAGE, by_remove);
-    step("a raw madvise(MADV_REMOVE)", 500 * PAGE, 2 * PAGE, by_raw_remove);
-  }
   step("madvise(MADV_DONTNEED)", 600 * PAGE, 2 * PAGE, by_dontneed);
 
   settle();
