@@ -69,6 +69,7 @@ enum {
   MARK_EXP_VALUE,    /* a value of a segment */
   MARK_EXP_BYTES,    /* ... ORed byte by byte */
   MARK_EXP_END,      /* after a stage decode */
+  MARK_STAGE_JOB,    /* a walk's tensor with a coding stage: its stage */
   MARK_COUNT
 };
 
@@ -506,6 +507,7 @@ IBP_DEV uint32_t job_rest_bits(const tensor_job *j, bool nb) {
  * bit after the window's blocks (the stage part starts after those past
  * it, at the end of the IBP part). */
 IBP_DEV void decode_stage(const tensor_job *j, uint32_t b) {
+  IBP_MARK(MARK_STAGE_JOB);
   const ibp_kernel_stage *st = j->stage;
   if ((j->w1 + BLOCK - 1) / BLOCK < (j->R + BLOCK - 1) / BLOCK)
     b += job_rest_bits(j, ibp_dev_ldg_u32(&st->no_bitmap) != 0);
