@@ -71,6 +71,7 @@ enum {
   MARK_EXP_END,      /* after a stage decode */
   MARK_STAGE_JOB,    /* a walk's tensor with a coding stage: its stage */
   MARK_GROUP_LOOKUP, /* a unit's look-up, as a group where it can be */
+  MARK_DIV64,        /* a 64-bit division (a copy past 4 GiB of its region) */
   MARK_COUNT
 };
 
@@ -1037,16 +1038,16 @@ IBP_DEV int unit_job(const ibp_decompress_args &a, const copy_range &c,
  * registers it would stay live across the decode loop and cost it
  * registers (docs/ARCHITECTURE.md "The decode plan"). */
 typedef struct walk_state {
-  uint64_t next, walks, units; /* the warp's next walk; the launch's */
-  uint64_t warps;              /* the launch's (read here, not kept live) */
-  uint64_t u, end;             /* the unit being decoded; the walk's end */
-  uint32_t walk;               /* units per walk */
-  uint32_t stage0;             /* the warp's first staging buffer (an offset in
-                                  shared memory) */
-  uint32_t stage_bytes;        /* per buffer */
-  uint8_t buffers;             /* 1 or 2 */
-  uint8_t slot;                /* j's job slot; n's and nn's follow, mod 3 */
-  uint8_t cur;                 /* j's buffer */
+  uint64_t next, units; /* the warp's next walk; the launch's */
+  uint64_t warps;       /* the launch's (read here, not kept live) */
+  uint64_t u, end;      /* the unit being decoded; the walk's end */
+  uint32_t walk;        /* units per walk */
+  uint32_t stage0;      /* the warp's first staging buffer (an offset in
+                           shared memory) */
+  uint32_t stage_bytes; /* per buffer */
+  uint8_t buffers;      /* 1 or 2 */
+  uint8_t slot;         /* j's job slot; n's and nn's follow, mod 3 */
+  uint8_t cur;          /* j's buffer */
   uint8_t nc, nnc, prefetch;
   /* batch_units: the launch's job list, and the job of the last unit */
   uint32_t count, k;
@@ -1075,8 +1076,7 @@ IBP_DEV void walk_units(Units &units, walk_state *ws, tensor_job *slots) {
   unsigned cur = 0, other = ws->buffers - 1, at = ws->slot;
   tensor_job *j = slots + at, *n = slots + (at + 1) % 3,
              *nn = slots + (at + 2) % 3;
-  int jc = unit_of_plain(units, u, u1 - u, ws->stage_bytes, walk_stage(ws, 0),
-                         j),
+  int jc = unit_of(units, u, u1 - u, ws->stage_bytes, walk_stage(ws, 0), j),
       nc = 0, staged = 0;
   while (u < u1) {
     IBP_MARK(MARK_UNIT);
@@ -1180,14 +1180,13 @@ IBP_DEV void warp_walks_all(Units &units, uint64_t nunits, uint32_t walk_len,
   ibp_dev_syncwarp();
   ws->next = ibp_dev_warp_global();
   ws->warps = ibp_dev_warps_total();
-  ws->walks = (nunits + walk - 1) / walk;
   ws->units = nunits;
   ws->walk = walk;
   ws->stage0 = IBP_KERNEL_JOB_BYTES * ibp_dev_warps_per_block() +
                ibp_dev_warp_in_block() * per_warp;
   ws->stage_bytes = stage_bytes;
   ws->buffers = (uint8_t)buffers;
-  for (uint64_t w; (w = ws->next) < ws->walks;) {
+  for (uint64_t w; (w = ws->next) * ws->walk < ws->units;) { /* no division */
     const uint64_t u0 = w * ws->walk, u1 = min_u64(u0 + ws->walk, ws->units);
     IBP_MARK(MARK_WALK);
     ibp_dev_syncwarp();
@@ -1272,6 +1271,15 @@ IBP_DEV void units_restore(single_units &s, const walk_state *ws) {
   s.a = ws->regions;
 }
 
+/* x / d, in 32 bits where x fits (every copy below 4 GiB of its region);
+ * the 64-bit division is a path of its own. */
+IBP_DEV uint64_t div_u64(uint64_t x, uint32_t d) {
+  if ((x >> 32) == 0)
+    return (uint32_t)x / d;
+  IBP_MARK(MARK_DIV64);
+  return x / d;
+}
+
 /* At most 64 registers per thread (32 warps per SM), no spills, no stack:
  * the walk's and the round's state in shared memory and the launch's
  * arguments read in place leave the decode loop the rest.  The bound holds
@@ -1292,7 +1300,8 @@ ibp_decompress(IBP_GRID_CONSTANT const ibp_decompress_args a) {
   const uint64_t g0 = a.first_tensor * R + a.first_offset, g1 = g0 + a.length;
   if (a.length == 0)
     return;
-  const uint64_t last = (g1 - 1) / R < a.tensors ? (g1 - 1) / R : a.tensors;
+  const uint64_t at = div_u64(g1 - 1, (uint32_t)R);
+  const uint64_t last = at < a.tensors ? at : a.tensors;
   single_units su = {&a};
   if (a.tensor_bytes >= IBP_KERNEL_BLOCK_R)
     block_units_all(su, last - a.first_tensor + 1);
