@@ -69,6 +69,9 @@ enum {
   MARK_EXP_VALUE,    /* a value of a segment */
   MARK_EXP_BYTES,    /* ... ORed byte by byte */
   MARK_EXP_END,      /* after a stage decode */
+  MARK_STAGE_JOB,    /* a walk's tensor with a coding stage: its stage */
+  MARK_GROUP_LOOKUP, /* a unit's look-up, as a group where it can be */
+  MARK_DIV64,        /* a 64-bit division (a copy past 4 GiB of its region) */
   MARK_COUNT
 };
 
@@ -506,6 +509,7 @@ IBP_DEV uint32_t job_rest_bits(const tensor_job *j, bool nb) {
  * bit after the window's blocks (the stage part starts after those past
  * it, at the end of the IBP part). */
 IBP_DEV void decode_stage(const tensor_job *j, uint32_t b) {
+  IBP_MARK(MARK_STAGE_JOB);
   const ibp_kernel_stage *st = j->stage;
   if ((j->w1 + BLOCK - 1) / BLOCK < (j->R + BLOCK - 1) / BLOCK)
     b += job_rest_bits(j, ibp_dev_ldg_u32(&st->no_bitmap) != 0);
@@ -886,19 +890,98 @@ IBP_DEV void group_job(const ibp_decompress_args &a, uint64_t t, uint32_t most,
   j->offs = a.offsets + t;
 }
 
+/* The job of tensor t, compressed, whole inside the copy (rest: the copy's
+ * bytes from tensor t on, at most 2^32 - 1), in a region with one cluster
+ * and no coding stage, R a multiple of 16 and its destination dst 16-byte
+ * aligned, grown into a group of up to `most` tensors in one look-up: lane
+ * l looks at tensor t + l (its stream's offset and length, its bits), and
+ * the job is the leading run of lanes whose tensor is compressed, clean,
+ * wholly inside the copy, read from where tensor t's stream is read, its
+ * stream starting where the one before it ends, and the group's streams
+ * fitting a staging buffer of cap bytes (the conditions of unit_job and
+ * group_job, docs/ARCHITECTURE.md "Groups of small tensors").  Returns 0,
+ * the job not written, when tensor t is not compressed (or not clean): the
+ * general look-up then makes its job. */
+IBP_DEV int group_lookup(const ibp_decompress_args &a, uint8_t *dst, uint64_t t,
+                         uint32_t most, uint32_t cap, uint32_t rest,
+                         uint32_t stage_off, tensor_job *j) {
+  const unsigned lane = ibp_dev_lane();
+  const uint64_t ti = t + lane;
+  const uint32_t R = a.tensor_bytes;
+  uint64_t at = 0;
+  uint32_t len = 0;
+  int ok = 0, w = 0;
+  if (lane < most && ti < a.tensors && (lane + 1) * R <= rest) {
+    at = ibp_dev_ldg_u64((const uint8_t *)(a.offsets + ti));
+    len = ibp_dev_ldg_u32(a.lengths + ti);
+    w = a.staged && at >= a.staged_lo && at + len <= a.staged_hi;
+    ok = len && bit_set(a.flags, ti) && !bit_set(a.dirty, ti) &&
+         !bit_set(a.busy, ti);
+  }
+  /* tensor t's stream: where the group is read from */
+  const uint32_t at0_lo = ibp_dev_shfl((uint32_t)at, 0);
+  const uint32_t at0_hi = ibp_dev_shfl((uint32_t)(at >> 32), 0);
+  const uint64_t off = ((uint64_t)at0_hi << 32) | at0_lo;
+  const int w0 = ibp_dev_shfl(w, 0);
+  const uint8_t *stream = w0 ? a.staged + (off - a.staged_lo) : a.packed + off;
+  /* the stream's alignment, the fetch's run into the next stream's sector
+   * and the 16 bytes the stream's reads may look past it */
+  const uint32_t room =
+      cap - (uint32_t)((uintptr_t)stream & (PIECE - 1)) - 32 - 16;
+  const uint32_t o = (uint32_t)(at - off), end = o + len;
+  const uint32_t prev = ibp_dev_shfl_up(end, 1);
+  ok = ok && (lane == 0 || (w == w0 && at - off + len <= room && o == prev));
+  const uint32_t yes = ibp_dev_ballot(ok);
+  if (!(yes & 1u))
+    return 0;
+  const unsigned n = ibp_dev_popc(yes & ~(yes + 1)); /* the leading run */
+  const uint32_t glen = ibp_dev_shfl(end, (int)n - 1);
+  ibp_dev_syncwarp(); /* no lane still reads the slot */
+  j->plan = a.plan;
+  j->R = R;
+  j->c = a.chunk_bytes;
+  j->S = a.plan_stages;
+  j->stage_off = stage_off;
+  j->stream = stream;
+  j->orig = a.original + t * R;
+  j->lo_ok = w0 ? a.staged : a.packed;
+  j->dst = dst;
+  j->w0 = 0;
+  j->w1 = R * n;
+  j->len = glen;
+  j->from = 0;
+  j->to = glen;
+  j->count = n;
+  j->raw_lo = a.original;
+  j->raw_hi = a.original + a.tensors * R + a.tail_bytes;
+  j->offs = nullptr;
+  if (n > 1)
+    j->offs = a.offsets + t;
+  return 1;
+}
+
 /* The job for unit t of region a's copy c (t == tensors: the tail), grown
  * into a group of up to `most` units where it can be (group_job; cap: the
  * bytes of a staging buffer); returns 1 when it is a compressed tensor (or
  * group) the warp decodes, 0 when it is copied raw from the original.  (a
  * is read in place: the launch's parameter, or a batch's template in
  * device memory.) */
+template <bool G>
 IBP_DEV int unit_job(const ibp_decompress_args &a, const copy_range &c,
                      uint64_t t, uint32_t most, uint32_t cap, uint8_t *stage,
                      tensor_job *j) {
-  IBP_MARK(MARK_LOOKUP);
+  IBP_MARK(MARK_GROUP_LOOKUP);
   const uint64_t R = a.tensor_bytes;
   const uint64_t g0 = c.first_tensor * R + c.first_offset, g1 = g0 + c.length;
   const uint64_t start = t * R;
+  if (G && t < a.tensors && a.clusters <= 1 && !a.stages && R % BLOCK == 0 &&
+      g0 <= start && start + R <= g1 &&
+      (((uintptr_t)c.dst - g0) & (BLOCK - 1)) == 0 &&
+      group_lookup(a, c.dst + (start - g0), t, most, cap,
+                   (uint32_t)min_u64(g1 - start, 0xFFFFFFFFu),
+                   (uint32_t)(stage - ibp_dev_shared()), j))
+    return 1;
+  IBP_MARK(MARK_LOOKUP);
   const uint64_t size = t < a.tensors ? R : a.tail_bytes;
   const uint64_t lo = max_u64(g0, start), hi = min_u64(g1, start + size);
   uint64_t off = 0, len = 0, mo = 0;
@@ -955,16 +1038,16 @@ IBP_DEV int unit_job(const ibp_decompress_args &a, const copy_range &c,
  * registers it would stay live across the decode loop and cost it
  * registers (docs/ARCHITECTURE.md "The decode plan"). */
 typedef struct walk_state {
-  uint64_t next, walks, units; /* the warp's next walk; the launch's */
-  uint64_t warps;              /* the launch's (read here, not kept live) */
-  uint64_t u, end;             /* the unit being decoded; the walk's end */
-  uint32_t walk;               /* units per walk */
-  uint32_t stage0;             /* the warp's first staging buffer (an offset in
-                                  shared memory) */
-  uint32_t stage_bytes;        /* per buffer */
-  uint8_t buffers;             /* 1 or 2 */
-  uint8_t slot;                /* j's job slot; n's and nn's follow, mod 3 */
-  uint8_t cur;                 /* j's buffer */
+  uint64_t next, units; /* the warp's next walk; the launch's */
+  uint64_t warps;       /* the launch's (read here, not kept live) */
+  uint64_t u, end;      /* the unit being decoded; the walk's end */
+  uint32_t walk;        /* units per walk */
+  uint32_t stage0;      /* the warp's first staging buffer (an offset in
+                           shared memory) */
+  uint32_t stage_bytes; /* per buffer */
+  uint8_t buffers;      /* 1 or 2 */
+  uint8_t slot;         /* j's job slot; n's and nn's follow, mod 3 */
+  uint8_t cur;          /* j's buffer */
   uint8_t nc, nnc, prefetch;
   /* batch_units: the launch's job list, and the job of the last unit */
   uint32_t count, k;
@@ -1002,7 +1085,8 @@ IBP_DEV void walk_units(Units &units, walk_state *ws, tensor_job *slots) {
       warp_copy_raw(j->dst, j->orig + j->w0, j->w1 - j->w0, j->raw_lo,
                     j->raw_hi);
       if (++u < u1)
-        jc = unit_of(units, u, u1 - u, ws->stage_bytes, walk_stage(ws, cur), j);
+        jc = unit_of_plain(units, u, u1 - u, ws->stage_bytes,
+                           walk_stage(ws, cur), j);
       staged = 0;
       continue;
     }
@@ -1096,14 +1180,13 @@ IBP_DEV void warp_walks_all(Units &units, uint64_t nunits, uint32_t walk_len,
   ibp_dev_syncwarp();
   ws->next = ibp_dev_warp_global();
   ws->warps = ibp_dev_warps_total();
-  ws->walks = (nunits + walk - 1) / walk;
   ws->units = nunits;
   ws->walk = walk;
   ws->stage0 = IBP_KERNEL_JOB_BYTES * ibp_dev_warps_per_block() +
                ibp_dev_warp_in_block() * per_warp;
   ws->stage_bytes = stage_bytes;
   ws->buffers = (uint8_t)buffers;
-  for (uint64_t w; (w = ws->next) < ws->walks;) {
+  for (uint64_t w; (w = ws->next) * ws->walk < ws->units;) { /* no division */
     const uint64_t u0 = w * ws->walk, u1 = min_u64(u0 + ws->walk, ws->units);
     IBP_MARK(MARK_WALK);
     ibp_dev_syncwarp();
@@ -1134,7 +1217,7 @@ IBP_DEV void block_units_all(Units &units, uint64_t nunits) {
   for (uint64_t u = ibp_dev_block(); u < nunits;) {
     IBP_MARK(MARK_BUNIT);
     if (ibp_dev_warp_in_block() == 0) {
-      const int c = unit_of(units, u, 1, 0, (uint8_t *)coded, j);
+      const int c = unit_of_block(units, u, (uint8_t *)coded, j);
       IBP_MARK(MARK_BUNIT_JOB);
       if (ibp_dev_lane() == 0)
         *coded = (uint32_t)c;
@@ -1164,18 +1247,37 @@ struct single_units {
 
 /* The job of unit u, a group of up to `most` units where it can be (cap:
  * the bytes of a staging buffer). */
+template <bool G = true>
 IBP_DEV int unit_of(single_units &s, uint64_t u, uint64_t most, uint32_t cap,
                     uint8_t *stage, tensor_job *j) {
   most = min_u64(most, 32);
   const ibp_decompress_args &a = *s.a;
   const copy_range c = {a.first_tensor, a.length, a.first_offset, a.dst};
-  return unit_job(a, c, a.first_tensor + u, (uint32_t)most, cap, stage, j);
+  return unit_job<G>(a, c, a.first_tensor + u, (uint32_t)most, cap, stage, j);
+}
+/* unit_of for a block decode: no group. */
+IBP_DEV int unit_of_block(single_units &s, uint64_t u, uint8_t *stage,
+                          tensor_job *j) {
+  return unit_of<false>(s, u, 1, 0, stage, j);
+}
+IBP_DEV int unit_of_plain(single_units &s, uint64_t u, uint64_t most,
+                          uint32_t cap, uint8_t *stage, tensor_job *j) {
+  return unit_of<false>(s, u, most, cap, stage, j);
 }
 IBP_DEV void units_save(single_units &s, walk_state *ws) {
   ws->regions = s.a; /* not live in registers across the decode */
 }
 IBP_DEV void units_restore(single_units &s, const walk_state *ws) {
   s.a = ws->regions;
+}
+
+/* x / d, in 32 bits where x fits (every copy below 4 GiB of its region);
+ * the 64-bit division is a path of its own. */
+IBP_DEV uint64_t div_u64(uint64_t x, uint32_t d) {
+  if ((x >> 32) == 0)
+    return (uint32_t)x / d;
+  IBP_MARK(MARK_DIV64);
+  return x / d;
 }
 
 /* At most 64 registers per thread (32 warps per SM), no spills, no stack:
@@ -1198,7 +1300,8 @@ ibp_decompress(IBP_GRID_CONSTANT const ibp_decompress_args a) {
   const uint64_t g0 = a.first_tensor * R + a.first_offset, g1 = g0 + a.length;
   if (a.length == 0)
     return;
-  const uint64_t last = (g1 - 1) / R < a.tensors ? (g1 - 1) / R : a.tensors;
+  const uint64_t at = div_u64(g1 - 1, (uint32_t)R);
+  const uint64_t last = at < a.tensors ? at : a.tensors;
   single_units su = {&a};
   if (a.tensor_bytes >= IBP_KERNEL_BLOCK_R)
     block_units_all(su, last - a.first_tensor + 1);
@@ -1278,9 +1381,18 @@ IBP_DEV int unit_of(batch_units &b, uint64_t u, uint64_t most, uint32_t cap,
   /* a group stays inside its job */
   const uint64_t job_end =
       b.k + 1 < b.ws->count ? job_first_unit(b, b.k + 1) : b.ws->units;
-  return unit_job(a, c, c.first_tensor + piece,
-                  (uint32_t)min_u64(min_u64(most, job_end - u), 32), cap, stage,
-                  j);
+  return unit_job<false>(a, c, c.first_tensor + piece,
+                         (uint32_t)min_u64(min_u64(most, job_end - u), 32), cap,
+                         stage, j);
+}
+
+IBP_DEV int unit_of_block(batch_units &b, uint64_t u, uint8_t *stage,
+                          tensor_job *j) {
+  return unit_of(b, u, 1, 0, stage, j);
+}
+IBP_DEV int unit_of_plain(batch_units &b, uint64_t u, uint64_t most,
+                          uint32_t cap, uint8_t *stage, tensor_job *j) {
+  return unit_of(b, u, most, cap, stage, j);
 }
 
 IBP_KERNEL void DECODE_BOUNDS ibp_decompress_batch(ibp_batch_args b) {

@@ -75,13 +75,15 @@ extern "C" {
  *                  decode plan"), 16 bytes per lane and step
  *   decode-plan-2  the same, with groups of small tensors decoded in one
  *                  flat step (issue 36)
+ *   decode-plan-3  the same, a group's tensors looked up in one warp-wide
+ *                  step (issue 36)
  *
  * Whoever changes how fast ibp_decompress or ibp_decompress_batch decode
  * (ibp_decompress.cu, ibp_dev.h, the plan they read, their launch shape in
  * plan.c) bumps it -- a new name, never one used before, and never
  * "unknown" -- so that every profile measured before is flagged until `ibp
  * calibrate` measures the new build. */
-#define IBP_DECODER_BUILD "decode-plan-2"
+#define IBP_DECODER_BUILD "decode-plan-3"
 
 /* ---- the exponent stage (docs/FORMAT.md §9.3, §9.6) --------------------- */
 
