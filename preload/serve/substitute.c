@@ -84,6 +84,7 @@ static void prepare(ibp_route_copy *x, uint64_t pcie) {
     a->dirty = NULL;
   x->plan = x->slot->plan;
   ibp_kernels_plan_range(a, x->slot->sms, &x->plan);
+  x->sync_ns = ibp__track_sync_model_ns(&s->track, (uintptr_t)c->src, c->bytes);
   /* the SMs its grid is worth, its units; "stored" bytes over PCIe plus
    * the partial sectors at the streams' ends */
   x->g = (ibp_gate_copy){
@@ -135,7 +136,7 @@ static ibp_route choose(ibp_route_copy *x, decision *d, int count, int again) {
                           !count, &d->choice);
   const double est = d->choice.est_ns[go];
   const ibp_route_cost *m = &d->prior[go];
-  const double model = m->cpu_ns > m->gpu_ns ? m->cpu_ns : m->gpu_ns;
+  const double model = ibp__choose_model_ns(m);
   d->saved_ns = x->driver_ns > model ? x->driver_ns - model : 0;
   d->go = go;
   if (!count)
@@ -593,12 +594,10 @@ static int serve_region(ibp_route_copy *x, int hold_more) {
    * judged (a region whose memory was remapped counts as all written); the
    * scan's modelled cost is charged (on the simulated GPU's clock; nothing
    * on a GPU) */
+  const double sync_ns =
+      ibp__track_sync_model_ns(&s->track, (uintptr_t)c->src, c->bytes);
   int synced = ibp__track_sync(&s->track, (uintptr_t)c->src, c->bytes);
-  if (ibp__track_scans(&s->track) && c->bytes)
-    ibp__clock_charge_us(
-        1e-3 *
-        ibp__track_scan_model_ns(1, ((uintptr_t)c->src + c->bytes - 1) / 4096 -
-                                        (uintptr_t)c->src / 4096 + 1));
+  ibp__clock_charge_us(1e-3 * sync_ns);
   if (synced != 0 && rewritten(r, s)) {
     pass(x, IBP_PASSED_DEGRADED);
     if (!decided)

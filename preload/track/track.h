@@ -170,6 +170,15 @@ static inline double ibp__track_scan_model_ns(uint64_t calls, uint64_t pages) {
          (double)pages * IBP_TRACK_SCAN_PAGE_NS;
 }
 
+/* The modelled CPU time of ibp__track_sync(t, addr, len): one scan of the
+ * span's pages where t scans, else nothing. */
+static inline double ibp__track_sync_model_ns(const ibp_tracked *t,
+                                              uintptr_t addr, size_t len) {
+  if (len == 0 || !ibp__track_scans(t))
+    return 0;
+  return ibp__track_scan_model_ns(1, (addr + len - 1) / 4096 - addr / 4096 + 1);
+}
+
 /* Stops tracking t (remove, degrade): its pages are writable again
  * (mprotect), or left protected in the asynchronous mode, where a write
  * costs one minor fault per page once (userfaultfd).  Idempotent. */

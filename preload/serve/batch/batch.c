@@ -836,6 +836,9 @@ static void answer(gate_answer *a, const batch *b, const ibp_route_copy *x,
   y.dev = b->dev;
   y.mode = c->hold_only ? IBP_CLASS_APP_BATCH : IBP_CLASS_BATCHED;
   y.g = a->g;
+  /* alone, a GPU route syncs the tracker over its span first */
+  y.sync_ns =
+      ibp__track_sync_model_ns(&x->s->track, (uintptr_t)c->src, c->bytes);
   y.batch_n = n;
   y.scan_ns = scan_ns;
   ibp__route_priors(&y, a->prior);
@@ -845,8 +848,7 @@ static void answer(gate_answer *a, const batch *b, const ibp_route_copy *x,
   a->batched = y.batched_ns;
   a->alone = 0;
   for (int k = 0; k < IBP_ROUTES; k++) {
-    const ibp_route_cost *q = &a->prior[k];
-    const double t = q->cpu_ns > q->gpu_ns ? q->cpu_ns : q->gpu_ns;
+    const double t = ibp__choose_model_ns(&a->prior[k]);
     if (k != IBP_ROUTE_BATCHED && t > 0 && (a->alone == 0 || t < a->alone))
       a->alone = t;
   }

@@ -32,10 +32,28 @@ static double cpu_ns(const ibp_route_cost *c, double cr) {
   return (c->cpu_ns - own) * cr + own;
 }
 
+/* Cost c's lead (its CPU time the GPU waits for) with its calls scaled by
+ * cr; libibp's own work comes first in it. */
+static double lead_ns(const ibp_route_cost *c, double cr) {
+  const double lead = c->lead_ns < c->cpu_ns ? c->lead_ns : c->cpu_ns;
+  const double own = c->own_ns < lead ? c->own_ns : lead;
+  return (lead - own) * cr + own;
+}
+
+/* The two terms joined: added up for a serial route; else copies back to
+ * back overlap them, and only the GPU's wait for the lead adds. */
+static double joined(const ibp_route_cost *c, double cpu, double gpu,
+                     double cr) {
+  return c->serial ? cpu + gpu : max2(cpu, lead_ns(c, cr) + gpu);
+}
+
 /* Cost c with its calls scaled by cr and its link's by gr. */
 static double scaled(const ibp_route_cost *c, double cr, double gr) {
-  const double cpu = cpu_ns(c, cr), gpu = ibp__choose_gpu_ns(c, gr);
-  return c->serial ? cpu + gpu : max2(cpu, gpu);
+  return joined(c, cpu_ns(c, cr), ibp__choose_gpu_ns(c, gr), cr);
+}
+
+double ibp__choose_model_ns(const ibp_route_cost *c) {
+  return scaled(c, 1, 1);
 }
 
 unsigned ibp__choose_class_index(uint64_t bytes, int busy,
@@ -167,7 +185,7 @@ double ibp__choose_estimate(const ibp_choose_class *k, ibp_route r,
   ibp__choose_ratios(k, r, c->copies, now_ns, &cr, &gr);
   const double cpu = cpu_ns(c, cr),
                gpu = ibp__choose_gpu_ns(c, gr) * whole(&k->route[r], now_ns);
-  return c->serial ? cpu + gpu : max2(cpu, gpu);
+  return joined(c, cpu, gpu, cr);
 }
 
 /* The smallest of est[] among the open routes, the driver's first: another
@@ -255,7 +273,10 @@ static void space(ibp_choose_route *q) {
  *   staged windows' (a link a third as fast, found by the staged path's
  *   timed copies, is the driver's too);
  * - a route it cannot time (not in `timable`), which nothing would ever
- *   correct, takes the dearest ratios of every route the class measured.
+ *   correct, takes the dearest ratios of every route the class measured --
+ *   but a copy-engine route only those of its kind: a batched launch whose
+ *   decode measured 50x its model says nothing of the driver's copy (the
+ *   driver's rows, believed 50x dearer, stayed batched).
  * Being believed dearer delays its exploration (which costs more), never
  * stops it. */
 static void inherit(const ibp_choose_class *k,
@@ -281,10 +302,10 @@ static void inherit(const ibp_choose_class *k,
   }
   for (int r = 0; r < IBP_ROUTES; r++) {
     const ibp_route_cost *c = &prior[r];
-    const int own = timable >> r & 1;
+    const int narrow = (timable >> r & 1) || c->engine;
     if (est[r] <= 0 || judged(&k->route[r], c->copies, now_ns))
       continue;
-    const double ci = own ? dcr : cr, gi = own ? dgr : gr;
+    const double ci = narrow ? dcr : cr, gi = narrow ? dgr : gr;
     est[r] = scaled(c, ci, gi) + 1e-9;
   }
 }

@@ -140,11 +140,19 @@ typedef struct ibp_route_cost {
   uint32_t copies; /* the copies one launch of it carries, as costed (a
                       batch's; 0: one): its ratios are taken from timed
                       launches of a like size only (choose.c, alike) */
+  double lead_ns;  /* of cpu_ns, what runs before its first GPU work where
+                      the copy's stream is idle: the GPU waits for it, so
+                      it adds to the GPU's time instead of overlapping it
+                      (0: the stream's queued work covers it); libibp's own
+                      work comes first in it (own_ns, up to lead_ns) */
 } ibp_route_cost;
 
 /* Route cost c's GPU time with its first stage's time scaled by gr (the
  * link ratio its class measured). */
 double ibp__choose_gpu_ns(const ibp_route_cost *c, double gr);
+
+/* Route cost c as the model alone gives it (no ratio measured). */
+double ibp__choose_model_ns(const ibp_route_cost *c);
 
 /* Timed copies a route's ratios are taken from: the smallest of the last
  * IBP_CHOOSE_WINDOW not older than IBP_CHOOSE_AGE_NS, so that one copy

@@ -349,7 +349,9 @@ void ibp__timing_begin(ibp_device_slot *slot, ibp_chooser *ch,
   int i = free_sample(ch);
   if (i >= 0) {
     ibp_timing_sample *x = &ch->sample[i];
-    double cpu = prior->cpu_ns - runtime_ns;
+    /* the calls its span holds: not the runtime's, nor libibp's own work
+     * before them */
+    double cpu = prior->cpu_ns - runtime_ns - prior->own_ns;
     *x = (ibp_timing_sample){.state = SAMPLE_RECORDING,
                              .cls = cls,
                              .route = c->route,

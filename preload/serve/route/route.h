@@ -45,6 +45,9 @@ typedef struct ibp_route_copy {
                           (ibp__streams_busy) */
   int compact;         /* the region's memory is the shadow's (compact.h) */
   ibp_gate_copy g;     /* as the model sees it */
+  double sync_ns;      /* the write tracker's sync of its span, modelled: what
+                          a route that serves it alone spends first (the
+                          driver's copy, which reads the pages, spares it) */
   double driver_ns;    /* the driver's copy's model (ns), weighed or not
                           (ibp__route_priors): what another route saves */
   /* a single copy's launch, prepared once (between its decision and its

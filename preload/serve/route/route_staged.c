@@ -5,6 +5,7 @@
  *
  *   prior  CPU: runtime_call_us + k x driver_launch_call_us
  *               + w x (driver_copy_call_us + 4 x driver_call_us)
+ *               + the tracker's sync
  *          GPU: the k chunks as a two-stage pipeline (planned by
  *               ibp__staged_plan: ibp_gate_staged.gpu_us)
  *
@@ -36,14 +37,16 @@ static ibp_route_cost prior(ibp_route_copy *x) {
                        &x->sp) != 0)
     return (ibp_route_cost){0};
   const ibp_gate_staged *g = &x->sp.gate;
+  const double cpu = 1e3 * cpu_us(x->p, g) + x->sync_ns;
   if (g->link_us <= 0) /* no window: the decodes alone */
-    return (ibp_route_cost){.cpu_ns = 1e3 * cpu_us(x->p, g),
-                            .gpu_ns = 1e3 * g->gpu_us};
-  return (ibp_route_cost){.cpu_ns = 1e3 * cpu_us(x->p, g),
+    return (ibp_route_cost){
+        .cpu_ns = cpu, .gpu_ns = 1e3 * g->gpu_us, .own_ns = x->sync_ns};
+  return (ibp_route_cost){.cpu_ns = cpu,
                           .gpu_ns = 1e3 * g->link_us,
                           .sm_ns = g->sm_us > 0 ? 1e3 * g->sm_us : 0,
                           .pipelined = g->pipelined,
-                          .engine = 1};
+                          .engine = 1,
+                          .own_ns = x->sync_ns};
 }
 
 /* its first window's copy (the span starts after its buffer's wait) */

@@ -1,7 +1,7 @@
 /* The route ZEROCOPY: one launch of the decompress kernel on the caller's
  * stream, reading the packed streams over PCIe (serve/route/route.h).
  *
- *   prior  CPU: runtime_call_us + driver_launch_call_us
+ *   prior  CPU: runtime_call_us + driver_launch_call_us + the tracker's sync
  *          GPU: ibp_profile_decode_us(host bytes, bytes, units, the SMs
  *               its grid is worth)
  *
@@ -19,9 +19,11 @@ static ibp_route_cost prior(ibp_route_copy *x) {
   const ibp_profile *p = x->p;
   const ibp_gate_copy *g = &x->g;
   return (ibp_route_cost){
-      .cpu_ns = 1e3 * p->runtime_call_us + 1e3 * p->driver_launch_call_us,
+      .cpu_ns = 1e3 * p->runtime_call_us + 1e3 * p->driver_launch_call_us +
+                x->sync_ns,
       .gpu_ns = 1e3 * ibp_profile_decode_us(p, g->host_bytes, g->bytes,
-                                            g->units, g->sms ? g->sms : 1)};
+                                            g->units, g->sms ? g->sms : 1),
+      .own_ns = x->sync_ns};
 }
 
 static double lead_ns(const ibp_profile *p) {

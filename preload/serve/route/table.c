@@ -26,8 +26,14 @@ void ibp__route_priors(ibp_route_copy *x, ibp_route_cost prior[IBP_ROUTES]) {
   for (int r = 0; r < IBP_ROUTES; r++)
     if (table[r]->feasible(x))
       prior[r] = table[r]->prior(x);
-  const ibp_route_cost *d = &prior[IBP_ROUTE_DRIVER];
-  x->driver_ns = d->cpu_ns > d->gpu_ns ? d->cpu_ns : d->gpu_ns;
+  /* a single copy on an idle stream: the GPU waits for each route's calls
+   * up to its first GPU work, and for libibp's own work before them */
+  if (x->mode == IBP_CLASS_SINGLE && !x->busy)
+    for (int r = 0; r < IBP_ROUTES; r++)
+      if (open_(&prior[r]) && !prior[r].serial)
+        prior[r].lead_ns = 1e3 * x->p->runtime_call_us +
+                           table[r]->lead_ns(x->p) + prior[r].own_ns;
+  x->driver_ns = ibp__choose_model_ns(&prior[IBP_ROUTE_DRIVER]);
   /* a compact region's memory is the shadow's (docs/ARCHITECTURE.md
    * "Compact regions"): a single copy of it is a GPU route's wherever one
    * can serve it, the driver's copy reading the pages only where none

@@ -151,9 +151,9 @@ static run simulate(sim *m, const ibp_route_cost prior[],
 
 /* 1 MiB copies in the model: the driver 80 us, the kernel 50 us (GPU). */
 static const ibp_route_cost PRIOR[IBP_ROUTES] = {
-    {2500, 80000, 0, 0, 0, 0, 0, 1, 0, 0},
-    {2800, 50000, 0, 0, 0, 0, 0, 0, 0, 0},
-    {0, 0, 0, 0, 0, 0, 0, 0, 0, 0}};
+    {2500, 80000, 0, 0, 0, 0, 0, 1, 0, 0, 0},
+    {2800, 50000, 0, 0, 0, 0, 0, 0, 0, 0, 0},
+    {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}};
 
 static void test_truth_is_prior(void) {
   sim m;
@@ -190,9 +190,9 @@ static void test_prior_too_kind(void) {
  * driver (kernel 100 us modelled, 50 us true): exploration finds it, and
  * the class moves to it within 200 copies. */
 static void test_prior_too_harsh(void) {
-  ibp_route_cost prior[IBP_ROUTES] = {{2500, 80000, 0, 0, 0, 0, 0, 1, 0, 0},
-                                      {2800, 100000, 0, 0, 0, 0, 0, 0, 0, 0},
-                                      {0, 0, 0, 0, 0, 0, 0, 0, 0, 0}};
+  ibp_route_cost prior[IBP_ROUTES] = {{2500, 80000, 0, 0, 0, 0, 0, 1, 0, 0, 0},
+                                      {2800, 100000, 0, 0, 0, 0, 0, 0, 0, 0, 0},
+                                      {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}};
   ibp_route_cost truth[IBP_ROUTES];
   memcpy(truth, prior, sizeof truth);
   truth[IBP_ROUTE_ZEROCOPY].gpu_ns = 50000;
@@ -211,9 +211,9 @@ static void test_prior_too_harsh(void) {
  * (plus one exploration's cost) and back off -- few of them in 100000
  * copies. */
 static void test_exploration_bounded(void) {
-  ibp_route_cost prior[IBP_ROUTES] = {{2500, 30000, 0, 0, 0, 0, 0, 1, 0, 0},
-                                      {2800, 90000, 0, 0, 0, 0, 0, 0, 0, 0},
-                                      {0, 0, 0, 0, 0, 0, 0, 0, 0, 0}};
+  ibp_route_cost prior[IBP_ROUTES] = {{2500, 30000, 0, 0, 0, 0, 0, 1, 0, 0, 0},
+                                      {2800, 90000, 0, 0, 0, 0, 0, 0, 0, 0, 0},
+                                      {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}};
   sim m;
   sim_init(&m);
   run o = simulate(&m, prior, prior, 100000, IBP_ROUTE_DRIVER, 1);
@@ -235,10 +235,10 @@ static void test_exploration_bounded(void) {
  * to the driver within 400 copies (the first copy timed; the driver
  * explored once the 1 % budget covers it, twice before it counts). */
 static void test_batched_prior_too_kind(void) {
-  ibp_route_cost prior[IBP_ROUTES] = {{0, 5000, 0, 0, 0, 0, 0, 1, 0, 0},
-                                      {0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
-                                      {0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
-                                      {1000, 3000, 1, 0, 0, 0, 0, 0, 0, 0}};
+  ibp_route_cost prior[IBP_ROUTES] = {{0, 5000, 0, 0, 0, 0, 0, 1, 0, 0, 0},
+                                      {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
+                                      {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
+                                      {1000, 3000, 1, 0, 0, 0, 0, 0, 0, 0, 0}};
   ibp_route_cost truth[IBP_ROUTES];
   memcpy(truth, prior, sizeof truth);
   truth[IBP_ROUTE_DRIVER].gpu_ns = 2040;
@@ -259,10 +259,10 @@ static void test_batched_prior_too_kind(void) {
  * (1 + 6 us), which really takes 1 + 2 us: the class moves to the batch
  * within 600 copies. */
 static void test_batched_prior_too_harsh(void) {
-  ibp_route_cost prior[IBP_ROUTES] = {{0, 5000, 0, 0, 0, 0, 0, 1, 0, 0},
-                                      {0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
-                                      {0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
-                                      {1000, 6000, 1, 0, 0, 0, 0, 0, 0, 0}};
+  ibp_route_cost prior[IBP_ROUTES] = {{0, 5000, 0, 0, 0, 0, 0, 1, 0, 0, 0},
+                                      {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
+                                      {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
+                                      {1000, 6000, 1, 0, 0, 0, 0, 0, 0, 0, 0}};
   ibp_route_cost truth[IBP_ROUTES];
   memcpy(truth, prior, sizeof truth);
   truth[IBP_ROUTE_BATCHED].gpu_ns = 2000;
@@ -280,9 +280,10 @@ static void test_batched_prior_too_harsh(void) {
  * behind the driver (1 MiB: the driver 80 us, staged 120 us modelled, 30
  * us true): explored like any route, taken within 300 copies. */
 static void test_staged_too_harsh(void) {
-  ibp_route_cost prior[IBP_ROUTES] = {{2500, 80000, 0, 0, 0, 0, 0, 1, 0, 0},
-                                      {0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
-                                      {6000, 120000, 0, 0, 0, 0, 0, 0, 0, 0}};
+  ibp_route_cost prior[IBP_ROUTES] = {
+      {2500, 80000, 0, 0, 0, 0, 0, 1, 0, 0, 0},
+      {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
+      {6000, 120000, 0, 0, 0, 0, 0, 0, 0, 0, 0}};
   ibp_route_cost truth[IBP_ROUTES];
   memcpy(truth, prior, sizeof truth);
   truth[IBP_ROUTE_STAGED].gpu_ns = 30000;
@@ -299,9 +300,9 @@ static void test_staged_too_harsh(void) {
  * the kernel (60 us against 90 us): believed as much as a cheaper one, and
  * the kernel taken within 100 copies. */
 static void test_driver_too_kind(void) {
-  ibp_route_cost prior[IBP_ROUTES] = {{2500, 60000, 0, 0, 0, 0, 0, 1, 0, 0},
-                                      {2800, 90000, 0, 0, 0, 0, 0, 0, 0, 0},
-                                      {0, 0, 0, 0, 0, 0, 0, 0, 0, 0}};
+  ibp_route_cost prior[IBP_ROUTES] = {{2500, 60000, 0, 0, 0, 0, 0, 1, 0, 0, 0},
+                                      {2800, 90000, 0, 0, 0, 0, 0, 0, 0, 0, 0},
+                                      {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}};
   ibp_route_cost truth[IBP_ROUTES];
   memcpy(truth, prior, sizeof truth);
   truth[IBP_ROUTE_DRIVER].cpu_ns *= 3;
@@ -318,10 +319,10 @@ static void test_driver_too_kind(void) {
  * the driver's copy 15 us but really 5 us (3x cheaper): the driver is
  * explored from the batched class and taken within 600 copies. */
 static void test_batched_driver_cheaper(void) {
-  ibp_route_cost prior[IBP_ROUTES] = {{2500, 15000, 0, 0, 0, 0, 0, 1, 0, 0},
-                                      {0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
-                                      {0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
-                                      {1000, 6000, 1, 0, 0, 0, 0, 0, 0, 0}};
+  ibp_route_cost prior[IBP_ROUTES] = {{2500, 15000, 0, 0, 0, 0, 0, 1, 0, 0, 0},
+                                      {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
+                                      {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
+                                      {1000, 6000, 1, 0, 0, 0, 0, 0, 0, 0, 0}};
   ibp_route_cost truth[IBP_ROUTES];
   memcpy(truth, prior, sizeof truth);
   truth[IBP_ROUTE_DRIVER].gpu_ns = 5000;
@@ -378,9 +379,9 @@ static void test_aging(void) {
 /* The exploration credit is capped: an alternative 3x worse, backing off
  * for thousands of copies, does not let the class save up for a burst. */
 static void test_credit_capped(void) {
-  ibp_route_cost prior[IBP_ROUTES] = {{2500, 30000, 0, 0, 0, 0, 0, 1, 0, 0},
-                                      {2800, 90000, 0, 0, 0, 0, 0, 0, 0, 0},
-                                      {0, 0, 0, 0, 0, 0, 0, 0, 0, 0}};
+  ibp_route_cost prior[IBP_ROUTES] = {{2500, 30000, 0, 0, 0, 0, 0, 1, 0, 0, 0},
+                                      {2800, 90000, 0, 0, 0, 0, 0, 0, 0, 0, 0},
+                                      {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}};
   sim m;
   sim_init(&m);
   run o = simulate(&m, prior, prior, 200000, IBP_ROUTE_DRIVER, 1);
@@ -431,9 +432,9 @@ static void test_timing_paused(void) {
  * explored again every few copies -- backing off is for a route that
  * measures worse. */
 static void test_backoff_only_worse(void) {
-  ibp_route_cost prior[IBP_ROUTES] = {{2500, 80000, 0, 0, 0, 0, 0, 1, 0, 0},
-                                      {2800, 160000, 0, 0, 0, 0, 0, 0, 0, 0},
-                                      {0, 0, 0, 0, 0, 0, 0, 0, 0, 0}};
+  ibp_route_cost prior[IBP_ROUTES] = {{2500, 80000, 0, 0, 0, 0, 0, 1, 0, 0, 0},
+                                      {2800, 160000, 0, 0, 0, 0, 0, 0, 0, 0, 0},
+                                      {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}};
   ibp_route_cost truth[IBP_ROUTES];
   memcpy(truth, prior, sizeof truth);
   truth[IBP_ROUTE_ZEROCOPY].gpu_ns = 77600;
@@ -469,9 +470,10 @@ static void test_timing_capped(void) {
     m.now += 50000;
   }
   CHECK(timed <= 5);
-  ibp_route_cost three[IBP_ROUTES] = {{2500, 50000, 0, 0, 0, 0, 0, 1, 0, 0},
-                                      {2800, 60000, 0, 0, 0, 0, 0, 0, 0, 0},
-                                      {2800, 100000, 0, 0, 0, 0, 0, 0, 0, 0}};
+  ibp_route_cost three[IBP_ROUTES] = {
+      {2500, 50000, 0, 0, 0, 0, 0, 1, 0, 0, 0},
+      {2800, 60000, 0, 0, 0, 0, 0, 0, 0, 0, 0},
+      {2800, 100000, 0, 0, 0, 0, 0, 0, 0, 0, 0}};
   sim n;
   sim_init(&n);
   for (int i = 0; i < 2; i++)
@@ -496,7 +498,7 @@ static void test_modes_share(void) {
   ibp__choose_class_init(&b, q);
   for (int i = 0; i < 4; i++)
     ibp__choose_learn(&a, IBP_ROUTE_DRIVER, 0, 7500, 2500, 15000, 5000, 1e6);
-  const ibp_route_cost drv = {2500, 5000, 0, 0, 0, 0, 0, 1, 0, 0};
+  const ibp_route_cost drv = {2500, 5000, 0, 0, 0, 0, 0, 1, 0, 0, 0};
   CHECK(fabs(ibp__choose_estimate(&b, IBP_ROUTE_DRIVER, &drv, 1e6) - 15000) <
         1);
 }
@@ -507,9 +509,9 @@ static void test_modes_share(void) {
  * model's choice, never overruled.  Measured 10 % dearer (outside the
  * band), it is left. */
 static void test_dead_band(void) {
-  ibp_route_cost prior[IBP_ROUTES] = {{2500, 50100, 0, 0, 0, 0, 0, 1, 0, 0},
-                                      {2800, 50000, 0, 0, 0, 0, 0, 0, 0, 0},
-                                      {0, 0, 0, 0, 0, 0, 0, 0, 0, 0}};
+  ibp_route_cost prior[IBP_ROUTES] = {{2500, 50100, 0, 0, 0, 0, 0, 1, 0, 0, 0},
+                                      {2800, 50000, 0, 0, 0, 0, 0, 0, 0, 0, 0},
+                                      {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}};
   ibp_route_cost truth[IBP_ROUTES];
   memcpy(truth, prior, sizeof truth);
   truth[IBP_ROUTE_ZEROCOPY].gpu_ns *= 1.058;
@@ -528,12 +530,12 @@ static void test_dead_band(void) {
 /* Priors that vary from copy to copy (a stream busy, then idle) with
  * truth = prior: each copy takes the model's choice for it. */
 static void test_model_varies(void) {
-  ibp_route_cost a[IBP_ROUTES] = {{2500, 80000, 0, 0, 0, 0, 0, 1, 0, 0},
-                                  {2800, 79000, 0, 0, 0, 0, 0, 0, 0, 0},
-                                  {0, 0, 0, 0, 0, 0, 0, 0, 0, 0}};
-  ibp_route_cost b[IBP_ROUTES] = {{2500, 79000, 0, 0, 0, 0, 0, 1, 0, 0},
-                                  {2800, 80000, 0, 0, 0, 0, 0, 0, 0, 0},
-                                  {0, 0, 0, 0, 0, 0, 0, 0, 0, 0}};
+  ibp_route_cost a[IBP_ROUTES] = {{2500, 80000, 0, 0, 0, 0, 0, 1, 0, 0, 0},
+                                  {2800, 79000, 0, 0, 0, 0, 0, 0, 0, 0, 0},
+                                  {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}};
+  ibp_route_cost b[IBP_ROUTES] = {{2500, 79000, 0, 0, 0, 0, 0, 1, 0, 0, 0},
+                                  {2800, 80000, 0, 0, 0, 0, 0, 0, 0, 0, 0},
+                                  {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}};
   sim m;
   sim_init(&m);
   long wrong = 0;
@@ -557,12 +559,12 @@ static void test_model_varies(void) {
  * favouring each in turn: the class keeps its last choice instead of
  * changing route at every copy. */
 static void test_hysteresis(void) {
-  ibp_route_cost a[IBP_ROUTES] = {{2500, 80000, 0, 0, 0, 0, 0, 1, 0, 0},
-                                  {2800, 79000, 0, 0, 0, 0, 0, 0, 0, 0},
-                                  {0, 0, 0, 0, 0, 0, 0, 0, 0, 0}};
-  ibp_route_cost b[IBP_ROUTES] = {{2500, 79000, 0, 0, 0, 0, 0, 1, 0, 0},
-                                  {2800, 80000, 0, 0, 0, 0, 0, 0, 0, 0},
-                                  {0, 0, 0, 0, 0, 0, 0, 0, 0, 0}};
+  ibp_route_cost a[IBP_ROUTES] = {{2500, 80000, 0, 0, 0, 0, 0, 1, 0, 0, 0},
+                                  {2800, 79000, 0, 0, 0, 0, 0, 0, 0, 0, 0},
+                                  {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}};
+  ibp_route_cost b[IBP_ROUTES] = {{2500, 79000, 0, 0, 0, 0, 0, 1, 0, 0, 0},
+                                  {2800, 80000, 0, 0, 0, 0, 0, 0, 0, 0, 0},
+                                  {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}};
   sim m;
   sim_init(&m);
   /* both measured 1.5x their priors: moved off the model */
@@ -598,7 +600,7 @@ static void test_bounds(void) {
         64 * 80000 + 1);
   CHECK(ibp__choose_estimate(&m.k, IBP_ROUTE_ZEROCOPY, &PRIOR[1], m.now) >=
         50000 / 64.0 - 1);
-  const ibp_route_cost serial = {1000, 3000, 1, 0, 0, 0, 0, 0, 0, 0};
+  const ibp_route_cost serial = {1000, 3000, 1, 0, 0, 0, 0, 0, 0, 0, 0};
   CHECK(fabs(ibp__choose_estimate(&m.k, IBP_ROUTE_BATCHED, &serial, m.now) -
              4000) < 1);
 }
@@ -606,9 +608,9 @@ static void test_bounds(void) {
 /* An alternative 30x dearer than the choice: exploring it is dear, and
  * the share, not the back-off, is what bounds it. */
 static void test_exploration_costly(void) {
-  ibp_route_cost prior[IBP_ROUTES] = {{2500, 10000, 0, 0, 0, 0, 0, 1, 0, 0},
-                                      {2800, 300000, 0, 0, 0, 0, 0, 0, 0, 0},
-                                      {0, 0, 0, 0, 0, 0, 0, 0, 0, 0}};
+  ibp_route_cost prior[IBP_ROUTES] = {{2500, 10000, 0, 0, 0, 0, 0, 1, 0, 0, 0},
+                                      {2800, 300000, 0, 0, 0, 0, 0, 0, 0, 0, 0},
+                                      {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}};
   sim m;
   sim_init(&m);
   run o = simulate(&m, prior, prior, 20000, IBP_ROUTE_DRIVER, 1);
@@ -639,9 +641,9 @@ static void test_recovery(void) {
  * route not timable is never explored; the model's rule adds a serial
  * cost's terms. */
 static void test_rules(void) {
-  ibp_route_cost tie[IBP_ROUTES] = {{2500, 50000, 0, 0, 0, 0, 0, 1, 0, 0},
-                                    {2500, 50000, 0, 0, 0, 0, 0, 0, 0, 0},
-                                    {2500, 50000, 0, 0, 0, 0, 0, 0, 0, 0}};
+  ibp_route_cost tie[IBP_ROUTES] = {{2500, 50000, 0, 0, 0, 0, 0, 1, 0, 0, 0},
+                                    {2500, 50000, 0, 0, 0, 0, 0, 0, 0, 0, 0},
+                                    {2500, 50000, 0, 0, 0, 0, 0, 0, 0, 0, 0}};
   sim m;
   sim_init(&m);
   ibp_choice c;
@@ -650,9 +652,9 @@ static void test_rules(void) {
   /* a class's first copy is timed (its choice a bet on the prior) */
   ibp__choose_decide(&m.k, PRIOR, 15u, TIMING_NS, 1, 1, m.now, &c);
   CHECK(c.timed);
-  ibp_route_cost prior[IBP_ROUTES] = {{2500, 50000, 0, 0, 0, 0, 0, 1, 0, 0},
-                                      {0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
-                                      {2800, 60000, 0, 0, 0, 0, 0, 0, 0, 0}};
+  ibp_route_cost prior[IBP_ROUTES] = {{2500, 50000, 0, 0, 0, 0, 0, 1, 0, 0, 0},
+                                      {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
+                                      {2800, 60000, 0, 0, 0, 0, 0, 0, 0, 0, 0}};
   run o = simulate(&m, prior, prior, 1, IBP_ROUTE_DRIVER, 1);
   (void)o;
   long staged = 0;
@@ -663,10 +665,10 @@ static void test_rules(void) {
     m.now += 50000;
   }
   CHECK(staged == 0);
-  ibp_route_cost held[IBP_ROUTES] = {{0, 5000, 0, 0, 0, 0, 0, 1, 0, 0},
-                                     {0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
-                                     {0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
-                                     {1000, 4500, 1, 0, 0, 0, 0, 0, 0, 0}};
+  ibp_route_cost held[IBP_ROUTES] = {{0, 5000, 0, 0, 0, 0, 0, 1, 0, 0, 0},
+                                     {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
+                                     {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
+                                     {1000, 4500, 1, 0, 0, 0, 0, 0, 0, 0, 0}};
   sim n;
   sim_init(&n);
   CHECK(ibp__choose_decide(&n.k, held, 0u, TIMING_NS, 0, 1, n.now, &c) ==
@@ -680,9 +682,9 @@ static void test_rules(void) {
  * than the driver as measured) is estimated with their ratio -- the class
  * stays on the driver instead of moving every copy to it. */
 static void test_untimable_inherits(void) {
-  ibp_route_cost prior[IBP_ROUTES] = {{2500, 1000, 0, 0, 0, 0, 0, 1, 0, 0},
-                                      {2800, 1200, 0, 0, 0, 0, 0, 0, 0, 0},
-                                      {7000, 1500, 0, 0, 0, 0, 0, 0, 0, 0}};
+  ibp_route_cost prior[IBP_ROUTES] = {{2500, 1000, 0, 0, 0, 0, 0, 1, 0, 0, 0},
+                                      {2800, 1200, 0, 0, 0, 0, 0, 0, 0, 0, 0},
+                                      {7000, 1500, 0, 0, 0, 0, 0, 0, 0, 0, 0}};
   ibp_route_cost truth[IBP_ROUTES];
   memcpy(truth, prior, sizeof truth);
   for (int r = 0; r < 3; r++)
@@ -723,12 +725,12 @@ static void test_untimable_inherits(void) {
  * other way round, a kernel 4x slower than modelled makes the driver look no
  * dearer (it is left at once: test_prior_too_kind). */
 static void test_unmeasured_inherit_driver(void) {
-  ibp_route_cost prior[IBP_ROUTES] = {{2500, 10500, 0, 0, 0, 0, 0, 1, 0, 0},
-                                      {2800, 26000, 0, 0, 0, 0, 0, 0, 0, 0},
-                                      {6000, 19000, 0, 0, 0, 0, 0, 0, 0, 0}};
-  ibp_route_cost truth[IBP_ROUTES] = {{2500, 30000, 0, 0, 0, 0, 0, 1, 0, 0},
-                                      {2800, 55000, 0, 0, 0, 0, 0, 0, 0, 0},
-                                      {6000, 40000, 0, 0, 0, 0, 0, 0, 0, 0}};
+  ibp_route_cost prior[IBP_ROUTES] = {{2500, 10500, 0, 0, 0, 0, 0, 1, 0, 0, 0},
+                                      {2800, 26000, 0, 0, 0, 0, 0, 0, 0, 0, 0},
+                                      {6000, 19000, 0, 0, 0, 0, 0, 0, 0, 0, 0}};
+  ibp_route_cost truth[IBP_ROUTES] = {{2500, 30000, 0, 0, 0, 0, 0, 1, 0, 0, 0},
+                                      {2800, 55000, 0, 0, 0, 0, 0, 0, 0, 0, 0},
+                                      {6000, 40000, 0, 0, 0, 0, 0, 0, 0, 0, 0}};
   sim m;
   sim_init(&m);
   run o = simulate(&m, prior, truth, 5000, IBP_ROUTE_DRIVER, 1);
@@ -853,9 +855,10 @@ static void test_calls_shared(void) {
  * before a cheaper unmeasured one, as soon as the share covers it: the
  * staged path (110 us modelled, a guess) before the kernel (100 us). */
 static void test_guessed_explored_first(void) {
-  ibp_route_cost prior[IBP_ROUTES] = {{2500, 80000, 0, 0, 0, 0, 0, 1, 0, 0},
-                                      {2800, 100000, 0, 0, 0, 0, 0, 0, 0, 0},
-                                      {2800, 110000, 0, 0, 0, 0, 0, 0, 0, 0}};
+  ibp_route_cost prior[IBP_ROUTES] = {
+      {2500, 80000, 0, 0, 0, 0, 0, 1, 0, 0, 0},
+      {2800, 100000, 0, 0, 0, 0, 0, 0, 0, 0, 0},
+      {2800, 110000, 0, 0, 0, 0, 0, 0, 0, 0, 0}};
   sim m;
   sim_init(&m);
   run plain = simulate(&m, prior, prior, 2000, IBP_ROUTE_DRIVER, 1);
@@ -958,6 +961,67 @@ static void test_own_work(void) {
   CHECK(fabs(c.est_ns[IBP_ROUTE_BATCHED] - (200 * 4 + 800 + 500)) < 1);
 }
 
+/* A single copy on an idle stream: the GPU waits for each route's lead
+ * (libibp's sync of the tracker, then the calls up to its first GPU work).
+ * h100-pcie5's 15 MiB KV prefix restore: staged is 2.3 us ahead on
+ * overlapped terms, 18 us behind once its 20.7 us scan is waited for. */
+static void test_idle_lead(void) {
+  const ibp_route_cost prior[IBP_ROUTES] = {
+      {.cpu_ns = 2500, .gpu_ns = 286975, .engine = 1, .lead_ns = 2500},
+      {.cpu_ns = 0},
+      {.cpu_ns = 47800,
+       .gpu_ns = 204391,
+       .sm_ns = 80318,
+       .engine = 1,
+       .own_ns = 20700,
+       .lead_ns = 23200},
+      {.cpu_ns = 0}};
+  sim m;
+  sim_init(&m);
+  ibp_choice c;
+  CHECK(ibp__choose_decide(&m.k, prior, 5u, TIMING_NS, 1, 1, m.now, &c) ==
+        IBP_ROUTE_DRIVER);
+  CHECK(fabs(c.est_ns[IBP_ROUTE_DRIVER] - 289475) < 1);
+  CHECK(fabs(c.est_ns[IBP_ROUTE_STAGED] - 307909) < 1);
+  /* calls measured twice as dear: the lead's calls scale, the scan not */
+  for (int i = 0; i < 2; i++)
+    ibp__choose_learn(&m.k, IBP_ROUTE_STAGED, 0, 2 * 27100, 27100, 204391,
+                      204391, m.now);
+  ibp__choose_decide(&m.k, prior, 5u, TIMING_NS, 1, 1, m.now, &c);
+  CHECK(fabs(c.est_ns[IBP_ROUTE_STAGED] - (2 * 2500 + 20700 + 284709)) < 1);
+  /* a busy stream's work covers the lead: the two terms overlap */
+  ibp_route_cost busy[IBP_ROUTES];
+  memcpy(busy, prior, sizeof busy);
+  busy[IBP_ROUTE_DRIVER].lead_ns = busy[IBP_ROUTE_STAGED].lead_ns = 0;
+  sim_init(&m);
+  CHECK(ibp__choose_decide(&m.k, busy, 5u, TIMING_NS, 1, 1, m.now, &c) ==
+        IBP_ROUTE_STAGED);
+}
+
+/* A route the class cannot time inherits the others' measured ratios, but
+ * a copy-engine route only from its kind: batched launches whose decode
+ * measured 53x its model leave the driver's estimate as modelled (else the
+ * rows, the driver believed 53x dearer, stayed batched), while the
+ * zero-copy kernel, a decode too, takes the ratio. */
+static void test_untimed_engine(void) {
+  const ibp_route_cost prior[IBP_ROUTES] = {
+      {.cpu_ns = 2500, .gpu_ns = 1010, .engine = 1},
+      {.cpu_ns = 2800, .gpu_ns = 4518},
+      {.cpu_ns = 0},
+      {.cpu_ns = 5200, .gpu_ns = 74, .serial = 1, .copies = 224}};
+  sim m;
+  sim_init(&m);
+  for (int i = 0; i < 2; i++)
+    ibp__choose_learn(&m.k, IBP_ROUTE_BATCHED, 224, 5200, 5200, 883288, 16623,
+                      m.now);
+  ibp_choice c;
+  const unsigned batched_only = 1u << IBP_ROUTE_BATCHED;
+  CHECK(ibp__choose_decide(&m.k, prior, batched_only, TIMING_NS, 1, 1, m.now,
+                           &c) == IBP_ROUTE_DRIVER);
+  CHECK(c.est_ns[IBP_ROUTE_DRIVER] < 2501);
+  CHECK(c.est_ns[IBP_ROUTE_ZEROCOPY] > 4518 * 50);
+}
+
 static void test_learning_off(void) {
   ibp_route_cost truth[IBP_ROUTES];
   memcpy(truth, PRIOR, sizeof truth);
@@ -1050,6 +1114,8 @@ int main(void) {
   test_guessed_explored_first();
   test_batch_sizes_apart();
   test_own_work();
+  test_idle_lead();
+  test_untimed_engine();
   test_learning_off();
   test_dry();
   if (failures)
