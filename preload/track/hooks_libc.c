@@ -171,14 +171,15 @@ static void announce_protect(const void *addr, size_t len, int after) {
 
 /* Advice that discards or replaces page contents is a write: announced
  * before the call, and once it returned, the pages it dropped count as
- * written again in a faulting region (track_sync.c marked them when the
- * kernel said it would drop them; a refresh in between may have read the
- * old bytes). */
+ * written again, in a faulting region (track_sync.c) and in a scanning one
+ * (track_quiet.c: the scan may not see a dropped page as written). */
 static void announce_advice(const void *addr, size_t len, int advice,
                             int after) {
   if (after) {
-    if (advice == MADV_DONTNEED || advice == MADV_REMOVE)
+    if (advice == MADV_DONTNEED || advice == MADV_REMOVE) {
       ibp__syncwp_dropped((uintptr_t)addr, len);
+      ibp__quiet_dropped((uintptr_t)addr, len);
+    }
     return;
   }
   switch (advice) {
@@ -261,7 +262,7 @@ static void announce_advice(const void *addr, size_t len, int advice,
     REAL(name, ret, params);                                                   \
     if (!real)                                                                 \
       return fail;                                                             \
-    const int watched = ibp__track_any();                                      \
+    const int watched = ibp__track_changes_watched();                          \
     int after = 0;                                                             \
     if (watched)                                                               \
       announce;                                                                \

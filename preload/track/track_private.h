@@ -103,6 +103,12 @@ IBP_HIDDEN void ibp__uffd_lost(ibp_tracked *t);
 #define IBP__QUIET_BUSY_FAULTS 32
 IBP_HIDDEN void ibp__quiet_add(ibp_tracked *t);
 IBP_HIDDEN void ibp__quiet_remove(ibp_tracked *t);
+/* Pages [a, a+len) dropped by the C library's madvise (MADV_DONTNEED,
+ * MADV_REMOVE), once it returned: their tensors written in every scanning
+ * region on them -- a shared region's dropped page keeps its write
+ * protection as a marker, and a scan would find it unwritten.  Faulting
+ * regions: ibp__syncwp_dropped. */
+IBP_HIDDEN void ibp__quiet_dropped(uintptr_t a, size_t len);
 IBP_HIDDEN void ibp__quiet_tick(uint64_t now_ns);
 IBP_HIDDEN int ibp__quiet_reprotect(ibp_tracked *t);
 IBP_HIDDEN int ibp__quiet_still_protected(ibp_tracked *t, uintptr_t a,
@@ -175,6 +181,16 @@ extern IBP_HIDDEN _Atomic unsigned ibp__track_movable;
 static inline int ibp__track_any(void) {
   return atomic_load_explicit(&ibp__track_live, memory_order_relaxed) != 0 ||
          atomic_load_explicit(&ibp__track_movable, memory_order_relaxed) != 0;
+}
+
+/* Regions the userfaultfd tracker holds (track_quiet.c's table): what the
+ * C library's page changes (madvise, mprotect) are announced for besides
+ * ibp__track_any -- a scanning region misses a dropped shared page. */
+extern IBP_HIDDEN _Atomic unsigned ibp__track_held;
+
+static inline int ibp__track_changes_watched(void) {
+  return ibp__track_any() ||
+         atomic_load_explicit(&ibp__track_held, memory_order_relaxed) != 0;
 }
 
 /* ---- track.c, for the libc hooks ----------------------------------------- */

@@ -47,7 +47,8 @@
  * Only regions whose base is page-aligned move, and only while no other
  * region the userfaultfd tracker holds lies on their pages (a shared page
  * would leave the neighbour's descriptor too): every region it holds is in
- * the table, those that may not move too.
+ * the table, those that may not move too -- and every one when no region
+ * moves (IBP_TRACK_QUIET=0), for ibp__quiet_dropped.
  * `lock` orders moves, re-protection and removal.
  */
 #include <pthread.h>
@@ -68,6 +69,7 @@ typedef struct entry {
 } entry;
 
 _Atomic unsigned ibp__track_movable; /* entries that may move */
+_Atomic unsigned ibp__track_held;    /* entries */
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static entry *table;
@@ -106,9 +108,10 @@ void ibp__quiet_add(ibp_tracked *t) {
   uintptr_t lo, hi;
   atomic_store(&t->mode, IBP_TRACK_SCANNING);
   atomic_store(&t->last_write_ns, ibp__real_ns());
-  const int movable = pages(t, &lo, &hi);
-  if (!quiet_ns() || ibp__syncwp_start_thread() != 0)
-    return; /* scanning for good */
+  /* held all the same when it never moves (scanning for good: no
+   * IBP_TRACK_QUIET, or no fault thread): ibp__quiet_dropped */
+  const int moves = quiet_ns() && ibp__syncwp_start_thread() == 0;
+  const int movable = pages(t, &lo, &hi) && moves;
   pthread_mutex_lock(&lock);
   if (!find(t) && held == cap) {
     size_t c = cap ? 2 * cap : 16;
@@ -118,8 +121,10 @@ void ibp__quiet_add(ibp_tracked *t) {
       cap = c;
     }
   }
-  if (!find(t) && held < cap)
+  if (!find(t) && held < cap) {
     table[held++] = (entry){t, lo, hi, movable, ibp__real_ns(), 0};
+    atomic_fetch_add(&ibp__track_held, 1);
+  }
   if (movable)
     atomic_fetch_add(&ibp__track_movable, 1);
   pthread_mutex_unlock(&lock);
@@ -209,6 +214,30 @@ int ibp__quiet_now(ibp_tracked *t, int mode) {
   return rc;
 }
 
+void ibp__quiet_dropped(uintptr_t a, size_t len) {
+  const uintptr_t pg = ibp__page_size();
+  if (!len)
+    return;
+  const uintptr_t e = a + len < a ? UINTPTR_MAX : a + len;
+  const uintptr_t lo = a & ~(pg - 1),
+                  hi = e > UINTPTR_MAX - pg ? e : (e + pg - 1) & ~(pg - 1);
+  pthread_mutex_lock(&lock);
+  for (size_t i = 0; i < held; i++) {
+    ibp_tracked *t = table[i].t;
+    if (table[i].lo >= hi || lo >= table[i].hi ||
+        atomic_load(&t->mode) != IBP_TRACK_SCANNING)
+      continue;
+    const uintptr_t from = lo > t->base ? lo : t->base,
+                    end = t->base + (uintptr_t)t->bytes,
+                    to = hi < end ? hi : end;
+    if (from < to) {
+      ibp__track_mark_dirty(t, from, to - from);
+      atomic_store(&t->last_write_ns, ibp__real_ns());
+    }
+  }
+  pthread_mutex_unlock(&lock);
+}
+
 void ibp__quiet_remove(ibp_tracked *t) {
   pthread_mutex_lock(&lock);
   entry *e = find(t);
@@ -219,6 +248,7 @@ void ibp__quiet_remove(ibp_tracked *t) {
     atomic_store(&t->mode, IBP_TRACK_SCANNING);
     if (e->movable)
       atomic_fetch_sub(&ibp__track_movable, 1);
+    atomic_fetch_sub(&ibp__track_held, 1);
     *e = table[--held];
   }
   pthread_mutex_unlock(&lock);
@@ -271,5 +301,6 @@ void ibp__quiet_after_fork_child(void) {
   pthread_mutex_init(&lock, NULL);
   held = 0;
   atomic_store(&ibp__track_movable, 0);
+  atomic_store(&ibp__track_held, 0);
   atomic_store(&unwaitable, 0);
 }

@@ -7,9 +7,9 @@
  * to /proc/self/mem, and pages dropped by madvise: MADV_REMOVE (zeros
  * from then on: the region is shared memory) and MADV_DONTNEED (which
  * keeps a shared page's bytes: e2e_stale_hard_writes drops private ones).
- * MADV_REMOVE only in the quiet run, and only by the C library's call: the
- * scanning tracker does not see it (a shared page dropped keeps its write
- * protection as a marker, so PAGEMAP_SCAN finds it unwritten), and a raw
+ * MADV_REMOVE only by the C library's call: a shared page dropped keeps
+ * its write protection as a marker, so PAGEMAP_SCAN finds it unwritten, and
+ * the scanning tracker sees the drop only as the call returns; a raw
  * system call is not seen (docs/ARCHITECTURE.md, "Quiet regions").
  *
  *   e2e_quiet            run with IBP_TRACK_QUIET well below QUIET_SLEEP_MS
@@ -218,8 +218,7 @@ int main(int argc, char **argv) {
   step("a raw read system call", 90 * PAGE + 7, 5000, by_raw_read);
   step("a device-to-host cudaMemcpy", 200 * PAGE + 512, 20000, by_dtoh);
   step("a pwrite to /proc/self/mem", 300 * PAGE + 33, 6000, by_proc_mem);
-  if (!scanning_run)
-    step("madvise(MADV_REMOVE)", 400 * PAGE, 3 * PAGE, by_remove);
+  step("madvise(MADV_REMOVE)", 400 * PAGE, 3 * PAGE, by_remove);
   step("madvise(MADV_DONTNEED)", 600 * PAGE, 2 * PAGE, by_dontneed);
 
   settle();
