@@ -527,15 +527,18 @@ static void test_dead_band(void) {
   CHECK(p.settled >= 0 && p.settled <= 100);
 }
 
+/* Two priors a 1 us apart, favouring the kernel, then the driver. */
+static const ibp_route_cost KERNEL_AHEAD[IBP_ROUTES] = {
+    {.cpu_ns = 2500, .gpu_ns = 80000, .engine = 1},
+    {.cpu_ns = 2800, .gpu_ns = 79000}};
+static const ibp_route_cost DRIVER_AHEAD[IBP_ROUTES] = {
+    {.cpu_ns = 2500, .gpu_ns = 79000, .engine = 1},
+    {.cpu_ns = 2800, .gpu_ns = 80000}};
+
 /* Priors that vary from copy to copy (a stream busy, then idle) with
  * truth = prior: each copy takes the model's choice for it. */
 static void test_model_varies(void) {
-  ibp_route_cost a[IBP_ROUTES] = {{2500, 80000, 0, 0, 0, 0, 0, 1, 0, 0, 0},
-                                  {2800, 79000, 0, 0, 0, 0, 0, 0, 0, 0, 0},
-                                  {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}};
-  ibp_route_cost b[IBP_ROUTES] = {{2500, 79000, 0, 0, 0, 0, 0, 1, 0, 0, 0},
-                                  {2800, 80000, 0, 0, 0, 0, 0, 0, 0, 0, 0},
-                                  {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}};
+  const ibp_route_cost *a = KERNEL_AHEAD, *b = DRIVER_AHEAD;
   sim m;
   sim_init(&m);
   long wrong = 0;
@@ -559,12 +562,7 @@ static void test_model_varies(void) {
  * favouring each in turn: the class keeps its last choice instead of
  * changing route at every copy. */
 static void test_hysteresis(void) {
-  ibp_route_cost a[IBP_ROUTES] = {{2500, 80000, 0, 0, 0, 0, 0, 1, 0, 0, 0},
-                                  {2800, 79000, 0, 0, 0, 0, 0, 0, 0, 0, 0},
-                                  {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}};
-  ibp_route_cost b[IBP_ROUTES] = {{2500, 79000, 0, 0, 0, 0, 0, 1, 0, 0, 0},
-                                  {2800, 80000, 0, 0, 0, 0, 0, 0, 0, 0, 0},
-                                  {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}};
+  const ibp_route_cost *a = KERNEL_AHEAD, *b = DRIVER_AHEAD;
   sim m;
   sim_init(&m);
   /* both measured 1.5x their priors: moved off the model */
