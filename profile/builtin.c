@@ -65,6 +65,22 @@
   "# 14(2) 2020, https://github.com/illinois-impact/EMOGI).\n"                 \
   "sector_bytes = 32\n"
 
+/* The exponent stage's decode: no GPU has timed it (stage_decoder_build is
+ * left out: unknown, docs/PROFILE.md "The stage's decode terms"). */
+#define STAGE_ESTIMATE                                                         \
+  "\n"                                                                         \
+  "# ASSUMPTION, unmeasured (no stage_decoder_build: no GPU has timed the\n"   \
+  "# exponent stage's decode).  Estimated from SASS instruction counts of\n"   \
+  "# libibp's decompress kernel (sm_90, decode-plan-3, bench/kernel_sass.sh\n" \
+  "# marks): a stage-coded tensor's stage costs 225 warp-instructions plus\n"  \
+  "# 52 per value of its longest segment (a lane decodes a segment of up to\n" \
+  "# 256 values serially), i.e. 5425, 10625 and 13537 for bf16 tensors of\n"   \
+  "# 200, 400 and >= 512 bytes, where the IBP part costs 0.83 to 0.63 per\n"   \
+  "# byte.  The measured decode terms below, against those IBP counts, put\n"  \
+  "# an H200 SM at ~1800 warp-instructions per us; the stage's counts at\n"    \
+  "# that rate, fitted over 200 B to 4 KiB tensors (within 31 % of each):\n"   \
+  "# 3.64 us per tensor plus 0.66 GB/s per SM.\n"
+
 static const char a100_pcie4[] =
     "# NVIDIA A100 40GB PCIe (108 SMs, HBM2) behind a PCIe Gen4 x16 host\n"
     "# link: at most 31.5 GB/s per direction (16 GT/s x 16 x 128/130 / 8).\n"
@@ -109,7 +125,12 @@ static const char a100_pcie4[] =
     "decode_h2d_gbps = 14.1\n"
     "# deviceQuery on A100: \"(108) Multiprocessors\"; 108 SMs on every A100\n"
     "# (https://www.glennklockwood.com/garden/processors/A100).\n"
-    "sms = 108\n";
+    "sms = 108\n" STAGE_ESTIMATE
+    "# Scaled by the SM clock like the decode terms (1410 against 1980\n"
+    "# MHz).\n"
+    "stage_decode_gbps_per_sm = 0.47\n"
+    "# ASSUMPTION: likewise scaled.\n"
+    "stage_tensor_us = 5.1\n";
 
 static const char h100_pcie5[] =
     "# NVIDIA H100 PCIe (114 SMs, 80 GB HBM2e) behind a PCIe Gen5 x16 host\n"
@@ -164,7 +185,9 @@ static const char h100_pcie5[] =
     "# fetching one stream and then decoding it.\n"
     "decode_h2d_gbps = 28.8\n"
     "# H100 PCIe: 114 SMs, 57 TPCs (NVIDIA's spec table above).\n"
-    "sms = 114\n";
+    "sms = 114\n" STAGE_ESTIMATE "stage_decode_gbps_per_sm = 0.66\n"
+    "# ASSUMPTION: the same fit's time per tensor.\n"
+    "stage_tensor_us = 3.64\n";
 
 typedef struct builtin {
   const char *name, *text;

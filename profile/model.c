@@ -35,12 +35,22 @@ double ibp_profile_decode_read_gbps(const ibp_profile *p, unsigned sms) {
   return p->decode_h2d_gbps < sm ? p->decode_h2d_gbps : sm;
 }
 
+/* The SMs' share of a decode: out_bytes at decode_gbps_per_sm, units at
+ * decode_tensor_us, on each of n SMs. */
+static double decode_sm_us(const ibp_profile *p, uint64_t out_bytes,
+                           uint64_t units, unsigned n) {
+  return bytes_us((double)out_bytes, p->decode_gbps_per_sm * n) +
+         (double)units * p->decode_tensor_us / n;
+}
+
+/* `stage_us`: what a coding stage adds to the decode (0: none). */
 static double kernel_us(const ibp_profile *p, uint64_t host_bytes,
                         uint64_t out_bytes, uint64_t units, unsigned n,
-                        double read_gbps) {
+                        double read_gbps, double stage_us) {
   double read = bytes_us((double)host_bytes, read_gbps);
-  double decode = bytes_us((double)out_bytes, p->decode_gbps_per_sm * n) +
-                  (double)units * p->decode_tensor_us / n;
+  double decode = decode_sm_us(p, out_bytes, units, n);
+  if (stage_us > 0)
+    decode += stage_us;
   double write = bytes_us((double)out_bytes, p->dram_gbps);
   double rtt = host_bytes > 0 ? p->sm_read_rtt_us : 0.0;
   return p->launch_latency_us + rtt + max2(read, max2(decode, write));
@@ -50,12 +60,59 @@ double ibp_profile_kernel_us(const ibp_profile *p, uint64_t host_bytes,
                              uint64_t out_bytes, unsigned sms) {
   unsigned n = clamp_sms(p, sms);
   return kernel_us(p, host_bytes, out_bytes, 0, n,
-                   ibp_profile_sm_read_gbps(p, n));
+                   ibp_profile_sm_read_gbps(p, n), 0);
 }
 
 double ibp_profile_decode_us(const ibp_profile *p, uint64_t host_bytes,
                              uint64_t out_bytes, uint64_t units, unsigned sms) {
+  return ibp_profile_decode_staged_us(p, host_bytes, out_bytes, units, 0, 0,
+                                      sms);
+}
+
+double ibp_profile_stage_us(const ibp_profile *p, uint64_t stage_bytes,
+                            uint64_t stage_units, unsigned sms) {
+  if (stage_bytes == 0 && stage_units == 0)
+    return 0;
+  unsigned n = clamp_sms(p, sms);
+  return bytes_us((double)stage_bytes, p->stage_decode_gbps_per_sm * n) +
+         (double)stage_units * p->stage_tensor_us / n;
+}
+
+double ibp_profile_decode_staged_us(const ibp_profile *p, uint64_t host_bytes,
+                                    uint64_t out_bytes, uint64_t units,
+                                    uint64_t stage_bytes, uint64_t stage_units,
+                                    unsigned sms) {
   unsigned n = clamp_sms(p, sms);
   return kernel_us(p, host_bytes, out_bytes, units, n,
-                   ibp_profile_decode_read_gbps(p, n));
+                   ibp_profile_decode_read_gbps(p, n),
+                   ibp_profile_stage_us(p, stage_bytes, stage_units, n));
+}
+
+/* ---- whether a coding stage pays ---------------------------------------- */
+
+ibp_profile_region_cost ibp_profile_region_copy(const ibp_profile *p,
+                                                uint64_t bytes,
+                                                uint32_t tensor_bytes,
+                                                uint64_t stored, int staged) {
+  const unsigned n = clamp_sms(p, (unsigned)p->sms);
+  const uint64_t R = tensor_bytes ? tensor_bytes : 1;
+  const uint64_t tensors = bytes / R, units = tensors + (bytes % R != 0);
+  ibp_profile_region_cost c;
+  c.link_us = bytes_us((double)stored, p->ce_h2d_gbps);
+  c.decode_us = decode_sm_us(p, bytes, units, n);
+  if (staged)
+    c.decode_us += ibp_profile_stage_us(p, tensors * R, tensors, n);
+  return c;
+}
+
+int ibp_profile_stage_pays(const ibp_profile *p, uint64_t bytes,
+                           uint32_t tensor_bytes, uint64_t ibp_stored,
+                           uint64_t stage_stored) {
+  if (stage_stored == 0)
+    return 0;
+  ibp_profile_region_cost alone =
+      ibp_profile_region_copy(p, bytes, tensor_bytes, ibp_stored, 0);
+  ibp_profile_region_cost staged =
+      ibp_profile_region_copy(p, bytes, tensor_bytes, stage_stored, 1);
+  return staged.link_us + staged.decode_us < alone.link_us + alone.decode_us;
 }

@@ -37,8 +37,9 @@ static const param params[] = {
 
 enum {
   PARAM_COUNT = sizeof params / sizeof params[0],
-  KEY_NAME = PARAM_COUNT, /* `name`, after the parameters */
-  KEY_DECODER_BUILD,      /* `decoder_build`: optional */
+  KEY_NAME = PARAM_COUNT,  /* `name`, after the parameters */
+  KEY_DECODER_BUILD,       /* `decoder_build`: optional */
+  KEY_STAGE_DECODER_BUILD, /* `stage_decoder_build`: optional */
   KEY_COUNT,
   NUMBER_MAX = 64, /* longest number token, with its NUL */
 };
@@ -205,6 +206,8 @@ static int find_key(span key) {
     return KEY_NAME;
   if (span_is(key, "decoder_build"))
     return KEY_DECODER_BUILD;
+  if (span_is(key, "stage_decoder_build"))
+    return KEY_STAGE_DECODER_BUILD;
   for (int i = 0; i < PARAM_COUNT; i++)
     if (span_is(key, params[i].key))
       return i;
@@ -266,7 +269,8 @@ static int read_number(const reader *r, span key, span v, const param *d,
   return 0;
 }
 
-/* `name` or `decoder_build` into out (IBP_PROFILE_NAME_MAX bytes). */
+/* `name`, `decoder_build` or `stage_decoder_build` into out
+ * (IBP_PROFILE_NAME_MAX bytes). */
 static int read_name(const reader *r, span key, span v, char *out) {
   int ok = v.n >= 1 && v.n < IBP_PROFILE_NAME_MAX;
   for (size_t i = 0; ok && i < v.n; i++)
@@ -310,11 +314,13 @@ static int read_line(reader *r, span line) {
     return read_name(r, key, value, r->out->name);
   if (k == KEY_DECODER_BUILD)
     return read_name(r, key, value, r->out->decoder_build);
+  if (k == KEY_STAGE_DECODER_BUILD)
+    return read_name(r, key, value, r->out->stage_decoder_build);
   return read_number(r, key, value, &params[k], field(r->out, &params[k]));
 }
 
 /* The name first, then the parameters in profile.def's order;
- * decoder_build may be missing. */
+ * decoder_build and stage_decoder_build may be missing. */
 static int check_all_given(const reader *r) {
   for (int i = 0; i <= PARAM_COUNT; i++) {
     int k = i == 0 ? KEY_NAME : i - 1;
@@ -355,6 +361,7 @@ int ibp_profile_parse(const char *text, size_t len, const char *origin,
     return fail(&r, 0, no_key, "no text");
   memset(out, 0, sizeof *out);
   strcpy(out->decoder_build, IBP_PROFILE_DECODER_UNKNOWN);
+  strcpy(out->stage_decoder_build, IBP_PROFILE_DECODER_UNKNOWN);
   c_locale_scope sc = c_locale_enter();
   int rc = parse(&r, text, len);
   c_locale_leave(sc);
@@ -451,9 +458,10 @@ int ibp_profile_load(const char *spec, ibp_profile *out, char *err,
 
 /* ---- writing ------------------------------------------------------------- */
 
-/* p's decoder_build, "unknown" when empty (a profile not from the parser). */
-static const char *decoder_build_of(const ibp_profile *p) {
-  return p->decoder_build[0] ? p->decoder_build : IBP_PROFILE_DECODER_UNKNOWN;
+/* A build name of p, "unknown" when empty (a profile not from the
+ * parser). */
+static const char *build_of(const char *build) {
+  return build[0] ? build : IBP_PROFILE_DECODER_UNKNOWN;
 }
 
 static void format_param(sink *s, const ibp_profile *p, const param *d) {
@@ -472,7 +480,11 @@ size_t ibp_profile_format(const ibp_profile *p, char *buf, size_t cap) {
   put(&s, p->name, strnlen(p->name, sizeof p->name));
   puts_(&s, "\n\n# the decoder build the decode terms (decode_*) were "
             "measured with\ndecoder_build = ");
-  const char *build = decoder_build_of(p);
+  const char *build = build_of(p->decoder_build);
+  put(&s, build, strnlen(build, IBP_PROFILE_NAME_MAX));
+  puts_(&s, "\n# the decoder build the exponent stage's decode terms (stage_*) "
+            "were measured with\nstage_decoder_build = ");
+  build = build_of(p->stage_decoder_build);
   put(&s, build, strnlen(build, IBP_PROFILE_NAME_MAX));
   puts_(&s, "\n");
   for (int i = 0; i < PARAM_COUNT; i++)
@@ -483,9 +495,18 @@ size_t ibp_profile_format(const ibp_profile *p, char *buf, size_t cap) {
 
 /* ---- which decoder the decode terms are of ------------------------------- */
 
-int ibp_profile_decode_measured(const ibp_profile *p, const char *running) {
-  if (p == NULL || running == NULL || running[0] == '\0' ||
+/* 1 when a profile's `build` names `running`, a build that is one. */
+static int measured_with(const char *build, const char *running) {
+  if (running == NULL || running[0] == '\0' ||
       strcmp(running, IBP_PROFILE_DECODER_UNKNOWN) == 0)
     return 0;
-  return strncmp(p->decoder_build, running, sizeof p->decoder_build) == 0;
+  return strncmp(build, running, IBP_PROFILE_NAME_MAX) == 0;
+}
+
+int ibp_profile_decode_measured(const ibp_profile *p, const char *running) {
+  return p != NULL && measured_with(p->decoder_build, running);
+}
+
+int ibp_profile_stage_measured(const ibp_profile *p, const char *running) {
+  return p != NULL && measured_with(p->stage_decoder_build, running);
 }

@@ -9,7 +9,8 @@
  * bytes); `#` starts a comment (to the end of the line); blank lines are
  * ignored.  Keys: `name` (1..63 printable ASCII characters, no spaces) and
  * every parameter of profile.def, each exactly once, and optionally
- * `decoder_build` (a name likewise; absent: "unknown"); values are decimal
+ * `decoder_build` and `stage_decoder_build` (names likewise; absent:
+ * "unknown"); values are decimal
  * numbers whatever the program's locale (e.g. 25.5, 2e-3), within the
  * parameter's range, and whole for a size ("B") or a count.
  *
@@ -43,6 +44,12 @@ typedef struct ibp_profile {
    * decode_tensor_us, decode_h2d_gbps -- were measured with; a name like
    * `name`, IBP_PROFILE_DECODER_UNKNOWN when the text gives none. */
   char decoder_build[IBP_PROFILE_NAME_MAX];
+  /* Likewise the build the exponent stage's decode terms --
+   * stage_decode_gbps_per_sm, stage_tensor_us -- were measured with;
+   * IBP_PROFILE_DECODER_UNKNOWN when the text gives none (every built-in
+   * today: no GPU has timed the stage, docs/PROFILE.md "The stage's decode
+   * terms"). */
+  char stage_decoder_build[IBP_PROFILE_NAME_MAX];
 #define IBP_PROFILE_PARAM(key, unit, lo, hi, what) double key;
 #include "profile/profile.def"
 #undef IBP_PROFILE_PARAM
@@ -76,9 +83,9 @@ int ibp_profile_load(const char *spec, ibp_profile *out, char *err,
                      size_t errlen);
 
 /* Writes p in the text format (every parameter, with its unit and meaning
- * as a comment, and decoder_build); returns the length it needs (excluding
- * the NUL), like snprintf.  ibp_profile_parse reads it back to the same
- * values. */
+ * as a comment, decoder_build and stage_decoder_build); returns the length it
+ * needs (excluding the NUL), like snprintf.  ibp_profile_parse reads it back to
+ * the same values. */
 size_t ibp_profile_format(const ibp_profile *p, char *buf, size_t cap);
 
 /* ---- which decoder the decode terms are of ------------------------------ */
@@ -92,6 +99,11 @@ size_t ibp_profile_format(const ibp_profile *p, char *buf, size_t cap);
  * decode terms are of").  This module names no build itself: it depends
  * on nothing of the project's. */
 int ibp_profile_decode_measured(const ibp_profile *p, const char *running);
+
+/* The same for the exponent stage's decode terms (stage_decode_gbps_per_sm,
+ * stage_tensor_us): 1 when p->stage_decoder_build equals `running`, 0
+ * otherwise (docs/PROFILE.md "The stage's decode terms"). */
+int ibp_profile_stage_measured(const ibp_profile *p, const char *running);
 
 /* ---- the model (microseconds) ------------------------------------------ */
 
@@ -128,5 +140,50 @@ double ibp_profile_decode_read_gbps(const ibp_profile *p, unsigned sms);
  * decode_gbps_per_sm plus decode_tensor_us per unit, on each of the sms. */
 double ibp_profile_decode_us(const ibp_profile *p, uint64_t host_bytes,
                              uint64_t out_bytes, uint64_t units, unsigned sms);
+
+/* What the exponent stage adds to the decode of `stage_bytes` output bytes
+ * in `stage_units` stage-coded tensors on `sms` SMs (clamped): their bytes
+ * at stage_decode_gbps_per_sm plus stage_tensor_us per tensor, on each of
+ * the sms; 0 when both are 0. */
+double ibp_profile_stage_us(const ibp_profile *p, uint64_t stage_bytes,
+                            uint64_t stage_units, unsigned sms);
+
+/* ibp_profile_decode_us where `stage_bytes` of out_bytes, in `stage_units`
+ * of the units, are stage-coded: their ibp_profile_stage_us is added to the
+ * decode's term (before the slowest of reads, decode and writes is taken).
+ * With both 0 it is ibp_profile_decode_us, bit for bit. */
+double ibp_profile_decode_staged_us(const ibp_profile *p, uint64_t host_bytes,
+                                    uint64_t out_bytes, uint64_t units,
+                                    uint64_t stage_bytes, uint64_t stage_units,
+                                    unsigned sms);
+
+/* ---- whether a coding stage pays (docs/PROFILE.md "Whether the stage
+ * pays") ------------------------------------------------------------------ */
+
+/* The cost of one whole copy of a region of `bytes` bytes in tensors of
+ * tensor_bytes R (> 0), stored in `stored` bytes: the stored bytes over
+ * the host link at the copy engine's rate (link_us, without its set-up),
+ * plus the SMs' decode on all p->sms of them (decode_us: the bytes at
+ * decode_gbps_per_sm, decode_tensor_us per tensor and the tail, and with
+ * `staged` every whole tensor's ibp_profile_stage_us).  The two are added,
+ * not overlapped: each is time taken from the application, the link's
+ * from its other copies and the SMs' from its kernels. */
+typedef struct ibp_profile_region_cost {
+  double link_us;
+  double decode_us;
+} ibp_profile_region_cost;
+
+ibp_profile_region_cost ibp_profile_region_copy(const ibp_profile *p,
+                                                uint64_t bytes,
+                                                uint32_t tensor_bytes,
+                                                uint64_t stored, int staged);
+
+/* The pick: 1 when a region stored in stage_stored bytes with the exponent
+ * stage on every tensor costs less to copy (ibp_profile_region_copy, link
+ * plus decode) than the same region stored by IBP alone in ibp_stored
+ * bytes; 0 otherwise, and when stage_stored is 0 (no stage fits). */
+int ibp_profile_stage_pays(const ibp_profile *p, uint64_t bytes,
+                           uint32_t tensor_bytes, uint64_t ibp_stored,
+                           uint64_t stage_stored);
 
 #endif /* IBP_PROFILE_H */

@@ -9,7 +9,9 @@
 #include "ibp/codec.h"
 #include "ibp/container.h"
 #include "json_out.h"
+#include "kernels/ibp_kernels.h"
 #include "mapped_file.h"
+#include "profile/profile.h"
 #include "progress.h"
 #include "region_measure.h"
 #include "stage_choice.h"
@@ -30,24 +32,33 @@ static const char help[] =
     "(every bit position coded at its own empirical entropy).\n"
     "\n"
     "With the exponent stage (--stage auto, the default), also the figures\n"
-    "with the stage after IBP and the pick: the stage when it stores the\n"
-    "file in fewer bytes than IBP alone, metadata included.\n"
+    "with the stage after IBP, the modelled cost of one copy of the file\n"
+    "per GiB with and without it under a device cost profile (the stored\n"
+    "bytes over the host link plus the GPU's decode, docs/PROFILE.md), and\n"
+    "the pick: the stage when it stores the file in fewer bytes than IBP\n"
+    "alone, metadata included, and that copy costs less with it.\n"
     "\n"
     "Options:\n" CODEC_OPTIONS_HELP CODEC_CLUSTER_HELP CODEC_STAGE_HELP
+    "  --profile NAME|FILE  the device cost profile of the pick (default\n"
+    "                     h100-pcie5)\n"
     "  --entropy          also report the per-bit entropy limit\n"
     "  --json             print one JSON object instead of the report\n"
     "  -h, --help         show this help\n";
 
 static const cli_option options[] = {CODEC_CLI_OPTIONS,   CODEC_CLUSTER_OPTION,
                                      CODEC_STAGE_OPTIONS, {"entropy", 0, 0},
-                                     {"json", 0, 0},      {"help", 'h', 0},
-                                     {NULL, 0, 0}};
+                                     {"json", 0, 0},      {"profile", 0, 1},
+                                     {"help", 'h', 0},    {NULL, 0, 0}};
+
+/* The profile of the stage's pick without --profile. */
+#define DEFAULT_PROFILE "h100-pcie5"
 
 typedef struct analyze_args {
   const char *path;
   codec_opts codec;
   int json;
   int entropy;
+  ibp_profile profile; /* --profile's, else DEFAULT_PROFILE */
 } analyze_args;
 
 /* Fewer tensors than this are too few for the invariant-bit statistics:
@@ -77,7 +88,9 @@ typedef struct analysis {
   /* the exponent stage (--stage auto) */
   stage_choice stage;
   uint64_t ibp_total; /* IBP alone: stored + metadata, the best K */
-  int stage_picked;   /* the stage stores fewer bytes than IBP alone */
+  int stage_smaller;  /* the stage stores fewer bytes than IBP alone */
+  int stage_picked;   /* ... and a copy costs less with it (the profile) */
+  ibp_profile_region_cost cost_ibp, cost_stage; /* per GiB of the file */
 } analysis;
 
 /* Returns -1 to go on, else the exit code. */
@@ -107,9 +120,18 @@ static int parse_args(int argc, char **argv, analyze_args *a) {
       a->json = 1;
     } else if (strcmp(name, "entropy") == 0) {
       a->entropy = 1;
+    } else if (strcmp(name, "profile") == 0) {
+      char err[512];
+      if (ibp_profile_load(it.value, &a->profile, err, sizeof err) != 0)
+        return cli_syntax_error("analyze", "--profile: %s", err);
     } else if (codec_opts_take(&a->codec, name, it.value) < 0) {
       return CLI_EXIT_USAGE;
     }
+  }
+  if (a->profile.name[0] == '\0') {
+    char err[512];
+    if (ibp_profile_load(DEFAULT_PROFILE, &a->profile, err, sizeof err) != 0)
+      return cli_syntax_error("analyze", "%s", err);
   }
   if (a->path == NULL)
     return cli_syntax_error("analyze", "missing FILE");
@@ -186,7 +208,24 @@ static int measure_stage(const analyze_args *a, const mapped_file *in,
   if (rc != CLI_EXIT_OK)
     return rc;
   an->ibp_total = an->container_bytes - IBP_CONTAINER_HEADER_BYTES;
-  an->stage_picked = an->stage.dtype && an->stage.total < an->ibp_total;
+  an->stage_smaller = an->stage.dtype && an->stage.total < an->ibp_total;
+  /* the pick by the model (docs/PROFILE.md "Whether the stage pays"), the
+   * rule libibp's region preparation follows */
+  const ibp_profile *p = &a->profile;
+  const uint32_t R = a->codec.tensor_bytes;
+  const uint64_t stage_total = an->stage.dtype ? an->stage.total : 0;
+  an->stage_picked =
+      an->stage_smaller &&
+      ibp_profile_stage_pays(p, in->size, R, an->ibp_total, stage_total);
+  /* the costs per GiB of the file */
+  const double gib = (double)(1ull << 30) / (double)in->size;
+  an->cost_ibp = ibp_profile_region_copy(p, in->size, R, an->ibp_total, 0);
+  an->cost_stage = ibp_profile_region_copy(
+      p, in->size, R, stage_total ? stage_total : an->ibp_total, 1);
+  an->cost_ibp.link_us *= gib;
+  an->cost_ibp.decode_us *= gib;
+  an->cost_stage.link_us *= gib;
+  an->cost_stage.decode_us *= gib;
   return CLI_EXIT_OK; /* the headline stays IBP alone (--stage none) */
 }
 
@@ -280,10 +319,24 @@ static double share(const analysis *an, uint64_t stored) {
   return 1.0 - (double)stored / (double)an->file_bytes;
 }
 
-static void json_stage(json_out *j, const analysis *an) {
+/* The modelled costs of the pick (ms per GiB of the file). */
+static void json_cost(json_out *j, const analyze_args *a, const analysis *an) {
+  json_object_begin(j, "cost");
+  json_string(j, "profile", a->profile.name);
+  json_bool(j, "stage_terms_measured",
+            ibp_profile_stage_measured(&a->profile, IBP_DECODER_BUILD));
+  json_double(j, "ibp_link_ms_per_gib", an->cost_ibp.link_us / 1e3);
+  json_double(j, "ibp_decode_ms_per_gib", an->cost_ibp.decode_us / 1e3);
+  json_double(j, "stage_link_ms_per_gib", an->cost_stage.link_us / 1e3);
+  json_double(j, "stage_decode_ms_per_gib", an->cost_stage.decode_us / 1e3);
+  json_object_end(j);
+}
+
+static void json_stage(json_out *j, const analyze_args *a, const analysis *an) {
   const stage_choice *c = &an->stage;
   json_object_begin(j, "stage");
   json_string(j, "pick", an->stage_picked ? "exp" : "none");
+  json_bool(j, "stage_stores_fewer_bytes", an->stage_smaller);
   json_double(j, "ibp_saved_fraction_with_metadata", share(an, an->ibp_total));
   if (c->dtype) {
     json_string(j, "dtype", ibp_dtype_name(c->dtype));
@@ -302,6 +355,7 @@ static void json_stage(json_out *j, const analysis *an) {
   json_u64(j, "picked_container_bytes",
            IBP_CONTAINER_HEADER_BYTES +
                (an->stage_picked ? c->total : an->ibp_total));
+  json_cost(j, a, an); /* last: readers that stop at its '}' */
   json_object_end(j);
 }
 
@@ -336,7 +390,7 @@ static void print_json(const analyze_args *a, const analysis *an) {
   if (a->entropy)
     json_double(&j, "entropy_limit_saved_fraction", an->entropy_saved);
   if (a->codec.stage)
-    json_stage(&j, an);
+    json_stage(&j, a, an);
   json_table(&j, &an->report);
   json_object_end(&j);
 }
@@ -386,7 +440,25 @@ static void print_clusters(const analyze_args *a, const analysis *an) {
            100.0 * step_saved(an, i), (unsigned long long)r->metadata[i]);
 }
 
-static void print_stage(const analysis *an) {
+/* The modelled cost of a copy, with and without the stage. */
+static void print_cost(const analyze_args *a, const analysis *an) {
+  const ibp_profile_region_cost *i = &an->cost_ibp, *s = &an->cost_stage;
+  printf("modelled cost       per GiB copied, %s (link + decode; stage "
+         "terms %s):\n",
+         a->profile.name,
+         ibp_profile_stage_measured(&a->profile, IBP_DECODER_BUILD)
+             ? "measured"
+             : "an unmeasured estimate");
+  printf("  IBP alone         %.2f ms (%.2f + %.2f)\n",
+         (i->link_us + i->decode_us) / 1e3, i->link_us / 1e3,
+         i->decode_us / 1e3);
+  if (an->stage.dtype)
+    printf("  with the stage    %.2f ms (%.2f + %.2f)\n",
+           (s->link_us + s->decode_us) / 1e3, s->link_us / 1e3,
+           s->decode_us / 1e3);
+}
+
+static void print_stage(const analyze_args *a, const analysis *an) {
   const stage_choice *c = &an->stage;
   printf("\nexponent stage      ");
   if (!c->dtype) {
@@ -404,8 +476,12 @@ static void print_stage(const analysis *an) {
   }
   printf("IBP alone           %.2f%% saved counting metadata\n",
          100.0 * share(an, an->ibp_total));
+  print_cost(a, an);
   printf("pick                %s\n",
-         an->stage_picked ? "exp (IBP + exponent stage)" : "none (IBP alone)");
+         an->stage_picked    ? "exp (IBP + exponent stage)"
+         : an->stage_smaller ? "none (IBP alone: the stage stores fewer "
+                               "bytes but costs more to decode)"
+                             : "none (IBP alone)");
 }
 
 /* What the figures do not say: too few tensors, a raw tail.  After the
@@ -464,7 +540,7 @@ static void print_text(const analyze_args *a, const analysis *an) {
   if (an->clustered)
     print_clusters(a, an);
   if (a->codec.stage)
-    print_stage(an);
+    print_stage(a, an);
   if (too_few(an) || m->tail_bytes != 0) {
     printf("\n");
     print_notes(stdout, "", an);

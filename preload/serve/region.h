@@ -41,23 +41,37 @@ typedef struct ibp_geometry {
   uint64_t tensors;      /* n = bytes / R (0: smaller than one tensor) */
 } ibp_geometry;
 
+/* Whether a region is stored with the exponent stage, and why
+ * (serve/prepare/compress.c; docs/PROFILE.md "Whether the stage pays"). */
+typedef enum ibp_stage_pick {
+  IBP_STAGE_PICK_UNTRIED = 0, /* not tried: R too large, a compact region,
+                                 or the choice failed */
+  IBP_STAGE_PICK_NO_FIT,      /* no value type fits R */
+  IBP_STAGE_PICK_BYTES,       /* IBP alone: the stage stores no fewer bytes */
+  IBP_STAGE_PICK_TIME,        /* IBP alone: the stage stores fewer bytes
+                                 but a copy costs more with it (the
+                                 device's profile) */
+  IBP_STAGE_PICK_EXP          /* the exponent stage */
+} ibp_stage_pick;
+
 /* The codec's result: written only by the thread that moved the region to
  * COMPRESSING; read-only once READY (seen with acquire), except that a
  * refresh (refresh.c, on the worker) changes offsets/lengths/cluster ids
  * of tensors it holds busy. */
 typedef struct ibp_layout {
-  ibp_clusters clusters; /* the region's K >= 1 Mask/Bitval pairs
-                            (docs/FORMAT.md §4), K = 1 with clusters=1 or
-                            where more save nothing; count 0 until the
-                            search ran */
-  uint8_t *ids;          /* K > 1: tensor i's cluster id, bits [i*b,
-                            (i+1)*b) (b = ibp_cluster_id_bits(K)), padded
-                            with zeros to whole 32-bit words; NULL when
-                            K = 1.  A refresh rewrites the ids of the
-                            tensors it holds busy. */
-  ibp_stage *stages;     /* K exponent stages, one per pair (docs/FORMAT.md
-                            §9; the pairs fit them), or NULL: IBP alone.
-                            Set with the pairs, before any stream. */
+  ibp_clusters clusters;     /* the region's K >= 1 Mask/Bitval pairs
+                                (docs/FORMAT.md §4), K = 1 with clusters=1 or
+                                where more save nothing; count 0 until the
+                                search ran */
+  uint8_t *ids;              /* K > 1: tensor i's cluster id, bits [i*b,
+                                (i+1)*b) (b = ibp_cluster_id_bits(K)), padded
+                                with zeros to whole 32-bit words; NULL when
+                                K = 1.  A refresh rewrites the ids of the
+                                tensors it holds busy. */
+  ibp_stage *stages;         /* K exponent stages, one per pair (docs/FORMAT.md
+                                §9; the pairs fit them), or NULL: IBP alone.
+                                Set with the pairs, before any stream. */
+  ibp_stage_pick stage_pick; /* why stages is what it is */
   ibp_region_summary summary;
   void *shadow;          /* the compressed streams, packed (docs/FORMAT.md §3;
                             pinned, device-mapped), then room for streams a

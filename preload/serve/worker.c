@@ -89,7 +89,7 @@ static void run_compress(const ibp_driver *d, job *j) {
     return;
   }
   s->layout.ctx = j->ctx;
-  int ok = ibp__compress_region(r) == 0;
+  int ok = ibp__compress_region(r, j->dev) == 0;
   ibp_region_transition(r, IBP_REGION_COMPRESSING,
                         ok ? IBP_REGION_READY : IBP_REGION_DEGRADED);
   /* (pinning waits for the region to leave COMPRESSING) */

@@ -20,7 +20,8 @@ BUILD=$(sed -n 's/^#define IBP_DECODER_BUILD "\(.*\)"$/\1/p' \
 MEASURED="ce_h2d_gbps ce_d2h_gbps ce_setup_us driver_copy_call_us
 driver_launch_call_us driver_call_us launch_latency_us sm_h2d_gbps
 sm_read_rtt_us sm_inflight_bytes dram_gbps decode_gbps_per_sm decode_tensor_us decode_h2d_gbps"
-KEPT="runtime_call_us ibp_hold_us batch_deadline_us sector_bytes"
+KEPT="runtime_call_us ibp_hold_us batch_deadline_us sector_bytes
+stage_decode_gbps_per_sm stage_tensor_us"
 
 # value KEY FILE: the value of KEY in a profile file.
 value() {

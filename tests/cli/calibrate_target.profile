@@ -25,3 +25,7 @@ decode_gbps_per_sm = 6.5
 decode_tensor_us = 0.05
 decode_h2d_gbps = 12.3
 sms = 132
+# the exponent stage's terms: h100-pcie5's (ibp calibrate does not
+# measure them yet)
+stage_decode_gbps_per_sm = 0.66
+stage_tensor_us = 3.64

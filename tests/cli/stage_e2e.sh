@@ -1,6 +1,7 @@
 # libibp serving a whole-region copy of bf16 data sets stored with the
 # exponent stage (docs/FORMAT.md §9; issue T): for each data set, `ibp
-# analyze` (--clusters 1, as the rule) must pick the stage, and on each
+# analyze` (--clusters 1, as the rule; the profile libibp is given) must
+# pick the stage, and on each
 # route forced (IBP_FORCE_ROUTE=zerocopy, staged, batched) the region must be
 # prepared with the stage, its one copy served on that route, the bytes over
 # PCIe (bytes_read_pcie) within 1 % of analyze's stored bytes with the stage,
@@ -36,7 +37,8 @@ for s in $SETS; do
   name=${s%%:*}
   R=${s##*:}
   file=$DATA/$name.bin
-  run analyze "$file" --tensor-bytes "$R" --clusters 1 --json
+  run analyze "$file" --tensor-bytes "$R" --clusters 1 --json \
+    --profile "$KERNEL_PROFILE"
   expect_eq "$name: analyze exit status" "$rc" 0
   stage=$(sed -n '/"stage": {/,/}/p' "$OUT")
   pick=$(printf '%s\n' "$stage" | sed -nE 's/^ *"pick": "([a-z]*)".*/\1/p')

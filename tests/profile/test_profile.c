@@ -106,6 +106,12 @@ static void test_builtin(void) {
     /* The decode terms of every built-in were measured with the kernel
      * before its decode plan (docs/PROFILE.md). */
     CHECK(rc == 0 && strcmp(p.decoder_build, "word-pdep") == 0);
+    /* No GPU has timed the exponent stage's decode: its terms are an
+     * estimate, unmeasured for any build. */
+    CHECK(rc == 0 && strcmp(p.stage_decoder_build, "unknown") == 0);
+    CHECK(strstr(text, "\nstage_decoder_build =") == NULL);
+    CHECK(strstr(text, "ASSUMPTION, unmeasured") != NULL);
+    CHECK(rc == 0 && !ibp_profile_stage_measured(&p, "word-pdep"));
     /* Every value comes right after a comment (its source, or an
      * ASSUMPTION and the reasoning), and so does the decoder build. */
     for (size_t k = 0; k <= PARAM_COUNT; k++) {
@@ -336,6 +342,23 @@ static void test_errors(void) {
                "characters, no spaces)");
   expect_error("decoder_build = word-pdep",
                "decoder_build =", "decoder_build: no value");
+  expect_error("stage_decoder_build = unknown", "stage_decoder_build = a b",
+               "stage_decoder_build: 'a b' is not a name (1 to 63 printable "
+               "characters, no spaces)");
+  /* the exponent stage's terms, like any other */
+  expect_error_n("stage_tensor_us = 5.1\n", "", 0, -1,
+                 "stage_tensor_us: missing (a profile gives every parameter)");
+  expect_error_n("stage_decode_gbps_per_sm = 0.47\n", "", 0, -1,
+                 "stage_decode_gbps_per_sm: missing (a profile gives every "
+                 "parameter)");
+  expect_error("stage_decode_gbps_per_sm = 0.47",
+               "stage_decode_gbps_per_sm = 0.001",
+               "stage_decode_gbps_per_sm: 0.001 is out of range [0.01, "
+               "10000]");
+  expect_error("stage_tensor_us = 5.1", "stage_tensor_us = 1001",
+               "stage_tensor_us: 1001 is out of range [0, 1000]");
+  expect_error("stage_tensor_us = 5.1", "stage_tensor_us = -0.5",
+               "stage_tensor_us: -0.5 is out of range [0, 1000]");
   expect_error("sms = 108", "sms 108", "expected 'key = value'");
   expect_error("sms = 108", "= 108", "expected 'key = value' (no key)");
   expect_error("sms = 108", "sms =  # none", "sms: no value");
@@ -548,6 +571,55 @@ static int near(double got, double want) {
   return ok;
 }
 
+/* The exponent stage's decode terms: a stage-coded copy costs its term
+ * more than the plain one where the decode bounds it, nothing more
+ * without stage-coded bytes; whether the stage pays. */
+static void test_model_stage(void) {
+  ibp_profile h = must_load("h100-pcie5");
+  h.stage_decode_gbps_per_sm = 0.5;
+  h.stage_tensor_us = 2;
+  const uint64_t MiB = 1048576, GiB = 1024 * MiB;
+  double term = ibp_profile_stage_us(&h, MiB, 1024, 114);
+  CHECK(near(term, MiB / (0.5e3 * 114) + 1024 * 2.0 / 114));
+  CHECK(ibp_profile_stage_us(&h, 0, 0, 114) == 0);
+  CHECK(ibp_profile_stage_us(&h, MiB, 1024, 5000) == term); /* clamped */
+  /* no host reads: the decode bounds the kernel, with or without */
+  double plain = ibp_profile_decode_us(&h, 0, MiB, 1024, 114);
+  double staged =
+      ibp_profile_decode_staged_us(&h, 0, MiB, 1024, MiB, 1024, 114);
+  CHECK(near(staged - plain, term));
+  CHECK(near(ibp_profile_decode_staged_us(&h, 0, MiB, 1024, MiB, 1024, 7) -
+                 ibp_profile_decode_us(&h, 0, MiB, 1024, 7),
+             ibp_profile_stage_us(&h, MiB, 1024, 7)));
+  /* without stage-coded bytes: the plain model, bit for bit */
+  for (unsigned sms = 1; sms <= 114; sms += 17)
+    CHECK(ibp_profile_decode_staged_us(&h, 3 * MiB, MiB, 1000, 0, 0, sms) ==
+          ibp_profile_decode_us(&h, 3 * MiB, MiB, 1000, sms));
+  /* a whole region's copy: link plus decode */
+  ibp_profile_region_cost c =
+      ibp_profile_region_copy(&h, GiB, 1024, GiB / 2, 0);
+  CHECK(near(c.link_us, (GiB / 2) / 55e3));
+  CHECK(near(c.decode_us, GiB / (3.17e3 * 114) + 1048576 * 0.096 / 114));
+  ibp_profile_region_cost cs =
+      ibp_profile_region_copy(&h, GiB + 100, 1024, GiB / 2, 1);
+  CHECK(near(cs.decode_us, (GiB + 100) / (3.17e3 * 114) +
+                               1048577 * 0.096 / 114 +
+                               ibp_profile_stage_us(&h, GiB, 1048576, 114)));
+  /* the pick: a stage that stores 10 % fewer bytes pays where it decodes
+   * fast, not where it decodes slowly, nor where it stores more */
+  const uint64_t alone = GiB * 3 / 4, with = alone * 9 / 10;
+  h.stage_decode_gbps_per_sm = 10000;
+  h.stage_tensor_us = 0;
+  CHECK(ibp_profile_stage_pays(&h, GiB, 1024, alone, with) == 1);
+  CHECK(ibp_profile_stage_pays(&h, GiB, 1024, alone, alone + 1) == 0);
+  CHECK(ibp_profile_stage_pays(&h, GiB, 1024, alone, 0) == 0);
+  h.stage_decode_gbps_per_sm = 0.01;
+  CHECK(ibp_profile_stage_pays(&h, GiB, 1024, alone, with) == 0);
+  h.stage_decode_gbps_per_sm = 10000;
+  h.stage_tensor_us = 100;
+  CHECK(ibp_profile_stage_pays(&h, GiB, 1024, alone, with) == 0);
+}
+
 static void test_model(void) {
   ibp_profile a = must_load("a100-pcie4");
   ibp_profile h = must_load("h100-pcie5");
@@ -616,6 +688,7 @@ static void test_model(void) {
   a.decode_h2d_gbps = 1000;
   CHECK(ibp_profile_decode_us(&a, 1048576, 0, 0, 108) ==
         ibp_profile_kernel_us(&a, 1048576, 0, 108));
+  test_model_stage();
 }
 
 /* ---- the locale ---------------------------------------------------------- */
@@ -671,9 +744,12 @@ static int test_locale(void) {
 /* ---- which decoder the decode terms are of ------------------------------- */
 
 /* text without its decoder_build line. */
-static char *without_decoder_build(const char *text) {
+/* text without its line `key = ...`. */
+static char *without_key(const char *text, const char *key) {
   char *out = strdup(text);
-  char *at = strstr(out, "\ndecoder_build = ");
+  char line[64];
+  snprintf(line, sizeof line, "\n%s = ", key);
+  char *at = out ? strstr(out, line) : NULL;
   if (out == NULL || at == NULL)
     abort();
   char *eol = strchr(at + 1, '\n');
@@ -711,6 +787,38 @@ static int load_all(const char *src, const char *dir_name, const char *ext,
   return n;
 }
 
+/* stage_decoder_build: the exponent stage's decode terms, apart from the
+ * decode terms' decoder_build. */
+static void test_stage_decoder(const char *src) {
+  (void)src;
+  ibp_profile h = must_load("h100-pcie5"), p;
+  char *text = format_alloc(&h);
+  CHECK(strstr(text, "\nstage_decoder_build = unknown\n") != NULL);
+  char *old = without_key(text, "stage_decoder_build");
+  CHECK(strstr(old, "stage_decoder_build") == NULL);
+  CHECK(parse_text(old, &p) == 0 &&
+        strcmp(p.stage_decoder_build, "unknown") == 0);
+  CHECK(ibp_profile_stage_measured(&p, "unknown") == 0);
+  size_t n = strlen(old) + 64;
+  char *mine = malloc(n);
+  snprintf(mine, n, "%sstage_decoder_build = decode-plan-3\n", old);
+  CHECK(parse_text(mine, &p) == 0);
+  CHECK(strcmp(p.stage_decoder_build, "decode-plan-3") == 0);
+  CHECK(strcmp(p.decoder_build, "word-pdep") == 0);
+  CHECK(ibp_profile_stage_measured(&p, "decode-plan-3") == 1);
+  CHECK(ibp_profile_decode_measured(&p, "decode-plan-3") == 0);
+  CHECK(ibp_profile_stage_measured(&p, "word-pdep") == 0);
+  CHECK(ibp_profile_stage_measured(&p, NULL) == 0);
+  CHECK(ibp_profile_stage_measured(NULL, "decode-plan-3") == 0);
+  /* written back, read back */
+  char *again = format_alloc(&p);
+  CHECK(strstr(again, "\nstage_decoder_build = decode-plan-3\n") != NULL);
+  free(again);
+  free(mine);
+  free(old);
+  free(text);
+}
+
 static void test_decoder(const char *src) {
   ibp_profile h = must_load("h100-pcie5"), p;
   char *text = format_alloc(&h);
@@ -720,8 +828,8 @@ static void test_decoder(const char *src) {
   CHECK(ibp_profile_decode_measured(&p, "decode-plan-1") == 0);
   /* A file without it (every profile before the key): unknown, and never
    * measured, whatever the running build. */
-  char *old = without_decoder_build(text);
-  CHECK(strstr(old, "decoder_build") == NULL);
+  char *old = without_key(text, "decoder_build");
+  CHECK(strstr(old, "\ndecoder_build") == NULL);
   CHECK(parse_text(old, &p) == 0);
   CHECK(strcmp(p.decoder_build, IBP_PROFILE_DECODER_UNKNOWN) == 0);
   CHECK(strcmp(p.decoder_build, "unknown") == 0);
@@ -758,6 +866,7 @@ static void test_decoder(const char *src) {
   free(mine);
   free(old);
   free(text);
+  test_stage_decoder(src);
   /* The truths the gate is tried with, and the tests' profiles: written
    * before the key, they still load, as unknown. */
   int unknown = 0;

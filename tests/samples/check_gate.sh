@@ -2,8 +2,8 @@
 # The gate's choices on the built-in profiles (docs/ARCHITECTURE.md, "The
 # gate"), from libibp's statistics; every run prints the same result line
 # as IBP_DISABLE=1:
-#   - bulk weight copies (bf16, ~23 % saved, layers of 4 MiB): served under
-#     a100-pcie4; under h100-pcie5 (SM reads at 35 GB/s against the copy
+#   - bulk weight copies (bf16, ~23 % saved, layers of 4 MiB): most served
+#     under a100-pcie4; under h100-pcie5 (SM reads at 35 GB/s against the copy
 #     engine's 55 GB/s) served by the staged path where the stream streams
 #     them (an epoch's first copies, on an idle stream, may be left to the
 #     driver), and left to the driver when IBP_PATH=zerocopy takes that
@@ -41,7 +41,12 @@ set -- --size 32M --layers 8 --epochs 2 --dtype bf16
 IBP_DISABLE=1 LD_PRELOAD=$lib run "$ws" "$@"
 base=$(head -n 1 "$TMP_OUT")
 libibp_run a100-pcie4 min=1M "$ws" "$@"
-[ "$(figure copies_served)" -gt 0 ] && [ "$(figure copies_gated)" -eq 0 ] ||
+# (Most, not all: since the exponent stage is picked only where its decode
+# pays -- not on a100-pcie4's estimated stage terms -- the region is IBP
+# alone's, ~23 % saved, and an epoch's first copies on an idle stream may
+# be left to the driver, as under h100-pcie5.)
+[ "$(figure copies_served)" -gt 0 ] &&
+  [ "$(figure copies_served)" -gt "$(figure copies_gated)" ] ||
   fail "a100-pcie4: weight copies not served: $(cat "$json")"
 libibp_run h100-pcie5 min=1M "$ws" "$@"
 [ "$(figure copies_served)" -gt 0 ] &&

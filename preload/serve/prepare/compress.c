@@ -15,6 +15,7 @@
 
 #include "base/driver.h"
 #include "base/log.h"
+#include "serve/choose/gate.h"
 #include "serve/compact.h"
 #include "serve/dtoh.h"
 #include "serve/prepare/device.h"
@@ -204,17 +205,24 @@ static ibp_status find_clusters(const ibp_region_rec *r, uint64_t n,
 
 /* Whether the region is stored with the exponent stage after IBP
  * (docs/FORMAT.md §9), the choice `ibp analyze` makes (ibp_stage_choose,
- * ibp_stage_pays) on STAGE_SAMPLE_BYTES of its tensors, against the pairs
- * found above on the same tensors; when it pays, its pairs and stages
- * replace l's.  Never for a region the kernel could not decode so
- * (R >= IBP_KERNEL_BLOCK_R: its block path has no stage, ibp_kernels.h) or
- * whose pages the host decoder rebuilds (compact: compact.c decodes parts
- * of tensors without a stage). */
+ * ibp_stage_pays, ibp_profile_stage_pays) on STAGE_SAMPLE_BYTES of its
+ * tensors, against the pairs found above on the same tensors, under
+ * device dev's profile (docs/PROFILE.md "Whether the stage pays"); when it
+ * pays, its pairs and stages replace l's.  l->stage_pick says why.  Never for a
+ * region the kernel could not decode so (R >= IBP_KERNEL_BLOCK_R: its block
+ * path has no stage, ibp_kernels.h) or whose pages the host decoder rebuilds
+ * (compact: compact.c decodes parts of tensors without a stage). */
 static void pick_stage(const ibp_region_rec *r, const ibp_served_region *s,
-                       const ibp_search_options *search, ibp_layout *l) {
+                       int dev, const ibp_search_options *search,
+                       ibp_layout *l) {
   const uint32_t R = s->geometry.tensor_bytes;
   const uint64_t n = s->geometry.tensors;
+  l->stage_pick = IBP_STAGE_PICK_UNTRIED;
   if (R >= IBP_KERNEL_BLOCK_R || ibp__compact_active(s))
+    return;
+  ibp__gate_setup_device(dev);
+  const ibp_profile *p = ibp__gate_profile(dev);
+  if (!p)
     return;
   ibp_stage_choose_options o = {.search = *search,
                                 .sample_bytes = STAGE_SAMPLE_BYTES,
@@ -230,7 +238,23 @@ static void pick_stage(const ibp_region_rec *r, const ibp_served_region *s,
              ibp_status_message(st));
     return;
   }
-  if (ibp_stage_pays(&c, c.versus_total)) {
+  if (!c.dtype)
+    l->stage_pick = IBP_STAGE_PICK_NO_FIT;
+  else if (!ibp_stage_pays(&c, c.versus_total))
+    l->stage_pick = IBP_STAGE_PICK_BYTES;
+  else if (!ibp_profile_stage_pays(p, c.measured_bytes, R, c.versus_total,
+                                   c.total)) {
+    l->stage_pick = IBP_STAGE_PICK_TIME;
+    ibp__log(IBP_LOG_INFO,
+             "region '%s': no exponent stage: %.1f%% of IBP alone's bytes on "
+             "a sample, but its decode costs more than it saves under "
+             "profile %s%s",
+             r->name, 100.0 * (double)c.total / (double)c.versus_total, p->name,
+             ibp_profile_stage_measured(p, IBP_DECODER_BUILD)
+                 ? ""
+                 : " (its stage terms an unmeasured estimate)");
+  } else {
+    l->stage_pick = IBP_STAGE_PICK_EXP;
     ibp__log(IBP_LOG_INFO,
              "region '%s': exponent stage on %s values, %u cluster(s): %.1f%% "
              "of IBP alone's bytes on a sample",
@@ -269,7 +293,7 @@ static void mark_all_dirty(ibp_tracked *t, uint64_t n) {
   atomic_store(&t->dirty_tensors, n);
 }
 
-int ibp__compress_region(ibp_region_rec *r) {
+int ibp__compress_region(ibp_region_rec *r, int dev) {
   const ibp_driver *d = ibp__driver();
   ibp_served_region *s = ibp__served(r);
   ibp_layout *l = &s->layout;
@@ -311,7 +335,7 @@ int ibp__compress_region(ibp_region_rec *r) {
   st = find_clusters(r, n, &params, &l->clusters);
   ibp_params_free(&params);
   if (st == IBP_OK)
-    pick_stage(r, s, &opt, l);
+    pick_stage(r, s, dev, &opt, l);
   if (st == IBP_OK)
     st = alloc_bitmaps(l, n, r->bytes);
   if (st == IBP_OK)

@@ -21,3 +21,5 @@ decode_gbps_per_sm = 1000
 decode_tensor_us = 0
 decode_h2d_gbps = 25
 sms = 108
+stage_decode_gbps_per_sm = 1000
+stage_tensor_us = 0

@@ -30,3 +30,5 @@ decode_gbps_per_sm = 1000
 decode_tensor_us = 0
 decode_h2d_gbps = 1000
 sms = 114
+stage_decode_gbps_per_sm = 1000
+stage_tensor_us = 0

@@ -20,3 +20,5 @@ decode_gbps_per_sm = 100
 decode_tensor_us = 0
 decode_h2d_gbps = 8
 sms = 16
+stage_decode_gbps_per_sm = 50
+stage_tensor_us = 1
