@@ -822,6 +822,64 @@ static void test_staged_overlap_less(void) {
           o.settled);
 }
 
+/* One timed copy is never enough, for a route's ratios nor for a two-stage
+ * route's whole span: a copy that waited for something else once (a spike)
+ * moves no estimate until a second one says the same
+ * (IBP_CHOOSE_MIN_SAMPLES). */
+static void test_one_sample_not_enough(void) {
+  sim m;
+  sim_init(&m);
+  double cr, gr;
+  ibp__choose_learn(&m.k, IBP_ROUTE_ZEROCOPY, 0, 3 * 2800, 2800, 3 * 50000,
+                    50000, m.now);
+  ibp__choose_ratios(&m.k, IBP_ROUTE_ZEROCOPY, 0, m.now, &cr, &gr);
+  CHECK(cr == 1.0 && gr == 1.0);
+  ibp__choose_learn(&m.k, IBP_ROUTE_ZEROCOPY, 0, 3 * 2800, 2800, 3 * 50000,
+                    50000, m.now);
+  ibp__choose_ratios(&m.k, IBP_ROUTE_ZEROCOPY, 0, m.now, &cr, &gr);
+  CHECK(fabs(cr - 3) < 1e-9 && fabs(gr - 3) < 1e-9);
+  /* the staged path's whole span, 3x its stages' joining once */
+  sim s;
+  sim_init(&s);
+  const ibp_route_cost *st = &STAGED2[IBP_ROUTE_STAGED];
+  const double before = ibp__choose_estimate(&s.k, IBP_ROUTE_STAGED, st, s.now);
+  ibp__choose_learn_whole(&s.k, IBP_ROUTE_STAGED, 3.0, s.now);
+  CHECK(ibp__choose_estimate(&s.k, IBP_ROUTE_STAGED, st, s.now) == before);
+  ibp__choose_learn_whole(&s.k, IBP_ROUTE_STAGED, 3.0, s.now);
+  CHECK(fabs(ibp__choose_estimate(&s.k, IBP_ROUTE_STAGED, st, s.now) -
+             3 * before) < 1);
+}
+
+/* An exploration is charged on what the class measured of the route
+ * itself, not on what it inherits: a batched class whose driver measured
+ * 1.2x its model believes the unmeasured batch 1.2x dearer too (15.6 us),
+ * but exploring a batch of one is charged its prior's once-cost (30 us),
+ * its excess over the choice and the unmeasured surcharge -- not the
+ * inherited 33.4 us, which would delay finding out. */
+static void test_explore_charged_own(void) {
+  const ibp_route_cost prior[IBP_ROUTES] = {
+      {.cpu_ns = 2500, .gpu_ns = 10000, .engine = 1},
+      {.cpu_ns = 0},
+      {.cpu_ns = 0},
+      {.cpu_ns = 6000, .gpu_ns = 8000, .serial = 1, .copies = 16,
+       .once_ns = 30000}};
+  sim m;
+  sim_init(&m);
+  for (int i = 0; i < 2; i++)
+    ibp__choose_learn(&m.k, IBP_ROUTE_DRIVER, 0, 2500, 2500, 12000, 10000,
+                      m.now);
+  ibp_choice c;
+  int i;
+  for (i = 0; i < 5000; i++) {
+    ibp__choose_decide(&m.k, prior, 9u, TIMING_NS, 1, 0, m.now, &c);
+    if (c.explore)
+      break;
+  }
+  CHECK(c.explore && c.route == IBP_ROUTE_BATCHED);
+  CHECK(fabs(c.est_ns[IBP_ROUTE_BATCHED] - 15600) < 1);
+  CHECK(fabs(c.charged_ns - ((30000 - 12000) + TIMING_NS + 30000)) < 1);
+}
+
 /* Driver calls 4x dearer than modelled, measured by another class (copies
  * of another size): a class that never timed anything believes them, and
  * leaves the staged path -- fewer GPU-side microseconds than the driver's
@@ -1109,6 +1167,8 @@ int main(void) {
   test_staged_one_at_a_time();
   test_calls_shared();
   test_staged_overlap_less();
+  test_one_sample_not_enough();
+  test_explore_charged_own();
   test_guessed_explored_first();
   test_batch_sizes_apart();
   test_own_work();
