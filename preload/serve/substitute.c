@@ -596,8 +596,14 @@ static int serve_region(ibp_route_copy *x, int hold_more) {
    * on a GPU) */
   const double sync_ns =
       ibp__track_sync_model_ns(&s->track, (uintptr_t)c->src, c->bytes);
+  const uint64_t dirty_before =
+      atomic_load_explicit(&s->track.dirty_tensors, memory_order_relaxed);
   int synced = ibp__track_sync(&s->track, (uintptr_t)c->src, c->bytes);
   ibp__clock_charge_us(1e-3 * sync_ns);
+  /* tensors the sync found written are read raw: counted again */
+  if (atomic_load_explicit(&s->track.dirty_tensors, memory_order_relaxed) !=
+      dirty_before)
+    pcie = ibp__stored_bytes(s, off, c->bytes);
   if (synced != 0 && rewritten(r, s)) {
     pass(x, IBP_PASSED_DEGRADED);
     if (!decided)
@@ -607,6 +613,7 @@ static int serve_region(ibp_route_copy *x, int hold_more) {
   }
   atomic_fetch_add(&s->refresh.launching, 1); /* refresh.c waits for it */
   prepare(x, pcie);
+  x->sync_ns = 0; /* paid: no route is charged it now */
   if (x->compact) {
     /* a refresh that began since rewrites streams in place: the driver's
      * copy then; the kernel never reads the original (compact.h) */
