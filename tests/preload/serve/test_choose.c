@@ -143,6 +143,14 @@ static run simulate_spike(sim *m, const ibp_route_cost prior[],
   return o;
 }
 
+/* Two timed copies of route r in m's class, each measuring cpu and gpu
+ * against the model's cpu_model and gpu_model: enough to be judged. */
+static void learn_twice(sim *m, ibp_route r, uint32_t copies, double cpu,
+                        double cpu_model, double gpu, double gpu_model) {
+  for (int i = 0; i < IBP_CHOOSE_MIN_SAMPLES; i++)
+    ibp__choose_learn(&m->k, r, copies, cpu, cpu_model, gpu, gpu_model, m->now);
+}
+
 static run simulate(sim *m, const ibp_route_cost prior[],
                     const ibp_route_cost truth[], long copies, ibp_route want,
                     int learn) {
@@ -476,9 +484,7 @@ static void test_timing_capped(void) {
       {2800, 100000, 0, 0, 0, 0, 0, 0, 0, 0, 0}};
   sim n;
   sim_init(&n);
-  for (int i = 0; i < 2; i++)
-    ibp__choose_learn(&n.k, IBP_ROUTE_ZEROCOPY, 0, 2800, 2800, 60000, 60000,
-                      n.now);
+  learn_twice(&n, IBP_ROUTE_ZEROCOPY, 0, 2800, 2800, 60000, 60000);
   run o = simulate(&n, three, three, 5000, IBP_ROUTE_DRIVER, 1);
   CHECK(o.first_explored == IBP_ROUTE_STAGED);
 }
@@ -861,13 +867,14 @@ static void test_explore_charged_own(void) {
       {.cpu_ns = 2500, .gpu_ns = 10000, .engine = 1},
       {.cpu_ns = 0},
       {.cpu_ns = 0},
-      {.cpu_ns = 6000, .gpu_ns = 8000, .serial = 1, .copies = 16,
+      {.cpu_ns = 6000,
+       .gpu_ns = 8000,
+       .serial = 1,
+       .copies = 16,
        .once_ns = 30000}};
   sim m;
   sim_init(&m);
-  for (int i = 0; i < 2; i++)
-    ibp__choose_learn(&m.k, IBP_ROUTE_DRIVER, 0, 2500, 2500, 12000, 10000,
-                      m.now);
+  learn_twice(&m, IBP_ROUTE_DRIVER, 0, 2500, 2500, 12000, 10000);
   ibp_choice c;
   int i;
   for (i = 0; i < 5000; i++) {
@@ -1009,9 +1016,7 @@ static void test_own_work(void) {
        .copies = 16}};
   sim m;
   sim_init(&m);
-  for (int i = 0; i < 2; i++)
-    ibp__choose_learn(&m.k, IBP_ROUTE_BATCHED, 16, 20800, 5200, 8000, 8000,
-                      m.now);
+  learn_twice(&m, IBP_ROUTE_BATCHED, 16, 20800, 5200, 8000, 8000);
   ibp_choice c;
   ibp__choose_decide(&m.k, prior, 8u, TIMING_NS, 1, 1, m.now, &c);
   CHECK(fabs(c.est_ns[IBP_ROUTE_BATCHED] - (200 * 4 + 800 + 500)) < 1);
@@ -1040,9 +1045,7 @@ static void test_idle_lead(void) {
   CHECK(fabs(c.est_ns[IBP_ROUTE_DRIVER] - 289475) < 1);
   CHECK(fabs(c.est_ns[IBP_ROUTE_STAGED] - 307909) < 1);
   /* calls measured twice as dear: the lead's calls scale, the scan not */
-  for (int i = 0; i < 2; i++)
-    ibp__choose_learn(&m.k, IBP_ROUTE_STAGED, 0, 2 * 27100, 27100, 204391,
-                      204391, m.now);
+  learn_twice(&m, IBP_ROUTE_STAGED, 0, 2 * 27100, 27100, 204391, 204391);
   ibp__choose_decide(&m.k, prior, 5u, TIMING_NS, 1, 1, m.now, &c);
   CHECK(fabs(c.est_ns[IBP_ROUTE_STAGED] - (2 * 2500 + 20700 + 284709)) < 1);
   /* a busy stream's work covers the lead: the two terms overlap */
@@ -1067,9 +1070,7 @@ static void test_untimed_engine(void) {
       {.cpu_ns = 5200, .gpu_ns = 74, .serial = 1, .copies = 224}};
   sim m;
   sim_init(&m);
-  for (int i = 0; i < 2; i++)
-    ibp__choose_learn(&m.k, IBP_ROUTE_BATCHED, 224, 5200, 5200, 883288, 16623,
-                      m.now);
+  learn_twice(&m, IBP_ROUTE_BATCHED, 224, 5200, 5200, 883288, 16623);
   ibp_choice c;
   const unsigned batched_only = 1u << IBP_ROUTE_BATCHED;
   CHECK(ibp__choose_decide(&m.k, prior, batched_only, TIMING_NS, 1, 1, m.now,
