@@ -128,6 +128,7 @@ static ibp_route choose(ibp_route_copy *x, decision *d, int count, int again) {
     memset(d, 0, sizeof *d);
     d->ch = ibp__chooser_of(x->slot);
     x->busy = ibp__streams_busy(x->dev, c->stream, ibp__clock_ns());
+    x->link_ahead_ns = ibp__streams_link_ahead_ns(x->dev, ibp__clock_ns());
     d->cls = ibp__choose_class_index(c->bytes, x->busy, IBP_CLASS_SINGLE);
     ibp__route_priors(x, d->prior);
   }

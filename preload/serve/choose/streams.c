@@ -45,6 +45,15 @@ unsigned ibp__streams_busy(int dev, CUstream s, double now_ns) {
   return self ? busy + 1 : 0;
 }
 
+double ibp__streams_link_ahead_ns(int dev, double now_ns) {
+  if (!valid(dev))
+    return 0;
+  pthread_mutex_lock(&lock);
+  const double ahead = link_end[dev] > now_ns ? link_end[dev] - now_ns : 0;
+  pthread_mutex_unlock(&lock);
+  return ahead;
+}
+
 unsigned ibp__streams_mark_others(int dev, CUstream s, CUstream also,
                                   int link_only, double now_ns, CUevent ev[],
                                   unsigned max) {

@@ -22,6 +22,11 @@
  * side) -- the application's streams, not libibp's own copy streams. */
 unsigned ibp__streams_busy(int dev, CUstream s, double now_ns);
 
+/* At now_ns on device dev's clock: how long (ns) the work libibp queued on
+ * the device's link, every stream's, still runs -- what a copy queued now
+ * would wait for on the link anyway (0: the link is idle). */
+double ibp__streams_link_ahead_ns(int dev, double now_ns);
+
 /* A copy estimated est_ns was queued on stream s of device dev at now_ns:
  * it starts after what s already runs and, when it uses the link (link_ns
  * > 0: how long it holds the link or the copy engine), after the link's

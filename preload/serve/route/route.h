@@ -38,18 +38,21 @@ typedef struct ibp_route_copy {
   const ibp_profile *p;  /* that device's cost profile */
   CUcontext ctx;         /* current */
   int dev;
-  ibp_class_mode mode; /* single, or a copy that may be held for a batch */
-  unsigned busy;       /* 0: its stream runs none of libibp's earlier work,
-                          by the chooser's estimates; else how many of the
-                          device's streams do, its own included
-                          (ibp__streams_busy) */
-  int compact;         /* the region's memory is the shadow's (compact.h) */
-  ibp_gate_copy g;     /* as the model sees it */
-  double sync_ns;      /* the write tracker's sync of its span, modelled: what
-                          a route that serves it alone spends first (the
-                          driver's copy, which reads the pages, spares it) */
-  double driver_ns;    /* the driver's copy's model (ns), weighed or not
-                          (ibp__route_priors): what another route saves */
+  ibp_class_mode mode;  /* single, or a copy that may be held for a batch */
+  unsigned busy;        /* 0: its stream runs none of libibp's earlier work,
+                           by the chooser's estimates; else how many of the
+                           device's streams do, its own included
+                           (ibp__streams_busy) */
+  double link_ahead_ns; /* the link's queued work still to run, every
+                           stream's (ibp__streams_link_ahead_ns): what hides
+                           a route's lead on an idle stream */
+  int compact;          /* the region's memory is the shadow's (compact.h) */
+  ibp_gate_copy g;      /* as the model sees it */
+  double sync_ns;       /* the write tracker's sync of its span, modelled: what
+                           a route that serves it alone spends first (the
+                           driver's copy, which reads the pages, spares it) */
+  double driver_ns;     /* the driver's copy's model (ns), weighed or not
+                           (ibp__route_priors): what another route saves */
   /* a single copy's launch, prepared once (between its decision and its
    * launch: `launching` held) */
   ibp_decompress_args a;

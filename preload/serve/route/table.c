@@ -27,12 +27,17 @@ void ibp__route_priors(ibp_route_copy *x, ibp_route_cost prior[IBP_ROUTES]) {
     if (table[r]->feasible(x))
       prior[r] = table[r]->prior(x);
   /* a single copy on an idle stream: the GPU waits for each route's calls
-   * up to its first GPU work, and for libibp's own work before them */
+   * up to its first GPU work, and for libibp's own work before them --
+   * beyond what the link still runs for other streams, which its work
+   * would wait for anyway */
   if (x->mode == IBP_CLASS_SINGLE && !x->busy)
     for (int r = 0; r < IBP_ROUTES; r++)
-      if (open_(&prior[r]) && !prior[r].serial)
-        prior[r].lead_ns = 1e3 * x->p->runtime_call_us +
-                           table[r]->lead_ns(x->p) + prior[r].own_ns;
+      if (open_(&prior[r]) && !prior[r].serial) {
+        const double lead = 1e3 * x->p->runtime_call_us +
+                            table[r]->lead_ns(x->p) + prior[r].own_ns;
+        prior[r].lead_ns =
+            lead > x->link_ahead_ns ? lead - x->link_ahead_ns : 0;
+      }
   x->driver_ns = ibp__choose_model_ns(&prior[IBP_ROUTE_DRIVER]);
   /* a compact region's memory is the shadow's (docs/ARCHITECTURE.md
    * "Compact regions"): a single copy of it is a GPU route's wherever one
