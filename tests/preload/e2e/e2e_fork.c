@@ -106,17 +106,24 @@ static void libc_paths(unsigned char *into, size_t n) {
   free(want);
 }
 
-static atomic_int reader_stop;
+static atomic_int reader_stop, reader_reading;
 
-/* Keeps calling read() until told to stop. */
+/* Keeps calling read() until told to stop; says when its first read
+ * returned.  The fork waits for that: a thread still starting up
+ * allocates (its TLS, the sanitizers' per-thread state), and the
+ * sanitizers' allocator (GCC 12's libasan) is not fork-safe -- a child
+ * forked while another thread holds its lock hangs in its first malloc,
+ * with or without libibp.  Once reading, the loop allocates nothing. */
 static void *reader(void *arg) {
   (void)arg;
   int fd = open("/dev/zero", O_RDONLY);
   E2E_SYS(fd >= 0);
   char buf[512];
-  while (!atomic_load(&reader_stop))
+  while (!atomic_load(&reader_stop)) {
     if (read(fd, buf, sizeof buf) != (ssize_t)sizeof buf)
       e2e_fail("read(/dev/zero) in the reader thread failed");
+    atomic_store(&reader_reading, 1);
+  }
   close(fd);
   return NULL;
 }
@@ -218,7 +225,8 @@ int main(void) {
   pthread_t tid;
   if (pthread_create(&tid, NULL, reader, NULL) != 0)
     e2e_die("pthread_create failed");
-  usleep(1000);
+  while (!atomic_load(&reader_reading))
+    usleep(100);
 
   pid_t pid = fork();
   E2E_SYS(pid >= 0);
