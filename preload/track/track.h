@@ -77,6 +77,7 @@ typedef struct ibp_tracked {
    * caught now -- IBP_TRACK_SCANNING (the kernel records them, a copy
    * scans) or IBP_TRACK_FAULTING (a write faults, nothing to scan) */
   _Atomic int mode;
+  _Atomic unsigned move_seq;      /* odd while a move runs (track_quiet.c) */
   _Atomic uint64_t scan_calls;    /* PAGEMAP_SCAN calls made for copies */
   _Atomic uint64_t sync_faults;   /* writes caught by faults while quiet */
   _Atomic uint64_t mode_switches; /* scanning <-> faulting, both ways */

@@ -150,6 +150,7 @@ static void to_faulting(entry *e) {
     bridge_down(t);
     return;
   }
+  atomic_fetch_add(&t->move_seq, 1);
   atomic_store(&t->mode, IBP_TRACK_FAULTING);
   if (ibp__uffd_release(t) != 0 || ibp__syncwp_arm(t, e->lo, e->hi) != 0) {
     if (ibp__uffd_adopt(t) != 0)
@@ -158,6 +159,7 @@ static void to_faulting(entry *e) {
   } else {
     atomic_fetch_add_explicit(&t->mode_switches, 1, memory_order_relaxed);
   }
+  atomic_fetch_add(&t->move_seq, 1);
   bridge_down(t);
   e->moved_ns = ibp__real_ns();
   e->faults_seen = atomic_load(&t->sync_faults);
@@ -168,10 +170,12 @@ static void to_scanning(entry *e) {
   ibp_tracked *t = e->t;
   if (bridge_up(t) != 0)
     return; /* faults go on catching every write; the next tick tries */
+  atomic_fetch_add(&t->move_seq, 1);
   ibp__syncwp_disarm(t);
   if (ibp__uffd_adopt(t) != 0)
     ibp__uffd_lost(t);
   atomic_store(&t->mode, IBP_TRACK_SCANNING);
+  atomic_fetch_add(&t->move_seq, 1);
   atomic_fetch_add_explicit(&t->mode_switches, 1, memory_order_relaxed);
   atomic_store(&t->last_write_ns, ibp__real_ns());
   bridge_down(t);

@@ -244,11 +244,14 @@ static int scan_mark(ibp_tracked *t, uintptr_t lo, uintptr_t hi, uint64_t flags,
   page_run v[32];
   pm_scan a;
   uint64_t newly = 0;
+  int rc = 0;
   while (lo < hi) {
     long n = scan_once(&a, lo, hi, flags, PAGE_IS_WRITTEN_, v, 32);
     (*calls)++;
-    if (n < 0)
-      return -1;
+    if (n < 0) {
+      rc = -1; /* what the calls before marked is counted all the same */
+      break;
+    }
     for (long i = 0; i < n; i++)
       newly += ibp__mark_span(&g, v[i].start, v[i].end);
     if (a.walk_end <= lo)
@@ -262,7 +265,7 @@ static int scan_mark(ibp_tracked *t, uintptr_t lo, uintptr_t hi, uint64_t flags,
                           memory_order_relaxed);
   }
   *newly_out = newly;
-  return 0;
+  return rc;
 }
 
 static int tracked(const ibp_tracked *t) {
@@ -294,6 +297,7 @@ int ibp__uffd_sync(ibp_tracked *t, uintptr_t a, size_t len) {
     return 0;
   int saved = errno, rc = 0;
   uint64_t calls = 0, newly;
+  unsigned m0 = atomic_load(&t->move_seq);
   for (;;) {
     unsigned s0 = atomic_load(&t->uffd_seq);
     if (s0 & 1) {
@@ -303,8 +307,19 @@ int ibp__uffd_sync(ibp_tracked *t, uintptr_t a, size_t len) {
     if (scan_mark(t, lo, hi, 0, &calls, &newly) != 0) {
       /* a move to faulting took the pages off after its last scan: from
        * then on writes fault */
-      if (atomic_load(&t->mode) != IBP_TRACK_FAULTING)
-        rc = lost(t);
+      if (atomic_load(&t->mode) == IBP_TRACK_FAULTING)
+        break;
+      /* a move came and went (or is under way): the pages are the
+       * asynchronous descriptor's again, and everything written before
+       * was marked by the moves -- scan again */
+      unsigned m1 = atomic_load(&t->move_seq);
+      if (m1 != m0 || (m1 & 1)) {
+        if (m1 & 1)
+          sched_yield(); /* until the move has re-armed the region */
+        m0 = m1;
+        continue;
+      }
+      rc = lost(t); /* no move: the memory is no longer ours */
       break;
     }
     if (atomic_load(&t->uffd_seq) == s0)
