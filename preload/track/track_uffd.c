@@ -23,7 +23,9 @@
  *
  * Every scan asks PM_SCAN_CHECK_WPASYNC: memory that is no longer ours
  * (mmap MAP_FIXED or mremap over the region, a forked child's copy) fails
- * the scan, and the region counts as written throughout (`lost`).  The
+ * the scan, and the region counts as written throughout (`lost`) -- unless
+ * a quiet region's move (track_quiet.c, `move_seq`) took the pages off
+ * meanwhile: then the scan is made again once they are back.  The
  * registration is never undone while the memory lives: a neighbouring
  * region may share an edge page, and a page no longer scanned costs one
  * minor fault at its next write.  The memory must be such that the scan
