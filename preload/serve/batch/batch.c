@@ -42,6 +42,7 @@
 #include "serve/batch/batch_route.h"
 #include "serve/batch/scan_ahead.h"
 #include "serve/choose/gate.h"
+#include "serve/choose/streams.h"
 #include "serve/compact.h"
 #include "serve/nvtx.h"
 #include "serve/prepare/device.h"
@@ -121,6 +122,8 @@ typedef struct batch {
   double interval_ns; /* between offers were they all held, smoothed; 0:
                          not known yet */
   uint64_t units;
+  double est_ns;     /* the chooser's estimates of the held copies, summed
+                        (their launch's time on the stream and the link) */
   double first_ns;   /* device clock: the first held copy */
   uint64_t received; /* copies held so far (the timer's tick compares) */
   uint64_t timer_saw;
@@ -524,6 +527,10 @@ static void flush_now(batch *b) {
     pthread_mutex_unlock(&stage_lock);
   }
   ibp__batch_time_end(&run, b->stream, e == CUDA_SUCCESS);
+  /* what a copy timed on another stream may wait for on the link */
+  if (e == CUDA_SUCCESS)
+    ibp__streams_queued(b->dev, b->stream, ibp__clock_ns(), b->est_ns,
+                        b->est_ns, NULL);
   for (unsigned k = 0; k < b->nregions; k++) {
     ibp_served_region *s = ibp__served(b->regions[k].rec);
     if (s)
@@ -546,6 +553,7 @@ static void flush_now(batch *b) {
     ibp_region_release(b->regions[k].rec);
   b->count = 0;
   b->units = 0;
+  b->est_ns = 0;
   b->nregions = 0;
   atomic_fetch_sub_explicit(&held, 1, memory_order_relaxed);
 }
@@ -906,23 +914,24 @@ static int hold_locked(batch *b, const ibp_route_copy *x, uint64_t pcie) {
     answer(a, b, x, pcie, n, scan_ns);
   ibp_route_cost prior[IBP_ROUTES];
   memcpy(prior, a->prior, sizeof prior);
-  /* the chooser: held, or alone.  Alone, an entry of the application's
-   * batch is the driver's copy, timed here when the chooser asks for it; a
-   * copy of its own call goes to the single copy's decision (driver,
-   * kernel or staged path, whose timed copies this class learns from as
-   * well: serve/choose/choose.h, keys) */
+  /* the chooser: held, or alone.  A copy alone that the chooser times
+   * is the driver's, timed here (ibp__batch_time_alone): the held batch
+   * stays as it is (a copy alone is ordered before it only where their
+   * destinations are apart, make_way), so finding out what the driver
+   * costs breaks no batch up.  Without it a class of copies of their own
+   * call never timed the driver, its estimate stayed at the prior for good
+   * (the single copies that time it are keyed busy: their stream had this
+   * batch queued) and a driver 40x cheaper than modelled lost to batching
+   * (emb_gather, driver_copy_call_us 0.05: 0.70 of the driver's time).
+   * Untimed, an entry of the application's batch alone is the driver's
+   * copy and one of its own call goes to the single copy's decision
+   * (driver, kernel or staged path, whose timed copies this class learns
+   * from as well: serve/choose/choose.h, keys) */
   ibp_device_slot *slot = x->slot;
   ibp_chooser *ch = ibp__chooser_of(slot);
   const unsigned cls = ibp__choose_class_index(
       c->bytes, 0, c->hold_only ? IBP_CLASS_APP_BATCH : IBP_CLASS_BATCHED);
-  /* the driver's copy is timed and explored here only for an entry of
-   * the application's batch (its one way alone): explored from a class
-   * of copies of their own call, each driver's copy broke up the held
-   * batch around it (emb_gather under truth = prior: 11 explorations,
-   * 203 copies to the driver, 4 % slower); their driver's estimate comes
-   * from the single copies of their size (one key, choose.h) */
-  const unsigned timable =
-      1u << IBP_ROUTE_BATCHED | (c->hold_only ? 1u << IBP_ROUTE_DRIVER : 0);
+  const unsigned timable = 1u << IBP_ROUTE_BATCHED | 1u << IBP_ROUTE_DRIVER;
   ibp_choice q;
   const ibp_route go =
       ibp__chooser_decide(s, slot, ch, p, cls, prior, timable, 0, &q);
@@ -936,7 +945,7 @@ static int hold_locked(batch *b, const ibp_route_copy *x, uint64_t pcie) {
       atomic_store_explicit(&s->batch_scan_ns, 0.98 * scan_ns,
                             memory_order_relaxed);
     b->own_ns += prior[go].cpu_ns;
-    if (go == IBP_ROUTE_DRIVER && q.timed && c->hold_only) {
+    if (go == IBP_ROUTE_DRIVER && q.timed && (c->hold_only || q.explore)) {
       make_way(b, c, 0);
       if (ibp__batch_time_alone(x, cls, &q, prior) == 0)
         return 3; /* counted by the caller */
@@ -952,6 +961,7 @@ static int hold_locked(batch *b, const ibp_route_copy *x, uint64_t pcie) {
     close_batch(b);
     k = region_index(b, r);
   }
+  b->est_ns += q.est_ns[IBP_ROUTE_BATCHED];
   const uint64_t off = (uintptr_t)c->src - r->base;
   ibp_batch_job *job = &b->hj->jobs[b->count];
   *job =

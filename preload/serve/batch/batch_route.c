@@ -105,6 +105,8 @@ int ibp__batch_time_alone(const ibp_route_copy *y, unsigned cls,
                                     runtime + 1e3 * p->driver_copy_call_us,
                                 .gpu_ns = prior[IBP_ROUTE_DRIVER].gpu_ns};
   const int idle = ibp__stream_idle(c->stream);
+  const double est = x->est_ns[IBP_ROUTE_DRIVER];
+  ibp__streams_queued(dev, c->stream, ibp__clock_ns(), est, est, NULL);
   ibp_timing t;
   ibp__timing_begin(slot, ch, p, c->stream, c->stream, cls, x, &model, runtime,
                     ibp__route_lead_ns(IBP_ROUTE_DRIVER, p),
