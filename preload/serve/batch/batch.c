@@ -914,19 +914,23 @@ static int hold_locked(batch *b, const ibp_route_copy *x, uint64_t pcie) {
     answer(a, b, x, pcie, n, scan_ns);
   ibp_route_cost prior[IBP_ROUTES];
   memcpy(prior, a->prior, sizeof prior);
-  /* the chooser: held, or alone.  A copy alone that the chooser times
-   * is the driver's, timed here (ibp__batch_time_alone): the held batch
-   * stays as it is (a copy alone is ordered before it only where their
-   * destinations are apart, make_way), so finding out what the driver
-   * costs breaks no batch up.  Without it a class of copies of their own
-   * call never timed the driver, its estimate stayed at the prior for good
-   * (the single copies that time it are keyed busy: their stream had this
-   * batch queued) and a driver 40x cheaper than modelled lost to batching
-   * (emb_gather, driver_copy_call_us 0.05: 0.70 of the driver's time).
-   * Untimed, an entry of the application's batch alone is the driver's
-   * copy and one of its own call goes to the single copy's decision
-   * (driver, kernel or staged path, whose timed copies this class learns
-   * from as well: serve/choose/choose.h, keys) */
+  /* the chooser: held, or alone.  The driver's copy that the chooser
+   * explores -- or times as the choice of an application's batch's entry,
+   * whose one way alone it is -- is timed here (ibp__batch_time_alone):
+   * the held batch stays as it is (a copy alone is ordered before it only
+   * where their destinations are apart, make_way), so finding out what
+   * the driver costs breaks no batch up.  Without it a class of copies of
+   * their own call never timed the driver, its estimate stayed at the
+   * prior for good (the single copies that time it are keyed busy: their
+   * stream had this batch queued) and a driver 40x cheaper than modelled
+   * lost to batching (emb_gather, driver_copy_call_us 0.05: 0.83 of the
+   * driver's time).  Otherwise an entry of the application's batch alone
+   * is the driver's copy and one of its own call goes to the single
+   * copy's decision untimed here: driver, kernel or staged path (which a
+   * held class cannot weigh; timing the driver for it turned staged
+   * copies into the driver's: weight_stream 16M, 9 served of 12 -> 7),
+   * whose timed copies this class learns from as well
+   * (serve/choose/choose.h, keys) */
   ibp_device_slot *slot = x->slot;
   ibp_chooser *ch = ibp__chooser_of(slot);
   const unsigned cls = ibp__choose_class_index(
