@@ -122,8 +122,9 @@ typedef struct batch {
   double interval_ns; /* between offers were they all held, smoothed; 0:
                          not known yet */
   uint64_t units;
-  double est_ns;     /* the chooser's estimates of the held copies, summed
-                        (their launch's time on the stream and the link) */
+  double est_ns;     /* the chooser's estimates of the held copies' GPU
+                        time, summed (their launch's on the stream and the
+                        link) */
   double first_ns;   /* device clock: the first held copy */
   uint64_t received; /* copies held so far (the timer's tick compares) */
   uint64_t timer_saw;
@@ -711,6 +712,7 @@ static void close_batch(batch *b) {
     b->hj = hj;
     b->count = 0; /* `held` still counts d until the flusher is done */
     b->units = 0;
+    b->est_ns = 0;
     b->nregions = 0;
     pthread_mutex_lock(&flusher_lock);
     atomic_fetch_add_explicit(&handed, 1, memory_order_relaxed);
@@ -965,7 +967,11 @@ static int hold_locked(batch *b, const ibp_route_copy *x, uint64_t pcie) {
     close_batch(b);
     k = region_index(b, r);
   }
-  b->est_ns += q.est_ns[IBP_ROUTE_BATCHED];
+  /* its GPU share: the CPU's part was spent while it was held */
+  const ibp_route_cost *m = &prior[IBP_ROUTE_BATCHED];
+  if (m->cpu_ns + m->gpu_ns > 0)
+    b->est_ns +=
+        q.est_ns[IBP_ROUTE_BATCHED] * m->gpu_ns / (m->cpu_ns + m->gpu_ns);
   const uint64_t off = (uintptr_t)c->src - r->base;
   ibp_batch_job *job = &b->hj->jobs[b->count];
   *job =

@@ -105,15 +105,18 @@ int ibp__batch_time_alone(const ibp_route_copy *y, unsigned cls,
                                     runtime + 1e3 * p->driver_copy_call_us,
                                 .gpu_ns = prior[IBP_ROUTE_DRIVER].gpu_ns};
   const int idle = ibp__stream_idle(c->stream);
-  const double est = x->est_ns[IBP_ROUTE_DRIVER];
-  ibp__streams_queued(dev, c->stream, ibp__clock_ns(), est, est, NULL);
   ibp_timing t;
   ibp__timing_begin(slot, ch, p, c->stream, c->stream, cls, x, &model, runtime,
                     ibp__route_lead_ns(IBP_ROUTE_DRIVER, p),
                     ibp__route_setup_ns(IBP_ROUTE_DRIVER, p), idle, 0, dev, &t);
   if (t.index < 0)
-    return 1; /* not timed: the driver's copy all the same */
+    return 1; /* not timed: the caller goes on as for a copy alone */
   CUresult e = d->cuMemcpyHtoDAsync(c->dst, c->src, c->bytes, c->stream);
   ibp__timing_end(slot, ch, c->stream, &t, e == CUDA_SUCCESS);
-  return e == CUDA_SUCCESS ? 0 : 1;
+  if (e != CUDA_SUCCESS)
+    return 1;
+  /* what a copy timed on another stream may wait for on the link */
+  const double est = x->est_ns[IBP_ROUTE_DRIVER];
+  ibp__streams_queued(dev, c->stream, ibp__clock_ns(), est, est, NULL);
+  return 0;
 }

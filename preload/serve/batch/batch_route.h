@@ -66,9 +66,10 @@ void ibp__batch_time_end(ibp_batch_timing_run *run, CUstream stream,
 
 /* Copy y (its c, slot, dev and p), decided alone as *x (route DRIVER,
  * x->timed) in class cls with model costs prior[]: the driver's copy between
- * two events on its stream (whatever the stream's batch held is launched
- * first: the caller's).  0 when queued; 1: nothing was (the caller leaves
- * the copy to the driver). */
+ * two events on its stream (the stream's held batch stays held unless
+ * their destinations overlap: the caller's make_way), entered in the
+ * streams table once queued.  0 when queued; 1: nothing was (the caller
+ * goes on as for a copy alone). */
 int ibp__batch_time_alone(const ibp_route_copy *y, unsigned cls,
                           const ibp_choice *x,
                           const ibp_route_cost prior[IBP_ROUTES]);
