@@ -218,6 +218,30 @@ static void case_remap(void) {
   arena_free(&a);
 }
 
+/* A scan that fails part way -- the first call fills its buffer with 32
+ * written runs, the next meets remapped pages -- still counts what it
+ * marked: every tensor dirty, and counted. */
+static void case_remap_late(void) {
+  enum { PAGES = 96, RUNS = 36, REMAPPED = 80 };
+  arena a;
+  arena_init(&a, PAGES);
+  size_t pg = a.pg;
+  ibp_tracked *r = protected_region(&a, 0, PAGES * pg, (uint32_t)pg);
+  for (size_t i = 0; i < RUNS; i++)
+    arena_store(&a, 2 * i * pg, 1);
+  void *p = mmap(a.mem + REMAPPED * pg, (PAGES - REMAPPED) * pg,
+                 PROT_READ | PROT_WRITE,
+                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+  CHECK(p == a.mem + REMAPPED * pg);
+  CHECK(ibp__track_sync(r, r->base, r->bytes) == -1);
+  for (size_t i = 0; i < PAGES; i++)
+    a.released[i] = true;
+  region_check(&a, r);
+  ibp__track_unprotect(r);
+  region_free(r);
+  arena_free(&a);
+}
+
 /* Two regions share an edge page: a write there is found by both. */
 static void case_shared(void) {
   arena a;
@@ -369,11 +393,11 @@ static void case_fallback(void) {
 
 int main(int argc, char **argv) {
   static const test_case cases[] = {
-      {"stores", case_stores},     {"span", case_span},
-      {"kernel", case_kernel},     {"reprotect", case_reprotect},
-      {"remap", case_remap},       {"shared", case_shared},
-      {"race", case_race},         {"fork", case_fork},
-      {"fallback", case_fallback},
+      {"stores", case_stores}, {"span", case_span},
+      {"kernel", case_kernel}, {"reprotect", case_reprotect},
+      {"remap", case_remap},   {"remap_late", case_remap_late},
+      {"shared", case_shared}, {"race", case_race},
+      {"fork", case_fork},     {"fallback", case_fallback},
   };
   if (!ibp__uffd_available()) {
     printf("userfaultfd write protection unavailable: skipped\n");
