@@ -916,28 +916,26 @@ static int hold_locked(batch *b, const ibp_route_copy *x, uint64_t pcie) {
     answer(a, b, x, pcie, n, scan_ns);
   ibp_route_cost prior[IBP_ROUTES];
   memcpy(prior, a->prior, sizeof prior);
-  /* the chooser: held, or alone.  The driver's copy that the chooser
-   * explores -- or times as the choice of an application's batch's entry,
-   * whose one way alone it is -- is timed here (ibp__batch_time_alone):
-   * the held batch stays as it is (a copy alone is ordered before it only
-   * where their destinations are apart, make_way), so finding out what
-   * the driver costs breaks no batch up.  Without it a class of copies of
-   * their own call never timed the driver, its estimate stayed at the
-   * prior for good (the single copies that time it are keyed busy: their
-   * stream had this batch queued) and a driver 40x cheaper than modelled
-   * lost to batching (emb_gather, driver_copy_call_us 0.05: 0.83 of the
-   * driver's time).  Otherwise an entry of the application's batch alone
-   * is the driver's copy and one of its own call goes to the single
-   * copy's decision untimed here: driver, kernel or staged path (which a
-   * held class cannot weigh; timing the driver for it turned staged
-   * copies into the driver's: weight_stream 16M, 9 served of 12 -> 7),
-   * whose timed copies this class learns from as well
-   * (serve/choose/choose.h, keys) */
+  /* the chooser: held, or alone.  Alone, an entry of the application's
+   * batch is the driver's copy, timed here when the chooser asks for it; a
+   * copy of its own call goes to the single copy's decision (driver,
+   * kernel or staged path, whose timed copies this class learns from as
+   * well: serve/choose/choose.h, keys) */
   ibp_device_slot *slot = x->slot;
   ibp_chooser *ch = ibp__chooser_of(slot);
   const unsigned cls = ibp__choose_class_index(
       c->bytes, 0, c->hold_only ? IBP_CLASS_APP_BATCH : IBP_CLASS_BATCHED);
-  const unsigned timable = 1u << IBP_ROUTE_BATCHED | 1u << IBP_ROUTE_DRIVER;
+  /* the driver's copy is timed and explored here only for an entry of
+   * the application's batch (its one way alone): explored from a class
+   * of copies of their own call, each driver's copy broke up the held
+   * batch around it (emb_gather under truth = prior: 11 explorations,
+   * 203 copies to the driver, 4 % slower; explored only then, with the
+   * batch left held: 10 explorations, 54-108 copies to the driver, 2-3 %
+   * slower, the same with none handed to the flusher -- issue R finding 1
+   * stays open); their driver's estimate comes from the single copies of
+   * their size (one key, choose.h) */
+  const unsigned timable =
+      1u << IBP_ROUTE_BATCHED | (c->hold_only ? 1u << IBP_ROUTE_DRIVER : 0);
   ibp_choice q;
   const ibp_route go =
       ibp__chooser_decide(s, slot, ch, p, cls, prior, timable, 0, &q);
@@ -951,7 +949,7 @@ static int hold_locked(batch *b, const ibp_route_copy *x, uint64_t pcie) {
       atomic_store_explicit(&s->batch_scan_ns, 0.98 * scan_ns,
                             memory_order_relaxed);
     b->own_ns += prior[go].cpu_ns;
-    if (go == IBP_ROUTE_DRIVER && q.timed && (c->hold_only || q.explore)) {
+    if (go == IBP_ROUTE_DRIVER && q.timed && c->hold_only) {
       make_way(b, c, 0);
       if (ibp__batch_time_alone(x, cls, &q, prior) == 0)
         return 3; /* counted by the caller */
