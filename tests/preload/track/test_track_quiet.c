@@ -403,6 +403,13 @@ static void case_raced_scan(void) {
   arena_store(&a, 3 * a.pg + 1, 4);
   sync_all(raced_region);
   region_check(&a, raced_region);
+  /* a real move there and back runs move_seq through two odd spans */
+  const unsigned seq = atomic_load(&raced_region->move_seq);
+  CHECK(seq % 2 == 0);
+  CHECK(ibp__quiet_now(raced_region, IBP_TRACK_FAULTING) == 0);
+  CHECK_EQ(atomic_load(&raced_region->move_seq), seq + 2);
+  CHECK(ibp__quiet_now(raced_region, IBP_TRACK_SCANNING) == 0);
+  CHECK_EQ(atomic_load(&raced_region->move_seq), seq + 4);
   /* no move: the memory is no longer watched */
   CHECK(ibp__uffd_release(raced_region) == 0);
   CHECK(ibp__track_sync(raced_region, raced_region->base,
