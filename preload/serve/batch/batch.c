@@ -935,10 +935,9 @@ static int hold_locked(batch *b, const ibp_route_copy *x, uint64_t pcie) {
    * the application's batch (its one way alone): explored from a class
    * of copies of their own call, each driver's copy broke up the held
    * batch around it (emb_gather under truth = prior: 11 explorations,
-   * 203 copies to the driver, 4 % slower; explored only then, with the
-   * batch left held: 10 explorations, 54-108 copies to the driver, 2-3 %
-   * slower, the same with none handed to the flusher -- issue R finding 1
-   * stays open); their driver's estimate comes from the single copies of
+   * 203 copies to the driver, 4 % slower; with the batch left held, still
+   * 1-2 %: each exploration waits for the batches handed to the flusher,
+   * make_way); their driver's estimate comes from the single copies of
    * their size (one key, choose.h) */
   const unsigned timable =
       1u << IBP_ROUTE_BATCHED | (c->hold_only ? 1u << IBP_ROUTE_DRIVER : 0);
