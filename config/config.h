@@ -118,10 +118,9 @@ typedef enum ibp_force_route {
 #define IBP_MAX_SMS_DEFAULT 32u
 #define IBP_SCANNERS_DEFAULT 4u
 #define IBP_SCANNERS_MAX 16u
-/* off by default: under ASan a region went quiet mid-test and a
- * MADV_DONTNEED of its pages was not seen (e2e_stale_hard_writes, wrong
- * bytes) -- docs/ARCHITECTURE.md "Quiet regions" */
-#define IBP_TRACK_QUIET_DEFAULT 0u
+/* the value bench/ab measured the embedding lines with (docs/
+ * ARCHITECTURE.md "Quiet regions") */
+#define IBP_TRACK_QUIET_DEFAULT 250u
 
 typedef struct ibp_config {
   int disabled;            /* IBP_DISABLE=1, or forced to 1 by a load error */

@@ -80,26 +80,30 @@ int ibp__procmem_fd(int fd) {
   return same;
 }
 
+/* What write_begin returns: which windows it opened. */
+enum { BEGAN_QUIET = 1, BEGAN_PROT = 2 };
+
 int ibp__procmem_write_begin(int fd, long long off, size_t len) {
-  if (!ibp__track_kwrite_begin())
-    return 0; /* nothing tracked */
+  const int prot = ibp__track_kwrite_begin(); /* the mprotect tracker's */
+  if (!prot && !atomic_load_explicit(&ibp__track_movable, memory_order_relaxed))
+    return 0; /* nothing tracked, or nothing that can fault */
   int saved = errno;
   if (off < 0) /* write(2): at the descriptor's position */
     off = (long long)lseek(fd, 0, SEEK_CUR);
   errno = saved;
   if (off < 0) {
-    ibp__track_kwrite_end(1);
+    ibp__track_kwrite_end(prot);
     return 0; /* the real call will fail the same way */
   }
-  const void *at = (const void *)(uintptr_t)off;
-  ibp__track_before_write(at, len); /* the mprotect tracker, a bridge */
+  if (prot)
+    ibp__track_before_write((const void *)(uintptr_t)off, len);
   ibp__quiet_kwrite_begin((uintptr_t)off, len);
-  return 1;
+  return BEGAN_QUIET | (prot ? BEGAN_PROT : 0);
 }
 
 void ibp__procmem_write_end(int began) {
   if (!began)
     return;
   ibp__quiet_kwrite_end();
-  ibp__track_kwrite_end(1);
+  ibp__track_kwrite_end(!!(began & BEGAN_PROT));
 }

@@ -77,10 +77,16 @@ typedef struct ibp_tracked {
    * caught now -- IBP_TRACK_SCANNING (the kernel records them, a copy
    * scans) or IBP_TRACK_FAULTING (a write faults, nothing to scan) */
   _Atomic int mode;
-  _Atomic unsigned move_seq;      /* odd while a move runs (track_quiet.c) */
+  _Atomic unsigned move_seq; /* odd while a move runs (track_quiet.c) */
+  _Atomic int gap_to;        /* while one runs: the mode it leaves the
+                              * pages below gap_done in, those pages'
+                              * writes between the descriptors marked */
+  _Atomic uintptr_t gap_done;
   _Atomic uint64_t scan_calls;    /* PAGEMAP_SCAN calls made for copies */
   _Atomic uint64_t sync_faults;   /* writes caught by faults while quiet */
   _Atomic uint64_t mode_switches; /* scanning <-> faulting, both ways */
+  _Atomic uint64_t gap_writes;    /* chunks a move found written between
+                                   * the descriptors (track_quiet.c) */
   _Atomic uint64_t last_write_ns; /* real time a scan last found a write */
   struct ibp_sync_pages *_Atomic spages; /* track_sync.c's page record */
 } ibp_tracked;

@@ -59,10 +59,6 @@ IBP_HIDDEN uintptr_t ibp__page_size(void);
 
 IBP_HIDDEN int ibp__prot_install(void);
 IBP_HIDDEN int ibp__prot_protect(ibp_tracked *t);
-/* ibp__prot_protect unless a hooked C-library call is between announcing
- * its buffers and returning (its kernel-side write would fail with EFAULT
- * on pages made read-only under it): then -1, try later. */
-IBP_HIDDEN int ibp__prot_protect_quiet(ibp_tracked *t);
 IBP_HIDDEN void ibp__prot_unprotect(ibp_tracked *t);
 IBP_HIDDEN int ibp__prot_reprotect(ibp_tracked *t);
 IBP_HIDDEN void ibp__prot_quiesce(void);
@@ -101,6 +97,9 @@ IBP_HIDDEN void ibp__uffd_lost(ibp_tracked *t);
 #define IBP__QUIET_TICK_NS 50000000ull /* 50 ms */
 /* Faults in one tick that send a faulting region back to scanning. */
 #define IBP__QUIET_BUSY_FAULTS 32
+/* Pages per sum of a move's fingerprint (a write between the descriptors
+ * marks all of them). */
+#define IBP__QUIET_CHUNK_PAGES 16
 IBP_HIDDEN void ibp__quiet_add(ibp_tracked *t);
 IBP_HIDDEN void ibp__quiet_remove(ibp_tracked *t);
 /* Pages [a, a+len) dropped by the C library's madvise (MADV_DONTNEED,
@@ -124,6 +123,9 @@ IBP_HIDDEN void ibp__quiet_kwrite_begin(uintptr_t a, size_t len);
 IBP_HIDDEN void ibp__quiet_kwrite_end(void);
 /* Moves t to `mode` now (tests, benchmarks): 0 when t is in it after. */
 IBP_HIDDEN int ibp__quiet_now(ibp_tracked *t, int mode);
+/* Tests only (NULL otherwise): called by a move while t's pages are in
+ * neither descriptor, under track_quiet.c's lock. */
+extern IBP_HIDDEN void (*ibp__quiet_gap_hook)(ibp_tracked *t);
 
 /* ---- track_sync.c: synchronous userfaultfd, the faulting mode ------------ */
 /* 1 when a userfaultfd serving kernel-mode faults works here (probed once). */
@@ -172,15 +174,15 @@ void ibp__compact_before_kernel(const void *addr, size_t len, int write);
 /* Number of regions whose pages the tracker holds read-only now. */
 extern IBP_HIDDEN _Atomic unsigned ibp__track_live;
 
-/* Regions quiet regions may move (track_quiet.c): a move puts the mprotect
- * tracker's bridge up, so hooked calls count themselves meanwhile too. */
+/* Regions that may move to the fault mode (track_quiet.c): a write through
+ * /proc/self/mem must lift a faulting region's pages first (procmem.c). */
 extern IBP_HIDDEN _Atomic unsigned ibp__track_movable;
 
-/* Nonzero while anything is protected, or may be: one or two relaxed
- * loads, so the libc hooks cost nothing measurable when tracking is off. */
+/* Nonzero while the mprotect tracker holds pages read-only: one relaxed
+ * load, so the libc hooks cost nothing measurable otherwise (the
+ * userfaultfd tracker sees kernel-side writes itself). */
 static inline int ibp__track_any(void) {
-  return atomic_load_explicit(&ibp__track_live, memory_order_relaxed) != 0 ||
-         atomic_load_explicit(&ibp__track_movable, memory_order_relaxed) != 0;
+  return atomic_load_explicit(&ibp__track_live, memory_order_relaxed) != 0;
 }
 
 /* Regions the userfaultfd tracker holds (track_quiet.c's table): what the

@@ -619,14 +619,6 @@ int ibp__prot_reprotect(ibp_tracked *r) {
   return rc;
 }
 
-int ibp__prot_protect_quiet(ibp_tracked *r) {
-  /* as ibp__prot_reprotect: seq_cst against kwrite_begin's add then load */
-  atomic_fetch_add(&reprotecting, 1);
-  int rc = atomic_load(&kwrites) ? -1 : ibp__prot_protect(r);
-  atomic_fetch_sub(&reprotecting, 1);
-  return rc;
-}
-
 void ibp__prot_quiesce(void) {
   while (atomic_load(&releasing))
     sched_yield();

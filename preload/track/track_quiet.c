@@ -18,31 +18,29 @@
  *
  * A range of memory belongs to one userfaultfd at a time, and leaving one
  * clears its write protection, so a move cannot arm the new mode before
- * the old one lets go.  The gap is bridged by the mprotect tracker
- * (track_protect.c): each move runs
+ * the old one lets go: in between, a write is recorded nowhere.  Each
+ * move sums the region's contents first (its fingerprint, below), then
  *
- *   1. the bridge: the region's pages read-only (ibp__prot_protect_quiet:
- *      not while a hooked C-library call is between announcing its buffers
- *      and returning -- the next tick tries again); a CPU store faults and
- *      marks its tensors, a hooked call announces its buffers, both before
- *      they write;
- *   2. to faulting: one last scan of the whole region (marks every write
- *      recorded before 1), `mode` = faulting (copies stop scanning: every
- *      write is either scanned or bridged), unregister from the
- *      asynchronous descriptor, register and protect with the synchronous
- *      one;  to scanning: unregister from the synchronous descriptor (its
- *      waiting writers retry into the bridge), register and protect with
- *      the asynchronous one, `mode` = scanning;
- *   3. the bridge lifted (ibp__prot_unprotect).
- * So no write is ever missed.  What the bridge cannot do (docs/
- * ARCHITECTURE.md, "Quiet regions", which also says why the move back to
- * scanning keeps it): a kernel-side write that no hooked call announces,
- * made during the move (0.3 to tens of milliseconds), fails with EFAULT
- * as under the mprotect tracker.  A write through /proc/self/mem that the
- * hooks announce (procmem.c) waits under `lock` for a move under way, then
- * lifts its pages (ibp__quiet_kwrite_begin).  A move that fails part way leaves
- * the region scanning, or, when it cannot be registered again, counted as
- * written throughout (as a remapped region is).
+ *   to faulting: one last scan of the whole region (marks every write
+ *      recorded so far); `move_seq` odd; unregister from the asynchronous
+ *      descriptor, register and protect with the synchronous one;
+ *   to scanning: `move_seq` odd; unregister from the synchronous
+ *      descriptor (its waiting writers go on, unrecorded), register and
+ *      protect with the asynchronous one;
+ *
+ * then sums again: the pages of every chunk whose sum changed were written
+ * in the gap and their tensors are marked; `mode` turns, `move_seq` even.
+ * While `move_seq` is odd a copy's sync waits (track_uffd.c) until the
+ * second sum has passed its pages (`gap_done`, chunk by chunk), so it
+ * never trusts the bits before the gap's writes there are marked.  No write is
+ * refused, as none is missed: before, the mprotect tracker's read-only
+ * pages bridged the gap, and a kernel-side write no hooked call announced
+ * failed with EFAULT there (docs/ARCHITECTURE.md, "Quiet regions").  A
+ * write through /proc/self/mem that the hooks announce (procmem.c) waits
+ * under `lock` for a move under way, then lifts its pages
+ * (ibp__quiet_kwrite_begin).  A move that fails part way leaves the region
+ * scanning (the gap's writes marked), or, when it cannot be registered
+ * again, counted as written throughout (as a remapped region is).
  *
  * Only regions whose base is page-aligned move, and only while no other
  * region the userfaultfd tracker holds lies on their pages (a shared page
@@ -54,6 +52,10 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <xxhash.h>
 
 #include "base/clock.h"
 #include "base/log.h"
@@ -130,55 +132,193 @@ void ibp__quiet_add(ibp_tracked *t) {
   pthread_mutex_unlock(&lock);
 }
 
-/* Step 1 and 3 of a move: the bridge up (0), or -1 when it cannot be now
- * (a hooked call writes from the kernel side: the next tick tries again). */
-static int bridge_up(ibp_tracked *t) {
-  return ibp__prot_install() == 0 && ibp__prot_protect_quiet(t) == 0 ? 0 : -1;
+/* Writes the kernel makes without being able to wait for a fault
+ * (/proc/self/mem: procmem.c), between lifting their pages and returning;
+ * while any is, no region moves to faulting and faulting regions are not
+ * re-protected.  Read under lock, incremented before it is taken. */
+static _Atomic int unwaitable;
+
+/* ---- a move's fingerprint ------------------------------------------------
+
+ * Pages that have left one descriptor and not yet joined the other record
+ * no write.  Their contents are summed before they leave (XXH3, 128 bits,
+ * one sum per IBP__QUIET_CHUNK_PAGES pages) and again once they are watched
+ anew; a
+ * chunk whose sum changed was written in between, and its tensors are
+ * marked then -- before a copy may trust the bits (move_seq odd). */
+typedef struct fingerprint {
+  size_t pages, chunks;
+  XXH128_hash_t *sum; /* per chunk */
+  uint64_t *chosen;   /* bit k: page k summed; NULL: every page */
+  uint8_t *buf;       /* one chunk's pages, as read */
+} fingerprint;
+
+void (*ibp__quiet_gap_hook)(ibp_tracked *t);
+
+static void fingerprint_drop(fingerprint *f) {
+  free(f->sum);
+  free(f->chosen);
+  free(f->buf);
 }
 
-static void bridge_down(ibp_tracked *t) {
-  ibp__prot_unprotect(t);
-  atomic_store(&t->protected_, 1); /* still tracked, by userfaultfd */
+static int chosen(const fingerprint *f, size_t k) {
+  return !f->chosen || (f->chosen[k / 64] >> (k % 64) & 1);
 }
+
+/* The sum of chunk c's chosen pages, each up to the region's end, read
+ * with process_vm_readv into f->buf: a page the application made
+ * unreadable (PROT_NONE, unmapped) fails the read, never the process.
+ * 0, or -1 when a page could not be read. */
+static int chunk_sum(const entry *e, fingerprint *f, size_t c,
+                     XXH128_hash_t *out) {
+  const uintptr_t pg = ibp__page_size();
+  const uintptr_t end = e->t->base + (uintptr_t)e->t->bytes;
+  struct iovec remote[IBP__QUIET_CHUNK_PAGES];
+  size_t n = 0, bytes = 0;
+  for (size_t k = c * IBP__QUIET_CHUNK_PAGES;
+       k < f->pages && k < (c + 1) * IBP__QUIET_CHUNK_PAGES; k++) {
+    const uintptr_t a = e->lo + k * pg, b = a + pg < end ? a + pg : end;
+    if (!chosen(f, k))
+      continue;
+    if (n && (uintptr_t)remote[n - 1].iov_base + remote[n - 1].iov_len == a)
+      remote[n - 1].iov_len += b - a; /* contiguous: one entry */
+    else
+      remote[n++] = (struct iovec){(void *)a, b - a};
+    bytes += b - a;
+  }
+  struct iovec local = {f->buf, bytes};
+  if (bytes && process_vm_readv(getpid(), &local, 1, remote, (unsigned long)n,
+                                0) != (ssize_t)bytes)
+    return -1;
+  *out = XXH3_128bits(f->buf, bytes);
+  return 0;
+}
+
+/* Sums e's pages -- those still write-protected in the fault mode when
+ * protected_only (a written page's tensors are marked already).  0, or -1
+ * (out of memory: no move now). */
+static int fingerprint_take(const entry *e, int protected_only,
+                            fingerprint *f) {
+  const uintptr_t pg = ibp__page_size();
+  *f = (fingerprint){0};
+  f->pages = (e->hi - e->lo) / pg;
+  f->chunks = (f->pages + IBP__QUIET_CHUNK_PAGES - 1) / IBP__QUIET_CHUNK_PAGES;
+  f->sum = malloc(f->chunks * sizeof *f->sum);
+  f->buf = malloc(IBP__QUIET_CHUNK_PAGES * pg);
+  if (protected_only)
+    f->chosen = calloc((f->pages + 63) / 64, sizeof *f->chosen);
+  if (!f->sum || !f->buf || (protected_only && !f->chosen)) {
+    fingerprint_drop(f);
+    return -1;
+  }
+  for (size_t k = 0; protected_only && k < f->pages; k++)
+    if (ibp__syncwp_still_protected(e->t, e->lo + k * pg, pg))
+      f->chosen[k / 64] |= 1ull << (k % 64);
+  for (size_t c = 0; c < f->chunks; c++)
+    if (chunk_sum(e, f, c, &f->sum[c]) != 0) {
+      fingerprint_drop(f); /* unreadable: no move (it would go unseen) */
+      return -1;
+    }
+  return 0;
+}
+
+/* Once the pages are watched again, in mode `to`: marks the chosen pages
+ * of every chunk whose sum changed, chunk by chunk, and lets the copies on
+ * each through as soon as it is done (gap_done); drops f. */
+static void fingerprint_check(const entry *e, fingerprint *f, int to) {
+  const uintptr_t pg = ibp__page_size();
+  uint64_t caught = 0;
+  atomic_store(&e->t->gap_to, to);
+  for (size_t c = 0; c < f->chunks; c++) {
+    XXH128_hash_t now;
+    if (chunk_sum(e, f, c, &now) != 0 || !XXH128_isEqual(now, f->sum[c])) {
+      caught++;
+      for (size_t k = c * IBP__QUIET_CHUNK_PAGES;
+           k < f->pages && k < (c + 1) * IBP__QUIET_CHUNK_PAGES; k++)
+        if (chosen(f, k))
+          ibp__track_mark_dirty(e->t, e->lo + k * pg, pg);
+    }
+    atomic_store(&e->t->gap_done,
+                 e->lo + (c + 1) * IBP__QUIET_CHUNK_PAGES * pg);
+  }
+  atomic_store(&e->t->gap_done, UINTPTR_MAX);
+  if (caught)
+    atomic_store(&e->t->last_write_ns, ibp__real_ns());
+  atomic_fetch_add_explicit(&e->t->gap_writes, caught, memory_order_relaxed);
+  fingerprint_drop(f);
+}
+
+/* From here copies wait (ibp__uffd_sync) until the move has checked their
+ * pages. */
+static void gap_open(ibp_tracked *t) {
+  atomic_store(&t->gap_done, 0);
+  atomic_store(&t->gap_to, IBP_TRACK_SCANNING);
+  atomic_fetch_add(&t->move_seq, 1);
+}
+
+static void in_gap(ibp_tracked *t) {
+  if (ibp__quiet_gap_hook)
+    ibp__quiet_gap_hook(t);
+}
+
+/* ---- moves ----------------------------------------------------------------
+ */
 
 /* Under lock: scanning -> faulting (see the top of the file). */
 static void to_faulting(entry *e) {
   ibp_tracked *t = e->t;
-  if (!alone(e) || bridge_up(t) != 0)
-    return;
+  fingerprint f;
+  if (!alone(e) || atomic_load(&unwaitable) || fingerprint_take(e, 0, &f) != 0)
+    return; /* the next tick tries again */
+  /* every write the kernel recorded, up to the pages' leaving */
   if (ibp__uffd_scan_all(t) != 0) { /* no longer ours: lost() marked it */
-    bridge_down(t);
+    fingerprint_drop(&f);
     return;
   }
-  atomic_fetch_add(&t->move_seq, 1);
-  atomic_store(&t->mode, IBP_TRACK_FAULTING);
-  if (ibp__uffd_release(t) != 0 || ibp__syncwp_arm(t, e->lo, e->hi) != 0) {
-    if (ibp__uffd_adopt(t) != 0)
-      ibp__uffd_lost(t);
-    atomic_store(&t->mode, IBP_TRACK_SCANNING);
-  } else {
+  gap_open(t);
+  const int left = ibp__uffd_release(t) == 0;
+  if (left)
+    in_gap(t);
+  if (left && ibp__syncwp_arm(t, e->lo, e->hi) == 0) {
+    fingerprint_check(e, &f, IBP_TRACK_FAULTING);
+    atomic_store(&t->mode, IBP_TRACK_FAULTING);
     atomic_fetch_add_explicit(&t->mode_switches, 1, memory_order_relaxed);
+  } else if (ibp__uffd_adopt(t) == 0) {
+    fingerprint_check(e, &f, IBP_TRACK_SCANNING); /* back, minus the gap */
+  } else {
+    fingerprint_drop(&f);
+    ibp__uffd_lost(t);
+    atomic_store(&t->gap_to, IBP_TRACK_SCANNING);
+    atomic_store(&t->gap_done, UINTPTR_MAX);
   }
   atomic_fetch_add(&t->move_seq, 1);
-  bridge_down(t);
   e->moved_ns = ibp__real_ns();
   e->faults_seen = atomic_load(&t->sync_faults);
 }
 
-/* Under lock: faulting -> scanning. */
+/* Under lock: faulting -> scanning.  The protected pages cannot change
+ * while they are summed: a write to one waits for a fault, which lifts
+ * it -- and marks it -- first. */
 static void to_scanning(entry *e) {
   ibp_tracked *t = e->t;
-  if (bridge_up(t) != 0)
+  fingerprint f;
+  if (fingerprint_take(e, 1, &f) != 0)
     return; /* faults go on catching every write; the next tick tries */
-  atomic_fetch_add(&t->move_seq, 1);
+  gap_open(t);
   ibp__syncwp_disarm(t);
-  if (ibp__uffd_adopt(t) != 0)
+  in_gap(t);
+  if (ibp__uffd_adopt(t) == 0) {
+    fingerprint_check(e, &f, IBP_TRACK_SCANNING);
+  } else {
+    fingerprint_drop(&f);
     ibp__uffd_lost(t);
+    atomic_store(&t->gap_to, IBP_TRACK_SCANNING);
+    atomic_store(&t->gap_done, UINTPTR_MAX);
+  }
   atomic_store(&t->mode, IBP_TRACK_SCANNING);
   atomic_fetch_add(&t->move_seq, 1);
   atomic_fetch_add_explicit(&t->mode_switches, 1, memory_order_relaxed);
   atomic_store(&t->last_write_ns, ibp__real_ns());
-  bridge_down(t);
   e->moved_ns = ibp__real_ns();
 }
 
@@ -228,8 +368,10 @@ void ibp__quiet_dropped(uintptr_t a, size_t len) {
   pthread_mutex_lock(&lock);
   for (size_t i = 0; i < held; i++) {
     ibp_tracked *t = table[i].t;
-    if (table[i].lo >= hi || lo >= table[i].hi ||
-        atomic_load(&t->mode) != IBP_TRACK_SCANNING)
+    /* faulting ones too: a drop just before a move to faulting summed
+     * already is seen neither by its last scan nor by ibp__syncwp_dropped
+     * (the region was not armed yet) -- `lock` puts this after the move */
+    if (table[i].lo >= hi || lo >= table[i].hi)
       continue;
     const uintptr_t from = lo > t->base ? lo : t->base,
                     end = t->base + (uintptr_t)t->bytes,
@@ -257,12 +399,6 @@ void ibp__quiet_remove(ibp_tracked *t) {
   }
   pthread_mutex_unlock(&lock);
 }
-
-/* Writes the kernel makes without being able to wait for a fault
- * (/proc/self/mem: procmem.c), between lifting their pages and returning;
- * while any is, faulting regions are not re-protected.  Read under lock,
- * incremented before it is taken. */
-static _Atomic int unwaitable;
 
 void ibp__quiet_kwrite_begin(uintptr_t a, size_t len) {
   atomic_fetch_add(&unwaitable, 1);

@@ -287,15 +287,36 @@ static void span_pages(const ibp_tracked *t, uintptr_t a, size_t len,
   *hi = *hi > rhi ? rhi : *hi;
 }
 
+/* What a copy over pages below hi may trust now: SETTLED_FAULTING (every
+ * write there marked its tensors: nothing to scan) or SETTLED_SCANNING
+ * (scan them).  While a move runs (track_quiet.c: `move_seq` odd), waits
+ * until the move has marked what was written there between the
+ * descriptors and watches those pages anew (`gap_done`), in the mode it
+ * leaves them in (`gap_to`). */
+enum { SETTLED_SCANNING, SETTLED_FAULTING };
+
+static int settled(ibp_tracked *t, uintptr_t hi) {
+  for (;;) {
+    const unsigned m = atomic_load(&t->move_seq);
+    if (!(m & 1))
+      return atomic_load(&t->mode) == IBP_TRACK_FAULTING ? SETTLED_FAULTING
+                                                         : SETTLED_SCANNING;
+    /* gap_to is stored before gap_done passes a page: load after */
+    const uintptr_t done = atomic_load(&t->gap_done);
+    const int to = atomic_load(&t->gap_to);
+    if (done >= hi && atomic_load(&t->move_seq) == m)
+      return to == IBP_TRACK_FAULTING ? SETTLED_FAULTING : SETTLED_SCANNING;
+    sched_yield();
+  }
+}
+
 int ibp__uffd_sync(ibp_tracked *t, uintptr_t a, size_t len) {
   if (!tracked(t))
     return lost(t);
-  /* quiet (track_quiet.c): every write faulted and marked its tensors */
-  if (atomic_load(&t->mode) == IBP_TRACK_FAULTING)
-    return 0;
   uintptr_t lo, hi;
   span_pages(t, a, len, &lo, &hi);
-  if (lo >= hi)
+  /* quiet (track_quiet.c): every write faulted and marked its tensors */
+  if (settled(t, hi) == SETTLED_FAULTING || lo >= hi)
     return 0;
   int saved = errno, rc = 0;
   uint64_t calls = 0, newly;
@@ -307,18 +328,14 @@ int ibp__uffd_sync(ibp_tracked *t, uintptr_t a, size_t len) {
       continue;
     }
     if (scan_mark(t, lo, hi, 0, &calls, &newly) != 0) {
-      /* a move to faulting took the pages off after its last scan: from
-       * then on writes fault */
-      if (atomic_load(&t->mode) == IBP_TRACK_FAULTING)
-        break;
-      /* a move came and went (or is under way): the pages are the
-       * asynchronous descriptor's again, and everything written before
-       * was marked by the moves -- scan again */
-      unsigned m1 = atomic_load(&t->move_seq);
-      if (m1 != m0 || (m1 & 1)) {
-        if (m1 & 1)
-          sched_yield(); /* until the move has re-armed the region */
+      /* a move took the pages off: once it has marked what was written
+       * on them between the descriptors, they fault (nothing to scan) or
+       * are the asynchronous descriptor's again (scan again) */
+      const unsigned m1 = atomic_load(&t->move_seq);
+      if (m1 != m0 || (m1 & 1) || atomic_load(&t->mode) == IBP_TRACK_FAULTING) {
         m0 = m1;
+        if (settled(t, hi) == SETTLED_FAULTING)
+          break;
         continue;
       }
       rc = lost(t); /* no move: the memory is no longer ours */

@@ -54,10 +54,21 @@ else
   done <"$WORK/blocks/quoted.txt"
 fi
 checks=$((checks + 1))
-# the statistics' summary the guide quotes, as its command printed it
-summary=$(grep -o 'requested [0-9.]* MiB, read over PCIe [0-9.]* MiB, saved [0-9.]*%' "$DOC" | head -n 1)
-[ -n "$summary" ] && grep -qF -- "$summary" "$WORK/all.err" ||
-  fail "docs/USING.md quotes '$summary' (a statistics summary), not printed"
+# one of the statistics' summaries the guide quotes, as its command
+# printed it (which depends on how soon the region went quiet: the guide
+# says why)
+# (the first two: the third is IBP_TRACK_QUIET=0's)
+summaries=$(grep -o 'requested [0-9.]* MiB, read over PCIe [0-9.]* MiB, saved [0-9.]*%' "$DOC" | head -n 2)
+printed=
+old_ifs=$IFS
+IFS='
+'
+for summary in $summaries; do
+  grep -qF -- "$summary" "$WORK/all.err" && printed=1
+done
+IFS=$old_ifs
+[ -n "$printed" ] ||
+  fail "docs/USING.md quotes no statistics summary its command printed: $summaries"
 
 # the blocks clean up after themselves
 rm build/release && rmdir build

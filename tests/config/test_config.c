@@ -350,7 +350,7 @@ static void test_load_scalars(void) {
   CHECK(load(sc16, &c, &e) == 0 && c.scanners == 16);
   /* IBP_TRACK_QUIET: milliseconds, 0 (never quiet) to an hour */
   CHECK(c.track_quiet_ms == IBP_TRACK_QUIET_DEFAULT &&
-        IBP_TRACK_QUIET_DEFAULT == 0);
+        IBP_TRACK_QUIET_DEFAULT == 250);
   const char *q0[] = {"IBP_TRACK_QUIET", "0", NULL};
   CHECK(load(q0, &c, &e) == 0 && c.track_quiet_ms == 0);
   const char *q20[] = {"IBP_TRACK_QUIET", " 20 ", NULL};

@@ -15,6 +15,9 @@
  *   e2e_quiet            run with IBP_TRACK_QUIET well below QUIET_SLEEP_MS
  *   e2e_quiet --scanning run with IBP_TRACK_QUIET=0: the control, where
  *                        every copy must scan (so the counting below works)
+ *   e2e_quiet --default  run with no IBP_TRACK_QUIET nor IBP_TRACKER: the
+ *                        defaults, with a second without a write before
+ *                        each step
  *
  * Before each write the program sleeps QUIET_SLEEP_MS (the region goes
  * quiet), copies a part of the region untouched since (a probe), then
@@ -92,8 +95,10 @@ static e2e_batch batch;
 static int scanning_run;
 static unsigned char *dev;
 
+static int default_run;
+
 static void settle(void) {
-  usleep(QUIET_SLEEP_MS * 1000);
+  usleep(default_run ? 1000000 : QUIET_SLEEP_MS * 1000);
 }
 
 /* Copies [off, off+len) of the region and checks the bytes; `what` may
@@ -194,6 +199,7 @@ static void by_dontneed(size_t off, size_t len) {
 int main(int argc, char **argv) {
   e2e_begin("e2e_quiet");
   scanning_run = argc > 1 && !strcmp(argv[1], "--scanning");
+  default_run = argc > 1 && !strcmp(argv[1], "--default");
   if (!quiet_possible()) {
     e2e_note("skipped: no userfaultfd serving kernel-mode faults or no "
              "PAGEMAP_SCAN here");

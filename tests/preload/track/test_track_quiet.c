@@ -16,6 +16,7 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <sched.h>
+#include <sys/mman.h>
 #include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
@@ -422,6 +423,230 @@ static void case_raced_scan(void) {
   arena_free(&a);
 }
 
+/* Writes made while a move has the pages in neither descriptor -- a CPU
+ * store, a raw read(2), process_vm_writev -- all succeed (no bridge that
+ * would refuse them with EFAULT), and the move's fingerprint marks them:
+ * every page of each chunk written (the pages the move summed).  A move
+ * with no write in its gap marks nothing. */
+static arena gap_arena;
+static int gap_pipe[2];
+static size_t gap_pages[3];
+
+static void gap_store(size_t page, size_t at) {
+  arena *a = &gap_arena;
+  uint8_t *m = a->mem + page * a->pg + at;
+  switch (page % 3) {
+  case 0:
+    *m ^= 0x5a;
+    a->want[page * a->pg + at] = *m;
+    break;
+  case 1:
+    CHECK(write(gap_pipe[1], "gapread", 7) == 7);
+    CHECK(syscall(SYS_read, gap_pipe[0], m, 7) == 7);
+    memcpy(a->want + page * a->pg + at, "gapread", 7);
+    break;
+  default: {
+    char src[64];
+    memset(src, 0x71, sizeof src);
+    struct iovec local = {src, sizeof src}, remote = {m, sizeof src};
+    CHECK(process_vm_writev(getpid(), &local, 1, &remote, 1, 0) == 64);
+    memcpy(a->want + page * a->pg + at, src, sizeof src);
+  }
+  }
+}
+
+static void gap_writer(ibp_tracked *t) {
+  (void)t;
+  for (size_t i = 0; i < 3 && gap_pages[i]; i++)
+    gap_store(gap_pages[i], 100 + 8 * i);
+}
+
+/* The model: every page of the chunk holding page p written. */
+static void gap_touch(size_t p) {
+  const size_t c = p / IBP__QUIET_CHUNK_PAGES * IBP__QUIET_CHUNK_PAGES;
+  arena_touch(&gap_arena, c * gap_arena.pg,
+              IBP__QUIET_CHUNK_PAGES * gap_arena.pg);
+}
+
+static void case_gap(void) {
+  skip_unless_quiet();
+  arena *a = &gap_arena;
+  arena_init(a, 4 * IBP__QUIET_CHUNK_PAGES);
+  ibp_tracked *r = protected_region(a, 0, a->npages * a->pg, 512);
+  CHECK(pipe(gap_pipe) == 0);
+
+  /* no write in the gap: nothing marked, either way */
+  CHECK(ibp__quiet_now(r, IBP_TRACK_FAULTING) == 0);
+  CHECK(ibp__quiet_now(r, IBP_TRACK_SCANNING) == 0);
+  sync_all(r);
+  region_check(a, r);
+  CHECK_EQ(atomic_load(&r->gap_writes), 0);
+
+  /* to faulting: three paths into three chunks */
+  ibp__quiet_gap_hook = gap_writer;
+  const size_t C = IBP__QUIET_CHUNK_PAGES;
+  gap_pages[0] = 1 * C + 3;
+  gap_pages[1] = 2 * C + 4;
+  gap_pages[2] = 3 * C + 5;
+  CHECK(ibp__quiet_now(r, IBP_TRACK_FAULTING) == 0);
+  for (size_t i = 0; i < 3; i++)
+    gap_touch(gap_pages[i]);
+  CHECK_EQ(atomic_load(&r->gap_writes), 3);
+  sync_all(r);
+  region_check(a, r);
+  arena_check_bytes(a);
+
+  /* to scanning: a page written while faulting (lifted, not summed) is
+   * written again in the gap beside a still-protected one of its chunk */
+  region_clear_dirty(r);
+  memset(a->released, 0, sizeof a->released);
+  CHECK(ibp__track_reprotect(r) == 0);
+  arena_store(a, (2 * C + 9) * a->pg + 5, 0x33); /* faults, lifted, marked */
+  gap_pages[0] = 2 * C + 9;
+  gap_pages[1] = 0;
+  CHECK(ibp__quiet_now(r, IBP_TRACK_SCANNING) == 0);
+  CHECK_EQ(atomic_load(&r->gap_writes), 3); /* a lifted page: not summed */
+  sync_all(r);
+  region_check(a, r);
+  gap_pages[0] = 2 * C + 10; /* a protected page of the same chunk */
+  CHECK(ibp__quiet_now(r, IBP_TRACK_FAULTING) == 0);
+  gap_touch(2 * C + 10);
+  CHECK_EQ(atomic_load(&r->gap_writes), 4);
+  sync_all(r);
+  region_check(a, r);
+  arena_check_bytes(a);
+
+  /* to scanning: the three paths into protected pages of three chunks */
+  region_clear_dirty(r);
+  memset(a->released, 0, sizeof a->released);
+  CHECK(ibp__track_reprotect(r) == 0);
+  gap_pages[0] = 0 * C + 6;
+  gap_pages[1] = 1 * C + 7;
+  gap_pages[2] = 3 * C + 8;
+  CHECK(ibp__quiet_now(r, IBP_TRACK_SCANNING) == 0);
+  ibp__quiet_gap_hook = NULL;
+  for (size_t i = 0; i < 3; i++)
+    gap_touch(gap_pages[i]);
+  CHECK_EQ(atomic_load(&r->gap_writes), 7);
+  sync_all(r);
+  region_check(a, r);
+  arena_check_bytes(a);
+
+  close(gap_pipe[0]);
+  close(gap_pipe[1]);
+  ibp__track_unprotect(r);
+  region_free(r);
+  arena_free(a);
+}
+
+/* A copy's sync made while a move has the pages in neither descriptor
+ * returns only once the move has marked what was written on its span
+ * there: its dirty bit is read as the sync returns, on another thread. */
+static ibp_tracked *wait_region;
+static size_t wait_page;
+static _Atomic int wait_bit = -1;
+
+static void *wait_sync(void *arg) {
+  (void)arg;
+  const size_t pg = gap_arena.pg;
+  CHECK(ibp__track_sync(wait_region, wait_region->base + wait_page * pg, pg) ==
+        0);
+  const size_t R = wait_region->tensor_bytes;
+  atomic_store(&wait_bit, dirty_bit(wait_region, wait_page * pg / R));
+  return NULL;
+}
+
+static void wait_writer(ibp_tracked *t) {
+  gap_store(wait_page, 12);
+  pthread_t th;
+  atomic_store(&wait_bit, -1);
+  CHECK(pthread_create(&th, NULL, wait_sync, NULL) == 0);
+  CHECK(pthread_detach(th) == 0);
+  sleep_ms(30); /* long enough for the sync to have returned, were it not
+                 * held until the move marked its pages */
+  (void)t;
+}
+
+static void case_gap_wait(void) {
+  skip_unless_quiet();
+  arena *a = &gap_arena;
+  arena_init(a, 4 * IBP__QUIET_CHUNK_PAGES);
+  wait_region = protected_region(a, 0, a->npages * a->pg, 512);
+  CHECK(pipe(gap_pipe) == 0);
+  ibp__quiet_gap_hook = wait_writer;
+  for (int dir = 0; dir < 2; dir++) {
+    /* the last chunk: the second sum passes it last */
+    wait_page = a->npages - 2 - (size_t)dir;
+    region_clear_dirty(wait_region); /* the first move marked the chunk */
+    CHECK(ibp__track_reprotect(wait_region) == 0);
+    CHECK(ibp__quiet_now(wait_region,
+                         dir ? IBP_TRACK_SCANNING : IBP_TRACK_FAULTING) == 0);
+    for (int i = 0; i < 300 && atomic_load(&wait_bit) < 0; i++)
+      sleep_ms(10);
+    CHECK_EQ(atomic_load(&wait_bit), 1);
+  }
+  ibp__quiet_gap_hook = NULL;
+  close(gap_pipe[0]);
+  close(gap_pipe[1]);
+  ibp__track_unprotect(wait_region);
+  region_free(wait_region);
+  arena_free(a);
+}
+
+/* What a move must not do: go to faulting while a write through
+ * /proc/self/mem is in flight (it cannot wait for a fault: EIO); read a
+ * page the application made unreadable (it would crash); lose pages
+ * dropped just before it (MADV_REMOVE keeps a shared page's protection,
+ * so the last scan finds it unwritten, and the fault mode was not armed
+ * yet when the C library's madvise announced it). */
+static void case_gap_limits(void) {
+  skip_unless_quiet();
+  arena a;
+  arena_init(&a, 2 * IBP__QUIET_CHUNK_PAGES);
+  const size_t pg = a.pg;
+  ibp_tracked *r = protected_region(&a, 0, a.npages * pg, 512);
+
+  ibp__quiet_kwrite_begin(r->base + 3 * pg, 8); /* a procmem write */
+  CHECK(ibp__quiet_now(r, IBP_TRACK_FAULTING) != 0);
+  ibp__quiet_kwrite_end();
+  CHECK(ibp__quiet_now(r, IBP_TRACK_FAULTING) == 0);
+
+  CHECK(syscall(SYS_mprotect, a.mem + 5 * pg, pg, PROT_NONE) == 0);
+  CHECK(ibp__quiet_now(r, IBP_TRACK_SCANNING) != 0); /* no crash */
+  CHECK(syscall(SYS_mprotect, a.mem + 5 * pg, pg, PROT_READ | PROT_WRITE) == 0);
+  CHECK(ibp__quiet_now(r, IBP_TRACK_SCANNING) == 0);
+  CHECK(syscall(SYS_mprotect, a.mem + 5 * pg, pg, PROT_NONE) == 0);
+  CHECK(ibp__quiet_now(r, IBP_TRACK_FAULTING) != 0);
+  CHECK(syscall(SYS_mprotect, a.mem + 5 * pg, pg, PROT_READ | PROT_WRITE) == 0);
+  sync_all(r);
+  region_check(&a, r);
+  ibp__track_unprotect(r);
+  region_free(r);
+  arena_free(&a);
+
+  /* shared memory: a page dropped, announced, then the move, then the
+   * announcement's second half (hooks_libc.c's order) */
+  const size_t n = 2 * IBP__QUIET_CHUNK_PAGES;
+  uint8_t *m = mmap(NULL, n * pg, PROT_READ | PROT_WRITE,
+                    MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  CHECK(m != MAP_FAILED);
+  memset(m, 0x5c, n * pg);
+  arena sh = {.mem = m, .npages = n, .pg = pg};
+  ibp_tracked *s = protected_region(&sh, 0, n * pg, 512);
+  CHECK(syscall(SYS_madvise, m + 9 * pg, pg, MADV_REMOVE) == 0);
+  ibp__syncwp_dropped((uintptr_t)(m + 9 * pg), pg);
+  CHECK(ibp__quiet_now(s, IBP_TRACK_FAULTING) == 0);
+  ibp__quiet_dropped((uintptr_t)(m + 9 * pg), pg);
+  CHECK(ibp__track_sync(s, s->base, s->bytes) == 0);
+  const size_t R = s->tensor_bytes;
+  for (size_t i = 9 * pg / R; i < 10 * pg / R; i++)
+    CHECK(dirty_bit(s, i));
+  CHECK_EQ(atomic_load(&s->dirty_tensors), pg / R);
+  ibp__track_unprotect(s);
+  region_free(s);
+  munmap(m, n * pg);
+}
+
 int main(int argc, char **argv) {
   static const test_case cases[] = {
       {"calls", case_calls},
@@ -431,6 +656,9 @@ int main(int argc, char **argv) {
       {"unaligned", case_unaligned},
       {"race", case_race},
       {"raced_scan", case_raced_scan},
+      {"gap", case_gap},
+      {"gap_wait", case_gap_wait},
+      {"gap_limits", case_gap_limits},
   };
   return run_case(cases, sizeof cases / sizeof *cases, argc, argv);
 }
