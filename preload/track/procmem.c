@@ -84,9 +84,9 @@ int ibp__procmem_fd(int fd) {
 enum { BEGAN_QUIET = 1, BEGAN_PROT = 2 };
 
 int ibp__procmem_write_begin(int fd, long long off, size_t len) {
-  const int prot = ibp__track_kwrite_begin(); /* the mprotect tracker's */
-  if (!prot && !atomic_load_explicit(&ibp__track_movable, memory_order_relaxed))
-    return 0; /* nothing tracked, or nothing that can fault */
+  /* the mprotect tracker's window; the quiet one's always (a region that
+   * may move could be added, and go faulting, during a long write) */
+  const int prot = ibp__track_kwrite_begin();
   int saved = errno;
   if (off < 0) /* write(2): at the descriptor's position */
     off = (long long)lseek(fd, 0, SEEK_CUR);

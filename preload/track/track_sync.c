@@ -315,7 +315,9 @@ int ibp__syncwp_arm(ibp_tracked *t, uintptr_t lo, uintptr_t hi) {
   }
   if (ok) {
     atomic_store(&t->spages, p);
-    if (set_wp(lo, hi, 1) != 0) {
+    /* a fault lifts one base page: memory that cannot (huge pages, where
+     * the kernel takes only whole ones) would leave its writer waiting */
+    if (set_wp(lo, hi, 1) != 0 || set_wp(lo, lo + pg, 1) != 0) {
       unregister_range(lo, hi);
       atomic_store(&t->spages, NULL);
       table_remove(t);

@@ -289,15 +289,16 @@ static void span_pages(const ibp_tracked *t, uintptr_t a, size_t len,
 
 /* What a copy over pages below hi may trust now: SETTLED_FAULTING (every
  * write there marked its tensors: nothing to scan) or SETTLED_SCANNING
- * (scan them).  While a move runs (track_quiet.c: `move_seq` odd), waits
- * until the move has marked what was written there between the
- * descriptors and watches those pages anew (`gap_done`), in the mode it
- * leaves them in (`gap_to`). */
+ * (scan them); *seq: the `move_seq` that holds for.  While a move runs
+ * (track_quiet.c: `move_seq` odd), waits until the move has marked what
+ * was written there between the descriptors and watches those pages anew
+ * (`gap_done`), in the mode it leaves them in (`gap_to`). */
 enum { SETTLED_SCANNING, SETTLED_FAULTING };
 
-static int settled(ibp_tracked *t, uintptr_t hi) {
+static int settled(ibp_tracked *t, uintptr_t hi, unsigned *seq) {
   for (;;) {
     const unsigned m = atomic_load(&t->move_seq);
+    *seq = m;
     if (!(m & 1))
       return atomic_load(&t->mode) == IBP_TRACK_FAULTING ? SETTLED_FAULTING
                                                          : SETTLED_SCANNING;
@@ -314,13 +315,13 @@ int ibp__uffd_sync(ibp_tracked *t, uintptr_t a, size_t len) {
   if (!tracked(t))
     return lost(t);
   uintptr_t lo, hi;
+  unsigned m0;
   span_pages(t, a, len, &lo, &hi);
   /* quiet (track_quiet.c): every write faulted and marked its tensors */
-  if (settled(t, hi) == SETTLED_FAULTING || lo >= hi)
+  if (settled(t, hi, &m0) == SETTLED_FAULTING || lo >= hi)
     return 0;
   int saved = errno, rc = 0;
   uint64_t calls = 0, newly;
-  unsigned m0 = atomic_load(&t->move_seq);
   for (;;) {
     unsigned s0 = atomic_load(&t->uffd_seq);
     if (s0 & 1) {
@@ -333,15 +334,21 @@ int ibp__uffd_sync(ibp_tracked *t, uintptr_t a, size_t len) {
        * are the asynchronous descriptor's again (scan again) */
       const unsigned m1 = atomic_load(&t->move_seq);
       if (m1 != m0 || (m1 & 1) || atomic_load(&t->mode) == IBP_TRACK_FAULTING) {
-        m0 = m1;
-        if (settled(t, hi) == SETTLED_FAULTING)
+        if (settled(t, hi, &m0) == SETTLED_FAULTING)
           break;
         continue;
       }
       rc = lost(t); /* no move: the memory is no longer ours */
       break;
     }
-    if (atomic_load(&t->uffd_seq) == s0)
+    if (atomic_load(&t->uffd_seq) != s0)
+      continue;
+    /* a move begun since may have taken the pages and given them back
+     * (an arm that failed) before this scan: what was written meanwhile
+     * is marked by its second sum, not recorded by the kernel */
+    if (atomic_load(&t->move_seq) == m0)
+      break;
+    if (settled(t, hi, &m0) == SETTLED_FAULTING)
       break;
   }
   atomic_fetch_add_explicit(&t->scan_calls, calls, memory_order_relaxed);

@@ -455,8 +455,18 @@ static void gap_store(size_t page, size_t at) {
   }
 }
 
+/* The hooks act only for the test's own moves (ibp__quiet_now on the
+ * main thread), not for the tick's on the fault thread. */
+static pthread_t main_thread;
+
+static int own_move(void) {
+  return pthread_equal(pthread_self(), main_thread);
+}
+
 static void gap_writer(ibp_tracked *t) {
   (void)t;
+  if (!own_move())
+    return;
   for (size_t i = 0; i < 3 && gap_pages[i]; i++)
     gap_store(gap_pages[i], 100 + 8 * i);
 }
@@ -557,6 +567,8 @@ static void *wait_sync(void *arg) {
 }
 
 static void wait_writer(ibp_tracked *t) {
+  if (!own_move())
+    return;
   gap_store(wait_page, 12);
   pthread_t th;
   atomic_store(&wait_bit, -1);
@@ -647,7 +659,67 @@ static void case_gap_limits(void) {
   munmap(m, n * pg);
 }
 
+/* Memory the fault mode cannot hold (a shared mapping of a disk file,
+ * where userfaultfd's synchronous write protection takes only anonymous
+ * and shared memory): the move gives the pages back to the scanning
+ * descriptor, marks what was written between, and the region never tries
+ * again.  Skipped where the temporary directory is not on a disk. */
+static void case_gap_unarmable(void) {
+  skip_unless_quiet();
+  const size_t pg = (size_t)sysconf(_SC_PAGESIZE);
+  const size_t n = 2 * IBP__QUIET_CHUNK_PAGES;
+  char path[] = "/var/tmp/track_quiet_XXXXXX";
+  int fd = mkstemp(path);
+  CHECK(fd >= 0);
+  unlink(path);
+  CHECK(ftruncate(fd, (off_t)(n * pg)) == 0);
+  uint8_t *m = mmap(NULL, n * pg, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  CHECK(m != MAP_FAILED);
+  arena *a = &gap_arena;
+  memset(a, 0, sizeof *a);
+  a->mem = m;
+  a->npages = n;
+  a->pg = pg;
+  a->want = malloc(n * pg);
+  CHECK(a->want);
+  for (size_t i = 0; i < n * pg; i++)
+    m[i] = a->want[i] = (uint8_t)(i * 7 + 1);
+  ibp_tracked *r = region_new(a, 0, n * pg, 512);
+  if (ibp__track_protect(r) != 0 ||
+      strcmp(ibp__track_kind_name(r), "userfaultfd") != 0) {
+    printf("skipped: the scanning tracker cannot hold a disk file here\n");
+    exit(77);
+  }
+  CHECK(pipe(gap_pipe) == 0);
+  ibp__quiet_gap_hook = gap_writer;
+  gap_pages[0] = IBP__QUIET_CHUNK_PAGES + 3; /* a CPU store */
+  gap_pages[1] = 0;
+  if (ibp__quiet_now(r, IBP_TRACK_FAULTING) == 0) {
+    printf("skipped: the fault mode holds a disk file here\n");
+    exit(77);
+  }
+  CHECK_EQ(atomic_load(&r->gap_writes), 1);
+  gap_touch(gap_pages[0]);
+  sync_all(r);
+  region_check(a, r);
+  arena_check_bytes(a);
+  CHECK(ibp__quiet_now(r, IBP_TRACK_FAULTING) != 0); /* no second try */
+  CHECK_EQ(atomic_load(&r->gap_writes), 1);
+  ibp__quiet_gap_hook = NULL;
+  arena_store(a, 5 * pg + 1, 0x42); /* scanning still sees writes */
+  sync_all(r);
+  region_check(a, r);
+  close(gap_pipe[0]);
+  close(gap_pipe[1]);
+  ibp__track_unprotect(r);
+  region_free(r);
+  munmap(m, n * pg);
+  free(a->want);
+  close(fd);
+}
+
 int main(int argc, char **argv) {
+  main_thread = pthread_self();
   static const test_case cases[] = {
       {"calls", case_calls},
       {"paths", case_paths},
@@ -659,6 +731,7 @@ int main(int argc, char **argv) {
       {"gap", case_gap},
       {"gap_wait", case_gap_wait},
       {"gap_limits", case_gap_limits},
+      {"gap_unarmable", case_gap_unarmable},
   };
   return run_case(cases, sizeof cases / sizeof *cases, argc, argv);
 }
