@@ -471,6 +471,36 @@ static void gap_writer(ibp_tracked *t) {
     gap_store(gap_pages[i], 100 + 8 * i);
 }
 
+/* Moves r to `mode` with gap_writer writing pages p0, p1, p2 (0: none)
+ * in the gap, and records their chunks in the model. */
+static void gap_touch(size_t p);
+
+static void gap_move(ibp_tracked *r, int mode, size_t p0, size_t p1,
+                     size_t p2) {
+  gap_pages[0] = p0;
+  gap_pages[1] = p1;
+  gap_pages[2] = p2;
+  CHECK(ibp__quiet_now(r, mode) == 0);
+  for (size_t i = 0; i < 3 && gap_pages[i]; i++)
+    gap_touch(gap_pages[i]);
+}
+
+/* After a move: `writes` chunks caught so far, every dirty bit and byte
+ * as the model says. */
+static void gap_verify(ibp_tracked *r, uint64_t writes) {
+  CHECK_EQ(atomic_load(&r->gap_writes), writes);
+  sync_all(r);
+  region_check(&gap_arena, r);
+  arena_check_bytes(&gap_arena);
+}
+
+/* Nothing dirty, in r and the model; every page protected again. */
+static void gap_fresh(ibp_tracked *r) {
+  region_clear_dirty(r);
+  memset(gap_arena.released, 0, sizeof gap_arena.released);
+  CHECK(ibp__track_reprotect(r) == 0);
+}
+
 /* The model: every page of the chunk holding page p written. */
 static void gap_touch(size_t p) {
   const size_t c = p / IBP__QUIET_CHUNK_PAGES * IBP__QUIET_CHUNK_PAGES;
@@ -495,52 +525,25 @@ static void case_gap(void) {
   /* to faulting: three paths into three chunks */
   ibp__quiet_gap_hook = gap_writer;
   const size_t C = IBP__QUIET_CHUNK_PAGES;
-  gap_pages[0] = 1 * C + 3;
-  gap_pages[1] = 2 * C + 4;
-  gap_pages[2] = 3 * C + 5;
-  CHECK(ibp__quiet_now(r, IBP_TRACK_FAULTING) == 0);
-  for (size_t i = 0; i < 3; i++)
-    gap_touch(gap_pages[i]);
-  CHECK_EQ(atomic_load(&r->gap_writes), 3);
-  sync_all(r);
-  region_check(a, r);
-  arena_check_bytes(a);
+  gap_move(r, IBP_TRACK_FAULTING, 1 * C + 3, 2 * C + 4, 3 * C + 5);
+  gap_verify(r, 3);
 
   /* to scanning: a page written while faulting (lifted, not summed) is
    * written again in the gap beside a still-protected one of its chunk */
-  region_clear_dirty(r);
-  memset(a->released, 0, sizeof a->released);
-  CHECK(ibp__track_reprotect(r) == 0);
+  gap_fresh(r);
   arena_store(a, (2 * C + 9) * a->pg + 5, 0x33); /* faults, lifted, marked */
   gap_pages[0] = 2 * C + 9;
   gap_pages[1] = 0;
   CHECK(ibp__quiet_now(r, IBP_TRACK_SCANNING) == 0);
-  CHECK_EQ(atomic_load(&r->gap_writes), 3); /* a lifted page: not summed */
-  sync_all(r);
-  region_check(a, r);
-  gap_pages[0] = 2 * C + 10; /* a protected page of the same chunk */
-  CHECK(ibp__quiet_now(r, IBP_TRACK_FAULTING) == 0);
-  gap_touch(2 * C + 10);
-  CHECK_EQ(atomic_load(&r->gap_writes), 4);
-  sync_all(r);
-  region_check(a, r);
-  arena_check_bytes(a);
+  gap_verify(r, 3); /* a lifted page: not summed */
+  gap_move(r, IBP_TRACK_FAULTING, 2 * C + 10, 0, 0); /* protected, same */
+  gap_verify(r, 4);
 
   /* to scanning: the three paths into protected pages of three chunks */
-  region_clear_dirty(r);
-  memset(a->released, 0, sizeof a->released);
-  CHECK(ibp__track_reprotect(r) == 0);
-  gap_pages[0] = 0 * C + 6;
-  gap_pages[1] = 1 * C + 7;
-  gap_pages[2] = 3 * C + 8;
-  CHECK(ibp__quiet_now(r, IBP_TRACK_SCANNING) == 0);
+  gap_fresh(r);
+  gap_move(r, IBP_TRACK_SCANNING, 0 * C + 6, 1 * C + 7, 3 * C + 8);
   ibp__quiet_gap_hook = NULL;
-  for (size_t i = 0; i < 3; i++)
-    gap_touch(gap_pages[i]);
-  CHECK_EQ(atomic_load(&r->gap_writes), 7);
-  sync_all(r);
-  region_check(a, r);
-  arena_check_bytes(a);
+  gap_verify(r, 7);
 
   close(gap_pipe[0]);
   close(gap_pipe[1]);
