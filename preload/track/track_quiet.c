@@ -52,6 +52,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <sys/syscall.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -126,9 +127,9 @@ void ibp__quiet_add(ibp_tracked *t) {
   if (!find(t) && held < cap) {
     table[held++] = (entry){t, lo, hi, movable, ibp__real_ns(), 0};
     atomic_fetch_add(&ibp__track_held, 1);
+    if (movable)
+      atomic_fetch_add(&ibp__track_movable, 1);
   }
-  if (movable)
-    atomic_fetch_add(&ibp__track_movable, 1);
   pthread_mutex_unlock(&lock);
 }
 
@@ -187,8 +188,11 @@ static int chunk_sum(const entry *e, fingerprint *f, size_t c,
     bytes += b - a;
   }
   struct iovec local = {f->buf, bytes};
-  if (bytes && process_vm_readv(getpid(), &local, 1, remote, (unsigned long)n,
-                                0) != (ssize_t)bytes)
+  /* by this thread's id: the process's fails once its first thread has
+   * exited */
+  const pid_t self = (pid_t)syscall(SYS_gettid);
+  if (bytes && process_vm_readv(self, &local, 1, remote, (unsigned long)n, 0) !=
+                   (ssize_t)bytes)
     return -1;
   *out = XXH3_128bits(f->buf, bytes);
   return 0;
@@ -264,15 +268,26 @@ static void in_gap(ibp_tracked *t) {
 /* ---- moves ----------------------------------------------------------------
  */
 
+/* Under lock: e never moves again (it keeps scanning). */
+static void immovable(entry *e) {
+  if (e->movable)
+    atomic_fetch_sub(&ibp__track_movable, 1);
+  e->movable = 0;
+}
+
 /* Under lock: scanning -> faulting (see the top of the file). */
 static void to_faulting(entry *e) {
   ibp_tracked *t = e->t;
   fingerprint f;
-  if (!alone(e) || atomic_load(&unwaitable) || fingerprint_take(e, 0, &f) != 0)
-    return; /* the next tick tries again */
+  if (!alone(e) || atomic_load(&unwaitable))
+    return;                     /* the next tick tries again */
+  e->moved_ns = ibp__real_ns(); /* a try: the next in IBP_TRACK_QUIET ms */
+  if (fingerprint_take(e, 0, &f) != 0)
+    return;
   /* every write the kernel recorded, up to the pages' leaving */
   if (ibp__uffd_scan_all(t) != 0) { /* no longer ours: lost() marked it */
     fingerprint_drop(&f);
+    immovable(e);
     return;
   }
   gap_open(t);
@@ -285,11 +300,14 @@ static void to_faulting(entry *e) {
     atomic_fetch_add_explicit(&t->mode_switches, 1, memory_order_relaxed);
   } else if (ibp__uffd_adopt(t) == 0) {
     fingerprint_check(e, &f, IBP_TRACK_SCANNING); /* back, minus the gap */
+    immovable(e); /* memory the fault mode cannot hold (a disk file's
+                   * mapping, huge pages): no try every IBP_TRACK_QUIET */
   } else {
     fingerprint_drop(&f);
     ibp__uffd_lost(t);
     atomic_store(&t->gap_to, IBP_TRACK_SCANNING);
     atomic_store(&t->gap_done, UINTPTR_MAX);
+    immovable(e);
   }
   atomic_fetch_add(&t->move_seq, 1);
   e->moved_ns = ibp__real_ns();
@@ -314,6 +332,7 @@ static void to_scanning(entry *e) {
     ibp__uffd_lost(t);
     atomic_store(&t->gap_to, IBP_TRACK_SCANNING);
     atomic_store(&t->gap_done, UINTPTR_MAX);
+    immovable(e);
   }
   atomic_store(&t->mode, IBP_TRACK_SCANNING);
   atomic_fetch_add(&t->move_seq, 1);

@@ -463,10 +463,13 @@ static int own_move(void) {
   return pthread_equal(pthread_self(), main_thread);
 }
 
+static unsigned gap_hook_calls; /* the test's own moves that opened a gap */
+
 static void gap_writer(ibp_tracked *t) {
   (void)t;
   if (!own_move())
     return;
+  gap_hook_calls++;
   for (size_t i = 0; i < 3 && gap_pages[i]; i++)
     gap_store(gap_pages[i], 100 + 8 * i);
 }
@@ -695,7 +698,8 @@ static void case_gap_unarmable(void) {
   }
   CHECK(pipe(gap_pipe) == 0);
   ibp__quiet_gap_hook = gap_writer;
-  gap_pages[0] = IBP__QUIET_CHUNK_PAGES + 3; /* a CPU store */
+  gap_hook_calls = 0;
+  gap_pages[0] = IBP__QUIET_CHUNK_PAGES + 3; /* a read(2) from a pipe */
   gap_pages[1] = 0;
   if (ibp__quiet_now(r, IBP_TRACK_FAULTING) == 0) {
     printf("skipped: the fault mode holds a disk file here\n");
@@ -706,7 +710,9 @@ static void case_gap_unarmable(void) {
   sync_all(r);
   region_check(a, r);
   arena_check_bytes(a);
-  CHECK(ibp__quiet_now(r, IBP_TRACK_FAULTING) != 0); /* no second try */
+  CHECK_EQ(gap_hook_calls, 1);
+  CHECK(ibp__quiet_now(r, IBP_TRACK_FAULTING) != 0);
+  CHECK_EQ(gap_hook_calls, 1); /* no second try */
   CHECK_EQ(atomic_load(&r->gap_writes), 1);
   ibp__quiet_gap_hook = NULL;
   arena_store(a, 5 * pg + 1, 0x42); /* scanning still sees writes */
