@@ -275,6 +275,17 @@ static void immovable(entry *e) {
   e->movable = 0;
 }
 
+/* Under lock, in a move: e's pages could not be registered again -- every
+ * tensor counts as written, copies go on (scanning fails them), and e
+ * never moves again. */
+static void lost_in_move(entry *e, fingerprint *f) {
+  fingerprint_drop(f);
+  ibp__uffd_lost(e->t);
+  atomic_store(&e->t->gap_to, IBP_TRACK_SCANNING);
+  atomic_store(&e->t->gap_done, UINTPTR_MAX);
+  immovable(e);
+}
+
 /* Under lock: scanning -> faulting (see the top of the file). */
 static void to_faulting(entry *e) {
   ibp_tracked *t = e->t;
@@ -303,11 +314,7 @@ static void to_faulting(entry *e) {
     immovable(e); /* memory the fault mode cannot hold (a disk file's
                    * mapping, huge pages): no try every IBP_TRACK_QUIET */
   } else {
-    fingerprint_drop(&f);
-    ibp__uffd_lost(t);
-    atomic_store(&t->gap_to, IBP_TRACK_SCANNING);
-    atomic_store(&t->gap_done, UINTPTR_MAX);
-    immovable(e);
+    lost_in_move(e, &f);
   }
   atomic_fetch_add(&t->move_seq, 1);
   e->moved_ns = ibp__real_ns();
@@ -328,11 +335,7 @@ static void to_scanning(entry *e) {
   if (ibp__uffd_adopt(t) == 0) {
     fingerprint_check(e, &f, IBP_TRACK_SCANNING);
   } else {
-    fingerprint_drop(&f);
-    ibp__uffd_lost(t);
-    atomic_store(&t->gap_to, IBP_TRACK_SCANNING);
-    atomic_store(&t->gap_done, UINTPTR_MAX);
-    immovable(e);
+    lost_in_move(e, &f);
   }
   atomic_store(&t->mode, IBP_TRACK_SCANNING);
   atomic_fetch_add(&t->move_seq, 1);
