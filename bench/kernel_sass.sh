@@ -23,7 +23,13 @@
 #    (tests/sim/kernels/count_marks, from the build directory) and reports
 #    how often each warp passed each mark.  P is the path tensors of R
 #    bytes take (warp: a warp per tensor; block: R >= 16 KiB) and L its
-#    full decode step's instructions / 512.
+#    full decode step's instructions / 512.  Then the same for regions
+#    with the exponent stage (R in 1024 and 4096; the block path has no
+#    stage, so none of 16 KiB or more):
+#      stage=exp dtype=bf16 size=R width=W instructions_per_byte_all_in=X path=warp loop_instructions_per_byte=L
+#    X all in as above, the IBP part and the stage's decode together; the
+#    data bf16 values ~ N(0, 0.02^2), prepared as libibp prepares them
+#    (count_marks.c's header; the codec picks W = 8 there).
 # 2. The full-path loop of the unmarked build per chunk width W (the
 #    figure this script printed before the all-in count):
 #      width=W instructions_per_byte=X
@@ -129,7 +135,8 @@ for w in 1 8; do
   sass "$w" "$work/m$w.sass" -DIBP_KERNEL_SASS_MARKS
   python3 bench/lib/sass_marks.py regions ibp_decompress "$work/m$w.sass" \
     >"$work/m$w.regions"
-  "$count" --sizes 256,400,1024,4096,65536 --widths "$w" >"$work/m$w.hits"
+  "$count" --sizes 256,400,1024,4096,65536 --widths "$w" \
+    --stage-sizes 1024,4096 >"$work/m$w.hits"
   python3 bench/lib/sass_marks.py combine "$work/m$w.regions" \
     "$work/m$w.hits" ${IBP_SASS_DETAIL:+--detail}
 done

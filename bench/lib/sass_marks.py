@@ -22,7 +22,8 @@ docs/ARCHITECTURE.md "Counting a tensor's instructions").
       lanes, summed over the warps).  Prints per case
       `size=R width=W instructions_per_byte_all_in=X`, X = sum of P x I
       over the marks (the entry with MARK_ENTRY's passes) / B, and with
-      --detail the marks' shares.
+      --detail the marks' shares.  A case of a region with a coding stage
+      (`case stage=S dtype=D size=R ...`) prints `stage=S dtype=D ` first.
 
 The divergent fallback of the warp collectives (BRA.DIV's target) is left
 out: a warp on the decode path is converged."""
@@ -204,9 +205,11 @@ def combine(regions_path, hits_path, detail):
                                                    "MARK_GROUP_STEP"]
         steps = [ids[n] for n in steps if n in ids]
         loop = ins.get(max(steps, key=lambda m: hits.get(m, 0)), 0)
-        print("size=%s width=%s instructions_per_byte_all_in=%.3f path=%s "
+        stage = ("stage=%s dtype=%s " % (f["stage"], f["dtype"])
+                 if "stage" in f else "")
+        print("%ssize=%s width=%s instructions_per_byte_all_in=%.3f path=%s "
               "loop_instructions_per_byte=%.3f" %
-              (f["size"], f["width"], total / float(f["bytes"]),
+              (stage, f["size"], f["width"], total / float(f["bytes"]),
                "block" if block else "warp", loop / 512.0))
         if detail:
             for n, m, p in sorted(parts, reverse=True):
