@@ -46,7 +46,7 @@ def mark_names():
     src = open(SOURCE).read()
     body = src[src.index("MARK_ENTRY = 1"):]
     body = body[:body.index("}")]
-    names = re.findall(r"\b(MARK_[A-Z_]+)\b", re.sub(r"/\*.*?\*/", "", body,
+    names = re.findall(r"\b(MARK_[A-Z0-9_]+)\b", re.sub(r"/\*.*?\*/", "", body,
                                                     flags=re.S))
     return {n: i + 1 for i, n in enumerate(names)}
 
