@@ -571,7 +571,15 @@ template <unsigned C> IBP_DEV void decode_group(const tensor_job *j) {
         block_out<C>(pl, sw, base + R / C + within, S, fit, pre, n);
     if (live)
       ibp_dev_st16(j->dst + BLOCK * (g + lane), v);
-    for (b += 32; b >= R / BLOCK; b -= R / BLOCK) { /* the next step's */
+    /* the next step's tensor and block: one tensor on at most for R of
+     * 512 bytes and more, without a loop; smaller tensors loop on */
+    const uint32_t bt = R / BLOCK;
+    b += 32;
+    if (b >= bt) {
+      b -= bt;
+      i++;
+    }
+    for (; b >= bt; b -= bt) {
       IBP_MARK(MARK_GROUP_NEXT);
       i++;
     }
@@ -816,8 +824,16 @@ IBP_DEV void take_carry(const tensor_job *j, const tensor_job *next) {
 /* ---- the kernels
  * --------------------------------------------------------------- */
 
-IBP_DEV int bit_set(const uint32_t *bits, uint64_t i) {
-  return bits && ((ibp_dev_ldg_u32(bits + (i >> 5)) >> (i & 31)) & 1);
+/* Whether tensor i is served from its stream: compressed, not dirty, not
+ * busy (its bits in word w = i / 32 of each map, at bit b = i % 32).  No
+ * branch between the three loads: a group look-up's lanes ask at once. */
+IBP_DEV uint32_t clean_coded(const ibp_decompress_args &a, uint64_t w,
+                             uint32_t b) {
+  const uint32_t *fl = a.flags, *di = a.dirty, *bu = a.busy;
+  const uint32_t f = fl ? ibp_dev_ldg_u32(fl + w) : 0u;
+  const uint32_t d = di ? ibp_dev_ldg_u32(di + w) : 0u;
+  const uint32_t y = bu ? ibp_dev_ldg_u32(bu + w) : 0u;
+  return ((f & ~(d | y)) >> b) & 1u;
 }
 
 /* Tensor t's cluster id (docs/FORMAT.md §4): b = 1, 2, 4 or 8 bits per
@@ -869,8 +885,8 @@ IBP_DEV void group_job(const ibp_decompress_args &a, uint64_t t, uint32_t most,
     const uint64_t at = ibp_dev_ldg_u64((const uint8_t *)(a.offsets + ti));
     const uint32_t len = ibp_dev_ldg_u32(a.lengths + ti);
     const int w = a.staged && at >= a.staged_lo && at + len <= a.staged_hi;
-    ok = at - off + len <= room && len && w == in_window &&
-         bit_set(a.flags, ti) && !bit_set(a.dirty, ti) && !bit_set(a.busy, ti);
+    ok = (at - off + len <= room) & (len != 0) & (w == in_window) &
+         (int)clean_coded(a, ti >> 5, (uint32_t)ti & 31u);
     o = (uint32_t)(at - off);
     end = o + len;
   }
@@ -908,16 +924,15 @@ IBP_DEV int group_lookup(const ibp_decompress_args &a, uint8_t *dst, uint64_t t,
   const unsigned lane = ibp_dev_lane();
   const uint64_t ti = t + lane;
   const uint32_t R = a.tensor_bytes;
-  uint64_t at = 0;
-  uint32_t len = 0;
-  int ok = 0, w = 0;
-  if (lane < most && ti < a.tensors && (lane + 1) * R <= rest) {
-    at = ibp_dev_ldg_u64((const uint8_t *)(a.offsets + ti));
-    len = ibp_dev_ldg_u32(a.lengths + ti);
-    w = a.staged && at >= a.staged_lo && at + len <= a.staged_hi;
-    ok = len && bit_set(a.flags, ti) && !bit_set(a.dirty, ti) &&
-         !bit_set(a.busy, ti);
-  }
+  /* every lane loads (a lane past the group reads tensor t's, which
+   * exists), then the lanes past it are dropped: no branch around loads */
+  const bool in = lane < most && ti < a.tensors && (lane + 1) * R <= rest;
+  const uint64_t tl = in ? ti : t;
+  const uint64_t at = ibp_dev_ldg_u64((const uint8_t *)(a.offsets + tl));
+  const uint32_t len = ibp_dev_ldg_u32(a.lengths + tl);
+  const int w =
+      (a.staged != nullptr) & (at >= a.staged_lo) & (at + len <= a.staged_hi);
+  int ok = in & (len != 0) & (int)clean_coded(a, tl >> 5, (uint32_t)tl & 31u);
   /* tensor t's stream: where the group is read from */
   const uint32_t at0_lo = ibp_dev_shfl((uint32_t)at, 0);
   const uint32_t at0_hi = ibp_dev_shfl((uint32_t)(at >> 32), 0);
@@ -930,7 +945,8 @@ IBP_DEV int group_lookup(const ibp_decompress_args &a, uint8_t *dst, uint64_t t,
       cap - (uint32_t)((uintptr_t)stream & (PIECE - 1)) - 32 - 16;
   const uint32_t o = (uint32_t)(at - off), end = o + len;
   const uint32_t prev = ibp_dev_shfl_up(end, 1);
-  ok = ok && (lane == 0 || (w == w0 && at - off + len <= room && o == prev));
+  ok =
+      ok & ((lane == 0) | ((w == w0) & (at - off + len <= room) & (o == prev)));
   const uint32_t yes = ibp_dev_ballot(ok);
   if (!(yes & 1u))
     return 0;
@@ -974,9 +990,12 @@ IBP_DEV int unit_job(const ibp_decompress_args &a, const copy_range &c,
   const uint64_t R = a.tensor_bytes;
   const uint64_t g0 = c.first_tensor * R + c.first_offset, g1 = g0 + c.length;
   const uint64_t start = t * R;
-  if (G && t < a.tensors && a.clusters <= 1 && !a.stages && R % BLOCK == 0 &&
-      g0 <= start && start + R <= g1 &&
-      (((uintptr_t)c.dst - g0) & (BLOCK - 1)) == 0 &&
+  /* (every condition evaluated: the fields are the launch's, no branch
+   * between their loads) */
+  if (G &&
+      (t < a.tensors) & (a.clusters <= 1) & (a.stages == nullptr) &
+          (R % BLOCK == 0) & (g0 <= start) & (start + R <= g1) &
+          ((((uintptr_t)c.dst - g0) & (BLOCK - 1)) == 0) &&
       group_lookup(a, c.dst + (start - g0), t, most, cap,
                    (uint32_t)min_u64(g1 - start, 0xFFFFFFFFu),
                    (uint32_t)(stage - ibp_dev_shared()), j))
@@ -1023,8 +1042,7 @@ IBP_DEV int unit_job(const ibp_decompress_args &a, const copy_range &c,
   /* One answer per warp: the dirty bits may change while the kernel runs
    * (libibp recompresses written tensors and clears them), and lanes that
    * disagreed would diverge around the warp collectives. */
-  unsigned coded = t < a.tensors && len && bit_set(a.flags, t) &&
-                   !bit_set(a.dirty, t) && !bit_set(a.busy, t);
+  unsigned coded = t < a.tensors && len && clean_coded(a, t >> 5, t & 31u);
   coded = ibp_dev_shfl(coded, 0);
   if (coded && most > 1 && a.clusters <= 1 && !a.stages && R % BLOCK == 0 &&
       lo == start && hi == start + R &&
