@@ -240,11 +240,14 @@ IBP_DEV uint32_t block_fits(const uint32_t *sw, uint32_t bit0, uint32_t b) {
 }
 
 /* 0xFF in each byte of word i of the block whose chunk fits. */
+/* (1- and 2-byte chunks: a multiply moves fit bit k to the top bit of the
+ * chunk's first byte -- the partial products never meet -- and one prmt
+ * copies each top bit over its bytes.) */
 template <unsigned C> IBP_DEV uint32_t fit_bytes(uint32_t f, unsigned i) {
   if (C == 1)
-    return ((((f >> (4 * i)) & 15u) * 0x00204081u) & 0x01010101u) * 0xFFu;
+    return ibp_dev_prmt(((f >> (4 * i)) & 15u) * 0x10204080u, 0, 0xBA98u);
   if (C == 2)
-    return ((((f >> (2 * i)) & 3u) * 0x8001u) & 0x00010001u) * 0xFFFFu;
+    return ibp_dev_prmt(((f >> (2 * i)) & 3u) * 0x00400080u, 0, 0xAA88u);
   return 0u - ((f >> (C == 4 ? i : i / 2)) & 1u);
 }
 
@@ -267,12 +270,13 @@ template <unsigned C> struct max_stages {
  * (pre: per byte, the bits the chunks before it in the word do not carry,
  * summed). */
 template <unsigned C> IBP_DEV uint32_t spread_chunks(uint32_t x, uint32_t pre) {
+  /* (a prmt takes byte k of pre as a shift: one instruction, not two) */
   if (C == 1)
-    return (x & 0xFFu) | ((x << ((pre >> 8) & 0xFFu)) & 0xFF00u) |
-           ((x << ((pre >> 16) & 0xFFu)) & 0xFF0000u) |
+    return (x & 0xFFu) | ((x << ibp_dev_prmt(pre, 0, 0x4441u)) & 0xFF00u) |
+           ((x << ibp_dev_prmt(pre, 0, 0x4442u)) & 0xFF0000u) |
            ((x << (pre >> 24)) & 0xFF000000u);
   if (C == 2)
-    return (x & 0xFFFFu) | ((x << ((pre >> 16) & 0xFFu)) & 0xFFFF0000u);
+    return (x & 0xFFFFu) | ((x << ibp_dev_prmt(pre, 0, 0x4442u)) & 0xFFFF0000u);
   return x;
 }
 
