@@ -310,17 +310,16 @@ IBP_DEV uint32_t blocks_bits(const decode_ctx &x, uint32_t lo, uint32_t hi) {
     uint32_t n = 0;
     if (b < hi) {
       const uint8_t *pl = x.plan + b * ((4 + x.S) * BLOCK);
-      uint32_t inv[4], shrt[4];
+      uint32_t inv[4], shrt[4], d = 0;
       load4(inv, pl + 2 * BLOCK);
       load4(shrt, pl + 3 * BLOCK);
       const uint32_t f = NB ? 0xFFFFu : block_fits<C>(x.sw, x.bit0, b);
-      IBP_UNROLL
-      for (unsigned i = 0; i < 4; i++)
-        n += 32 - byte_sum(dropped(fit_bytes<C>(f, i), inv[i], shrt[i]));
+      IBP_UNROLL /* (per byte at most 4 x 8 dropped bits: no carry) */
+          for (unsigned i = 0; i < 4; i++) d +=
+          dropped(fit_bytes<C>(f, i), inv[i], shrt[i]);
+      n = 128 - byte_sum(d);
     }
-    unsigned total;
-    ibp_dev_warp_exclusive_scan(n, &total);
-    sum += total;
+    sum += ibp_dev_warp_sum(n);
   }
   IBP_MARK(MARK_BITS_END);
   return sum;

@@ -168,6 +168,18 @@ IBP_DEV unsigned ibp_dev_warp_exclusive_scan(unsigned v, unsigned *total) {
   return x - v;
 }
 
+/* The sum of v over the warp, in every lane: one instruction (redux) from
+ * sm_80 on, five butterfly steps before. */
+IBP_DEV unsigned ibp_dev_warp_sum(unsigned v) {
+#if __CUDA_ARCH__ >= 800
+  return __reduce_add_sync(0xFFFFFFFFu, v);
+#else
+  for (unsigned d = 16; d > 0; d /= 2)
+    v += __shfl_xor_sync(0xFFFFFFFFu, v, d);
+  return v;
+#endif
+}
+
 #else
 /* ======================= SIMT emulator ==================================== */
 
@@ -281,6 +293,11 @@ IBP_DEV uint32_t ibp_dev_ldg_u32(const uint32_t *p) {
  * collective, and the five shuffle steps only move registers. */
 IBP_DEV unsigned ibp_dev_warp_exclusive_scan(unsigned v, unsigned *total) {
   return simt_scan_add(0xFFFFFFFFu, v, total);
+}
+IBP_DEV unsigned ibp_dev_warp_sum(unsigned v) {
+  unsigned total;
+  (void)simt_scan_add(0xFFFFFFFFu, v, &total);
+  return total;
 }
 
 #endif
