@@ -72,6 +72,7 @@ enum {
   MARK_STAGE_JOB,    /* a walk's tensor with a coding stage: its stage */
   MARK_GROUP_LOOKUP, /* a unit's look-up, as a group where it can be */
   MARK_DIV64,        /* a 64-bit division (a copy past 4 GiB of its region) */
+  MARK_STAGE_REST,   /* a stage job's IBP bits past its window counted */
   MARK_COUNT
 };
 
@@ -516,6 +517,8 @@ IBP_DEV void decode_stage(const tensor_job *j, uint32_t b) {
   const ibp_kernel_stage *st = j->stage;
   if ((j->w1 + BLOCK - 1) / BLOCK < (j->R + BLOCK - 1) / BLOCK)
     b += job_rest_bits(j, ibp_dev_ldg_u32(&st->no_bitmap) != 0);
+  /* (the stage's set-up below is its own code, not the count's BITS_END) */
+  IBP_MARK(MARK_STAGE_REST);
   stage_exp_job s;
   s.sw = (const uint32_t *)job_stage(j);
   s.table = st->table; /* (L1-cached global memory) */
