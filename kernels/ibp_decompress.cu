@@ -930,15 +930,15 @@ IBP_DEV int group_lookup(const ibp_decompress_args &a, uint8_t *dst, uint64_t t,
   const unsigned lane = ibp_dev_lane();
   const uint64_t ti = t + lane;
   const uint32_t R = a.tensor_bytes;
-  /* every lane loads (a lane past the group reads tensor t's, which
-   * exists), then the lanes past it are dropped: no branch around loads */
-  const bool in = lane < most && ti < a.tensors && (lane + 1) * R <= rest;
-  const uint64_t tl = in ? ti : t;
-  const uint64_t at = ibp_dev_ldg_u64((const uint8_t *)(a.offsets + tl));
-  const uint32_t len = ibp_dev_ldg_u32(a.lengths + tl);
-  const int w =
-      (a.staged != nullptr) & (at >= a.staged_lo) & (at + len <= a.staged_hi);
-  int ok = in & (len != 0) & (int)clean_coded(a, tl >> 5, (uint32_t)tl & 31u);
+  uint64_t at = 0;
+  uint32_t len = 0;
+  int ok = 0, w = 0;
+  if (lane < most && ti < a.tensors && (lane + 1) * R <= rest) {
+    at = ibp_dev_ldg_u64((const uint8_t *)(a.offsets + ti));
+    len = ibp_dev_ldg_u32(a.lengths + ti);
+    w = a.staged && at >= a.staged_lo && at + len <= a.staged_hi;
+    ok = len && clean_coded(a, ti >> 5, (uint32_t)ti & 31u);
+  }
   /* tensor t's stream: where the group is read from */
   const uint32_t at0_lo = ibp_dev_shfl((uint32_t)at, 0);
   const uint32_t at0_hi = ibp_dev_shfl((uint32_t)(at >> 32), 0);
@@ -951,8 +951,7 @@ IBP_DEV int group_lookup(const ibp_decompress_args &a, uint8_t *dst, uint64_t t,
       cap - (uint32_t)((uintptr_t)stream & (PIECE - 1)) - 32 - 16;
   const uint32_t o = (uint32_t)(at - off), end = o + len;
   const uint32_t prev = ibp_dev_shfl_up(end, 1);
-  ok =
-      ok & ((lane == 0) | ((w == w0) & (at - off + len <= room) & (o == prev)));
+  ok = ok && (lane == 0 || (w == w0 && at - off + len <= room && o == prev));
   const uint32_t yes = ibp_dev_ballot(ok);
   if (!(yes & 1u))
     return 0;
@@ -996,12 +995,9 @@ IBP_DEV int unit_job(const ibp_decompress_args &a, const copy_range &c,
   const uint64_t R = a.tensor_bytes;
   const uint64_t g0 = c.first_tensor * R + c.first_offset, g1 = g0 + c.length;
   const uint64_t start = t * R;
-  /* (every condition evaluated: the fields are the launch's, no branch
-   * between their loads) */
-  if (G &&
-      (t < a.tensors) & (a.clusters <= 1) & (a.stages == nullptr) &
-          (R % BLOCK == 0) & (g0 <= start) & (start + R <= g1) &
-          ((((uintptr_t)c.dst - g0) & (BLOCK - 1)) == 0) &&
+  if (G && t < a.tensors && a.clusters <= 1 && !a.stages && R % BLOCK == 0 &&
+      g0 <= start && start + R <= g1 &&
+      (((uintptr_t)c.dst - g0) & (BLOCK - 1)) == 0 &&
       group_lookup(a, c.dst + (start - g0), t, most, cap,
                    (uint32_t)min_u64(g1 - start, 0xFFFFFFFFu),
                    (uint32_t)(stage - ibp_dev_shared()), j))
