@@ -72,6 +72,7 @@ enum {
   MARK_STAGE_JOB,    /* a walk's tensor with a coding stage: its stage */
   MARK_GROUP_LOOKUP, /* a unit's look-up, as a group where it can be */
   MARK_DIV64,        /* a 64-bit division (a copy past 4 GiB of its region) */
+  MARK_STAGE_REST,   /* a stage job's IBP bits past its window counted */
   MARK_COUNT
 };
 
@@ -240,11 +241,14 @@ IBP_DEV uint32_t block_fits(const uint32_t *sw, uint32_t bit0, uint32_t b) {
 }
 
 /* 0xFF in each byte of word i of the block whose chunk fits. */
+/* (1- and 2-byte chunks: a multiply moves fit bit k to the top bit of the
+ * chunk's first byte -- the partial products never meet -- and one prmt
+ * copies each top bit over its bytes.) */
 template <unsigned C> IBP_DEV uint32_t fit_bytes(uint32_t f, unsigned i) {
   if (C == 1)
-    return ((((f >> (4 * i)) & 15u) * 0x00204081u) & 0x01010101u) * 0xFFu;
+    return ibp_dev_prmt(((f >> (4 * i)) & 15u) * 0x10204080u, 0, 0xBA98u);
   if (C == 2)
-    return ((((f >> (2 * i)) & 3u) * 0x8001u) & 0x00010001u) * 0xFFFFu;
+    return ibp_dev_prmt(((f >> (2 * i)) & 3u) * 0x00400080u, 0, 0xAA88u);
   return 0u - ((f >> (C == 4 ? i : i / 2)) & 1u);
 }
 
@@ -267,12 +271,13 @@ template <unsigned C> struct max_stages {
  * (pre: per byte, the bits the chunks before it in the word do not carry,
  * summed). */
 template <unsigned C> IBP_DEV uint32_t spread_chunks(uint32_t x, uint32_t pre) {
+  /* (a prmt takes byte k of pre as a shift: one instruction, not two) */
   if (C == 1)
-    return (x & 0xFFu) | ((x << ((pre >> 8) & 0xFFu)) & 0xFF00u) |
-           ((x << ((pre >> 16) & 0xFFu)) & 0xFF0000u) |
+    return (x & 0xFFu) | ((x << ibp_dev_prmt(pre, 0, 0x4441u)) & 0xFF00u) |
+           ((x << ibp_dev_prmt(pre, 0, 0x4442u)) & 0xFF0000u) |
            ((x << (pre >> 24)) & 0xFF000000u);
   if (C == 2)
-    return (x & 0xFFFFu) | ((x << ((pre >> 16) & 0xFFu)) & 0xFFFF0000u);
+    return (x & 0xFFFFu) | ((x << ibp_dev_prmt(pre, 0, 0x4442u)) & 0xFFFF0000u);
   return x;
 }
 
@@ -306,17 +311,16 @@ IBP_DEV uint32_t blocks_bits(const decode_ctx &x, uint32_t lo, uint32_t hi) {
     uint32_t n = 0;
     if (b < hi) {
       const uint8_t *pl = x.plan + b * ((4 + x.S) * BLOCK);
-      uint32_t inv[4], shrt[4];
+      uint32_t inv[4], shrt[4], d = 0;
       load4(inv, pl + 2 * BLOCK);
       load4(shrt, pl + 3 * BLOCK);
       const uint32_t f = NB ? 0xFFFFu : block_fits<C>(x.sw, x.bit0, b);
-      IBP_UNROLL
-      for (unsigned i = 0; i < 4; i++)
-        n += 32 - byte_sum(dropped(fit_bytes<C>(f, i), inv[i], shrt[i]));
+      IBP_UNROLL /* (per byte at most 4 x 8 dropped bits: no carry) */
+          for (unsigned i = 0; i < 4; i++) d +=
+          dropped(fit_bytes<C>(f, i), inv[i], shrt[i]);
+      n = 128 - byte_sum(d);
     }
-    unsigned total;
-    ibp_dev_warp_exclusive_scan(n, &total);
-    sum += total;
+    sum += ibp_dev_warp_sum(n);
   }
   IBP_MARK(MARK_BITS_END);
   return sum;
@@ -513,6 +517,8 @@ IBP_DEV void decode_stage(const tensor_job *j, uint32_t b) {
   const ibp_kernel_stage *st = j->stage;
   if ((j->w1 + BLOCK - 1) / BLOCK < (j->R + BLOCK - 1) / BLOCK)
     b += job_rest_bits(j, ibp_dev_ldg_u32(&st->no_bitmap) != 0);
+  /* (the stage's set-up below is its own code, not the count's BITS_END) */
+  IBP_MARK(MARK_STAGE_REST);
   stage_exp_job s;
   s.sw = (const uint32_t *)job_stage(j);
   s.table = st->table; /* (L1-cached global memory) */
@@ -571,7 +577,15 @@ template <unsigned C> IBP_DEV void decode_group(const tensor_job *j) {
         block_out<C>(pl, sw, base + R / C + within, S, fit, pre, n);
     if (live)
       ibp_dev_st16(j->dst + BLOCK * (g + lane), v);
-    for (b += 32; b >= R / BLOCK; b -= R / BLOCK) { /* the next step's */
+    /* the next step's tensor and block: one tensor on at most for R of
+     * 512 bytes and more, without a loop; smaller tensors loop on */
+    const uint32_t bt = R / BLOCK;
+    b += 32;
+    if (b >= bt) {
+      b -= bt;
+      i++;
+    }
+    for (; b >= bt; b -= bt) {
       IBP_MARK(MARK_GROUP_NEXT);
       i++;
     }
@@ -816,8 +830,16 @@ IBP_DEV void take_carry(const tensor_job *j, const tensor_job *next) {
 /* ---- the kernels
  * --------------------------------------------------------------- */
 
-IBP_DEV int bit_set(const uint32_t *bits, uint64_t i) {
-  return bits && ((ibp_dev_ldg_u32(bits + (i >> 5)) >> (i & 31)) & 1);
+/* Whether tensor i is served from its stream: compressed, not dirty, not
+ * busy (its bits in word w = i / 32 of each map, at bit b = i % 32).  No
+ * branch between the three loads: a group look-up's lanes ask at once. */
+IBP_DEV uint32_t clean_coded(const ibp_decompress_args &a, uint64_t w,
+                             uint32_t b) {
+  const uint32_t *fl = a.flags, *di = a.dirty, *bu = a.busy;
+  const uint32_t f = fl ? ibp_dev_ldg_u32(fl + w) : 0u;
+  const uint32_t d = di ? ibp_dev_ldg_u32(di + w) : 0u;
+  const uint32_t y = bu ? ibp_dev_ldg_u32(bu + w) : 0u;
+  return ((f & ~(d | y)) >> b) & 1u;
 }
 
 /* Tensor t's cluster id (docs/FORMAT.md §4): b = 1, 2, 4 or 8 bits per
@@ -869,8 +891,8 @@ IBP_DEV void group_job(const ibp_decompress_args &a, uint64_t t, uint32_t most,
     const uint64_t at = ibp_dev_ldg_u64((const uint8_t *)(a.offsets + ti));
     const uint32_t len = ibp_dev_ldg_u32(a.lengths + ti);
     const int w = a.staged && at >= a.staged_lo && at + len <= a.staged_hi;
-    ok = at - off + len <= room && len && w == in_window &&
-         bit_set(a.flags, ti) && !bit_set(a.dirty, ti) && !bit_set(a.busy, ti);
+    ok = (at - off + len <= room) & (len != 0) & (w == in_window) &
+         (int)clean_coded(a, ti >> 5, (uint32_t)ti & 31u);
     o = (uint32_t)(at - off);
     end = o + len;
   }
@@ -915,8 +937,7 @@ IBP_DEV int group_lookup(const ibp_decompress_args &a, uint8_t *dst, uint64_t t,
     at = ibp_dev_ldg_u64((const uint8_t *)(a.offsets + ti));
     len = ibp_dev_ldg_u32(a.lengths + ti);
     w = a.staged && at >= a.staged_lo && at + len <= a.staged_hi;
-    ok = len && bit_set(a.flags, ti) && !bit_set(a.dirty, ti) &&
-         !bit_set(a.busy, ti);
+    ok = len && clean_coded(a, ti >> 5, (uint32_t)ti & 31u);
   }
   /* tensor t's stream: where the group is read from */
   const uint32_t at0_lo = ibp_dev_shfl((uint32_t)at, 0);
@@ -1023,8 +1044,7 @@ IBP_DEV int unit_job(const ibp_decompress_args &a, const copy_range &c,
   /* One answer per warp: the dirty bits may change while the kernel runs
    * (libibp recompresses written tensors and clears them), and lanes that
    * disagreed would diverge around the warp collectives. */
-  unsigned coded = t < a.tensors && len && bit_set(a.flags, t) &&
-                   !bit_set(a.dirty, t) && !bit_set(a.busy, t);
+  unsigned coded = t < a.tensors && len && clean_coded(a, t >> 5, t & 31u);
   coded = ibp_dev_shfl(coded, 0);
   if (coded && most > 1 && a.clusters <= 1 && !a.stages && R % BLOCK == 0 &&
       lo == start && hi == start + R &&

@@ -134,6 +134,14 @@ IBP_DEV void ibp_dev_st16(uint8_t *p, ibp_dev_u128 v) {
 IBP_DEV uint32_t ibp_dev_funnel_r(uint32_t lo, uint32_t hi, uint32_t sh) {
   return __funnelshift_r(lo, hi, sh);
 }
+/* PTX prmt.b32 (default mode): byte n of the result is byte s_n & 7 of
+ * b:a (a bytes 0-3, b bytes 4-7), or, where s_n & 8, that byte's top bit
+ * copied into all 8 bits (s_n: nibble n of s). */
+IBP_DEV uint32_t ibp_dev_prmt(uint32_t a, uint32_t b, uint32_t s) {
+  uint32_t r;
+  asm("prmt.b32 %0, %1, %2, %3;" : "=r"(r) : "r"(a), "r"(b), "r"(s));
+  return r;
+}
 IBP_DEV uint64_t ibp_dev_ldg_u64(const uint8_t *p) {
   return __ldg((const unsigned long long *)p);
 }
@@ -158,6 +166,18 @@ IBP_DEV unsigned ibp_dev_warp_exclusive_scan(unsigned v, unsigned *total) {
   IBP_DEV_SCAN_STEP(16);
   *total = __shfl_sync(0xFFFFFFFFu, x, 31);
   return x - v;
+}
+
+/* The sum of v over the warp, in every lane: one instruction (redux) from
+ * sm_80 on, five butterfly steps before. */
+IBP_DEV unsigned ibp_dev_warp_sum(unsigned v) {
+#if __CUDA_ARCH__ >= 800
+  return __reduce_add_sync(0xFFFFFFFFu, v);
+#else
+  for (unsigned d = 16; d > 0; d /= 2)
+    v += __shfl_xor_sync(0xFFFFFFFFu, v, d);
+  return v;
+#endif
 }
 
 #else
@@ -248,6 +268,18 @@ IBP_DEV void ibp_dev_st16(uint8_t *p, ibp_dev_u128 v) {
 IBP_DEV uint32_t ibp_dev_funnel_r(uint32_t lo, uint32_t hi, uint32_t sh) {
   return (uint32_t)((((uint64_t)hi << 32) | lo) >> (sh & 31));
 }
+IBP_DEV uint32_t ibp_dev_prmt(uint32_t a, uint32_t b, uint32_t s) {
+  const uint64_t ba = ((uint64_t)b << 32) | a;
+  uint32_t r = 0;
+  for (unsigned n = 0; n < 4; n++) {
+    const unsigned sn = (s >> (4 * n)) & 15u;
+    uint32_t byte = (uint32_t)(ba >> (8 * (sn & 7u))) & 0xFFu;
+    if (sn & 8u)
+      byte = (byte & 0x80u) ? 0xFFu : 0u;
+    r |= byte << (8 * n);
+  }
+  return r;
+}
 IBP_DEV uint64_t ibp_dev_ldg_u64(const uint8_t *p) {
   uint64_t v;
   memcpy(&v, p, 8);
@@ -261,6 +293,11 @@ IBP_DEV uint32_t ibp_dev_ldg_u32(const uint32_t *p) {
  * collective, and the five shuffle steps only move registers. */
 IBP_DEV unsigned ibp_dev_warp_exclusive_scan(unsigned v, unsigned *total) {
   return simt_scan_add(0xFFFFFFFFu, v, total);
+}
+IBP_DEV unsigned ibp_dev_warp_sum(unsigned v) {
+  unsigned total;
+  (void)simt_scan_add(0xFFFFFFFFu, v, &total);
+  return total;
 }
 
 #endif
