@@ -315,9 +315,10 @@ IBP_DEV uint32_t blocks_bits(const decode_ctx &x, uint32_t lo, uint32_t hi) {
       load4(inv, pl + 2 * BLOCK);
       load4(shrt, pl + 3 * BLOCK);
       const uint32_t f = NB ? 0xFFFFu : block_fits<C>(x.sw, x.bit0, b);
-      IBP_UNROLL /* (per byte at most 4 x 8 dropped bits: no carry) */
-          for (unsigned i = 0; i < 4; i++) d +=
-          dropped(fit_bytes<C>(f, i), inv[i], shrt[i]);
+      /* (per byte at most 4 x 8 dropped bits: no carry) */
+      IBP_UNROLL
+      for (unsigned i = 0; i < 4; i++)
+        d += dropped(fit_bytes<C>(f, i), inv[i], shrt[i]);
       n = 128 - byte_sum(d);
     }
     sum += ibp_dev_warp_sum(n);
