@@ -216,20 +216,48 @@ static int measured(const ibp_choose_class *k,
          corrected(&k->route[b], prior[b].copies, now_ns);
 }
 
+/* Route r's estimate were its decoder as fast as it may be
+ * (ibp_route_cost.hope_gpu_ns), scaled as its estimate est is over its
+ * model: 0 where it is not guessed. */
+static double hope_ns(const ibp_route_cost *c, double est, double model) {
+  if (c->hope_gpu_ns <= 0 && c->hope_sm_ns <= 0)
+    return 0;
+  ibp_route_cost h = *c;
+  h.gpu_ns = c->hope_gpu_ns;
+  h.sm_ns = c->hope_sm_ns;
+  return scaled(&h, 1, 1) * (model > 0 ? est / model : 1);
+}
+
+/* Whether route r is worth exploring early: guessed, not measured by the
+ * class, explored fewer than IBP_CHOOSE_MIN_SAMPLES times, and at its hope
+ * (hope[r]) clearly cheaper than the choice's estimate -- it could win. */
+static int hopeful(const ibp_choose_class *k,
+                   const ibp_route_cost prior[IBP_ROUTES], int r,
+                   const double hope[IBP_ROUTES], double choice_ns,
+                   double now_ns) {
+  return prior[r].guessed && hope[r] > 0 &&
+         hope[r] * (1.0 + IBP_CHOOSE_HYSTERESIS) < choice_ns &&
+         k->route[r].explored < IBP_CHOOSE_MIN_SAMPLES &&
+         !judged(&k->route[r], prior[r].copies, now_ns);
+}
+
 /* The alternative to explore: an open route other than `go` that may be
  * explored now, the least measured first, then the cheapest; -1: none. */
 static int candidate(const ibp_choose_class *k, const double est[IBP_ROUTES],
-                     const ibp_route_cost prior[IBP_ROUTES], ibp_route go,
+                     const ibp_route_cost prior[IBP_ROUTES],
+                     const double hope[IBP_ROUTES], ibp_route go,
                      unsigned timable, double now_ns) {
   int pick = -1, pick_rank = 0;
   for (int r = 0; r < IBP_ROUTES; r++) {
     if (r == (int)go || est[r] <= 0 || k->route[r].wait ||
         k->route[r].pending || !(timable >> r & 1))
       continue;
-    /* unmeasured before measured, and among those a guessed prior first */
-    const int rank = judged(&k->route[r], prior[r].copies, now_ns) ? 2
-                     : prior[r].guessed                            ? 0
-                                                                   : 1;
+    /* unmeasured before measured, and among those a guessed prior first,
+     * one that could win before all */
+    const int rank = judged(&k->route[r], prior[r].copies, now_ns) ? 3
+                     : hopeful(k, prior, r, hope, est[go], now_ns) ? 0
+                     : prior[r].guessed                            ? 1
+                                                                   : 2;
     if (pick < 0 ||
         (rank != pick_rank ? rank < pick_rank : est[r] < est[pick])) {
       pick = r;
@@ -356,12 +384,21 @@ ibp_route ibp__choose_decide(ibp_choose_class *k,
   if (timing_credit > TIMING_CREDIT_MAX * timing_ns)
     timing_credit = TIMING_CREDIT_MAX * timing_ns;
   ibp_route take = go;
-  const int alt = candidate(k, est, prior, go, timable, now_ns);
+  double hope[IBP_ROUTES];
+  for (int r = 0; r < IBP_ROUTES; r++)
+    hope[r] = est[r] > 0 ? hope_ns(&prior[r], est[r], model[r]) : 0;
+  const int alt = candidate(k, est, prior, hope, go, timable, now_ns);
   /* what exploring it may cost: its estimate over the choice's, the
    * timing, and while it is unmeasured, IBP_CHOOSE_UNMEASURED of its
    * estimate again (the prior may be that wrong; ibp__choose_settle
    * charges what it took) */
   double cost = 0, cap = k->explore_cap_ns;
+  /* early: a route that could win, never measured, is explored at once on
+   * a loan -- the credit goes below 0, and later explorations wait until
+   * the class's copies have paid it back -- with no surcharge: a decoder
+   * no GPU timed is found out in a class's first copies, not after the
+   * hundreds the share would take to cover its prior's doubt */
+  const int early = alt >= 0 && hopeful(k, prior, alt, hope, est[go], now_ns);
   if (alt >= 0) {
     /* taken once, by itself (a batch of one copy: its model's figure
      * scaled as the class measured the route) */
@@ -369,7 +406,7 @@ ibp_route ibp__choose_decide(ibp_choose_class *k,
                             ? own[alt] * prior[alt].once_ns / model[alt]
                             : own[alt];
     cost = max2(0, once - est[go]) + timing_ns +
-           (judged(&k->route[alt], prior[alt].copies, now_ns)
+           (early || judged(&k->route[alt], prior[alt].copies, now_ns)
                 ? 0
                 : IBP_CHOOSE_UNMEASURED * once);
     /* saved up for a few explorations at most (while every alternative
@@ -378,7 +415,7 @@ ibp_route ibp__choose_decide(ibp_choose_class *k,
   }
   if (explore_credit > cap)
     explore_credit = max2(cap, k->explore_credit_ns);
-  if (alt >= 0 && explore_credit >= cost) {
+  if (alt >= 0 && (explore_credit >= cost || early)) {
     take = (ibp_route)alt;
     out->explore = out->timed = 1;
     out->charged_ns = cost;
@@ -409,7 +446,8 @@ ibp_route ibp__choose_decide(ibp_choose_class *k,
     k->route[take].explored++;
     k->explore_ns += cost;
     k->route[take].pending++;
-    space(&k->route[take]);
+    if (!early) /* the second early sample follows the first's settling */
+      space(&k->route[take]);
   }
   if ((int)go != out->modelled)
     k->overruled++;

@@ -145,6 +145,10 @@ typedef struct ibp_route_cost {
                       it adds to the GPU's time instead of overlapping it
                       (0: the stream's queued work covers it); libibp's own
                       work comes first in it (own_ns, up to lead_ns) */
+  /* A guessed route's GPU terms (gpu_ns, sm_ns) were the running decoder
+   * as fast as it may be (ibp__gate_hope): whether it could win at all,
+   * which is what makes it worth exploring early (0, 0: not guessed). */
+  double hope_gpu_ns, hope_sm_ns;
 } ibp_route_cost;
 
 /* Route cost c's GPU time with its first stage's time scaled by gr (the

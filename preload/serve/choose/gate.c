@@ -22,6 +22,9 @@
 #define MISMATCH_AFTER 32
 
 static ibp_profile profiles[IBP_MAX_DEVICES];
+/* each profile with its unmeasured decode terms at their hope (gate.h,
+ * ibp__gate_hope) */
+static ibp_profile hopes[IBP_MAX_DEVICES];
 /* ibp_profile_decode_measured(profile, IBP_DECODER_BUILD), once */
 static int decode_measured[IBP_MAX_DEVICES];
 static _Atomic int ready[IBP_MAX_DEVICES];
@@ -60,6 +63,16 @@ void ibp__gate_setup_device(int dev) {
   }
   const ibp_profile *p = &profiles[dev];
   decode_measured[dev] = ibp_profile_decode_measured(p, IBP_DECODER_BUILD);
+  hopes[dev] = *p;
+  if (!decode_measured[dev]) {
+    hopes[dev].decode_gbps_per_sm *= IBP_GATE_GUESS_SPAN;
+    hopes[dev].decode_h2d_gbps *= IBP_GATE_GUESS_SPAN;
+    hopes[dev].decode_tensor_us /= IBP_GATE_GUESS_SPAN;
+  }
+  if (!ibp_profile_stage_measured(p, IBP_DECODER_BUILD)) {
+    hopes[dev].stage_decode_gbps_per_sm *= IBP_GATE_GUESS_SPAN;
+    hopes[dev].stage_tensor_us /= IBP_GATE_GUESS_SPAN;
+  }
   ibp__stats_note_profile(dev, p->name, p->decoder_build, decode_measured[dev]);
   atomic_store_explicit(&ready[dev], 1, memory_order_release);
 }
@@ -69,6 +82,14 @@ const ibp_profile *ibp__gate_profile(int dev) {
       !atomic_load_explicit(&ready[dev], memory_order_acquire))
     return NULL;
   return &profiles[dev];
+}
+
+const ibp_profile *ibp__gate_hope(int dev) {
+  if (dev < 0 || dev >= IBP_MAX_DEVICES ||
+      !atomic_load_explicit(&ready[dev], memory_order_acquire) ||
+      decode_measured[dev])
+    return NULL;
+  return &hopes[dev];
 }
 
 int ibp__gate_decode_measured(int dev) {

@@ -35,6 +35,23 @@ const ibp_profile *ibp__gate_profile(int dev);
  * the device is not set up.  Lock-free; any thread. */
 int ibp__gate_decode_measured(int dev);
 
+/* How far an unmeasured decoder's speed may be from its profile's
+ * figures, at most: its decode terms (decode_gbps_per_sm, decode_h2d_gbps,
+ * decode_tensor_us; the stage's likewise) up to this many times faster.
+ * Not a measurement: the widest error the gate plans for.  The built-in
+ * profiles' decode terms are an older decoder's (h100-pcie5: 3.17 GB/s per
+ * SM); the running one was designed for 8 GB/s per SM (issue N), 2.5x
+ * that, and no GPU has timed it (docs/PROFILE.md, "Which decoder the
+ * decode terms are of"). */
+#define IBP_GATE_GUESS_SPAN 4.0
+
+/* Device dev's profile with its unmeasured decode terms at their hope
+ * (IBP_GATE_GUESS_SPAN times faster): what the routes that decode would
+ * cost were the running decoder as fast as it may be
+ * (ibp_route_cost.hope_ns).  NULL where the decode terms were measured
+ * with the running decoder, or the device is not set up.  Lock-free. */
+const ibp_profile *ibp__gate_hope(int dev);
+
 /* Flags the routes of prior[] that decode (all but the driver's copy) as
  * guesses where device dev's decode terms are unmeasured for this decoder
  * (ibp_route_cost.guessed: the chooser explores them early). */

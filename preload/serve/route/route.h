@@ -34,9 +34,11 @@ typedef struct ibp_route_copy {
   const ibp_copy *c;
   ibp_region_rec *r;
   ibp_served_region *s;
-  ibp_device_slot *slot; /* the region on the copy's device */
-  const ibp_profile *p;  /* that device's cost profile */
-  CUcontext ctx;         /* current */
+  ibp_device_slot *slot;   /* the region on the copy's device */
+  const ibp_profile *p;    /* that device's cost profile */
+  const ibp_profile *hope; /* p at its hope where its decode terms are
+                              unmeasured (ibp__gate_hope), else NULL */
+  CUcontext ctx;           /* current */
   int dev;
   ibp_class_mode mode;  /* single, or a copy that may be held for a batch */
   unsigned busy;        /* 0: its stream runs none of libibp's earlier work,

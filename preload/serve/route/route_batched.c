@@ -50,6 +50,12 @@ static ibp_route_cost prior(ibp_route_copy *x) {
                       .serial = 1,
                       .once_ns = (cpu1 + gpu1) / IBP_BATCH_MARGIN,
                       .copies = (uint32_t)x->batch_n};
+  if (x->hope) {
+    double hope_cpu;
+    ibp__route_batched_split(x->hope, &x->g, x->batch_n, own_call, &hope_cpu,
+                             &c.hope_gpu_ns);
+    c.hope_gpu_ns /= IBP_BATCH_MARGIN;
+  }
   c.cpu_ns += x->scan_ns / x->batch_n / IBP_BATCH_MARGIN;
   /* the hold and the scan are libibp's own, not driver calls */
   c.own_ns =

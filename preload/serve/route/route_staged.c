@@ -38,13 +38,21 @@ static ibp_route_cost prior(ibp_route_copy *x) {
     return (ibp_route_cost){0};
   const ibp_gate_staged *g = &x->sp.gate;
   const double cpu = 1e3 * cpu_us(x->p, g) + x->sync_ns;
+  /* its decodes at their hope: all of their time is the decoder's (they
+   * read device memory, or host bytes at the decoder's own rate) */
+  const double hope = x->hope ? 1.0 / IBP_GATE_GUESS_SPAN : 0;
   if (g->link_us <= 0) /* no window: the decodes alone */
-    return (ibp_route_cost){
-        .cpu_ns = cpu, .gpu_ns = 1e3 * g->gpu_us, .own_ns = x->sync_ns};
+    return (ibp_route_cost){.cpu_ns = cpu,
+                            .gpu_ns = 1e3 * g->gpu_us,
+                            .hope_gpu_ns = 1e3 * g->gpu_us * hope,
+                            .own_ns = x->sync_ns};
+  const double sm = g->sm_us > 0 ? 1e3 * g->sm_us : 0;
   return (ibp_route_cost){.cpu_ns = cpu,
                           .gpu_ns = 1e3 * g->link_us,
-                          .sm_ns = g->sm_us > 0 ? 1e3 * g->sm_us : 0,
+                          .sm_ns = sm,
                           .pipelined = g->pipelined,
+                          .hope_gpu_ns = hope > 0 ? 1e3 * g->link_us : 0,
+                          .hope_sm_ns = sm * hope,
                           .engine = 1,
                           .own_ns = x->sync_ns};
 }

@@ -18,11 +18,16 @@ static int feasible(const ibp_route_copy *x) {
 static ibp_route_cost prior(ibp_route_copy *x) {
   const ibp_profile *p = x->p;
   const ibp_gate_copy *g = &x->g;
+  const unsigned sms = g->sms ? g->sms : 1;
   return (ibp_route_cost){
       .cpu_ns = 1e3 * p->runtime_call_us + 1e3 * p->driver_launch_call_us +
                 x->sync_ns,
       .gpu_ns = 1e3 * ibp_profile_decode_us(p, g->host_bytes, g->bytes,
-                                            g->units, g->sms ? g->sms : 1),
+                                            g->units, sms),
+      .hope_gpu_ns = x->hope
+                         ? 1e3 * ibp_profile_decode_us(x->hope, g->host_bytes,
+                                                       g->bytes, g->units, sms)
+                         : 0,
       .own_ns = x->sync_ns};
 }
 

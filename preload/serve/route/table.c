@@ -23,6 +23,7 @@ static int open_(const ibp_route_cost *c) {
 
 void ibp__route_priors(ibp_route_copy *x, ibp_route_cost prior[IBP_ROUTES]) {
   memset(prior, 0, IBP_ROUTES * sizeof *prior);
+  x->hope = ibp__gate_hope(x->dev);
   for (int r = 0; r < IBP_ROUTES; r++)
     if (table[r]->feasible(x))
       prior[r] = table[r]->prior(x);

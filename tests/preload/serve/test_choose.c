@@ -159,9 +159,9 @@ static run simulate(sim *m, const ibp_route_cost prior[],
 
 /* 1 MiB copies in the model: the driver 80 us, the kernel 50 us (GPU). */
 static const ibp_route_cost PRIOR[IBP_ROUTES] = {
-    {2500, 80000, 0, 0, 0, 0, 0, 1, 0, 0, 0},
-    {2800, 50000, 0, 0, 0, 0, 0, 0, 0, 0, 0},
-    {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}};
+    {2500, 80000, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0},
+    {2800, 50000, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
+    {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}};
 
 static void test_truth_is_prior(void) {
   sim m;
@@ -198,9 +198,10 @@ static void test_prior_too_kind(void) {
  * driver (kernel 100 us modelled, 50 us true): exploration finds it, and
  * the class moves to it within 200 copies. */
 static void test_prior_too_harsh(void) {
-  ibp_route_cost prior[IBP_ROUTES] = {{2500, 80000, 0, 0, 0, 0, 0, 1, 0, 0, 0},
-                                      {2800, 100000, 0, 0, 0, 0, 0, 0, 0, 0, 0},
-                                      {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}};
+  ibp_route_cost prior[IBP_ROUTES] = {
+      {2500, 80000, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0},
+      {2800, 100000, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
+      {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}};
   ibp_route_cost truth[IBP_ROUTES];
   memcpy(truth, prior, sizeof truth);
   truth[IBP_ROUTE_ZEROCOPY].gpu_ns = 50000;
@@ -219,9 +220,10 @@ static void test_prior_too_harsh(void) {
  * (plus one exploration's cost) and back off -- few of them in 100000
  * copies. */
 static void test_exploration_bounded(void) {
-  ibp_route_cost prior[IBP_ROUTES] = {{2500, 30000, 0, 0, 0, 0, 0, 1, 0, 0, 0},
-                                      {2800, 90000, 0, 0, 0, 0, 0, 0, 0, 0, 0},
-                                      {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}};
+  ibp_route_cost prior[IBP_ROUTES] = {
+      {2500, 30000, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0},
+      {2800, 90000, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
+      {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}};
   sim m;
   sim_init(&m);
   run o = simulate(&m, prior, prior, 100000, IBP_ROUTE_DRIVER, 1);
@@ -243,10 +245,11 @@ static void test_exploration_bounded(void) {
  * to the driver within 400 copies (the first copy timed; the driver
  * explored once the 1 % budget covers it, twice before it counts). */
 static void test_batched_prior_too_kind(void) {
-  ibp_route_cost prior[IBP_ROUTES] = {{0, 5000, 0, 0, 0, 0, 0, 1, 0, 0, 0},
-                                      {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
-                                      {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
-                                      {1000, 3000, 1, 0, 0, 0, 0, 0, 0, 0, 0}};
+  ibp_route_cost prior[IBP_ROUTES] = {
+      {0, 5000, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0},
+      {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
+      {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
+      {1000, 3000, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}};
   ibp_route_cost truth[IBP_ROUTES];
   memcpy(truth, prior, sizeof truth);
   truth[IBP_ROUTE_DRIVER].gpu_ns = 2040;
@@ -267,10 +270,11 @@ static void test_batched_prior_too_kind(void) {
  * (1 + 6 us), which really takes 1 + 2 us: the class moves to the batch
  * within 600 copies. */
 static void test_batched_prior_too_harsh(void) {
-  ibp_route_cost prior[IBP_ROUTES] = {{0, 5000, 0, 0, 0, 0, 0, 1, 0, 0, 0},
-                                      {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
-                                      {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
-                                      {1000, 6000, 1, 0, 0, 0, 0, 0, 0, 0, 0}};
+  ibp_route_cost prior[IBP_ROUTES] = {
+      {0, 5000, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0},
+      {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
+      {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
+      {1000, 6000, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}};
   ibp_route_cost truth[IBP_ROUTES];
   memcpy(truth, prior, sizeof truth);
   truth[IBP_ROUTE_BATCHED].gpu_ns = 2000;
@@ -289,9 +293,9 @@ static void test_batched_prior_too_harsh(void) {
  * us true): explored like any route, taken within 300 copies. */
 static void test_staged_too_harsh(void) {
   ibp_route_cost prior[IBP_ROUTES] = {
-      {2500, 80000, 0, 0, 0, 0, 0, 1, 0, 0, 0},
-      {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
-      {6000, 120000, 0, 0, 0, 0, 0, 0, 0, 0, 0}};
+      {2500, 80000, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0},
+      {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
+      {6000, 120000, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}};
   ibp_route_cost truth[IBP_ROUTES];
   memcpy(truth, prior, sizeof truth);
   truth[IBP_ROUTE_STAGED].gpu_ns = 30000;
@@ -308,9 +312,10 @@ static void test_staged_too_harsh(void) {
  * the kernel (60 us against 90 us): believed as much as a cheaper one, and
  * the kernel taken within 100 copies. */
 static void test_driver_too_kind(void) {
-  ibp_route_cost prior[IBP_ROUTES] = {{2500, 60000, 0, 0, 0, 0, 0, 1, 0, 0, 0},
-                                      {2800, 90000, 0, 0, 0, 0, 0, 0, 0, 0, 0},
-                                      {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}};
+  ibp_route_cost prior[IBP_ROUTES] = {
+      {2500, 60000, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0},
+      {2800, 90000, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
+      {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}};
   ibp_route_cost truth[IBP_ROUTES];
   memcpy(truth, prior, sizeof truth);
   truth[IBP_ROUTE_DRIVER].cpu_ns *= 3;
@@ -327,10 +332,11 @@ static void test_driver_too_kind(void) {
  * the driver's copy 15 us but really 5 us (3x cheaper): the driver is
  * explored from the batched class and taken within 600 copies. */
 static void test_batched_driver_cheaper(void) {
-  ibp_route_cost prior[IBP_ROUTES] = {{2500, 15000, 0, 0, 0, 0, 0, 1, 0, 0, 0},
-                                      {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
-                                      {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
-                                      {1000, 6000, 1, 0, 0, 0, 0, 0, 0, 0, 0}};
+  ibp_route_cost prior[IBP_ROUTES] = {
+      {2500, 15000, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0},
+      {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
+      {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
+      {1000, 6000, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}};
   ibp_route_cost truth[IBP_ROUTES];
   memcpy(truth, prior, sizeof truth);
   truth[IBP_ROUTE_DRIVER].gpu_ns = 5000;
@@ -387,9 +393,10 @@ static void test_aging(void) {
 /* The exploration credit is capped: an alternative 3x worse, backing off
  * for thousands of copies, does not let the class save up for a burst. */
 static void test_credit_capped(void) {
-  ibp_route_cost prior[IBP_ROUTES] = {{2500, 30000, 0, 0, 0, 0, 0, 1, 0, 0, 0},
-                                      {2800, 90000, 0, 0, 0, 0, 0, 0, 0, 0, 0},
-                                      {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}};
+  ibp_route_cost prior[IBP_ROUTES] = {
+      {2500, 30000, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0},
+      {2800, 90000, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
+      {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}};
   sim m;
   sim_init(&m);
   run o = simulate(&m, prior, prior, 200000, IBP_ROUTE_DRIVER, 1);
@@ -440,9 +447,10 @@ static void test_timing_paused(void) {
  * explored again every few copies -- backing off is for a route that
  * measures worse. */
 static void test_backoff_only_worse(void) {
-  ibp_route_cost prior[IBP_ROUTES] = {{2500, 80000, 0, 0, 0, 0, 0, 1, 0, 0, 0},
-                                      {2800, 160000, 0, 0, 0, 0, 0, 0, 0, 0, 0},
-                                      {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}};
+  ibp_route_cost prior[IBP_ROUTES] = {
+      {2500, 80000, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0},
+      {2800, 160000, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
+      {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}};
   ibp_route_cost truth[IBP_ROUTES];
   memcpy(truth, prior, sizeof truth);
   truth[IBP_ROUTE_ZEROCOPY].gpu_ns = 77600;
@@ -479,9 +487,9 @@ static void test_timing_capped(void) {
   }
   CHECK(timed <= 5);
   ibp_route_cost three[IBP_ROUTES] = {
-      {2500, 50000, 0, 0, 0, 0, 0, 1, 0, 0, 0},
-      {2800, 60000, 0, 0, 0, 0, 0, 0, 0, 0, 0},
-      {2800, 100000, 0, 0, 0, 0, 0, 0, 0, 0, 0}};
+      {2500, 50000, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0},
+      {2800, 60000, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
+      {2800, 100000, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}};
   sim n;
   sim_init(&n);
   learn_twice(&n, IBP_ROUTE_ZEROCOPY, 0, 2800, 2800, 60000, 60000);
@@ -504,7 +512,7 @@ static void test_modes_share(void) {
   ibp__choose_class_init(&b, q);
   for (int i = 0; i < 4; i++)
     ibp__choose_learn(&a, IBP_ROUTE_DRIVER, 0, 7500, 2500, 15000, 5000, 1e6);
-  const ibp_route_cost drv = {2500, 5000, 0, 0, 0, 0, 0, 1, 0, 0, 0};
+  const ibp_route_cost drv = {2500, 5000, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0};
   CHECK(fabs(ibp__choose_estimate(&b, IBP_ROUTE_DRIVER, &drv, 1e6) - 15000) <
         1);
 }
@@ -515,9 +523,10 @@ static void test_modes_share(void) {
  * model's choice, never overruled.  Measured 10 % dearer (outside the
  * band), it is left. */
 static void test_dead_band(void) {
-  ibp_route_cost prior[IBP_ROUTES] = {{2500, 50100, 0, 0, 0, 0, 0, 1, 0, 0, 0},
-                                      {2800, 50000, 0, 0, 0, 0, 0, 0, 0, 0, 0},
-                                      {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}};
+  ibp_route_cost prior[IBP_ROUTES] = {
+      {2500, 50100, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0},
+      {2800, 50000, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
+      {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}};
   ibp_route_cost truth[IBP_ROUTES];
   memcpy(truth, prior, sizeof truth);
   truth[IBP_ROUTE_ZEROCOPY].gpu_ns *= 1.058;
@@ -604,7 +613,7 @@ static void test_bounds(void) {
         64 * 80000 + 1);
   CHECK(ibp__choose_estimate(&m.k, IBP_ROUTE_ZEROCOPY, &PRIOR[1], m.now) >=
         50000 / 64.0 - 1);
-  const ibp_route_cost serial = {1000, 3000, 1, 0, 0, 0, 0, 0, 0, 0, 0};
+  const ibp_route_cost serial = {1000, 3000, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
   CHECK(fabs(ibp__choose_estimate(&m.k, IBP_ROUTE_BATCHED, &serial, m.now) -
              4000) < 1);
 }
@@ -612,9 +621,10 @@ static void test_bounds(void) {
 /* An alternative 30x dearer than the choice: exploring it is dear, and
  * the share, not the back-off, is what bounds it. */
 static void test_exploration_costly(void) {
-  ibp_route_cost prior[IBP_ROUTES] = {{2500, 10000, 0, 0, 0, 0, 0, 1, 0, 0, 0},
-                                      {2800, 300000, 0, 0, 0, 0, 0, 0, 0, 0, 0},
-                                      {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}};
+  ibp_route_cost prior[IBP_ROUTES] = {
+      {2500, 10000, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0},
+      {2800, 300000, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
+      {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}};
   sim m;
   sim_init(&m);
   run o = simulate(&m, prior, prior, 20000, IBP_ROUTE_DRIVER, 1);
@@ -645,9 +655,10 @@ static void test_recovery(void) {
  * route not timable is never explored; the model's rule adds a serial
  * cost's terms. */
 static void test_rules(void) {
-  ibp_route_cost tie[IBP_ROUTES] = {{2500, 50000, 0, 0, 0, 0, 0, 1, 0, 0, 0},
-                                    {2500, 50000, 0, 0, 0, 0, 0, 0, 0, 0, 0},
-                                    {2500, 50000, 0, 0, 0, 0, 0, 0, 0, 0, 0}};
+  ibp_route_cost tie[IBP_ROUTES] = {
+      {2500, 50000, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0},
+      {2500, 50000, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
+      {2500, 50000, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}};
   sim m;
   sim_init(&m);
   ibp_choice c;
@@ -656,9 +667,10 @@ static void test_rules(void) {
   /* a class's first copy is timed (its choice a bet on the prior) */
   ibp__choose_decide(&m.k, PRIOR, 15u, TIMING_NS, 1, 1, m.now, &c);
   CHECK(c.timed);
-  ibp_route_cost prior[IBP_ROUTES] = {{2500, 50000, 0, 0, 0, 0, 0, 1, 0, 0, 0},
-                                      {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
-                                      {2800, 60000, 0, 0, 0, 0, 0, 0, 0, 0, 0}};
+  ibp_route_cost prior[IBP_ROUTES] = {
+      {2500, 50000, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0},
+      {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
+      {2800, 60000, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}};
   run o = simulate(&m, prior, prior, 1, IBP_ROUTE_DRIVER, 1);
   (void)o;
   long staged = 0;
@@ -669,10 +681,11 @@ static void test_rules(void) {
     m.now += 50000;
   }
   CHECK(staged == 0);
-  ibp_route_cost held[IBP_ROUTES] = {{0, 5000, 0, 0, 0, 0, 0, 1, 0, 0, 0},
-                                     {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
-                                     {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
-                                     {1000, 4500, 1, 0, 0, 0, 0, 0, 0, 0, 0}};
+  ibp_route_cost held[IBP_ROUTES] = {
+      {0, 5000, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0},
+      {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
+      {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
+      {1000, 4500, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}};
   sim n;
   sim_init(&n);
   CHECK(ibp__choose_decide(&n.k, held, 0u, TIMING_NS, 0, 1, n.now, &c) ==
@@ -686,9 +699,10 @@ static void test_rules(void) {
  * than the driver as measured) is estimated with their ratio -- the class
  * stays on the driver instead of moving every copy to it. */
 static void test_untimable_inherits(void) {
-  ibp_route_cost prior[IBP_ROUTES] = {{2500, 1000, 0, 0, 0, 0, 0, 1, 0, 0, 0},
-                                      {2800, 1200, 0, 0, 0, 0, 0, 0, 0, 0, 0},
-                                      {7000, 1500, 0, 0, 0, 0, 0, 0, 0, 0, 0}};
+  ibp_route_cost prior[IBP_ROUTES] = {
+      {2500, 1000, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0},
+      {2800, 1200, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
+      {7000, 1500, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}};
   ibp_route_cost truth[IBP_ROUTES];
   memcpy(truth, prior, sizeof truth);
   for (int r = 0; r < 3; r++)
@@ -729,12 +743,14 @@ static void test_untimable_inherits(void) {
  * other way round, a kernel 4x slower than modelled makes the driver look no
  * dearer (it is left at once: test_prior_too_kind). */
 static void test_unmeasured_inherit_driver(void) {
-  ibp_route_cost prior[IBP_ROUTES] = {{2500, 10500, 0, 0, 0, 0, 0, 1, 0, 0, 0},
-                                      {2800, 26000, 0, 0, 0, 0, 0, 0, 0, 0, 0},
-                                      {6000, 19000, 0, 0, 0, 0, 0, 0, 0, 0, 0}};
-  ibp_route_cost truth[IBP_ROUTES] = {{2500, 30000, 0, 0, 0, 0, 0, 1, 0, 0, 0},
-                                      {2800, 55000, 0, 0, 0, 0, 0, 0, 0, 0, 0},
-                                      {6000, 40000, 0, 0, 0, 0, 0, 0, 0, 0, 0}};
+  ibp_route_cost prior[IBP_ROUTES] = {
+      {2500, 10500, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0},
+      {2800, 26000, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
+      {6000, 19000, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}};
+  ibp_route_cost truth[IBP_ROUTES] = {
+      {2500, 30000, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0},
+      {2800, 55000, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
+      {6000, 40000, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}};
   sim m;
   sim_init(&m);
   run o = simulate(&m, prior, truth, 5000, IBP_ROUTE_DRIVER, 1);
@@ -919,9 +935,9 @@ static void test_calls_shared(void) {
  * staged path (110 us modelled, a guess) before the kernel (100 us). */
 static void test_guessed_explored_first(void) {
   ibp_route_cost prior[IBP_ROUTES] = {
-      {2500, 80000, 0, 0, 0, 0, 0, 1, 0, 0, 0},
-      {2800, 100000, 0, 0, 0, 0, 0, 0, 0, 0, 0},
-      {2800, 110000, 0, 0, 0, 0, 0, 0, 0, 0, 0}};
+      {2500, 80000, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0},
+      {2800, 100000, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
+      {2800, 110000, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}};
   sim m;
   sim_init(&m);
   run plain = simulate(&m, prior, prior, 2000, IBP_ROUTE_DRIVER, 1);
@@ -932,6 +948,65 @@ static void test_guessed_explored_first(void) {
   CHECK(guessed.first_explored == IBP_ROUTE_STAGED);
   CHECK(guessed.explore <=
         IBP_CHOOSE_EXPLORE_SHARE * guessed.spent + 110000 + TIMING_NS);
+}
+
+/* A guessed route that could win were its decoder as fast as it may be
+ * (ibp_route_cost.hope_gpu_ns under the choice's estimate) is explored at
+ * once, on a loan, twice: the kernel 100 us modelled, 25 us at its hope,
+ * 33 us true (its decoder 3x faster than the profile says) is the class's
+ * choice within its first few copies -- where the share alone would take
+ * ~150 copies to cover the first exploration.  One whose hope cannot win
+ * (link-bound: 90 us at best) waits for the share; and where the prior is
+ * right, the loan is paid back before the share explores again. */
+static void test_hopeful_explored_early(void) {
+  ibp_route_cost prior[IBP_ROUTES] = {
+      {2500, 80000, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0},
+      {2800, 100000, 0, 0, 1, 0, 0, 0, 0, 0, 0, 25000, 0},
+      {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}};
+  ibp_route_cost truth[IBP_ROUTES];
+  memcpy(truth, prior, sizeof truth);
+  truth[IBP_ROUTE_ZEROCOPY].gpu_ns = 33000;
+  sim m;
+  sim_init(&m);
+  run fast = simulate(&m, prior, truth, 50, IBP_ROUTE_ZEROCOPY, 1);
+  CHECK(fast.first_explored == IBP_ROUTE_ZEROCOPY);
+  CHECK(fast.settled >= 0 && fast.settled <= 4);
+  CHECK(fast.explored == IBP_CHOOSE_MIN_SAMPLES);
+  /* not hopeful: nothing explored in 50 copies */
+  prior[IBP_ROUTE_ZEROCOPY].hope_gpu_ns = 90000;
+  sim_init(&m);
+  run hopeless = simulate(&m, prior, truth, 50, IBP_ROUTE_ZEROCOPY, 1);
+  CHECK(hopeless.explored == 0);
+  /* truth = prior: two early explorations, then the loan is repaid (at
+   * the share) before the next */
+  prior[IBP_ROUTE_ZEROCOPY].hope_gpu_ns = 25000;
+  sim_init(&m);
+  run right = simulate(&m, prior, prior, 50, IBP_ROUTE_DRIVER, 1);
+  CHECK(right.explored == IBP_CHOOSE_MIN_SAMPLES);
+  CHECK(right.settled == IBP_CHOOSE_MIN_SAMPLES); /* after them */
+  CHECK(right.took[IBP_ROUTE_DRIVER] == 50 - IBP_CHOOSE_MIN_SAMPLES);
+  sim_init(&m);
+  right = simulate(&m, prior, prior, 5000, IBP_ROUTE_DRIVER, 1);
+  CHECK(right.explore <= IBP_CHOOSE_EXPLORE_SHARE * right.spent +
+                             2 * (20000 + 2800 + TIMING_NS) + 1000);
+  /* measured, it is no longer early: once its samples aged it is
+   * explored at the share's pace, never on a loan again */
+  sim_init(&m);
+  right = simulate(&m, prior, prior, 50, IBP_ROUTE_DRIVER, 1);
+  m.now += 2 * IBP_CHOOSE_AGE_NS;
+  right = simulate(&m, prior, prior, 50, IBP_ROUTE_DRIVER, 1);
+  CHECK(right.explored == 0);
+  /* of two guessed routes, the one that could win is explored early,
+   * before a cheaper one that cannot */
+  prior[IBP_ROUTE_ZEROCOPY].gpu_ns = 90000;
+  prior[IBP_ROUTE_ZEROCOPY].hope_gpu_ns = 88000;
+  prior[IBP_ROUTE_STAGED] = prior[IBP_ROUTE_ZEROCOPY];
+  prior[IBP_ROUTE_STAGED].gpu_ns = 110000;
+  prior[IBP_ROUTE_STAGED].hope_gpu_ns = 30000;
+  sim_init(&m);
+  run two = simulate(&m, prior, prior, 50, IBP_ROUTE_DRIVER, 1);
+  CHECK(two.first_explored == IBP_ROUTE_STAGED);
+  CHECK(two.explored == IBP_CHOOSE_MIN_SAMPLES);
 }
 
 /* Learning off (no event calls): the model's route, never timed or
@@ -1171,6 +1246,7 @@ int main(void) {
   test_one_sample_not_enough();
   test_explore_charged_own();
   test_guessed_explored_first();
+  test_hopeful_explored_early();
   test_batch_sizes_apart();
   test_own_work();
   test_idle_lead();
