@@ -1,4 +1,4 @@
-# Usage: check_learn.sh LIBIBP WORK_DIR EMB_GATHER
+# Usage: check_learn.sh LIBIBP WORK_DIR EMB_GATHER KV_BLOCKS CALLS4X
 # The gate learns what its batched launches cost where it runs
 # (docs/ARCHITECTURE.md, "The gate"): 256-byte row gathers on a100-pcie4,
 # whose model holds them for batched launches, from libibp's statistics
@@ -9,9 +9,14 @@
 #   - the simulated GPU's decode 100x slower than the profile says
 #     (SIMCUDA_DECODE_SCALE=100, a prior far too kind): after a few timed
 #     launches the rows go to the driver -- more copies end on the driver's
-#     route than batched, and the class's choice ends there.
+#     route than batched, and the class's choice ends there;
+#   - kv_blocks' 64 KiB blocks on h100-pcie5, where the model leaves them
+#     to the driver, on a simulated GPU whose driver calls and copy-engine
+#     set-up are 4x dearer (CALLS4X, a truth profile): the batched route,
+#     explored as a batch (not a batch of one, which measures a launch's
+#     fixed costs alone), is found faster and most blocks end batched.
 . "$(dirname "$0")/common.sh"
-lib=$1 work=$2 emb=$3
+lib=$1 work=$2 emb=$3 kv=$4 calls4x=$5
 mkdir -p "$work"
 TMP_OUT=$work/learn.out
 TMP_ERR=$work/learn.err
@@ -49,4 +54,19 @@ checks=$((checks + 1))
   [ "$(route driver classes)" -ge 1 ] &&
   [ "$(route driver copies)" -gt "$(route batched copies)" ] ||
   fail "decode 100x slower than modelled: rows still batched: $(cat "$json")"
+
+set -- --blocks 256 --slots 64 --steps 17 --window 16 --warmup 1
+SIMCUDA_PROFILE=$calls4x IBP_DISABLE=1 LD_PRELOAD=$lib run "$kv" "$@"
+base=$(head -n 1 "$TMP_OUT")
+rm -f "$json"
+SIMCUDA_PROFILE=$calls4x IBP_PROFILE=h100-pcie5 \
+  IBP_REGIONS=min=16M,tensor=256,name=kv IBP_WAIT_READY=1 IBP_STATS=$json \
+  LD_PRELOAD=$lib run "$kv" "$@"
+[ "$rc" -eq 0 ] || fail "kv_blocks: exit $rc: $(cat "$TMP_ERR")"
+[ "$(head -n 1 "$TMP_OUT")" = "$base" ] ||
+  fail "kv_blocks: result differs: $(head -n 1 "$TMP_OUT") vs $base"
+checks=$((checks + 1))
+[ "$(route batched timed)" -ge 2 ] &&
+  [ "$(route batched copies)" -gt $((10 * $(route driver copies))) ] ||
+  fail "calls 4x dearer: kv_blocks' batches not found: $(cat "$json")"
 finish

@@ -141,7 +141,9 @@ if(TARGET ibp_preload AND NOT samples_gpu)
   # the gate learns what batched launches cost (serve/choose/)
   add_test(NAME preload_sample_learn
     COMMAND sh ${samples_test_dir}/check_learn.sh $<TARGET_FILE:ibp_preload>
-      ${CMAKE_CURRENT_BINARY_DIR}/libibp-learn $<TARGET_FILE:emb_gather>)
+      ${CMAKE_CURRENT_BINARY_DIR}/libibp-learn $<TARGET_FILE:emb_gather>
+      $<TARGET_FILE:kv_blocks>
+      ${PROJECT_SOURCE_DIR}/profile/truth/h100-pcie5-calls4x.prof)
   set_tests_properties(preload_sample_learn PROPERTIES
     LABELS "sim;preload;samples" TIMEOUT 300 ENVIRONMENT "${samples_env}")
   # one pinned buffer copied again and again (bandwidthTest): one route

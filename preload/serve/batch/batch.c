@@ -133,6 +133,8 @@ typedef struct batch {
   CUdeviceptr env_lo, env_hi; /* the held copies' destinations span this */
   gate_answer answer;
   ibp_batch_timed timed; /* the launch is timed for the chooser */
+  unsigned exploring;    /* 1 + the class whose exploration of the batched
+                            route it holds (hold_locked); 0: none */
   unsigned nregions;
   held_region regions[MAX_REGIONS];
   held_jobs *hj;      /* the job list (its own from batch_for on) */
@@ -942,8 +944,26 @@ static int hold_locked(batch *b, const ibp_route_copy *x, uint64_t pcie) {
   const unsigned timable =
       1u << IBP_ROUTE_BATCHED | (c->hold_only ? 1u << IBP_ROUTE_DRIVER : 0);
   ibp_choice q;
-  const ibp_route go =
+  ibp_route go =
       ibp__chooser_decide(s, slot, ch, p, cls, prior, timable, 0, &q);
+  /* the batched route explored is a batch, not a copy: while the batch
+   * that holds the exploration is open, the copies of its class that the
+   * class would send alone join it, up to the smallest batch alike the one
+   * the class expects (a quarter of it, IBP_CHOOSE_LIKE: what it measures
+   * stands for the class's batches, at a quarter of the cost where it
+   * measures worse) -- a batch of one measures a launch's fixed costs,
+   * never the batch its estimate is of (under driver calls 4x dearer,
+   * kv_blocks' batches of 64 were explored as batches of one, and never
+   * taken: 0.26 of the best route's time) */
+  if (!b->count)
+    b->exploring = 0;
+  if (go != IBP_ROUTE_BATCHED && !q.explore && b->exploring == cls + 1 &&
+      b->count * IBP_CHOOSE_LIKE < prior[IBP_ROUTE_BATCHED].copies) {
+    go = IBP_ROUTE_BATCHED;
+    q.timed = 0; /* the exploration's launch is timed, whole */
+  } else if (go == IBP_ROUTE_BATCHED && q.explore) {
+    b->exploring = cls + 1;
+  }
   if (go != IBP_ROUTE_BATCHED) {
     /* refused for the scan alone: let the figure fade, so that one slow
      * scan (a busy host) does not end batching for good -- the next
@@ -953,7 +973,11 @@ static int hold_locked(batch *b, const ibp_route_copy *x, uint64_t pcie) {
     if (scan_ns > 0 && unscanned < q.est_ns[go])
       atomic_store_explicit(&s->batch_scan_ns, 0.98 * scan_ns,
                             memory_order_relaxed);
-    b->own_ns += prior[go].cpu_ns;
+    /* its calls as measured: under driver calls 4x dearer than modelled,
+     * copies sent alone at the model's cost made the application's own
+     * time between copies look 4x longer, and the batch expected 4 copies
+     * of kv_offload's 16 */
+    b->own_ns += q.choice_cpu_ns > 0 ? q.choice_cpu_ns : prior[go].cpu_ns;
     if (go == IBP_ROUTE_DRIVER && q.timed && c->hold_only) {
       make_way(b, c, 0);
       if (ibp__batch_time_alone(x, cls, &q, prior) == 0)

@@ -219,25 +219,67 @@ static int measured(const ibp_choose_class *k,
 /* Route r's estimate were its decoder as fast as it may be
  * (ibp_route_cost.hope_gpu_ns), scaled as its estimate est is over its
  * model: 0 where it is not guessed. */
-static double hope_ns(const ibp_route_cost *c, double est, double model) {
+static double hope_ns(const ibp_route_cost *c, double cr, double gr) {
   if (c->hope_gpu_ns <= 0 && c->hope_sm_ns <= 0)
     return 0;
   ibp_route_cost h = *c;
   h.gpu_ns = c->hope_gpu_ns;
   h.sm_ns = c->hope_sm_ns;
-  return scaled(&h, 1, 1) * (model > 0 ? est / model : 1);
+  return scaled(&h, cr, gr);
+}
+
+/* The calls and the link as the class has seen them so far, one fresh
+ * timed copy enough (what a hope is taken at: driver calls 4x dearer
+ * than modelled make every route's calls dearer, a link a third as fast
+ * every route's bytes slower): the calls as every class measured them
+ * (their timed copy-engine routes' calls, ibp_choose_class.calls), the
+ * link as the dearest of the class's routes whose link term is a
+ * copy-engine transfer alone (ibp_route_cost.engine), each at least 1.  Returns
+ * 0 while nothing was seen: a hope is not believed before the first timed copy.
+ */
+static int seen_ratios(const ibp_choose_class *k,
+                       const ibp_route_cost prior[IBP_ROUTES], double now_ns,
+                       double *cr, double *gr) {
+  int seen = 0;
+  *cr = *gr = 1.0;
+  for (int r = 0; r < IBP_ROUTES; r++) {
+    uint32_t fresh;
+    if (!prior[r].engine)
+      continue;
+    const double g =
+        fresh_ratio(&k->route[r], 1, prior[r].copies, now_ns, &fresh);
+    if (!fresh)
+      continue;
+    seen = 1;
+    *gr = max2(*gr, g);
+  }
+  if (k->calls) {
+    uint32_t fresh;
+    const double c = fresh_ratio(k->calls, 0, 0, now_ns, &fresh);
+    if (fresh) {
+      seen = 1;
+      *cr = max2(*cr, c);
+    }
+  }
+  return seen;
 }
 
 /* Whether route r is worth exploring early: guessed, not measured by the
- * class, explored fewer than IBP_CHOOSE_MIN_SAMPLES times, and at its hope
- * (hope[r]) clearly cheaper than the choice's estimate -- it could win. */
+ * class, never measured worse than the choice (a first early sample that
+ * measured worse ends it: under decodes 4x slower than h100-pcie5 says,
+ * kv_blocks' two early batches cost 10 %), and at its hope (hope[r])
+ * clearly cheaper than the estimate of the class's choice go -- it could
+ * win -- where that choice is the driver's copy: a class libibp serves
+ * nothing of is where a prior wrong in its disfavour costs the whole gain
+ * and finding out early pays; one it already serves by another route
+ * explores at the share's pace. */
 static int hopeful(const ibp_choose_class *k,
                    const ibp_route_cost prior[IBP_ROUTES], int r,
-                   const double hope[IBP_ROUTES], double choice_ns,
-                   double now_ns) {
-  return prior[r].guessed && hope[r] > 0 &&
-         hope[r] * (1.0 + IBP_CHOOSE_HYSTERESIS) < choice_ns &&
-         k->route[r].explored < IBP_CHOOSE_MIN_SAMPLES &&
+                   const double hope[IBP_ROUTES], const double est[IBP_ROUTES],
+                   ibp_route go, double now_ns) {
+  return go == IBP_ROUTE_DRIVER && prior[r].guessed && hope[r] > 0 &&
+         hope[r] * (1.0 + IBP_CHOOSE_HYSTERESIS) < est[go] &&
+         !k->route[r].backoff && /* the first measured no worse */
          !judged(&k->route[r], prior[r].copies, now_ns);
 }
 
@@ -255,7 +297,7 @@ static int candidate(const ibp_choose_class *k, const double est[IBP_ROUTES],
     /* unmeasured before measured, and among those a guessed prior first,
      * one that could win before all */
     const int rank = judged(&k->route[r], prior[r].copies, now_ns) ? 3
-                     : hopeful(k, prior, r, hope, est[go], now_ns) ? 0
+                     : hopeful(k, prior, r, hope, est, go, now_ns) ? 0
                      : prior[r].guessed                            ? 1
                                                                    : 2;
     if (pick < 0 ||
@@ -309,7 +351,8 @@ static void space(ibp_choose_route *q) {
  * stops it. */
 static void inherit(const ibp_choose_class *k,
                     const ibp_route_cost prior[IBP_ROUTES], unsigned timable,
-                    double now_ns, double est[IBP_ROUTES]) {
+                    double now_ns, double est[IBP_ROUTES],
+                    double cpu[IBP_ROUTES]) {
   double cr = 1.0, gr = 1.0, dcr = 1.0, dgr = 1.0;
   for (int r = 0; r < IBP_ROUTES; r++) {
     double c, g;
@@ -335,6 +378,7 @@ static void inherit(const ibp_choose_class *k,
       continue;
     const double ci = narrow ? dcr : cr, gi = narrow ? dgr : gr;
     est[r] = scaled(c, ci, gi) + 1e-9;
+    cpu[r] = cpu_ns(c, ci);
   }
 }
 
@@ -364,9 +408,14 @@ ibp_route ibp__choose_decide(ibp_choose_class *k,
   /* an exploration is charged on what the class measured of the route
    * itself (an unmeasured one's prior, not what it inherits: being believed
    * dearer than it may be must not delay finding out) */
-  double own[IBP_ROUTES];
+  double own[IBP_ROUTES], cpu[IBP_ROUTES];
   memcpy(own, out->est_ns, sizeof own);
-  inherit(k, prior, timable, now_ns, out->est_ns);
+  for (int r = 0; r < IBP_ROUTES; r++) {
+    double cr, gr;
+    ibp__choose_ratios(k, (ibp_route)r, prior[r].copies, now_ns, &cr, &gr);
+    cpu[r] = cpu_ns(&prior[r], cr);
+  }
+  inherit(k, prior, timable, now_ns, out->est_ns, cpu);
   const double *est = out->est_ns;
   ibp_route go = smallest(est);
   /* hysteresis: the last choice stays while nearly as good, once the class
@@ -384,9 +433,10 @@ ibp_route ibp__choose_decide(ibp_choose_class *k,
   if (timing_credit > TIMING_CREDIT_MAX * timing_ns)
     timing_credit = TIMING_CREDIT_MAX * timing_ns;
   ibp_route take = go;
-  double hope[IBP_ROUTES];
-  for (int r = 0; r < IBP_ROUTES; r++)
-    hope[r] = est[r] > 0 ? hope_ns(&prior[r], est[r], model[r]) : 0;
+  double hope[IBP_ROUTES] = {0}, hope_cr, hope_gr;
+  if (seen_ratios(k, prior, now_ns, &hope_cr, &hope_gr))
+    for (int r = 0; r < IBP_ROUTES; r++)
+      hope[r] = est[r] > 0 ? hope_ns(&prior[r], hope_cr, hope_gr) : 0;
   const int alt = candidate(k, est, prior, hope, go, timable, now_ns);
   /* what exploring it may cost: its estimate over the choice's, the
    * timing, and while it is unmeasured, IBP_CHOOSE_UNMEASURED of its
@@ -398,7 +448,7 @@ ibp_route ibp__choose_decide(ibp_choose_class *k,
    * the class's copies have paid it back -- with no surcharge: a decoder
    * no GPU timed is found out in a class's first copies, not after the
    * hundreds the share would take to cover its prior's doubt */
-  const int early = alt >= 0 && hopeful(k, prior, alt, hope, est[go], now_ns);
+  const int early = alt >= 0 && hopeful(k, prior, alt, hope, est, go, now_ns);
   if (alt >= 0) {
     /* taken once, by itself (a batch of one copy: its model's figure
      * scaled as the class measured the route) */
@@ -436,6 +486,7 @@ ibp_route ibp__choose_decide(ibp_choose_class *k,
   }
   out->route = take;
   out->choice_ns = est[go];
+  out->choice_cpu_ns = cpu[go];
   if (dry)
     return take;
   k->explore_credit_ns = explore_credit;

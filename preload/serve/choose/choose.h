@@ -219,6 +219,8 @@ typedef struct ibp_choice {
   double choice_ns;  /* the estimate of the class's choice (which an
                         exploration stands in for) */
   double est_ns[IBP_ROUTES]; /* each open route's estimate (0: closed) */
+  double choice_cpu_ns;      /* the calling thread's term of the choice's
+                                estimate (its calls as measured) */
 } ibp_choice;
 
 /* The class of a copy of `bytes` bytes; busy: its stream had work

@@ -28,6 +28,23 @@ static double cpu_us(const ibp_profile *p, const ibp_gate_staged *c) {
          w * (p->driver_copy_call_us + 4 * p->driver_call_us);
 }
 
+/* Its decodes' time at their hope over their time on the profile, for
+ * decodes that read host_bytes from the host (0: device memory alone):
+ * the kernel's model on each (its plan's figures are the profile's); 0
+ * where x has no hope. */
+static double hope(const ibp_route_copy *x, uint64_t host_bytes) {
+  const ibp_gate_copy *g = &x->g;
+  const unsigned sms = g->sms ? g->sms : 1;
+  if (!x->hope)
+    return 0;
+  const double now =
+      ibp_profile_decode_us(x->p, host_bytes, g->bytes, g->units, sms);
+  return now > 0 ? ibp_profile_decode_us(x->hope, host_bytes, g->bytes,
+                                         g->units, sms) /
+                       now
+                 : 0;
+}
+
 /* Two stages: the copy engine's windows, what a timed copy measures (on
  * its copy stream: timed_stream), then the decodes, which the slot's
  * decode probe measures; back to back the slower one counts, one at a
@@ -38,21 +55,19 @@ static ibp_route_cost prior(ibp_route_copy *x) {
     return (ibp_route_cost){0};
   const ibp_gate_staged *g = &x->sp.gate;
   const double cpu = 1e3 * cpu_us(x->p, g) + x->sync_ns;
-  /* its decodes at their hope: all of their time is the decoder's (they
-   * read device memory, or host bytes at the decoder's own rate) */
-  const double hope = x->hope ? 1.0 / IBP_GATE_GUESS_SPAN : 0;
-  if (g->link_us <= 0) /* no window: the decodes alone */
+  if (g->link_us <= 0) /* no window: the decodes alone, reading the host */
     return (ibp_route_cost){.cpu_ns = cpu,
                             .gpu_ns = 1e3 * g->gpu_us,
-                            .hope_gpu_ns = 1e3 * g->gpu_us * hope,
+                            .hope_gpu_ns =
+                                1e3 * g->gpu_us * hope(x, x->g.host_bytes),
                             .own_ns = x->sync_ns};
   const double sm = g->sm_us > 0 ? 1e3 * g->sm_us : 0;
   return (ibp_route_cost){.cpu_ns = cpu,
                           .gpu_ns = 1e3 * g->link_us,
                           .sm_ns = sm,
                           .pipelined = g->pipelined,
-                          .hope_gpu_ns = hope > 0 ? 1e3 * g->link_us : 0,
-                          .hope_sm_ns = sm * hope,
+                          .hope_gpu_ns = x->hope ? 1e3 * g->link_us : 0,
+                          .hope_sm_ns = sm * hope(x, 0),
                           .engine = 1,
                           .own_ns = x->sync_ns};
 }

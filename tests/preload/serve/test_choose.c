@@ -12,6 +12,10 @@
  *     batched class whose driver is 3x cheaper, entries of the
  *     application's batch (the H200's kv_blocks); batches of one copy
  *     and of many measured apart;
+ *   - a guessed route that could win at its hope is explored early, twice
+ *     (once where it measured worse), after the class's first timed copy,
+ *     from a class the driver serves, and taken when it is faster;
+ *     not where its hope, at the calls and the link first seen, cannot;
  *   - one copy 10x slower on the chosen route (a spike) changes nothing;
  *   - exploring an alternative that stays worse costs at most
  *     IBP_CHOOSE_EXPLORE_SHARE of the copies' time (plus one exploration),
@@ -69,8 +73,9 @@ typedef struct run {
   double spent, explore; /* ns: the chosen routes', the explorations' */
   long explored, timed;
   long took[IBP_ROUTES];
-  double credit_max;  /* the exploration credit's largest */
-  int first_explored; /* the route first explored, -1: none */
+  double credit_max;     /* the exploration credit's largest */
+  int first_explored;    /* the route first explored, -1: none */
+  long first_explore_at; /* the copy it was */
 } run;
 
 /* A copy's time by a route costing *t. */
@@ -91,8 +96,10 @@ static run simulate_spike(sim *m, const ibp_route_cost prior[],
     ibp_choice c;
     ibp_route r =
         ibp__choose_decide(k, prior, 15u, TIMING_NS, learn, 0, m->now, &c);
-    if (c.explore && o.first_explored < 0)
+    if (c.explore && o.first_explored < 0) {
       o.first_explored = (int)r;
+      o.first_explore_at = i;
+    }
     o.took[r]++;
     ibp_route choice = (ibp_route)k->last;
     if (!learn)
@@ -957,7 +964,8 @@ static void test_guessed_explored_first(void) {
  * choice within its first few copies -- where the share alone would take
  * ~150 copies to cover the first exploration.  One whose hope cannot win
  * (link-bound: 90 us at best) waits for the share; and where the prior is
- * right, the loan is paid back before the share explores again. */
+ * right, the first early exploration measures worse, there is no second,
+ * and the loan is paid back before the share explores again. */
 static void test_hopeful_explored_early(void) {
   ibp_route_cost prior[IBP_ROUTES] = {
       {2500, 80000, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0},
@@ -977,25 +985,19 @@ static void test_hopeful_explored_early(void) {
   sim_init(&m);
   run hopeless = simulate(&m, prior, truth, 50, IBP_ROUTE_ZEROCOPY, 1);
   CHECK(hopeless.explored == 0);
-  /* truth = prior: two early explorations, then the loan is repaid (at
+  /* truth = prior: one early exploration, then the loan is repaid (at
    * the share) before the next */
   prior[IBP_ROUTE_ZEROCOPY].hope_gpu_ns = 25000;
   sim_init(&m);
   run right = simulate(&m, prior, prior, 50, IBP_ROUTE_DRIVER, 1);
-  CHECK(right.explored == IBP_CHOOSE_MIN_SAMPLES);
-  CHECK(right.settled == IBP_CHOOSE_MIN_SAMPLES); /* after them */
-  CHECK(right.took[IBP_ROUTE_DRIVER] == 50 - IBP_CHOOSE_MIN_SAMPLES);
+  CHECK(right.explored == 1); /* it measured worse: no second */
+  CHECK(right.settled == 0);
+  CHECK(right.first_explore_at == 1); /* not before a copy was timed */
+  CHECK(right.took[IBP_ROUTE_DRIVER] == 49);
   sim_init(&m);
   right = simulate(&m, prior, prior, 5000, IBP_ROUTE_DRIVER, 1);
   CHECK(right.explore <= IBP_CHOOSE_EXPLORE_SHARE * right.spent +
                              2 * (20000 + 2800 + TIMING_NS) + 1000);
-  /* measured, it is no longer early: once its samples aged it is
-   * explored at the share's pace, never on a loan again */
-  sim_init(&m);
-  right = simulate(&m, prior, prior, 50, IBP_ROUTE_DRIVER, 1);
-  m.now += 2 * IBP_CHOOSE_AGE_NS;
-  right = simulate(&m, prior, prior, 50, IBP_ROUTE_DRIVER, 1);
-  CHECK(right.explored == 0);
   /* of two guessed routes, the one that could win is explored early,
    * before a cheaper one that cannot */
   prior[IBP_ROUTE_ZEROCOPY].gpu_ns = 90000;
@@ -1006,7 +1008,51 @@ static void test_hopeful_explored_early(void) {
   sim_init(&m);
   run two = simulate(&m, prior, prior, 50, IBP_ROUTE_DRIVER, 1);
   CHECK(two.first_explored == IBP_ROUTE_STAGED);
-  CHECK(two.explored == IBP_CHOOSE_MIN_SAMPLES);
+  CHECK(two.explored == 1);
+  /* only a class the driver serves explores early: with the staged path
+   * the choice (60 us), the kernel hopeful at 25 us waits for the share */
+  prior[IBP_ROUTE_STAGED].gpu_ns = 60000;
+  prior[IBP_ROUTE_STAGED].engine = 1; /* its timed copies: what is seen */
+  prior[IBP_ROUTE_ZEROCOPY].gpu_ns = 100000;
+  prior[IBP_ROUTE_ZEROCOPY].hope_gpu_ns = 25000;
+  sim_init(&m);
+  run served = simulate(&m, prior, prior, 50, IBP_ROUTE_STAGED, 1);
+  CHECK(served.settled == 0 && served.explored == 0);
+  /* the hope is taken at the calls as first seen: where the driver's
+   * calls measure 4x their model, a route of many calls (30 us of them,
+   * 25 us on the GPU at its hope) has no hope against the driver's 80 us,
+   * and is not explored early (it would take 120 us a copy) */
+  const ibp_route_cost small[IBP_ROUTES] = {
+      {2500, 80000, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0},
+      {30000, 100000, 0, 0, 1, 0, 0, 0, 0, 0, 0, 25000, 0},
+      {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}};
+  ibp_route_cost dear[IBP_ROUTES];
+  memcpy(dear, small, sizeof dear);
+  dear[IBP_ROUTE_DRIVER].cpu_ns *= 4;
+  dear[IBP_ROUTE_ZEROCOPY].cpu_ns *= 4;
+  sim_init(&m);
+  run calls = simulate(&m, small, dear, 50, IBP_ROUTE_DRIVER, 1);
+  CHECK(calls.explored == 0);
+  sim_init(&m);
+  run cheap = simulate(&m, small, small, 50, IBP_ROUTE_DRIVER, 1);
+  CHECK(cheap.explored == 1); /* as modelled: hopeful (then worse) */
+  /* and at the link as first seen: the driver's first copy 3x slower than
+   * modelled (a link a third as fast) leaves a kernel of 30 us at its hope
+   * none against the driver's 80 us modelled -- until the driver's own
+   * estimate is its measured 240 us */
+  const ibp_route_cost wide[IBP_ROUTES] = {
+      {2500, 80000, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0},
+      {2800, 100000, 0, 0, 1, 0, 0, 0, 0, 0, 0, 30000, 0},
+      {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}};
+  memcpy(dear, wide, sizeof dear);
+  dear[IBP_ROUTE_DRIVER].gpu_ns *= 3;
+  dear[IBP_ROUTE_ZEROCOPY].gpu_ns *= 3;
+  sim_init(&m);
+  run link = simulate(&m, wide, dear, 50, IBP_ROUTE_DRIVER, 1);
+  CHECK(link.first_explore_at > 1);
+  sim_init(&m);
+  link = simulate(&m, wide, wide, 50, IBP_ROUTE_DRIVER, 1);
+  CHECK(link.explored == 1);
 }
 
 /* Learning off (no event calls): the model's route, never timed or
