@@ -166,8 +166,11 @@ double ibp__choose_model_ns(const ibp_route_cost *c);
  * cheaper. */
 #define IBP_CHOOSE_WINDOW 4
 /* Launches of copies within this factor of each other are alike: a
- * route's ratios measured on one stand for the other (choose.c, alike). */
+ * route's ratios measured on one stand for the other. */
 #define IBP_CHOOSE_LIKE 4.0
+
+/* Whether launches of a and b copies (0: one) are alike. */
+int ibp__choose_alike(uint32_t a, uint32_t b);
 
 /* What is known of one route in a key (shared by the key's modes). */
 typedef struct ibp_choose_route {
@@ -218,6 +221,8 @@ typedef struct ibp_choice {
                         budget (ibp__choose_settle corrects it) */
   double choice_ns;  /* the estimate of the class's choice (which an
                         exploration stands in for) */
+  uint32_t copies;   /* the copies the route taken was costed for (its
+                        ibp_route_cost.copies) */
   double est_ns[IBP_ROUTES]; /* each open route's estimate (0: closed) */
   double choice_cpu_ns;      /* the calling thread's term of the choice's
                                 estimate (its calls as measured) */

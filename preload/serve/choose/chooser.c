@@ -218,8 +218,13 @@ static void read_sample(const ibp_driver *d, ibp_served_region *s,
       cpu_model > gpu_all_model ? cpu_model : gpu_all_model;
   if (x->explore) { /* what it really cost over the choice */
     double excess = took > x->choice_ns ? took - x->choice_ns : 0;
+    /* worse only where it ran as the launch it stood for: an explored
+     * batch flushed after a copy or two measures a launch's fixed costs,
+     * not the batch (kv_blocks under driver calls 4x dearer: half the runs
+     * backed off so, 0.28 of the batched route's time) */
     ibp__choose_settle(k, x->route, x->charged_ns, excess + x->timing_ns,
-                       took > x->choice_ns);
+                       took > x->choice_ns &&
+                           ibp__choose_alike(x->copies, x->explored_copies));
   }
   ibp__choose_learn(k, x->route, x->copies, x->cpu_ns, x->cpu_model_ns, gpu,
                     x->gpu_model_ns, now);
@@ -359,6 +364,7 @@ void ibp__timing_begin(ibp_device_slot *slot, ibp_chooser *ch,
                              .explore = c->explore,
                              .charged_ns = c->charged_ns,
                              .choice_ns = c->choice_ns,
+                             .explored_copies = c->copies,
                              .runtime_ns = runtime_ns,
                              .timing_ns = ibp__timing_cost_ns(p),
                              .cpu_model_ns = cpu > 0 ? cpu : 0,

@@ -33,27 +33,29 @@ typedef struct ibp_timing_sample {
   int state; /* 0 free, 1 being recorded, 2 recorded: waiting for the GPU */
   unsigned cls;
   ibp_route route;
-  int idle;             /* the stream had nothing queued before it */
-  unsigned others;      /* events recorded on other streams whose work
-                           queued before it it may wait for (contention) */
-  double due_ns;        /* device clock: not queried before (the model's
-                           end, twice over) */
-  int explore;          /* an exploration (ibp__choose_settle) */
-  double charged_ns;    /* ... what it was charged */
-  double choice_ns;     /* ... the estimate of the choice it replaced */
-  double runtime_ns;    /* the runtime's share of the model's CPU time */
-  double timing_ns;     /* what timing it cost (model) */
-  double t0_ns;         /* device clock after the first event */
-  double cpu_ns;        /* measured: the submission on the calling thread */
-  double cpu_model_ns;  /* the model's for the same calls */
-  double lead_model_ns; /* the model's CPU time before the route's first
-                           GPU work (idle streams: not the GPU's) */
-  double setup_ns;      /* the model's GPU time before its first turn on
-                           the link */
-  double gpu_model_ns;  /* the model's GPU time (of a two-stage route, its
-                           first stage: ibp_route_cost.sm_ns) */
-  double sm_model_ns;   /* the model's second stage, not measured here */
-  int pipelined;        /* ... and how it adds up (ibp__choose_gpu_ns) */
+  int idle;                 /* the stream had nothing queued before it */
+  unsigned others;          /* events recorded on other streams whose work
+                               queued before it it may wait for (contention) */
+  double due_ns;            /* device clock: not queried before (the model's
+                               end, twice over) */
+  int explore;              /* an exploration (ibp__choose_settle) */
+  double charged_ns;        /* ... what it was charged */
+  double choice_ns;         /* ... the estimate of the choice it replaced */
+  uint32_t explored_copies; /* ... the launch it stood for (a batch's
+                               copies as costed; 0: one) */
+  double runtime_ns;        /* the runtime's share of the model's CPU time */
+  double timing_ns;         /* what timing it cost (model) */
+  double t0_ns;             /* device clock after the first event */
+  double cpu_ns;            /* measured: the submission on the calling thread */
+  double cpu_model_ns;      /* the model's for the same calls */
+  double lead_model_ns;     /* the model's CPU time before the route's first
+                               GPU work (idle streams: not the GPU's) */
+  double setup_ns;          /* the model's GPU time before its first turn on
+                               the link */
+  double gpu_model_ns;      /* the model's GPU time (of a two-stage route, its
+                               first stage: ibp_route_cost.sm_ns) */
+  double sm_model_ns;       /* the model's second stage, not measured here */
+  int pipelined;            /* ... and how it adds up (ibp__choose_gpu_ns) */
   int engine;      /* a copy-engine route: its calls are every route's calls */
   uint32_t copies; /* the copies its launch carried (0: one) */
   CUstream caller; /* timed on another stream: the caller's, whose
