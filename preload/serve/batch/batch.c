@@ -134,7 +134,9 @@ typedef struct batch {
   gate_answer answer;
   ibp_batch_timed timed; /* the launch is timed for the chooser */
   unsigned exploring;    /* 1 + the class whose exploration of the batched
-                            route it holds (hold_locked); 0: none */
+                            route it holds (hold_locked); 0: none -- reset
+                            with the batch */
+  const ibp_chooser *exploring_ch; /* that class's chooser (a region's) */
   unsigned nregions;
   held_region regions[MAX_REGIONS];
   held_jobs *hj;      /* the job list (its own from batch_for on) */
@@ -561,6 +563,7 @@ static void flush_now(batch *b) {
   for (unsigned k = 0; k < b->nregions; k++)
     ibp_region_release(b->regions[k].rec);
   b->count = 0;
+  b->exploring = 0;
   b->units = 0;
   b->est_ns = 0;
   b->nregions = 0;
@@ -719,6 +722,7 @@ static void close_batch(batch *b) {
     b->timed.rec = NULL; /* d's now */
     b->hj = hj;
     b->count = 0; /* `held` still counts d until the flusher is done */
+    b->exploring = 0;
     b->units = 0;
     b->est_ns = 0;
     b->nregions = 0;
@@ -958,11 +962,13 @@ static int hold_locked(batch *b, const ibp_route_copy *x, uint64_t pcie) {
   if (!b->count)
     b->exploring = 0;
   if (go != IBP_ROUTE_BATCHED && !q.explore && b->exploring == cls + 1 &&
+      b->exploring_ch == ch && b->timed.rec == r && b->timed.cls == cls &&
       b->count * IBP_CHOOSE_LIKE < prior[IBP_ROUTE_BATCHED].copies) {
     go = IBP_ROUTE_BATCHED;
     q.timed = 0; /* the exploration's launch is timed, whole */
   } else if (go == IBP_ROUTE_BATCHED && q.explore) {
     b->exploring = cls + 1;
+    b->exploring_ch = ch;
   }
   if (go != IBP_ROUTE_BATCHED) {
     /* refused for the scan alone: let the figure fade, so that one slow
@@ -977,7 +983,7 @@ static int hold_locked(batch *b, const ibp_route_copy *x, uint64_t pcie) {
      * copies sent alone at the model's cost made the application's own
      * time between copies look 4x longer, and the batch expected 4 copies
      * of kv_offload's 16 */
-    b->own_ns += q.choice_cpu_ns > 0 ? q.choice_cpu_ns : prior[go].cpu_ns;
+    b->own_ns += q.cpu_ns > 0 ? q.cpu_ns : prior[go].cpu_ns;
     if (go == IBP_ROUTE_DRIVER && q.timed && c->hold_only) {
       make_way(b, c, 0);
       if (ibp__batch_time_alone(x, cls, &q, prior) == 0)

@@ -283,6 +283,7 @@ static int hopeful(const ibp_choose_class *k,
                    ibp_route go, double now_ns) {
   return go == IBP_ROUTE_DRIVER && prior[r].guessed && hope[r] > 0 &&
          hope[r] * (1.0 + IBP_CHOOSE_HYSTERESIS) < est[go] &&
+         k->route[r].explored < IBP_CHOOSE_MIN_SAMPLES &&
          !k->route[r].backoff && /* the first measured no worse */
          !judged(&k->route[r], prior[r].copies, now_ns);
 }
@@ -498,7 +499,7 @@ ibp_route ibp__choose_decide(ibp_choose_class *k,
    * and were not explored again (0.28 of the batched route's time) */
   if (early && !judged(&k->route[go], prior[go].copies, now_ns))
     out->choice_ns = max2(est[go], scaled(&prior[go], hope_cr, hope_gr));
-  out->choice_cpu_ns = cpu[go];
+  out->cpu_ns = cpu[take];
   if (dry)
     return take;
   k->explore_credit_ns = explore_credit;

@@ -224,8 +224,8 @@ typedef struct ibp_choice {
   uint32_t copies;   /* the copies the route taken was costed for (its
                         ibp_route_cost.copies) */
   double est_ns[IBP_ROUTES]; /* each open route's estimate (0: closed) */
-  double choice_cpu_ns;      /* the calling thread's term of the choice's
-                                estimate (its calls as measured) */
+  double cpu_ns;             /* the calling thread's term of the route
+                                taken's estimate (its calls as measured) */
 } ibp_choice;
 
 /* The class of a copy of `bytes` bytes; busy: its stream had work

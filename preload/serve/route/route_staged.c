@@ -29,7 +29,8 @@ static double cpu_us(const ibp_profile *p, const ibp_gate_staged *c) {
 }
 
 /* Its decodes' time at their hope over their time on the profile, for
- * decodes that read host_bytes from the host (0: device memory alone):
+ * decodes that read host_bytes from the host (the plan's: tensors read
+ * raw, the tail; the rest from device memory):
  * the kernel's model on each (its plan's figures are the profile's); 0
  * where x has no hope. */
 static double hope(const ibp_route_copy *x, uint64_t host_bytes) {
@@ -59,7 +60,7 @@ static ibp_route_cost prior(ibp_route_copy *x) {
     return (ibp_route_cost){.cpu_ns = cpu,
                             .gpu_ns = 1e3 * g->gpu_us,
                             .hope_gpu_ns =
-                                1e3 * g->gpu_us * hope(x, x->g.host_bytes),
+                                1e3 * g->gpu_us * hope(x, g->host_bytes),
                             .own_ns = x->sync_ns};
   const double sm = g->sm_us > 0 ? 1e3 * g->sm_us : 0;
   return (ibp_route_cost){.cpu_ns = cpu,
@@ -67,7 +68,7 @@ static ibp_route_cost prior(ibp_route_copy *x) {
                           .sm_ns = sm,
                           .pipelined = g->pipelined,
                           .hope_gpu_ns = x->hope ? 1e3 * g->link_us : 0,
-                          .hope_sm_ns = sm * hope(x, 0),
+                          .hope_sm_ns = sm * hope(x, g->host_bytes),
                           .engine = 1,
                           .own_ns = x->sync_ns};
 }

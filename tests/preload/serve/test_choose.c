@@ -998,6 +998,23 @@ static void test_hopeful_explored_early(void) {
   right = simulate(&m, prior, prior, 5000, IBP_ROUTE_DRIVER, 1);
   CHECK(right.explore <= IBP_CHOOSE_EXPLORE_SHARE * right.spent +
                              2 * (20000 + 2800 + TIMING_NS) + 1000);
+  /* explorations dropped before they were read (settled untimed: the
+   * staged ring busy, the batch's one timing taken) leave no sample and
+   * no back-off: early explorations still stop at IBP_CHOOSE_MIN_SAMPLES,
+   * the rest wait for the share (unbounded, 999 of 1000 copies) */
+  sim_init(&m);
+  (void)simulate(&m, prior, prior, 1, IBP_ROUTE_DRIVER, 1); /* timed */
+  long dropped = 0;
+  for (int i = 0; i < 1000; i++) {
+    ibp_choice c;
+    ibp__choose_decide(&m.k, prior, 15u, TIMING_NS, 1, 0, m.now, &c);
+    if (c.explore) {
+      dropped++;
+      ibp__choose_settle(&m.k, c.route, c.charged_ns, -1, 0);
+    }
+    m.now += 80000;
+  }
+  CHECK(dropped < 20); /* 2 early, then at the share's pace */
   /* of two guessed routes, the one that could win is explored early,
    * before a cheaper one that cannot */
   prior[IBP_ROUTE_ZEROCOPY].gpu_ns = 90000;
