@@ -1035,6 +1035,16 @@ static void test_hopeful_explored_early(void) {
   sim_init(&m);
   run served = simulate(&m, prior, prior, 50, IBP_ROUTE_STAGED, 1);
   CHECK(served.settled == 0 && served.explored == 0);
+  /* nor another class of the key whose choice is the driver's copy
+   * (held copies, for which going alone is the driver's and the staged
+   * path is closed): libibp serves the key already */
+  ibp__choose_class_init(&m.k, m.route);
+  m.k.calls = m.learn_calls = &m.calls;
+  ibp_route_cost held[IBP_ROUTES];
+  memcpy(held, prior, sizeof held);
+  memset(&held[IBP_ROUTE_STAGED], 0, sizeof held[IBP_ROUTE_STAGED]);
+  served = simulate(&m, held, held, 50, IBP_ROUTE_DRIVER, 1);
+  CHECK(served.settled == 0 && served.explored == 0);
   /* the hope is taken at the calls as first seen: where the driver's
    * calls measure 4x their model, a route of many calls (30 us of them,
    * 25 us on the GPU at its hope) has no hope against the driver's 80 us,
