@@ -69,10 +69,6 @@ void ibp__gate_setup_device(int dev) {
     hopes[dev].decode_h2d_gbps *= IBP_GATE_GUESS_SPAN;
     hopes[dev].decode_tensor_us /= IBP_GATE_GUESS_SPAN;
   }
-  if (!ibp_profile_stage_measured(p, IBP_DECODER_BUILD)) {
-    hopes[dev].stage_decode_gbps_per_sm *= IBP_GATE_GUESS_SPAN;
-    hopes[dev].stage_tensor_us /= IBP_GATE_GUESS_SPAN;
-  }
   ibp__stats_note_profile(dev, p->name, p->decoder_build, decode_measured[dev]);
   atomic_store_explicit(&ready[dev], 1, memory_order_release);
 }

@@ -37,7 +37,7 @@ int ibp__gate_decode_measured(int dev);
 
 /* How far an unmeasured decoder's speed may be from its profile's
  * figures, at most: its decode terms (decode_gbps_per_sm, decode_h2d_gbps,
- * decode_tensor_us; the stage's likewise) up to this many times faster.
+ * decode_tensor_us) up to this many times faster.
  * Not a measurement: the widest error the gate plans for.  The built-in
  * profiles' decode terms are an older decoder's (h100-pcie5: 3.17 GB/s per
  * SM); the running one was designed for 8 GB/s per SM (issue N), 2.5x
