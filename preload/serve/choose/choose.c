@@ -344,23 +344,6 @@ static void space(ibp_choose_route *q) {
   q->wait = IBP_CHOOSE_WAIT_COPIES << q->backoff;
 }
 
-/* Ratios *ci, *gi a route inherits, bounded by what its own timed
- * launches measured, too few to judge it (each at least 1): what another
- * route measured dearer does not make it dearer than it measured itself
- * (under driver calls 4x dearer, kv_offload's batched launches measured
- * their GPU time at their model, but took the driver's copy's 1.8x -- the
- * copy engine's dearer set-up -- and went alone: 0.64 of their time). */
-static void bounded_by_own(const ibp_choose_route *q, uint32_t copies,
-                           double now_ns, double *ci, double *gi) {
-  uint32_t fresh;
-  const double c = fresh_ratio(q, 0, copies, now_ns, &fresh);
-  if (!fresh)
-    return;
-  const double g = fresh_ratio(q, 1, copies, now_ns, &fresh);
-  *ci = *ci < max2(c, 1.0) ? *ci : max2(c, 1.0);
-  *gi = *gi < max2(g, 1.0) ? *gi : max2(g, 1.0);
-}
-
 /* What a route the class has not measured yet (fewer than
  * IBP_CHOOSE_MIN_SAMPLES fresh timed copies) is believed to cost, where
  * the class measured others dearer than modelled: their calls and their
@@ -412,8 +395,7 @@ static void inherit(const ibp_choose_class *k,
     const int narrow = (timable >> r & 1) || c->engine;
     if (est[r] <= 0 || judged(&k->route[r], c->copies, now_ns))
       continue;
-    double ci = narrow ? dcr : cr, gi = narrow ? dgr : gr;
-    bounded_by_own(&k->route[r], c->copies, now_ns, &ci, &gi);
+    const double ci = narrow ? dcr : cr, gi = narrow ? dgr : gr;
     est[r] = scaled(c, ci, gi) + 1e-9;
     cpu[r] = cpu_ns(c, ci);
   }

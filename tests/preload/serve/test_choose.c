@@ -1149,50 +1149,6 @@ static void test_batch_sizes_apart(void) {
   CHECK(fabs(c.est_ns[IBP_ROUTE_BATCHED] - (320 + 3686 * 8710.0 / 3570)) < 1);
 }
 
-/* Driver calls and the copy engine's set-up 4x dearer (kv_offload,
- * a100-pcie4): the driver's 64 KiB copies measured their GPU time 1.83x
- * the model (the set-up, not the link), a batched launch of 4 (an
- * exploration: too few to judge the route by) its model.  The batched
- * route inherits the calls' 4x, but not more of the driver's 1.83x than it
- * measured itself -- and wins; a launch that measured dearer than the
- * driver's ratio does not make it dearer than that until judged. */
-static void test_inherit_bounded_by_own(void) {
-  const ibp_route_cost prior[IBP_ROUTES] = {
-      {.cpu_ns = 2500, .gpu_ns = 3600, .engine = 1},
-      {.cpu_ns = 0},
-      {.cpu_ns = 0},
-      {.cpu_ns = 900,
-       .gpu_ns = 4700,
-       .serial = 1,
-       .once_ns = 40000,
-       .copies = 16}};
-  /* each case: the batched launch of 4 timed (cpu, gpu, as the model's
-   * multiple; 0: none), the calls and link ratios it is then costed at */
-  static const struct {
-    double cpu, gpu, cr, gr;
-    ibp_route go;
-  } cases[] = {
-      {0, 0, 4, 6600.0 / 3600, IBP_ROUTE_DRIVER}, /* the driver's */
-      {4, 1, 4, 1, IBP_ROUTE_BATCHED},            /* its model's link */
-      {4, 3, 4, 6600.0 / 3600, IBP_ROUTE_DRIVER}, /* no dearer than inherited */
-      {0.5, 1, 1, 1, IBP_ROUTE_BATCHED}, /* nor cheaper than modelled */
-  };
-  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-    sim m;
-    sim_init(&m);
-    learn_twice(&m, IBP_ROUTE_DRIVER, 0, 8800, 2200, 6600, 3600);
-    if (cases[i].cpu > 0)
-      ibp__choose_learn(&m.k, IBP_ROUTE_BATCHED, 4, cases[i].cpu * 5200, 5200,
-                        cases[i].gpu * 36700, 36700, m.now);
-    ibp_choice c;
-    const ibp_route r =
-        ibp__choose_decide(&m.k, prior, 9u, TIMING_NS, 1, 1, m.now, &c);
-    CHECK(fabs(c.est_ns[IBP_ROUTE_BATCHED] -
-               (900 * cases[i].cr + 4700 * cases[i].gr)) < 1);
-    CHECK(r == cases[i].go);
-  }
-}
-
 /* Driver calls 4x dearer than modelled (a batched launch's flush measured
  * so): a batch's hold and the tracker's scan, libibp's own work, stay as
  * they are; only its calls take the ratio. */
@@ -1365,7 +1321,6 @@ int main(void) {
   test_guessed_explored_first();
   test_hopeful_explored_early();
   test_batch_sizes_apart();
-  test_inherit_bounded_by_own();
   test_own_work();
   test_idle_lead();
   test_untimed_engine();
