@@ -145,6 +145,7 @@ typedef struct batch {
                             route it holds (hold_locked); 0: none -- reset
                             with the batch */
   const ibp_chooser *exploring_ch; /* that class's chooser (a region's) */
+  uint32_t exploring_copies;       /* the batch that exploration stood for */
   unsigned nregions;
   held_region regions[MAX_REGIONS];
   held_jobs *hj;      /* the job list (its own from batch_for on) */
@@ -1011,17 +1012,22 @@ static int hold_locked(batch *b, const ibp_route_copy *x, uint64_t pcie) {
    * measures worse) -- a batch of one measures a launch's fixed costs,
    * never the batch its estimate is of (under driver calls 4x dearer,
    * kv_blocks' batches of 64 were explored as batches of one, and never
-   * taken: 0.26 of the best route's time) */
+   * taken: 0.26 of the best route's time).  The batch it stood for is the
+   * one expected when it was taken: an expectation that shrinks meanwhile
+   * (the calls not measured yet, the rate still settling) must not cut it
+   * short (kv_offload's explored batches of 16 ended at 2, unlike what the
+   * class expected, and it never batched) */
   if (!b->count)
     b->exploring = 0;
   if (go != IBP_ROUTE_BATCHED && !q.explore && b->exploring == cls + 1 &&
       b->exploring_ch == ch && b->timed.rec == r && b->timed.cls == cls &&
-      b->count * IBP_CHOOSE_LIKE < prior[IBP_ROUTE_BATCHED].copies) {
+      b->count * IBP_CHOOSE_LIKE < b->exploring_copies) {
     go = IBP_ROUTE_BATCHED;
     q.timed = 0; /* the exploration's launch is timed, whole */
   } else if (go == IBP_ROUTE_BATCHED && q.explore) {
     b->exploring = cls + 1;
     b->exploring_ch = ch;
+    b->exploring_copies = prior[IBP_ROUTE_BATCHED].copies;
   }
   if (go != IBP_ROUTE_BATCHED) {
     /* refused for the scan alone: let the figure fade, so that one slow
