@@ -327,7 +327,7 @@ static int split_compact(ibp_route_copy *x, uint64_t off) {
   const uint64_t min_run = runs <= COMPACT_MAX_PARTS ? 1 : COMPACT_LONG_RUN;
   if (!(runs <= COMPACT_MAX_PARTS ? runs : long_runs))
     return 1;
-  ibp__batch_order_copy(c->stream);   /* what is held runs first */
+  ibp__batch_order(c->stream);        /* what is held runs first */
   uint64_t drv = 0;                   /* the driver's part [drv, at) pending */
   uint64_t drv_bytes = 0, served = 0; /* the copy is counted once, below */
   for (uint64_t at = 0, n; at <= c->bytes; at += n) {
@@ -568,7 +568,7 @@ static int serve_region(ibp_route_copy *x, int hold_more) {
          offer == IBP_BATCH_ALONE ? IBP_PASSED_GATED : IBP_PASSED_BATCH_ENTRY);
     return 1;
   }
-  ibp__batch_order_copy(c->stream); /* what is held runs first */
+  ibp__batch_order(c->stream); /* what is held runs first */
   if (estimate)
     pcie = ibp__stored_bytes(s, off, c->bytes);
   /* Decided before the tracker's sync of the span, so that a copy the

@@ -1,4 +1,4 @@
-# Usage: check_learn.sh LIBIBP WORK_DIR EMB_GATHER KV_BLOCKS CALLS4X KV_OFFLOAD
+# Usage: check_learn.sh LIBIBP WORK_DIR EMB_GATHER KV_BLOCKS CALLS4X
 # The gate learns what its batched launches cost where it runs
 # (docs/ARCHITECTURE.md, "The gate"): 256-byte row gathers on a100-pcie4,
 # whose model holds them for batched launches, from libibp's statistics
@@ -17,13 +17,8 @@
 #     (a batch of one measures a launch's fixed costs alone).  Whether it is
 #     then taken varies from run to run (a timed span may include waiting
 #     behind the stream's earlier copies), so that is not checked here.
-#   - kv_offload's 64 KiB blocks, 16 a step, on the same GPU: a batch is
-#     expected to hold a step's copies -- the rate within a step, a step's
-#     run -- so most are batched (read as one gap in 16, the time between
-#     steps made the batches look like 4 or 8 copies, and most went alone:
-#     40-104 of 256).
 . "$(dirname "$0")/common.sh"
-lib=$1 work=$2 emb=$3 kv=$4 calls4x=$5 offload=$6
+lib=$1 work=$2 emb=$3 kv=$4 calls4x=$5
 mkdir -p "$work"
 TMP_OUT=$work/learn.out
 TMP_ERR=$work/learn.err
@@ -81,18 +76,4 @@ checks=$((checks + 1))
 [ "$(route batched explored)" -ge 1 ] && [ "$(region batch_launches)" -ge 1 ] &&
   [ "$(region copies_batched)" -gt "$(region batch_launches)" ] ||
   fail "calls 4x dearer: kv_blocks' batched route not explored as a batch: $(cat "$json")"
-
-set -- --blocks 128 --prefill 128 --block-bytes 64K --steps 16 --window 16 --warmup 2
-SIMCUDA_PROFILE=$calls4x IBP_DISABLE=1 LD_PRELOAD=$lib run "$offload" "$@"
-base=$(head -n 1 "$TMP_OUT")
-rm -f "$json"
-SIMCUDA_PROFILE=$calls4x IBP_PROFILE=h100-pcie5 \
-  IBP_REGIONS=min=8M,tensor=4K,name=kv IBP_WAIT_READY=1 IBP_STATS=$json \
-  LD_PRELOAD=$lib run "$offload" "$@"
-[ "$rc" -eq 0 ] || fail "kv_offload: exit $rc: $(cat "$TMP_ERR")"
-[ "$(head -n 1 "$TMP_OUT")" = "$base" ] ||
-  fail "kv_offload: result differs: $(head -n 1 "$TMP_OUT") vs $base"
-checks=$((checks + 1))
-[ $((4 * $(region copies_batched))) -ge $((3 * ($(region copies_batched) + $(route driver copies)))) ] ||
-  fail "calls 4x dearer: kv_offload's steps not batched: $(cat "$json")"
 finish

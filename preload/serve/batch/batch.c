@@ -56,13 +56,10 @@
 #define SLOT_BYTES                                                             \
   (MAX_REGIONS * sizeof(ibp_decompress_args) + MAX_JOBS * sizeof(ibp_batch_job))
 /* ASSUMPTION: copies per batch the gate expects of a stream before it has
- * seen RATE_GAPS gaps between them (then: as many as arrive within the
- * deadline, at the rate they have been arriving; the rate a mean of its
- * gaps, then smoothed over about RATE_GAPS). */
+ * seen RATE_EVERY of them (then: as many as arrive, at the rate they have
+ * been arriving, within the deadline). */
 #define EXPECTED_PRIOR 16
-#define RATE_GAPS 16
-/* Runs a stream's mean run is smoothed over, about. */
-#define RUN_SMOOTH 4
+#define RATE_EVERY 16
 #define SHARED_DEFAULT_LIMIT (48 * 1024)
 /* Held copies whose destinations are compared one by one with a new
  * copy's (beyond: the batch is launched first) -- see overlaps(). */
@@ -118,17 +115,12 @@ typedef struct batch {
   CUstream stream;
   int dev, blocking;
   uint32_t count;
-  uint64_t gaps;       /* gaps between offers within a run, counted */
-  double offered_ns;   /* device clock at the last offer (0: none yet) */
-  double own_ns;       /* the modelled CPU time of the path the last copy
-                          offered took (held or not) */
-  double interval_ns;  /* between offers within a run were they all held,
-                          smoothed */
-  uint64_t run;        /* copies offered in the current run */
-  uint64_t runs;       /* runs that ended, counted */
-  double run_mean;     /* their copies, smoothed */
-  uint64_t order_seen; /* the offering thread's ordering points, as last
-                          seen (ordered) */
+  uint64_t offers;    /* copies offered (held or not) */
+  double offers_t;    /* device clock at the last RATE_EVERY-th offer */
+  double own_ns;      /* the modelled CPU time of the paths the copies
+                         offered since then took (held or not) */
+  double interval_ns; /* between offers were they all held, smoothed; 0:
+                         not known yet */
   uint64_t units;
   double est_ns;     /* the chooser's estimates of the held copies' GPU
                         time, summed (their launch's on the stream and the
@@ -885,26 +877,6 @@ static void answer(gate_answer *a, const batch *b, const ibp_route_copy *x,
   }
 }
 
-/* The calling thread's last ordering point other than a copy's own
- * (ibp__batch_order): how many so far, and its stream. */
-static _Thread_local struct {
-  uint64_t count;
-  CUstream stream;
-} ordered;
-
-/* Whether an ordering point of the offering thread since b's last offer
- * ended b's run: one on b's stream, everywhere, or on the legacy stream
- * where b's synchronises with it. */
-static int run_ordered(batch *b) {
-  if (ordered.count == b->order_seen)
-    return 0;
-  b->order_seen = ordered.count;
-  const CUstream o = ordered.stream;
-  return o == b->stream || o == IBP_BATCH_ALL ||
-         (b->blocking &&
-          (o == CU_STREAM_LEGACY || b->stream == CU_STREAM_LEGACY));
-}
-
 /* Holds copy x in b when the gate prefers it there (lock held; x on b's
  * device: x->slot, x->p; `pcie`: its stored bytes, estimated).  0 when
  * held; 2: alone; 3: the driver's copy, timed. */
@@ -913,54 +885,29 @@ static int hold_locked(batch *b, const ibp_route_copy *x, uint64_t pcie) {
   ibp_region_rec *r = x->r;
   ibp_served_region *s = x->s;
   const ibp_profile *p = x->p;
-  /* the copies' rate on this stream: the application's own time since
-   * the last offer, plus what a held copy costs -- not what the path the
-   * last one took cost (copies refused because they arrive slowly must not
-   * arrive slowly because they were refused).  A gap of a deadline or more
-   * ends a run of copies (a batch would have been launched) and says
-   * nothing of the rate within one: read as one gap in every 16 offers,
-   * the time between kv_offload's steps made its batches of 16 look like
-   * 4 or 8, which went alone (driver calls 4x dearer: 0.55 of the batched
-   * route's time) */
+  /* the copies' rate on this stream, every RATE_EVERY-th offer: the
+   * application's own time between them, plus what a held copy costs --
+   * not what the path taken cost (copies refused because they arrive
+   * slowly must not arrive slowly because they were refused) */
   const double held_cpu_ns =
       1e3 * ((c->hold_only ? 0 : p->runtime_call_us) + p->ibp_hold_us);
-  const double now = ibp__clock_ns();
-  int ended = run_ordered(b);
-  if (b->offered_ns > 0) {
-    const double app = now - b->offered_ns - b->own_ns;
-    const double gap = (app > 0 ? app : 0) + held_cpu_ns;
-    if (gap < b->deadline_ns) {
-      b->gaps++;
-      const double w = 1.0 / (b->gaps < RATE_GAPS ? b->gaps : RATE_GAPS);
-      b->interval_ns += w * (gap - b->interval_ns);
-    } else {
-      ended = 1;
+  if (b->offers++ % RATE_EVERY == 0) {
+    double now = ibp__clock_ns();
+    if (b->offers > 1) {
+      double app = (now - b->offers_t - b->own_ns) / RATE_EVERY;
+      double gap = (app > 0 ? app : 0) + held_cpu_ns;
+      b->interval_ns =
+          b->interval_ns ? 0.75 * b->interval_ns + 0.25 * gap : gap;
     }
+    b->offers_t = now;
+    b->own_ns = 0;
   }
-  b->offered_ns = now;
-  b->own_ns = 0;
-  /* runs: the copies offered between two ordering points of the stream
-   * (a synchronisation, a kernel, any other operation on it: each launches
-   * what is held) or two offers a deadline apart -- a batch holds one run
-   * at most, however fast its copies arrive (kv_offload's 16 copies a
-   * step arrive 0.5 us apart held: 128 expected within the deadline, a
-   * batch no step makes, and they went alone) */
-  if (ended && b->run) {
-    b->runs++;
-    const double w = 1.0 / (b->runs < RUN_SMOOTH ? b->runs : RUN_SMOOTH);
-    b->run_mean += w * ((double)b->run - b->run_mean);
-    b->run = 0;
-  }
-  b->run++;
   /* the choice: this copy in a batch of the copies that arrive within
    * the deadline at that rate (at least those held; rounded down to a
    * power of two, so that the answer can be kept), or alone (substitute.c:
    * kernel or driver, whichever is faster) */
-  double expect = b->gaps >= RATE_GAPS && b->interval_ns > 0
-                      ? b->deadline_ns / b->interval_ns
-                      : EXPECTED_PRIOR;
-  if (b->runs && expect > b->run_mean && expect > (double)b->run)
-    expect = b->run_mean > (double)b->run ? b->run_mean : (double)b->run;
+  double expect =
+      b->interval_ns > 0 ? b->deadline_ns / b->interval_ns : EXPECTED_PRIOR;
   uint32_t n = expect >= MAX_JOBS ? MAX_JOBS
                : expect < 1       ? 1
                                   : (uint32_t)expect;
@@ -1014,9 +961,9 @@ static int hold_locked(batch *b, const ibp_route_copy *x, uint64_t pcie) {
    * kv_blocks' batches of 64 were explored as batches of one, and never
    * taken: 0.26 of the best route's time).  The batch it stood for is the
    * one expected when it was taken: an expectation that shrinks meanwhile
-   * (the calls not measured yet, the rate still settling) must not cut it
-   * short (kv_offload's explored batches of 16 ended at 2, unlike what the
-   * class expected, and it never batched) */
+   * (the rate sampled again) must not cut it short (under driver calls 4x
+   * dearer, kv_offload's explored batches of 16 ended at 2, unlike what
+   * the class expected) */
   if (!b->count)
     b->exploring = 0;
   if (go != IBP_ROUTE_BATCHED && !q.explore && b->exploring == cls + 1 &&
@@ -1183,12 +1130,6 @@ static void flush_context(CUcontext ctx, int only_blocking) {
 }
 
 void ibp__batch_order(CUstream s) {
-  ordered.count++;
-  ordered.stream = s;
-  ibp__batch_order_copy(s);
-}
-
-void ibp__batch_order_copy(CUstream s) {
   if (!atomic_load_explicit(&held, memory_order_relaxed))
     return;
   const ibp_driver *d = ibp__driver();

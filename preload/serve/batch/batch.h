@@ -56,10 +56,6 @@ int ibp__batch_hold_more(ibp_route_copy *x);
  * IBP_BATCH_ALL: everything held.  One relaxed load when nothing is held. */
 void ibp__batch_order(CUstream s);
 
-/* The same for a host-to-device copy that was not held: it ends no run of
- * its stream's copies (a batch's expected size, batch.c). */
-void ibp__batch_order_copy(CUstream s);
-
 /* Stream s is destroyed: what it holds is launched and its batch
  * forgotten (a later stream may get the same handle). */
 void ibp__batch_stream_end(CUstream s);
