@@ -73,6 +73,20 @@ enum {
   MARK_GROUP_LOOKUP, /* a unit's look-up, as a group where it can be */
   MARK_DIV64,        /* a 64-bit division (a copy past 4 GiB of its region) */
   MARK_STAGE_REST,   /* a stage job's IBP bits past its window counted */
+  MARK_EXP_SCOUT,    /* a code in a split segment's lane's first 32 bits */
+  MARK_EXP_COUNT,    /* ... a code after them, counted */
+  MARK_EXP_SPLIT,    /* after them */
+  MARK_EXP_SYNC,     /* a code from the lane's true start to a kept one */
+  MARK_EXP_SUMS,     /* after it: the lanes' counts summed */
+  MARK_EXP_REFILL,   /* a stage reader's next word */
+  MARK_EXP_EDGE,     /* a value at the window's edges (or misaligned) */
+  MARK_EXP_SYNC_ROUND, /* a round of the lanes' syncs */
+  MARK_EXP_RUN,      /* a lane's values whole in the window: their set-up */
+  MARK_EXP_RUN_END,  /* after them */
+  MARK_EXP_COUNT_STOP, /* a count's next refill, or its end */
+  MARK_EXP_SYNCED,   /* a lane's sync walk's end */
+  MARK_EXP_VALUE_STOP, /* a run's next refill, or its end */
+  MARK_EXP_SCOUT_STOP, /* a scout's next refill, or its end */
   MARK_COUNT
 };
 
@@ -1068,7 +1082,7 @@ typedef struct walk_state {
   uint32_t stage_bytes; /* per buffer */
   uint8_t buffers;      /* 1 or 2 */
   uint8_t slot;         /* j's job slot; n's and nn's follow, mod 3 */
-  uint8_t cur;          /* j's buffer */
+  uint8_t cur, other;   /* j's buffer; n's */
   uint8_t nc, nnc, prefetch;
   /* batch_units: the launch's job list, and the job of the last unit */
   uint32_t count, k;
@@ -1134,6 +1148,7 @@ IBP_DEV void walk_units(Units &units, walk_state *ws, tensor_job *slots) {
     ws->end = u1;
     ws->slot = (uint8_t)at;
     ws->cur = (uint8_t)cur;
+    ws->other = (uint8_t)other;
     ws->nc = (uint8_t)nc;
     ws->nnc = (uint8_t)nnc;
     ws->prefetch = (uint8_t)prefetch;
@@ -1154,6 +1169,7 @@ IBP_DEV void walk_units(Units &units, walk_state *ws, tensor_job *slots) {
     u1 = ws->end;
     at = ws->slot;
     cur = ws->cur;
+    other = ws->other;
     nc = ws->nc;
     nnc = ws->nnc;
     prefetch = ws->prefetch;

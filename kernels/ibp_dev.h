@@ -130,9 +130,16 @@ IBP_DEV ibp_dev_u128 ibp_dev_ldg_u128(const uint8_t *p) {
 IBP_DEV void ibp_dev_st16(uint8_t *p, ibp_dev_u128 v) {
   __stwb((uint4 *)p, v);
 }
-/* Bits [sh, sh + 32) of the 64-bit value hi:lo (sh < 32). */
+/* Bits [sh, sh + 32) of the 64-bit value hi:lo (sh taken mod 32). */
 IBP_DEV uint32_t ibp_dev_funnel_r(uint32_t lo, uint32_t hi, uint32_t sh) {
   return __funnelshift_r(lo, hi, sh);
+}
+/* p[i] (any address space), its address one wide multiply-add (nvcc
+ * otherwise shifts, masks and adds the 64-bit halves apart). */
+IBP_DEV uint32_t ibp_dev_ld_u16(const uint16_t *p, uint32_t i) {
+  const uint16_t *q;
+  asm("mad.wide.u32 %0, %1, 2, %2;" : "=l"(q) : "r"(i), "l"(p));
+  return *q;
 }
 /* PTX prmt.b32 (default mode): byte n of the result is byte s_n & 7 of
  * b:a (a bytes 0-3, b bytes 4-7), or, where s_n & 8, that byte's top bit
@@ -267,6 +274,9 @@ IBP_DEV void ibp_dev_st16(uint8_t *p, ibp_dev_u128 v) {
 }
 IBP_DEV uint32_t ibp_dev_funnel_r(uint32_t lo, uint32_t hi, uint32_t sh) {
   return (uint32_t)((((uint64_t)hi << 32) | lo) >> (sh & 31));
+}
+IBP_DEV uint32_t ibp_dev_ld_u16(const uint16_t *p, uint32_t i) {
+  return p[i];
 }
 IBP_DEV uint32_t ibp_dev_prmt(uint32_t a, uint32_t b, uint32_t s) {
   const uint64_t ba = ((uint64_t)b << 32) | a;

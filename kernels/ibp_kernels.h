@@ -77,13 +77,16 @@ extern "C" {
  *                  flat step (issue 36)
  *   decode-plan-3  the same, a group's tensors looked up in one warp-wide
  *                  step (issue 36)
+ *   decode-plan-4  the same, the exponent stage's last round of segments
+ *                  split across lanes by bits, read through a bit buffer
+ *                  (issue 37)
  *
  * Whoever changes how fast ibp_decompress or ibp_decompress_batch decode
  * (ibp_decompress.cu, ibp_dev.h, the plan they read, their launch shape in
  * plan.c) bumps it -- a new name, never one used before, and never
  * "unknown" -- so that every profile measured before is flagged until `ibp
  * calibrate` measures the new build. */
-#define IBP_DECODER_BUILD "decode-plan-3"
+#define IBP_DECODER_BUILD "decode-plan-4"
 
 /* ---- the exponent stage (docs/FORMAT.md §9.3, §9.6) --------------------- */
 
@@ -93,8 +96,10 @@ extern "C" {
 /* What the device decoder needs of one cluster's exponent stage, built on
  * the host by ibp_kernels_stage_exp (16-byte aligned in device memory). */
 typedef struct ibp_kernel_stage {
-  /* symbol | length << 10 per value of the next 11 stream bits (first
-   * code bit lowest); 0: no code */
+  /* symbol | bits << 10 per value of the next 11 stream bits (first
+   * code bit lowest); bits: the code's length, with an escape's raw field
+   * (the escape symbol 1 << E: the field follows the code), 1 where no
+   * code starts (stage_plan.c) */
   uint16_t table[IBP_KERNEL_STAGE_TABLE];
   uint32_t dtype;        /* ibp_dtype: 1 bf16, 2 f16, 3 f32; 0: no stage */
   uint32_t segment_log2; /* values per segment: 2^segment_log2 */

@@ -43,6 +43,19 @@ static uint32_t length_bits(const ibp_stage *st, uint32_t values, uint32_t e) {
   return w;
 }
 
+/* The codec's decode table (symbol | code length << 10, 0: no code) as the
+ * device decoder reads it: an escape's length its code's and the raw
+ * field's together (a count steps over a code in one add), and no entry
+ * of length 0 (one bit: a lane's decode from a bit that starts no code,
+ * or a corrupt stream's, moves on). */
+static void device_table(const ibp_stage *st, uint32_t e, uint16_t *out) {
+  for (uint32_t i = 0; i < IBP_KERNEL_STAGE_TABLE; i++) {
+    const uint32_t s = st->decode[i] & 0x3FFu, l = st->decode[i] >> 10;
+    const uint32_t bits = l == 0 ? 1u : s == st->symbols ? l + e : l;
+    out[i] = (uint16_t)(s | bits << 10);
+  }
+}
+
 int ibp_kernels_stage_exp(const ibp_stage *st, const uint8_t *mask,
                           uint32_t tensor_bytes, ibp_kernel_stage *out) {
   memset(out, 0, sizeof *out);
@@ -57,7 +70,7 @@ int ibp_kernels_stage_exp(const ibp_stage *st, const uint8_t *mask,
   const uint32_t w = length_bits(st, tensor_bytes / vb, e);
   if (w > 32)
     return -1;
-  memcpy(out->table, st->decode, sizeof out->table);
+  device_table(st, e, out->table);
   out->dtype = st->dtype;
   out->segment_log2 = st->segment_log2;
   out->length_bits = w;
