@@ -87,6 +87,8 @@ enum {
   MARK_EXP_SYNCED,   /* a lane's sync walk's end */
   MARK_EXP_VALUE_STOP, /* a run's next refill, or its end */
   MARK_EXP_SCOUT_STOP, /* a scout's next refill, or its end */
+  MARK_EXP_START,    /* a stage decode's set-up, past the dtype's choice */
+  MARK_EXP_SEGMENT,  /* a round of 32 segments, a lane each: its decode */
   MARK_COUNT
 };
 

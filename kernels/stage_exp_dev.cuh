@@ -94,9 +94,9 @@ IBP_DEV void stage_field_or(const stage_exp_job &j, const stage_exp_full &w,
  * lim / 32 - 1 and lim / 32 (lim - 32 <= pos < lim + 32; pos < lim once
  * stage_fill has run, which a peek needs); the peek is one funnel shift,
  * a refill one word load, clamped at the stream's end as bits_at is.
- * The loops fill at their top, before their mark: a refill is counted
- * where it runs (docs/ARCHITECTURE.md "Counting a tensor's
- * instructions"). */
+ * A loop tests "refill due or end" once per code, its refill under a
+ * mark of its own: counted where it runs (docs/ARCHITECTURE.md
+ * "Counting a tensor's instructions"). */
 struct stage_reader {
   uint32_t lo, hi, pos, lim;
 };
@@ -143,20 +143,20 @@ IBP_DEV void stage_skip(const stage_exp_job &j, stage_reader &r) {
 IBP_DEV uint32_t stage_count(const stage_exp_job &j, stage_reader &r,
                              uint32_t bn) {
   /* (one test per code: the next refill or bn, whichever comes first) */
-  uint32_t stop = r.lim < bn ? r.lim : bn, c = 0;
+  uint32_t c = 0;
   IBP_NO_UNROLL
-  for (;; c++) {
-    if (r.pos >= stop) {
-      IBP_MARK(MARK_EXP_COUNT_STOP);
-      if (r.pos >= bn)
-        break;
-      stage_fill(j, r);
-      stop = r.lim < bn ? r.lim : bn;
+  for (;;) {
+    const uint32_t stop = r.lim < bn ? r.lim : bn;
+    IBP_NO_UNROLL
+    for (; r.pos < stop; c++) {
+      IBP_MARK(MARK_EXP_COUNT);
+      stage_skip(j, r);
     }
-    IBP_MARK(MARK_EXP_COUNT);
-    stage_skip(j, r);
+    IBP_MARK(MARK_EXP_COUNT_STOP);
+    if (r.pos >= bn)
+      return c;
+    stage_refill(j, r); /* (pos >= lim: stop was lim) */
   }
-  return c;
 }
 
 /* Decodes one value's field (not yet in place). */
@@ -262,19 +262,19 @@ IBP_DEV void stage_split(const stage_exp_job &j, uint32_t s0, uint32_t m,
   uint32_t c = 0, kept = 0;
   const uint32_t sc = bn - b < 32u ? bn : b + 32u;
   /* (one test per code: the next refill or sc, whichever comes first) */
-  uint32_t stop = r.lim < sc ? r.lim : sc;
   IBP_NO_UNROLL
-  for (;; c++) {
-    if (r.pos >= stop) {
-      IBP_MARK(MARK_EXP_SCOUT_STOP);
-      if (r.pos >= sc)
-        break;
-      stage_fill(j, r);
-      stop = r.lim < sc ? r.lim : sc;
+  for (;;) {
+    const uint32_t stop = r.lim < sc ? r.lim : sc;
+    IBP_NO_UNROLL
+    for (; r.pos < stop; c++) {
+      IBP_MARK(MARK_EXP_SCOUT);
+      kept |= 1u << (r.pos - b);
+      stage_skip(j, r);
     }
-    IBP_MARK(MARK_EXP_SCOUT);
-    kept |= 1u << (r.pos - b);
-    stage_skip(j, r);
+    IBP_MARK(MARK_EXP_SCOUT_STOP);
+    if (r.pos >= sc)
+      break;
+    stage_refill(j, r); /* (pos >= lim: stop was lim) */
   }
   c += stage_count(j, r, bn);
   IBP_MARK(MARK_EXP_SPLIT);
@@ -336,6 +336,7 @@ IBP_DEV void stage_split(const stage_exp_job &j, uint32_t s0, uint32_t m,
  * bits, then the segments' codes.  Called by the whole warp. */
 template <unsigned D> IBP_DEV void stage_exp_decode(const stage_exp_job &j) {
   typedef stage_dtype<D> T;
+  IBP_MARK(MARK_EXP_START);
   const unsigned lane = ibp_dev_lane();
   const uint32_t L = j.segment_log2, n = j.values, W = j.length_bits;
   const uint32_t S = ((n - 1) >> L) + 1;
@@ -358,6 +359,7 @@ template <unsigned D> IBP_DEV void stage_exp_decode(const stage_exp_job &j) {
       stage_split<D>(j, s0, s1 - s0, p, len, v0);
       break;
     }
+    IBP_MARK(MARK_EXP_SEGMENT);
     const uint32_t v = s << L; /* s < S <= 2^20 / 2^L: no overflow */
     if (s < s1 && v + (1u << L) > v0) {
       stage_reader r = stage_reader_at(j, p);
