@@ -24,71 +24,71 @@
  * "Counting a tensor's instructions"): each names the code from it to the
  * next mark; every loop holds one, and one follows it. */
 enum {
-  MARK_ENTRY = 1,    /* a warp's start in a kernel */
-  MARK_WALK,         /* a walk of a warp */
-  MARK_WALK_END,     /* to the warp's next walk */
-  MARK_UNIT,         /* a unit of a walk */
-  MARK_LOOKUP,       /* a unit's job */
-  MARK_RAW,          /* a unit copied raw */
-  MARK_RAW_STEP,     /* a 512-byte step of the aligned raw copy */
-  MARK_RAW_BYTES,    /* ... its byte-wise edges */
-  MARK_RAW_END,      /* after it */
-  MARK_STAGE_STEP,   /* a warp-wide request of a fetch */
-  MARK_STAGE_BYTES,  /* ... a piece before the readable range */
-  MARK_STAGE_END,    /* after a fetch is issued */
-  MARK_WAIT,         /* the walk's state saved, the fetch waited for */
-  MARK_DECODE,       /* a tensor's decode entry */
-  MARK_BITS_STEP,    /* a step of counting stream bits before the window */
-  MARK_BITS_END,     /* after it */
-  MARK_STEP_FULL,    /* a full decode step */
-  MARK_STEP_PART,    /* a step that tests each lane's block */
-  MARK_STORE_BYTES,  /* ... a block stored byte by byte */
-  MARK_BSTEP_FULL,   /* a full decode step of a block decode */
-  MARK_BSTEP_PART,   /* ... one that tests each lane's block */
-  MARK_DECODE_END,   /* after a tensor's (or a round's) steps */
-  MARK_RESTORE,      /* the walk's state read back, the carry */
-  MARK_GROUP,        /* a group's decode entry */
-  MARK_GROUP_STEP,   /* a step of a group's decode */
-  MARK_GROUP_NEXT,   /* a tensor a lane's next block is in */
-  MARK_GROUP_END,    /* after it */
-  MARK_GROUPING,     /* a unit's job grown into a group */
-  MARK_BUNIT,        /* a unit of a block */
-  MARK_BUNIT_JOB,    /* its job made */
-  MARK_BUNIT_END,    /* after it */
-  MARK_ROUND,        /* a round of a block decode */
-  MARK_BSTAGE_STEP,  /* a block-wide request of a block's fetch */
-  MARK_BSTAGE_BYTES, /* ... a piece before the readable range */
-  MARK_BSTAGE_END,   /* after a block's fetch is issued */
-  MARK_SUMS,         /* a warp's sum of a round's block-level scan */
-  MARK_SUMS_END,     /* after the scan */
-  MARK_ROUND_DECODE, /* a round's payload fetched, its decode entry */
-  MARK_ROUND_END,    /* after a round */
-  MARK_EXP_TABLE,    /* ibp_stage_exp: a word of its tables loaded */
-  MARK_EXP_TENSOR,   /* ... a tensor's stage decode */
-  MARK_EXP_ROUND,    /* a round of 32 segments of a stage decode */
-  MARK_EXP_VALUE,    /* a value of a segment */
-  MARK_EXP_BYTES,    /* ... ORed byte by byte */
-  MARK_EXP_END,      /* after a stage decode */
-  MARK_STAGE_JOB,    /* a walk's tensor with a coding stage: its stage */
-  MARK_GROUP_LOOKUP, /* a unit's look-up, as a group where it can be */
-  MARK_DIV64,        /* a 64-bit division (a copy past 4 GiB of its region) */
-  MARK_STAGE_REST,   /* a stage job's IBP bits past its window counted */
-  MARK_EXP_SCOUT,    /* a code in a split segment's lane's first 32 bits */
-  MARK_EXP_COUNT,    /* ... a code after them, counted */
-  MARK_EXP_SPLIT,    /* after them */
-  MARK_EXP_SYNC,     /* a code from the lane's true start to a kept one */
-  MARK_EXP_SUMS,     /* after it: the lanes' counts summed */
-  MARK_EXP_REFILL,   /* a stage reader's next word */
-  MARK_EXP_EDGE,     /* a value at the window's edges (or misaligned) */
+  MARK_ENTRY = 1,      /* a warp's start in a kernel */
+  MARK_WALK,           /* a walk of a warp */
+  MARK_WALK_END,       /* to the warp's next walk */
+  MARK_UNIT,           /* a unit of a walk */
+  MARK_LOOKUP,         /* a unit's job */
+  MARK_RAW,            /* a unit copied raw */
+  MARK_RAW_STEP,       /* a 512-byte step of the aligned raw copy */
+  MARK_RAW_BYTES,      /* ... its byte-wise edges */
+  MARK_RAW_END,        /* after it */
+  MARK_STAGE_STEP,     /* a warp-wide request of a fetch */
+  MARK_STAGE_BYTES,    /* ... a piece before the readable range */
+  MARK_STAGE_END,      /* after a fetch is issued */
+  MARK_WAIT,           /* the walk's state saved, the fetch waited for */
+  MARK_DECODE,         /* a tensor's decode entry */
+  MARK_BITS_STEP,      /* a step of counting stream bits before the window */
+  MARK_BITS_END,       /* after it */
+  MARK_STEP_FULL,      /* a full decode step */
+  MARK_STEP_PART,      /* a step that tests each lane's block */
+  MARK_STORE_BYTES,    /* ... a block stored byte by byte */
+  MARK_BSTEP_FULL,     /* a full decode step of a block decode */
+  MARK_BSTEP_PART,     /* ... one that tests each lane's block */
+  MARK_DECODE_END,     /* after a tensor's (or a round's) steps */
+  MARK_RESTORE,        /* the walk's state read back, the carry */
+  MARK_GROUP,          /* a group's decode entry */
+  MARK_GROUP_STEP,     /* a step of a group's decode */
+  MARK_GROUP_NEXT,     /* a tensor a lane's next block is in */
+  MARK_GROUP_END,      /* after it */
+  MARK_GROUPING,       /* a unit's job grown into a group */
+  MARK_BUNIT,          /* a unit of a block */
+  MARK_BUNIT_JOB,      /* its job made */
+  MARK_BUNIT_END,      /* after it */
+  MARK_ROUND,          /* a round of a block decode */
+  MARK_BSTAGE_STEP,    /* a block-wide request of a block's fetch */
+  MARK_BSTAGE_BYTES,   /* ... a piece before the readable range */
+  MARK_BSTAGE_END,     /* after a block's fetch is issued */
+  MARK_SUMS,           /* a warp's sum of a round's block-level scan */
+  MARK_SUMS_END,       /* after the scan */
+  MARK_ROUND_DECODE,   /* a round's payload fetched, its decode entry */
+  MARK_ROUND_END,      /* after a round */
+  MARK_EXP_TABLE,      /* ibp_stage_exp: a word of its tables loaded */
+  MARK_EXP_TENSOR,     /* ... a tensor's stage decode */
+  MARK_EXP_ROUND,      /* a round of 32 segments of a stage decode */
+  MARK_EXP_VALUE,      /* a value of a segment */
+  MARK_EXP_BYTES,      /* ... ORed byte by byte */
+  MARK_EXP_END,        /* after a stage decode */
+  MARK_STAGE_JOB,      /* a walk's tensor with a coding stage: its stage */
+  MARK_GROUP_LOOKUP,   /* a unit's look-up, as a group where it can be */
+  MARK_DIV64,          /* a 64-bit division (a copy past 4 GiB of its region) */
+  MARK_STAGE_REST,     /* a stage job's IBP bits past its window counted */
+  MARK_EXP_SCOUT,      /* a code in a split segment's lane's first 32 bits */
+  MARK_EXP_COUNT,      /* ... a code after them, counted */
+  MARK_EXP_SPLIT,      /* after them */
+  MARK_EXP_SYNC,       /* a code from the lane's true start to a kept one */
+  MARK_EXP_SUMS,       /* after it: the lanes' counts summed */
+  MARK_EXP_REFILL,     /* a stage reader's next word */
+  MARK_EXP_EDGE,       /* a value at the window's edges (or misaligned) */
   MARK_EXP_SYNC_ROUND, /* a round of the lanes' syncs */
-  MARK_EXP_RUN,      /* a lane's values whole in the window: their set-up */
-  MARK_EXP_RUN_END,  /* after them */
+  MARK_EXP_RUN,        /* a lane's values whole in the window: their set-up */
+  MARK_EXP_RUN_END,    /* after them */
   MARK_EXP_COUNT_STOP, /* a count's next refill, or its end */
-  MARK_EXP_SYNCED,   /* a lane's sync walk's end */
+  MARK_EXP_SYNCED,     /* a lane's sync walk's end */
   MARK_EXP_VALUE_STOP, /* a run's next refill, or its end */
   MARK_EXP_SCOUT_STOP, /* a scout's next refill, or its end */
-  MARK_EXP_START,    /* a stage decode's set-up, past the dtype's choice */
-  MARK_EXP_SEGMENT,  /* a round of 32 segments, a lane each: its decode */
+  MARK_EXP_START,      /* a stage decode's set-up, past the dtype's choice */
+  MARK_EXP_SEGMENT,    /* a round of 32 segments, a lane each: its decode */
   MARK_COUNT
 };
 

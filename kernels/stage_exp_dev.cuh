@@ -206,15 +206,15 @@ IBP_DEV void stage_values(const stage_exp_job &j, stage_reader &r, uint32_t v,
   for (;;) {
     IBP_NO_UNROLL
     for (; r.pos < r.lim && i != m - h; i++) {
-    IBP_MARK(MARK_EXP_VALUE);
-    const uint32_t f = stage_next<D>(j, r) << T::LO;
-    if (T::VB == 2) {
-      uint16_t *o = (uint16_t *)d + i;
-      *o = (uint16_t)(*o | f);
-    } else {
-      uint32_t *o = (uint32_t *)d + i;
-      *o = *o | f;
-    }
+      IBP_MARK(MARK_EXP_VALUE);
+      const uint32_t f = stage_next<D>(j, r) << T::LO;
+      if (T::VB == 2) {
+        uint16_t *o = (uint16_t *)d + i;
+        *o = (uint16_t)(*o | f);
+      } else {
+        uint32_t *o = (uint32_t *)d + i;
+        *o = *o | f;
+      }
     }
     IBP_MARK(MARK_EXP_VALUE_STOP);
     if (i == m - h)
@@ -322,8 +322,7 @@ IBP_DEV void stage_split(const stage_exp_job &j, uint32_t s0, uint32_t m,
   const uint32_t g0 = ibp_dev_shfl(ex, (int)first);
   const uint32_t sum =
       ibp_dev_shfl(ex + c, (int)(first + (1u << lg) - 1u)) - g0;
-  const bool whole =
-      sum >= 1u << 24 || (s + 1 < S ? sum != cap : sum < cap);
+  const bool whole = sum >= 1u << 24 || (s + 1 < S ? sum != cap : sum < cap);
   /* the lane's values: [vb, vb + c) of the segment's, from t0 on */
   const uint32_t vb = v + (ex - g0);
   if (cap && (whole ? k == 0 : vb < ve)) { /* whole: by its first lane */
