@@ -101,8 +101,18 @@ struct stage_reader {
   uint32_t lo, hi, pos, lim;
 };
 
+/* Bit p clamped for a read (two words from p's): at the stream's end, or
+ * one bit before it where the stream ends on a word's edge -- so that the
+ * second word is at most the one after the stream's last, the only one past
+ * it the caller keeps readable (clamped at end, a stream of a whole number
+ * of words was read two words past: a 4 KiB bf16 tensor's 2724-byte stream
+ * faulted on a guard page).  Bits from end on are never decoded. */
+IBP_DEV uint32_t stage_clamp(const stage_exp_job &j, uint32_t p) {
+  return p < j.end ? p : (j.end & 31u) || !j.end ? j.end : j.end - 1u;
+}
+
 IBP_DEV stage_reader stage_reader_at(const stage_exp_job &j, uint32_t p) {
-  const uint32_t *q = j.sw + ((p < j.end ? p : j.end) >> 5);
+  const uint32_t *q = j.sw + (stage_clamp(j, p) >> 5);
   stage_reader r = {q[0], q[1], p, (p | 31u) + 1u};
   return r;
 }
@@ -114,7 +124,7 @@ IBP_DEV uint32_t stage_peek(const stage_reader &r) {
 
 /* Moves lo and hi one word on. */
 IBP_DEV void stage_refill(const stage_exp_job &j, stage_reader &r) {
-  const uint32_t w = (r.lim >> 5) + 1u, last = (j.end >> 5) + 1u;
+  const uint32_t w = (r.lim >> 5) + 1u, last = (j.end + 31u) >> 5;
   r.lo = r.hi;
   r.hi = j.sw[w < last ? w : last];
   r.lim += 32u;
@@ -298,7 +308,7 @@ IBP_DEV void stage_split(const stage_exp_job &j, uint32_t s0, uint32_t m,
     IBP_NO_UNROLL
     for (; t - b < sc - b && !((kept >> (t - b)) & 1u); c++) {
       IBP_MARK(MARK_EXP_SYNC);
-      t += stage_entry(j, bits_at(j.sw, t < j.end ? t : j.end)) >> 10;
+      t += stage_entry(j, bits_at(j.sw, stage_clamp(j, t))) >> 10;
     }
     IBP_MARK(MARK_EXP_SYNCED);
     if (t - b < sc - b) { /* at a kept position: the decode above from here */
@@ -350,7 +360,7 @@ template <unsigned D> IBP_DEV void stage_exp_decode(const stage_exp_job &j) {
     const uint32_t s = s0 + lane;
     const uint32_t q = j.bit0 + s * W;
     const uint32_t len =
-        s + 1 < S ? bits_at(j.sw, q < j.end ? q : j.end) & wmask : 0u;
+        s + 1 < S ? bits_at(j.sw, stage_clamp(j, q)) & wmask : 0u;
     unsigned total;
     const uint32_t p = at + ibp_dev_warp_exclusive_scan(len, &total);
     at += total;
