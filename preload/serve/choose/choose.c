@@ -401,41 +401,38 @@ static void inherit(const ibp_choose_class *k,
   }
 }
 
-ibp_route ibp__choose_decide(ibp_choose_class *k,
-                             const ibp_route_cost prior[IBP_ROUTES],
-                             unsigned timable, double timing_ns, int learn,
-                             int dry, double now_ns, ibp_choice *out) {
-  double model[IBP_ROUTES];
-  memset(out, 0, sizeof *out);
+/* Every open route's cost as the model alone gives it. */
+static void model_of(const ibp_route_cost prior[IBP_ROUTES],
+                     double model[IBP_ROUTES]) {
   for (int r = 0; r < IBP_ROUTES; r++)
     model[r] = is_open(&prior[r]) ? scaled(&prior[r], 1, 1) + 1e-9 : 0;
-  out->modelled = smallest(model);
-  if (!learn) {
-    out->route = (ibp_route)out->modelled;
-    memcpy(out->est_ns, model, sizeof model);
-    if (!dry)
-      count(k, out->route, model);
-    return out->route;
-  }
-  if (now_ns < k->paused_until_ns) /* an event call failed lately */
-    timable = 0;
+}
+
+/* What a decision weighs before its credits (ibp_choose_assessed): the
+ * estimates, the choice, the alternative and what exploring it costs. */
+static void assess(const ibp_choose_class *k,
+                   const ibp_route_cost prior[IBP_ROUTES], unsigned timable,
+                   double timing_ns, double now_ns, ibp_choose_assessed *a) {
+  double *model = a->model, *est = a->est;
+  model_of(prior, model);
+  a->modelled = smallest(model);
   for (int r = 0; r < IBP_ROUTES; r++)
-    out->est_ns[r] =
+    est[r] =
         model[r] > 0
             ? ibp__choose_estimate(k, (ibp_route)r, &prior[r], now_ns) + 1e-9
             : 0;
   /* an exploration is charged on what the class measured of the route
    * itself (an unmeasured one's prior, not what it inherits: being believed
    * dearer than it may be must not delay finding out) */
-  double own[IBP_ROUTES], cpu[IBP_ROUTES];
-  memcpy(own, out->est_ns, sizeof own);
+  double own[IBP_ROUTES];
+  double *cpu = a->cpu;
+  memcpy(own, est, sizeof own);
   for (int r = 0; r < IBP_ROUTES; r++) {
     double cr, gr;
     ibp__choose_ratios(k, (ibp_route)r, prior[r].copies, now_ns, &cr, &gr);
     cpu[r] = cpu_ns(&prior[r], cr);
   }
-  inherit(k, prior, timable, now_ns, out->est_ns, cpu);
-  const double *est = out->est_ns;
+  inherit(k, prior, timable, now_ns, est, cpu);
   ibp_route go = smallest(est);
   /* hysteresis: the last choice stays while nearly as good, once the class
    * has measurements to stand on */
@@ -444,24 +441,18 @@ ibp_route ibp__choose_decide(ibp_choose_class *k,
       est[last] <= est[go] * (1.0 + IBP_CHOOSE_HYSTERESIS) &&
       measured(k, prior, last, go, now_ns))
     go = (ibp_route)last;
-  /* credit: a share of this copy's estimated time each */
-  double explore_credit =
-      k->explore_credit_ns + IBP_CHOOSE_EXPLORE_SHARE * est[go];
-  double timing_credit =
-      k->timing_credit_ns + IBP_CHOOSE_TIMING_SHARE * est[go];
-  if (timing_credit > TIMING_CREDIT_MAX * timing_ns)
-    timing_credit = TIMING_CREDIT_MAX * timing_ns;
-  ibp_route take = go;
+  a->go = go;
   double hope[IBP_ROUTES] = {0}, hope_cr, hope_gr;
   if (seen_ratios(k, prior, now_ns, &hope_cr, &hope_gr))
     for (int r = 0; r < IBP_ROUTES; r++)
       hope[r] = est[r] > 0 ? hope_ns(&prior[r], hope_cr, hope_gr) : 0;
   const int alt = candidate(k, est, prior, hope, go, timable, now_ns);
+  a->alt = alt;
   /* what exploring it may cost: its estimate over the choice's, the
    * timing, and while it is unmeasured, IBP_CHOOSE_UNMEASURED of its
    * estimate again (the prior may be that wrong; ibp__choose_settle
    * charges what it took) */
-  double cost = 0, cap = k->explore_cap_ns;
+  double cost = 0;
   /* early: a route that could win, never measured, is explored at once on
    * a loan -- the credit goes below 0, and later explorations wait until
    * the class's copies have paid it back -- with no surcharge: a decoder
@@ -478,10 +469,150 @@ ibp_route ibp__choose_decide(ibp_choose_class *k,
            (early || judged(&k->route[alt], prior[alt].copies, now_ns)
                 ? 0
                 : IBP_CHOOSE_UNMEASURED * once);
-    /* saved up for a few explorations at most (while every alternative
-     * waits: as many as the last one) */
-    cap = IBP_CHOOSE_EXPLORE_CREDIT_MAX * cost;
   }
+  a->early = early;
+  a->cost = cost;
+  a->go_judged = judged(&k->route[go], prior[go].copies, now_ns);
+  a->choice_ns = est[go];
+  /* an early exploration is judged against the choice at the calls and
+   * the link seen so far, as its hope was (the choice may not be judged
+   * yet): against its prior, kv_blocks' batches under driver calls 4x
+   * dearer measured worse than a driver believed 4x cheaper than it was,
+   * and were not explored again (0.28 of the batched route's time) */
+  if (early && !a->go_judged)
+    a->choice_ns = max2(est[go], scaled(&prior[go], hope_cr, hope_gr));
+}
+
+static int same_cost(const ibp_route_cost *a, const ibp_route_cost *b) {
+  return a->cpu_ns == b->cpu_ns && a->gpu_ns == b->gpu_ns &&
+         a->serial == b->serial && a->once_ns == b->once_ns &&
+         a->guessed == b->guessed && a->sm_ns == b->sm_ns &&
+         a->pipelined == b->pipelined && a->engine == b->engine &&
+         a->own_ns == b->own_ns && a->copies == b->copies &&
+         a->lead_ns == b->lead_ns && a->hope_gpu_ns == b->hope_gpu_ns &&
+         a->hope_sm_ns == b->hope_sm_ns;
+}
+
+/* The oldest of a window's entries counted at now_ns (as fresh_ratio and
+ * whole count them: one aged never counts again), or `oldest` if older. */
+static double oldest_counted(const double *seen_ns, uint32_t count,
+                             double now_ns, double oldest) {
+  const uint32_t n = count < IBP_CHOOSE_WINDOW ? count : IBP_CHOOSE_WINDOW;
+  for (uint32_t i = 0; i < n; i++)
+    if (!(seen_ns[i] < now_ns - IBP_CHOOSE_AGE_NS) && seen_ns[i] < oldest)
+      oldest = seen_ns[i];
+  return oldest;
+}
+
+/* What an assessment read of the class, besides its inputs: the routes'
+ * windows (their counts: a sample is only ever added) and the state the
+ * alternatives' ranks read. */
+static void read_state(const ibp_choose_class *k, ibp_choose_read *st) {
+  memset(st, 0, sizeof *st);
+  for (int r = 0; r < IBP_ROUTES; r++) {
+    const ibp_choose_route *q = &k->route[r];
+    st->samples[r] = q->samples;
+    st->wholes[r] = q->wholes;
+    st->flags[r] = (q->wait ? 1u : 0u) | (q->pending ? 2u : 0u) |
+                   (q->backoff ? 4u : 0u) |
+                   (q->explored < IBP_CHOOSE_MIN_SAMPLES ? 8u : 0u);
+  }
+  st->calls = k->calls ? k->calls->samples : 0;
+  st->served = served(k);
+  st->last = k->last;
+}
+
+static int same_state(const ibp_choose_read *a, const ibp_choose_read *b) {
+  for (int r = 0; r < IBP_ROUTES; r++)
+    if (a->samples[r] != b->samples[r] || a->wholes[r] != b->wholes[r] ||
+        a->flags[r] != b->flags[r])
+      return 0;
+  return a->calls == b->calls && a->served == b->served && a->last == b->last;
+}
+
+/* The class's assessment for these inputs at now_ns: the one kept, where
+ * nothing it read has changed since and no sample it counted has aged;
+ * else made again.  A class's copies are alike (one size, one stream), so
+ * most decisions repeat the last one's assessment: made again each time,
+ * a held row's decision cost more than the rest of its hold
+ * (bench/batch_hold.sh).  `look`: where a look (a dry decision) makes one,
+ * which it does not keep. */
+static const ibp_choose_assessed *
+assessed(ibp_choose_class *k, const ibp_route_cost prior[], unsigned timable,
+         double timing_ns, double now_ns, ibp_choose_assessed *look) {
+  ibp_choose_assessed *a = &k->assessed;
+  ibp_choose_read st;
+  read_state(k, &st);
+  int same = a->valid && now_ns >= a->at_ns &&
+             !(a->oldest_ns < now_ns - IBP_CHOOSE_AGE_NS) &&
+             a->timable == timable && a->timing_ns == timing_ns &&
+             same_state(&a->read, &st);
+  for (int r = 0; same && r < IBP_ROUTES; r++)
+    same = same_cost(&a->prior[r], &prior[r]);
+  if (same)
+    return a;
+  if (look) { /* a look keeps nothing (ibp__choose_decide's dry) */
+    assess(k, prior, timable, timing_ns, now_ns, look);
+    return look;
+  }
+  assess(k, prior, timable, timing_ns, now_ns, a);
+  memcpy(a->prior, prior, sizeof a->prior);
+  a->read = st;
+  a->timable = timable;
+  a->timing_ns = timing_ns;
+  a->at_ns = now_ns;
+  double oldest = 1e300;
+  for (int r = 0; r < IBP_ROUTES; r++) {
+    const ibp_choose_route *q = &k->route[r];
+    oldest = oldest_counted(q->seen_ns, q->samples, now_ns, oldest);
+    oldest = oldest_counted(q->whole_ns, q->wholes, now_ns, oldest);
+  }
+  if (k->calls)
+    oldest =
+        oldest_counted(k->calls->seen_ns, k->calls->samples, now_ns, oldest);
+  a->oldest_ns = oldest;
+  a->valid = 1;
+  return a;
+}
+
+ibp_route ibp__choose_decide(ibp_choose_class *k,
+                             const ibp_route_cost prior[IBP_ROUTES],
+                             unsigned timable, double timing_ns, int learn,
+                             int dry, double now_ns, ibp_choice *out) {
+  memset(out, 0, sizeof *out);
+  if (!learn) {
+    double model[IBP_ROUTES];
+    model_of(prior, model);
+    out->modelled = smallest(model);
+    out->route = (ibp_route)out->modelled;
+    memcpy(out->est_ns, model, sizeof model);
+    if (!dry)
+      count(k, out->route, model);
+    return out->route;
+  }
+  if (now_ns < k->paused_until_ns) /* an event call failed lately */
+    timable = 0;
+  ibp_choose_assessed look;
+  const ibp_choose_assessed *a =
+      assessed(k, prior, timable, timing_ns, now_ns, dry ? &look : NULL);
+  out->modelled = a->modelled;
+  memcpy(out->est_ns, a->est, sizeof out->est_ns);
+  const double *est = out->est_ns;
+  const ibp_route go = (ibp_route)a->go;
+  const int alt = a->alt, early = a->early;
+  const double cost = a->cost;
+  /* credit: a share of this copy's estimated time each */
+  double explore_credit =
+      k->explore_credit_ns + IBP_CHOOSE_EXPLORE_SHARE * est[go];
+  double timing_credit =
+      k->timing_credit_ns + IBP_CHOOSE_TIMING_SHARE * est[go];
+  if (timing_credit > TIMING_CREDIT_MAX * timing_ns)
+    timing_credit = TIMING_CREDIT_MAX * timing_ns;
+  ibp_route take = go;
+  /* saved up for a few explorations at most (while every alternative
+   * waits: as many as the last one) */
+  double cap =
+      alt >= 0 ? IBP_CHOOSE_EXPLORE_CREDIT_MAX * cost : k->explore_cap_ns;
   if (explore_credit > cap)
     explore_credit = max2(cap, k->explore_credit_ns);
   if (alt >= 0 && (explore_credit >= cost || early)) {
@@ -492,8 +623,7 @@ ibp_route ibp__choose_decide(ibp_choose_class *k,
   } else if ((timable >> go & 1) && timing_credit >= timing_ns) {
     out->timed = 1;
     timing_credit -= timing_ns;
-  } else if ((timable >> go & 1) &&
-             !judged(&k->route[go], prior[go].copies, now_ns) &&
+  } else if ((timable >> go & 1) && !a->go_judged &&
              k->copies >= k->unjudged_next) {
     /* a choice the class has not measured (yet, or any more: its
      * samples aged) is a bet on its prior: timed whatever the credit --
@@ -505,15 +635,8 @@ ibp_route ibp__choose_decide(ibp_choose_class *k,
   }
   out->route = take;
   out->copies = prior[take].copies;
-  out->choice_ns = est[go];
-  /* an early exploration is judged against the choice at the calls and
-   * the link seen so far, as its hope was (the choice may not be judged
-   * yet): against its prior, kv_blocks' batches under driver calls 4x
-   * dearer measured worse than a driver believed 4x cheaper than it was,
-   * and were not explored again (0.28 of the batched route's time) */
-  if (early && !judged(&k->route[go], prior[go].copies, now_ns))
-    out->choice_ns = max2(est[go], scaled(&prior[go], hope_cr, hope_gr));
-  out->cpu_ns = cpu[take];
+  out->choice_ns = a->choice_ns;
+  out->cpu_ns = a->cpu[take];
   if (dry)
     return take;
   k->explore_credit_ns = explore_credit;

@@ -189,6 +189,33 @@ typedef struct ibp_choose_route {
   uint32_t wholes;
 } ibp_choose_route;
 
+/* What a class's last assessment read of its state (choose.c,
+ * read_state). */
+typedef struct ibp_choose_read {
+  uint32_t samples[IBP_ROUTES], wholes[IBP_ROUTES];
+  uint32_t flags[IBP_ROUTES]; /* waiting, pending, backed off, explored few */
+  uint32_t calls;             /* samples of the calls */
+  int served, last;
+} ibp_choose_read;
+
+/* A class's last assessment: what its decision weighed before the credits
+ * (the estimates, the choice, the alternative and what exploring it
+ * costs), kept with what it was made of -- a copy with the same priors,
+ * while the class's windows and states are as they were and no sample it
+ * counted has aged, is decided on it (choose.c, assessed). */
+typedef struct ibp_choose_assessed {
+  int valid;
+  ibp_route_cost prior[IBP_ROUTES];
+  ibp_choose_read read;
+  unsigned timable;
+  double timing_ns, at_ns;
+  double
+      oldest_ns; /* the oldest sample it counted (it stands until that ages) */
+  double model[IBP_ROUTES], est[IBP_ROUTES], cpu[IBP_ROUTES];
+  int modelled, go, alt, early, go_judged;
+  double cost, choice_ns;
+} ibp_choose_assessed;
+
 /* One class of copies of a region on a device. */
 typedef struct ibp_choose_class {
   ibp_choose_route *route; /* IBP_ROUTES: its key's (ibp__choose_class_init) */
@@ -204,11 +231,12 @@ typedef struct ibp_choose_class {
   double spent_ns;    /* the chosen routes' estimates, summed */
   double explore_ns;  /* what explorations cost over the choice, estimated */
   double explore_credit_ns, timing_credit_ns;
-  double explore_cap_ns;  /* the exploration credit saved up at most */
-  double paused_until_ns; /* timing paused (an event call failed) */
-  double pause_ns;        /* the next pause's length */
-  uint64_t unjudged_next; /* copies before an unjudged choice is timed
-                             beyond the share again */
+  double explore_cap_ns;        /* the exploration credit saved up at most */
+  double paused_until_ns;       /* timing paused (an event call failed) */
+  double pause_ns;              /* the next pause's length */
+  uint64_t unjudged_next;       /* copies before an unjudged choice is timed
+                                   beyond the share again */
+  ibp_choose_assessed assessed; /* the last (choose.c, assessed) */
 } ibp_choose_class;
 
 /* A decision. */

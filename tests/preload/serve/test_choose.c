@@ -1255,6 +1255,89 @@ static void test_dry(void) {
   CHECK(memcmp(m.route, before.route, sizeof m.route) == 0);
 }
 
+/* The assessment a class keeps (choose.c, assessed) changes no decision:
+ * along a random run of decisions, timed copies, settled explorations,
+ * short and long waits (samples aging) and priors that change, each
+ * decision equals the one a copy of the class makes with nothing kept. */
+static uint32_t lcg(uint32_t *x) {
+  *x = *x * 1664525u + 1013904223u;
+  return *x >> 8;
+}
+
+static int same_choice(const ibp_choice *a, const ibp_choice *b) {
+  int same = a->route == b->route && a->timed == b->timed &&
+             a->explore == b->explore && a->modelled == b->modelled &&
+             a->charged_ns == b->charged_ns && a->choice_ns == b->choice_ns &&
+             a->copies == b->copies && a->cpu_ns == b->cpu_ns;
+  for (int r = 0; r < IBP_ROUTES; r++)
+    same = same && a->est_ns[r] == b->est_ns[r];
+  return same;
+}
+
+static void test_assessment_kept(void) {
+  /* two sets of priors: the driver cheapest, and a guessed batched route
+   * that could win at its hope */
+  ibp_route_cost set[2][IBP_ROUTES];
+  memcpy(set[0], PRIOR, sizeof set[0]);
+  memcpy(set[1], PRIOR, sizeof set[1]);
+  set[0][IBP_ROUTE_DRIVER].cpu_ns = 1500;
+  set[0][IBP_ROUTE_DRIVER].gpu_ns = 30000;
+  set[1][IBP_ROUTE_BATCHED] = (ibp_route_cost){.cpu_ns = 3000,
+                                               .gpu_ns = 60000,
+                                               .serial = 1,
+                                               .guessed = 1,
+                                               .copies = 64,
+                                               .hope_gpu_ns = 20000};
+  set[1][IBP_ROUTE_STAGED] = (ibp_route_cost){.cpu_ns = 4000,
+                                              .gpu_ns = 40000,
+                                              .sm_ns = 30000,
+                                              .pipelined = 1,
+                                              .engine = 1};
+  sim m;
+  sim_init(&m);
+  uint32_t x = 12345;
+  long differ = 0, steps = 20000;
+  for (long i = 0; i < steps; i++) {
+    const ibp_route_cost *prior = set[(i / 97) % 2];
+    const uint32_t op = lcg(&x) % 100;
+    if (op < 65) {
+      sim fresh = m; /* the same class with nothing kept */
+      fresh.k.route = fresh.route;
+      fresh.k.calls = fresh.learn_calls = &fresh.calls;
+      fresh.k.assessed.valid = 0;
+      const int dry = op < 5;
+      ibp_choice a, b;
+      ibp__choose_decide(&m.k, prior, 15u, TIMING_NS, 1, dry, m.now, &a);
+      ibp__choose_decide(&fresh.k, prior, 15u, TIMING_NS, 1, dry, m.now, &b);
+      differ += !same_choice(&a, &b) ||
+                m.k.explore_credit_ns != fresh.k.explore_credit_ns ||
+                m.k.timing_credit_ns != fresh.k.timing_credit_ns ||
+                m.k.last != fresh.k.last;
+      if (a.explore && !dry && lcg(&x) % 2)
+        ibp__choose_settle(&m.k, a.route, a.charged_ns,
+                           a.charged_ns * (lcg(&x) % 3), lcg(&x) % 2);
+      if (a.timed && !dry) {
+        const double f = 0.25 + (lcg(&x) % 16) / 4.0;
+        ibp__choose_learn(&m.k, a.route, prior[a.route].copies,
+                          prior[a.route].cpu_ns * f, prior[a.route].cpu_ns,
+                          prior[a.route].gpu_ns * f, prior[a.route].gpu_ns,
+                          m.now);
+        if (prior[a.route].engine)
+          ibp__choose_learn_calls(m.learn_calls, prior[a.route].cpu_ns * f,
+                                  prior[a.route].cpu_ns, m.now);
+        if (prior[a.route].sm_ns > 0)
+          ibp__choose_learn_whole(&m.k, a.route, f, m.now);
+      }
+      m.now += 1e3 + lcg(&x) % 100000;
+    } else if (op < 95) {
+      m.now += 1e4 * (lcg(&x) % 1000);
+    } else {
+      m.now += IBP_CHOOSE_AGE_NS * (0.3 + (lcg(&x) % 8) / 8.0);
+    }
+  }
+  CHECK(differ == 0);
+}
+
 static void test_classes(void) {
   CHECK(ibp__choose_class_index(1, 0, IBP_CLASS_SINGLE) == 0);
   CHECK(ibp__choose_class_index(4096, 1, IBP_CLASS_BATCHED) !=
@@ -1326,6 +1409,7 @@ int main(void) {
   test_untimed_engine();
   test_learning_off();
   test_dry();
+  test_assessment_kept();
   if (failures)
     fprintf(stderr, "test_choose: %d failures\n", failures);
   return failures ? 1 : 0;
