@@ -65,21 +65,21 @@
   "# 14(2) 2020, https://github.com/illinois-impact/EMOGI).\n"                 \
   "sector_bytes = 32\n"
 
-/* The exponent stage's decode: no GPU has timed it (stage_decoder_build is
- * left out: unknown, docs/PROFILE.md "The stage's decode terms"). */
-#define STAGE_ESTIMATE                                                         \
+/* The exponent stage's decode, as an H200 timed it (docs/PROFILE.md "The
+ * stage's decode terms"). */
+#define STAGE_MEASURED                                                         \
   "\n"                                                                         \
-  "# ASSUMPTION, unmeasured (no stage_decoder_build: no GPU has timed the\n"   \
-  "# exponent stage's decode).  Estimated from SASS instruction counts of\n"   \
-  "# libibp's decompress kernel (sm_90, decode-plan-3, bench/kernel_sass.sh\n" \
-  "# marks): a stage-coded tensor's stage costs 225 warp-instructions plus\n"  \
-  "# 52 per value of its longest segment (a lane decodes a segment of up to\n" \
-  "# 256 values serially), i.e. 5425, 10625 and 13537 for bf16 tensors of\n"   \
-  "# 200, 400 and >= 512 bytes, where the IBP part costs 0.83 to 0.63 per\n"   \
-  "# byte.  The measured decode terms below, against those IBP counts, put\n"  \
-  "# an H200 SM at ~1800 warp-instructions per us; the stage's counts at\n"    \
-  "# that rate, fitted over 200 B to 4 KiB tensors (within 31 % of each):\n"   \
-  "# 3.64 us per tensor plus 0.66 GB/s per SM.\n"
+  "# Measured on an NVIDIA H200 (libibp at c4e3d53, decoder decode-plan-4;\n"  \
+  "# bench/results/gpu/2026-12-04-h200-1/stage.txt in libibp): 64 MiB of\n"    \
+  "# bf16 weights served staged (IBP_MAX_SMS: 32 blocks) with the stage\n"     \
+  "# and without, each decode timed on the GPU by libibp's probe.  The\n"      \
+  "# stage added 51.4 us to a 2 MiB chunk of 4 KiB tensors and 43.9 us to\n"   \
+  "# one of 1 KiB tensors: one SM 3.2 us a 4 KiB tensor, 0.69 us a 1 KiB\n"    \
+  "# one, fitted through zero (a fit with a time per tensor gives it\n"        \
+  "# below zero).  In those runs the IBP part decoded at ~2 GB/s per SM, a\n"  \
+  "# third of what `ibp calibrate` measured the same day: taken in the\n"      \
+  "# application's conditions, these terms are likely dear.\n"                 \
+  "stage_decoder_build = decode-plan-4\n"
 
 static const char a100_pcie4[] =
     "# NVIDIA A100 40GB PCIe (108 SMs, HBM2) behind a PCIe Gen4 x16 host\n"
@@ -125,12 +125,12 @@ static const char a100_pcie4[] =
     "decode_h2d_gbps = 14.1\n"
     "# deviceQuery on A100: \"(108) Multiprocessors\"; 108 SMs on every A100\n"
     "# (https://www.glennklockwood.com/garden/processors/A100).\n"
-    "sms = 108\n" STAGE_ESTIMATE
-    "# Scaled by the SM clock like the decode terms (1410 against 1980\n"
-    "# MHz).\n"
-    "stage_decode_gbps_per_sm = 0.47\n"
-    "# ASSUMPTION: likewise scaled.\n"
-    "stage_tensor_us = 5.1\n";
+    "sms = 108\n" STAGE_MEASURED
+    "# ASSUMPTION: h100-pcie5's (measured, above), scaled by the SM clock\n"
+    "# like the decode terms (1410 against 1980 MHz).\n"
+    "stage_decode_gbps_per_sm = 0.92\n"
+    "# Likewise: none.\n"
+    "stage_tensor_us = 0\n";
 
 static const char h100_pcie5[] =
     "# NVIDIA H100 PCIe (114 SMs, 80 GB HBM2e) behind a PCIe Gen5 x16 host\n"
@@ -185,9 +185,10 @@ static const char h100_pcie5[] =
     "# fetching one stream and then decoding it.\n"
     "decode_h2d_gbps = 28.8\n"
     "# H100 PCIe: 114 SMs, 57 TPCs (NVIDIA's spec table above).\n"
-    "sms = 114\n" STAGE_ESTIMATE "stage_decode_gbps_per_sm = 0.66\n"
-    "# ASSUMPTION: the same fit's time per tensor.\n"
-    "stage_tensor_us = 3.64\n";
+    "sms = 114\n" STAGE_MEASURED "# The fit through zero (above).\n"
+    "stage_decode_gbps_per_sm = 1.29\n"
+    "# None: the fit with a time per tensor puts it below zero.\n"
+    "stage_tensor_us = 0\n";
 
 typedef struct builtin {
   const char *name, *text;

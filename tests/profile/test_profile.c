@@ -106,11 +106,10 @@ static void test_builtin(void) {
     /* The decode terms of every built-in were measured with the kernel
      * before its decode plan (docs/PROFILE.md). */
     CHECK(rc == 0 && strcmp(p.decoder_build, "word-pdep") == 0);
-    /* No GPU has timed the exponent stage's decode: its terms are an
-     * estimate, unmeasured for any build. */
-    CHECK(rc == 0 && strcmp(p.stage_decoder_build, "unknown") == 0);
-    CHECK(strstr(text, "\nstage_decoder_build =") == NULL);
-    CHECK(strstr(text, "ASSUMPTION, unmeasured") != NULL);
+    /* An H200 timed the exponent stage's decode with decode-plan-4: its
+     * terms are measured for that build alone (docs/PROFILE.md). */
+    CHECK(rc == 0 && strcmp(p.stage_decoder_build, "decode-plan-4") == 0);
+    CHECK(rc == 0 && ibp_profile_stage_measured(&p, "decode-plan-4"));
     CHECK(rc == 0 && !ibp_profile_stage_measured(&p, "word-pdep"));
     /* Every value comes right after a comment (its source, or an
      * ASSUMPTION and the reasoning), and so does the decoder build. */
@@ -342,22 +341,23 @@ static void test_errors(void) {
                "characters, no spaces)");
   expect_error("decoder_build = word-pdep",
                "decoder_build =", "decoder_build: no value");
-  expect_error("stage_decoder_build = unknown", "stage_decoder_build = a b",
+  expect_error("stage_decoder_build = decode-plan-4",
+               "stage_decoder_build = a b",
                "stage_decoder_build: 'a b' is not a name (1 to 63 printable "
                "characters, no spaces)");
   /* the exponent stage's terms, like any other */
-  expect_error_n("stage_tensor_us = 5.1\n", "", 0, -1,
+  expect_error_n("stage_tensor_us = 0\n", "", 0, -1,
                  "stage_tensor_us: missing (a profile gives every parameter)");
-  expect_error_n("stage_decode_gbps_per_sm = 0.47\n", "", 0, -1,
+  expect_error_n("stage_decode_gbps_per_sm = 0.92\n", "", 0, -1,
                  "stage_decode_gbps_per_sm: missing (a profile gives every "
                  "parameter)");
-  expect_error("stage_decode_gbps_per_sm = 0.47",
+  expect_error("stage_decode_gbps_per_sm = 0.92",
                "stage_decode_gbps_per_sm = 0.001",
                "stage_decode_gbps_per_sm: 0.001 is out of range [0.01, "
                "10000]");
-  expect_error("stage_tensor_us = 5.1", "stage_tensor_us = 1001",
+  expect_error("stage_tensor_us = 0", "stage_tensor_us = 1001",
                "stage_tensor_us: 1001 is out of range [0, 1000]");
-  expect_error("stage_tensor_us = 5.1", "stage_tensor_us = -0.5",
+  expect_error("stage_tensor_us = 0", "stage_tensor_us = -0.5",
                "stage_tensor_us: -0.5 is out of range [0, 1000]");
   expect_error("sms = 108", "sms 108", "expected 'key = value'");
   expect_error("sms = 108", "= 108", "expected 'key = value' (no key)");
@@ -793,7 +793,7 @@ static void test_stage_decoder(const char *src) {
   (void)src;
   ibp_profile h = must_load("h100-pcie5"), p;
   char *text = format_alloc(&h);
-  CHECK(strstr(text, "\nstage_decoder_build = unknown\n") != NULL);
+  CHECK(strstr(text, "\nstage_decoder_build = decode-plan-4\n") != NULL);
   char *old = without_key(text, "stage_decoder_build");
   CHECK(strstr(old, "stage_decoder_build") == NULL);
   CHECK(parse_text(old, &p) == 0 &&
