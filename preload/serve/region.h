@@ -232,6 +232,7 @@ typedef struct ibp_served_region {
                                    cost the region's batched launches
                                    (smoothed; fades while copies are
                                    refused for it) */
+  _Atomic uint32_t batch_scan_refused; /* copies refused for it (batch.c) */
 } ibp_served_region;
 
 /* The served region of record r; NULL until attached. */

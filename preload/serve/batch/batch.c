@@ -59,6 +59,12 @@
  * seen RATE_EVERY of them (then: as many as arrive, at the rate they have
  * been arriving, within the deadline). */
 #define EXPECTED_PRIOR 16
+/* The tracker's scan cost fades by SCAN_FADE every SCAN_FADE_EVERY copies
+ * refused for it (0.98 a copy, in steps): a figure that changed with every
+ * copy changed every copy's priors, and the chooser assessed each one
+ * again (docs/ARCHITECTURE.md "The gate", a decision's cost). */
+#define SCAN_FADE_EVERY 16
+#define SCAN_FADE 0.7238 /* 0.98^16 */
 #define RATE_EVERY 16
 #define SHARED_DEFAULT_LIMIT (48 * 1024)
 /* Held copies whose destinations are compared one by one with a new
@@ -880,8 +886,22 @@ static void answer(gate_answer *a, const batch *b, const ibp_route_copy *x,
 /* Holds copy x in b when the gate prefers it there (lock held; x on b's
  * device: x->slot, x->p; `pcie`: its stored bytes, estimated).  0 when
  * held; 2: alone; 3: the driver's copy, timed. */
+/* Stored bytes as the batch's decision weighs them: rounded up to a 64th
+ * of their power of two.  Counted exactly (a written KV cache's copies),
+ * they differed copy by copy, and each copy's priors were made again and
+ * assessed again by the chooser (on the H200, kv_window's copies spent
+ * 1.1 us each in the batch's decision alone); the exact bytes are counted
+ * at the flush. */
+static uint64_t weighed(uint64_t pcie) {
+  if (pcie < 128)
+    return pcie;
+  const uint64_t step = 1ull << (62 - __builtin_clzll(pcie) - 5);
+  return (pcie + step - 1) / step * step;
+}
+
 static int hold_locked(batch *b, const ibp_route_copy *x, uint64_t pcie) {
   const ibp_copy *c = x->c;
+  pcie = weighed(pcie);
   ibp_region_rec *r = x->r;
   ibp_served_region *s = x->s;
   const ibp_profile *p = x->p;
@@ -982,8 +1002,12 @@ static int hold_locked(batch *b, const ibp_route_copy *x, uint64_t pcie) {
      * batched launch measures it again */
     const double unscanned =
         q.est_ns[IBP_ROUTE_BATCHED] - scan_ns / n / IBP_BATCH_MARGIN;
-    if (scan_ns > 0 && unscanned < q.est_ns[go])
-      atomic_store_explicit(&s->batch_scan_ns, 0.98 * scan_ns,
+    if (scan_ns > 0 && unscanned < q.est_ns[go] &&
+        atomic_fetch_add_explicit(&s->batch_scan_refused, 1,
+                                  memory_order_relaxed) %
+                SCAN_FADE_EVERY ==
+            SCAN_FADE_EVERY - 1)
+      atomic_store_explicit(&s->batch_scan_ns, SCAN_FADE * scan_ns,
                             memory_order_relaxed);
     /* its calls as measured: under driver calls 4x dearer than modelled,
      * copies sent alone at the model's cost made the application's own
