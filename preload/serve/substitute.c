@@ -577,10 +577,9 @@ static int serve_region(ibp_route_copy *x, int hold_more) {
    * so a copy declined now would be declined after it.  (No scan, decided
    * after it: the page-protection tracker's sync costs nothing.) */
   decision d;
-  int decided = 0, looked = 0;
+  int decided = 0;
   if (ibp__track_scans(&s->track)) {
     prepare(x, pcie);
-    looked = 1;
     /* a look first (nothing counted): a copy for a GPU path is decided
      * after the sync, nearer its submission (the staged path's model asks
      * whether the stream is still busy) */
@@ -603,9 +602,8 @@ static int serve_region(ibp_route_copy *x, int hold_more) {
   int synced = ibp__track_sync(&s->track, (uintptr_t)c->src, c->bytes);
   ibp__clock_charge_us(1e-3 * sync_ns);
   /* tensors the sync found written are read raw: counted again */
-  const int found = atomic_load_explicit(&s->track.dirty_tensors,
-                                         memory_order_relaxed) != dirty_before;
-  if (found)
+  if (atomic_load_explicit(&s->track.dirty_tensors, memory_order_relaxed) !=
+      dirty_before)
     pcie = ibp__stored_bytes(s, off, c->bytes);
   if (synced != 0 && rewritten(r, s)) {
     pass(x, IBP_PASSED_DEGRADED);
@@ -631,12 +629,8 @@ static int serve_region(ibp_route_copy *x, int hold_more) {
       return driver_copy(x, &d, 0);
     }
   }
-  /* decided for real on the look's priors where the sync found nothing
-   * (the staged path's plan walks every tensor of the copy: on the H200,
-   * planned twice, a 4 MiB copy of 4 KiB tensors cost libibp ~10 us, and
-   * random weights left to the driver ran at 0.88x) */
   if (!decided)
-    return submit_by(x, &d, choose(x, &d, 1, looked && !found && !synced));
+    return submit_by(x, &d, choose(x, &d, 1, 0));
   /* the choice stands; the staged path is planned again on what the sync
    * found (a tensor written since is read raw) */
   ibp_route go = d.go;

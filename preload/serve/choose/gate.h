@@ -90,8 +90,9 @@ typedef struct ibp_gate_staged {
   double link_us;      /* the copy engine's windows */
   double sm_us;        /* the decodes: pipelined, all of them (those of
                           copies of busy streams side by side counted
-                          once); else their part the windows do not
-                          overlap (gpu_us - link_us) */
+                          once, but no sooner than their reads of the
+                          host at the link's rate); else their part the
+                          windows do not overlap (gpu_us - link_us) */
   int pipelined;       /* gpu_us is the slower stage's (copies back to
                           back) */
 } ibp_gate_staged;

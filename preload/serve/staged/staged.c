@@ -515,19 +515,20 @@ int ibp__staged_plan(ibp_served_region *s, ibp_device_slot *slot, CUcontext ctx,
     const unsigned fit = (unsigned)p->sms / widest;
     const unsigned side = busy < fit ? busy : fit ? fit : 1;
     decoded /= side;
-    /* but what the decodes read of the host crosses the one link that the
-     * windows cross too, whichever stream's kernel reads it: side by side
-     * they share it (on the H200, random weights -- every tensor raw --
-     * went staged as decodes of 32 SMs each read at the link's full rate
-     * alongside three others: 0.87 of the driver's time) */
+    /* but what the decodes read of the host crosses the one link, which
+     * side by side they share: they end no sooner than those reads at the
+     * link's rate, nor the copy before the windows and the reads have
+     * crossed it (on the H200, random weights -- every tensor raw -- went
+     * staged as decodes of 32 SMs each reading at the link's full rate
+     * beside three others: 0.87 of the driver's time) */
     const double reads =
         gs.host_bytes
             ? (double)gs.host_bytes /
                   (1e3 * ibp_profile_decode_read_gbps(p, (unsigned)p->sms))
             : 0;
-    if (decoded < copied + reads)
-      decoded = copied + reads;
-    gs.gpu_us = copied > decoded ? copied : decoded;
+    if (decoded < reads)
+      decoded = reads;
+    gs.gpu_us = copied + reads > decoded ? copied + reads : decoded;
   }
   gs.link_us = copied;
   gs.sm_us = streaming ? decoded : gs.gpu_us - copied;

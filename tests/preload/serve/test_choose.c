@@ -1338,6 +1338,64 @@ static void test_assessment_kept(void) {
   CHECK(differ == 0);
 }
 
+/* What another class of the key did counts too: class B (held copies)
+ * taking the batched route makes the key served, which ends class A's
+ * early explorations -- A's kept assessment must not outlive that (an
+ * early exploration of the staged path, its sample dropped, then B's
+ * choice: A's next decision as a class with nothing kept makes it). */
+static void decide_both(ibp_choose_class *k, ibp_choose_route *routes,
+                        ibp_choose_route *calls, const ibp_route_cost *p,
+                        double now, ibp_choice *kept, ibp_choice *fresh) {
+  ibp_choose_class f = *k;
+  ibp_choose_route fr[IBP_ROUTES], fc = *calls;
+  memcpy(fr, routes, sizeof fr);
+  f.route = fr;
+  f.calls = &fc;
+  f.assessed.valid = 0;
+  ibp__choose_decide(&f, p, 15u, TIMING_NS, 1, 0, now, fresh);
+  ibp__choose_decide(k, p, 15u, TIMING_NS, 1, 0, now, kept);
+}
+
+static void test_served_by_another_class(void) {
+  static ibp_choose_route route[IBP_ROUTES], calls;
+  ibp_choose_class a, b;
+  ibp_route_cost pa[IBP_ROUTES] = {{0}}, pb[IBP_ROUTES] = {{0}};
+  pa[IBP_ROUTE_DRIVER] =
+      (ibp_route_cost){.cpu_ns = 2500, .gpu_ns = 80000, .engine = 1};
+  pa[IBP_ROUTE_STAGED] = (ibp_route_cost){.cpu_ns = 4000,
+                                          .gpu_ns = 120000,
+                                          .sm_ns = 30000,
+                                          .pipelined = 1,
+                                          .engine = 1,
+                                          .guessed = 1,
+                                          .hope_gpu_ns = 40000,
+                                          .hope_sm_ns = 5000};
+  pb[IBP_ROUTE_DRIVER] = pa[IBP_ROUTE_DRIVER];
+  pb[IBP_ROUTE_BATCHED] = (ibp_route_cost){
+      .cpu_ns = 1000, .gpu_ns = 20000, .serial = 1, .copies = 64};
+  ibp__choose_routes_init(route);
+  memset(&calls, 0, sizeof calls);
+  ibp__choose_class_init(&a, route);
+  ibp__choose_class_init(&b, route);
+  a.calls = b.calls = &calls;
+  double now = 1e9;
+  ibp_choice kept, fresh;
+  decide_both(&a, route, &calls, pa, now, &kept, &fresh); /* the driver */
+  ibp__choose_learn(&a, IBP_ROUTE_DRIVER, 0, 2500, 2500, 80000, 80000, now);
+  ibp__choose_learn_calls(&calls, 2500, 2500, now);
+  now += 1e5;
+  decide_both(&a, route, &calls, pa, now, &kept, &fresh);
+  CHECK(kept.explore && kept.route == IBP_ROUTE_STAGED);         /* early */
+  ibp__choose_settle(&a, IBP_ROUTE_STAGED, a.explore_ns, -1, 0); /* dropped */
+  now += 1e5;
+  decide_both(&b, route, &calls, pb, now, &kept, &fresh);
+  CHECK(kept.route == IBP_ROUTE_BATCHED && !kept.explore);
+  now += 1e5;
+  decide_both(&a, route, &calls, pa, now, &kept, &fresh);
+  CHECK(same_choice(&kept, &fresh));
+  CHECK(!kept.explore); /* the key is served: no early exploration */
+}
+
 static void test_classes(void) {
   CHECK(ibp__choose_class_index(1, 0, IBP_CLASS_SINGLE) == 0);
   CHECK(ibp__choose_class_index(4096, 1, IBP_CLASS_BATCHED) !=
@@ -1410,6 +1468,7 @@ int main(void) {
   test_learning_off();
   test_dry();
   test_assessment_kept();
+  test_served_by_another_class();
   if (failures)
     fprintf(stderr, "test_choose: %d failures\n", failures);
   return failures ? 1 : 0;
