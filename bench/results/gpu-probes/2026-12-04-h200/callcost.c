@@ -74,7 +74,8 @@ int main(void) {
   TIME("cuEventRecord", cuEventRecord(ev, s);
        if ((i & 1023) == 1023) cuStreamSynchronize(s));
   OK(cuStreamSynchronize(s));
-  FILE *f = fopen("/sys/devices/system/clocksource/clocksource0/current_clocksource", "r");
+  FILE *f = fopen(
+      "/sys/devices/system/clocksource/clocksource0/current_clocksource", "r");
   char buf[64] = "?";
   if (f && fgets(buf, sizeof buf, f))
     printf("clocksource %s", buf);
