@@ -883,9 +883,6 @@ static void answer(gate_answer *a, const batch *b, const ibp_route_copy *x,
   }
 }
 
-/* Holds copy x in b when the gate prefers it there (lock held; x on b's
- * device: x->slot, x->p; `pcie`: its stored bytes, estimated).  0 when
- * held; 2: alone; 3: the driver's copy, timed. */
 /* Stored bytes as the batch's decision weighs them: rounded up to a 64th
  * of their power of two.  Counted exactly (a written KV cache's copies),
  * they differed copy by copy, and each copy's priors were made again and
@@ -895,10 +892,14 @@ static void answer(gate_answer *a, const batch *b, const ibp_route_copy *x,
 static uint64_t weighed(uint64_t pcie) {
   if (pcie < 128)
     return pcie;
-  const uint64_t step = 1ull << (62 - __builtin_clzll(pcie) - 5);
+  /* a 64th of pcie's power of two: 2^(floor(log2 pcie) - 6) */
+  const uint64_t step = 1ull << (63 - __builtin_clzll(pcie) - 6);
   return (pcie + step - 1) / step * step;
 }
 
+/* Holds copy x in b when the gate prefers it there (lock held; x on b's
+ * device: x->slot, x->p; `pcie`: its stored bytes, estimated).  0 when
+ * held; 2: alone; 3: the driver's copy, timed. */
 static int hold_locked(batch *b, const ibp_route_copy *x, uint64_t pcie) {
   const ibp_copy *c = x->c;
   pcie = weighed(pcie);
