@@ -146,14 +146,21 @@ int ibp__track_protect(ibp_tracked *t);
  * dirty. */
 int ibp__track_sync(ibp_tracked *t, uintptr_t addr, size_t len);
 
-/* Whether ibp__track_sync scans (userfaultfd, scanning: its cost grows
- * with the span) rather than doing nothing (mprotect, or a quiet region
- * held by faults: writes already marked). */
+/* Whether ibp__track_sync has work to do: scan (userfaultfd, scanning:
+ * its cost grows with the span), or wait for a quiet region's move under
+ * way (track_quiet.c) to mark what was written between its descriptors --
+ * rather than nothing (mprotect, or a quiet region settled in the fault
+ * mode: every write before now already marked).  A batched copy held
+ * without a sync at the flush when this said no: a move back to scanning
+ * still reads "faulting" until its gap's writes are marked (e2e_batch's
+ * written case, under load, delivered rows written in that gap stale). */
 static inline int ibp__track_scans(const ibp_tracked *t) {
-  return atomic_load_explicit(&t->kind, memory_order_relaxed) ==
-             IBP_TRACKER_KIND_UFFD &&
-         atomic_load_explicit(&t->mode, memory_order_relaxed) ==
-             IBP_TRACK_SCANNING;
+  if (atomic_load_explicit(&t->kind, memory_order_relaxed) !=
+      IBP_TRACKER_KIND_UFFD)
+    return 0;
+  const unsigned m = atomic_load(&t->move_seq);
+  return (m & 1) || atomic_load(&t->mode) == IBP_TRACK_SCANNING ||
+         atomic_load(&t->move_seq) != m;
 }
 
 /* The CPU time of one ibp__track_sync of `pages` 4 KiB pages on the
