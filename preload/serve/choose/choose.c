@@ -553,6 +553,8 @@ assessed(ibp_choose_class *k, const ibp_route_cost prior[], unsigned timable,
     return a;
   if (look) { /* a look keeps nothing (ibp__choose_decide's dry) */
     assess(k, prior, timable, timing_ns, now_ns, look);
+    look->timable = timable;
+    look->timing_ns = timing_ns;
     return look;
   }
   assess(k, prior, timable, timing_ns, now_ns, a);
@@ -573,6 +575,51 @@ assessed(ibp_choose_class *k, const ibp_route_cost prior[], unsigned timable,
   a->oldest_ns = oldest;
   a->valid = 1;
   return a;
+}
+
+/* What a decision on assessment a does with the class's credits
+ * (*explore, *timing, *cap: the class's before, after on return): it takes
+ * go untimed (QUIET), timed on the timing share (TIMED) or beyond it, go
+ * being unjudged (UNJUDGED), or explores the alternative (EXPLORE);
+ * `copies`: the class's decided so far. */
+enum { QUIET, TIMED, UNJUDGED, EXPLORE };
+
+static int spend(const ibp_choose_class *k, const ibp_choose_assessed *a,
+                 uint64_t copies, double *explore, double *timing,
+                 double *cap) {
+  const double *est = a->est;
+  const int go = a->go, alt = a->alt;
+  const unsigned timable = a->timable;
+  const double cost = a->cost, timing_ns = a->timing_ns;
+  /* credit: a share of this copy's estimated time each */
+  double explore_credit = *explore + IBP_CHOOSE_EXPLORE_SHARE * est[go];
+  double timing_credit = *timing + IBP_CHOOSE_TIMING_SHARE * est[go];
+  if (timing_credit > TIMING_CREDIT_MAX * timing_ns)
+    timing_credit = TIMING_CREDIT_MAX * timing_ns;
+  /* saved up for a few explorations at most (while every alternative
+   * waits: as many as the last one) */
+  const double c = alt >= 0 ? IBP_CHOOSE_EXPLORE_CREDIT_MAX * cost : *cap;
+  if (explore_credit > c)
+    explore_credit = max2(c, *explore);
+  int outcome = QUIET;
+  if (alt >= 0 && (explore_credit >= cost || a->early)) {
+    outcome = EXPLORE;
+    explore_credit -= cost;
+  } else if ((timable >> go & 1) && timing_credit >= timing_ns) {
+    outcome = TIMED;
+    timing_credit -= timing_ns;
+  } else if ((timable >> go & 1) && !a->go_judged &&
+             copies >= k->unjudged_next) {
+    /* a choice the class has not measured (yet, or any more: its
+     * samples aged) is a bet on its prior: timed whatever the credit --
+     * the class's first copy, then one in IBP_CHOOSE_UNJUDGED_EVERY until
+     * judged (the caller moves unjudged_next) */
+    outcome = UNJUDGED;
+  }
+  *explore = explore_credit;
+  *timing = timing_credit;
+  *cap = c;
+  return outcome;
 }
 
 ibp_route ibp__choose_decide(ibp_choose_class *k,
@@ -599,55 +646,31 @@ ibp_route ibp__choose_decide(ibp_choose_class *k,
   memcpy(out->est_ns, a->est, sizeof out->est_ns);
   const double *est = out->est_ns;
   const ibp_route go = (ibp_route)a->go;
-  const int alt = a->alt, early = a->early;
-  const double cost = a->cost;
-  /* credit: a share of this copy's estimated time each */
-  double explore_credit =
-      k->explore_credit_ns + IBP_CHOOSE_EXPLORE_SHARE * est[go];
-  double timing_credit =
-      k->timing_credit_ns + IBP_CHOOSE_TIMING_SHARE * est[go];
-  if (timing_credit > TIMING_CREDIT_MAX * timing_ns)
-    timing_credit = TIMING_CREDIT_MAX * timing_ns;
-  ibp_route take = go;
-  /* saved up for a few explorations at most (while every alternative
-   * waits: as many as the last one) */
-  double cap =
-      alt >= 0 ? IBP_CHOOSE_EXPLORE_CREDIT_MAX * cost : k->explore_cap_ns;
-  if (explore_credit > cap)
-    explore_credit = max2(cap, k->explore_credit_ns);
-  if (alt >= 0 && (explore_credit >= cost || early)) {
-    take = (ibp_route)alt;
-    out->explore = out->timed = 1;
-    out->charged_ns = cost;
-    explore_credit -= cost;
-  } else if ((timable >> go & 1) && timing_credit >= timing_ns) {
-    out->timed = 1;
-    timing_credit -= timing_ns;
-  } else if ((timable >> go & 1) && !a->go_judged &&
-             k->copies >= k->unjudged_next) {
-    /* a choice the class has not measured (yet, or any more: its
-     * samples aged) is a bet on its prior: timed whatever the credit --
-     * the class's first copy, then one in IBP_CHOOSE_UNJUDGED_EVERY until
-     * judged */
-    out->timed = 1;
-    if (!dry)
-      k->unjudged_next = k->copies + IBP_CHOOSE_UNJUDGED_EVERY;
-  }
+  double explore_credit = k->explore_credit_ns,
+         timing_credit = k->timing_credit_ns, cap = k->explore_cap_ns;
+  const int outcome =
+      spend(k, a, k->copies, &explore_credit, &timing_credit, &cap);
+  const ibp_route take = outcome == EXPLORE ? (ibp_route)a->alt : go;
+  out->explore = outcome == EXPLORE;
+  out->timed = outcome != QUIET;
+  out->charged_ns = out->explore ? a->cost : 0;
   out->route = take;
   out->copies = prior[take].copies;
   out->choice_ns = a->choice_ns;
   out->cpu_ns = a->cpu[take];
   if (dry)
     return take;
+  if (outcome == UNJUDGED)
+    k->unjudged_next = k->copies + IBP_CHOOSE_UNJUDGED_EVERY;
   k->explore_credit_ns = explore_credit;
   k->explore_cap_ns = cap;
   k->timing_credit_ns = timing_credit;
   if (out->explore) {
     k->explored++;
     k->route[take].explored++;
-    k->explore_ns += cost;
+    k->explore_ns += a->cost;
     k->route[take].pending++;
-    if (!early) /* the second early sample follows the first's settling */
+    if (!a->early) /* the second early sample follows the first's settling */
       space(&k->route[take]);
   }
   if ((int)go != out->modelled)

@@ -1,11 +1,11 @@
 /* Micro-benchmark, not a test: libibp's CPU time per copy it holds for a
  * batched launch (the profile's ibp_hold_us, docs/PROFILE.md).
  *
- *   bench_hold [rounds] [rows per round] [region MiB]
+ *   bench_hold [rounds] [rows per round] [region MiB] [row bytes]
  *
  * Reaches the driver as cudart 13 does (dlopen + cuGetProcAddress_v2), so
  * under LD_PRELOAD=libibp.so the copy entry point is libibp's hook.  A
- * pinned region of 256-byte rows (default 64 MiB; the rule
+ * pinned region of 256-byte rows (default 64 MiB and 256 bytes; the rule
  * IBP_REGIONS=min=1M,tensor=256 selects it; IBP_WAIT_READY=1 makes it ready
  * first) is gathered onto the device: rounds of 2048 (default)
  * asynchronous row copies on a
@@ -24,7 +24,6 @@
 #include <stdlib.h>
 #include <time.h>
 
-#define ROW 256u
 #define ROUNDS 9 /* timed (argv[1]: more, for a profiler) */
 
 typedef CUresult (*getproc_fn)(const char *, void **, int, cuuint64_t,
@@ -56,8 +55,12 @@ int main(int argc, char **argv) {
   /* argv[2]: rows per round (a batch), argv[3]: MiB of the region */
   const unsigned ROWS_PER_ROUND = argc > 2 ? (unsigned)atoi(argv[2]) : 2048;
   const size_t REGION = (argc > 3 ? (size_t)atoi(argv[3]) : 64) << 20;
-  if (ROWS_PER_ROUND < 1 || ROWS_PER_ROUND > 4096 || REGION < ROW) {
-    fprintf(stderr, "bench_hold: rows 1..4096, region >= 1 MiB\n");
+  /* argv[4]: bytes a row (bench/gated_cost.sh: 64 KiB blocks) */
+  const size_t ROW = argc > 4 ? (size_t)atol(argv[4]) : 256;
+  if (ROWS_PER_ROUND < 1 || ROWS_PER_ROUND > 4096 || REGION < (1u << 20) ||
+      ROW < 1 || ROW > REGION) {
+    fprintf(stderr,
+            "bench_hold: rows 1..4096, region >= 1 MiB, row 1..region\n");
     return 2;
   }
   if (rounds < 1 || rounds > 1000000) {
