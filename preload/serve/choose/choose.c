@@ -680,6 +680,65 @@ ibp_route ibp__choose_decide(ibp_choose_class *k,
   return take;
 }
 
+uint32_t ibp__choose_quiet(const ibp_choose_class *k, ibp_route route,
+                           double now_ns, uint32_t most, double *until_ns) {
+  const ibp_choose_assessed *a = &k->assessed;
+  *until_ns = now_ns;
+  ibp_choose_read st;
+  read_state(k, &st);
+  /* the next decision keeps the assessment: nothing it read changed since
+   * (a route's wait run out in this decision's count would) */
+  if (!a->valid || a->go != (int)route || k->last != (int)route ||
+      !(a->est[route] > 0) || !same_state(&a->read, &st) ||
+      a->oldest_ns < now_ns - IBP_CHOOSE_AGE_NS || now_ns < a->at_ns)
+    return 0;
+  /* clearly the choice: estimates made on other copies of the class's
+   * size (another offset, another stored size) would choose it too */
+  for (int r = 0; r < IBP_ROUTES; r++)
+    if (r != (int)route && a->est[r] > 0 &&
+        a->est[r] < a->est[route] * (1.0 + IBP_CHOOSE_QUIET_MARGIN))
+      return 0;
+  /* a route's wait running out changes what the assessment read */
+  for (int r = 0; r < IBP_ROUTES; r++)
+    if (k->route[r].wait && k->route[r].wait < most)
+      most = k->route[r].wait;
+  double explore = k->explore_credit_ns, timing = k->timing_credit_ns,
+         cap = k->explore_cap_ns;
+  uint32_t n = 0;
+  while (n < most &&
+         spend(k, a, k->copies + n, &explore, &timing, &cap) == QUIET)
+    n++;
+  /* until a sample it counted ages, or timing resumes */
+  double until =
+      a->oldest_ns < 1e300 ? a->oldest_ns + IBP_CHOOSE_AGE_NS : 1e300;
+  if (now_ns < k->paused_until_ns && k->paused_until_ns < until)
+    until = k->paused_until_ns;
+  *until_ns = until;
+  return n;
+}
+
+uint32_t ibp__choose_quiet_take(ibp_choose_class *k, ibp_route route,
+                                uint32_t n) {
+  const ibp_choose_assessed *a = &k->assessed;
+  uint32_t taken = 0;
+  if (!a->valid || a->go != (int)route)
+    return 0;
+  for (; taken < n; taken++) {
+    double explore = k->explore_credit_ns, timing = k->timing_credit_ns,
+           cap = k->explore_cap_ns;
+    if (spend(k, a, k->copies, &explore, &timing, &cap) != QUIET)
+      break;
+    k->explore_credit_ns = explore;
+    k->timing_credit_ns = timing;
+    k->explore_cap_ns = cap;
+    if (a->go != a->modelled)
+      k->overruled++;
+    k->last = a->go;
+    count(k, route, a->est);
+  }
+  return taken;
+}
+
 static double bounded(double r) {
   return r > RATIO_MAX ? RATIO_MAX : r < 1.0 / RATIO_MAX ? 1.0 / RATIO_MAX : r;
 }

@@ -292,6 +292,24 @@ ibp_route ibp__choose_decide(ibp_choose_class *k,
                              unsigned timable, double timing_ns, int learn,
                              int dry, double now_ns, ibp_choice *out);
 
+/* A quiet run (serve/choose/chooser.h): after a decision of class k that
+ * took `route` neither timed nor explored, how many more copies alike
+ * (the same priors and timable routes, nothing learnt meanwhile, before
+ * *until_ns on the device's clock) would be decided the same way -- at
+ * most `most`; 0 unless every other open route's estimate exceeds the
+ * choice's by IBP_CHOOSE_QUIET_MARGIN (copies of one size class differ a
+ * little in what they store).  Pure, like ibp__choose_decide. */
+#define IBP_CHOOSE_QUIET_MARGIN 0.10
+uint32_t ibp__choose_quiet(const ibp_choose_class *k, ibp_route route,
+                           double now_ns, uint32_t most, double *until_ns);
+
+/* Counts n copies of class k decided as its last assessment decides
+ * them, `route` untimed -- what n decisions would have counted and spent
+ * -- without deciding each; stops early (returning how many) where one
+ * would not have been quiet. */
+uint32_t ibp__choose_quiet_take(ibp_choose_class *k, ibp_route route,
+                                uint32_t n);
+
 /* A timed launch of route r in class k carrying `copies` copies (0: one),
  * read at now_ns, took cpu_ns on the calling thread and gpu_ns on the GPU,
  * where the model said cpu_model_ns and gpu_model_ns.  Folds them into the

@@ -1338,6 +1338,110 @@ static void test_assessment_kept(void) {
   CHECK(differ == 0);
 }
 
+/* A quiet run (ibp__choose_quiet): after a decision that took its route
+ * untimed and unexplored, the n copies it promises are decided alike --
+ * each the same route, untimed, unexplored -- and ibp__choose_quiet_take
+ * leaves the class as those n decisions do.  Random class states as in
+ * test_assessment_kept, the run's copies decided at times before its end. */
+static sim sim_clone(const sim *m) {
+  sim c = *m;
+  c.k.route = c.route;
+  c.k.calls = c.learn_calls = &c.calls;
+  return c;
+}
+
+static int same_class(const ibp_choose_class *a, const ibp_choose_class *b) {
+  int same = a->copies == b->copies && a->last == b->last &&
+             a->overruled == b->overruled && a->spent_ns == b->spent_ns &&
+             a->explore_credit_ns == b->explore_credit_ns &&
+             a->timing_credit_ns == b->timing_credit_ns &&
+             a->explore_cap_ns == b->explore_cap_ns &&
+             a->unjudged_next == b->unjudged_next;
+  for (int r = 0; r < IBP_ROUTES; r++)
+    same = same && a->route[r].wait == b->route[r].wait &&
+           a->route[r].chosen == b->route[r].chosen;
+  return same;
+}
+
+static void test_quiet_run(void) {
+  ibp_route_cost set[2][IBP_ROUTES];
+  memcpy(set[0], PRIOR, sizeof set[0]);
+  memcpy(set[1], PRIOR, sizeof set[1]);
+  set[0][IBP_ROUTE_DRIVER].cpu_ns = 1500;
+  set[0][IBP_ROUTE_DRIVER].gpu_ns = 30000;
+  set[1][IBP_ROUTE_STAGED] = (ibp_route_cost){.cpu_ns = 4000,
+                                              .gpu_ns = 40000,
+                                              .sm_ns = 30000,
+                                              .pipelined = 1,
+                                              .engine = 1};
+  sim m;
+  sim_init(&m);
+  uint32_t x = 777;
+  long runs = 0, run_copies = 0, wrong = 0;
+  for (long i = 0; i < 20000; i++) {
+    const ibp_route_cost *prior = set[(i / 89) % 2];
+    ibp_choice a;
+    ibp__choose_decide(&m.k, prior, 15u, TIMING_NS, 1, 0, m.now, &a);
+    if (a.timed) {
+      const double f = 0.25 + (lcg(&x) % 16) / 4.0;
+      ibp__choose_learn(&m.k, a.route, prior[a.route].copies,
+                        prior[a.route].cpu_ns * f, prior[a.route].cpu_ns,
+                        prior[a.route].gpu_ns * f, prior[a.route].gpu_ns,
+                        m.now);
+      if (a.explore && lcg(&x) % 2)
+        ibp__choose_settle(&m.k, a.route, a.charged_ns,
+                           a.charged_ns * (lcg(&x) % 3), lcg(&x) % 2);
+    } else {
+      double until;
+      const uint32_t n = ibp__choose_quiet(&m.k, a.route, m.now, 64, &until);
+      CHECK(n == 0 || until > m.now);
+      if (n) {
+        sim decided = sim_clone(&m);
+        double t = m.now;
+        for (uint32_t j = 0; j < n; j++) {
+          ibp_choice b;
+          t += (until - t) / (2 + lcg(&x) % 4); /* before the run's end */
+          ibp__choose_decide(&decided.k, prior, 15u, TIMING_NS, 1, 0, t, &b);
+          wrong += b.route != a.route || b.timed || b.explore;
+        }
+        CHECK(ibp__choose_quiet_take(&m.k, a.route, n) == n);
+        wrong += !same_class(&m.k, &decided.k);
+        runs++;
+        run_copies += n;
+      }
+    }
+    m.now += 1e3 + lcg(&x) % 100000;
+    if (lcg(&x) % 50 == 0)
+      m.now += IBP_CHOOSE_AGE_NS * (0.3 + (lcg(&x) % 8) / 8.0);
+  }
+  CHECK(wrong == 0);
+  /* runs happen, and are long: most copies of a settled class */
+  CHECK(runs > 100);
+  CHECK(run_copies > 10 * runs);
+  /* none where another route is nearly as good: a copy of another offset
+   * or stored size might choose it */
+  sim close;
+  sim_init(&close);
+  ibp_route_cost near[IBP_ROUTES] = {{0}};
+  near[IBP_ROUTE_DRIVER] =
+      (ibp_route_cost){.cpu_ns = 2000, .gpu_ns = 50000, .engine = 1};
+  near[IBP_ROUTE_ZEROCOPY] = (ibp_route_cost){.cpu_ns = 3000, .gpu_ns = 52000};
+  long quiet = 0;
+  for (int i = 0; i < 2000; i++) {
+    ibp_choice a;
+    double until;
+    ibp__choose_decide(&close.k, near, 0u, TIMING_NS, 1, 0, close.now, &a);
+    quiet += ibp__choose_quiet(&close.k, a.route, close.now, 64, &until);
+    close.now += 1e4;
+  }
+  CHECK(quiet == 0);
+  near[IBP_ROUTE_ZEROCOPY].gpu_ns = 60000; /* 20 % dearer: runs */
+  ibp_choice a;
+  double until;
+  ibp__choose_decide(&close.k, near, 0u, TIMING_NS, 1, 0, close.now, &a);
+  CHECK(ibp__choose_quiet(&close.k, a.route, close.now, 64, &until) == 64);
+}
+
 /* What another class of the key did counts too: class B (held copies)
  * taking the batched route makes the key served, which ends class A's
  * early explorations -- A's kept assessment must not outlive that (an
@@ -1469,6 +1573,7 @@ int main(void) {
   test_dry();
   test_assessment_kept();
   test_served_by_another_class();
+  test_quiet_run();
   if (failures)
     fprintf(stderr, "test_choose: %d failures\n", failures);
   return failures ? 1 : 0;
