@@ -106,6 +106,56 @@ typedef struct decision {
                     its span is timed there */
 } decision;
 
+/* Quiet runs (serve/choose/chooser.h): what copy x's priors depend on
+ * besides its class (size, stream busy) and stream -- its exact size,
+ * where it starts in its tensor, whether it may be held, the region's
+ * recompressions and whether its tracker scans -- so that a copy alike
+ * the one a run opened on is decided alike. */
+static uint64_t quiet_key(const ibp_route_copy *x) {
+  const ibp_copy *c = x->c;
+  const uint64_t R =
+      x->s->geometry.tensor_bytes ? x->s->geometry.tensor_bytes : 1;
+  const uint64_t off = ((uintptr_t)c->src - x->r->base) % R;
+  const uint64_t runs =
+      atomic_load_explicit(&x->s->refresh.runs, memory_order_relaxed);
+  uint64_t k = c->bytes * 0x9E3779B97F4A7C15ull;
+  k ^= (off + 1) * 0xC2B2AE3D27D4EB4Full;
+  k ^= (runs + 1) * 0x165667B19E3779F9ull;
+  return k ^ (uint64_t)(c->sync ? 1 : 0) << 62 ^
+         (uint64_t)ibp__track_scans(&x->s->track) << 63;
+}
+
+/* Copy x, alike those its class's quiet run takes: the driver's,
+ * undecided -- what the decision would have spent is counted when the run
+ * ends.  0: decide it (x->skipped says what the run left to the driver
+ * since its stream's batch last heard). */
+static int quiet(ibp_route_copy *x) {
+  const ibp_copy *c = x->c;
+  ibp_chooser *ch = ibp__chooser_of(x->slot);
+  const double now = ibp__clock_ns();
+  x->busy = ibp__streams_busy(x->dev, c->stream, now);
+  x->busy_known = 1;
+  const unsigned cls =
+      ibp__choose_class_index(c->bytes, x->busy, IBP_CLASS_SINGLE);
+  double est;
+  if (!ibp__chooser_quiet_take(ch, cls, quiet_key(x), c->stream, &est)) {
+    ibp__chooser_quiet_report(ch, cls, c->stream, x);
+    return 0;
+  }
+  ibp__batch_order(c->stream); /* what is held runs first */
+  ibp__streams_queued(x->dev, c->stream, now, est, est, NULL);
+  ibp__chooser_ran(ch, IBP_ROUTE_DRIVER, 1);
+  pass(x, IBP_PASSED_GATED);
+  return 1;
+}
+
+/* A decision d that left copy x to the driver untimed and unexplored
+ * opens a quiet run for the copies alike that follow. */
+static void quiet_open(const ibp_route_copy *x, const decision *d) {
+  if (!x->c->part && !x->c->hold_only && !x->compact)
+    ibp__chooser_quiet_open(d->ch, d->cls, &d->choice, x, quiet_key(x));
+}
+
 /* Every route of a single copy is timed alike: two events around its
  * submission on the stream its work on the link runs on -- the caller's,
  * or for the staged path libibp's copy stream, whose window copies are
@@ -127,7 +177,8 @@ static ibp_route choose(ibp_route_copy *x, decision *d, int count, int again) {
   if (!again) {
     memset(d, 0, sizeof *d);
     d->ch = ibp__chooser_of(x->slot);
-    x->busy = ibp__streams_busy(x->dev, c->stream, ibp__clock_ns());
+    if (!x->busy_known) /* quiet() asked already: the same class */
+      x->busy = ibp__streams_busy(x->dev, c->stream, ibp__clock_ns());
     x->link_ahead_ns = ibp__streams_link_ahead_ns(x->dev, ibp__clock_ns());
     d->cls = ibp__choose_class_index(c->bytes, x->busy, IBP_CLASS_SINGLE);
     ibp__route_priors(x, d->prior);
@@ -449,6 +500,8 @@ static int submit_by(ibp_route_copy *x, decision *d, ibp_route go) {
   ibp_served_region *s = x->s;
   if (go == IBP_ROUTE_DRIVER) {
     atomic_fetch_sub(&s->refresh.launching, 1);
+    if (go == d->go)
+      quiet_open(x, d);
     return driver_copy(x, d, d->choice.timed && go == d->go);
   }
   double saved_ns = d->saved_ns;
@@ -544,6 +597,11 @@ static int serve_region(ibp_route_copy *x, int hold_more) {
     compact_driver(x);
     return 1;
   }
+  /* a copy alike the last ones its class left to the driver: theirs,
+   * undecided (nothing held on any stream: hold_more did not weigh it) */
+  if (offer == IBP_BATCH_NOT && !c->part && !c->hold_only && !x->compact &&
+      quiet(x))
+    return 1;
   /* a held copy's choice needs no exact count (batch.c counts at the
    * flush) */
   const uint64_t estimate = ibp__gate_stored_estimate(s, c->bytes);
@@ -586,8 +644,10 @@ static int serve_region(ibp_route_copy *x, int hold_more) {
     if (choose(x, &d, 0, 0) == IBP_ROUTE_DRIVER) {
       /* decided for real on the look's priors; timed or not, the driver
        * reads the host's bytes */
-      if (choose(x, &d, 1, 1) == IBP_ROUTE_DRIVER)
+      if (choose(x, &d, 1, 1) == IBP_ROUTE_DRIVER) {
+        quiet_open(x, &d);
         return driver_copy(x, &d, d.choice.timed);
+      }
       decided = 1; /* an exploration */
     }
   }
@@ -659,7 +719,12 @@ void ibp__serve_passed(const ibp_copy *c, int reason) {
 
 /* Starts copy c's description: its region r, found for it. */
 static ibp_route_copy describe(ibp_region_rec *r, const ibp_copy *c) {
-  const ibp_route_copy x = {.c = c, .r = r, .s = ibp__served(r), .passed = -1};
+  const ibp_route_copy x = {.c = c,
+                            .r = r,
+                            .s = ibp__served(r),
+                            .passed = -1,
+                            .batch_cls = IBP_CHOOSE_CLASSES,
+                            .alone = -1};
   return x;
 }
 

@@ -122,7 +122,8 @@ typedef struct batch {
   int dev, blocking;
   uint32_t count;
   uint64_t offers;    /* copies offered (held or not) */
-  double offers_t;    /* device clock at the last RATE_EVERY-th offer */
+  uint64_t offers_at; /* offers at the rate's last sample (0: none yet) */
+  double offers_t;    /* device clock then */
   double own_ns;      /* the modelled CPU time of the paths the copies
                          offered since then took (held or not) */
   double interval_ns; /* between offers were they all held, smoothed; 0:
@@ -900,7 +901,7 @@ static uint64_t weighed(uint64_t pcie) {
 /* Holds copy x in b when the gate prefers it there (lock held; x on b's
  * device: x->slot, x->p; `pcie`: its stored bytes, estimated).  0 when
  * held; 2: alone; 3: the driver's copy, timed. */
-static int hold_locked(batch *b, const ibp_route_copy *x, uint64_t pcie) {
+static int hold_locked(batch *b, ibp_route_copy *x, uint64_t pcie) {
   const ibp_copy *c = x->c;
   pcie = weighed(pcie);
   ibp_region_rec *r = x->r;
@@ -912,15 +913,21 @@ static int hold_locked(batch *b, const ibp_route_copy *x, uint64_t pcie) {
    * slowly must not arrive slowly because they were refused) */
   const double held_cpu_ns =
       1e3 * ((c->hold_only ? 0 : p->runtime_call_us) + p->ibp_hold_us);
-  if (b->offers++ % RATE_EVERY == 0) {
+  /* with the copies a quiet run left to the driver since the last offer
+   * (serve/choose/chooser.h): offered in effect, each alone */
+  b->offers += 1 + x->skipped;
+  b->own_ns += x->skipped_own_ns;
+  if (!b->offers_at || b->offers - b->offers_at >= RATE_EVERY) {
     double now = ibp__clock_ns();
-    if (b->offers > 1) {
-      double app = (now - b->offers_t - b->own_ns) / RATE_EVERY;
+    if (b->offers_at) {
+      double app =
+          (now - b->offers_t - b->own_ns) / (double)(b->offers - b->offers_at);
       double gap = (app > 0 ? app : 0) + held_cpu_ns;
       b->interval_ns =
           b->interval_ns ? 0.75 * b->interval_ns + 0.25 * gap : gap;
     }
     b->offers_t = now;
+    b->offers_at = b->offers;
     b->own_ns = 0;
   }
   /* the choice: this copy in a batch of the copies that arrive within
@@ -1015,6 +1022,11 @@ static int hold_locked(batch *b, const ibp_route_copy *x, uint64_t pcie) {
      * time between copies look 4x longer, and the batch expected 4 copies
      * of kv_offload's 16 */
     b->own_ns += q.cpu_ns > 0 ? q.cpu_ns : prior[go].cpu_ns;
+    /* for a quiet run of the copies alike that go to the driver
+     * (substitute.c): this class's decision, when it was a quiet one */
+    x->batch_cls = cls;
+    x->alone = q.timed || q.explore ? -1 : (int)go;
+    x->alone_own_ns = q.cpu_ns > 0 ? q.cpu_ns : prior[go].cpu_ns;
     if (go == IBP_ROUTE_DRIVER && q.timed && c->hold_only) {
       make_way(b, c, 0);
       if (ibp__batch_time_alone(x, cls, &q, prior) == 0)
@@ -1087,7 +1099,7 @@ static void held_one(const ibp_route_copy *x) {
   ibp__clock_charge_us(x->p->ibp_hold_us);
 }
 
-int ibp__batch_offer(const ibp_route_copy *x, uint64_t pcie, CUdeviceptr alloc,
+int ibp__batch_offer(ibp_route_copy *x, uint64_t pcie, CUdeviceptr alloc,
                      size_t alloc_bytes) {
   const ibp_copy *c = x->c;
   const ibp_driver *d = ibp__driver();

@@ -35,7 +35,7 @@ enum {
  * `pcie`: the stored bytes it touches, or an estimate; [alloc, alloc +
  * alloc_bytes): the device allocation its destination lies in), to its
  * stream's batch: IBP_BATCH_*. */
-int ibp__batch_offer(const ibp_route_copy *x, uint64_t pcie, CUdeviceptr alloc,
+int ibp__batch_offer(ibp_route_copy *x, uint64_t pcie, CUdeviceptr alloc,
                      size_t alloc_bytes);
 
 /* The fast path for the second and later copies of a batch: x (only

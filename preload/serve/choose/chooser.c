@@ -11,6 +11,7 @@
 #include "base/driver.h"
 #include "base/log.h"
 #include "serve/choose/streams.h"
+#include "serve/route/route.h"
 #include "stats/stats.h"
 
 enum { SAMPLE_FREE = 0, SAMPLE_RECORDING = 1, SAMPLE_PENDING = 2 };
@@ -38,6 +39,13 @@ int ibp__stream_idle(CUstream stream) {
   const int idle = d->cuStreamQuery(stream) == CUDA_SUCCESS;
   restore(d, mode);
   return idle;
+}
+
+/* Something a run's promise was made of changed outside a decision (a
+ * sample read, an exploration settled, timing paused): the runs take no
+ * more (lock held). */
+static void changed(ibp_chooser *ch) {
+  ch->learnt++;
 }
 
 ibp_chooser *ibp__chooser_of(ibp_device_slot *slot) {
@@ -99,12 +107,198 @@ void ibp__chooser_untimed(ibp_chooser *ch, unsigned cls, const ibp_choice *c) {
     return;
   pthread_mutex_lock(&ch->lock);
   ibp__choose_settle(&ch->cls[cls], c->route, c->charged_ns, -1, 0);
+  changed(ch);
   pthread_mutex_unlock(&ch->lock);
 }
 
 void ibp__chooser_ran(ibp_chooser *ch, ibp_route r, uint64_t copies) {
   if (ch && (unsigned)r < IBP_ROUTES)
     atomic_fetch_add_explicit(&ch->ran[r], copies, memory_order_relaxed);
+}
+
+/* ---- quiet runs (chooser.h) ---------------------------------------------
+ *
+ * A run's copies are counted in its classes when it ends, or when another
+ * class of a key it touches decides for real (quiet_close_for): then it
+ * is stale -- that decision moved what its promise was made of (the
+ * routes' waits and states, which the classes of a key share) -- and takes
+ * nothing more until another run's opening weighs it again
+ * (quiet_promise). */
+
+/* The countdowns a copy of a run of class cls (and batched class also)
+ * makes on key's routes' waits: each of its decisions counts them down
+ * (choose.c, count). */
+static unsigned dec_of(unsigned cls, unsigned also, unsigned key) {
+  return (ibp__choose_key(cls) == key) +
+         (also < IBP_CHOOSE_CLASSES && ibp__choose_key(also) == key);
+}
+
+/* The copies a run of class cls (batched class also) may take before a
+ * wait of a key it touches could run out, the open runs' promises but its
+ * own counted down first (lock held): a wait run out changes what the
+ * assessments read. */
+static uint32_t wait_room(const ibp_chooser *ch, unsigned cls, unsigned also,
+                          uint32_t most) {
+  const unsigned keys[2] = {ibp__choose_key(cls), also < IBP_CHOOSE_CLASSES
+                                                      ? ibp__choose_key(also)
+                                                      : ibp__choose_key(cls)};
+  for (int i = 0; i < 2; i++) {
+    const unsigned key = keys[i], d = dec_of(cls, also, key);
+    uint64_t promised = 0;
+    for (unsigned k = 0; k < ch->nopen; k++) {
+      const ibp_quiet_run *q = &ch->quiet[ch->open[k]];
+      if (ch->open[k] != cls && !q->stale)
+        promised += (uint64_t)q->left * dec_of(ch->open[k], q->also, key);
+    }
+    for (int r = 0; r < IBP_ROUTES; r++) {
+      const uint64_t w = ch->know[key][r].wait;
+      if (w) {
+        const uint64_t room = w > promised ? (w - promised) / d : 0;
+        most = room < most ? (uint32_t)room : most;
+      }
+    }
+  }
+  return most;
+}
+
+/* What a run of class cls may promise now, at most `most` copies (lock
+ * held): as many as both its classes' last decisions would decide alike
+ * quietly and the waits allow; *until_ns: when it ends at the latest. */
+static uint32_t quiet_promise(ibp_chooser *ch, unsigned cls, unsigned also,
+                              ibp_route also_route, uint32_t most, double now,
+                              double *until_ns) {
+  double until, until_also = 1e300;
+  uint32_t n = wait_room(ch, cls, also, most);
+  if (n)
+    n = ibp__choose_quiet(&ch->cls[cls], IBP_ROUTE_DRIVER, now, n, &until);
+  if (n && also < IBP_CHOOSE_CLASSES)
+    n = ibp__choose_quiet(&ch->cls[also], also_route, now, n, &until_also);
+  *until_ns = n ? (until < until_also ? until : until_also) : now;
+  return n;
+}
+
+/* Counts run q's taken copies in its classes (lock held). */
+static void quiet_count(ibp_chooser *ch, unsigned cls, ibp_quiet_run *q) {
+  if (q->taken) {
+    ibp__choose_quiet_take(&ch->cls[cls], IBP_ROUTE_DRIVER, q->taken);
+    if (q->also < IBP_CHOOSE_CLASSES)
+      ibp__choose_quiet_take(&ch->cls[q->also], q->also_route, q->taken);
+  }
+  q->taken = 0;
+}
+
+/* Counts and ends open run k (lock held); what its stream's batch was not
+ * told stays for it. */
+static void quiet_close(ibp_chooser *ch, unsigned k) {
+  ibp_quiet_run *q = &ch->quiet[ch->open[k]];
+  quiet_count(ch, ch->open[k], q);
+  q->left = 0;
+  q->stale = 0;
+  ch->open[k] = ch->open[--ch->nopen];
+}
+
+/* Before class cls decides for real (lock held): its own run ends; the
+ * runs of classes of its key, or whose batched class is of it, are
+ * counted and go stale. */
+static void quiet_close_for(ibp_chooser *ch, unsigned cls) {
+  const unsigned key = ibp__choose_key(cls);
+  for (unsigned k = 0; k < ch->nopen;) {
+    ibp_quiet_run *q = &ch->quiet[ch->open[k]];
+    if (ch->open[k] == cls) {
+      quiet_close(ch, k);
+      continue;
+    }
+    if (dec_of(ch->open[k], q->also, key)) {
+      quiet_count(ch, ch->open[k], q);
+      q->stale = 1;
+    }
+    k++;
+  }
+}
+
+uint32_t ibp__chooser_quiet_open(ibp_chooser *ch, unsigned cls,
+                                 const ibp_choice *c,
+                                 const struct ibp_route_copy *x, uint64_t key) {
+  if (!ch || cls >= IBP_CHOOSE_CLASSES || c->route != IBP_ROUTE_DRIVER ||
+      c->timed || c->explore ||
+      (x->batch_cls < IBP_CHOOSE_CLASSES &&
+       (x->alone < 0 || x->batch_cls == cls)))
+    return 0;
+  pthread_mutex_lock(&ch->lock);
+  quiet_close_for(ch, cls);
+  const double now = ibp__clock_ns();
+  const ibp_route also_route = (ibp_route)(x->alone >= 0 ? x->alone : 0);
+  double until;
+  const uint32_t n = quiet_promise(ch, cls, x->batch_cls, also_route,
+                                   IBP_QUIET_MOST, now, &until);
+  if (n) {
+    if (ch->nopen == IBP_QUIET_OPEN)
+      quiet_close(ch, 0);
+    ibp_quiet_run *q = &ch->quiet[cls];
+    const uint32_t unreported = q->stream == x->c->stream ? q->unreported : 0;
+    *q = (ibp_quiet_run){.key = key,
+                         .stream = x->c->stream,
+                         .left = n,
+                         .unreported = unreported,
+                         .also = x->batch_cls,
+                         .also_route = also_route,
+                         .learnt = ch->learnt,
+                         .until_ns = until,
+                         .est_ns = c->est_ns[IBP_ROUTE_DRIVER],
+                         .own_ns = x->alone_own_ns};
+    ch->open[ch->nopen++] = cls;
+  }
+  /* the stale runs weighed again, now that the decisions that moved
+   * their promises are made */
+  for (unsigned k = 0; k < ch->nopen; k++) {
+    ibp_quiet_run *q = &ch->quiet[ch->open[k]];
+    if (!q->stale)
+      continue;
+    q->stale = 0;
+    q->left = q->left && q->learnt == ch->learnt
+                  ? quiet_promise(ch, ch->open[k], q->also, q->also_route,
+                                  q->left, now, &q->until_ns)
+                  : 0;
+  }
+  pthread_mutex_unlock(&ch->lock);
+  return n;
+}
+
+int ibp__chooser_quiet_take(ibp_chooser *ch, unsigned cls, uint64_t key,
+                            CUstream stream, double *est_ns) {
+  if (!ch || cls >= IBP_CHOOSE_CLASSES)
+    return 0;
+  pthread_mutex_lock(&ch->lock);
+  ibp_quiet_run *q = &ch->quiet[cls];
+  const int take = q->left && !q->stale && q->key == key &&
+                   q->stream == stream && q->learnt == ch->learnt &&
+                   ibp__clock_ns() < q->until_ns;
+  if (take) {
+    q->left--;
+    q->taken++;
+    q->unreported++;
+    *est_ns = q->est_ns;
+  } else {
+    q->left = 0; /* counted at the class's next decision */
+  }
+  pthread_mutex_unlock(&ch->lock);
+  return take;
+}
+
+void ibp__chooser_quiet_report(ibp_chooser *ch, unsigned cls, CUstream stream,
+                               struct ibp_route_copy *x) {
+  x->skipped = 0;
+  x->skipped_own_ns = 0;
+  if (!ch || cls >= IBP_CHOOSE_CLASSES)
+    return;
+  pthread_mutex_lock(&ch->lock);
+  ibp_quiet_run *q = &ch->quiet[cls];
+  if (q->stream == stream && q->unreported) {
+    x->skipped = q->unreported;
+    x->skipped_own_ns = q->unreported * q->own_ns;
+    q->unreported = 0;
+  }
+  pthread_mutex_unlock(&ch->lock);
 }
 
 double ibp__timing_cost_ns(const ibp_profile *p) {
@@ -121,6 +315,7 @@ static void timing_failed(ibp_chooser *ch, unsigned cls, const char *what,
                           CUresult e) {
   static atomic_int told;
   ibp__choose_timing_failed(&ch->cls[cls], ibp__clock_ns());
+  changed(ch);
   if (atomic_exchange(&told, 1) == 0)
     ibp__log(IBP_LOG_INFO,
              "timing a copy: %s failed (CUresult %d); timing pauses for "
@@ -134,6 +329,7 @@ static void timing_failed(ibp_chooser *ch, unsigned cls, const char *what,
 static void drop(ibp_chooser *ch, ibp_timing_sample *x) {
   if (x->explore)
     ibp__choose_settle(&ch->cls[x->cls], x->route, x->charged_ns, -1, 0);
+  changed(ch);
   x->state = SAMPLE_FREE;
 }
 
@@ -198,6 +394,7 @@ static void read_sample(const ibp_driver *d, ibp_served_region *s,
       whole_ms = -1;
   }
   x->state = SAMPLE_FREE;
+  changed(ch);
   const double gpu = span_gpu_ns(d, x, ev, ev + 2, x->others, ms);
   ibp_choose_class *k = &ch->cls[x->cls];
   /* a two-stage route's second stage, as modelled (its decode probe
@@ -302,6 +499,8 @@ ibp_route ibp__chooser_decide(ibp_served_region *s, ibp_device_slot *slot,
     return ibp__choose_decide(&k, prior, 0, 0, 0, 1, 0, out);
   }
   pthread_mutex_lock(&ch->lock);
+  if (ch->nopen)
+    quiet_close_for(ch, cls);
   if (!dry)
     read_samples(d, s, slot, ch);
   const int learn =
@@ -382,6 +581,7 @@ void ibp__timing_begin(ibp_device_slot *slot, ibp_chooser *ch,
     }
   } else if (c->explore) {
     ibp__choose_settle(&ch->cls[cls], c->route, c->charged_ns, -1, 0);
+    changed(ch);
   }
   pthread_mutex_unlock(&ch->lock);
   if (i < 0)

@@ -64,6 +64,38 @@ typedef struct ibp_timing_sample {
   unsigned caller_others; /* its other streams' events */
 } ibp_timing_sample;
 
+/* A quiet run: copies alike the one that opened it -- one class, one
+ * stream, one `key` (the caller's: what else the priors depend on) -- left
+ * to the driver without a decision each, as many as the classes' last
+ * decisions promise (ibp__choose_quiet): the driver's copy took it
+ * untimed and unexplored, and so did the batched class it was offered to
+ * first.  What they would have counted is counted when the run ends
+ * (ibp__choose_quiet_take): before either class decides again. */
+typedef struct ibp_quiet_run {
+  uint64_t key;
+  CUstream stream;
+  uint32_t left;       /* copies it may still take */
+  uint32_t taken;      /* taken, not yet counted in the classes */
+  uint32_t unreported; /* taken, not yet told to the stream's batch */
+  int stale;           /* counted since another class of a key it touches
+                          decided: takes nothing until weighed again */
+  unsigned also;       /* the batched class (IBP_CHOOSE_CLASSES: none) */
+  ibp_route also_route;
+  uint64_t learnt; /* ibp_chooser.learnt at its opening */
+  double until_ns; /* device clock: it ends */
+  double est_ns;   /* the driver's copy's estimate, each */
+  double own_ns;   /* what the batch's rate counts as its own, each */
+} ibp_quiet_run;
+
+struct ibp_route_copy;
+
+/* The most copies a quiet run takes: what was learnt meanwhile (samples
+ * read by other classes' decisions) is weighed this often at least. */
+#define IBP_QUIET_MOST 64
+/* Runs open at once per device slot (one per class and stream in use;
+ * the oldest is ended for another). */
+#define IBP_QUIET_OPEN 8
+
 typedef struct ibp_chooser {
   pthread_mutex_t lock;
   ibp_timing_sample sample[IBP_TIMING_SAMPLES];
@@ -74,7 +106,11 @@ typedef struct ibp_chooser {
    * gave them (ns) */
   uint64_t timed[IBP_ROUTES];
   double measured_ns[IBP_ROUTES], model_ns[IBP_ROUTES];
-  _Atomic uint64_t ran[IBP_ROUTES]; /* copies by the route that ran */
+  _Atomic uint64_t ran[IBP_ROUTES];        /* copies by the route that ran */
+  ibp_quiet_run quiet[IBP_CHOOSE_CLASSES]; /* per single class */
+  unsigned open[IBP_QUIET_OPEN];           /* the runs not yet counted */
+  unsigned nopen;
+  uint64_t learnt; /* samples read */
 } ibp_chooser;
 
 /* Slot's chooser, made on first use; NULL on out of memory (the caller
@@ -118,6 +154,24 @@ void ibp__chooser_untimed(ibp_chooser *ch, unsigned cls, const ibp_choice *c);
  * batched launch was declined; the statistics' per-route copies).  Any
  * thread; lock-free. */
 void ibp__chooser_ran(ibp_chooser *ch, ibp_route r, uint64_t copies);
+
+/* After single class cls's decision c left a copy to the driver untimed
+ * and unexplored (and, where x->alone >= 0, its batched class's left it
+ * alone so too): opens a quiet run for the copies alike (`key`, stream)
+ * that follow.  Returns the copies it may take (0: none). */
+uint32_t ibp__chooser_quiet_open(ibp_chooser *ch, unsigned cls,
+                                 const ibp_choice *c,
+                                 const struct ibp_route_copy *x, uint64_t key);
+
+/* A copy of class cls alike the run's (key, stream): taken by the run
+ * (1; *est_ns: the driver's copy's estimate) or not (0: decide it). */
+int ibp__chooser_quiet_take(ibp_chooser *ch, unsigned cls, uint64_t key,
+                            CUstream stream, double *est_ns);
+
+/* The copies of stream's run in class cls not yet told to its batch
+ * (x->skipped, x->skipped_own_ns), now told. */
+void ibp__chooser_quiet_report(ibp_chooser *ch, unsigned cls, CUstream stream,
+                               struct ibp_route_copy *x);
 
 /* A timing in progress (index -1: not timed). */
 typedef struct ibp_timing {

@@ -45,6 +45,7 @@ typedef struct ibp_route_copy {
                            by the chooser's estimates; else how many of the
                            device's streams do, its own included
                            (ibp__streams_busy) */
+  int busy_known;       /* busy was asked already (a quiet run's look) */
   double link_ahead_ns; /* the link's queued work still to run, every
                            stream's (ibp__streams_link_ahead_ns): what hides
                            a route's lead on an idle stream */
@@ -72,6 +73,16 @@ typedef struct ibp_route_copy {
   /* the copy path's (serve/substitute.c): why the copy went to the
    * driver (IBP_PASSED_*), counted once at its end; -1: it did not */
   int passed;
+  /* a quiet run (serve/choose/chooser.h): the batched class the copy was
+   * offered to and left (IBP_CHOOSE_CLASSES: none), its decision there
+   * (`alone`, untimed and unexplored, else -1); and the copies of its
+   * stream runs left to the driver undecided since the last offer, with
+   * their modelled CPU time (what the batch's rate counts as its own) */
+  unsigned batch_cls;
+  int alone;
+  double alone_own_ns;
+  uint32_t skipped;
+  double skipped_own_ns;
 } ibp_route_copy;
 
 /* What a route's submit answers. */
