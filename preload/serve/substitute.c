@@ -149,6 +149,29 @@ static int quiet(ibp_route_copy *x) {
   return 1;
 }
 
+/* quiet(x) where x's region is ready in the current context on its
+ * device: before locate(), whose checks serve a copy libibp would make --
+ * the driver's own copy makes its own (its destination, a capture), and
+ * refreshes are due at the run's end as at any copy's. */
+static int quiet_here(ibp_route_copy *x) {
+  const ibp_driver *d = ibp__driver();
+  ibp_served_region *s = x->s;
+  CUcontext ctx = NULL;
+  CUdevice dev = -1;
+  if (d->cuCtxGetCurrent(&ctx) != CUDA_SUCCESS || !ctx ||
+      d->cuCtxGetDevice(&dev) != CUDA_SUCCESS || dev < 0 ||
+      dev >= IBP_MAX_DEVICES ||
+      ibp_region_state_get(x->r) != IBP_REGION_READY ||
+      ibp__device_state(s, (unsigned)dev) != IBP_DEVICE_READY ||
+      s->dev[dev].ctx != ctx || ibp__compact_active(s) ||
+      atomic_load_explicit(&s->kernel_args, memory_order_relaxed))
+    return 0;
+  x->ctx = ctx;
+  x->dev = dev;
+  x->slot = &s->dev[dev];
+  return quiet(x);
+}
+
 /* A decision d that left copy x to the driver untimed and unexplored
  * opens a quiet run for the copies alike that follow. */
 static void quiet_open(const ibp_route_copy *x, const decision *d) {
@@ -580,6 +603,10 @@ static int serve_region(ibp_route_copy *x, int hold_more) {
     return 0; /* held, like the batch's earlier copies */
   if (offer == IBP_BATCH_TIMED)
     return batch_timed(x);
+  /* a copy alike the last ones its class left to the driver: theirs,
+   * undecided (nothing held on any stream: hold_more did not weigh it) */
+  if (offer == IBP_BATCH_NOT && !c->part && !c->hold_only && quiet_here(x))
+    return 1;
   CUdeviceptr alloc = 0;
   size_t alloc_bytes = 0;
   const int why = locate(x, &alloc, &alloc_bytes);
@@ -597,11 +624,6 @@ static int serve_region(ibp_route_copy *x, int hold_more) {
     compact_driver(x);
     return 1;
   }
-  /* a copy alike the last ones its class left to the driver: theirs,
-   * undecided (nothing held on any stream: hold_more did not weigh it) */
-  if (offer == IBP_BATCH_NOT && !c->part && !c->hold_only && !x->compact &&
-      quiet(x))
-    return 1;
   /* a held copy's choice needs no exact count (batch.c counts at the
    * flush) */
   const uint64_t estimate = ibp__gate_stored_estimate(s, c->bytes);
