@@ -118,9 +118,16 @@ static uint64_t quiet_key(const ibp_route_copy *x) {
   const uint64_t off = ((uintptr_t)c->src - x->r->base) % R;
   const uint64_t runs =
       atomic_load_explicit(&x->s->refresh.runs, memory_order_relaxed);
+  /* on an idle stream each route's lead counts, less the link's queued
+   * work: alike within a power of two of it */
+  const uint64_t ahead = x->busy
+                             ? 0
+                             : 64 - (uint64_t)__builtin_clzll(
+                                        1 + (uint64_t)(x->link_ahead_ns / 1e3));
   uint64_t k = c->bytes * 0x9E3779B97F4A7C15ull;
   k ^= (off + 1) * 0xC2B2AE3D27D4EB4Full;
   k ^= (runs + 1) * 0x165667B19E3779F9ull;
+  k ^= (ahead + 1) * 0x27D4EB2F165667C5ull;
   return k ^ (uint64_t)(c->sync ? 1 : 0) << 62 ^
          (uint64_t)ibp__track_scans(&x->s->track) << 63;
 }
@@ -135,6 +142,8 @@ static int quiet(ibp_route_copy *x) {
   const double now = ibp__clock_ns();
   x->busy = ibp__streams_busy(x->dev, c->stream, now);
   x->busy_known = 1;
+  if (!x->busy)
+    x->link_ahead_ns = ibp__streams_link_ahead_ns(x->dev, now);
   const unsigned cls =
       ibp__choose_class_index(c->bytes, x->busy, IBP_CLASS_SINGLE);
   double est;
@@ -648,7 +657,10 @@ static int serve_region(ibp_route_copy *x, int hold_more) {
          offer == IBP_BATCH_ALONE ? IBP_PASSED_GATED : IBP_PASSED_BATCH_ENTRY);
     return 1;
   }
-  ibp__batch_order(c->stream); /* what is held runs first */
+  /* what is held runs first -- and its launch may leave the stream busy
+   * where quiet() found it idle */
+  if (ibp__batch_order(c->stream))
+    x->busy_known = 0;
   if (estimate)
     pcie = ibp__stored_bytes(s, off, c->bytes);
   /* Decided before the tracker's sync of the span, so that a copy the

@@ -1010,13 +1010,19 @@ static int hold_locked(batch *b, ibp_route_copy *x, uint64_t pcie) {
      * batched launch measures it again */
     const double unscanned =
         q.est_ns[IBP_ROUTE_BATCHED] - scan_ns / n / IBP_BATCH_MARGIN;
-    if (scan_ns > 0 && unscanned < q.est_ns[go] &&
-        atomic_fetch_add_explicit(&s->batch_scan_refused, 1,
-                                  memory_order_relaxed) %
-                SCAN_FADE_EVERY ==
-            SCAN_FADE_EVERY - 1)
-      atomic_store_explicit(&s->batch_scan_ns, SCAN_FADE * scan_ns,
-                            memory_order_relaxed);
+    if (scan_ns > 0 && unscanned < q.est_ns[go]) {
+      /* with the copies alike a quiet run refused since (x->skipped) */
+      const uint64_t refused = 1 + x->skipped;
+      const uint64_t was = atomic_fetch_add_explicit(
+          &s->batch_scan_refused, refused, memory_order_relaxed);
+      uint64_t steps =
+          (was + refused) / SCAN_FADE_EVERY - was / SCAN_FADE_EVERY;
+      double fade = scan_ns;
+      while (steps-- && fade > 1e-3 * scan_ns)
+        fade *= SCAN_FADE;
+      if (fade < scan_ns)
+        atomic_store_explicit(&s->batch_scan_ns, fade, memory_order_relaxed);
+    }
     /* its calls as measured: under driver calls 4x dearer than modelled,
      * copies sent alone at the model's cost made the application's own
      * time between copies look 4x longer, and the batch expected 4 copies
@@ -1166,12 +1172,12 @@ static void flush_context(CUcontext ctx, int only_blocking) {
   }
 }
 
-void ibp__batch_order(CUstream s) {
+int ibp__batch_order(CUstream s) {
   if (!atomic_load_explicit(&held, memory_order_relaxed))
-    return;
+    return 0;
   const ibp_driver *d = ibp__driver();
   if (!d)
-    return;
+    return 0;
   ibp__guard++;
   pthread_mutex_lock(&lock);
   if (s == IBP_BATCH_ALL) {
@@ -1192,6 +1198,7 @@ void ibp__batch_order(CUstream s) {
   }
   pthread_mutex_unlock(&lock);
   ibp__guard--;
+  return 1;
 }
 
 void ibp__batch_stream_end(CUstream s) {

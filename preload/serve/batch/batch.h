@@ -53,8 +53,10 @@ int ibp__batch_hold_more(ibp_route_copy *x);
  * as the hooks made them explicit): launches what is held on s and on the
  * streams s synchronises with (the legacy stream and the blocking streams
  * of its context), so that whatever runs next on s comes after them.
- * IBP_BATCH_ALL: everything held.  One relaxed load when nothing is held. */
-void ibp__batch_order(CUstream s);
+ * IBP_BATCH_ALL: everything held.  One relaxed load when nothing is held.
+ * Returns whether anything was held (then launched, or left on other
+ * streams), 0 when nothing was. */
+int ibp__batch_order(CUstream s);
 
 /* Stream s is destroyed: what it holds is launched and its batch
  * forgotten (a later stream may get the same handle). */

@@ -584,12 +584,11 @@ assessed(ibp_choose_class *k, const ibp_route_cost prior[], unsigned timable,
  * `copies`: the class's decided so far. */
 enum { QUIET, TIMED, UNJUDGED, EXPLORE };
 
-static int spend(const ibp_choose_class *k, const ibp_choose_assessed *a,
-                 uint64_t copies, double *explore, double *timing,
-                 double *cap) {
+/* A decision's credits before it spends any (spend, below). */
+static void accrue(const ibp_choose_assessed *a, double *explore,
+                   double *timing, double *cap) {
   const double *est = a->est;
   const int go = a->go, alt = a->alt;
-  const unsigned timable = a->timable;
   const double cost = a->cost, timing_ns = a->timing_ns;
   /* credit: a share of this copy's estimated time each */
   double explore_credit = *explore + IBP_CHOOSE_EXPLORE_SHARE * est[go];
@@ -601,6 +600,19 @@ static int spend(const ibp_choose_class *k, const ibp_choose_assessed *a,
   const double c = alt >= 0 ? IBP_CHOOSE_EXPLORE_CREDIT_MAX * cost : *cap;
   if (explore_credit > c)
     explore_credit = max2(c, *explore);
+  *explore = explore_credit;
+  *timing = timing_credit;
+  *cap = c;
+}
+
+static int spend(const ibp_choose_class *k, const ibp_choose_assessed *a,
+                 uint64_t copies, double *explore, double *timing,
+                 double *cap) {
+  const int go = a->go, alt = a->alt;
+  const unsigned timable = a->timable;
+  const double cost = a->cost, timing_ns = a->timing_ns;
+  accrue(a, explore, timing, cap);
+  double explore_credit = *explore, timing_credit = *timing;
   int outcome = QUIET;
   if (alt >= 0 && (explore_credit >= cost || a->early)) {
     outcome = EXPLORE;
@@ -618,7 +630,6 @@ static int spend(const ibp_choose_class *k, const ibp_choose_assessed *a,
   }
   *explore = explore_credit;
   *timing = timing_credit;
-  *cap = c;
   return outcome;
 }
 
@@ -721,13 +732,24 @@ uint32_t ibp__choose_quiet_take(ibp_choose_class *k, ibp_route route,
                                 uint32_t n) {
   const ibp_choose_assessed *a = &k->assessed;
   uint32_t taken = 0;
-  if (!a->valid || a->go != (int)route)
+  if (!a->valid || a->go != (int)route) { /* counted, nothing else known */
+    static const double none[IBP_ROUTES];
+    for (uint32_t i = 0; i < n; i++)
+      count(k, route, none);
     return 0;
-  for (; taken < n; taken++) {
+  }
+  for (uint32_t i = 0; i < n; i++) {
     double explore = k->explore_credit_ns, timing = k->timing_credit_ns,
            cap = k->explore_cap_ns;
-    if (spend(k, a, k->copies, &explore, &timing, &cap) != QUIET)
-      break;
+    if (spend(k, a, k->copies, &explore, &timing, &cap) == QUIET) {
+      taken++;
+    } else { /* not promised: gone to the driver all the same -- its credits
+              * saved, none spent */
+      explore = k->explore_credit_ns;
+      timing = k->timing_credit_ns;
+      cap = k->explore_cap_ns;
+      accrue(a, &explore, &timing, &cap);
+    }
     k->explore_credit_ns = explore;
     k->timing_credit_ns = timing;
     k->explore_cap_ns = cap;

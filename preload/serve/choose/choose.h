@@ -305,8 +305,10 @@ uint32_t ibp__choose_quiet(const ibp_choose_class *k, ibp_route route,
 
 /* Counts n copies of class k decided as its last assessment decides
  * them, `route` untimed -- what n decisions would have counted and spent
- * -- without deciding each; stops early (returning how many) where one
- * would not have been quiet. */
+ * -- without deciding each.  Returns how many of them such a decision
+ * would have left untimed and unexplored (those ibp__choose_quiet
+ * promised); the others are counted all the same, their credits saved and
+ * none spent (they went to `route`, untimed). */
 uint32_t ibp__choose_quiet_take(ibp_choose_class *k, ibp_route route,
                                 uint32_t n);
 

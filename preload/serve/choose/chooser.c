@@ -44,7 +44,10 @@ int ibp__stream_idle(CUstream stream) {
 /* Something a run's promise was made of changed outside a decision (a
  * sample read, an exploration settled, timing paused): the runs take no
  * more (lock held). */
+static void quiet_count_all(ibp_chooser *ch);
+
 static void changed(ibp_chooser *ch) {
+  quiet_count_all(ch);
   ch->learnt++;
 }
 
@@ -106,8 +109,8 @@ void ibp__chooser_untimed(ibp_chooser *ch, unsigned cls, const ibp_choice *c) {
   if (!ch || cls >= IBP_CHOOSE_CLASSES || !c->explore)
     return;
   pthread_mutex_lock(&ch->lock);
-  ibp__choose_settle(&ch->cls[cls], c->route, c->charged_ns, -1, 0);
   changed(ch);
+  ibp__choose_settle(&ch->cls[cls], c->route, c->charged_ns, -1, 0);
   pthread_mutex_unlock(&ch->lock);
 }
 
@@ -161,19 +164,45 @@ static uint32_t wait_room(const ibp_chooser *ch, unsigned cls, unsigned also,
   return most;
 }
 
+static void quiet_count(ibp_chooser *ch, unsigned cls, ibp_quiet_run *q);
+
 /* What a run of class cls may promise now, at most `most` copies (lock
  * held): as many as both its classes' last decisions would decide alike
- * quietly and the waits allow; *until_ns: when it ends at the latest. */
+ * quietly and the waits allow -- its batched class's decisions shared
+ * with the other open runs offered to it (their copies counted first,
+ * their promises taken off) -- and no further than a timing sample falls
+ * due (its reading changes what the classes know); *until_ns: when it
+ * ends at the latest. */
 static uint32_t quiet_promise(ibp_chooser *ch, unsigned cls, unsigned also,
                               ibp_route also_route, uint32_t most, double now,
                               double *until_ns) {
-  double until, until_also = 1e300;
+  double until = 1e300, until_also = 1e300;
   uint32_t n = wait_room(ch, cls, also, most);
   if (n)
     n = ibp__choose_quiet(&ch->cls[cls], IBP_ROUTE_DRIVER, now, n, &until);
-  if (n && also < IBP_CHOOSE_CLASSES)
-    n = ibp__choose_quiet(&ch->cls[also], also_route, now, n, &until_also);
-  *until_ns = n ? (until < until_also ? until : until_also) : now;
+  if (n && also < IBP_CHOOSE_CLASSES) {
+    uint64_t others = 0;
+    for (unsigned k = 0; k < ch->nopen; k++) {
+      ibp_quiet_run *q = &ch->quiet[ch->open[k]];
+      if (ch->open[k] != cls && q->also == also) {
+        quiet_count(ch, ch->open[k], q);
+        others += q->stale ? 0 : q->left;
+      }
+    }
+    const uint64_t want = n + others;
+    const uint32_t h = ibp__choose_quiet(
+        &ch->cls[also], also_route, now,
+        want < UINT32_MAX ? (uint32_t)want : UINT32_MAX, &until_also);
+    n = h > others ? (uint32_t)(h - others < n ? h - others : n) : 0;
+  }
+  for (int i = 0; i < IBP_TIMING_SAMPLES; i++)
+    if (ch->sample[i].state == SAMPLE_PENDING && ch->sample[i].due_ns < until)
+      until = ch->sample[i].due_ns;
+  if (until_also < until)
+    until = until_also;
+  if (until <= now)
+    n = 0;
+  *until_ns = n ? until : now;
   return n;
 }
 
@@ -185,6 +214,13 @@ static void quiet_count(ibp_chooser *ch, unsigned cls, ibp_quiet_run *q) {
       ibp__choose_quiet_take(&ch->cls[q->also], q->also_route, q->taken);
   }
   q->taken = 0;
+}
+
+/* Counts every open run's taken copies (lock held): before what they were
+ * promised on changes. */
+static void quiet_count_all(ibp_chooser *ch) {
+  for (unsigned k = 0; k < ch->nopen; k++)
+    quiet_count(ch, ch->open[k], &ch->quiet[ch->open[k]]);
 }
 
 /* Counts and ends open run k (lock held); what its stream's batch was not
@@ -228,9 +264,14 @@ uint32_t ibp__chooser_quiet_open(ibp_chooser *ch, unsigned cls,
   quiet_close_for(ch, cls);
   const double now = ibp__clock_ns();
   const ibp_route also_route = (ibp_route)(x->alone >= 0 ? x->alone : 0);
-  double until;
-  const uint32_t n = quiet_promise(ch, cls, x->batch_cls, also_route,
-                                   IBP_QUIET_MOST, now, &until);
+  double until = now;
+  /* the class's last decision is c's (another thread's may have come
+   * between: a promise on its priors would not be c's) */
+  const ibp_choose_assessed *a = &ch->cls[cls].assessed;
+  const uint32_t n = a->valid && memcmp(a->est, c->est_ns, sizeof a->est) == 0
+                         ? quiet_promise(ch, cls, x->batch_cls, also_route,
+                                         IBP_QUIET_MOST, now, &until)
+                         : 0;
   if (n) {
     if (ch->nopen == IBP_QUIET_OPEN)
       quiet_close(ch, 0);
@@ -314,8 +355,8 @@ double ibp__timing_cost_ns(const ibp_profile *p) {
 static void timing_failed(ibp_chooser *ch, unsigned cls, const char *what,
                           CUresult e) {
   static atomic_int told;
-  ibp__choose_timing_failed(&ch->cls[cls], ibp__clock_ns());
   changed(ch);
+  ibp__choose_timing_failed(&ch->cls[cls], ibp__clock_ns());
   if (atomic_exchange(&told, 1) == 0)
     ibp__log(IBP_LOG_INFO,
              "timing a copy: %s failed (CUresult %d); timing pauses for "
@@ -327,9 +368,9 @@ static void timing_failed(ibp_chooser *ch, unsigned cls, const char *what,
 /* A sample dropped before it was read (lock held): an exploration's
  * charge stands. */
 static void drop(ibp_chooser *ch, ibp_timing_sample *x) {
+  changed(ch);
   if (x->explore)
     ibp__choose_settle(&ch->cls[x->cls], x->route, x->charged_ns, -1, 0);
-  changed(ch);
   x->state = SAMPLE_FREE;
 }
 
@@ -553,6 +594,7 @@ void ibp__timing_begin(ibp_device_slot *slot, ibp_chooser *ch,
   int i = free_sample(ch);
   if (i >= 0) {
     ibp_timing_sample *x = &ch->sample[i];
+    changed(ch); /* one sample fewer free: what every class may time */
     /* the calls its span holds: not the runtime's, nor libibp's own work
      * before them */
     double cpu = prior->cpu_ns - runtime_ns - prior->own_ns;
@@ -580,8 +622,8 @@ void ibp__timing_begin(ibp_device_slot *slot, ibp_chooser *ch,
       i = -1;
     }
   } else if (c->explore) {
-    ibp__choose_settle(&ch->cls[cls], c->route, c->charged_ns, -1, 0);
     changed(ch);
+    ibp__choose_settle(&ch->cls[cls], c->route, c->charged_ns, -1, 0);
   }
   pthread_mutex_unlock(&ch->lock);
   if (i < 0)

@@ -1343,11 +1343,10 @@ static void test_assessment_kept(void) {
  * each the same route, untimed, unexplored -- and ibp__choose_quiet_take
  * leaves the class as those n decisions do.  Random class states as in
  * test_assessment_kept, the run's copies decided at times before its end. */
-static sim sim_clone(const sim *m) {
-  sim c = *m;
-  c.k.route = c.route;
-  c.k.calls = c.learn_calls = &c.calls;
-  return c;
+static void sim_clone(sim *c, const sim *m) {
+  *c = *m;
+  c->k.route = c->route;
+  c->k.calls = c->learn_calls = &c->calls;
 }
 
 static int same_class(const ibp_choose_class *a, const ibp_choose_class *b) {
@@ -1395,8 +1394,16 @@ static void test_quiet_run(void) {
       double until;
       const uint32_t n = ibp__choose_quiet(&m.k, a.route, m.now, 64, &until);
       CHECK(n == 0 || until > m.now);
+      if (n && n < 64) { /* counted past the promise: every copy counted */
+        sim past;
+        sim_clone(&past, &m);
+        const uint64_t copies = past.k.copies;
+        CHECK(ibp__choose_quiet_take(&past.k, a.route, n + 1) >= n);
+        CHECK(past.k.copies == copies + n + 1);
+      }
       if (n) {
-        sim decided = sim_clone(&m);
+        sim decided;
+        sim_clone(&decided, &m);
         double t = m.now;
         for (uint32_t j = 0; j < n; j++) {
           ibp_choice b;
