@@ -901,6 +901,19 @@ static uint64_t weighed(uint64_t pcie) {
 /* Holds copy x in b when the gate prefers it there (lock held; x on b's
  * device: x->slot, x->p; `pcie`: its stored bytes, estimated).  0 when
  * held; 2: alone; 3: the driver's copy, timed. */
+/* What a batch's priors for a copy were made of (answer a) and the routes
+ * timable: a hold run's key. */
+static uint64_t hold_key(const gate_answer *a, unsigned timable) {
+  uint64_t k = (uint64_t)(uintptr_t)a->region * 0x9E3779B97F4A7C15ull;
+  k ^= (a->bytes + 1) * 0xC2B2AE3D27D4EB4Full;
+  k ^= (a->pcie + 1) * 0x165667B19E3779F9ull;
+  k ^= ((uint64_t)a->copies << 2 | (uint64_t)a->hold_only << 1) *
+       0x27D4EB2F165667C5ull;
+  uint64_t scan;
+  memcpy(&scan, &a->scan_ns, sizeof scan);
+  return k ^ scan ^ (uint64_t)timable << 56;
+}
+
 static int hold_locked(batch *b, ibp_route_copy *x, uint64_t pcie) {
   const ibp_copy *c = x->c;
   pcie = weighed(pcie);
@@ -976,9 +989,22 @@ static int hold_locked(batch *b, ibp_route_copy *x, uint64_t pcie) {
    * their size (one key, choose.h) */
   const unsigned timable =
       1u << IBP_ROUTE_BATCHED | (c->hold_only ? 1u << IBP_ROUTE_DRIVER : 0);
+  /* rows alike the last ones the class held quietly: held undecided (a
+   * hold run, serve/choose/chooser.h) */
+  const uint64_t key = hold_key(a, timable);
   ibp_choice q;
-  ibp_route go =
-      ibp__chooser_decide(s, slot, ch, p, cls, prior, timable, 0, &q);
+  ibp_route go;
+  double est;
+  if (ibp__chooser_quiet_take(ch, cls, key, c->stream, &est)) {
+    memset(&q, 0, sizeof q);
+    q.route = go = IBP_ROUTE_BATCHED;
+    q.est_ns[IBP_ROUTE_BATCHED] = est;
+    q.copies = prior[IBP_ROUTE_BATCHED].copies;
+  } else {
+    go = ibp__chooser_decide(s, slot, ch, p, cls, prior, timable, 0, &q);
+    if (go == IBP_ROUTE_BATCHED)
+      ibp__chooser_hold_open(ch, cls, &q, key, c->stream);
+  }
   /* the batched route explored is a batch, not a copy: while the batch
    * that holds the exploration is open, the copies of its class that the
    * class would send alone join it, up to the smallest batch alike the one

@@ -173,28 +173,43 @@ static void quiet_count(ibp_chooser *ch, unsigned cls, ibp_quiet_run *q);
  * their promises taken off) -- and no further than a timing sample falls
  * due (its reading changes what the classes know); *until_ns: when it
  * ends at the latest. */
-static uint32_t quiet_promise(ibp_chooser *ch, unsigned cls, unsigned also,
-                              ibp_route also_route, uint32_t most, double now,
-                              double *until_ns) {
+/* The copies the open runs other than class self's have promised class
+ * x's decisions (as theirs or as their batched class's), their taken
+ * copies counted first (lock held). */
+static uint64_t promised_on(ibp_chooser *ch, unsigned x, unsigned self) {
+  uint64_t p = 0;
+  for (unsigned k = 0; k < ch->nopen; k++) {
+    ibp_quiet_run *q = &ch->quiet[ch->open[k]];
+    if (ch->open[k] != self && (ch->open[k] == x || q->also == x)) {
+      quiet_count(ch, ch->open[k], q);
+      p += q->stale ? 0 : q->left;
+    }
+  }
+  return p;
+}
+
+/* At most `most` of the next copies of class x that its last decision
+ * would decide quietly by `route`, past what the other runs promised it
+ * (lock held). */
+static uint32_t promise_of(ibp_chooser *ch, unsigned x, ibp_route route,
+                           unsigned self, uint32_t most, double now,
+                           double *until) {
+  const uint64_t others = promised_on(ch, x, self), want = most + others;
+  const uint32_t h =
+      ibp__choose_quiet(&ch->cls[x], route, now,
+                        want < UINT32_MAX ? (uint32_t)want : UINT32_MAX, until);
+  return h > others ? (uint32_t)(h - others < most ? h - others : most) : 0;
+}
+
+static uint32_t quiet_promise(ibp_chooser *ch, unsigned cls, ibp_route route,
+                              unsigned also, ibp_route also_route,
+                              uint32_t most, double now, double *until_ns) {
   double until = 1e300, until_also = 1e300;
   uint32_t n = wait_room(ch, cls, also, most);
   if (n)
-    n = ibp__choose_quiet(&ch->cls[cls], IBP_ROUTE_DRIVER, now, n, &until);
-  if (n && also < IBP_CHOOSE_CLASSES) {
-    uint64_t others = 0;
-    for (unsigned k = 0; k < ch->nopen; k++) {
-      ibp_quiet_run *q = &ch->quiet[ch->open[k]];
-      if (ch->open[k] != cls && q->also == also) {
-        quiet_count(ch, ch->open[k], q);
-        others += q->stale ? 0 : q->left;
-      }
-    }
-    const uint64_t want = n + others;
-    const uint32_t h = ibp__choose_quiet(
-        &ch->cls[also], also_route, now,
-        want < UINT32_MAX ? (uint32_t)want : UINT32_MAX, &until_also);
-    n = h > others ? (uint32_t)(h - others < n ? h - others : n) : 0;
-  }
+    n = promise_of(ch, cls, route, cls, n, now, &until);
+  if (n && also < IBP_CHOOSE_CLASSES)
+    n = promise_of(ch, also, also_route, cls, n, now, &until_also);
   for (int i = 0; i < IBP_TIMING_SAMPLES; i++)
     if (ch->sample[i].state == SAMPLE_PENDING && ch->sample[i].due_ns < until)
       until = ch->sample[i].due_ns;
@@ -209,7 +224,7 @@ static uint32_t quiet_promise(ibp_chooser *ch, unsigned cls, unsigned also,
 /* Counts run q's taken copies in its classes (lock held). */
 static void quiet_count(ibp_chooser *ch, unsigned cls, ibp_quiet_run *q) {
   if (q->taken) {
-    ibp__choose_quiet_take(&ch->cls[cls], IBP_ROUTE_DRIVER, q->taken);
+    ibp__choose_quiet_take(&ch->cls[cls], q->route, q->taken);
     if (q->also < IBP_CHOOSE_CLASSES)
       ibp__choose_quiet_take(&ch->cls[q->also], q->also_route, q->taken);
   }
@@ -252,41 +267,40 @@ static void quiet_close_for(ibp_chooser *ch, unsigned cls) {
   }
 }
 
-uint32_t ibp__chooser_quiet_open(ibp_chooser *ch, unsigned cls,
-                                 const ibp_choice *c,
-                                 const struct ibp_route_copy *x, uint64_t key) {
-  if (!ch || cls >= IBP_CHOOSE_CLASSES || c->route != IBP_ROUTE_DRIVER ||
-      c->timed || c->explore ||
-      (x->batch_cls < IBP_CHOOSE_CLASSES &&
-       (x->alone < 0 || x->batch_cls == cls)))
-    return 0;
+/* Opens class cls's run of route c->route (lock not held): see
+ * ibp__chooser_quiet_open; also: the batched class the copies were
+ * offered to first (IBP_CHOOSE_CLASSES: none), own_ns what the batch's
+ * rate counts as its own per copy. */
+static uint32_t open_run(ibp_chooser *ch, unsigned cls, const ibp_choice *c,
+                         uint64_t key, CUstream stream, unsigned also,
+                         ibp_route also_route, double own_ns) {
   pthread_mutex_lock(&ch->lock);
   quiet_close_for(ch, cls);
   const double now = ibp__clock_ns();
-  const ibp_route also_route = (ibp_route)(x->alone >= 0 ? x->alone : 0);
   double until = now;
   /* the class's last decision is c's (another thread's may have come
    * between: a promise on its priors would not be c's) */
   const ibp_choose_assessed *a = &ch->cls[cls].assessed;
   const uint32_t n = a->valid && memcmp(a->est, c->est_ns, sizeof a->est) == 0
-                         ? quiet_promise(ch, cls, x->batch_cls, also_route,
+                         ? quiet_promise(ch, cls, c->route, also, also_route,
                                          IBP_QUIET_MOST, now, &until)
                          : 0;
   if (n) {
     if (ch->nopen == IBP_QUIET_OPEN)
       quiet_close(ch, 0);
     ibp_quiet_run *q = &ch->quiet[cls];
-    const uint32_t unreported = q->stream == x->c->stream ? q->unreported : 0;
+    const uint32_t unreported = q->stream == stream ? q->unreported : 0;
     *q = (ibp_quiet_run){.key = key,
-                         .stream = x->c->stream,
+                         .stream = stream,
+                         .route = c->route,
                          .left = n,
                          .unreported = unreported,
-                         .also = x->batch_cls,
+                         .also = also,
                          .also_route = also_route,
                          .learnt = ch->learnt,
                          .until_ns = until,
-                         .est_ns = c->est_ns[IBP_ROUTE_DRIVER],
-                         .own_ns = x->alone_own_ns};
+                         .est_ns = c->est_ns[c->route],
+                         .own_ns = own_ns};
     ch->open[ch->nopen++] = cls;
   }
   /* the stale runs weighed again, now that the decisions that moved
@@ -297,12 +311,33 @@ uint32_t ibp__chooser_quiet_open(ibp_chooser *ch, unsigned cls,
       continue;
     q->stale = 0;
     q->left = q->left && q->learnt == ch->learnt
-                  ? quiet_promise(ch, ch->open[k], q->also, q->also_route,
-                                  q->left, now, &q->until_ns)
+                  ? quiet_promise(ch, ch->open[k], q->route, q->also,
+                                  q->also_route, q->left, now, &q->until_ns)
                   : 0;
   }
   pthread_mutex_unlock(&ch->lock);
   return n;
+}
+
+uint32_t ibp__chooser_quiet_open(ibp_chooser *ch, unsigned cls,
+                                 const ibp_choice *c,
+                                 const struct ibp_route_copy *x, uint64_t key) {
+  if (!ch || cls >= IBP_CHOOSE_CLASSES || c->route != IBP_ROUTE_DRIVER ||
+      c->timed || c->explore ||
+      (x->batch_cls < IBP_CHOOSE_CLASSES &&
+       (x->alone < 0 || x->batch_cls == cls)))
+    return 0;
+  return open_run(ch, cls, c, key, x->c->stream, x->batch_cls,
+                  (ibp_route)(x->alone >= 0 ? x->alone : 0), x->alone_own_ns);
+}
+
+uint32_t ibp__chooser_hold_open(ibp_chooser *ch, unsigned cls,
+                                const ibp_choice *c, uint64_t key,
+                                CUstream stream) {
+  if (!ch || cls >= IBP_CHOOSE_CLASSES || c->route != IBP_ROUTE_BATCHED ||
+      c->timed || c->explore)
+    return 0;
+  return open_run(ch, cls, c, key, stream, IBP_CHOOSE_CLASSES, 0, 0);
 }
 
 int ibp__chooser_quiet_take(ibp_chooser *ch, unsigned cls, uint64_t key,

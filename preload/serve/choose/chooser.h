@@ -74,6 +74,7 @@ typedef struct ibp_timing_sample {
 typedef struct ibp_quiet_run {
   uint64_t key;
   CUstream stream;
+  ibp_route route;     /* the copies' (the driver's; a hold run: batched) */
   uint32_t left;       /* copies it may still take */
   uint32_t taken;      /* taken, not yet counted in the classes */
   uint32_t unreported; /* taken, not yet told to the stream's batch */
@@ -163,8 +164,16 @@ uint32_t ibp__chooser_quiet_open(ibp_chooser *ch, unsigned cls,
                                  const ibp_choice *c,
                                  const struct ibp_route_copy *x, uint64_t key);
 
+/* A hold run: after batched class cls's decision c held a copy untimed
+ * and unexplored (a row of a gather), the copies alike (`key`: what its
+ * batch's priors were made of, stream) that follow are held with no
+ * decision each, as many as the class's decision promises. */
+uint32_t ibp__chooser_hold_open(ibp_chooser *ch, unsigned cls,
+                                const ibp_choice *c, uint64_t key,
+                                CUstream stream);
+
 /* A copy of class cls alike the run's (key, stream): taken by the run
- * (1; *est_ns: the driver's copy's estimate) or not (0: decide it). */
+ * (1; *est_ns: the estimate of the run's route) or not (0: decide it). */
 int ibp__chooser_quiet_take(ibp_chooser *ch, unsigned cls, uint64_t key,
                             CUstream stream, double *est_ns);
 
