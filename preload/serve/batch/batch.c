@@ -898,13 +898,20 @@ static uint64_t weighed(uint64_t pcie) {
   return (pcie + step - 1) / step * step;
 }
 
-/* Holds copy x in b when the gate prefers it there (lock held; x on b's
- * device: x->slot, x->p; `pcie`: its stored bytes, estimated).  0 when
- * held; 2: alone; 3: the driver's copy, timed. */
-/* What a batch's priors for a copy were made of (answer a) and the routes
+/* What the batch's priors for copy x were made of (answer a, and what
+ * it took from the copy itself: where it starts in its tensor, which sets
+ * the tensors it spans; the region's recompressions) and the routes
  * timable: a hold run's key. */
-static uint64_t hold_key(const gate_answer *a, unsigned timable) {
+static uint64_t hold_key(const gate_answer *a, const ibp_route_copy *x,
+                         unsigned timable) {
+  const uint64_t R =
+      x->s->geometry.tensor_bytes ? x->s->geometry.tensor_bytes : 1;
+  const uint64_t off = ((uintptr_t)x->c->src - x->r->base) % R;
+  const uint64_t runs =
+      atomic_load_explicit(&x->s->refresh.runs, memory_order_relaxed);
   uint64_t k = (uint64_t)(uintptr_t)a->region * 0x9E3779B97F4A7C15ull;
+  k ^= (off + 1) * 0x85EBCA77C2B2AE63ull;
+  k ^= (runs + 1) * 0xFF51AFD7ED558CCDull;
   k ^= (a->bytes + 1) * 0xC2B2AE3D27D4EB4Full;
   k ^= (a->pcie + 1) * 0x165667B19E3779F9ull;
   k ^= ((uint64_t)a->copies << 2 | (uint64_t)a->hold_only << 1) *
@@ -914,6 +921,9 @@ static uint64_t hold_key(const gate_answer *a, unsigned timable) {
   return k ^ scan ^ (uint64_t)timable << 56;
 }
 
+/* Holds copy x in b when the gate prefers it there (lock held; x on b's
+ * device: x->slot, x->p; `pcie`: its stored bytes, estimated).  0 when
+ * held; 2: alone; 3: the driver's copy, timed. */
 static int hold_locked(batch *b, ibp_route_copy *x, uint64_t pcie) {
   const ibp_copy *c = x->c;
   pcie = weighed(pcie);
@@ -991,7 +1001,7 @@ static int hold_locked(batch *b, ibp_route_copy *x, uint64_t pcie) {
       1u << IBP_ROUTE_BATCHED | (c->hold_only ? 1u << IBP_ROUTE_DRIVER : 0);
   /* rows alike the last ones the class held quietly: held undecided (a
    * hold run, serve/choose/chooser.h) */
-  const uint64_t key = hold_key(a, timable);
+  const uint64_t key = hold_key(a, x, timable);
   ibp_choice q;
   ibp_route go;
   double est;

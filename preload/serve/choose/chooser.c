@@ -166,13 +166,6 @@ static uint32_t wait_room(const ibp_chooser *ch, unsigned cls, unsigned also,
 
 static void quiet_count(ibp_chooser *ch, unsigned cls, ibp_quiet_run *q);
 
-/* What a run of class cls may promise now, at most `most` copies (lock
- * held): as many as both its classes' last decisions would decide alike
- * quietly and the waits allow -- its batched class's decisions shared
- * with the other open runs offered to it (their copies counted first,
- * their promises taken off) -- and no further than a timing sample falls
- * due (its reading changes what the classes know); *until_ns: when it
- * ends at the latest. */
 /* The copies the open runs other than class self's have promised class
  * x's decisions (as theirs or as their batched class's), their taken
  * copies counted first (lock held). */
@@ -201,6 +194,13 @@ static uint32_t promise_of(ibp_chooser *ch, unsigned x, ibp_route route,
   return h > others ? (uint32_t)(h - others < most ? h - others : most) : 0;
 }
 
+/* What a run of class cls may promise now, at most `most` copies (lock
+ * held): as many as both its classes' last decisions would decide alike
+ * quietly and the waits allow -- its batched class's decisions shared
+ * with the other open runs offered to it (their copies counted first,
+ * their promises taken off) -- and no further than a timing sample falls
+ * due (its reading changes what the classes know); *until_ns: when it
+ * ends at the latest. */
 static uint32_t quiet_promise(ibp_chooser *ch, unsigned cls, ibp_route route,
                               unsigned also, ibp_route also_route,
                               uint32_t most, double now, double *until_ns) {
@@ -712,6 +712,7 @@ void ibp__timing_end(ibp_device_slot *slot, ibp_chooser *ch, CUstream stream,
   ibp_timing_sample *x = &ch->sample[i];
   x->cpu_ns = cpu;
   x->state = SAMPLE_PENDING;
+  changed(ch); /* a run opened while it was recording knows no due time */
   const double gpu_model = x->gpu_model_ns + x->sm_model_ns;
   x->due_ns = x->t0_ns + cpu + 2 * (gpu_model > cpu ? gpu_model : cpu);
   const unsigned cls = x->cls;
