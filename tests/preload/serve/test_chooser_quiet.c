@@ -102,6 +102,12 @@ static void world_init(world *w) {
   }
 }
 
+static void world_free(world *w) {
+  ibp__chooser_free(w->ch);
+  free(w->slot);
+  free(w->s);
+}
+
 /* A copy's decision: b, B's; c, the single class's (route -1: held). */
 typedef struct outcome {
   int taken; /* by a run */
@@ -256,5 +262,7 @@ int main(int argc, char **argv) {
   const int few = !timed_copies && taken < N / 2;
   if (few)
     printf("too few copies taken by runs\n");
+  world_free(&run);
+  world_free(&full);
   return wrong || classes || few ? 1 : 0;
 }
