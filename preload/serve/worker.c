@@ -23,7 +23,6 @@
 #include "serve/prepare/device.h"
 #include "serve/prepare/refresh.h"
 #include "serve/region.h"
-#include "serve/staged/staged.h"
 
 #define WAIT_LIMIT_SECONDS 300
 
@@ -78,10 +77,6 @@ static void setup_device(const ibp_driver *d, ibp_region_rec *r, int dev) {
            ibp__device_setup(r, dev, s) == 0;
   if (s)
     d->cuStreamDestroy(s);
-  /* the staged path's ring, off the application's thread (staged.h) */
-  CUcontext ctx = NULL;
-  if (ok && d->cuCtxGetCurrent(&ctx) == CUDA_SUCCESS && ctx)
-    ibp__staged_warm(ctx, dev);
   ibp__device_transition(ibp__served(r), (unsigned)dev, IBP_DEVICE_UPLOADING,
                          ok ? IBP_DEVICE_READY : IBP_DEVICE_FAILED);
 }

@@ -463,8 +463,8 @@ int ibp__staged_plan(ibp_served_region *s, ibp_device_slot *slot, CUcontext ctx,
     return -1;
   CUstreamCaptureMode mode;
   enter(d, &mode);
-  /* the ring is made with the context's first region (ibp__staged_warm)
-   * or, failing that, by the first staged copy (ibp__staged_copy); until
+  /* the ring is made by the first staged copy (ibp__staged_copy): a
+   * context whose copies are never staged holds no staging memory; until
    * then the plan takes the buffers it would have */
   ring *g = NULL;
   HASH_FIND_PTR(rings, &ctx, g);
@@ -685,16 +685,6 @@ int ibp__staged_copy(const ibp_served_region *s, CUcontext ctx,
   }
   leave(d, &mode);
   return rc;
-}
-
-void ibp__staged_warm(CUcontext ctx, int dev) {
-  const ibp_driver *d = ibp__driver();
-  if (!d || !ibp__cfg.staging_bytes || ibp__cfg.path == IBP_PATH_ZEROCOPY)
-    return;
-  CUstreamCaptureMode mode;
-  enter(d, &mode);
-  (void)ring_for(d, ctx, dev);
-  leave(d, &mode);
 }
 
 CUstream ibp__staged_copy_stream(CUcontext ctx, int dev, CUstream stream) {

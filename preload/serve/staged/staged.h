@@ -72,13 +72,6 @@ int ibp__staged_copy(const ibp_served_region *s, CUcontext ctx,
                      const ibp_copy *c, const ibp_staged_args *x,
                      CUresult *err);
 
-/* Makes context ctx's ring now (a region's device setup, on libibp's
- * worker thread): made by the first staged copy, its device memory and
- * events cost that copy, inside the application's loop, 3.3 ms on an
- * H200 (bench/results/gpu-probes/2026-12-04-h200, kv_prefix).  Nothing
- * where the staged path is off (IBP_STAGING=0, IBP_PATH=zerocopy). */
-void ibp__staged_warm(CUcontext ctx, int dev);
-
 /* The copy stream that moves the windows of caller stream `stream`'s
  * copies in context ctx (made with the ring on first use); NULL when the
  * path cannot serve it there.  A timed staged copy's span is taken on it:
