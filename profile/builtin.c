@@ -50,6 +50,15 @@
   "# ~6.4 us launch+sync on an RTX 5070 Ti), less the ~2.5 us CPU call.\n"     \
   "launch_latency_us = 3.0\n"
 
+/* An entry of a cuMemcpyBatchAsync: the figure above is of such entries. */
+#define BATCH_SETUP                                                            \
+  "# The figure above is of entries of one cuMemcpyBatchAsync (vLLM PR\n"      \
+  "# 42212), so it stands for them directly.  An H200 agrees: 64 KiB\n"        \
+  "# entries, 64 to a call, took ~0.75 us each beyond their bytes, while\n"    \
+  "# copies of their own call, back to back, took 2.3 us (libibp's\n"          \
+  "# docs/RESULTS.md section 4, kv_blocks' A runs, and `ibp calibrate`).\n"    \
+  "ce_batch_setup_us = 1.0\n"
+
 /* Bytes in flight and read granularity come from libibp's kernel and the
  * GPU's memory system, alike on both GPUs. */
 #define KERNEL_SHAPE                                                           \
@@ -102,7 +111,7 @@ static const char a100_pcie4[] =
     "# 3.8-6.8 GB/s on H100\n"
     "# (https://github.com/vllm-project/vllm/pull/42212), i.e. ~0.6-1.0 us\n"
     "# per copy beyond its bytes; no A100 figure.\n"
-    "ce_setup_us = 1.0\n" HOST_CALLS "\n"
+    "ce_setup_us = 1.0\n" BATCH_SETUP HOST_CALLS "\n"
     "# nvbandwidth host_to_device_memcpy_sm on A100-SXM4-40GB: 25.13 GB/s\n"
     "# at 512 MiB and 1 GiB\n"
     "# (https://github.com/NVIDIA/nvbandwidth/issues/42).\n"
@@ -157,7 +166,7 @@ static const char h100_pcie5[] =
     "# cuMemcpyBatchAsync move at 3.8-6.8 GB/s\n"
     "# (https://github.com/vllm-project/vllm/pull/42212), i.e. ~0.6-1.0 us\n"
     "# per copy beyond its bytes.\n"
-    "ce_setup_us = 1.0\n" HOST_CALLS "\n"
+    "ce_setup_us = 1.0\n" BATCH_SETUP HOST_CALLS "\n"
     "# nvbandwidth host_to_device_memcpy_sm on 8x H100: 35.03-35.39 GB/s\n"
     "# (https://github.com/NVIDIA/nvbandwidth/issues/24; every H100 has a\n"
     "# Gen5 x16 host link).\n"

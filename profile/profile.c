@@ -319,13 +319,26 @@ static int read_line(reader *r, span line) {
   return read_number(r, key, value, &params[k], field(r->out, &params[k]));
 }
 
+/* A parameter a profile may lack: ce_batch_setup_us, added after files
+ * were written without it; missing, it is ce_setup_us (an entry of a
+ * batch call set up like a copy of its own: no saving known). */
+static int optional(int k) {
+  return k < PARAM_COUNT &&
+         params[k].offset == offsetof(ibp_profile, ce_batch_setup_us);
+}
+
 /* The name first, then the parameters in profile.def's order;
- * decoder_build and stage_decoder_build may be missing. */
+ * decoder_build and stage_decoder_build may be missing, and so may the
+ * optional parameter (then given its default). */
 static int check_all_given(const reader *r) {
   for (int i = 0; i <= PARAM_COUNT; i++) {
     int k = i == 0 ? KEY_NAME : i - 1;
     if (r->given[k] != 0)
       continue;
+    if (optional(k)) {
+      r->out->ce_batch_setup_us = r->out->ce_setup_us;
+      continue;
+    }
     const char *key = k == KEY_NAME ? "name" : params[k].key;
     return fail(r, 0, (span){key, strlen(key)},
                 "missing (a profile gives every parameter)");

@@ -8,7 +8,8 @@
  * Text format: one `key = value` per line (at most IBP_PROFILE_LINE_MAX
  * bytes); `#` starts a comment (to the end of the line); blank lines are
  * ignored.  Keys: `name` (1..63 printable ASCII characters, no spaces) and
- * every parameter of profile.def, each exactly once, and optionally
+ * every parameter of profile.def, each exactly once (ce_batch_setup_us may
+ * be missing: then ce_setup_us's value), and optionally
  * `decoder_build` and `stage_decoder_build` (names likewise; absent:
  * "unknown"); values are decimal
  * numbers whatever the program's locale (e.g. 25.5, 2e-3), within the

@@ -442,6 +442,29 @@ static void test_errors(void) {
   CHECK(ibp_profile_parse("", 0, NULL, &p, err, sizeof err) == -1);
   CHECK(strcmp(err, "profile: name: missing (a profile gives every "
                     "parameter)") == 0);
+  /* ce_batch_setup_us may be missing (a file written before it): then
+   * ce_setup_us's value; given, its own; any other parameter missing is an
+   * error */
+  const char *entry = strstr(base_text, "\nce_batch_setup_us = ");
+  const char *setup = strstr(base_text, "\nce_setup_us = ");
+  CHECK(entry != NULL && setup != NULL);
+  if (entry && setup) {
+    const char *end = strchr(entry + 1, '\n');
+    size_t head = (size_t)(entry - base_text);
+    char *cut = malloc(strlen(base_text) + 1);
+    memcpy(cut, base_text, head);
+    strcpy(cut + head, end);
+    char *one = strstr(cut, "\nce_setup_us = ") + strlen("\nce_setup_us = ");
+    memcpy(one, "7.5", 3); /* "1.0" in the base text */
+    CHECK(ibp_profile_parse(cut, strlen(cut), "t", &p, err, sizeof err) == 0);
+    CHECK(p.ce_setup_us == 7.5 && p.ce_batch_setup_us == 7.5);
+    CHECK(ibp_profile_parse(base_text, strlen(base_text), "t", &p, err,
+                            sizeof err) == 0 &&
+          p.ce_batch_setup_us == 1.0);
+    free(cut);
+  }
+  expect_error_n("ce_setup_us = 1\n", "", 0, -1,
+                 "ce_setup_us: missing (a profile gives every parameter)");
   free(base_text);
 }
 

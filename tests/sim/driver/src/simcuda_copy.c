@@ -69,8 +69,9 @@ static CUresult capture_rules(CUstream h, bool ptds, bool sync, bool pageable) {
   return r;
 }
 
-static CUresult copy1d(uintptr_t dst, uintptr_t src, size_t n, CUstream h,
-                       bool ptds, bool sync, dir d) {
+/* entry: an entry after the first of a batch call (scu_op.batch_entry) */
+static CUresult copy1d_op(uintptr_t dst, uintptr_t src, size_t n, CUstream h,
+                          bool ptds, bool sync, dir d, bool entry) {
   scu_span ds, ss;
   CUresult r = scu_mem_check(dst, n, d == HTOD || d == DTOD, &ds);
   if (r == CUDA_SUCCESS)
@@ -90,7 +91,13 @@ static CUresult copy1d(uintptr_t dst, uintptr_t src, size_t n, CUstream h,
   op->ranges[0] = (scu_range){dst, n, d == HTOD || d == DTOD, ds.access};
   op->ranges[1] = (scu_range){src, n, d == DTOH || d == DTOD, ss.access};
   op->nranges = 2;
+  op->batch_entry = entry;
   return enqueue(op, h, ptds, sync || pageable);
+}
+
+static CUresult copy1d(uintptr_t dst, uintptr_t src, size_t n, CUstream h,
+                       bool ptds, bool sync, dir d) {
+  return copy1d_op(dst, src, n, h, ptds, sync, d, false);
 }
 
 #define COPY_SYNC(sym, base, d, ptds, dtype, stype, dexpr, sexpr)              \
@@ -485,7 +492,8 @@ static CUresult batch(CUdeviceptr *dsts, CUdeviceptr *srcs, size_t *sizes,
     }
   }
   for (size_t i = 0; i < count; i++) {
-    CUresult r = copy1d(dsts[i], srcs[i], sizes[i], h, ptds, false, ANY);
+    CUresult r =
+        copy1d_op(dsts[i], srcs[i], sizes[i], h, ptds, false, ANY, i > 0);
     if (r != CUDA_SUCCESS) {
       if (fail_idx)
         *fail_idx = i;

@@ -280,6 +280,10 @@ struct scu_op {
    * crosses (SCU_LINK_NONE: none). */
   double vt_submit;
   uint8_t link;
+  /* an entry after the first of one batch call (cuMemcpyBatchAsync): the
+   * call was charged with the first; its copy engine sets it up at
+   * ce_batch_setup_us */
+  bool batch_entry;
   uint64_t turn; /* its turn on the link (simcuda_turns.c), 0: none */
   scu_dep *deps;
   unsigned ndeps, capdeps;

@@ -145,6 +145,7 @@ static inline void *t_sym(const char *symbol) {
   X(MemcpyDtoHAsync, PFN_cuMemcpyDtoHAsync_v3020, "cuMemcpyDtoHAsync", 3020, 7000)        \
   X(MemcpyDtoD, PFN_cuMemcpyDtoD_v3020, "cuMemcpyDtoD", 3020, 7000)                       \
   X(MemcpyDtoDAsync, PFN_cuMemcpyDtoDAsync_v3020, "cuMemcpyDtoDAsync", 3020, 7000)        \
+  X(MemcpyBatchAsync, PFN_cuMemcpyBatchAsync_v13000, "cuMemcpyBatchAsync", 13000, 13000) \
   X(Memcpy2D, PFN_cuMemcpy2D_v3020, "cuMemcpy2D", 3020, 7000)                             \
   X(Memcpy2DAsync, PFN_cuMemcpy2DAsync_v3020, "cuMemcpy2DAsync", 3020, 7000)              \
   X(MemsetD8, PFN_cuMemsetD8_v3020, "cuMemsetD8", 3020, 7000)                             \

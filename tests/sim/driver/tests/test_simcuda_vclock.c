@@ -1,7 +1,8 @@
 /*
  * The virtual clock (src/simcuda_vclock.c, docs/PROFILE.md) against times
  * computed by hand from vclock_test.profile (IBP_PROFILE): a copy of N
- * bytes, a device-to-host copy, a kernel reading host memory, two streams
+ * bytes, a device-to-host copy, a batch call, a kernel reading host
+ * memory, two streams
  * sharing the link (taken in the order of submission), queries answered
  * in virtual time, a synchronous copy and the host clock it leaves, and
  * the events that measure them.  All times in microseconds; a copy of
@@ -51,6 +52,26 @@ static void test_copy(CUstream s, void *host, CUdeviceptr dev, CUevent e0,
   OK(A.EventRecord(e1, s));
   OK(A.EventSynchronize(e1));
   NEAR(elapsed(e0, e1), 203.0);
+}
+
+/* One batch call of three copies: one call (2 us, at h+2.5); the first
+ * entry set up in 1 us, each later one in 0.25 (ce_batch_setup_us), each
+ * 100 us on the link: the last ends at h+304, 303.5 us after e0 (three
+ * copies of their own calls: 305). */
+static void test_batch(CUstream s, void *host, CUdeviceptr dev, CUevent e0,
+                       CUevent e1) {
+  CUdeviceptr dsts[3] = {dev, dev + N, dev};
+  CUdeviceptr srcs[3] = {(CUdeviceptr)(uintptr_t)host,
+                         (CUdeviceptr)(uintptr_t)host,
+                         (CUdeviceptr)(uintptr_t)host};
+  size_t sizes[3] = {N, N, N}, idx = 0;
+  CUmemcpyAttributes at = {0};
+  at.srcAccessOrder = CU_MEMCPY_SRC_ACCESS_ORDER_STREAM;
+  OK(A.EventRecord(e0, s));
+  OK(A.MemcpyBatchAsync(dsts, srcs, sizes, 3, &at, &idx, 1, s));
+  OK(A.EventRecord(e1, s));
+  OK(A.EventSynchronize(e1));
+  NEAR(elapsed(e0, e1), 303.5);
 }
 
 /* Two streams, one link: the link is taken in the order the copies were
@@ -171,6 +192,7 @@ int main(void) {
   OK(A.EventCreate(&e1, 0));
   OK(A.EventCreate(&e2, 0));
   test_copy(s1, host, dev, e0, e1);
+  test_batch(s1, host, dev, e0, e1);
   test_shared_link(s1, s2, host, dev, e0, e1, e2);
   CUdeviceptr big = 0;
   OK(A.MemAlloc(&big, SET_BYTES));

@@ -4,6 +4,7 @@ name = vclock-test
 ce_h2d_gbps = 10
 ce_d2h_gbps = 5
 ce_setup_us = 1
+ce_batch_setup_us = 0.25
 runtime_call_us = 0.25
 driver_copy_call_us = 2
 driver_launch_call_us = 3
