@@ -27,8 +27,8 @@ typedef struct calibrate_result {
   int simulated;         /* the simulated driver (tests/sim) answered */
   ibp_profile values;    /* the measured parameters (the rest: zero) */
   unsigned char measured[CALIBRATE_PARAMS]; /* 1: in `values` */
-  char notes[512]; /* what the caller should know about a value ("" or
-                      lines of text, each ending in '\n') */
+  char notes[1024]; /* what the caller should know about a value ("" or
+                       lines of text, each ending in '\n') */
 } calibrate_result;
 
 /* Called once the device is open, before anything is measured, with its

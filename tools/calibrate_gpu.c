@@ -21,10 +21,11 @@
 
 #define MIB ((size_t)1 << 20)
 #define KIB ((size_t)1 << 10)
-#define SECTOR 32u       /* bytes of one host-read request (and simt's) */
-#define TINY_COPY 4u     /* bytes of the copies that time the setup */
-#define LINE 128u        /* dense ranges start on a line */
-#define BLOCKS_PER_SM 4u /* the whole-GPU grid: this many blocks per SM */
+#define SECTOR 32u         /* bytes of one host-read request (and simt's) */
+#define TINY_COPY 4u       /* bytes of the copies that time the setup */
+#define BATCH_STRIDE 4096u /* apart, a batch's tiny entries (none merged) */
+#define LINE 128u          /* dense ranges start on a line */
+#define BLOCKS_PER_SM 4u   /* the whole-GPU grid: this many blocks per SM */
 
 /* What one run moves; the simulated GPU emulates kernels at 10-20 MB/s. */
 typedef struct sizes {
@@ -219,6 +220,23 @@ static int queue_copy(gpu *g, const void *job) {
   return 0;
 }
 
+/* One cuMemcpyBatchAsync: `count` entries, one attribute for all. */
+typedef struct batch_job {
+  CUdeviceptr *dsts, *srcs;
+  size_t *sizes;
+  size_t count;
+} batch_job;
+
+static int queue_batch(gpu *g, const void *job) {
+  const batch_job *b = job;
+  CUmemcpyAttributes attr = {.srcAccessOrder =
+                                 CU_MEMCPY_SRC_ACCESS_ORDER_STREAM};
+  size_t first = 0, fail = 0;
+  CU(g, cuMemcpyBatchAsync(b->dsts, b->srcs, b->sizes, b->count, &attr, &first,
+                           1, &fail, g->work));
+  return 0;
+}
+
 static int queue_kernel(gpu *g, const void *job) {
   const kernel_job *k = job;
   void *params[] = {(void *)&k->args};
@@ -408,12 +426,69 @@ static int read_rate(gpu *g, size_t dense, size_t sparse, unsigned grid,
 
 typedef struct measured {
   double driver_call_us, driver_copy_call_us, driver_launch_call_us;
-  double ce_setup_us, launch_latency_us;
+  double ce_setup_us, ce_batch_setup_us, launch_latency_us;
   double ce_h2d_gbps, ce_d2h_gbps, dram_gbps;
   double sm_h2d_gbps, sm_read_rtt_us, sm_inflight_bytes;
   double decode_gbps_per_sm, decode_tensor_us, decode_h2d_gbps;
   char decode_note[256];
+  char batch_note[160]; /* why ce_batch_setup_us was not measured; "" */
 } measured;
+
+/* n TINY_COPY host-to-device entries, BATCH_STRIDE apart on both sides:
+ * separate copies, none the driver could merge.  0 or -1. */
+static int batch_build(gpu *g, size_t n, batch_job *b) {
+  b->dsts = calloc(n, sizeof *b->dsts);
+  b->srcs = calloc(n, sizeof *b->srcs);
+  b->sizes = calloc(n, sizeof *b->sizes);
+  b->count = n;
+  if (b->dsts == NULL || b->srcs == NULL || b->sizes == NULL) {
+    snprintf(g->err, g->errlen, "out of memory");
+    return -1;
+  }
+  for (size_t i = 0; i < n; i++) {
+    b->dsts[i] = g->d0 + i * BATCH_STRIDE;
+    b->srcs[i] = (CUdeviceptr)(uintptr_t)(g->host + i * BATCH_STRIDE);
+    b->sizes[i] = TINY_COPY;
+  }
+  return 0;
+}
+
+static void batch_free(batch_job *b) {
+  free(b->dsts);
+  free(b->srcs);
+  free(b->sizes);
+}
+
+/* ce_batch_setup_us, after ce_setup_us (measure_calls): the GPU time of
+ * one cuMemcpyBatchAsync of n tiny entries back to back -- its first set
+ * up as a copy of its own, each later one in ce_batch_setup_us, each
+ * moving its bytes -- less one tiny copy's time, / (n - 1); the bytes come
+ * off below (measure_copies).  Without the call in the driver, or when it
+ * fails, it is not measured: ce_setup_us's value, and a note says why. */
+static int measure_batch(gpu *g, measured *m) {
+  const unsigned n = g->sz->calls;
+  batch_job b = {0};
+  double us = 0;
+  if (g->cu.cuMemcpyBatchAsync == NULL) {
+    snprintf(m->batch_note, sizeof m->batch_note,
+             "the driver has no cuMemcpyBatchAsync");
+    return 0;
+  }
+  if (batch_build(g, n, &b) != 0) {
+    batch_free(&b);
+    return -1;
+  }
+  int rc = gpu_time(g, queue_batch, &b, 1, &us) || /* warm-up */
+           median_us(g, 0, queue_batch, &b, 1, &us);
+  batch_free(&b);
+  if (rc != 0) { /* g->err: the failed call */
+    snprintf(m->batch_note, sizeof m->batch_note, "%s", g->err);
+    g->err[0] = '\0';
+    return 0;
+  }
+  m->ce_batch_setup_us = (us - m->ce_setup_us) / (n - 1);
+  return 0;
+}
 
 static int measure_calls(gpu *g, measured *m) {
   const unsigned n = g->sz->calls;
@@ -438,7 +513,7 @@ static int measure_calls(gpu *g, measured *m) {
   m->ce_setup_us = us / n; /* the 4 bytes' own time comes off below */
   TRY(median_us(g, 0, queue_kernel, &empty, n, &us));
   m->launch_latency_us = us / n;
-  return 0;
+  return measure_batch(g, m);
 }
 
 static int measure_copies(gpu *g, measured *m) {
@@ -452,6 +527,10 @@ static int measure_copies(gpu *g, measured *m) {
   TRY(median_us(g, 0, queue_copy, &d2d, 1, &us));
   m->dram_gbps = 2.0 * (double)b / (us - m->ce_setup_us) / 1e3;
   m->ce_setup_us -= TINY_COPY / (m->ce_h2d_gbps * 1e3);
+  if (m->batch_note[0])
+    m->ce_batch_setup_us = m->ce_setup_us;
+  else
+    m->ce_batch_setup_us -= TINY_COPY / (m->ce_h2d_gbps * 1e3);
   return 0;
 }
 
@@ -814,6 +893,7 @@ static int store_all(const measured *m, unsigned sms, calibrate_result *out,
       {CALIBRATE_ce_h2d_gbps, m->ce_h2d_gbps},
       {CALIBRATE_ce_d2h_gbps, m->ce_d2h_gbps},
       {CALIBRATE_ce_setup_us, m->ce_setup_us},
+      {CALIBRATE_ce_batch_setup_us, m->ce_batch_setup_us},
       {CALIBRATE_driver_copy_call_us, m->driver_copy_call_us},
       {CALIBRATE_driver_launch_call_us, m->driver_launch_call_us},
       {CALIBRATE_driver_call_us, m->driver_call_us},
@@ -830,6 +910,12 @@ static int store_all(const measured *m, unsigned sms, calibrate_result *out,
   for (size_t k = 0; k < sizeof rows / sizeof rows[0]; k++)
     TRY(store(out, rows[k].i, rows[k].v, err, errlen));
   size_t used = strlen(out->notes);
+  if (m->batch_note[0])
+    snprintf(out->notes + used, sizeof out->notes - used,
+             "ce_batch_setup_us: batch entries not measured (%s): "
+             "ce_setup_us's value written\n",
+             m->batch_note);
+  used = strlen(out->notes);
   snprintf(out->notes + used, sizeof out->notes - used,
            "decode: GB/s per SM by tensor bytes (decode_gbps_per_sm and "
            "decode_tensor_us fitted to them) "

@@ -10,12 +10,16 @@ typedef struct api_row {
   const char *name;
   int version;
   size_t offset;
+  int optional; /* CUDA_API_OPTIONAL: NULL when the driver lacks it */
 } api_row;
 
 static const api_row api_rows[] = {
 #define CUDA_API(name, version, params)                                        \
-  {#name, version, offsetof(cuda_api, name)},
+  {#name, version, offsetof(cuda_api, name), 0},
+#define CUDA_API_OPTIONAL(name, version, params)                               \
+  {#name, version, offsetof(cuda_api, name), 1},
 #include "cuda_api.def"
+#undef CUDA_API_OPTIONAL
 #undef CUDA_API
 };
 
@@ -43,6 +47,8 @@ int cuda_api_open(cuda_api *api, char *err, size_t errlen) {
     if (getproc(api_rows[i].name, &p, api_rows[i].version, 0, &st) !=
             CUDA_SUCCESS ||
         st != CU_GET_PROC_ADDRESS_SUCCESS || p == NULL) {
+      if (api_rows[i].optional)
+        continue;
       snprintf(err, errlen, "the driver has no %s (version %d)",
                api_rows[i].name, api_rows[i].version);
       return -1;

@@ -17,14 +17,17 @@
 
 typedef struct cuda_api {
 #define CUDA_API(name, version, params) CUresult(*name) params;
+#define CUDA_API_OPTIONAL(name, version, params) CUDA_API(name, version, params)
 #include "cuda_api.def"
+#undef CUDA_API_OPTIONAL
 #undef CUDA_API
   int simulated; /* the library is the simulated driver (tests/sim) */
 } cuda_api;
 
-/* Loads the driver and fills *api.  Returns 0, or -1 with a one-line
- * reason in err (no libcuda.so.1, no cuGetProcAddress_v2, or the name of
- * a function the driver lacks). */
+/* Loads the driver and fills *api (a CUDA_API_OPTIONAL function the
+ * driver lacks: NULL).  Returns 0, or -1 with a one-line reason in err (no
+ * libcuda.so.1, no cuGetProcAddress_v2, or the name of a CUDA_API function
+ * the driver lacks). */
 int cuda_api_open(cuda_api *api, char *err, size_t errlen);
 
 /* "CUDA_ERROR_OUT_OF_MEMORY" for r (its number when the driver has no
