@@ -34,7 +34,12 @@ static int htod(CUdeviceptr dst, const void *src, size_t n, CUstream s,
   ibp__discover_copy(src, n, unified);
   int rc = 1;
   if (!quiet()) {
-    ibp_copy c = {dst, src, n, s, sync, unified, 0, 0, 0};
+    ibp_copy c = {.dst = dst,
+                  .src = src,
+                  .bytes = n,
+                  .stream = s,
+                  .sync = sync,
+                  .unified = unified};
     rc = ibp__serve_htod(&c);
   }
   if (rc && !ibp__guard)
@@ -430,7 +435,8 @@ static CUresult batch_done(size_t touched, CUresult res, CUstream s) {
  * driver refuses the legacy stream (stream 0 of the legacy variants, or
  * CU_STREAM_LEGACY): such a call goes to it whole. */
 static size_t batch_split(ibp_batch_call *in, CUstream raw, CUstream s,
-                          int null_ok, ibp_batch_call *rest) {
+                          int null_ok, ibp_batch_call *rest,
+                          ibp_call_timing *timing) {
   /* discovery sees every entry (sources by their unified address) */
   for (size_t i = 0; in->srcs && in->sizes && i < in->count; i++)
     ibp__discover_copy((const void *)in->srcs[i], in->sizes[i], 1);
@@ -438,9 +444,24 @@ static size_t batch_split(ibp_batch_call *in, CUstream raw, CUstream s,
   if (quiet() || (!raw && !null_ok) || s == CU_STREAM_LEGACY)
     return 0; /* the driver refuses the legacy stream: its answer */
   ibp__guard++;
-  size_t held = ibp__batch_call_split(in, s, rest);
+  size_t held = ibp__batch_call_split(in, s, rest, timing);
   ibp__guard--;
   return held;
+}
+
+/* The driver's call for the rest, timed whole where an entry's decision
+ * asked for it (serve/batch/batch_route.h). */
+static void rest_time_begin(ibp_call_timing *timing, const ibp_batch_call *r,
+                            CUstream s) {
+  ibp__guard++;
+  ibp__call_time_begin(timing, r->sizes, r->count, s);
+  ibp__guard--;
+}
+
+static void rest_time_end(ibp_call_timing *timing, CUstream s, CUresult res) {
+  ibp__guard++;
+  ibp__call_time_end(timing, s, res == CUDA_SUCCESS);
+  ibp__guard--;
 }
 
 /* After the driver's call for the rest: its failure index in the
@@ -465,13 +486,18 @@ static CUresult batch_rest_done(ibp_batch_call *in, ibp_batch_call *rest,
                            size_t nattrs FAIL_PARAM, CUstream s) {             \
     ibp_batch_call in = {dsts, srcs, sizes, count, attrs, idxs, nattrs, NULL}; \
     ibp_batch_call r;                                                          \
-    size_t held = batch_split(&in, s, explicit_stream(s), null_ok, &r);        \
-    if (held == count && held)                                                 \
+    ibp_call_timing ct = {0};                                                  \
+    size_t held = batch_split(&in, s, explicit_stream(s), null_ok, &r, &ct);   \
+    if (held == count && held) {                                               \
+      ibp__call_time_drop(&ct);                                                \
       return CUDA_SUCCESS;                                                     \
+    }                                                                          \
     order(explicit_stream(s));                                                 \
     size_t t = dtoh_batch(r.dsts, r.sizes, r.count);                           \
+    rest_time_begin(&ct, &r, explicit_stream(s));                              \
     CUresult res = ibp__real_##sym(r.dsts, r.srcs, r.sizes, r.count, r.attrs,  \
                                    r.attr_idxs, r.nattrs FAIL_ARG, s);         \
+    rest_time_end(&ct, explicit_stream(s), res);                               \
     return batch_rest_done(&in, &r, t, res, FAIL_PTR, explicit_stream(s));     \
   }
 #define COPY_BATCH_3D(sym, explicit_stream)                                    \

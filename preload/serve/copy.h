@@ -14,20 +14,26 @@
 /* One host-to-device copy as the application asked for it.  `stream` is
  * already explicit: 0 was mapped to CU_STREAM_LEGACY or
  * CU_STREAM_PER_THREAD by the hook according to its variant. */
+struct ibp_call_timing; /* serve/batch/batch_route.h */
+
 typedef struct ibp_copy {
   CUdeviceptr dst;
   const void *src;
   size_t bytes;
   CUstream stream;
-  int sync;      /* host-synchronous entry point */
-  int unified;   /* cuMemcpy*: dst may be host memory (every destination is
-                    checked to lie in one device allocation anyway) */
-  int hold_only; /* served only if held for a batched launch (an entry of
-                    the application's own batch: serve/batch/batch_call.h) */
-  size_t arrive; /* copies arriving with it (the entries of the
-                    application's batch, the rows of a 2D copy), or 0 */
-  int part;      /* a part of a compact region's copy served in parts:
-                    counted with that copy, not on its own */
+  int sync;       /* host-synchronous entry point */
+  int unified;    /* cuMemcpy*: dst may be host memory (every destination is
+                     checked to lie in one device allocation anyway) */
+  int hold_only;  /* served only if held for a batched launch (an entry of
+                     the application's own batch: serve/batch/batch_call.h) */
+  size_t arrive;  /* copies arriving with it (the entries of the
+                     application's batch, the rows of a 2D copy), or 0 */
+  int part;       /* a part of a compact region's copy served in parts:
+                     counted with that copy, not on its own */
+  size_t entries; /* an entry of the application's cuMemcpyBatchAsync of
+                     this many entries (hold_only; a row of a 2D copy: 0):
+                     the driver copies it within that call */
+  struct ibp_call_timing *call; /* that call's timing, or NULL */
 } ibp_copy;
 
 /* Stored bytes of the tensors [off, off+len) of region s touches (+ its

@@ -99,6 +99,7 @@ typedef struct gate_answer {
   uint64_t bytes, pcie;
   uint32_t copies;
   int hold_only;
+  size_t entries; /* of the application's batch call (ibp_copy.entries) */
   ibp_gate_copy g;
   double scan_ns; /* the tracker's scan at the flush it was made with */
   ibp_route_cost prior[IBP_ROUTES];
@@ -847,6 +848,7 @@ static void answer(gate_answer *a, const batch *b, const ibp_route_copy *x,
                      .pcie = pcie,
                      .copies = n,
                      .hold_only = c->hold_only,
+                     .entries = c->entries,
                      .scan_ns = scan_ns};
   a->g = (ibp_gate_copy){
       c->bytes, pcie + 32,
@@ -916,6 +918,7 @@ static uint64_t hold_key(const gate_answer *a, const ibp_route_copy *x,
   k ^= (a->pcie + 1) * 0x165667B19E3779F9ull;
   k ^= ((uint64_t)a->copies << 2 | (uint64_t)a->hold_only << 1) *
        0x27D4EB2F165667C5ull;
+  k ^= (a->entries + 1) * 0x94D049BB133111EBull;
   uint64_t scan;
   memcpy(&scan, &a->scan_ns, sizeof scan);
   return k ^ scan ^ (uint64_t)timable << 56;
@@ -976,7 +979,8 @@ static int hold_locked(batch *b, ibp_route_copy *x, uint64_t pcie) {
           : 0;
   gate_answer *a = &b->answer;
   if (a->region != r || a->bytes != c->bytes || a->pcie != pcie ||
-      a->copies != n || a->hold_only != c->hold_only || a->scan_ns != scan_ns)
+      a->copies != n || a->hold_only != c->hold_only ||
+      a->entries != c->entries || a->scan_ns != scan_ns)
     answer(a, b, x, pcie, n, scan_ns);
   ibp_route_cost prior[IBP_ROUTES];
   memcpy(prior, a->prior, sizeof prior);
@@ -995,25 +999,33 @@ static int hold_locked(batch *b, ibp_route_copy *x, uint64_t pcie) {
    * batch around it (emb_gather under truth = prior: 11 explorations,
    * 203 copies to the driver, 4 % slower; with the batch left held, still
    * 1-2 %: each exploration waits for the batches handed to the flusher,
-   * make_way); their driver's estimate comes from the single copies of
-   * their size (one key, choose.h) */
+   * make_way); an entry of the application's cuMemcpyBatchAsync is
+   * timed with the driver's part of its call, whole (batch_route.h,
+   * ibp_call_timing), a row of a 2D copy alone */
   const unsigned timable =
       1u << IBP_ROUTE_BATCHED | (c->hold_only ? 1u << IBP_ROUTE_DRIVER : 0);
   /* rows alike the last ones the class held quietly: held undecided (a
    * hold run, serve/choose/chooser.h) */
   const uint64_t key = hold_key(a, x, timable);
+  /* an entry of an application's call whose driver part explores the
+   * driver for this class: it joins that part, decided (batch_route.h) */
+  const int joins = ibp__call_joins(c->call, x, cls);
   ibp_choice q;
   ibp_route go;
   double est;
-  if (ibp__chooser_quiet_take(ch, cls, key, c->stream, &est)) {
+  if (!joins && ibp__chooser_quiet_take(ch, cls, key, c->stream, &est)) {
     memset(&q, 0, sizeof q);
     q.route = go = IBP_ROUTE_BATCHED;
     q.est_ns[IBP_ROUTE_BATCHED] = est;
     q.copies = prior[IBP_ROUTE_BATCHED].copies;
   } else {
     go = ibp__chooser_decide(s, slot, ch, p, cls, prior, timable, 0, &q);
-    if (go == IBP_ROUTE_BATCHED)
+    if (go == IBP_ROUTE_BATCHED && joins && !q.explore) {
+      go = IBP_ROUTE_DRIVER;
+      q.timed = 0; /* the call's driver part is timed, whole */
+    } else if (go == IBP_ROUTE_BATCHED) {
       ibp__chooser_hold_open(ch, cls, &q, key, c->stream);
+    }
   }
   /* the batched route explored is a batch, not a copy: while the batch
    * that holds the exploration is open, the copies of its class that the
@@ -1069,7 +1081,12 @@ static int hold_locked(batch *b, ibp_route_copy *x, uint64_t pcie) {
     x->batch_cls = cls;
     x->alone = q.timed || q.explore ? -1 : (int)go;
     x->alone_own_ns = q.cpu_ns > 0 ? q.cpu_ns : prior[go].cpu_ns;
-    if (go == IBP_ROUTE_DRIVER && q.timed && c->hold_only) {
+    if (go == IBP_ROUTE_DRIVER && q.timed && c->call) {
+      /* an entry of the application's call: timed with the call's driver
+       * part, never alone (a lone copy is not what an entry costs) */
+      if (!ibp__call_want_timing(c->call, x, cls, &q))
+        ibp__chooser_untimed(ch, cls, &q);
+    } else if (go == IBP_ROUTE_DRIVER && q.timed && c->hold_only) {
       make_way(b, c, 0);
       if (ibp__batch_time_alone(x, cls, &q, prior) == 0)
         return 3; /* counted by the caller */

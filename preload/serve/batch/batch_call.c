@@ -59,7 +59,7 @@ void ibp__batch_call_free(const ibp_batch_call *in, ibp_batch_call *c) {
 }
 
 size_t ibp__batch_call_split(const ibp_batch_call *in, CUstream s,
-                             ibp_batch_call *rest) {
+                             ibp_batch_call *rest, ibp_call_timing *timing) {
   *rest = *in;
   if (!well_formed(in))
     return 0;
@@ -73,15 +73,15 @@ size_t ibp__batch_call_split(const ibp_batch_call *in, CUstream s,
   for (size_t i = 0; i < in->count; i++) {
     while (a + 1 < in->nattrs && in->attr_idxs[a + 1] <= i)
       a++;
-    ibp_copy c = {in->dsts[i],
-                  (const void *)(uintptr_t)in->srcs[i],
-                  in->sizes[i],
-                  s,
-                  0,
-                  1,
-                  1,
-                  in->count - i,
-                  0};
+    ibp_copy c = {.dst = in->dsts[i],
+                  .src = (const void *)(uintptr_t)in->srcs[i],
+                  .bytes = in->sizes[i],
+                  .stream = s,
+                  .unified = 1,
+                  .hold_only = 1,
+                  .arrive = in->count - i,
+                  .entries = in->count,
+                  .call = timing};
     if (holdable(&in->attrs[a]) && ibp__serve_htod(&c) == 0) {
       held++;
       continue;
@@ -150,7 +150,11 @@ int ibp__serve_2d(const CUDA_MEMCPY2D *p, CUstream s, int sync) {
                      &base, &size))
     return 1;
   for (size_t y = 0; y < p->Height; y++) {
-    ibp_copy c = {0, NULL, p->WidthInBytes, s, 0, 1, 1, p->Height - y, 0};
+    ibp_copy c = {.bytes = p->WidthInBytes,
+                  .stream = s,
+                  .unified = 1,
+                  .hold_only = 1,
+                  .arrive = p->Height - y};
     row(p, y, &c.src, &c.dst);
     if (ibp__serve_htod(&c) == 0)
       continue;

@@ -10,6 +10,8 @@
 #include <cuda.h>
 #include <stddef.h>
 
+#include "serve/batch/batch_route.h"
+
 /* The arguments of a cuMemcpyBatchAsync (12.8 and 13 forms). */
 typedef struct ibp_batch_call {
   CUdeviceptr *dsts, *srcs;
@@ -28,9 +30,12 @@ typedef struct ibp_batch_call {
  * with arguments the driver would refuse holds nothing.  Returns the
  * number held; when it is 0, *rest is *in (nothing allocated); when all
  * are held, *rest is empty; else rest's arrays are allocated
- * (ibp__batch_call_free). */
+ * (ibp__batch_call_free).  timing (cleared by the caller): set when an
+ * entry's decision asks for the driver's part of the call to be timed
+ * (batch_route.h: the caller brackets that part with
+ * ibp__call_time_begin and _end, or drops it). */
 size_t ibp__batch_call_split(const ibp_batch_call *in, CUstream s,
-                             ibp_batch_call *rest);
+                             ibp_batch_call *rest, ibp_call_timing *timing);
 
 /* Frees what ibp__batch_call_split allocated into c (if anything). */
 void ibp__batch_call_free(const ibp_batch_call *in, ibp_batch_call *c);

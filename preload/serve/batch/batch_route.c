@@ -10,6 +10,7 @@
 #include "serve/choose/streams.h"
 #include "serve/prepare/device.h"
 #include "serve/route/route_batched.h"
+#include "serve/route/route_driver.h"
 #include "serve/route/table.h"
 
 static ibp_chooser *chooser_at(ibp_region_rec *r, int dev,
@@ -119,4 +120,88 @@ int ibp__batch_time_alone(const ibp_route_copy *y, unsigned cls,
   const double est = x->est_ns[IBP_ROUTE_DRIVER];
   ibp__streams_queued(dev, c->stream, ibp__clock_ns(), est, est, NULL);
   return 0;
+}
+
+/* ---- the driver's part of an application's batch call -------------------
+ */
+
+int ibp__call_want_timing(ibp_call_timing *t, const ibp_route_copy *y,
+                          unsigned cls, const ibp_choice *x) {
+  if (!t || t->rec)
+    return 0; /* one span per call */
+  ibp_region_acquire(y->r);
+  *t = (ibp_call_timing){.rec = y->r,
+                         .dev = y->dev,
+                         .cls = cls,
+                         .joining = x->explore,
+                         .choice = *x};
+  t->t.index = -1;
+  return 1;
+}
+
+int ibp__call_joins(const ibp_call_timing *t, const ibp_route_copy *y,
+                    unsigned cls) {
+  return t && t->rec == y->r && t->dev == y->dev && t->cls == cls && t->joining;
+}
+
+void ibp__call_time_drop(ibp_call_timing *t) {
+  if (!t->rec)
+    return;
+  ibp_served_region *s;
+  ibp_device_slot *slot;
+  ibp__chooser_untimed(chooser_at(t->rec, t->dev, &s, &slot), t->cls,
+                       &t->choice);
+  ibp_region_release(t->rec);
+  t->rec = NULL;
+}
+
+void ibp__call_time_begin(ibp_call_timing *t, const size_t *sizes, size_t count,
+                          CUstream stream) {
+  t->t.index = -1;
+  if (!t->rec)
+    return;
+  const ibp_driver *d = ibp__driver();
+  const ibp_profile *p = ibp__gate_profile(t->dev);
+  t->ch = chooser_at(t->rec, t->dev, &t->s, &t->slot);
+  CUcontext ctx = NULL;
+  if (!d || !p || !t->ch || !count || !sizes ||
+      d->cuCtxGetCurrent(&ctx) != CUDA_SUCCESS || t->slot->ctx != ctx ||
+      ibp__device_state(t->s, (unsigned)t->dev) != IBP_DEVICE_READY) {
+    ibp__call_time_drop(t);
+    return;
+  }
+  /* every entry the call gives the driver, as the route's prior costs an
+   * entry; its CPU, the call's: not a copy call's (the entries' own CPU
+   * is not modelled), so not folded into what every class believes of
+   * the calls (engine 0) */
+  double gpu = 0;
+  for (size_t i = 0; i < count; i++)
+    gpu += ibp__route_driver_entry_ns(p, sizes[i], count);
+  const ibp_route_cost model = {
+      .cpu_ns = 1e3 * p->driver_copy_call_us,
+      .gpu_ns = gpu,
+      .copies = (uint32_t)(count < UINT32_MAX ? count : UINT32_MAX)};
+  /* an exploration's excess is over the choice for as many entries */
+  t->choice.choice_ns *= (double)count;
+  t->est_ns = t->choice.est_ns[IBP_ROUTE_DRIVER] * (double)count;
+  const int idle = ibp__stream_idle(stream);
+  ibp__timing_begin(t->slot, t->ch, p, stream, stream, t->cls, &t->choice,
+                    &model, 0, ibp__route_lead_ns(IBP_ROUTE_DRIVER, p),
+                    ibp__route_setup_ns(IBP_ROUTE_DRIVER, p), idle, 0, t->dev,
+                    &t->t);
+  t->choice.explore = 0; /* settled by its sample, or dropped with it */
+}
+
+void ibp__call_time_end(ibp_call_timing *t, CUstream stream, int submitted) {
+  if (!t->rec)
+    return;
+  if (t->t.index >= 0) {
+    ibp__timing_end(t->slot, t->ch, stream, &t->t, submitted);
+    if (submitted) { /* what a copy timed on another stream may wait for */
+      ibp__streams_queued(t->dev, stream, ibp__clock_ns(), t->est_ns, t->est_ns,
+                          NULL);
+    }
+  }
+  ibp_region_release(t->rec);
+  t->rec = NULL;
 }

@@ -74,4 +74,49 @@ int ibp__batch_time_alone(const ibp_route_copy *y, unsigned cls,
                           const ibp_choice *x,
                           const ibp_route_cost prior[IBP_ROUTES]);
 
+/* The driver's part of an application's batch call (cuMemcpyBatchAsync,
+ * serve/batch/batch_call.h), timed whole: an entry the driver copies
+ * within the call is set up in ce_batch_setup_us, a copy of its own call
+ * in ce_setup_us, so a lone copy's timing says little of an entry's cost
+ * (an H200: 2.3 against ~0.75 us).  One entry's decision asks for it (the
+ * driver's route timed or explored, in class cls); the span covers every
+ * entry the driver copies in the call, against their model
+ * (route_driver.h), as a launch of that many copies.  An exploration is
+ * explored as a call: its class's later entries in the call join the
+ * driver's part (ibp__call_joins), or its span would stand for a launch
+ * of one.  rec: NULL until asked (then acquired until ended). */
+typedef struct ibp_call_timing {
+  ibp_region_rec *rec;
+  int dev;
+  unsigned cls;
+  int joining; /* an exploration: the class's later entries join it */
+  ibp_choice choice;
+  ibp_served_region *s;
+  ibp_device_slot *slot;
+  ibp_chooser *ch;
+  ibp_timing t;
+  double est_ns; /* the driver's estimate for the call's entries */
+} ibp_call_timing;
+
+/* Entry y of the call timed by t (NULL: none), decided as *x (route
+ * DRIVER, x->timed) in class cls: the call's driver part is timed for it.
+ * 1 when taken; 0 when t already times another entry's class (the caller
+ * times y alone). */
+int ibp__call_want_timing(ibp_call_timing *t, const ibp_route_copy *y,
+                          unsigned cls, const ibp_choice *x);
+
+/* Whether entry y of class cls joins the driver's part of its call: the
+ * call times an exploration of the driver by y's class. */
+int ibp__call_joins(const ibp_call_timing *t, const ibp_route_copy *y,
+                    unsigned cls);
+
+/* Around the driver's call for the call's `count` entries of sizes[] on
+ * `stream` (the application's context current): _begin before it, _end
+ * after (submitted: it was queued); _drop when no call follows.  Each
+ * does nothing where nothing was asked. */
+void ibp__call_time_begin(ibp_call_timing *t, const size_t *sizes, size_t count,
+                          CUstream stream);
+void ibp__call_time_end(ibp_call_timing *t, CUstream stream, int submitted);
+void ibp__call_time_drop(ibp_call_timing *t);
+
 #endif /* IBP_PRELOAD_BATCH_ROUTE_H */
