@@ -146,6 +146,14 @@ if(TARGET ibp_preload AND NOT samples_gpu)
       ${PROJECT_SOURCE_DIR}/profile/truth/h100-pcie5-calls4x.prof)
   set_tests_properties(preload_sample_learn PROPERTIES
     LABELS "sim;preload;samples" TIMEOUT 300 ENVIRONMENT "${samples_env}")
+  # the gate learns what the driver's part of a batch call costs
+  add_test(NAME preload_sample_learn_call
+    COMMAND sh ${samples_test_dir}/check_learn_call.sh
+      $<TARGET_FILE:ibp_preload> ${CMAKE_CURRENT_BINARY_DIR}/libibp-call
+      $<TARGET_FILE:kv_blocks> ${samples_test_dir}/h200_calibrated.profile
+      ${samples_test_dir}/h200_batch_truth.profile)
+  set_tests_properties(preload_sample_learn_call PROPERTIES
+    LABELS "sim;preload;samples" TIMEOUT 300 ENVIRONMENT "${samples_env}")
   # one pinned buffer copied again and again (bandwidthTest): one route
   add_test(NAME preload_sample_lone
     COMMAND sh ${samples_test_dir}/check_lone.sh $<TARGET_FILE:ibp_preload>

@@ -1,0 +1,51 @@
+# Usage: check_learn_call.sh LIBIBP WORK_DIR KV_BLOCKS PRIOR TRUTH
+# The gate learns what the driver's part of an application's batch call
+# costs (docs/ARCHITECTURE.md, "The gate"): kv_blocks loads its blocks
+# with one cuMemcpyBatchAsync a step, under PRIOR, an H200's calibrated
+# profile that models each entry set up like a copy of its own call
+# (2.3 us), so that holding the entries for a batched launch looks cheaper;
+# every run prints the same result line as IBP_DISABLE=1:
+#   - on a simulated GPU that behaves as PRIOR says: the entries stay
+#     batched (the class's choice ends there);
+#   - on one whose entries are set up in 0.75 us (TRUTH, as the H200 ran
+#     them): the driver's part of a call is timed whole, found cheaper, and
+#     the class's choice ends on the driver's route, which takes most
+#     entries.  Timed alone, an entry measured a copy of its own call and
+#     the entries stayed batched (0.88 of the driver's time).
+. "$(dirname "$0")/common.sh"
+lib=$1 work=$2 kv=$3 prior=$4 truth=$5
+mkdir -p "$work"
+TMP_OUT=$work/call.out
+TMP_ERR=$work/call.err
+json=$work/call.json
+# route NAME FIELD: the first region's routes.NAME.FIELD in $json
+route() {
+  python3 -c 'import json, sys
+r = json.load(open(sys.argv[1]))["regions"][0]["routes"]
+print(r[sys.argv[2]][sys.argv[3]])' "$json" "$1" "$2"
+}
+args="--blocks 1024 --slots 64 --steps 65 --window 16 --warmup 1"
+# kv_run TRUTH: kv_blocks under libibp on a GPU behaving as TRUTH
+kv_run() {
+  SIMCUDA_PROFILE=$1 IBP_DISABLE=1 LD_PRELOAD=$lib run "$kv" $args
+  base=$(head -n 1 "$TMP_OUT")
+  rm -f "$json"
+  SIMCUDA_PROFILE=$1 IBP_PROFILE=$prior \
+    IBP_REGIONS=min=16M,tensor=256,name=kv IBP_WAIT_READY=1 \
+    IBP_STATS=$json LD_PRELOAD=$lib run "$kv" $args
+  [ "$rc" -eq 0 ] || fail "exit $rc: $(cat "$TMP_ERR")"
+  [ "$(head -n 1 "$TMP_OUT")" = "$base" ] ||
+    fail "result differs: $(head -n 1 "$TMP_OUT") vs $base"
+}
+kv_run "$prior"
+checks=$((checks + 1))
+[ "$(route batched classes)" -ge 1 ] &&
+  [ "$(route batched copies)" -gt "$(route driver copies)" ] ||
+  fail "truth = prior: entries not kept batched: $(cat "$json")"
+kv_run "$truth"
+checks=$((checks + 1))
+[ "$(route driver classes)" -ge 1 ] && [ "$(route batched classes)" -eq 0 ] &&
+  [ "$(route driver timed)" -ge 1 ] &&
+  [ "$(route driver copies)" -gt "$(route batched copies)" ] ||
+  fail "entries set up 3x cheaper: still batched: $(cat "$json")"
+finish
