@@ -469,6 +469,12 @@ static void read_sample(const ibp_driver *d, ibp_served_region *s,
     if (q != CUDA_SUCCESS)
       whole_ms = -1;
   }
+  /* a span libibp's own uploads shared the link with says nothing of the
+   * route (streams.h): dropped, an exploration's charge standing */
+  if (!ibp__streams_own_clear(x->dev, x->t0_ns)) {
+    drop(ch, x);
+    return;
+  }
   x->state = SAMPLE_FREE;
   changed(ch);
   const double gpu = span_gpu_ns(d, x, ev, ev + 2, x->others, ms);
@@ -650,7 +656,8 @@ void ibp__timing_begin(ibp_device_slot *slot, ibp_chooser *ch,
                              .sm_model_ns = prior->sm_ns,
                              .pipelined = prior->pipelined,
                              .engine = prior->engine,
-                             .copies = prior->copies};
+                             .copies = prior->copies,
+                             .dev = dev};
     /* nothing is timed under capture */
     if (capturing || !sample_events(d, slot, ch, i, IBP_TIMING_EVENTS, cls)) {
       drop(ch, x);

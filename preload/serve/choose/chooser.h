@@ -62,6 +62,9 @@ typedef struct ibp_timing_sample {
                       span holds both stages (events
                       IBP_TIMING_CALLER..) */
   unsigned caller_others; /* its other streams' events */
+  int dev;                /* its device */
+  uint64_t own_mark;      /* libibp's own uploads there at its start
+                             (ibp__streams_own_mark) */
 } ibp_timing_sample;
 
 /* A quiet run: copies alike the one that opened it -- one class, one

@@ -4,6 +4,7 @@
 
 #include <pthread.h>
 
+#include "base/clock.h"
 #include "base/driver.h"
 #include "serve/region.h"
 
@@ -25,8 +26,42 @@ static stream_end table[IBP_MAX_DEVICES][STREAMS];
 /* per device, when the work queued on its link (every stream's) ends */
 static double link_end[IBP_MAX_DEVICES];
 
+/* per device, libibp's own uploads: running now, and when the last one
+ * ended on the device's clock (under the lock) */
+static unsigned own_running[IBP_MAX_DEVICES];
+static double own_end_ns[IBP_MAX_DEVICES];
+
 static int valid(int dev) {
   return dev >= 0 && dev < IBP_MAX_DEVICES;
+}
+
+void ibp__streams_own_begin(int dev) {
+  if (!valid(dev))
+    return;
+  pthread_mutex_lock(&lock);
+  own_running[dev]++;
+  pthread_mutex_unlock(&lock);
+}
+
+void ibp__streams_own_end(int dev) {
+  if (!valid(dev))
+    return;
+  const double now = ibp__clock_ns();
+  pthread_mutex_lock(&lock);
+  if (own_running[dev])
+    own_running[dev]--;
+  if (now > own_end_ns[dev])
+    own_end_ns[dev] = now;
+  pthread_mutex_unlock(&lock);
+}
+
+int ibp__streams_own_clear(int dev, double since_ns) {
+  if (!valid(dev))
+    return 0;
+  pthread_mutex_lock(&lock);
+  const int clear = !own_running[dev] && own_end_ns[dev] <= since_ns;
+  pthread_mutex_unlock(&lock);
+  return clear;
 }
 
 unsigned ibp__streams_busy(int dev, CUstream s, double now_ns) {
@@ -150,6 +185,8 @@ void ibp__streams_after_fork_child(void) {
   pthread_mutex_init(&lock, NULL);
   for (int d = 0; d < IBP_MAX_DEVICES; d++) {
     link_end[d] = 0;
+    own_running[d] = 0; /* their threads are gone */
+    own_end_ns[d] = 0;
     for (int i = 0; i < STREAMS; i++)
       table[d][i] = (stream_end){0};
   }

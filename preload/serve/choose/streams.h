@@ -52,6 +52,18 @@ unsigned ibp__streams_mark_others(int dev, CUstream s, CUstream also,
                                   int link_only, double now_ns, CUevent ev[],
                                   unsigned max);
 
+/* libibp's own uploads on device dev -- a region's set-up there, the
+ * fill's and a refresh's metadata (serve/prepare/): _begin before one,
+ * _end once it has run.  They share the link with the copies libibp
+ * times but run on streams the table does not hold (the first kv_blocks
+ * call, timed while a region's set-up uploaded ~6 MB, measured twice its
+ * model, and that one span made the gate explore a route 2.3x dearer).
+ * ibp__streams_own_clear: whether none runs now and none ended after
+ * since_ns on the device's clock (a span started then is not theirs). */
+void ibp__streams_own_begin(int dev);
+void ibp__streams_own_end(int dev);
+int ibp__streams_own_clear(int dev, double since_ns);
+
 /* Stream s is destroyed (hooks_order.c): forgotten. */
 void ibp__streams_forget(CUstream s);
 

@@ -49,6 +49,7 @@
 
 #include "base/driver.h"
 #include "base/log.h"
+#include "serve/choose/streams.h"
 #include "serve/compact.h"
 #include "serve/dtoh.h"
 #include "serve/prepare/pack.h"
@@ -182,6 +183,7 @@ static int upload(const ibp_driver *d, ibp_served_region *s) {
     CUstream st = NULL;
     if (d->cuCtxPushCurrent(s->dev[i].ctx) != CUDA_SUCCESS)
       return -1;
+    ibp__streams_own_begin((int)i); /* serve/choose/streams.h */
     ok = d->cuStreamCreate(&st, CU_STREAM_NON_BLOCKING) == CUDA_SUCCESS &&
          d->cuMemcpyHtoDAsync(s->dev[i].mem.offsets, l->offsets,
                               n * sizeof *l->offsets, st) == CUDA_SUCCESS &&
@@ -192,6 +194,7 @@ static int upload(const ibp_driver *d, ibp_served_region *s) {
          d->cuStreamSynchronize(st) == CUDA_SUCCESS;
     if (st)
       d->cuStreamDestroy(st);
+    ibp__streams_own_end((int)i);
     d->cuCtxPopCurrent(&ignored);
   }
   return ok ? 0 : -1;
