@@ -57,7 +57,7 @@ unsigned ibp__streams_mark_others(int dev, CUstream s, CUstream also,
  * _end once it has run.  They share the link with the copies libibp
  * times but run on streams the table does not hold (the first kv_blocks
  * call, timed while a region's set-up uploaded ~6 MB, measured twice its
- * model, and that one span made the gate explore a route 2.3x dearer).
+ * model).
  * ibp__streams_own_clear: whether none runs now and none ended after
  * since_ns on the device's clock (a span started then is not theirs). */
 void ibp__streams_own_begin(int dev);
