@@ -11,7 +11,11 @@
 #     them): the driver's part of a call is timed whole, found cheaper, and
 #     the class's choice ends on the driver's route, which takes most
 #     entries.  Timed alone, an entry measured a copy of its own call and
-#     the entries stayed batched (0.88 of the driver's time).
+#     the entries stayed batched (0.88 of the driver's time);
+#   - under TRUTH as the prior too (a profile that measured the entries'
+#     set-up, as `ibp calibrate` now does): the driver's route from the
+#     start, nearly every entry (a prior that costs an entry as a copy of
+#     its own call batches hundreds first).
 . "$(dirname "$0")/common.sh"
 lib=$1 work=$2 kv=$3 prior=$4 truth=$5
 mkdir -p "$work"
@@ -25,12 +29,14 @@ r = json.load(open(sys.argv[1]))["regions"][0]["routes"]
 print(r[sys.argv[2]][sys.argv[3]])' "$json" "$1" "$2"
 }
 args="--blocks 1024 --slots 64 --steps 65 --window 16 --warmup 1"
-# kv_run TRUTH: kv_blocks under libibp on a GPU behaving as TRUTH
+# kv_run TRUTH [PRIOR]: kv_blocks under libibp (its profile PRIOR, by
+# default $prior) on a GPU behaving as TRUTH
 kv_run() {
+  model=${2:-$prior}
   SIMCUDA_PROFILE=$1 IBP_DISABLE=1 LD_PRELOAD=$lib run "$kv" $args
   base=$(head -n 1 "$TMP_OUT")
   rm -f "$json"
-  SIMCUDA_PROFILE=$1 IBP_PROFILE=$prior \
+  SIMCUDA_PROFILE=$1 IBP_PROFILE=$model \
     IBP_REGIONS=min=16M,tensor=256,name=kv IBP_WAIT_READY=1 \
     IBP_STATS=$json LD_PRELOAD=$lib run "$kv" $args
   [ "$rc" -eq 0 ] || fail "exit $rc: $(cat "$TMP_ERR")"
@@ -48,4 +54,9 @@ checks=$((checks + 1))
   [ "$(route driver timed)" -ge 1 ] &&
   [ "$(route driver copies)" -gt "$(route batched copies)" ] ||
   fail "entries set up 3x cheaper: still batched: $(cat "$json")"
+kv_run "$truth" "$truth"
+checks=$((checks + 1))
+[ "$(route driver classes)" -ge 1 ] && [ "$(route batched classes)" -eq 0 ] &&
+  [ "$(route driver copies)" -gt $((20 * $(route batched copies))) ] ||
+  fail "a prior that knows the entries' set-up: entries batched: $(cat "$json")"
 finish

@@ -130,13 +130,21 @@ int ibp__call_want_timing(ibp_call_timing *t, const ibp_route_copy *y,
   if (!t || t->rec)
     return 0; /* one span per call */
   ibp_region_acquire(y->r);
+  const size_t decided = t->decided;
   *t = (ibp_call_timing){.rec = y->r,
                          .dev = y->dev,
                          .cls = cls,
                          .joining = x->explore,
-                         .choice = *x};
+                         .choice = *x,
+                         .entries = y->c->entries,
+                         .decided = decided};
   t->t.index = -1;
   return 1;
+}
+
+void ibp__call_decided(ibp_call_timing *t) {
+  if (t)
+    t->decided++;
 }
 
 int ibp__call_joins(const ibp_call_timing *t, const ibp_route_copy *y,
@@ -164,7 +172,7 @@ void ibp__call_time_begin(ibp_call_timing *t, const size_t *sizes, size_t count,
   const ibp_profile *p = ibp__gate_profile(t->dev);
   t->ch = chooser_at(t->rec, t->dev, &t->s, &t->slot);
   CUcontext ctx = NULL;
-  if (!d || !p || !t->ch || !count || !sizes ||
+  if (!d || !p || !t->ch || !count || !sizes || t->decided != count ||
       d->cuCtxGetCurrent(&ctx) != CUDA_SUCCESS || t->slot->ctx != ctx ||
       ibp__device_state(t->s, (unsigned)t->dev) != IBP_DEVICE_READY) {
     ibp__call_time_drop(t);
@@ -177,10 +185,11 @@ void ibp__call_time_begin(ibp_call_timing *t, const size_t *sizes, size_t count,
   double gpu = 0;
   for (size_t i = 0; i < count; i++)
     gpu += ibp__route_driver_entry_ns(p, sizes[i], count);
+  const size_t n = t->entries > count ? t->entries : count;
   const ibp_route_cost model = {
       .cpu_ns = 1e3 * p->driver_copy_call_us,
       .gpu_ns = gpu,
-      .copies = (uint32_t)(count < UINT32_MAX ? count : UINT32_MAX)};
+      .copies = (uint32_t)(n < UINT32_MAX ? n : UINT32_MAX)};
   /* an exploration's excess is over the choice for as many entries */
   t->choice.choice_ns *= (double)count;
   t->est_ns = t->choice.est_ns[IBP_ROUTE_DRIVER] * (double)count;

@@ -81,7 +81,8 @@ int ibp__batch_time_alone(const ibp_route_copy *y, unsigned cls,
  * (an H200: 2.3 against ~0.75 us).  One entry's decision asks for it (the
  * driver's route timed or explored, in class cls); the span covers every
  * entry the driver copies in the call, against their model
- * (route_driver.h), as a launch of that many copies.  An exploration is
+ * (route_driver.h), as a launch of the call's entries (what the class's
+ * prior for an entry is of, so that the two are alike).  An exploration is
  * explored as a call: its class's later entries in the call join the
  * driver's part (ibp__call_joins), or its span would stand for a launch
  * of one.  rec: NULL until asked (then acquired until ended). */
@@ -95,7 +96,10 @@ typedef struct ibp_call_timing {
   ibp_device_slot *slot;
   ibp_chooser *ch;
   ibp_timing t;
-  double est_ns; /* the driver's estimate for the call's entries */
+  double est_ns;  /* the driver's estimate for the call's entries */
+  size_t entries; /* the call's (the launch its entries' prior is of) */
+  size_t decided; /* entries the gate gave the driver (ibp__call_decided),
+                     whether or not timing was asked yet */
 } ibp_call_timing;
 
 /* Entry y of the call timed by t (NULL: none), decided as *x (route
@@ -104,6 +108,12 @@ typedef struct ibp_call_timing {
  * times y alone). */
 int ibp__call_want_timing(ibp_call_timing *t, const ibp_route_copy *y,
                           unsigned cls, const ibp_choice *x);
+
+/* An entry of the call timed by t (NULL: none) goes to the driver by the
+ * gate's decision.  Only a driver part made of such entries alone is
+ * timed: another entry (one outside every region, another direction)
+ * is not what the model costs. */
+void ibp__call_decided(ibp_call_timing *t);
 
 /* Whether entry y of class cls joins the driver's part of its call: the
  * call times an exploration of the driver by y's class. */

@@ -106,7 +106,12 @@ int ibp__choose_alike(uint32_t a, uint32_t b) {
  * link the smaller one uses): a class of row gathers whose expected batch
  * shrank -- its rows arriving slower while they went to the driver --
  * would otherwise find its batches unmeasured and take the driver's
- * ratios (calls 4x dearer: 0.80 of the driver's time). */
+ * ratios (calls 4x dearer: 0.80 of the driver's time).  Never for a
+ * copy of its own (copies 0): the driver's part of an application's batch
+ * call, timed whole, set up its entries cheaper than a copy of its own
+ * call is set up (an H200: ~0.75 against 2.3 us), and its ratio taken for
+ * single copies of the same key made them look 1.4x cheaper than their
+ * own timed copy measured. */
 static double fresh_ratio(const ibp_choose_route *q, int which, uint32_t copies,
                           double now_ns, uint32_t *fresh) {
   const uint32_t n =
@@ -116,7 +121,8 @@ static double fresh_ratio(const ibp_choose_route *q, int which, uint32_t copies,
   for (uint32_t i = 0; i < n; i++)
     alikes += q->seen_ns[i] >= now_ns - IBP_CHOOSE_AGE_NS &&
               alike(q->seen_copies[i], copies);
-  const int like = alikes >= IBP_CHOOSE_MIN_SAMPLES;
+  /* alike ones only: enough of them, or a copy of its own */
+  const int like = alikes >= IBP_CHOOSE_MIN_SAMPLES || !copies;
   double m = 0;
   *fresh = 0;
   for (uint32_t i = 0; i < n; i++) {

@@ -1149,6 +1149,33 @@ static void test_batch_sizes_apart(void) {
   CHECK(fabs(c.est_ns[IBP_ROUTE_BATCHED] - (320 + 3686 * 8710.0 / 3570)) < 1);
 }
 
+/* The driver's part of an application's batch call, timed whole (64
+ * entries, half their model: entries set up cheaper than the prior said),
+ * stands for the call's entries -- and for a call of 32 -- but never for
+ * a copy of its own call of the same key, which stays at its prior until
+ * timed itself, and then takes its own. */
+static void test_call_apart(void) {
+  sim m;
+  sim_init(&m);
+  for (int i = 0; i < 2; i++)
+    ibp__choose_learn(&m.k, IBP_ROUTE_DRIVER, 64, 2200, 2200, 0.5 * 228000,
+                      228000, m.now);
+  double cr, gr;
+  ibp__choose_ratios(&m.k, IBP_ROUTE_DRIVER, 64, m.now, &cr, &gr);
+  CHECK(fabs(gr - 0.5) < 1e-9);
+  ibp__choose_ratios(&m.k, IBP_ROUTE_DRIVER, 32, m.now, &cr, &gr);
+  CHECK(fabs(gr - 0.5) < 1e-9);
+  ibp__choose_ratios(&m.k, IBP_ROUTE_DRIVER, 0, m.now, &cr, &gr);
+  CHECK(gr == 1.0);
+  for (int i = 0; i < 2; i++)
+    ibp__choose_learn(&m.k, IBP_ROUTE_DRIVER, 0, 2200, 2200, 1.5 * 3570, 3570,
+                      m.now);
+  ibp__choose_ratios(&m.k, IBP_ROUTE_DRIVER, 0, m.now, &cr, &gr);
+  CHECK(fabs(gr - 1.5) < 1e-9);
+  ibp__choose_ratios(&m.k, IBP_ROUTE_DRIVER, 64, m.now, &cr, &gr);
+  CHECK(fabs(gr - 0.5) < 1e-9);
+}
+
 /* Driver calls 4x dearer than modelled (a batched launch's flush measured
  * so): a batch's hold and the tracker's scan, libibp's own work, stay as
  * they are; only its calls take the ratio. */
@@ -1573,6 +1600,7 @@ int main(void) {
   test_guessed_explored_first();
   test_hopeful_explored_early();
   test_batch_sizes_apart();
+  test_call_apart();
   test_own_work();
   test_idle_lead();
   test_untimed_engine();
