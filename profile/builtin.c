@@ -32,13 +32,15 @@
   "driver_call_us = 0.5\n"                                                     \
   "\n"                                                                         \
   "# Measured by libibp itself (bench/batch_hold.sh in its repository, on\n"   \
-  "# a 2-core x86-64 VM, simulated driver): 169-172 ns per held 256-byte\n"    \
-  "# row -- 74 ns holding it, 95-98 ns its share of the flush (the job\n"      \
-  "# list, the rows' stored sizes, and the simulated driver's own CPU for\n"   \
-  "# the flush's calls, which the calls above model again: a little too\n"     \
-  "# much).  The write tracker's scan at a flush is charged by its own\n"      \
-  "# model (preload/track/track.h).\n"                                         \
-  "ibp_hold_us = 0.17\n"                                                       \
+  "# a 2-core x86-64 VM, simulated driver, libibp at b3bed4e): 654-657 ns\n"   \
+  "# per held 256-byte row -- 452 ns holding it (the copy call, its gate\n"    \
+  "# decision included), 202-204 ns its share of the flush (the job list,\n"   \
+  "# the rows' stored sizes, and the simulated driver's own CPU for the\n"     \
+  "# flush's calls, which the calls above model again: a little too\n"         \
+  "# much).  On the H200's host (16 cores) the same script measured\n"         \
+  "# 0.32-0.53 us at 349b4da.  The write tracker's scan at a flush is\n"       \
+  "# charged by its own model (preload/track/track.h).\n"                      \
+  "ibp_hold_us = 0.65\n"                                                       \
   "# ASSUMPTION: a flush costs ~5 us of calls (the job list's copy, the\n"     \
   "# launch, an event, above): batches that last 20 times that keep them\n"    \
   "# under 5 % of a copying thread's time, and no held copy waits more\n"      \
