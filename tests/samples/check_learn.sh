@@ -23,14 +23,6 @@ mkdir -p "$work"
 TMP_OUT=$work/learn.out
 TMP_ERR=$work/learn.err
 json=$work/learn.json
-
-# route NAME FIELD: the first region's routes.NAME.FIELD in $json
-route() {
-  python3 -c 'import json, sys
-r = json.load(open(sys.argv[1]))["regions"][0]["routes"]
-print(r[sys.argv[2]][sys.argv[3]])' "$json" "$1" "$2"
-}
-
 libibp_run() {
   rm -f "$json"
   IBP_PROFILE=a100-pcie4 IBP_REGIONS=min=1M,tensor=256,name=emb \

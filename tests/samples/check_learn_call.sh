@@ -22,12 +22,6 @@ mkdir -p "$work"
 TMP_OUT=$work/call.out
 TMP_ERR=$work/call.err
 json=$work/call.json
-# route NAME FIELD: the first region's routes.NAME.FIELD in $json
-route() {
-  python3 -c 'import json, sys
-r = json.load(open(sys.argv[1]))["regions"][0]["routes"]
-print(r[sys.argv[2]][sys.argv[3]])' "$json" "$1" "$2"
-}
 args="--blocks 1024 --slots 64 --steps 65 --window 16 --warmup 1"
 # kv_run TRUTH [PRIOR]: kv_blocks under libibp (its profile PRIOR, by
 # default $prior) on a GPU behaving as TRUTH

@@ -56,3 +56,11 @@ expect_success() {
     fail "$*: last line is '$(tail -n 1 "$TMP_OUT")'"
   return 0
 }
+
+# route NAME FIELD: the first region's routes.NAME.FIELD in $json (libibp's
+# statistics, IBP_STATS)
+route() {
+  python3 -c 'import json, sys
+r = json.load(open(sys.argv[1]))["regions"][0]["routes"]
+print(r[sys.argv[2]][sys.argv[3]])' "$json" "$1" "$2"
+}
