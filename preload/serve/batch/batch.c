@@ -145,7 +145,7 @@ typedef struct batch {
                             route it holds (hold_locked); 0: none -- reset
                             with the batch */
   const ibp_chooser *exploring_ch; /* that class's chooser (a region's) */
-  uint32_t exploring_copies;       /* the batch that exploration stood for */
+  uint32_t exploring_copies;       /* the copies that exploration takes */
   unsigned nregions;
   held_region regions[MAX_REGIONS];
   held_jobs *hj;      /* the job list (its own from batch_for on) */
@@ -1030,34 +1030,32 @@ static int hold_locked(batch *b, ibp_route_copy *x, uint64_t pcie) {
   /* the batched route explored is a batch, not a copy: while the batch
    * that holds the exploration is open, the copies of its class that the
    * class would send alone join it, up to the smallest batch alike the one
-   * the class expects (a quarter of it, IBP_CHOOSE_LIKE: what it measures
-   * stands for the class's batches, at a quarter of the cost where it
-   * measures worse) -- a batch of one measures a launch's fixed costs,
-   * never the batch its estimate is of (under driver calls 4x dearer,
-   * kv_blocks' batches of 64 were explored as batches of one, and never
-   * taken: 0.26 of the best route's time).  The batch it stood for is the
-   * one expected when it was taken: an expectation that shrinks meanwhile
-   * (the rate sampled again) must not cut it short (under driver calls 4x
-   * dearer, kv_offload's explored batches of 16 ended at 2, unlike what
-   * the class expected).  The entries of an application's batch call
-   * arrive together: they join up to the whole batch expected, the launch
-   * its estimate is of -- a quarter of it paid its fixed costs over fewer
-   * copies (kv_blocks on a100-pcie4, truth = prior: an explored batch of
-   * 16 of a call's 64 entries cost 2.2 % of the run, the 64 1.0 %; but
-   * where the batch is dearer than its model the whole call costs more:
-   * SM reads half as fast, 7.7 % against 2.7 %) */
+   * the class expects whose copies cost nearly as little
+   * (ibp_route_cost.explores, serve/route/route_batched.c: a quarter of it,
+   * IBP_CHOOSE_LIKE, or more
+   * -- what it measures stands for the class's batches, at a fraction of
+   * the cost where it measures worse; the chooser charges the exploration
+   * for them all) -- a batch of one measures a launch's fixed
+   * costs, never the batch its estimate is of (under driver calls 4x
+   * dearer, kv_blocks' batches of 64 were explored as batches of one, and
+   * never taken: 0.26 of the best route's time).  The batch it stood for is
+   * the one expected when it was taken: an expectation that shrinks
+   * meanwhile (the rate sampled again) must not cut it short (under driver
+   * calls 4x dearer, kv_offload's explored batches of 16 ended at 2, unlike
+   * what the class expected).  The entries of an application's batch call
+   * likewise: the whole call explored cost 2.5x its model where SM reads
+   * were half as fast (kv_blocks: 8 % of a 17-step run) */
   if (!b->count)
     b->exploring = 0;
   if (go != IBP_ROUTE_BATCHED && !q.explore && b->exploring == cls + 1 &&
       b->exploring_ch == ch && b->timed.rec == r && b->timed.cls == cls &&
-      (c->entries ? b->count < b->exploring_copies
-                  : b->count * IBP_CHOOSE_LIKE < b->exploring_copies)) {
+      b->count < b->exploring_copies) {
     go = IBP_ROUTE_BATCHED;
     q.timed = 0; /* the exploration's launch is timed, whole */
   } else if (go == IBP_ROUTE_BATCHED && q.explore) {
     b->exploring = cls + 1;
     b->exploring_ch = ch;
-    b->exploring_copies = prior[IBP_ROUTE_BATCHED].copies;
+    b->exploring_copies = prior[IBP_ROUTE_BATCHED].explores;
   }
   if (go != IBP_ROUTE_BATCHED) {
     /* refused for the scan alone: let the figure fade, so that one slow

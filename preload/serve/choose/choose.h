@@ -87,6 +87,15 @@ typedef enum ibp_class_mode {
 /* An unmeasured route's exploration is charged this share of its estimate
  * besides its estimated excess (the prior may be that wrong). */
 #define IBP_CHOOSE_UNMEASURED 1.0
+/* An early exploration (a guessed route that could win, explored before
+ * the share covers it) borrows at most what the exploration share earns
+ * in this many of the class's copies: where the prior is right, a bet on
+ * the hope costs a run of that many copies at most the share again. */
+#define IBP_CHOOSE_EARLY_REPAY 256
+/* A span measured dearer than its model may be a dearer set-up instead of
+ * a slower link; a hope reads it so, the set-up up to this many times its
+ * model (as wide as the decode terms' hope, IBP_GATE_GUESS_SPAN). */
+#define IBP_CHOOSE_SETUP_SPAN 4.0
 /* After an exploration a route waits IBP_CHOOSE_WAIT_COPIES << backoff
  * copies before the next; backoff grows by one each time it measured
  * worse than the class's choice (at most IBP_CHOOSE_BACKOFF_MAX), and is
@@ -113,9 +122,10 @@ typedef struct ibp_route_cost {
   double gpu_ns;
   int serial;     /* the two add up instead: a batched launch's GPU work
                      starts after its copies were held (serve/choose/gate.h) */
-  double once_ns; /* what taking it for one copy costs while another route
-                     is the choice, where that is more (a batch of one
-                     copy); 0: as much as any copy */
+  double once_ns; /* what exploring it costs while another route is the
+                     choice (a batch of the copies it takes, explores),
+                     where that is more than as many copies at its model;
+                     0: as much */
   int guessed;    /* its decode terms were never measured with the running
                      decoder (docs/PROFILE.md, "Which decoder the decode
                      terms are of"): while the class has not measured it,
@@ -149,6 +159,13 @@ typedef struct ibp_route_cost {
    * as fast as it may be (ibp__gate_hope): whether it could win at all,
    * which is what makes it worth exploring early (0, 0: not guessed). */
   double hope_gpu_ns, hope_sm_ns;
+  uint32_t explores; /* the copies an exploration of it takes (0: one): an
+                        explored batched launch is joined by the class's
+                        copies that follow (serve/batch/batch.c), and what
+                        exploring costs is theirs together */
+  double setup_ns;   /* of gpu_ns, the copy engine's set-up: a span measured
+                        dearer may be it instead of the link (choose.c,
+                        hoped_link) */
 } ibp_route_cost;
 
 /* Route cost c's GPU time with its first stage's time scaled by gr (the

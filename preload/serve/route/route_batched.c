@@ -13,7 +13,8 @@
  *
  * Open only to a copy that may be held (decided by its stream's batch,
  * which holds it: no submit here); explored while going alone is the
- * choice, it is a batch of one (ibp_route_cost.once_ns). */
+ * choice, it is the smallest batch alike the one expected
+ * (ibp_route_cost.explores, .once_ns). */
 #include "serve/route/route_batched.h"
 
 #include "kernels/ibp_kernels.h"
@@ -40,16 +41,40 @@ static int feasible(const ibp_route_copy *x) {
   return x->mode != IBP_CLASS_SINGLE;
 }
 
+/* An explored batched launch, where the class expects batches of
+ * x->batch_n copies: the class's next copies join it (serve/batch/batch.c)
+ * up to the smallest batch alike the one expected -- from a quarter of it
+ * (IBP_CHOOSE_LIKE), doubling -- whose copies the model costs at most
+ * IBP_BATCH_EXPLORE_SPREAD times as much each (per: the expected batch's,
+ * ns): what it measures stands for the class's batches only where its
+ * fixed costs are spread nearly as thin (kv_blocks' calls of 64 entries:
+ * a quarter of one 2.0-2.6x each, half 1.1-1.4x).  Returns its copies, at least
+ * 1, and its cost before the margin in *ns. */
+static uint32_t explored(const ibp_route_copy *x, int own_call, double per,
+                         double *ns) {
+  const uint32_t expected = (uint32_t)x->batch_n;
+  uint32_t n = (uint32_t)((expected + IBP_CHOOSE_LIKE - 1) / IBP_CHOOSE_LIKE);
+  for (n = n ? n : 1;; n = n * 2 < expected ? n * 2 : expected) {
+    double cpu, gpu;
+    ibp__route_batched_split(x->p, &x->g, n, own_call, &cpu, &gpu);
+    *ns = n * (cpu + gpu) + x->scan_ns;
+    if (n >= expected || *ns <= n * per * IBP_BATCH_EXPLORE_SPREAD)
+      return n;
+  }
+}
+
 static ibp_route_cost prior(ibp_route_copy *x) {
   const int own_call = !x->c->hold_only;
-  double cpu, gpu, cpu1, gpu1; /* explored alone: a batch of one */
+  double cpu, gpu, once;
   ibp__route_batched_split(x->p, &x->g, x->batch_n, own_call, &cpu, &gpu);
-  ibp__route_batched_split(x->p, &x->g, 1, own_call, &cpu1, &gpu1);
+  const uint32_t explores =
+      explored(x, own_call, cpu + gpu + x->scan_ns / x->batch_n, &once);
   ibp_route_cost c = {.cpu_ns = cpu / IBP_BATCH_MARGIN,
                       .gpu_ns = gpu / IBP_BATCH_MARGIN,
                       .serial = 1,
-                      .once_ns = (cpu1 + gpu1) / IBP_BATCH_MARGIN,
-                      .copies = (uint32_t)x->batch_n};
+                      .once_ns = once / IBP_BATCH_MARGIN,
+                      .copies = (uint32_t)x->batch_n,
+                      .explores = explores};
   if (x->hope) {
     double hope_cpu;
     ibp__route_batched_split(x->hope, &x->g, x->batch_n, own_call, &hope_cpu,

@@ -16,6 +16,10 @@
  * meanwhile (bench/ab's kv_offload line: batches modelled 1 % faster ran
  * 5 % slower). */
 #define IBP_BATCH_MARGIN 0.9
+/* An explored batch's copies cost the model at most this many times as
+ * much each as the batch expected's: its fixed costs at most double a
+ * copy's (route_batched.c, explored). */
+#define IBP_BATCH_EXPLORE_SPREAD 2.0
 
 /* The model of copy c held in a batch of `copies` copies like it, before
  * the margin, in two terms (ns per copy): the CPU's (libibp's hold, the

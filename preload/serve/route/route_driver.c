@@ -16,11 +16,16 @@
 #include "base/driver.h"
 #include "serve/route/route.h"
 
+/* An entry's share of its call's set-up (ns). */
+static double entry_setup_ns(const ibp_profile *p, size_t entries) {
+  const double n = entries ? (double)entries : 1;
+  return 1e3 * (p->ce_setup_us + (n - 1) * p->ce_batch_setup_us) / n;
+}
+
 double ibp__route_driver_entry_ns(const ibp_profile *p, uint64_t bytes,
                                   size_t entries) {
-  const double n = entries ? (double)entries : 1;
-  const double setup = (p->ce_setup_us + (n - 1) * p->ce_batch_setup_us) / n;
-  return 1e3 * (setup + ibp_profile_ce_copy_us(p, bytes, 1) - p->ce_setup_us);
+  return entry_setup_ns(p, entries) +
+         1e3 * (ibp_profile_ce_copy_us(p, bytes, 1) - p->ce_setup_us);
 }
 
 static int feasible(const ibp_route_copy *x) {
@@ -31,18 +36,21 @@ static int feasible(const ibp_route_copy *x) {
 static ibp_route_cost prior(ibp_route_copy *x) {
   const ibp_profile *p = x->p;
   const double ce = 1e3 * ibp_profile_ce_copy_us(p, x->g.bytes, 1);
+  const double setup = 1e3 * p->ce_setup_us;
   if (x->c->entries) /* its call is paid either way; set up in it */
     return (ibp_route_cost){
         .gpu_ns = ibp__route_driver_entry_ns(p, x->g.bytes, x->c->entries),
         .engine = 1,
-        .copies = (uint32_t)(x->c->entries < UINT32_MAX ? x->c->entries
-                                                        : UINT32_MAX)};
+        .copies =
+            (uint32_t)(x->c->entries < UINT32_MAX ? x->c->entries : UINT32_MAX),
+        .setup_ns = entry_setup_ns(p, x->c->entries)};
   if (x->c->hold_only) /* a row of a 2D copy: likewise paid */
-    return (ibp_route_cost){.gpu_ns = ce, .engine = 1};
+    return (ibp_route_cost){.gpu_ns = ce, .engine = 1, .setup_ns = setup};
   return (ibp_route_cost){.cpu_ns = 1e3 * p->runtime_call_us +
                                     1e3 * p->driver_copy_call_us,
                           .gpu_ns = ce,
-                          .engine = 1};
+                          .engine = 1,
+                          .setup_ns = setup};
 }
 
 static double lead_ns(const ibp_profile *p) {
