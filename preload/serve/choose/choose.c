@@ -262,14 +262,15 @@ static double hoped_link(const ibp_route_cost *c, double g) {
  * every route's bytes slower): the calls as every class measured them
  * (their timed copy-engine routes' calls, ibp_choose_class.calls), the
  * link as the dearest of the class's routes whose link term is a
- * copy-engine transfer alone (ibp_route_cost.engine), each at least 1.  Returns
- * 0 while nothing was seen: a hope is not believed before the first timed copy.
- */
+ * copy-engine transfer alone (ibp_route_cost.engine), each at least 1 --
+ * *gr as measured, *hope_gr read in a hope's favour (hoped_link).
+ * Returns 0 while nothing was seen: a hope is not believed before the
+ * first timed copy. */
 static int seen_ratios(const ibp_choose_class *k,
                        const ibp_route_cost prior[IBP_ROUTES], double now_ns,
-                       double *cr, double *gr) {
+                       double *cr, double *gr, double *hope_gr) {
   int seen = 0;
-  *cr = *gr = 1.0;
+  *cr = *gr = *hope_gr = 1.0;
   for (int r = 0; r < IBP_ROUTES; r++) {
     uint32_t fresh;
     if (!prior[r].engine)
@@ -279,7 +280,8 @@ static int seen_ratios(const ibp_choose_class *k,
     if (!fresh)
       continue;
     seen = 1;
-    *gr = max2(*gr, hoped_link(&prior[r], g));
+    *gr = max2(*gr, g);
+    *hope_gr = max2(*hope_gr, hoped_link(&prior[r], g));
   }
   if (k->calls) {
     uint32_t fresh;
@@ -481,10 +483,10 @@ static void assess(const ibp_choose_class *k,
       measured(k, prior, last, go, now_ns))
     go = (ibp_route)last;
   a->go = go;
-  double hope[IBP_ROUTES] = {0}, hope_cr, hope_gr;
-  if (seen_ratios(k, prior, now_ns, &hope_cr, &hope_gr))
+  double hope[IBP_ROUTES] = {0}, seen_cr, seen_gr, hope_gr;
+  if (seen_ratios(k, prior, now_ns, &seen_cr, &seen_gr, &hope_gr))
     for (int r = 0; r < IBP_ROUTES; r++)
-      hope[r] = est[r] > 0 ? hope_ns(&prior[r], hope_cr, hope_gr) : 0;
+      hope[r] = est[r] > 0 ? hope_ns(&prior[r], seen_cr, hope_gr) : 0;
   const int alt = candidate(k, est, prior, hope, go, timable, now_ns);
   a->alt = alt;
   /* what exploring it may cost: its estimate over the choice's, the
@@ -503,15 +505,17 @@ static void assess(const ibp_choose_class *k,
      * until the class's copies have paid it back -- with no surcharge: a
      * decoder no GPU timed is found out in a class's first copies, not
      * after the hundreds the share would take to cover its prior's doubt.
-     * The loan is bounded (IBP_CHOOSE_EARLY_REPAY): where the prior is
-     * right, kv_blocks' explored call of 64 entries cost 26 of its copies
-     * (and 2.5x that where SM reads were half as fast: 8 % of a 17-step
-     * run).  Judged on the route's own prior, as the charge is: under
-     * driver calls 4x dearer, the driver's entries measured 1.8x their
-     * model, their set-up as much as their bytes, and a batched launch
-     * believed as slow was 1.4x faster than the driver */
+     * The loan -- its excess, the timing apart -- is bounded
+     * (IBP_CHOOSE_EARLY_REPAY): where the prior is right, kv_blocks'
+     * explored call of 64 entries cost 26 of its copies (and 2.5x that
+     * where SM reads were half as fast: 8 % of a 17-step run).  Judged on the
+     * route's own prior, as the charge is: under driver calls 4x dearer, the
+     * driver's entries measured 1.8x their model, their set-up as much as their
+     * bytes, and a batched launch believed as slow was 1.4x faster than the
+     * driver */
     early = hopeful(k, prior, alt, hope, est, go, now_ns) &&
-            cost <= IBP_CHOOSE_EXPLORE_SHARE * IBP_CHOOSE_EARLY_REPAY * est[go];
+            cost - timing_ns <=
+                IBP_CHOOSE_EXPLORE_SHARE * IBP_CHOOSE_EARLY_REPAY * est[go];
     if (!early && !judged(&k->route[alt], prior[alt].copies, now_ns))
       cost += IBP_CHOOSE_UNMEASURED * taken;
   }
@@ -520,12 +524,12 @@ static void assess(const ibp_choose_class *k,
   a->go_judged = judged(&k->route[go], prior[go].copies, now_ns);
   a->choice_ns = est[go];
   /* an early exploration is judged against the choice at the calls and
-   * the link seen so far, as its hope was (the choice may not be judged
+   * the link seen so far, as measured (the choice may not be judged
    * yet): against its prior, kv_blocks' batches under driver calls 4x
    * dearer measured worse than a driver believed 4x cheaper than it was,
    * and were not explored again (0.28 of the batched route's time) */
   if (early && !a->go_judged)
-    a->choice_ns = max2(est[go], scaled(&prior[go], hope_cr, hope_gr));
+    a->choice_ns = max2(est[go], scaled(&prior[go], seen_cr, seen_gr));
 }
 
 static int same_cost(const ibp_route_cost *a, const ibp_route_cost *b) {

@@ -957,6 +957,19 @@ static void test_hope_reads_setup(void) {
   CHECK(setup.first_explored == IBP_ROUTE_BATCHED);
   CHECK(setup.first_explore_at <= 2 * IBP_CHOOSE_UNJUDGED_EVERY);
   CHECK(setup.settled >= 0 && setup.settled <= 40);
+  /* and a hope at once: an early exploration is judged against the
+   * driver at its span as measured (5.2 us), not as the hope reads it --
+   * against 2.2 us, the batch measured worse, backed off and stayed
+   * unchosen */
+  prior[IBP_ROUTE_BATCHED].hope_gpu_ns = 100;
+  prior[IBP_ROUTE_BATCHED].explores = 1;
+  sim_init(&m);
+  run at_once = simulate(&m, prior, truth, 100, IBP_ROUTE_BATCHED, 1);
+  CHECK(at_once.first_explored == IBP_ROUTE_BATCHED);
+  CHECK(at_once.first_explore_at == 1);
+  CHECK(at_once.settled >= 0 && at_once.settled <= 40);
+  prior[IBP_ROUTE_BATCHED].hope_gpu_ns = 2200;
+  prior[IBP_ROUTE_BATCHED].explores = 32;
   prior[IBP_ROUTE_DRIVER].setup_ns = 0;
   sim_init(&m);
   run link = simulate(&m, prior, truth, 100, IBP_ROUTE_DRIVER, 1);
@@ -1170,9 +1183,10 @@ static void test_hopeful_explored_early(void) {
   /* and at the link as first seen: the driver's first copy 3x slower than
    * modelled (a link a third as fast) leaves a kernel of 30 us at its hope
    * none against the driver's 80 us modelled -- until the driver's own
-   * estimate is its measured 240 us */
+   * estimate is its measured 240 us.  Its 2 us of set-up read as 4x
+   * dearer first (hoped_link), the rest is a link 2.97x slower */
   const ibp_route_cost wide[IBP_ROUTES] = {
-      {2500, 80000, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0},
+      {2500, 80000, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 2000},
       {2800, 100000, 0, 0, 1, 0, 0, 0, 0, 0, 0, 30000, 0, 0, 0},
       {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}};
   memcpy(dear, wide, sizeof dear);
