@@ -175,12 +175,14 @@ typedef struct ibp_device_slot {
    * chunk's kernel timed between mem.probe's events, against the model's
    * time for it (probe_model_us, while probe_pending; one per 100 ms at
    * most); decode_scale is the smallest of the last
-   * IBP_DECODE_PROBES measured times over the model's (each within
-   * [1/16, 16]: a decode slowed once by another kernel on the SMs does not
-   * switch the path off; 0: not measured yet), and scales the model's
+   * IBP_DECODE_PROBES measured times over the model's, each less the
+   * launch's latency, which the data does not change (probe_fixed_us; each
+   * within [1/16, 16]: a decode slowed once by another kernel on the SMs does
+   * not switch the path off; 0: not measured yet), and scales the model's
    * staged decodes of this region on this device */
   int probe_pending;
   double probe_model_us;
+  double probe_fixed_us; /* ... of which the launch's latency */
   double probe_after_ns; /* device clock: no probe before */
   double probe_seen[IBP_DECODE_PROBES];
   unsigned probes;

@@ -523,6 +523,121 @@ static int locate(ibp_route_copy *x, CUdeviceptr *alloc, size_t *alloc_bytes) {
   return x->p ? -1 : IBP_PASSED_NO_PROFILE;
 }
 
+/* The rest of a copy explored on a part, bytes [n, c->bytes): the driver's
+ * copy, on `side` where given (the staged path's copy stream: behind the
+ * part's windows, beside its decodes, which it would otherwise wait for --
+ * under decodes 4x slower than modelled, a 480 KiB part's decode took
+ * 90 us, 5 % of a 10-copy KV restore) once the caller's earlier work has
+ * run (`before`, recorded there), the caller's stream waiting for it;
+ * else on the caller's stream.  Returns 0 when queued. */
+static CUresult copy_rest(const ibp_copy *c, uint64_t n, CUstream side,
+                          CUevent before) {
+  const ibp_driver *d = ibp__driver();
+  const CUdeviceptr dst = c->dst + n;
+  const void *src = (const uint8_t *)c->src + n;
+  const size_t len = c->bytes - n;
+  CUevent after = NULL;
+  if (side && before && d->cuStreamWaitEvent(side, before, 0) == CUDA_SUCCESS &&
+      d->cuEventCreate(&after, CU_EVENT_DISABLE_TIMING) == CUDA_SUCCESS &&
+      d->cuMemcpyHtoDAsync(dst, src, len, side) == CUDA_SUCCESS) {
+    const int joined =
+        d->cuEventRecord(after, side) == CUDA_SUCCESS &&
+        d->cuStreamWaitEvent(c->stream, after, 0) == CUDA_SUCCESS;
+    d->cuEventDestroy(after);
+    if (joined)
+      return CUDA_SUCCESS;
+    /* not joined: the caller's stream copies the same bytes again */
+  } else if (after) {
+    d->cuEventDestroy(after);
+  }
+  return d->cuMemcpyHtoDAsync(dst, src, len, c->stream);
+}
+
+/* Copy x explored by route go on a part of it (ibp__choose_explore_part):
+ * the part described and planned as a copy of its own, timed against its
+ * own prior -- the choice's estimate scaled as the route's -- and the
+ * driver's copy of the rest queued after the timed span (copy_rest).
+ * `launching` held, released here.  Returns -1 when x is explored whole
+ * (nothing done); else as submit_by. */
+static int explore_in_part(ibp_route_copy *x, decision *d, ibp_route go) {
+  const ibp_copy *c = x->c;
+  ibp_served_region *s = x->s;
+  if (c->part || c->hold_only || x->compact)
+    return -1;
+  const uint64_t off = (uintptr_t)c->src - x->r->base;
+  const uint64_t n = ibp__choose_explore_part(off, c->bytes, x->a.tensor_bytes);
+  if (!n)
+    return -1;
+  ibp_copy part = *c;
+  part.bytes = n;
+  part.sync = 0;
+  part.arrive = 0;
+  part.part = 1;
+  ibp_route_copy px = *x;
+  px.c = &part;
+  prepare(&px, ibp__stored_bytes(s, off, n));
+  decision pd = *d;
+  pd.prior[go] = ibp__route(go)->prior(&px);
+  const double whole = ibp__choose_model_ns(&d->prior[go]);
+  const double model = ibp__choose_model_ns(&pd.prior[go]);
+  if (model <= 0 || whole <= 0 || model >= whole)
+    return -1;
+  pd.choice.choice_ns *= model / whole;
+  const ibp_driver *drv = ibp__driver();
+  /* the rest's copy beside the part's decodes: after the caller's earlier
+   * work, marked before the part is queued */
+  CUstream side = go == IBP_ROUTE_STAGED && drv->cuStreamWaitEvent
+                      ? ibp__staged_copy_stream(x->ctx, x->dev, c->stream)
+                      : NULL;
+  CUevent before = NULL;
+  if (side &&
+      (drv->cuEventCreate(&before, CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS ||
+       drv->cuEventRecord(before, c->stream) != CUDA_SUCCESS)) {
+    if (before)
+      drv->cuEventDestroy(before);
+    before = NULL;
+  }
+  ibp_timing t;
+  time_begin(&px, &pd, &t);
+  CUresult e = CUDA_SUCCESS;
+  ibp__nvtx_copy_begin(x->r->name, n);
+  const int rc = ibp__route(go)->submit(&px, &e);
+  ibp__timing_end(x->slot, d->ch, d->link, &t,
+                  rc == IBP_SUBMIT_QUEUED && time_started(&px, &t));
+  ibp__nvtx_copy_end();
+  atomic_fetch_sub(&s->refresh.launching, 1);
+  if (rc == IBP_SUBMIT_QUEUED) {
+    e = copy_rest(c, n, side, before);
+    if (e == CUDA_SUCCESS && c->sync)
+      e = drv->cuStreamSynchronize(c->stream);
+  }
+  if (before)
+    drv->cuEventDestroy(before);
+  if (rc == IBP_SUBMIT_NOT_NOW) {
+    pass(x, IBP_PASSED_STAGED_BUSY);
+    return driver_copy(x, d, 0);
+  }
+  if (rc != IBP_SUBMIT_QUEUED || e != CUDA_SUCCESS) {
+    failed(x,
+           rc != IBP_SUBMIT_QUEUED ? ibp__route(go)->what
+                                   : "the explored copy's rest",
+           e);
+    return driver_copy(x, d, 0); /* it rewrites dst with the right bytes */
+  }
+  if (go == IBP_ROUTE_STAGED)
+    ibp__count(&s->counters, copies_staged, 1);
+  ibp__chooser_ran(d->ch, go, 1);
+  ibp__count(&s->counters, copies_served, 1);
+  ibp__count(&s->counters, copies_explored_part, 1);
+  ibp__count(&s->counters, bytes_requested, c->bytes);
+  ibp__count(&s->counters, bytes_read_pcie,
+             (go == IBP_ROUTE_STAGED
+                  ? px.sp.gate.ce_bytes + px.sp.gate.host_bytes
+                  : px.g.host_bytes - SECTOR_SLACK) +
+                 c->bytes - n);
+  return 0;
+}
+
 /* Submits copy x by route go (decided as *d; `launching` held, released
  * here) and records what ran.  A route that cannot take it now hands it to
  * the next by the decision's estimates (ibp__route_next), untimed.
@@ -535,6 +650,11 @@ static int submit_by(ibp_route_copy *x, decision *d, ibp_route go) {
     if (go == d->go)
       quiet_open(x, d);
     return driver_copy(x, d, d->choice.timed && go == d->go);
+  }
+  if (d->choice.explore) {
+    const int rc = explore_in_part(x, d, go);
+    if (rc >= 0)
+      return rc;
   }
   double saved_ns = d->saved_ns;
   CUresult e = CUDA_SUCCESS;

@@ -154,6 +154,15 @@ if(TARGET ibp_preload AND NOT samples_gpu)
       ${samples_test_dir}/h200_batch_truth.profile)
   set_tests_properties(preload_sample_learn_call PROPERTIES
     LABELS "sim;preload;samples" TIMEOUT 300 ENVIRONMENT "${samples_env}")
+  # a large copy explored on a part of it (serve/substitute.c)
+  add_test(NAME preload_sample_explore_part
+    COMMAND sh ${samples_test_dir}/check_explore_part.sh
+      $<TARGET_FILE:ibp_preload> ${CMAKE_CURRENT_BINARY_DIR}/libibp-part
+      $<TARGET_FILE:kv_offload>
+      ${PROJECT_SOURCE_DIR}/profile/truth/h100-pcie5-decode4x.prof
+      ${PROJECT_SOURCE_DIR}/profile/truth/h100-pcie5-decode3xfast.prof)
+  set_tests_properties(preload_sample_explore_part PROPERTIES
+    LABELS "sim;preload;samples" TIMEOUT 300 ENVIRONMENT "${samples_env}")
   # one pinned buffer copied again and again (bandwidthTest): one route
   add_test(NAME preload_sample_lone
     COMMAND sh ${samples_test_dir}/check_lone.sh $<TARGET_FILE:ibp_preload>

@@ -56,6 +56,16 @@ double ibp__choose_model_ns(const ibp_route_cost *c) {
   return scaled(c, 1, 1);
 }
 
+uint64_t ibp__choose_explore_part(uint64_t off, uint64_t bytes, uint64_t R) {
+  uint64_t want = bytes / IBP_CHOOSE_EXPLORE_PARTS;
+  if (want < IBP_CHOOSE_EXPLORE_PART_MIN)
+    want = IBP_CHOOSE_EXPLORE_PART_MIN;
+  if (!R || want >= bytes / 4)
+    return 0;
+  const uint64_t end = (off + want + R - 1) / R * R; /* a tensor's end */
+  return end - off < bytes / 4 ? end - off : 0;
+}
+
 unsigned ibp__choose_class_index(uint64_t bytes, int busy,
                                  ibp_class_mode mode) {
   unsigned size = bytes ? 63u - (unsigned)__builtin_clzll(bytes) : 0;

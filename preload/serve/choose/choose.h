@@ -189,6 +189,26 @@ double ibp__choose_model_ns(const ibp_route_cost *c);
 /* Whether launches of a and b copies (0: one) are alike. */
 int ibp__choose_alike(uint32_t a, uint32_t b);
 
+/* A large single copy is explored on a part of it (its first
+ * 1/IBP_CHOOSE_EXPLORE_PARTS, at least IBP_CHOOSE_EXPLORE_PART_MIN bytes,
+ * ending on a tensor's end), the driver copying the rest: an exploration
+ * costs what its part costs, however wrong the prior is.  Under decodes
+ * 4x slower than h100-pcie5 says, one early staged exploration of a
+ * 15 MiB KV prefix restore took 834 us against the driver's 289 -- a
+ * quarter of a 10-copy run.  The part's ratios stand for the copy's, as
+ * another copy of its class would: the model's fixed costs are in both.
+ * An eighth: a staged part's decodes run beside the rest's copy, which
+ * hides them; a smaller part left the link idle while the calls of the
+ * part were made (driver calls 4x dearer: 1/32 0.978 of the driver's
+ * time, 1/16 0.983, 1/8 0.991; whole 0.985). */
+#define IBP_CHOOSE_EXPLORE_PARTS 8
+#define IBP_CHOOSE_EXPLORE_PART_MIN (256u << 10)
+
+/* The bytes of the part a copy of `bytes` from region offset `off`
+ * (tensors of R bytes) is explored on; 0: explored whole (a part would be
+ * a quarter of it or more). */
+uint64_t ibp__choose_explore_part(uint64_t off, uint64_t bytes, uint64_t R);
+
 /* What is known of one route in a key (shared by the key's modes). */
 typedef struct ibp_choose_route {
   double cpu_seen[IBP_CHOOSE_WINDOW], gpu_seen[IBP_CHOOSE_WINDOW];

@@ -335,6 +335,24 @@ static double decode_scale(const ibp_device_slot *slot) {
   return f > 0 ? f : 1.0;
 }
 
+/* A decode's time in the model, scaled: its decode part by `scale` (the
+ * measured over the model's), the launch's latency as it is. */
+static double scaled_decode_us(const ibp_profile *p, double model_us,
+                               double scale) {
+  const double fixed =
+      p->launch_latency_us < model_us ? p->launch_latency_us : model_us;
+  return fixed + scale * (model_us - fixed);
+}
+
+/* The measured decode over the model's, both less the launch's latency
+ * `fixed`; a decode the model gives little more than its latency is read
+ * whole (the difference would be noise). */
+static double decode_ratio(double took, double model_us, double fixed) {
+  if (fixed > 0 && model_us >= 2 * fixed && took > fixed)
+    return (took - fixed) / (model_us - fixed);
+  return took / model_us;
+}
+
 /* Takes the last timed decode's result when the GPU has run it (lock
  * held; never waits), and counts it in s's statistics
  * (staged_decode_seconds against staged_decode_model_seconds). */
@@ -354,11 +372,14 @@ static void probe_read(const ibp_driver *d, ibp_served_region *s,
       d->cuEventElapsedTime(&ms, ev[0], ev[1]) != CUDA_SUCCESS)
     return;
   /* the span from the record before the launch to the one after it: the
-   * launch's latency and the decode, as the model's time has them */
+   * launch's latency and the decode, as the model's time has them; the
+   * ratio is the decode's alone -- with the latency in it, a decode 4x
+   * slower than modelled read as 3.0x on a 5 us chunk -- and scales the
+   * decode alone (scaled_decode_us) */
   const double took = 1e3 * ms;
   if (took <= 0 || slot->probe_model_us <= 0)
     return;
-  double ratio = took / slot->probe_model_us;
+  double ratio = decode_ratio(took, slot->probe_model_us, slot->probe_fixed_us);
   ratio = ratio > 16 ? 16 : ratio < 1.0 / 16 ? 1.0 / 16 : ratio;
   ibp__count(&s->counters, staged_decodes_timed, 1);
   ibp__count(&s->counters, staged_decode_seconds, (uint64_t)(1e3 * took));
@@ -499,7 +520,8 @@ int ibp__staged_plan(ibp_served_region *s, ibp_device_slot *slot, CUcontext ctx,
     if (wb)
       copied += ibp_profile_ce_copy_us(p, wb, 1);
     unsigned sms = 1;
-    const double dk = scale * chunk_decode_us(p, slot, a, &k, k.t1 == t1, &sms);
+    const double dk = scaled_decode_us(
+        p, chunk_decode_us(p, slot, a, &k, k.t1 == t1, &sms), scale);
     widest = sms > widest ? sms : widest;
     gs.gpu_us = (copied > gs.gpu_us ? copied : gs.gpu_us) + dk;
     decoded += dk;
@@ -630,6 +652,7 @@ static int stage_chunk(const ibp_driver *d, const ibp_served_region *s, ring *g,
   if (timed && d->cuEventRecord(probe[1], c->stream) == CUDA_SUCCESS) {
     x->slot->probe_pending = 1;
     x->slot->probe_model_us = model_us;
+    x->slot->probe_fixed_us = prof ? prof->launch_latency_us : 0;
     x->slot->probe_after_ns =
         ibp__clock_ns() +
         (prof ? 1e3 * PROBE_CALLS * prof->driver_call_us / PROBE_SHARE : 0);

@@ -1681,6 +1681,31 @@ static void test_classes(void) {
     }
 }
 
+/* A large copy is explored on its first 1/32 (at least 256 KiB) ending on
+ * a tensor's end, where that is under a quarter of it; else whole. */
+/* A large copy is explored on its first eighth (at least 256 KiB) ending on
+ * a tensor's end, where that is under a quarter of it; else whole. */
+static void test_explore_part(void) {
+  const uint64_t K = 1024, M = K * K;
+  CHECK(ibp__choose_explore_part(0, 16 * M, 4 * K) == 2 * M);
+  /* kv_offload's prefix restore: 240 blocks of 64 KiB */
+  CHECK(ibp__choose_explore_part(0, 240 * 64 * K, 4 * K) == 480 * 4 * K);
+  /* from inside a tensor: to the end of the tensor the share ends in */
+  CHECK(ibp__choose_explore_part(100, 16 * M, 4 * K) == 513 * 4 * K - 100);
+  CHECK(ibp__choose_explore_part(4 * K - 1, 16 * M, 4 * K) == 512 * 4 * K + 1);
+  /* an eighth, at least 256 KiB, and under a quarter of the copy */
+  CHECK(ibp__choose_explore_part(0, 4 * M + 4 * K, 4 * K) == 516 * K);
+  CHECK(ibp__choose_explore_part(0, M + 4 * K, 4 * K) == 256 * K);
+  CHECK(ibp__choose_explore_part(0, M, 4 * K) == 0);
+  CHECK(ibp__choose_explore_part(0, 512 * K, 4 * K) == 0);
+  /* tensors so large that the part would be a quarter or more */
+  CHECK(ibp__choose_explore_part(0, 8 * M, M) == M);
+  CHECK(ibp__choose_explore_part(0, 8 * M, 2 * M) == 0);
+  CHECK(ibp__choose_explore_part(M / 2, 8 * M, 3 * M) == 0);
+  CHECK(ibp__choose_explore_part(0, 64 * M, 3 * M) == 9 * M);
+  CHECK(ibp__choose_explore_part(0, 16 * M, 0) == 0);
+}
+
 int main(void) {
   test_classes();
   test_truth_is_prior();
@@ -1729,6 +1754,7 @@ int main(void) {
   test_assessment_kept();
   test_served_by_another_class();
   test_quiet_run();
+  test_explore_part();
   if (failures)
     fprintf(stderr, "test_choose: %d failures\n", failures);
   return failures ? 1 : 0;
