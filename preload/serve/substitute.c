@@ -529,7 +529,8 @@ static int locate(ibp_route_copy *x, CUdeviceptr *alloc, size_t *alloc_bytes) {
  * under decodes 4x slower than modelled, a 480 KiB part's decode took
  * 90 us, 5 % of a 10-copy KV restore) once the caller's earlier work has
  * run (`before`, recorded there), the caller's stream waiting for it;
- * else on the caller's stream.  Returns 0 when queued. */
+ * else on the caller's stream.  Returns CUDA_SUCCESS when queued (or, its
+ * join failing, done). */
 static CUresult copy_rest(const ibp_copy *c, uint64_t n, CUstream side,
                           CUevent before) {
   const ibp_driver *d = ibp__driver();
@@ -540,29 +541,33 @@ static CUresult copy_rest(const ibp_copy *c, uint64_t n, CUstream side,
   if (side && before && d->cuStreamWaitEvent(side, before, 0) == CUDA_SUCCESS &&
       d->cuEventCreate(&after, CU_EVENT_DISABLE_TIMING) == CUDA_SUCCESS &&
       d->cuMemcpyHtoDAsync(dst, src, len, side) == CUDA_SUCCESS) {
-    const int joined =
-        d->cuEventRecord(after, side) == CUDA_SUCCESS &&
-        d->cuStreamWaitEvent(c->stream, after, 0) == CUDA_SUCCESS;
+    CUresult e = d->cuEventRecord(after, side);
+    if (e == CUDA_SUCCESS)
+      e = d->cuStreamWaitEvent(c->stream, after, 0);
     d->cuEventDestroy(after);
-    if (joined)
-      return CUDA_SUCCESS;
-    /* not joined: the caller's stream copies the same bytes again */
-  } else if (after) {
-    d->cuEventDestroy(after);
+    /* not joined: done before this returns, so that nothing the caller
+     * queues later runs before it (a second copy on the caller's stream
+     * would leave this one unordered) */
+    return e == CUDA_SUCCESS ? e : d->cuStreamSynchronize(side);
   }
+  if (after)
+    d->cuEventDestroy(after);
   return d->cuMemcpyHtoDAsync(dst, src, len, c->stream);
 }
 
-/* Copy x explored by route go on a part of it (ibp__choose_explore_part):
- * the part described and planned as a copy of its own, timed against its
- * own prior -- the choice's estimate scaled as the route's -- and the
- * driver's copy of the rest queued after the timed span (copy_rest).
- * `launching` held, released here.  Returns -1 when x is explored whole
- * (nothing done); else as submit_by. */
+/* Copy x explored by route go on a part of it (ibp__choose_explore_part),
+ * where the class's choice is the driver's copy (which then copies the
+ * rest, as it would have): the part described and planned as a copy of
+ * its own, timed against its own prior and the driver's estimate scaled as
+ * the driver's model of the part, and the rest queued after the timed span
+ * (copy_rest) -- beside a staged part's decodes unless they read the host,
+ * which the rest's bytes would slow.  `launching` held, released here.
+ * Returns -1 when x is explored whole (nothing done); else as submit_by. */
 static int explore_in_part(ibp_route_copy *x, decision *d, ibp_route go) {
   const ibp_copy *c = x->c;
   ibp_served_region *s = x->s;
-  if (c->part || c->hold_only || x->compact)
+  if (c->part || c->hold_only || x->compact ||
+      d->choice.chosen != IBP_ROUTE_DRIVER)
     return -1;
   const uint64_t off = (uintptr_t)c->src - x->r->base;
   const uint64_t n = ibp__choose_explore_part(off, c->bytes, x->a.tensor_bytes);
@@ -570,25 +575,28 @@ static int explore_in_part(ibp_route_copy *x, decision *d, ibp_route go) {
     return -1;
   ibp_copy part = *c;
   part.bytes = n;
-  part.sync = 0;
   part.arrive = 0;
   part.part = 1;
   ibp_route_copy px = *x;
   px.c = &part;
   prepare(&px, ibp__stored_bytes(s, off, n));
+  px.sync_ns = 0; /* paid with the copy's */
   decision pd = *d;
-  pd.prior[go] = ibp__route(go)->prior(&px);
-  const double whole = ibp__choose_model_ns(&d->prior[go]);
+  ibp__route_priors(&px, pd.prior);
+  const double driver = ibp__choose_model_ns(&d->prior[IBP_ROUTE_DRIVER]);
+  const double driver_part = ibp__choose_model_ns(&pd.prior[IBP_ROUTE_DRIVER]);
   const double model = ibp__choose_model_ns(&pd.prior[go]);
-  if (model <= 0 || whole <= 0 || model >= whole)
+  if (model <= 0 || model >= ibp__choose_model_ns(&d->prior[go]) ||
+      driver_part <= 0 || driver_part >= driver)
     return -1;
-  pd.choice.choice_ns *= model / whole;
+  pd.choice.choice_ns *= driver_part / driver;
   const ibp_driver *drv = ibp__driver();
   /* the rest's copy beside the part's decodes: after the caller's earlier
    * work, marked before the part is queued */
-  CUstream side = go == IBP_ROUTE_STAGED && drv->cuStreamWaitEvent
-                      ? ibp__staged_copy_stream(x->ctx, x->dev, c->stream)
-                      : NULL;
+  CUstream side =
+      go == IBP_ROUTE_STAGED && !px.sp.gate.host_bytes && drv->cuStreamWaitEvent
+          ? ibp__staged_copy_stream(x->ctx, x->dev, c->stream)
+          : NULL;
   CUevent before = NULL;
   if (side &&
       (drv->cuEventCreate(&before, CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS ||

@@ -14,6 +14,10 @@ static double max2(double a, double b) {
   return a > b ? a : b;
 }
 
+static double min2(double a, double b) {
+  return a < b ? a : b;
+}
+
 static int is_open(const ibp_route_cost *c) {
   return c->cpu_ns > 0 || c->gpu_ns > 0;
 }
@@ -431,7 +435,20 @@ static void inherit(const ibp_choose_class *k,
     const int narrow = (timable >> r & 1) || c->engine;
     if (est[r] <= 0 || judged(&k->route[r], c->copies, now_ns))
       continue;
-    const double ci = narrow ? dcr : cr, gi = narrow ? dgr : gr;
+    double ci = narrow ? dcr : cr, gi = narrow ? dgr : gr;
+    /* what it measured of itself, once, outranks what it inherits: a
+     * route that took no longer than its model is not believed dearer
+     * than its model (under driver calls and set-up 4x dearer, the
+     * driver's 64 KiB copies measured 2.5x their model, their set-up, and
+     * a batched launch measured at 0.57x its model was believed 2.5x
+     * dearer: kv_offload's blocks, 0.68 of the batched route's time) */
+    uint32_t own;
+    const double oc = fresh_ratio(&k->route[r], 0, c->copies, now_ns, &own);
+    const double og = fresh_ratio(&k->route[r], 1, c->copies, now_ns, &own);
+    if (own) {
+      ci = min2(ci, max2(oc, 1.0));
+      gi = min2(gi, max2(og, 1.0));
+    }
     est[r] = scaled(c, ci, gi) + 1e-9;
     cpu[r] = cpu_ns(c, ci);
   }
@@ -702,7 +719,7 @@ ibp_route ibp__choose_decide(ibp_choose_class *k,
     double model[IBP_ROUTES];
     model_of(prior, model);
     out->modelled = smallest(model);
-    out->route = (ibp_route)out->modelled;
+    out->route = out->chosen = (ibp_route)out->modelled;
     memcpy(out->est_ns, model, sizeof model);
     if (!dry)
       count(k, out->route, model);
@@ -728,6 +745,7 @@ ibp_route ibp__choose_decide(ibp_choose_class *k,
   out->route = take;
   out->copies = prior[take].copies;
   out->choice_ns = a->choice_ns;
+  out->chosen = go;
   out->cpu_ns = a->cpu[take];
   if (dry)
     return take;

@@ -286,6 +286,8 @@ typedef struct ibp_choice {
                         budget (ibp__choose_settle corrects it) */
   double choice_ns;  /* the estimate of the class's choice (which an
                         exploration stands in for) */
+  ibp_route chosen;  /* the class's choice (an exploration's: the route it
+                        stands in for) */
   uint32_t copies;   /* the copies the route taken was costed for (its
                         ibp_route_cost.copies) */
   double est_ns[IBP_ROUTES]; /* each open route's estimate (0: closed) */

@@ -344,11 +344,15 @@ static double scaled_decode_us(const ibp_profile *p, double model_us,
   return fixed + scale * (model_us - fixed);
 }
 
-/* The measured decode over the model's, both less the launch's latency
- * `fixed`; a decode the model gives little more than its latency is read
- * whole (the difference would be noise). */
+/* The measured decode over the model's: where it took longer than the
+ * model, both less the launch's latency `fixed` (which the data does not
+ * change); else as measured -- continuous at the model, and never read
+ * cheaper than it ran (a GPU whose launches start sooner than the profile's
+ * latency would read a decode at its model as a fraction of it).  A decode
+ * the model gives little more than its latency is read whole (the
+ * difference would be noise). */
 static double decode_ratio(double took, double model_us, double fixed) {
-  if (fixed > 0 && model_us >= 2 * fixed && took > fixed)
+  if (took > model_us && fixed > 0 && model_us >= 2 * fixed)
     return (took - fixed) / (model_us - fixed);
   return took / model_us;
 }
@@ -373,9 +377,10 @@ static void probe_read(const ibp_driver *d, ibp_served_region *s,
     return;
   /* the span from the record before the launch to the one after it: the
    * launch's latency and the decode, as the model's time has them; the
-   * ratio is the decode's alone -- with the latency in it, a decode 4x
-   * slower than modelled read as 3.0x on a 5 us chunk -- and scales the
-   * decode alone (scaled_decode_us) */
+   * ratio is the decode's alone where it ran slower (decode_ratio) -- with
+   * the latency in it, decodes 4x slower than modelled read 3.07x on
+   * a100-pcie4's 13.6 us chunks -- and scales the decode alone
+   * (scaled_decode_us) */
   const double took = 1e3 * ms;
   if (took <= 0 || slot->probe_model_us <= 0)
     return;
