@@ -64,7 +64,7 @@ uint64_t ibp__choose_explore_part(uint64_t off, uint64_t bytes, uint64_t R) {
   uint64_t want = bytes / IBP_CHOOSE_EXPLORE_PARTS;
   if (want < IBP_CHOOSE_EXPLORE_PART_MIN)
     want = IBP_CHOOSE_EXPLORE_PART_MIN;
-  if (!R || want >= bytes / 4)
+  if (!R)
     return 0;
   const uint64_t end = (off + want + R - 1) / R * R; /* a tensor's end */
   return end - off < bytes / 4 ? end - off : 0;

@@ -960,9 +960,12 @@ static void test_hope_reads_setup(void) {
   /* and a hope at once: an early exploration is judged against the
    * driver at its span as measured (5.2 us), not as the hope reads it --
    * against 2.2 us, the batch measured worse, backed off and stayed
-   * unchosen */
+   * unchosen (its prior, 5.7 us, dearer than the driver as measured: one
+   * timed copy of its own does not make it the choice, a second early one
+   * does) */
   prior[IBP_ROUTE_BATCHED].hope_gpu_ns = 100;
   prior[IBP_ROUTE_BATCHED].explores = 1;
+  prior[IBP_ROUTE_BATCHED].gpu_ns = 5000;
   sim_init(&m);
   run at_once = simulate(&m, prior, truth, 100, IBP_ROUTE_BATCHED, 1);
   CHECK(at_once.first_explored == IBP_ROUTE_BATCHED);
@@ -970,6 +973,7 @@ static void test_hope_reads_setup(void) {
   CHECK(at_once.settled >= 0 && at_once.settled <= 40);
   prior[IBP_ROUTE_BATCHED].hope_gpu_ns = 2200;
   prior[IBP_ROUTE_BATCHED].explores = 32;
+  prior[IBP_ROUTE_BATCHED].gpu_ns = 3000;
   prior[IBP_ROUTE_DRIVER].setup_ns = 0;
   sim_init(&m);
   run link = simulate(&m, prior, truth, 100, IBP_ROUTE_DRIVER, 1);
