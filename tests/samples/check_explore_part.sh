@@ -18,32 +18,19 @@ TMP_ERR=$work/part.err
 json=$work/part.json
 args="--blocks 256 --prefill 240 --block-bytes 64K --steps 8 --window 16
   --warmup 2 --fetch prefix"
-# region FIELD: the first region's FIELD in $json
-region() {
-  python3 -c 'import json, sys
-print(json.load(open(sys.argv[1]))["regions"][0][sys.argv[2]])' "$json" "$1"
-}
-# libibp_run TRUTH: kv_offload under truth TRUTH, its result checked
+# part_run TRUTH: kv_offload under truth TRUTH, its result checked
 # shellcheck disable=SC2086 # $args: the sample's arguments, split
-libibp_run() {
-  SIMCUDA_PROFILE=$1 IBP_DISABLE=1 LD_PRELOAD=$lib run "$kv" $args
-  base=$(head -n 1 "$TMP_OUT")
-  rm -f "$json"
-  SIMCUDA_PROFILE=$1 IBP_PROFILE=h100-pcie5 \
-    IBP_REGIONS=min=8M,tensor=4K,name=kv IBP_WAIT_READY=1 IBP_STATS=$json \
-    LD_PRELOAD=$lib run "$kv" $args
-  [ "$rc" -eq 0 ] || fail "exit $rc: $(cat "$TMP_ERR")"
-  [ "$(head -n 1 "$TMP_OUT")" = "$base" ] ||
-    fail "result differs: $(head -n 1 "$TMP_OUT") vs $base"
+part_run() {
+  truth_run "$1" h100-pcie5 min=8M,tensor=4K,name=kv "$kv" $args
 }
 
-libibp_run "$decode4x"
+part_run "$decode4x"
 checks=$((checks + 1))
 [ "$(region copies_explored_part)" -ge 1 ] &&
   [ "$(region copies_staged)" -eq "$(region copies_explored_part)" ] ||
   fail "decodes 4x slower: not explored on a part, or staged whole: $(cat "$json")"
 
-libibp_run "$decode3xfast"
+part_run "$decode3xfast"
 checks=$((checks + 1))
 [ "$(region copies_explored_part)" -ge 1 ] &&
   [ "$(region copies_staged)" -gt "$(region copies_explored_part)" ] ||

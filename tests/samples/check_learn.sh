@@ -49,21 +49,8 @@ checks=$((checks + 1))
   [ "$(route driver copies)" -gt "$(route batched copies)" ] ||
   fail "decode 100x slower than modelled: rows still batched: $(cat "$json")"
 
-set -- --blocks 256 --slots 64 --steps 17 --window 16 --warmup 1
-SIMCUDA_PROFILE=$calls4x IBP_DISABLE=1 LD_PRELOAD=$lib run "$kv" "$@"
-base=$(head -n 1 "$TMP_OUT")
-rm -f "$json"
-SIMCUDA_PROFILE=$calls4x IBP_PROFILE=h100-pcie5 \
-  IBP_REGIONS=min=16M,tensor=256,name=kv IBP_WAIT_READY=1 IBP_STATS=$json \
-  LD_PRELOAD=$lib run "$kv" "$@"
-[ "$rc" -eq 0 ] || fail "kv_blocks: exit $rc: $(cat "$TMP_ERR")"
-[ "$(head -n 1 "$TMP_OUT")" = "$base" ] ||
-  fail "kv_blocks: result differs: $(head -n 1 "$TMP_OUT") vs $base"
-# region FIELD: the first region's FIELD in $json
-region() {
-  python3 -c 'import json, sys
-print(json.load(open(sys.argv[1]))["regions"][0][sys.argv[2]])' "$json" "$1"
-}
+truth_run "$calls4x" h100-pcie5 min=16M,tensor=256,name=kv "$kv" \
+  --blocks 256 --slots 64 --steps 17 --window 16 --warmup 1
 checks=$((checks + 1))
 [ "$(route batched explored)" -ge 1 ] && [ "$(region batch_launches)" -ge 1 ] &&
   [ "$(region copies_batched)" -gt "$(region batch_launches)" ] ||

@@ -25,17 +25,9 @@ json=$work/call.json
 args="--blocks 1024 --slots 64 --steps 65 --window 16 --warmup 1"
 # kv_run TRUTH [PRIOR]: kv_blocks under libibp (its profile PRIOR, by
 # default $prior) on a GPU behaving as TRUTH
+# shellcheck disable=SC2086 # $args: the sample's arguments, split
 kv_run() {
-  model=${2:-$prior}
-  SIMCUDA_PROFILE=$1 IBP_DISABLE=1 LD_PRELOAD=$lib run "$kv" $args
-  base=$(head -n 1 "$TMP_OUT")
-  rm -f "$json"
-  SIMCUDA_PROFILE=$1 IBP_PROFILE=$model \
-    IBP_REGIONS=min=16M,tensor=256,name=kv IBP_WAIT_READY=1 \
-    IBP_STATS=$json LD_PRELOAD=$lib run "$kv" $args
-  [ "$rc" -eq 0 ] || fail "exit $rc: $(cat "$TMP_ERR")"
-  [ "$(head -n 1 "$TMP_OUT")" = "$base" ] ||
-    fail "result differs: $(head -n 1 "$TMP_OUT") vs $base"
+  truth_run "$1" "${2:-$prior}" min=16M,tensor=256,name=kv "$kv" $args
 }
 kv_run "$prior"
 checks=$((checks + 1))

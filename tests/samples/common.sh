@@ -64,3 +64,27 @@ route() {
 r = json.load(open(sys.argv[1]))["regions"][0]["routes"]
 print(r[sys.argv[2]][sys.argv[3]])' "$json" "$1" "$2"
 }
+
+# region FIELD: the first region's FIELD in $json (libibp's statistics).
+region() {
+  python3 -c 'import json, sys
+print(json.load(open(sys.argv[1]))["regions"][0][sys.argv[2]])' "$json" "$1"
+}
+
+# truth_run TRUTH PROFILE REGIONS EXE ARGS...: EXE on the simulated GPU
+# behaving as TRUTH (a profile file), first with libibp disabled (its
+# result line), then served ($lib) under IBP_PROFILE=PROFILE and
+# IBP_REGIONS=REGIONS, its statistics in $json: a failure unless it exits 0
+# with the same result line.
+truth_run() {
+  _truth=$1 _profile=$2 _regions=$3
+  shift 3
+  SIMCUDA_PROFILE=$_truth IBP_DISABLE=1 LD_PRELOAD=$lib run "$@"
+  _base=$(head -n 1 "$TMP_OUT")
+  rm -f "$json"
+  SIMCUDA_PROFILE=$_truth IBP_PROFILE=$_profile IBP_REGIONS=$_regions \
+    IBP_WAIT_READY=1 IBP_STATS=$json LD_PRELOAD=$lib run "$@"
+  [ "$rc" -eq 0 ] || fail "exit $rc: $(cat "$TMP_ERR")"
+  [ "$(head -n 1 "$TMP_OUT")" = "$_base" ] ||
+    fail "result differs: $(head -n 1 "$TMP_OUT") vs $_base"
+}
