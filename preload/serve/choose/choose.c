@@ -14,10 +14,6 @@ static double max2(double a, double b) {
   return a > b ? a : b;
 }
 
-static double min2(double a, double b) {
-  return a < b ? a : b;
-}
-
 static int is_open(const ibp_route_cost *c) {
   return c->cpu_ns > 0 || c->gpu_ns > 0;
 }
@@ -436,18 +432,22 @@ static void inherit(const ibp_choose_class *k,
     if (est[r] <= 0 || judged(&k->route[r], c->copies, now_ns))
       continue;
     double ci = narrow ? dcr : cr, gi = narrow ? dgr : gr;
-    /* what it measured of itself, once, outranks what it inherits: a
-     * route that took no longer than its model is not believed dearer
-     * than its model (under driver calls and set-up 4x dearer, the
-     * driver's 64 KiB copies measured 2.5x their model, their set-up, and
-     * a batched launch measured at 0.57x its model was believed 2.5x
-     * dearer: kv_offload's blocks, 0.68 of the batched route's time) */
+    /* what it measured of itself, once, outranks what it inherits: each
+     * term no dearer than its own launch measured it, nor cheaper than its
+     * model (under driver calls and set-up 4x dearer, the driver's 64 KiB
+     * copies measured 2.5x their model, their set-up, and a batched launch
+     * measured at 0.57x its model was believed 2.5x dearer: kv_offload's
+     * blocks, 0.68 of the batched route's time).  Term by term, as the
+     * estimate is made: its calls measured as dear as the others' say the
+     * calls are, its link measured at its model says its link is not the
+     * driver's set-up (taking the dearer pair whole kept those blocks off
+     * the batched route, 0.99x where it ran 1.29x) */
     uint32_t own;
     const double oc = fresh_ratio(&k->route[r], 0, c->copies, now_ns, &own);
     const double og = fresh_ratio(&k->route[r], 1, c->copies, now_ns, &own);
     if (own) {
-      ci = min2(ci, max2(oc, 1.0));
-      gi = min2(gi, max2(og, 1.0));
+      ci = ci < max2(oc, 1.0) ? ci : max2(oc, 1.0);
+      gi = gi < max2(og, 1.0) ? gi : max2(og, 1.0);
     }
     est[r] = scaled(c, ci, gi) + 1e-9;
     cpu[r] = cpu_ns(c, ci);

@@ -1718,6 +1718,20 @@ static void test_own_outranks_inherited(void) {
   fprintf(stderr, "own 1.6x: zero-copy taken %ld times\n",
           o.took[IBP_ROUTE_ZEROCOPY]);
   CHECK(o.settled == 0 && o.took[IBP_ROUTE_ZEROCOPY] <= 8);
+  /* one copy measured cheaper than its model does not make it cheaper
+   * than its model: a prior dearer than the driver as measured (11 us) is
+   * not the choice on one copy at 0.5x, only once judged */
+  ibp_route_cost dear[IBP_ROUTES];
+  memcpy(dear, prior, sizeof dear);
+  dear[IBP_ROUTE_ZEROCOPY].gpu_ns = 8000;
+  truth[IBP_ROUTE_ZEROCOPY].gpu_ns = 4000;
+  sim_init(&m);
+  o = simulate(&m, dear, truth, 400, IBP_ROUTE_ZEROCOPY, 1);
+  fprintf(stderr, "own 0.5x, prior dearer: settled at %ld, explored %ld\n",
+          o.settled, o.explored);
+  /* (taken at the first copy's 0.5x, it settled at copy 147: the second
+   * exploration's wait, 16 copies, sooner) */
+  CHECK(o.settled > 150 && o.explored >= 2);
 }
 
 /* A large copy is explored on its first eighth (at least 256 KiB) ending on
