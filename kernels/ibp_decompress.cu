@@ -234,10 +234,11 @@ IBP_DEV tensor_job *warp_slots() {
                         IBP_KERNEL_JOB_BYTES * ibp_dev_warp_in_block());
 }
 
-/* The 32 bits from bit p of the staged words on. */
+/* The 32 bits from bit p of the staged words on.  (The funnel shift takes
+ * its amount mod 32: no mask.) */
 IBP_DEV uint32_t bits_at(const uint32_t *sw, uint32_t p) {
   const uint32_t *q = sw + (p >> 5);
-  return ibp_dev_funnel_r(q[0], q[1], p & 31);
+  return ibp_dev_funnel_r(q[0], q[1], p);
 }
 
 #include "stage_exp_dev.cuh"
@@ -268,13 +269,35 @@ template <unsigned C> IBP_DEV uint32_t fit_bytes(uint32_t f, unsigned i) {
   return 0u - ((f >> (C == 4 ? i : i / 2)) & 1u);
 }
 
-/* Per byte: the bits its chunk does not carry (fitting: inv, else shrt). */
+/* Per byte: the bits its chunk does not carry (fitting: inv, else shrt;
+ * one LOP3: the plan's shrt is 0 but past R, where inv is 8 as well). */
 IBP_DEV uint32_t dropped(uint32_t fit, uint32_t inv, uint32_t shrt) {
-  return (fit & inv) | (~fit & shrt);
+  return (fit & inv) | shrt;
 }
 
 IBP_DEV uint32_t byte_sum(uint32_t v) {
   return (v * 0x01010101u) >> 24;
+}
+
+/* Chunks of 4 and 8 bytes: byte i of the result is 0xFF where word i's
+ * chunk fits (fit bits f: one per chunk). */
+template <unsigned C> IBP_DEV uint32_t word_fits(uint32_t f) {
+  /* (the multiply moves each fit bit to the top bit of a byte, the prmt
+   * copies that bit over the bytes of its words) */
+  if (C == 4)
+    return ibp_dev_prmt((f & 15u) * 0x10204080u, 0, 0xBA98u);
+  return ibp_dev_prmt((f & 3u) * 0x00004080u, 0, 0x9988u);
+}
+
+/* Chunks of 4 and 8 bytes: byte i of the result is the payload bits of
+ * word i of the block whose plan is pl (fit bits f): the plan's counts
+ * word (docs/ARCHITECTURE.md "The decode plan") less, where the chunk
+ * fits, its invariant bits.  (No byte borrows: a word's invariant bits
+ * are at most its count.) */
+template <unsigned C>
+IBP_DEV uint32_t word_bits(const uint8_t *pl, uint32_t f) {
+  const uint64_t cnt = ibp_dev_ldg_u64(pl + 2 * BLOCK);
+  return (uint32_t)cnt - (word_fits<C>(f) & (uint32_t)(cnt >> 32));
 }
 
 /* Stages a C-byte chunk may need: log2 of its segment's bits. */
@@ -327,15 +350,19 @@ IBP_DEV uint32_t blocks_bits(const decode_ctx &x, uint32_t lo, uint32_t hi) {
     uint32_t n = 0;
     if (b < hi) {
       const uint8_t *pl = x.plan + b * ((4 + x.S) * BLOCK);
-      uint32_t inv[4], shrt[4], d = 0;
-      load4(inv, pl + 2 * BLOCK);
-      load4(shrt, pl + 3 * BLOCK);
       const uint32_t f = NB ? 0xFFFFu : block_fits<C>(x.sw, x.bit0, b);
-      /* (per byte at most 4 x 8 dropped bits: no carry) */
-      IBP_UNROLL
-      for (unsigned i = 0; i < 4; i++)
-        d += dropped(fit_bytes<C>(f, i), inv[i], shrt[i]);
-      n = 128 - byte_sum(d);
+      if (C >= 4) {
+        n = byte_sum(word_bits<C>(pl, f));
+      } else {
+        uint32_t inv[4], shrt[4], d = 0;
+        load4(inv, pl + 2 * BLOCK);
+        load4(shrt, pl + 3 * BLOCK);
+        /* (per byte at most 4 x 8 dropped bits: no carry) */
+        IBP_UNROLL
+        for (unsigned i = 0; i < 4; i++)
+          d += dropped(fit_bytes<C>(f, i), inv[i], shrt[i]);
+        n = 128 - byte_sum(d);
+      }
     }
     sum += ibp_dev_warp_sum(n);
   }
@@ -345,11 +372,26 @@ IBP_DEV uint32_t blocks_bits(const decode_ctx &x, uint32_t lo, uint32_t hi) {
 
 /* A lane's block before the warp scan, from its plan pl and its fit bits
  * f: per word, 0xFF in the bytes whose chunk fits (fit), per byte the bits
- * the chunks before it in the word do not carry, summed (pre), the word's
- * payload bits (n).  Returns the block's payload bits. */
+ * the chunks before it in the word do not carry, summed (pre: chunks of 1
+ * and 2 bytes), where the word's payload starts in the block's (off).
+ * Returns the block's payload bits. */
 template <unsigned C>
 IBP_DEV uint32_t block_prep(const uint8_t *pl, uint32_t f, uint32_t fit[4],
-                            uint32_t pre[4], uint32_t n[4]) {
+                            uint32_t pre[4], uint32_t off[4]) {
+  if (C >= 4) { /* a word is one chunk, or half of one: its counts */
+    const uint32_t fw = word_fits<C>(f), n = word_bits<C>(pl, f);
+    const uint32_t o = n * 0x01010100u; /* byte i: words 0 .. i-1's */
+    IBP_UNROLL
+    for (unsigned i = 0; i < 4; i++) { /* (8-byte chunks: 2 words, 1 prmt) */
+      fit[i] = ibp_dev_prmt(fw, 0, 0x8888u + 0x1111u * (C == 8 ? i & 2 : i));
+      pre[i] = 0;
+    }
+    off[0] = 0;
+    off[1] = ibp_dev_prmt(o, 0, 0x4441u);
+    off[2] = ibp_dev_prmt(o, 0, 0x4442u);
+    off[3] = o >> 24;
+    return off[3] + (n >> 24);
+  }
   uint32_t inv[4], shrt[4], bits = 0;
   load4(inv, pl + 2 * BLOCK);
   load4(shrt, pl + 3 * BLOCK);
@@ -358,8 +400,8 @@ IBP_DEV uint32_t block_prep(const uint8_t *pl, uint32_t f, uint32_t fit[4],
     fit[i] = fit_bytes<C>(f, i);
     const uint32_t d = dropped(fit[i], inv[i], shrt[i]);
     pre[i] = d * 0x01010100u;
-    n[i] = 32 - byte_sum(d);
-    bits += n[i];
+    off[i] = bits;
+    bits += 32 - byte_sum(d);
   }
   return bits;
 }
@@ -369,13 +411,11 @@ IBP_DEV uint32_t block_prep(const uint8_t *pl, uint32_t f, uint32_t fit[4],
 template <unsigned C>
 IBP_DEV ibp_dev_u128 block_out(const uint8_t *pl, const uint32_t *sw,
                                uint32_t p, unsigned S, const uint32_t fit[4],
-                               const uint32_t pre[4], const uint32_t n[4]) {
+                               const uint32_t pre[4], const uint32_t off[4]) {
   uint32_t y[4], e[4];
   IBP_UNROLL
-  for (unsigned i = 0; i < 4; i++) {
-    y[i] = e[i] = spread_chunks<C>(bits_at(sw, p), pre[i]);
-    p += n[i];
-  }
+  for (unsigned i = 0; i < 4; i++)
+    y[i] = e[i] = spread_chunks<C>(bits_at(sw, p + off[i]), pre[i]);
   IBP_UNROLL
   for (int s = (int)max_stages<C>::value - 1; s >= 0; s--) {
     if ((unsigned)s < S) {
@@ -405,12 +445,12 @@ IBP_DEV uint32_t decode_step(const decode_ctx &x, uint32_t g, uint32_t pos) {
   const bool live = FULL || b < nb;
   const uint32_t bl = live ? b : g; /* dead lanes read a live block */
   const uint8_t *pl = x.plan + bl * ((4 + S) * BLOCK); /* < 4 GiB */
-  uint32_t fit[4], pre[4], n[4];
+  uint32_t fit[4], pre[4], off[4];
   const uint32_t bits = block_prep<C>(
-      pl, NB ? 0xFFFFu : block_fits<C>(sw, bit0, bl), fit, pre, n);
+      pl, NB ? 0xFFFFu : block_fits<C>(sw, bit0, bl), fit, pre, off);
   unsigned total;
   const uint32_t p = pos + ibp_dev_warp_exclusive_scan(live ? bits : 0, &total);
-  const ibp_dev_u128 v = block_out<C>(pl, sw, p, S, fit, pre, n);
+  const ibp_dev_u128 v = block_out<C>(pl, sw, p, S, fit, pre, off);
   if (FULL) {
     ibp_dev_st16(x.dst + (BLOCK * b - x.w0), v);
   } else if (live) {
@@ -580,8 +620,9 @@ template <unsigned C> IBP_DEV void decode_group(const tensor_job *j) {
         8 * ((uint32_t)ibp_dev_ldg_u64((const uint8_t *)(j->offs + il)) - head);
     const unsigned S = j->S;
     const uint8_t *pl = j->plan + bl * ((4 + S) * BLOCK);
-    uint32_t fit[4], pre[4], n[4];
-    uint32_t bits = block_prep<C>(pl, block_fits<C>(sw, base, bl), fit, pre, n);
+    uint32_t fit[4], pre[4], off[4];
+    uint32_t bits =
+        block_prep<C>(pl, block_fits<C>(sw, base, bl), fit, pre, off);
     bits = live ? bits : 0;
     unsigned total;
     const uint32_t ex = ibp_dev_warp_exclusive_scan(bits, &total);
@@ -591,7 +632,7 @@ template <unsigned C> IBP_DEV void decode_group(const tensor_job *j) {
                             (before ? carry : 0);
     carry = ibp_dev_shfl(within + bits, 31);
     const ibp_dev_u128 v =
-        block_out<C>(pl, sw, base + R / C + within, S, fit, pre, n);
+        block_out<C>(pl, sw, base + R / C + within, S, fit, pre, off);
     if (live)
       ibp_dev_st16(j->dst + BLOCK * (g + lane), v);
     /* the next step's tensor and block: one tensor on at most for R of
