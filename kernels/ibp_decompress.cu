@@ -89,6 +89,8 @@ enum {
   MARK_EXP_SCOUT_STOP, /* a scout's next refill, or its end */
   MARK_EXP_START,      /* a stage decode's set-up, past the dtype's choice */
   MARK_EXP_SEGMENT,    /* a round of 32 segments, a lane each: its decode */
+  MARK_STAGE_EDGE,     /* a fetch's piece before the readable range */
+  MARK_BSTAGE_EDGE,    /* ... of a block's fetch */
   MARK_COUNT
 };
 
@@ -178,7 +180,8 @@ IBP_DEV void warp_stage(uint8_t *stage, const uint8_t *s_p, uint32_t lo,
       const unsigned n = end - q < PIECE ? end - q : PIECE;
       if (q >= ok) {
         ibp_dev_cp_async16(stage + (q - skip), (const void *)(line + q), n);
-      } else {        /* the region starts inside this piece: from >= ok */
+      } else { /* the region starts inside this piece: from >= ok */
+        IBP_MARK(MARK_STAGE_EDGE);
         IBP_NO_UNROLL /* a rare path: loads in flight would cost registers */
             for (uint32_t x = from; x < q + n; x++) {
           IBP_MARK(MARK_STAGE_BYTES);
@@ -238,6 +241,12 @@ IBP_DEV tensor_job *warp_slots() {
  * its amount mod 32: no mask.) */
 IBP_DEV uint32_t bits_at(const uint32_t *sw, uint32_t p) {
   const uint32_t *q = sw + (p >> 5);
+  return ibp_dev_funnel_r(q[0], q[1], p);
+}
+
+/* bits_at with its word's address one shift and one LEA (ibp_dev_shr). */
+IBP_DEV uint32_t bits_at_lea(const uint32_t *sw, uint32_t p) {
+  const uint32_t *q = sw + ibp_dev_shr(p, 5);
   return ibp_dev_funnel_r(q[0], q[1], p);
 }
 
@@ -415,7 +424,7 @@ IBP_DEV ibp_dev_u128 block_out(const uint8_t *pl, const uint32_t *sw,
   uint32_t y[4], e[4];
   IBP_UNROLL
   for (unsigned i = 0; i < 4; i++)
-    y[i] = e[i] = spread_chunks<C>(bits_at(sw, p + off[i]), pre[i]);
+    y[i] = e[i] = spread_chunks<C>(bits_at_lea(sw, p + off[i]), pre[i]);
   IBP_UNROLL
   for (int s = (int)max_stages<C>::value - 1; s >= 0; s--) {
     if ((unsigned)s < S) {
@@ -704,7 +713,8 @@ IBP_DEV void block_stage(uint8_t *stage, uintptr_t from, uintptr_t to,
       const uint8_t *p = (const uint8_t *)(line + o);
       if (p >= lo_ok) {
         ibp_dev_cp_async16(stage + (o - first), p, n);
-      } else {        /* the readable range starts inside this piece */
+      } else { /* the readable range starts inside this piece */
+        IBP_MARK(MARK_BSTAGE_EDGE);
         IBP_NO_UNROLL /* a rare path: loads in flight would cost registers */
             for (uint32_t a = (uint32_t)(from - line); a < o + n; a++) {
           IBP_MARK(MARK_BSTAGE_BYTES);
