@@ -91,6 +91,7 @@ enum {
   MARK_EXP_SEGMENT,    /* a round of 32 segments, a lane each: its decode */
   MARK_STAGE_EDGE,     /* a fetch's piece before the readable range */
   MARK_BSTAGE_EDGE,    /* ... of a block's fetch */
+  MARK_FETCH,          /* a unit's fetch, its job looked up */
   MARK_COUNT
 };
 
@@ -1153,6 +1154,12 @@ IBP_DEV uint8_t *walk_stage(const walk_state *ws, unsigned b) {
   return ibp_dev_shared() + ws->stage0 + b * ws->stage_bytes;
 }
 
+/* (s + k) % 3 for a slot s < 3 and k in 1, 2, from a table of 2-bit
+ * entries: no division. */
+IBP_DEV unsigned slot_after(unsigned s, unsigned k) {
+  return ((k == 1 ? 0x09u : 0x12u) >> (2 * s)) & 3u;
+}
+
 /* Decodes units [ws->u, ws->end) of a launch in one warp: in a walk, unit
  * u+1's fetch is issued (two buffers) before unit u is decoded, and
  * decisions are made one unit further ahead, for fetch_end.  `units` maps
@@ -1162,8 +1169,8 @@ IBP_DEV void walk_units(Units &units, walk_state *ws, tensor_job *slots) {
   uint64_t u = ws->u, u1 = ws->end;
   /* (the slots from ws->slot, 0: not kept live across the walks) */
   unsigned cur = 0, other = ws->buffers - 1, at = ws->slot;
-  tensor_job *j = slots + at, *n = slots + (at + 1) % 3,
-             *nn = slots + (at + 2) % 3;
+  tensor_job *j = slots + at, *n = slots + slot_after(at, 1),
+             *nn = slots + slot_after(at, 2);
   int jc = unit_of(units, u, u1 - u, ws->stage_bytes, walk_stage(ws, 0), j),
       nc = 0, staged = 0;
   while (u < u1) {
@@ -1182,6 +1189,7 @@ IBP_DEV void walk_units(Units &units, walk_state *ws, tensor_job *slots) {
     if (!staged) {                    /* j's fetch (nothing of it prefetched) */
       nc = un < u1 && unit_of(units, un, u1 - un, ws->stage_bytes,
                               walk_stage(ws, other), n);
+      IBP_MARK(MARK_FETCH);
       j->to = fetch_end(j, nc, n);
       stage_job(j);
     }
@@ -1192,6 +1200,7 @@ IBP_DEV void walk_units(Units &units, walk_state *ws, tensor_job *slots) {
       const uint64_t unn = un + n->count;
       nnc = unn < u1 && unit_of(units, unn, u1 - unn, ws->stage_bytes,
                                 walk_stage(ws, cur), nn);
+      IBP_MARK(MARK_FETCH);
       n->to = fetch_end(n, nnc, nn);
       stage_job(n);
     }
@@ -1228,19 +1237,19 @@ IBP_DEV void walk_units(Units &units, walk_state *ws, tensor_job *slots) {
     prefetch = ws->prefetch;
     units_restore(units, ws);
     j = slots + at;
-    n = slots + (at + 1) % 3;
-    nn = slots + (at + 2) % 3;
+    n = slots + slot_after(at, 1);
+    nn = slots + slot_after(at, 2);
     if (nc && n->from)
       take_carry(j, n);
     const uint64_t after = u + j->count;
     if (after < u1) {
-      at = (at + 1) % 3;
+      at = slot_after(at, 1);
       j = n;
       jc = nc;
       staged = prefetch;
       nc = nnc;
       n = nn;
-      nn = slots + (at + 2) % 3;
+      nn = slots + slot_after(at, 2);
       other = cur;
       cur = cur ^ (ws->buffers - 1);
     }
