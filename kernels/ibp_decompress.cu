@@ -92,6 +92,7 @@ enum {
   MARK_STAGE_EDGE,     /* a fetch's piece before the readable range */
   MARK_BSTAGE_EDGE,    /* ... of a block's fetch */
   MARK_FETCH,          /* a unit's fetch, its job looked up */
+  MARK_DECODE_NB,      /* a tensor's decode entry, its stream no bitmap */
   MARK_COUNT
 };
 
@@ -317,14 +318,23 @@ template <unsigned C> struct max_stages {
 
 /* Word i of a block from the 32 stream bits x at its first payload bit,
  * before the deposit: each chunk's bits moved to the chunk's first bit
- * (pre: per byte, the bits the chunks before it in the word do not carry,
- * summed). */
+ * (pre: 2-byte chunks, per byte the bits the chunks before it in the word
+ * do not carry, summed; 1-byte chunks, per byte the bits its chunk does
+ * not carry, at most 8). */
 template <unsigned C> IBP_DEV uint32_t spread_chunks(uint32_t x, uint32_t pre) {
+  if (C == 1) {
+    /* byte k moves up by the dropped bits of the bytes before it: each
+     * shift adds one byte's, from the low bits of pre >> 8k (a wrapping
+     * shift reads 5 bits: that byte's count, at most 8, and a zero) */
+    const uint32_t t1 = ibp_dev_shl_wrap(x, pre);
+    const uint32_t t2 = ibp_dev_shl_wrap(t1, pre >> 8);
+    const uint32_t t3 = ibp_dev_shl_wrap(t2, pre >> 16);
+    return (((((x & ~0xFF00u) | (t1 & 0xFF00u)) & ~0xFF0000u) |
+             (t2 & 0xFF0000u)) &
+            ~0xFF000000u) |
+           (t3 & 0xFF000000u);
+  }
   /* (a prmt takes byte k of pre as a shift: one instruction, not two) */
-  if (C == 1)
-    return (x & 0xFFu) | ((x << ibp_dev_prmt(pre, 0, 0x4441u)) & 0xFF00u) |
-           ((x << ibp_dev_prmt(pre, 0, 0x4442u)) & 0xFF0000u) |
-           ((x << (pre >> 24)) & 0xFF000000u);
   if (C == 2)
     return (x & 0xFFFFu) | ((x << ibp_dev_prmt(pre, 0, 0x4442u)) & 0xFFFF0000u);
   return x;
@@ -409,7 +419,7 @@ IBP_DEV uint32_t block_prep(const uint8_t *pl, uint32_t f, uint32_t fit[4],
   for (unsigned i = 0; i < 4; i++) {
     fit[i] = fit_bytes<C>(f, i);
     const uint32_t d = dropped(fit[i], inv[i], shrt[i]);
-    pre[i] = d * 0x01010100u;
+    pre[i] = C == 1 ? d : d * 0x01010100u;
     off[i] = bits;
     bits += 32 - byte_sum(d);
   }
@@ -546,8 +556,10 @@ template <unsigned C> IBP_DEV uint32_t decode_tensor(const tensor_job *j) {
     return 0;
   IBP_MARK(MARK_DECODE);
   const ibp_kernel_stage *st = j->stage; /* one tensor: never a group */
-  if (st && ibp_dev_ldg_u32(&st->no_bitmap))
+  if (st && ibp_dev_ldg_u32(&st->no_bitmap)) {
+    IBP_MARK(MARK_DECODE_NB);
     return decode_ibp<C, true>(j);
+  }
   return decode_ibp<C, false>(j);
 }
 

@@ -134,6 +134,10 @@ IBP_DEV void ibp_dev_st16(uint8_t *p, ibp_dev_u128 v) {
 IBP_DEV uint32_t ibp_dev_funnel_r(uint32_t lo, uint32_t hi, uint32_t sh) {
   return __funnelshift_r(lo, hi, sh);
 }
+/* v << (n mod 32): one shift (shf.l.wrap), the amount not masked. */
+IBP_DEV uint32_t ibp_dev_shl_wrap(uint32_t v, uint32_t n) {
+  return __funnelshift_l(0u, v, n);
+}
 /* v >> n, the compiler kept from folding it into an address: a word
  * index scaled back by a pointer add (p + (v >> n)) is then one shift and
  * one LEA, not a shift, a mask and an add. */
@@ -282,6 +286,9 @@ IBP_DEV void ibp_dev_st16(uint8_t *p, ibp_dev_u128 v) {
 }
 IBP_DEV uint32_t ibp_dev_funnel_r(uint32_t lo, uint32_t hi, uint32_t sh) {
   return (uint32_t)((((uint64_t)hi << 32) | lo) >> (sh & 31));
+}
+IBP_DEV uint32_t ibp_dev_shl_wrap(uint32_t v, uint32_t n) {
+  return v << (n & 31);
 }
 IBP_DEV uint32_t ibp_dev_shr(uint32_t v, uint32_t n) {
   return v >> n;
