@@ -464,7 +464,8 @@ IBP_DEV uint32_t decode_step(const decode_ctx &x, uint32_t g, uint32_t pos) {
   const unsigned S = x.S;
   const bool live = FULL || b < nb;
   const uint32_t bl = live ? b : g; /* dead lanes read a live block */
-  const uint8_t *pl = x.plan + bl * ((4 + S) * BLOCK); /* < 4 GiB */
+  const uint8_t *pl = BLOCKWIDE ? ibp_dev_at(x.plan, bl, (4 + S) * BLOCK)
+                                : x.plan + bl * ((4 + S) * BLOCK);
   uint32_t fit[4], pre[4], off[4];
   const uint32_t bits = block_prep<C>(
       pl, NB ? 0xFFFFu : block_fits<C>(sw, bit0, bl), fit, pre, off);

@@ -146,6 +146,13 @@ IBP_DEV uint32_t ibp_dev_shr(uint32_t v, uint32_t n) {
   asm("shr.u32 %0, %1, %2;" : "=r"(r) : "r"(v), "r"(n));
   return r;
 }
+/* p + i * n (i, n 32 bits, the product 64): one wide multiply-add, where
+ * nvcc multiplies, then adds the 64-bit halves apart. */
+IBP_DEV const uint8_t *ibp_dev_at(const uint8_t *p, uint32_t i, uint32_t n) {
+  const uint8_t *q;
+  asm("mad.wide.u32 %0, %1, %2, %3;" : "=l"(q) : "r"(i), "r"(n), "l"(p));
+  return q;
+}
 /* p[i] (any address space), its address one wide multiply-add (nvcc
  * otherwise shifts, masks and adds the 64-bit halves apart). */
 IBP_DEV uint32_t ibp_dev_ld_u16(const uint16_t *p, uint32_t i) {
@@ -292,6 +299,9 @@ IBP_DEV uint32_t ibp_dev_shl_wrap(uint32_t v, uint32_t n) {
 }
 IBP_DEV uint32_t ibp_dev_shr(uint32_t v, uint32_t n) {
   return v >> n;
+}
+IBP_DEV const uint8_t *ibp_dev_at(const uint8_t *p, uint32_t i, uint32_t n) {
+  return p + (uint64_t)i * n;
 }
 IBP_DEV uint32_t ibp_dev_ld_u16(const uint16_t *p, uint32_t i) {
   return p[i];
