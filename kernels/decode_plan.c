@@ -146,6 +146,21 @@ static void word_counts(const uint8_t *mask, uint32_t R, uint64_t w,
   *shrt = past;
 }
 
+/* Chunks of 4 and 8 bytes: the counts words of block b (groups 2 and 3):
+ * byte i of word 0 the payload bits of word i when its chunk does not
+ * fit, of word 1 its invariant bits inside R (what fitting takes off);
+ * the rest 0. */
+static void block_counts(const uint8_t *mask, uint32_t R, uint64_t b,
+                         uint32_t *g) {
+  memset(g, 0, 8 * sizeof *g);
+  for (unsigned i = 0; i < 4; i++) {
+    const uint64_t w = 4 * b + i;
+    const uint32_t inside = inside_word(R, w);
+    g[0] |= (uint32_t)(popcount32(inside)) << (8 * i);
+    g[1] |= (uint32_t)popcount32(load_word(mask, R, w) & inside) << (8 * i);
+  }
+}
+
 int ibp_kernels_decode_plan(const uint8_t *mask, const uint8_t *bitval,
                             uint32_t stride, uint32_t K, uint32_t R, uint32_t c,
                             unsigned S, uint32_t *out) {
@@ -163,12 +178,15 @@ int ibp_kernels_decode_plan(const uint8_t *mask, const uint8_t *bitval,
         uint32_t stage[IBP_PLAN_MAX_STAGES];
         g[i] = keep_word(m, R, w);
         g[4 + i] = load_word(v, R, w);
-        word_counts(m, R, w, &g[8 + i], &g[12 + i]);
+        if (c < 4)
+          word_counts(m, R, w, &g[8 + i], &g[12 + i]);
         if (!word_stages(g[i], seg, S, stage))
           return -1;
         for (unsigned s = 0; s < S; s++)
           g[16 + 4 * s + i] = stage[s];
       }
+      if (c >= 4)
+        block_counts(m, R, b, g + 8);
     }
   }
   return 0;

@@ -89,6 +89,10 @@ enum {
   MARK_EXP_SCOUT_STOP, /* a scout's next refill, or its end */
   MARK_EXP_START,      /* a stage decode's set-up, past the dtype's choice */
   MARK_EXP_SEGMENT,    /* a round of 32 segments, a lane each: its decode */
+  MARK_STAGE_EDGE,     /* a fetch's piece before the readable range */
+  MARK_BSTAGE_EDGE,    /* ... of a block's fetch */
+  MARK_FETCH,          /* a unit's fetch, its job looked up */
+  MARK_DECODE_NB,      /* a tensor's decode entry, its stream no bitmap */
   MARK_COUNT
 };
 
@@ -178,7 +182,8 @@ IBP_DEV void warp_stage(uint8_t *stage, const uint8_t *s_p, uint32_t lo,
       const unsigned n = end - q < PIECE ? end - q : PIECE;
       if (q >= ok) {
         ibp_dev_cp_async16(stage + (q - skip), (const void *)(line + q), n);
-      } else {        /* the region starts inside this piece: from >= ok */
+      } else { /* the region starts inside this piece: from >= ok */
+        IBP_MARK(MARK_STAGE_EDGE);
         IBP_NO_UNROLL /* a rare path: loads in flight would cost registers */
             for (uint32_t x = from; x < q + n; x++) {
           IBP_MARK(MARK_STAGE_BYTES);
@@ -234,10 +239,17 @@ IBP_DEV tensor_job *warp_slots() {
                         IBP_KERNEL_JOB_BYTES * ibp_dev_warp_in_block());
 }
 
-/* The 32 bits from bit p of the staged words on. */
+/* The 32 bits from bit p of the staged words on.  (The funnel shift takes
+ * its amount mod 32: no mask.) */
 IBP_DEV uint32_t bits_at(const uint32_t *sw, uint32_t p) {
   const uint32_t *q = sw + (p >> 5);
-  return ibp_dev_funnel_r(q[0], q[1], p & 31);
+  return ibp_dev_funnel_r(q[0], q[1], p);
+}
+
+/* bits_at with its word's address one shift and one LEA (ibp_dev_shr). */
+IBP_DEV uint32_t bits_at_lea(const uint32_t *sw, uint32_t p) {
+  const uint32_t *q = sw + ibp_dev_shr(p, 5);
+  return ibp_dev_funnel_r(q[0], q[1], p);
 }
 
 #include "stage_exp_dev.cuh"
@@ -268,13 +280,35 @@ template <unsigned C> IBP_DEV uint32_t fit_bytes(uint32_t f, unsigned i) {
   return 0u - ((f >> (C == 4 ? i : i / 2)) & 1u);
 }
 
-/* Per byte: the bits its chunk does not carry (fitting: inv, else shrt). */
+/* Per byte: the bits its chunk does not carry (fitting: inv, else shrt;
+ * one LOP3: the plan's shrt is 0 but past R, where inv is 8 as well). */
 IBP_DEV uint32_t dropped(uint32_t fit, uint32_t inv, uint32_t shrt) {
-  return (fit & inv) | (~fit & shrt);
+  return (fit & inv) | shrt;
 }
 
 IBP_DEV uint32_t byte_sum(uint32_t v) {
   return (v * 0x01010101u) >> 24;
+}
+
+/* Chunks of 4 and 8 bytes: byte i of the result is 0xFF where word i's
+ * chunk fits (fit bits f: one per chunk). */
+template <unsigned C> IBP_DEV uint32_t word_fits(uint32_t f) {
+  /* (the multiply moves each fit bit to the top bit of a byte, the prmt
+   * copies that bit over the bytes of its words) */
+  if (C == 4)
+    return ibp_dev_prmt((f & 15u) * 0x10204080u, 0, 0xBA98u);
+  return ibp_dev_prmt((f & 3u) * 0x00004080u, 0, 0x9988u);
+}
+
+/* Chunks of 4 and 8 bytes: byte i of the result is the payload bits of
+ * word i of the block whose plan is pl (fit bits f): the plan's counts
+ * word (docs/ARCHITECTURE.md "The decode plan") less, where the chunk
+ * fits, its invariant bits.  (No byte borrows: a word's invariant bits
+ * are at most its count.) */
+template <unsigned C>
+IBP_DEV uint32_t word_bits(const uint8_t *pl, uint32_t f) {
+  const uint64_t cnt = ibp_dev_ldg_u64(pl + 2 * BLOCK);
+  return (uint32_t)cnt - (word_fits<C>(f) & (uint32_t)(cnt >> 32));
 }
 
 /* Stages a C-byte chunk may need: log2 of its segment's bits. */
@@ -284,14 +318,23 @@ template <unsigned C> struct max_stages {
 
 /* Word i of a block from the 32 stream bits x at its first payload bit,
  * before the deposit: each chunk's bits moved to the chunk's first bit
- * (pre: per byte, the bits the chunks before it in the word do not carry,
- * summed). */
+ * (pre: 2-byte chunks, per byte the bits the chunks before it in the word
+ * do not carry, summed; 1-byte chunks, per byte the bits its chunk does
+ * not carry, at most 8). */
 template <unsigned C> IBP_DEV uint32_t spread_chunks(uint32_t x, uint32_t pre) {
+  if (C == 1) {
+    /* byte k moves up by the dropped bits of the bytes before it: each
+     * shift adds one byte's, from the low bits of pre >> 8k (a wrapping
+     * shift reads 5 bits: that byte's count, at most 8, and a zero) */
+    const uint32_t t1 = ibp_dev_shl_wrap(x, pre);
+    const uint32_t t2 = ibp_dev_shl_wrap(t1, pre >> 8);
+    const uint32_t t3 = ibp_dev_shl_wrap(t2, pre >> 16);
+    return (((((x & ~0xFF00u) | (t1 & 0xFF00u)) & ~0xFF0000u) |
+             (t2 & 0xFF0000u)) &
+            ~0xFF000000u) |
+           (t3 & 0xFF000000u);
+  }
   /* (a prmt takes byte k of pre as a shift: one instruction, not two) */
-  if (C == 1)
-    return (x & 0xFFu) | ((x << ibp_dev_prmt(pre, 0, 0x4441u)) & 0xFF00u) |
-           ((x << ibp_dev_prmt(pre, 0, 0x4442u)) & 0xFF0000u) |
-           ((x << (pre >> 24)) & 0xFF000000u);
   if (C == 2)
     return (x & 0xFFFFu) | ((x << ibp_dev_prmt(pre, 0, 0x4442u)) & 0xFFFF0000u);
   return x;
@@ -327,15 +370,19 @@ IBP_DEV uint32_t blocks_bits(const decode_ctx &x, uint32_t lo, uint32_t hi) {
     uint32_t n = 0;
     if (b < hi) {
       const uint8_t *pl = x.plan + b * ((4 + x.S) * BLOCK);
-      uint32_t inv[4], shrt[4], d = 0;
-      load4(inv, pl + 2 * BLOCK);
-      load4(shrt, pl + 3 * BLOCK);
       const uint32_t f = NB ? 0xFFFFu : block_fits<C>(x.sw, x.bit0, b);
-      /* (per byte at most 4 x 8 dropped bits: no carry) */
-      IBP_UNROLL
-      for (unsigned i = 0; i < 4; i++)
-        d += dropped(fit_bytes<C>(f, i), inv[i], shrt[i]);
-      n = 128 - byte_sum(d);
+      if (C >= 4) {
+        n = byte_sum(word_bits<C>(pl, f));
+      } else {
+        uint32_t inv[4], shrt[4], d = 0;
+        load4(inv, pl + 2 * BLOCK);
+        load4(shrt, pl + 3 * BLOCK);
+        /* (per byte at most 4 x 8 dropped bits: no carry) */
+        IBP_UNROLL
+        for (unsigned i = 0; i < 4; i++)
+          d += dropped(fit_bytes<C>(f, i), inv[i], shrt[i]);
+        n = 128 - byte_sum(d);
+      }
     }
     sum += ibp_dev_warp_sum(n);
   }
@@ -345,11 +392,26 @@ IBP_DEV uint32_t blocks_bits(const decode_ctx &x, uint32_t lo, uint32_t hi) {
 
 /* A lane's block before the warp scan, from its plan pl and its fit bits
  * f: per word, 0xFF in the bytes whose chunk fits (fit), per byte the bits
- * the chunks before it in the word do not carry, summed (pre), the word's
- * payload bits (n).  Returns the block's payload bits. */
+ * the chunks before it in the word do not carry, summed (pre: chunks of 1
+ * and 2 bytes), where the word's payload starts in the block's (off).
+ * Returns the block's payload bits. */
 template <unsigned C>
 IBP_DEV uint32_t block_prep(const uint8_t *pl, uint32_t f, uint32_t fit[4],
-                            uint32_t pre[4], uint32_t n[4]) {
+                            uint32_t pre[4], uint32_t off[4]) {
+  if (C >= 4) { /* a word is one chunk, or half of one: its counts */
+    const uint32_t fw = word_fits<C>(f), n = word_bits<C>(pl, f);
+    const uint32_t o = n * 0x01010100u; /* byte i: words 0 .. i-1's */
+    IBP_UNROLL
+    for (unsigned i = 0; i < 4; i++) { /* (8-byte chunks: 2 words, 1 prmt) */
+      fit[i] = ibp_dev_prmt(fw, 0, 0x8888u + 0x1111u * (C == 8 ? i & 2 : i));
+      pre[i] = 0;
+    }
+    off[0] = 0;
+    off[1] = ibp_dev_prmt(o, 0, 0x4441u);
+    off[2] = ibp_dev_prmt(o, 0, 0x4442u);
+    off[3] = o >> 24;
+    return off[3] + (n >> 24);
+  }
   uint32_t inv[4], shrt[4], bits = 0;
   load4(inv, pl + 2 * BLOCK);
   load4(shrt, pl + 3 * BLOCK);
@@ -357,9 +419,9 @@ IBP_DEV uint32_t block_prep(const uint8_t *pl, uint32_t f, uint32_t fit[4],
   for (unsigned i = 0; i < 4; i++) {
     fit[i] = fit_bytes<C>(f, i);
     const uint32_t d = dropped(fit[i], inv[i], shrt[i]);
-    pre[i] = d * 0x01010100u;
-    n[i] = 32 - byte_sum(d);
-    bits += n[i];
+    pre[i] = C == 1 ? d : d * 0x01010100u;
+    off[i] = bits;
+    bits += 32 - byte_sum(d);
   }
   return bits;
 }
@@ -369,13 +431,11 @@ IBP_DEV uint32_t block_prep(const uint8_t *pl, uint32_t f, uint32_t fit[4],
 template <unsigned C>
 IBP_DEV ibp_dev_u128 block_out(const uint8_t *pl, const uint32_t *sw,
                                uint32_t p, unsigned S, const uint32_t fit[4],
-                               const uint32_t pre[4], const uint32_t n[4]) {
+                               const uint32_t pre[4], const uint32_t off[4]) {
   uint32_t y[4], e[4];
   IBP_UNROLL
-  for (unsigned i = 0; i < 4; i++) {
-    y[i] = e[i] = spread_chunks<C>(bits_at(sw, p), pre[i]);
-    p += n[i];
-  }
+  for (unsigned i = 0; i < 4; i++)
+    y[i] = e[i] = spread_chunks<C>(bits_at_lea(sw, p + off[i]), pre[i]);
   IBP_UNROLL
   for (int s = (int)max_stages<C>::value - 1; s >= 0; s--) {
     if ((unsigned)s < S) {
@@ -404,13 +464,14 @@ IBP_DEV uint32_t decode_step(const decode_ctx &x, uint32_t g, uint32_t pos) {
   const unsigned S = x.S;
   const bool live = FULL || b < nb;
   const uint32_t bl = live ? b : g; /* dead lanes read a live block */
-  const uint8_t *pl = x.plan + bl * ((4 + S) * BLOCK); /* < 4 GiB */
-  uint32_t fit[4], pre[4], n[4];
+  const uint8_t *pl = BLOCKWIDE ? ibp_dev_at(x.plan, bl, (4 + S) * BLOCK)
+                                : x.plan + bl * ((4 + S) * BLOCK);
+  uint32_t fit[4], pre[4], off[4];
   const uint32_t bits = block_prep<C>(
-      pl, NB ? 0xFFFFu : block_fits<C>(sw, bit0, bl), fit, pre, n);
+      pl, NB ? 0xFFFFu : block_fits<C>(sw, bit0, bl), fit, pre, off);
   unsigned total;
   const uint32_t p = pos + ibp_dev_warp_exclusive_scan(live ? bits : 0, &total);
-  const ibp_dev_u128 v = block_out<C>(pl, sw, p, S, fit, pre, n);
+  const ibp_dev_u128 v = block_out<C>(pl, sw, p, S, fit, pre, off);
   if (FULL) {
     ibp_dev_st16(x.dst + (BLOCK * b - x.w0), v);
   } else if (live) {
@@ -496,8 +557,10 @@ template <unsigned C> IBP_DEV uint32_t decode_tensor(const tensor_job *j) {
     return 0;
   IBP_MARK(MARK_DECODE);
   const ibp_kernel_stage *st = j->stage; /* one tensor: never a group */
-  if (st && ibp_dev_ldg_u32(&st->no_bitmap))
+  if (st && ibp_dev_ldg_u32(&st->no_bitmap)) {
+    IBP_MARK(MARK_DECODE_NB);
     return decode_ibp<C, true>(j);
+  }
   return decode_ibp<C, false>(j);
 }
 
@@ -580,8 +643,9 @@ template <unsigned C> IBP_DEV void decode_group(const tensor_job *j) {
         8 * ((uint32_t)ibp_dev_ldg_u64((const uint8_t *)(j->offs + il)) - head);
     const unsigned S = j->S;
     const uint8_t *pl = j->plan + bl * ((4 + S) * BLOCK);
-    uint32_t fit[4], pre[4], n[4];
-    uint32_t bits = block_prep<C>(pl, block_fits<C>(sw, base, bl), fit, pre, n);
+    uint32_t fit[4], pre[4], off[4];
+    uint32_t bits =
+        block_prep<C>(pl, block_fits<C>(sw, base, bl), fit, pre, off);
     bits = live ? bits : 0;
     unsigned total;
     const uint32_t ex = ibp_dev_warp_exclusive_scan(bits, &total);
@@ -591,7 +655,7 @@ template <unsigned C> IBP_DEV void decode_group(const tensor_job *j) {
                             (before ? carry : 0);
     carry = ibp_dev_shfl(within + bits, 31);
     const ibp_dev_u128 v =
-        block_out<C>(pl, sw, base + R / C + within, S, fit, pre, n);
+        block_out<C>(pl, sw, base + R / C + within, S, fit, pre, off);
     if (live)
       ibp_dev_st16(j->dst + BLOCK * (g + lane), v);
     /* the next step's tensor and block: one tensor on at most for R of
@@ -663,7 +727,8 @@ IBP_DEV void block_stage(uint8_t *stage, uintptr_t from, uintptr_t to,
       const uint8_t *p = (const uint8_t *)(line + o);
       if (p >= lo_ok) {
         ibp_dev_cp_async16(stage + (o - first), p, n);
-      } else {        /* the readable range starts inside this piece */
+      } else { /* the readable range starts inside this piece */
+        IBP_MARK(MARK_BSTAGE_EDGE);
         IBP_NO_UNROLL /* a rare path: loads in flight would cost registers */
             for (uint32_t a = (uint32_t)(from - line); a < o + n; a++) {
           IBP_MARK(MARK_BSTAGE_BYTES);
@@ -1102,6 +1167,12 @@ IBP_DEV uint8_t *walk_stage(const walk_state *ws, unsigned b) {
   return ibp_dev_shared() + ws->stage0 + b * ws->stage_bytes;
 }
 
+/* (s + k) % 3 for a slot s < 3 and k in 1, 2, from a table of 2-bit
+ * entries: no division. */
+IBP_DEV unsigned slot_after(unsigned s, unsigned k) {
+  return ((k == 1 ? 0x09u : 0x12u) >> (2 * s)) & 3u;
+}
+
 /* Decodes units [ws->u, ws->end) of a launch in one warp: in a walk, unit
  * u+1's fetch is issued (two buffers) before unit u is decoded, and
  * decisions are made one unit further ahead, for fetch_end.  `units` maps
@@ -1111,8 +1182,8 @@ IBP_DEV void walk_units(Units &units, walk_state *ws, tensor_job *slots) {
   uint64_t u = ws->u, u1 = ws->end;
   /* (the slots from ws->slot, 0: not kept live across the walks) */
   unsigned cur = 0, other = ws->buffers - 1, at = ws->slot;
-  tensor_job *j = slots + at, *n = slots + (at + 1) % 3,
-             *nn = slots + (at + 2) % 3;
+  tensor_job *j = slots + at, *n = slots + slot_after(at, 1),
+             *nn = slots + slot_after(at, 2);
   int jc = unit_of(units, u, u1 - u, ws->stage_bytes, walk_stage(ws, 0), j),
       nc = 0, staged = 0;
   while (u < u1) {
@@ -1131,6 +1202,7 @@ IBP_DEV void walk_units(Units &units, walk_state *ws, tensor_job *slots) {
     if (!staged) {                    /* j's fetch (nothing of it prefetched) */
       nc = un < u1 && unit_of(units, un, u1 - un, ws->stage_bytes,
                               walk_stage(ws, other), n);
+      IBP_MARK(MARK_FETCH);
       j->to = fetch_end(j, nc, n);
       stage_job(j);
     }
@@ -1141,6 +1213,7 @@ IBP_DEV void walk_units(Units &units, walk_state *ws, tensor_job *slots) {
       const uint64_t unn = un + n->count;
       nnc = unn < u1 && unit_of(units, unn, u1 - unn, ws->stage_bytes,
                                 walk_stage(ws, cur), nn);
+      IBP_MARK(MARK_FETCH);
       n->to = fetch_end(n, nnc, nn);
       stage_job(n);
     }
@@ -1177,19 +1250,19 @@ IBP_DEV void walk_units(Units &units, walk_state *ws, tensor_job *slots) {
     prefetch = ws->prefetch;
     units_restore(units, ws);
     j = slots + at;
-    n = slots + (at + 1) % 3;
-    nn = slots + (at + 2) % 3;
+    n = slots + slot_after(at, 1);
+    nn = slots + slot_after(at, 2);
     if (nc && n->from)
       take_carry(j, n);
     const uint64_t after = u + j->count;
     if (after < u1) {
-      at = (at + 1) % 3;
+      at = slot_after(at, 1);
       j = n;
       jc = nc;
       staged = prefetch;
       nc = nnc;
       n = nn;
-      nn = slots + (at + 2) % 3;
+      nn = slots + slot_after(at, 2);
       other = cur;
       cur = cur ^ (ws->buffers - 1);
     }

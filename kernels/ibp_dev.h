@@ -134,6 +134,25 @@ IBP_DEV void ibp_dev_st16(uint8_t *p, ibp_dev_u128 v) {
 IBP_DEV uint32_t ibp_dev_funnel_r(uint32_t lo, uint32_t hi, uint32_t sh) {
   return __funnelshift_r(lo, hi, sh);
 }
+/* v << (n mod 32): one shift (shf.l.wrap), the amount not masked. */
+IBP_DEV uint32_t ibp_dev_shl_wrap(uint32_t v, uint32_t n) {
+  return __funnelshift_l(0u, v, n);
+}
+/* v >> n, the compiler kept from folding it into an address: a word
+ * index scaled back by a pointer add (p + (v >> n)) is then one shift and
+ * one LEA, not a shift, a mask and an add. */
+IBP_DEV uint32_t ibp_dev_shr(uint32_t v, uint32_t n) {
+  uint32_t r;
+  asm("shr.u32 %0, %1, %2;" : "=r"(r) : "r"(v), "r"(n));
+  return r;
+}
+/* p + i * n (i, n 32 bits, the product 64): one wide multiply-add, where
+ * nvcc multiplies, then adds the 64-bit halves apart. */
+IBP_DEV const uint8_t *ibp_dev_at(const uint8_t *p, uint32_t i, uint32_t n) {
+  const uint8_t *q;
+  asm("mad.wide.u32 %0, %1, %2, %3;" : "=l"(q) : "r"(i), "r"(n), "l"(p));
+  return q;
+}
 /* p[i] (any address space), its address one wide multiply-add (nvcc
  * otherwise shifts, masks and adds the 64-bit halves apart). */
 IBP_DEV uint32_t ibp_dev_ld_u16(const uint16_t *p, uint32_t i) {
@@ -274,6 +293,15 @@ IBP_DEV void ibp_dev_st16(uint8_t *p, ibp_dev_u128 v) {
 }
 IBP_DEV uint32_t ibp_dev_funnel_r(uint32_t lo, uint32_t hi, uint32_t sh) {
   return (uint32_t)((((uint64_t)hi << 32) | lo) >> (sh & 31));
+}
+IBP_DEV uint32_t ibp_dev_shl_wrap(uint32_t v, uint32_t n) {
+  return v << (n & 31);
+}
+IBP_DEV uint32_t ibp_dev_shr(uint32_t v, uint32_t n) {
+  return v >> n;
+}
+IBP_DEV const uint8_t *ibp_dev_at(const uint8_t *p, uint32_t i, uint32_t n) {
+  return p + (uint64_t)i * n;
 }
 IBP_DEV uint32_t ibp_dev_ld_u16(const uint16_t *p, uint32_t i) {
   return p[i];

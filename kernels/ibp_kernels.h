@@ -266,6 +266,11 @@ typedef struct ibp_gather_args {
  *           (8 past R)
  *   short   per byte: the bits a non-fitting chunk does not carry (8 past
  *           R, else 0)
+ *           (chunks of 4 and 8 bytes: these two groups are the block's
+ *           counts instead, word 0 byte i the payload bits of word i
+ *           when its chunk does not fit -- 32 less 8 per byte past R --,
+ *           word 1 byte i its invariant bits inside R, the other six
+ *           words 0)
  *   stage s (s < S; group 4 + s): the positions that take the bit 2^s
  *           below them in stage s of the deposit (Hacker's Delight's
  *           "expand", stages S-1 down to 0), per chunk (per 32-bit word for
