@@ -434,14 +434,12 @@ static void inherit(const ibp_choose_class *k,
     double ci = narrow ? dcr : cr, gi = narrow ? dgr : gr;
     /* what it measured of itself, once, outranks what it inherits: each
      * term no dearer than its own launch measured it, nor cheaper than its
-     * model (under driver calls and set-up 4x dearer, the driver's 64 KiB
-     * copies measured 2.5x their model, their set-up, and a batched launch
-     * measured at 0.57x its model was believed 2.5x dearer: kv_offload's
-     * blocks, 0.68 of the batched route's time).  Term by term, as the
-     * estimate is made: its calls measured as dear as the others' say the
-     * calls are, its link measured at its model says its link is not the
-     * driver's set-up (taking the dearer pair whole kept those blocks off
-     * the batched route, 0.99x where it ran 1.29x) */
+     * model -- term by term, as the estimate is made: its calls measured
+     * as dear as the others' say the calls are, its link measured at its
+     * model says the others' dearer spans were not its link (under driver
+     * calls and set-up 4x dearer, the driver's 64 KiB copies measured 2.5x
+     * their model, mostly set-up, and a batched launch measured at 0.57x
+     * its model was believed 2.5x dearer until timed again) */
     uint32_t own;
     const double oc = fresh_ratio(&k->route[r], 0, c->copies, now_ns, &own);
     const double og = fresh_ratio(&k->route[r], 1, c->copies, now_ns, &own);
