@@ -523,6 +523,13 @@ static int locate(ibp_route_copy *x, CUdeviceptr *alloc, size_t *alloc_bytes) {
   return x->p ? -1 : IBP_PASSED_NO_PROFILE;
 }
 
+/* The bytes copy x read over PCIe served by GPU route go: the staged
+ * path's windows and raw reads, else the kernel's host reads. */
+static uint64_t pcie_of(const ibp_route_copy *x, ibp_route go) {
+  return go == IBP_ROUTE_STAGED ? x->sp.gate.ce_bytes + x->sp.gate.host_bytes
+                                : x->g.host_bytes - SECTOR_SLACK;
+}
+
 /* The rest of a copy explored on a part, bytes [n, c->bytes): the driver's
  * copy, on `side` where given (the staged path's copy stream: behind the
  * part's windows, beside its decodes, which it would otherwise wait for --
@@ -638,11 +645,7 @@ static int explore_in_part(ibp_route_copy *x, decision *d, ibp_route go) {
   ibp__count(&s->counters, copies_served, 1);
   ibp__count(&s->counters, copies_explored_part, 1);
   ibp__count(&s->counters, bytes_requested, c->bytes);
-  ibp__count(&s->counters, bytes_read_pcie,
-             (go == IBP_ROUTE_STAGED
-                  ? px.sp.gate.ce_bytes + px.sp.gate.host_bytes
-                  : px.g.host_bytes - SECTOR_SLACK) +
-                 c->bytes - n);
+  ibp__count(&s->counters, bytes_read_pcie, pcie_of(&px, go) + c->bytes - n);
   return 0;
 }
 
@@ -696,12 +699,9 @@ static int submit_by(ibp_route_copy *x, decision *d, ibp_route go) {
     failed(x, "synchronizing the copy", e);
     return driver_copy(x, d, 0); /* it rewrites dst with the right bytes */
   }
-  uint64_t pcie = x->g.host_bytes - SECTOR_SLACK;
-  if (go == IBP_ROUTE_STAGED) {
-    if (!c->part)
-      ibp__count(&s->counters, copies_staged, 1);
-    pcie = x->sp.gate.ce_bytes + x->sp.gate.host_bytes;
-  }
+  if (go == IBP_ROUTE_STAGED && !c->part)
+    ibp__count(&s->counters, copies_staged, 1);
+  const uint64_t pcie = pcie_of(x, go);
   ibp__chooser_ran(d->ch, go, 1);
   if (!c->part)
     ibp__count(&s->counters, copies_served, 1);
