@@ -89,6 +89,21 @@ for n in $((app + 1)) $second $penultimate $total $marked; do
   [ "$n" -gt "$app" ] && [ "$n" -le "$total" ] && nths="$nths $n"
 done
 [ "$app" -eq 0 ] && nths="$nths *"
+# Where libibp makes fewer calls of ENTRY than the application (it serves
+# the application's own, e.g. a batched launch's one job-list copy for
+# many rows), no nth above the application's count exists: calls spread
+# over 1..T (all of them up to 32), of which libibp must have handled one
+# (exit 0, its one warning), or none was its own.
+replaced=0
+if [ "$total" -lt "$app" ]; then
+  replaced=1
+  picks=32
+  [ "${IBP_TEST_REDUCE:-1}" -gt 1 ] && picks=8
+  nths=$(awk -v t="$total" -v k="$picks" 'BEGIN {
+    if (t <= k) { for (i = 1; i <= t; i++) print i; exit }
+    for (i = 0; i < k; i++) print 1 + int(i * (t - 1) / (k - 1)) }')
+fi
+handled=0
 failed=0
 for nth in $(echo "$nths" | tr ' ' '\n' | awk '!seen[$0]++'); do
   tag=nth-$(echo "$nth" | tr '*' a)
@@ -109,6 +124,11 @@ for nth in $(echo "$nths" | tr ' ' '\n' | awk '!seen[$0]++'); do
     grep -v '^\[simcuda\] cu' "$work/$tag.err" | tail -n 8 | sed 's/^/  | /'
     failed=1
   fi
+  [ $rc -eq 0 ] && [ "$warnings" -eq 1 ] && handled=$((handled + 1))
 done
+if [ $replaced -eq 1 ] && [ $handled -eq 0 ]; then
+  echo "FAIL: no injection into $entry met a call of libibp's own"
+  failed=1
+fi
 [ $failed -eq 0 ] && echo "all injections into $entry handled"
 exit $failed
