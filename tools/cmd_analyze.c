@@ -324,7 +324,7 @@ static void json_cost(json_out *j, const analyze_args *a, const analysis *an) {
   json_object_begin(j, "cost");
   json_string(j, "profile", a->profile.name);
   json_bool(j, "stage_terms_measured",
-            ibp_profile_stage_measured(&a->profile, IBP_DECODER_BUILD));
+            ibp_profile_stage_measured(&a->profile, IBP_STAGE_BUILD));
   json_double(j, "ibp_link_ms_per_gib", an->cost_ibp.link_us / 1e3);
   json_double(j, "ibp_decode_ms_per_gib", an->cost_ibp.decode_us / 1e3);
   json_double(j, "stage_link_ms_per_gib", an->cost_stage.link_us / 1e3);
@@ -446,7 +446,7 @@ static void print_cost(const analyze_args *a, const analysis *an) {
   printf("modelled cost       per GiB copied, %s (link + decode; stage "
          "terms %s):\n",
          a->profile.name,
-         ibp_profile_stage_measured(&a->profile, IBP_DECODER_BUILD)
+         ibp_profile_stage_measured(&a->profile, IBP_STAGE_BUILD)
              ? "measured"
              : "an unmeasured estimate");
   printf("  IBP alone         %.2f ms (%.2f + %.2f)\n",

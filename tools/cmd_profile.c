@@ -47,13 +47,13 @@ static void print_decode_terms(const ibp_profile *p) {
     printf("# decode terms: unmeasured for this decoder (decoder_build %s; "
            "this decoder: %s)\n",
            p->decoder_build, IBP_DECODER_BUILD);
-  if (ibp_profile_stage_measured(p, IBP_DECODER_BUILD))
-    printf("# stage decode terms: measured with this decoder (%s)\n",
-           IBP_DECODER_BUILD);
+  if (ibp_profile_stage_measured(p, IBP_STAGE_BUILD))
+    printf("# stage decode terms: measured with this decoder's stage (%s)\n",
+           IBP_STAGE_BUILD);
   else
-    printf("# stage decode terms: unmeasured for this decoder "
-           "(stage_decoder_build %s; this decoder: %s)\n",
-           p->stage_decoder_build, IBP_DECODER_BUILD);
+    printf("# stage decode terms: unmeasured for this decoder's stage "
+           "(stage_decoder_build %s; this stage: %s)\n",
+           p->stage_decoder_build, IBP_STAGE_BUILD);
 }
 
 static int print_profile(const char *spec) {

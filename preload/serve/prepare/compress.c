@@ -250,7 +250,7 @@ static void pick_stage(const ibp_region_rec *r, const ibp_served_region *s,
              "a sample, but its decode costs more than it saves under "
              "profile %s%s",
              r->name, 100.0 * (double)c.total / (double)c.versus_total, p->name,
-             ibp_profile_stage_measured(p, IBP_DECODER_BUILD)
+             ibp_profile_stage_measured(p, IBP_STAGE_BUILD)
                  ? ""
                  : " (its stage terms an unmeasured estimate)");
   } else {
