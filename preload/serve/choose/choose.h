@@ -221,7 +221,8 @@ typedef struct ibp_choose_route {
   uint64_t chosen;   /* copies decided for it */
   uint64_t explored; /* of those, explorations */
   /* a two-stage route's whole span over the model's joining of its stages
-   * (ibp__choose_learn_whole), the smallest of the fresh ones as above */
+   * (ibp__choose_learn_whole): of the fresh ones, the smaller of two, the
+   * median of 3 or more (choose.c, middle) */
   double whole_seen[IBP_CHOOSE_WINDOW], whole_ns[IBP_CHOOSE_WINDOW];
   uint32_t wholes;
 } ibp_choose_route;

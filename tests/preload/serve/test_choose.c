@@ -909,6 +909,21 @@ static void test_whole_median(void) {
         ibp__choose_estimate(&s.k, IBP_ROUTE_STAGED, st, s.now);
     CHECK(fabs(after - cases[i].factor * before) < 1e-6 * before);
   }
+  /* spans age: 1.5 and 2.0 read, then 3 s on, 1.2 and 1.3 -- the two
+   * fresh ones count (the smaller), not the median of four; 3 s on
+   * again, none: the model */
+  sim s;
+  sim_init(&s);
+  const double before = ibp__choose_estimate(&s.k, IBP_ROUTE_STAGED, st, s.now);
+  ibp__choose_learn_whole(&s.k, IBP_ROUTE_STAGED, 1.5, s.now);
+  ibp__choose_learn_whole(&s.k, IBP_ROUTE_STAGED, 2.0, s.now);
+  s.now += 1.5 * IBP_CHOOSE_AGE_NS;
+  ibp__choose_learn_whole(&s.k, IBP_ROUTE_STAGED, 1.2, s.now);
+  ibp__choose_learn_whole(&s.k, IBP_ROUTE_STAGED, 1.3, s.now);
+  CHECK(fabs(ibp__choose_estimate(&s.k, IBP_ROUTE_STAGED, st, s.now) -
+             1.2 * before) < 1e-6 * before);
+  s.now += 1.5 * IBP_CHOOSE_AGE_NS;
+  CHECK(ibp__choose_estimate(&s.k, IBP_ROUTE_STAGED, st, s.now) == before);
 }
 
 /* An exploration is charged on what the class measured of the route
