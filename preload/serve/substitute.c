@@ -530,6 +530,23 @@ static uint64_t pcie_of(const ibp_route_copy *x, ibp_route go) {
                                 : x->g.host_bytes - SECTOR_SLACK;
 }
 
+/* What copy x served by GPU route go (decided as *d) counts: the route
+ * ran, the bytes it was asked for and read over PCIe (`pcie`), the time
+ * the model says it saved; a part of a compact region's split is counted
+ * with its copy, not as one. */
+static void count_served(const ibp_route_copy *x, const decision *d,
+                         ibp_route go, uint64_t pcie, double saved_ns) {
+  ibp_served_region *s = x->s;
+  if (go == IBP_ROUTE_STAGED && !x->c->part)
+    ibp__count(&s->counters, copies_staged, 1);
+  ibp__chooser_ran(d->ch, go, 1);
+  if (!x->c->part)
+    ibp__count(&s->counters, copies_served, 1);
+  ibp__count(&s->counters, bytes_requested, x->c->bytes);
+  ibp__count(&s->counters, bytes_read_pcie, pcie);
+  ibp__count(&s->counters, modelled_seconds_saved, (uint64_t)saved_ns);
+}
+
 /* The rest of a copy explored on a part, bytes [n, c->bytes): the driver's
  * copy, on `side` where given (the staged path's copy stream: behind the
  * part's windows, beside its decodes, which it would otherwise wait for --
@@ -639,13 +656,8 @@ static int explore_in_part(ibp_route_copy *x, decision *d, ibp_route go) {
            e);
     return driver_copy(x, d, 0); /* it rewrites dst with the right bytes */
   }
-  if (go == IBP_ROUTE_STAGED)
-    ibp__count(&s->counters, copies_staged, 1);
-  ibp__chooser_ran(d->ch, go, 1);
-  ibp__count(&s->counters, copies_served, 1);
   ibp__count(&s->counters, copies_explored_part, 1);
-  ibp__count(&s->counters, bytes_requested, c->bytes);
-  ibp__count(&s->counters, bytes_read_pcie, pcie_of(&px, go) + c->bytes - n);
+  count_served(x, d, go, pcie_of(&px, go) + c->bytes - n, 0);
   return 0;
 }
 
@@ -699,15 +711,7 @@ static int submit_by(ibp_route_copy *x, decision *d, ibp_route go) {
     failed(x, "synchronizing the copy", e);
     return driver_copy(x, d, 0); /* it rewrites dst with the right bytes */
   }
-  if (go == IBP_ROUTE_STAGED && !c->part)
-    ibp__count(&s->counters, copies_staged, 1);
-  const uint64_t pcie = pcie_of(x, go);
-  ibp__chooser_ran(d->ch, go, 1);
-  if (!c->part)
-    ibp__count(&s->counters, copies_served, 1);
-  ibp__count(&s->counters, bytes_requested, c->bytes);
-  ibp__count(&s->counters, bytes_read_pcie, pcie);
-  ibp__count(&s->counters, modelled_seconds_saved, (uint64_t)saved_ns);
+  count_served(x, d, go, pcie_of(x, go), saved_ns);
   return 0;
 }
 
