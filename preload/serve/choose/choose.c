@@ -537,11 +537,18 @@ static void assess(const ibp_choose_class *k,
    * charges what it took) */
   double cost = 0;
   int early = 0;
+  a->go_judged = judged(&k->route[go], prior[go].copies, now_ns);
+  /* the choice at the calls and the link seen so far, as measured, while
+   * it is not judged yet (its estimate is then its prior) */
+  const double seen_go =
+      a->go_judged ? est[go]
+                   : max2(est[go], scaled(&prior[go], seen_cr, seen_gr));
   if (alt >= 0) {
     /* the copies it takes (a batch explored is joined by the class's
      * next copies), over as many of the choice */
     const double taken = explored_ns(&prior[alt], model[alt], own[alt]);
     cost = max2(0, taken - explores(&prior[alt]) * est[go]) + timing_ns;
+    const double early_cost = max2(0, taken - explores(&prior[alt]) * seen_go);
     /* early: a route that could win, never measured, is explored at once
      * on a loan -- the credit goes below 0, and later explorations wait
      * until the class's copies have paid it back -- with no surcharge: a
@@ -556,14 +563,13 @@ static void assess(const ibp_choose_class *k,
      * bytes, and a batched launch believed as slow was 1.4x faster than the
      * driver */
     early = hopeful(k, prior, alt, hope, est, go, now_ns) &&
-            cost - timing_ns <=
-                IBP_CHOOSE_EXPLORE_SHARE * IBP_CHOOSE_EARLY_REPAY * est[go];
+            early_cost <=
+                IBP_CHOOSE_EXPLORE_SHARE * IBP_CHOOSE_EARLY_REPAY * seen_go;
     if (!early && !judged(&k->route[alt], prior[alt].copies, now_ns))
       cost += IBP_CHOOSE_UNMEASURED * taken;
   }
   a->early = early;
   a->cost = cost;
-  a->go_judged = judged(&k->route[go], prior[go].copies, now_ns);
   a->choice_ns = est[go];
   /* an early exploration is judged against the choice at the calls and
    * the link seen so far, as measured (the choice may not be judged
@@ -571,7 +577,7 @@ static void assess(const ibp_choose_class *k,
    * dearer measured worse than a driver believed 4x cheaper than it was,
    * and were not explored again (0.28 of the batched route's time) */
   if (early && !a->go_judged)
-    a->choice_ns = max2(est[go], scaled(&prior[go], seen_cr, seen_gr));
+    a->choice_ns = seen_go;
 }
 
 static int same_cost(const ibp_route_cost *a, const ibp_route_cost *b) {

@@ -1067,8 +1067,29 @@ static void test_early_loan_bounded(void) {
   CHECK(fabs(c.est_ns[IBP_ROUTE_BATCHED] - 18000) < 1);
   CHECK(c.explore && c.route == IBP_ROUTE_BATCHED);
   CHECK(fabs(c.charged_ns - TIMING_NS) < 1);
+  /* a dearer driver timed once: not judged, its estimate still its prior
+   * (10 us), but seen at 15.  A batch of 32 (448 us at its own prior) is
+   * 128 us over 32 of the driver's prior -- over the loan (25.6 us) -- and
+   * nothing over 32 of what the driver was seen to cost: explored early,
+   * judged against the driver as seen (kv_blocks under driver calls 4x
+   * dearer: explored a step later, after the driver's second sample, 0.93
+   * of the batched route's time) */
+  prior[IBP_ROUTE_BATCHED].explores = 32;
+  prior[IBP_ROUTE_BATCHED].once_ns = 30000;
+  sim_init(&m);
+  ibp__choose_learn(&m.k, IBP_ROUTE_DRIVER, 0, 2500, 2500, 15000, 10000, m.now);
+  ibp__choose_decide(&m.k, prior, 9u, TIMING_NS, 1, 0, m.now, &c);
+  CHECK(fabs(c.est_ns[IBP_ROUTE_DRIVER] - 10000) < 1);
+  CHECK(c.explore && c.route == IBP_ROUTE_BATCHED);
+  CHECK(fabs(c.choice_ns - 15000) < 1);
+  /* the same batch where the driver was not seen dearer: over the loan */
+  sim_init(&m);
+  ibp__choose_learn(&m.k, IBP_ROUTE_DRIVER, 0, 2500, 2500, 10000, 10000, m.now);
+  ibp__choose_decide(&m.k, prior, 9u, TIMING_NS, 1, 0, m.now, &c);
+  CHECK(!c.explore);
   /* and a launch whose fixed costs make its batch of 16 dearer than the
    * call's copies (once_ns: 40 us a copy) over the loan */
+  prior[IBP_ROUTE_BATCHED].explores = 16;
   prior[IBP_ROUTE_BATCHED].once_ns = 16 * 40000;
   sim_init(&m);
   learn_twice(&m, IBP_ROUTE_DRIVER, 0, 2500, 2500, 15000, 10000);
