@@ -43,7 +43,7 @@ static int htod(CUdeviceptr dst, const void *src, size_t n, CUstream s,
     rc = ibp__serve_htod(&c);
   }
   if (rc && !ibp__guard)
-    ibp__batch_order(s);
+    ibp__batch_order_copy(s);
   return rc;
 }
 

@@ -151,7 +151,7 @@ static int quiet(ibp_route_copy *x) {
     ibp__chooser_quiet_report(ch, cls, c->stream, x);
     return 0;
   }
-  ibp__batch_order(c->stream); /* what is held runs first */
+  ibp__batch_order_copy(c->stream); /* what is held runs first */
   ibp__streams_queued(x->dev, c->stream, now, est, est, NULL);
   ibp__chooser_ran(ch, IBP_ROUTE_DRIVER, 1);
   pass(x, IBP_PASSED_GATED);
@@ -410,7 +410,7 @@ static int split_compact(ibp_route_copy *x, uint64_t off) {
   const uint64_t min_run = runs <= COMPACT_MAX_PARTS ? 1 : COMPACT_LONG_RUN;
   if (!(runs <= COMPACT_MAX_PARTS ? runs : long_runs))
     return 1;
-  ibp__batch_order(c->stream);        /* what is held runs first */
+  ibp__batch_order_copy(c->stream);   /* what is held runs first */
   uint64_t drv = 0;                   /* the driver's part [drv, at) pending */
   uint64_t drv_bytes = 0, served = 0; /* the copy is counted once, below */
   for (uint64_t at = 0, n; at <= c->bytes; at += n) {
@@ -791,7 +791,7 @@ static int serve_region(ibp_route_copy *x, int hold_more) {
   }
   /* what is held runs first -- and its launch may leave the stream busy
    * where quiet() found it idle */
-  if (ibp__batch_order(c->stream))
+  if (ibp__batch_order_copy(c->stream))
     x->busy_known = 0;
   if (estimate)
     pcie = ibp__stored_bytes(s, off, c->bytes);

@@ -56,8 +56,9 @@
 #define SLOT_BYTES                                                             \
   (MAX_REGIONS * sizeof(ibp_decompress_args) + MAX_JOBS * sizeof(ibp_batch_job))
 /* ASSUMPTION: copies per batch the gate expects of a stream before it has
- * seen RATE_EVERY of them (then: as many as arrive, at the rate they have
- * been arriving, within the deadline). */
+ * seen RATE_EVERY of them within its runs (then: as many as arrive within
+ * the deadline at the rate they arrive within a run, and no more than a run
+ * of them -- the copies between two of the stream's ordering points). */
 #define EXPECTED_PRIOR 16
 /* The tracker's scan cost fades by SCAN_FADE every SCAN_FADE_EVERY copies
  * refused for it (0.98 a copy, in steps): a figure that changed with every
@@ -66,6 +67,12 @@
 #define SCAN_FADE_EVERY 16
 #define SCAN_FADE 0.7238 /* 0.98^16 */
 #define RATE_EVERY 16
+/* Runs a stream's mean run is smoothed over, about. */
+#define RUN_SMOOTH 4
+/* Ordering points counted per stream, hashed into ORDER_SLOTS counters
+ * (and one for IBP_BATCH_ALL): a batch's run ends when its stream's count
+ * moves, whichever thread's ordering point it was. */
+#define ORDER_SLOTS 64
 #define SHARED_DEFAULT_LIMIT (48 * 1024)
 /* Held copies whose destinations are compared one by one with a new
  * copy's (beyond: the batch is launched first) -- see overlaps(). */
@@ -122,13 +129,18 @@ typedef struct batch {
   CUstream stream;
   int dev, blocking;
   uint32_t count;
-  uint64_t offers;    /* copies offered (held or not) */
-  uint64_t offers_at; /* offers at the rate's last sample (0: none yet) */
-  double offers_t;    /* device clock then */
+  uint64_t offers;    /* copies offered (held or not) a gap within a run
+                         after the last */
   double own_ns;      /* the modelled CPU time of the paths the copies
-                         offered since then took (held or not) */
-  double interval_ns; /* between offers were they all held, smoothed; 0:
-                         not known yet */
+                         offered since the last offer took (held or not) */
+  double interval_ns; /* between offers within a run were they all held,
+                         smoothed; 0: not known yet */
+  double offered_ns;  /* device clock at the last offer (0: none yet) */
+  uint64_t run;       /* copies offered in the current run */
+  uint64_t runs;      /* runs that ended, counted */
+  double run_mean;    /* their copies, smoothed */
+  uint64_t order_seen; /* the stream's ordering points, as last seen
+                          (order_count) */
   uint64_t units;
   double est_ns;     /* the chooser's estimates of the held copies' GPU
                         time, summed (their launch's on the stream and the
@@ -924,6 +936,39 @@ static uint64_t hold_key(const gate_answer *a, const ibp_route_copy *x,
   return k ^ scan ^ (uint64_t)timable << 56;
 }
 
+/* Ordering points per stream (ibp__batch_order), whichever thread's:
+ * ORDER_SLOTS counters by the stream's handle, the last for IBP_BATCH_ALL.
+ * Two streams may share a counter: each one's runs then end at the
+ * other's ordering points too. */
+static _Atomic uint64_t order_count[ORDER_SLOTS + 1];
+
+static unsigned order_slot(CUstream s) {
+  if (s == IBP_BATCH_ALL)
+    return ORDER_SLOTS;
+  const uint64_t h = (uint64_t)(uintptr_t)s * 0x9E3779B97F4A7C15ull;
+  return (unsigned)(h >> 58) % ORDER_SLOTS;
+}
+
+static uint64_t order_read(CUstream s) {
+  return atomic_load_explicit(&order_count[order_slot(s)],
+                              memory_order_relaxed);
+}
+
+/* Whether an ordering point since b's last offer ended b's run: one on
+ * b's stream, everywhere, or, for a blocking stream, on the legacy stream
+ * (an ordering point of a blocking stream launches what the legacy
+ * stream holds as well, and is not counted for it: a legacy stream's run
+ * ends at its own). */
+static int run_ordered(batch *b) {
+  uint64_t seen = order_read(b->stream) + order_read(IBP_BATCH_ALL);
+  if (b->blocking && b->stream != CU_STREAM_LEGACY)
+    seen += order_read(CU_STREAM_LEGACY);
+  if (seen == b->order_seen)
+    return 0;
+  b->order_seen = seen;
+  return 1;
+}
+
 /* Holds copy x in b when the gate prefers it there (lock held; x on b's
  * device: x->slot, x->p; `pcie`: its stored bytes, estimated).  0 when
  * held; 2: alone; 3: the driver's copy, timed. */
@@ -933,35 +978,59 @@ static int hold_locked(batch *b, ibp_route_copy *x, uint64_t pcie) {
   ibp_region_rec *r = x->r;
   ibp_served_region *s = x->s;
   const ibp_profile *p = x->p;
-  /* the copies' rate on this stream, every RATE_EVERY-th offer: the
-   * application's own time between them, plus what a held copy costs --
-   * not what the path taken cost (copies refused because they arrive
-   * slowly must not arrive slowly because they were refused) */
+  /* the copies' rate on this stream within a run: the application's own
+   * time since the last offer, plus what a held copy costs -- not what the
+   * path the last one took cost (copies refused because they arrive slowly
+   * must not arrive slowly because they were refused).  A run is the
+   * copies between two of the stream's ordering points (each launches what
+   * is held: a batch holds one run at most), or two offers a deadline
+   * apart; the time between runs says nothing of the rate within one:
+   * sampled every 16th offer across kv_offload's steps, 16 copies a step
+   * under driver calls 4x dearer read as a batch of 4, which went alone */
   const double held_cpu_ns =
       1e3 * ((c->hold_only ? 0 : p->runtime_call_us) + p->ibp_hold_us);
+  const double now = ibp__clock_ns();
   /* with the copies a quiet run left to the driver since the last offer
    * (serve/choose/chooser.h): offered in effect, each alone */
-  b->offers += 1 + x->skipped;
+  uint64_t offered = 1 + x->skipped;
   b->own_ns += x->skipped_own_ns;
-  if (!b->offers_at || b->offers - b->offers_at >= RATE_EVERY) {
-    double now = ibp__clock_ns();
-    if (b->offers_at) {
-      double app =
-          (now - b->offers_t - b->own_ns) / (double)(b->offers - b->offers_at);
-      double gap = (app > 0 ? app : 0) + held_cpu_ns;
-      b->interval_ns =
-          b->interval_ns ? 0.75 * b->interval_ns + 0.25 * gap : gap;
+  int ended = run_ordered(b);
+  if (b->offered_ns > 0 && !ended) {
+    const double app = (now - b->offered_ns - b->own_ns) / (double)offered;
+    const double gap = (app > 0 ? app : 0) + held_cpu_ns;
+    if (gap < b->deadline_ns) {
+      b->offers += offered;
+      const double w =
+          (double)offered / (double)(b->offers < RATE_EVERY ? b->offers : RATE_EVERY);
+      b->interval_ns += (w < 1 ? w : 1) * (gap - b->interval_ns);
+    } else {
+      ended = 1;
     }
-    b->offers_t = now;
-    b->offers_at = b->offers;
-    b->own_ns = 0;
   }
+  b->offered_ns = now;
+  b->own_ns = 0;
+  /* the copies a quiet run took since the last offer came before the
+   * ordering point or the gap, as far as is known here */
+  if (ended && b->run) {
+    b->run += offered - 1;
+    offered = 1;
+    b->runs++;
+    const double w = 1.0 / (double)(b->runs < RUN_SMOOTH ? b->runs : RUN_SMOOTH);
+    b->run_mean += w * ((double)b->run - b->run_mean);
+    b->run = 0;
+  }
+  b->run += offered;
   /* the choice: this copy in a batch of the copies that arrive within
-   * the deadline at that rate (at least those held; rounded down to a
-   * power of two, so that the answer can be kept), or alone (substitute.c:
-   * kernel or driver, whichever is faster) */
-  double expect =
-      b->interval_ns > 0 ? b->deadline_ns / b->interval_ns : EXPECTED_PRIOR;
+   * the deadline at that rate, no more than a run (the mean run's, or this
+   * one's where it is longer already), at least those held; rounded down
+   * to a power of two, so that the answer can be kept -- or alone
+   * (substitute.c: kernel or driver, whichever is faster) */
+  double expect = b->offers >= RATE_EVERY && b->interval_ns > 0
+                      ? b->deadline_ns / b->interval_ns
+                      : EXPECTED_PRIOR;
+  const double run = b->run_mean > (double)b->run ? b->run_mean : (double)b->run;
+  if (b->runs && expect > run)
+    expect = run;
   uint32_t n = expect >= MAX_JOBS ? MAX_JOBS
                : expect < 1       ? 1
                                   : (uint32_t)expect;
@@ -1233,6 +1302,12 @@ static void flush_context(CUcontext ctx, int only_blocking) {
 }
 
 int ibp__batch_order(CUstream s) {
+  atomic_fetch_add_explicit(&order_count[order_slot(s)], 1,
+                            memory_order_relaxed);
+  return ibp__batch_order_copy(s);
+}
+
+int ibp__batch_order_copy(CUstream s) {
   if (!atomic_load_explicit(&held, memory_order_relaxed))
     return 0;
   const ibp_driver *d = ibp__driver();

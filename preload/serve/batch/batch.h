@@ -53,10 +53,16 @@ int ibp__batch_hold_more(ibp_route_copy *x);
  * as the hooks made them explicit): launches what is held on s and on the
  * streams s synchronises with (the legacy stream and the blocking streams
  * of its context), so that whatever runs next on s comes after them.
- * IBP_BATCH_ALL: everything held.  One relaxed load when nothing is held.
- * Returns whether anything was held (then launched, or left on other
- * streams), 0 when nothing was. */
+ * IBP_BATCH_ALL: everything held.  Counted for the stream's runs of copies
+ * (one relaxed add), then one relaxed load when nothing is held.  Returns
+ * whether anything was held (then launched, or left on other streams), 0
+ * when nothing was. */
 int ibp__batch_order(CUstream s);
+
+/* The same before a host-to-device copy's own call to the driver (one not
+ * held): it ends no run of the stream's copies (batch.c, a batch's
+ * expected size).  One relaxed load when nothing is held. */
+int ibp__batch_order_copy(CUstream s);
 
 /* Stream s is destroyed: what it holds is launched and its batch
  * forgotten (a later stream may get the same handle). */

@@ -168,7 +168,7 @@ int ibp__serve_2d(const CUDA_MEMCPY2D *p, CUstream s, int sync) {
     if (y == 0)
       return 1; /* nothing held: the driver's 2D copy, whole */
     /* the rest by the driver, after what is held (rows never overlap) */
-    ibp__batch_order(s);
+    ibp__batch_order_copy(s);
     for (; y < p->Height; y++) {
       row(p, y, &c.src, &c.dst);
       if (d->cuMemcpyHtoDAsync(c.dst, c.src, c.bytes, s) != CUDA_SUCCESS &&
