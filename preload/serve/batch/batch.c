@@ -129,16 +129,16 @@ typedef struct batch {
   CUstream stream;
   int dev, blocking;
   uint32_t count;
-  uint64_t offers;    /* copies offered (held or not) a gap within a run
-                         after the last */
-  double own_ns;      /* the modelled CPU time of the paths the copies
-                         offered since the last offer took (held or not) */
-  double interval_ns; /* between offers within a run were they all held,
-                         smoothed; 0: not known yet */
-  double offered_ns;  /* device clock at the last offer (0: none yet) */
-  uint64_t run;       /* copies offered in the current run */
-  uint64_t runs;      /* runs that ended, counted */
-  double run_mean;    /* their copies, smoothed */
+  uint64_t offers;     /* copies offered (held or not) a gap within a run
+                          after the last */
+  double own_ns;       /* the modelled CPU time of the paths the copies
+                          offered since the last offer took (held or not) */
+  double interval_ns;  /* between offers within a run were they all held,
+                          smoothed; 0: not known yet */
+  double offered_ns;   /* device clock at the last offer (0: none yet) */
+  uint64_t run;        /* copies offered in the current run */
+  uint64_t runs;       /* runs that ended, counted */
+  double run_mean;     /* their copies, smoothed */
   uint64_t order_seen; /* the stream's ordering points, as last seen
                           (order_count) */
   uint64_t units;
@@ -1001,7 +1001,8 @@ static int hold_locked(batch *b, ibp_route_copy *x, uint64_t pcie) {
     if (gap < b->deadline_ns) {
       b->offers += offered;
       const double w =
-          (double)offered / (double)(b->offers < RATE_EVERY ? b->offers : RATE_EVERY);
+          (double)offered /
+          (double)(b->offers < RATE_EVERY ? b->offers : RATE_EVERY);
       b->interval_ns += (w < 1 ? w : 1) * (gap - b->interval_ns);
     } else {
       ended = 1;
@@ -1015,7 +1016,8 @@ static int hold_locked(batch *b, ibp_route_copy *x, uint64_t pcie) {
     b->run += offered - 1;
     offered = 1;
     b->runs++;
-    const double w = 1.0 / (double)(b->runs < RUN_SMOOTH ? b->runs : RUN_SMOOTH);
+    const double w =
+        1.0 / (double)(b->runs < RUN_SMOOTH ? b->runs : RUN_SMOOTH);
     b->run_mean += w * ((double)b->run - b->run_mean);
     b->run = 0;
   }
@@ -1028,7 +1030,8 @@ static int hold_locked(batch *b, ibp_route_copy *x, uint64_t pcie) {
   double expect = b->offers >= RATE_EVERY && b->interval_ns > 0
                       ? b->deadline_ns / b->interval_ns
                       : EXPECTED_PRIOR;
-  const double run = b->run_mean > (double)b->run ? b->run_mean : (double)b->run;
+  const double run =
+      b->run_mean > (double)b->run ? b->run_mean : (double)b->run;
   if (b->runs && expect > run)
     expect = run;
   uint32_t n = expect >= MAX_JOBS ? MAX_JOBS
