@@ -27,8 +27,12 @@ static inline int quiet(void) {
   return ibp__guard || ibp_registry_empty();
 }
 
-/* 0 when served; 1 when the real copy must run (after what is held for
- * batched launches that must run before it: serve/batch/batch.h). */
+/* 0 when served; otherwise the real copy must run (after what is held for
+ * batched launches that must run before it: serve/batch/batch.h).  Its
+ * call ends its stream's run of copies (batch.h) unless the gate counted
+ * it in the run (ibp__serve_htod's 2): a host-synchronous copy, served or
+ * not, or a unified one (it may be the step's device-to-host copy) always
+ * does. */
 static int htod(CUdeviceptr dst, const void *src, size_t n, CUstream s,
                 int sync, int unified) {
   ibp__discover_copy(src, n, unified);
@@ -42,8 +46,12 @@ static int htod(CUdeviceptr dst, const void *src, size_t n, CUstream s,
                   .unified = unified};
     rc = ibp__serve_htod(&c);
   }
-  if (rc && !ibp__guard)
-    ibp__batch_order_copy(s);
+  if (!ibp__guard) {
+    if (rc == 2 && !sync && !unified)
+      ibp__batch_order_copy(s);
+    else if (rc || sync)
+      ibp__batch_order(s);
+  }
   return rc;
 }
 

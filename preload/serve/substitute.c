@@ -152,6 +152,7 @@ static int quiet(ibp_route_copy *x) {
     return 0;
   }
   ibp__batch_order_copy(c->stream); /* what is held runs first */
+  x->in_run = 1; /* counted by the stream's next offer (x->skipped) */
   ibp__streams_queued(x->dev, c->stream, now, est, est, NULL);
   ibp__chooser_ran(ch, IBP_ROUTE_DRIVER, 1);
   pass(x, IBP_PASSED_GATED);
@@ -410,7 +411,7 @@ static int split_compact(ibp_route_copy *x, uint64_t off) {
   const uint64_t min_run = runs <= COMPACT_MAX_PARTS ? 1 : COMPACT_LONG_RUN;
   if (!(runs <= COMPACT_MAX_PARTS ? runs : long_runs))
     return 1;
-  ibp__batch_order_copy(c->stream);   /* what is held runs first */
+  ibp__batch_order(c->stream);        /* what is held runs first */
   uint64_t drv = 0;                   /* the driver's part [drv, at) pending */
   uint64_t drv_bytes = 0, served = 0; /* the copy is counted once, below */
   for (uint64_t at = 0, n; at <= c->bytes; at += n) {
@@ -790,8 +791,10 @@ static int serve_region(ibp_route_copy *x, int hold_more) {
     return 1;
   }
   /* what is held runs first -- and its launch may leave the stream busy
-   * where quiet() found it idle */
-  if (ibp__batch_order_copy(c->stream))
+   * where quiet() found it idle; a copy no batch counted ends its stream's
+   * run (batch.h) */
+  if (x->in_run ? ibp__batch_order_copy(c->stream)
+                : ibp__batch_order(c->stream))
     x->busy_known = 0;
   if (estimate)
     pcie = ibp__stored_bytes(s, off, c->bytes);
@@ -912,5 +915,5 @@ int ibp__serve_htod(const ibp_copy *c) {
     count_passed(x.s, c, x.passed);
   ibp__guard--;
   ibp_region_release(r);
-  return rc;
+  return rc && x.in_run ? 2 : rc;
 }

@@ -1022,6 +1022,7 @@ static int hold_locked(batch *b, ibp_route_copy *x, uint64_t pcie) {
     b->run = 0;
   }
   b->run += offered;
+  x->in_run = 1; /* its own call to the driver ends no run */
   /* the choice: this copy in a batch of the copies that arrive within
    * the deadline at that rate, no more than a run (the mean run's, or this
    * one's where it is longer already), at least those held; rounded down

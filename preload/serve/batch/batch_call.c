@@ -156,7 +156,8 @@ int ibp__serve_2d(const CUDA_MEMCPY2D *p, CUstream s, int sync) {
                   .hold_only = 1,
                   .arrive = p->Height - y};
     row(p, y, &c.src, &c.dst);
-    if (ibp__serve_htod(&c) == 0)
+    const int rc = ibp__serve_htod(&c);
+    if (rc == 0)
       continue;
     /* the rows after it are the driver's too: counted once each (the
      * refused one was, with its own reason) */
@@ -167,8 +168,12 @@ int ibp__serve_2d(const CUDA_MEMCPY2D *p, CUstream s, int sync) {
     }
     if (y == 0)
       return 1; /* nothing held: the driver's 2D copy, whole */
-    /* the rest by the driver, after what is held (rows never overlap) */
-    ibp__batch_order_copy(s);
+    /* the rest by the driver, after what is held (rows never overlap); a
+     * row the gate did not count ends the stream's run */
+    if (rc == 2)
+      ibp__batch_order_copy(s);
+    else
+      ibp__batch_order(s);
     for (; y < p->Height; y++) {
       row(p, y, &c.src, &c.dst);
       if (d->cuMemcpyHtoDAsync(c.dst, c.src, c.bytes, s) != CUDA_SUCCESS &&

@@ -83,6 +83,10 @@ typedef struct ibp_route_copy {
   double alone_own_ns;
   uint32_t skipped;
   double skipped_own_ns;
+  /* counted in its stream's run of copies (batch.c): offered to the batch
+   * (hold_locked) or taken by a quiet run -- its own call to the driver
+   * then ends no run (ibp__serve_htod's 2) */
+  int in_run;
 } ibp_route_copy;
 
 /* What a route's submit answers. */
