@@ -129,14 +129,16 @@ typedef struct batch {
   CUstream stream;
   int dev, blocking;
   uint32_t count;
-  uint64_t offers;     /* copies offered (held or not) a gap within a run
-                          after the last */
+  uint64_t offers;     /* copies offered (held or not) within a run less
+                          than a deadline after the one before: the
+                          within-run rate's samples */
   double own_ns;       /* the modelled CPU time of the paths the copies
                           offered since the last offer took (held or not) */
   double interval_ns;  /* between offers within a run were they all held,
                           smoothed; 0: not known yet */
-  double offered_ns;   /* device clock at the last offer (0: none yet) */
-  uint64_t run;        /* copies offered in the current run */
+  double offered_ns;   /* device clock at the last offer (run > 0) */
+  uint64_t run;        /* copies offered in the current run (0: none offered
+                          yet, ever) */
   uint64_t runs;       /* runs that ended, counted */
   double run_mean;     /* their copies, smoothed */
   uint64_t order_seen; /* the stream's ordering points, as last seen
@@ -995,7 +997,7 @@ static int hold_locked(batch *b, ibp_route_copy *x, uint64_t pcie) {
   uint64_t offered = 1 + x->skipped;
   b->own_ns += x->skipped_own_ns;
   int ended = run_ordered(b);
-  if (b->offered_ns > 0 && !ended) {
+  if (b->run && !ended) {
     const double app = (now - b->offered_ns - b->own_ns) / (double)offered;
     const double gap = (app > 0 ? app : 0) + held_cpu_ns;
     if (gap < b->deadline_ns) {
@@ -1011,14 +1013,20 @@ static int hold_locked(batch *b, ibp_route_copy *x, uint64_t pcie) {
   b->offered_ns = now;
   b->own_ns = 0;
   /* the copies a quiet run took since the last offer came before the
-   * ordering point or the gap, as far as is known here */
+   * ordering point or the gap, as far as is known here (UNFINISHED: they
+   * may span several of the stream's ordering points -- a quiet run counts
+   * none -- and lengthen the run they are credited to); a run longer than
+   * a batch counts as one as long as a batch, so that one long run (no
+   * ordering point for a million copies) moves the mean as far as a full
+   * batch's, no further */
   if (ended && b->run) {
     b->run += offered - 1;
     offered = 1;
     b->runs++;
     const double w =
         1.0 / (double)(b->runs < RUN_SMOOTH ? b->runs : RUN_SMOOTH);
-    b->run_mean += w * ((double)b->run - b->run_mean);
+    const double run = b->run < MAX_JOBS ? (double)b->run : MAX_JOBS;
+    b->run_mean += w * (run - b->run_mean);
     b->run = 0;
   }
   b->run += offered;
