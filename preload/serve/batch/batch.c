@@ -191,6 +191,9 @@ static batch *batches;
 static staging *stagings; /* under stage_lock */
 static _Atomic unsigned staging_failures;
 static _Atomic unsigned held; /* batches holding copies */
+/* Whether any stream ever had a batch: till then ordering points are not
+ * counted (order_count) -- no run to end */
+static _Atomic unsigned batched;
 static int timer_started;
 /* The flusher (close_batch): batches launched off the holding thread, in
  * the order they were handed over; `handed` counts those not launched
@@ -781,6 +784,7 @@ static batch *batch_for(const ibp_driver *d, CUstream s, CUcontext ctx, int dev,
   b->blocking = blocking(d, s);
   b->deadline_ns = 1e3 * p->batch_deadline_us;
   HASH_ADD(hh, batches, key, sizeof k, b);
+  atomic_store_explicit(&batched, 1, memory_order_relaxed);
   return b;
 }
 
@@ -1314,8 +1318,13 @@ static void flush_context(CUcontext ctx, int only_blocking) {
 }
 
 int ibp__batch_order(CUstream s) {
-  atomic_fetch_add_explicit(&order_count[order_slot(s)], 1,
-                            memory_order_relaxed);
+  /* a relaxed load and store, no read-modify-write: an increment another
+   * thread's overwrites still moves the count, all run_ordered() asks */
+  if (atomic_load_explicit(&batched, memory_order_relaxed)) {
+    _Atomic uint64_t *n = &order_count[order_slot(s)];
+    atomic_store_explicit(n, atomic_load_explicit(n, memory_order_relaxed) + 1,
+                          memory_order_relaxed);
+  }
   return ibp__batch_order_copy(s);
 }
 

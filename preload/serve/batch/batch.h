@@ -54,9 +54,10 @@ int ibp__batch_hold_more(ibp_route_copy *x);
  * streams s synchronises with (the legacy stream and the blocking streams
  * of its context), so that whatever runs next on s comes after them.
  * IBP_BATCH_ALL: everything held.  Counted for the stream's runs of copies
- * (one relaxed add), then one relaxed load when nothing is held.  Returns
- * whether anything was held (then launched, or left on other streams), 0
- * when nothing was. */
+ * once any stream has had a batch (a relaxed load; then a relaxed load and
+ * store, no read-modify-write), then one relaxed load when nothing is
+ * held.  Returns whether anything was held (then launched, or left on
+ * other streams), 0 when nothing was. */
 int ibp__batch_order(CUstream s);
 
 /* The same before a host-to-device copy's own call to the driver (one not
