@@ -33,6 +33,7 @@
 #include <utlist.h>
 
 #include "serve/batch/batch.h"
+#include "serve/batch/batch_runs.h"
 
 #include "base/base.h"
 #include "base/clock.h"
@@ -55,20 +56,12 @@
   64 /* launches in flight per context (a busy ring: the driver copies) */
 #define SLOT_BYTES                                                             \
   (MAX_REGIONS * sizeof(ibp_decompress_args) + MAX_JOBS * sizeof(ibp_batch_job))
-/* ASSUMPTION: copies per batch the gate expects of a stream before it has
- * seen RATE_EVERY of them within its runs (then: as many as arrive within
- * the deadline at the rate they arrive within a run, and no more than a run
- * of them -- the copies between two of the stream's ordering points). */
-#define EXPECTED_PRIOR 16
 /* The tracker's scan cost fades by SCAN_FADE every SCAN_FADE_EVERY copies
  * refused for it (0.98 a copy, in steps): a figure that changed with every
  * copy changed every copy's priors, and the chooser assessed each one
  * again (docs/ARCHITECTURE.md "The gate", a decision's cost). */
 #define SCAN_FADE_EVERY 16
 #define SCAN_FADE 0.7238 /* 0.98^16 */
-#define RATE_EVERY 16
-/* Runs a stream's mean run is smoothed over, about. */
-#define RUN_SMOOTH 4
 /* Ordering points counted per stream, hashed into ORDER_SLOTS counters
  * (and one for IBP_BATCH_ALL): a batch's run ends when its stream's count
  * moves, whichever thread's ordering point it was. */
@@ -129,18 +122,7 @@ typedef struct batch {
   CUstream stream;
   int dev, blocking;
   uint32_t count;
-  uint64_t offers;     /* copies offered (held or not) within a run less
-                          than a deadline after the one before: the
-                          within-run rate's samples */
-  double own_ns;       /* the modelled CPU time of the paths the copies
-                          offered since the last offer took (held or not) */
-  double interval_ns;  /* between offers within a run were they all held,
-                          smoothed; 0: not known yet */
-  double offered_ns;   /* device clock at the last offer (run > 0) */
-  uint64_t run;        /* copies offered in the current run (0: none offered
-                          yet, ever) */
-  uint64_t runs;       /* runs that ended, counted */
-  double run_mean;     /* their copies, smoothed */
+  ibp_batch_runs runs; /* its runs and rate: the batch expected */
   uint64_t order_seen; /* the stream's ordering points, as last seen
                           (order_count) */
   uint64_t units;
@@ -984,69 +966,24 @@ static int hold_locked(batch *b, ibp_route_copy *x, uint64_t pcie) {
   ibp_region_rec *r = x->r;
   ibp_served_region *s = x->s;
   const ibp_profile *p = x->p;
-  /* the copies' rate on this stream within a run: the application's own
-   * time since the last offer, plus what a held copy costs -- not what the
-   * path the last one took cost (copies refused because they arrive slowly
-   * must not arrive slowly because they were refused).  A run is the
-   * copies between two of the stream's ordering points (each launches what
-   * is held: a batch holds one run at most), or two offers a deadline
-   * apart; the time between runs says nothing of the rate within one:
-   * sampled every 16th offer across kv_offload's steps, 16 copies a step
-   * under driver calls 4x dearer read as a batch of 4, which went alone */
+  /* the copies' rate on this stream within a run, and its runs
+   * (batch_runs.h): a run is the copies between two of the stream's
+   * ordering points (each launches what is held: a batch holds one run at
+   * most) */
   const double held_cpu_ns =
       1e3 * ((c->hold_only ? 0 : p->runtime_call_us) + p->ibp_hold_us);
-  const double now = ibp__clock_ns();
   /* with the copies a quiet run left to the driver since the last offer
    * (serve/choose/chooser.h): offered in effect, each alone */
-  uint64_t offered = 1 + x->skipped;
-  b->own_ns += x->skipped_own_ns;
-  int ended = run_ordered(b);
-  if (b->run && !ended) {
-    const double app = (now - b->offered_ns - b->own_ns) / (double)offered;
-    const double gap = (app > 0 ? app : 0) + held_cpu_ns;
-    if (gap < b->deadline_ns) {
-      b->offers += offered;
-      const double w =
-          (double)offered /
-          (double)(b->offers < RATE_EVERY ? b->offers : RATE_EVERY);
-      b->interval_ns += (w < 1 ? w : 1) * (gap - b->interval_ns);
-    } else {
-      ended = 1;
-    }
-  }
-  b->offered_ns = now;
-  b->own_ns = 0;
-  /* the copies a quiet run took since the last offer came before the
-   * ordering point or the gap, as far as is known here (UNFINISHED: they
-   * may span several of the stream's ordering points -- a quiet run counts
-   * none -- and lengthen the run they are credited to); a run longer than
-   * a batch counts as one as long as a batch, so that one long run (no
-   * ordering point for a million copies) moves the mean as far as a full
-   * batch's, no further */
-  if (ended && b->run) {
-    b->run += offered - 1;
-    offered = 1;
-    b->runs++;
-    const double w =
-        1.0 / (double)(b->runs < RUN_SMOOTH ? b->runs : RUN_SMOOTH);
-    const double run = b->run < MAX_JOBS ? (double)b->run : MAX_JOBS;
-    b->run_mean += w * (run - b->run_mean);
-    b->run = 0;
-  }
-  b->run += offered;
+  b->runs.own_ns += x->skipped_own_ns;
+  const int ended = run_ordered(b);
+  /* the choice: this copy in a batch of the copies expected, at least
+   * those held; rounded down to a power of two, so that the answer can be
+   * kept -- or alone (substitute.c: kernel or driver, whichever is
+   * faster) */
+  const double expect =
+      ibp__batch_runs_offer(&b->runs, ibp__clock_ns(), 1 + x->skipped, ended,
+                            held_cpu_ns, b->deadline_ns, MAX_JOBS);
   x->in_run = 1; /* its own call to the driver ends no run */
-  /* the choice: this copy in a batch of the copies that arrive within
-   * the deadline at that rate, no more than a run (the mean run's, or this
-   * one's where it is longer already), at least those held; rounded down
-   * to a power of two, so that the answer can be kept -- or alone
-   * (substitute.c: kernel or driver, whichever is faster) */
-  double expect = b->offers >= RATE_EVERY && b->interval_ns > 0
-                      ? b->deadline_ns / b->interval_ns
-                      : EXPECTED_PRIOR;
-  const double run =
-      b->run_mean > (double)b->run ? b->run_mean : (double)b->run;
-  if (b->runs && expect > run)
-    expect = run;
   uint32_t n = expect >= MAX_JOBS ? MAX_JOBS
                : expect < 1       ? 1
                                   : (uint32_t)expect;
@@ -1165,7 +1102,7 @@ static int hold_locked(batch *b, ibp_route_copy *x, uint64_t pcie) {
      * copies sent alone at the model's cost made the application's own
      * time between copies look 4x longer, and the batch expected 4 copies
      * of kv_offload's 16 */
-    b->own_ns += q.cpu_ns > 0 ? q.cpu_ns : prior[go].cpu_ns;
+    b->runs.own_ns += q.cpu_ns > 0 ? q.cpu_ns : prior[go].cpu_ns;
     /* for a quiet run of the copies alike that go to the driver
      * (substitute.c): this class's decision, when it was a quiet one */
     x->batch_cls = cls;
@@ -1187,7 +1124,7 @@ static int hold_locked(batch *b, ibp_route_copy *x, uint64_t pcie) {
     }
     return 2; /* alone: the single copy's decision, or the driver's */
   }
-  b->own_ns += held_cpu_ns;
+  b->runs.own_ns += held_cpu_ns;
   make_way(b, c, 1);
   int k = b->count < MAX_JOBS ? region_index(b, r) : -1;
   if (k < 0) {
