@@ -65,7 +65,8 @@
 /* Ordering points counted per stream, hashed into ORDER_SLOTS counters
  * (and one for IBP_BATCH_ALL): a batch's run ends when its stream's count
  * moves, whichever thread's ordering point it was. */
-#define ORDER_SLOTS 64
+#define ORDER_BITS 10
+#define ORDER_SLOTS (1u << ORDER_BITS)
 #define SHARED_DEFAULT_LIMIT (48 * 1024)
 /* Held copies whose destinations are compared one by one with a new
  * copy's (beyond: the batch is launched first) -- see overlaps(). */
@@ -123,6 +124,8 @@ typedef struct batch {
   int dev, blocking;
   uint32_t count;
   ibp_batch_runs runs; /* its runs and rate: the batch expected */
+  int cut;             /* launched by another stream's ordering point or
+                          copy: its run ended (run_ordered) */
   uint64_t order_seen; /* the stream's ordering points, as last seen
                           (order_count) */
   uint64_t units;
@@ -807,8 +810,10 @@ static void flush_others(batch *b) {
   batch *o, *tmp;
   HASH_ITER(hh, batches, o, tmp) {
     if (o != b && o->count && o->ctx == b->ctx && o->blocking &&
-        (b->stream == CU_STREAM_LEGACY || o->stream == CU_STREAM_LEGACY))
+        (b->stream == CU_STREAM_LEGACY || o->stream == CU_STREAM_LEGACY)) {
+      o->cut = 1;
       flush(o);
+    }
   }
 }
 
@@ -934,7 +939,7 @@ static unsigned order_slot(CUstream s) {
   if (s == IBP_BATCH_ALL)
     return ORDER_SLOTS;
   const uint64_t h = (uint64_t)(uintptr_t)s * 0x9E3779B97F4A7C15ull;
-  return (unsigned)(h >> 58) % ORDER_SLOTS;
+  return (unsigned)(h >> (64 - ORDER_BITS));
 }
 
 static uint64_t order_read(CUstream s) {
@@ -943,17 +948,19 @@ static uint64_t order_read(CUstream s) {
 }
 
 /* Whether an ordering point since b's last offer ended b's run: one on
- * b's stream, everywhere, or, for a blocking stream, on the legacy stream
- * (an ordering point of a blocking stream launches what the legacy
- * stream holds as well, and is not counted for it: a legacy stream's run
- * ends at its own). */
+ * b's stream, everywhere, or, for a blocking stream, on the legacy stream;
+ * or b's held copies were launched by another stream's ordering point or
+ * copy (b->cut: a blocking stream's launches what the legacy stream holds,
+ * and the legacy stream's what the blocking streams hold, flush_others
+ * alike). */
 static int run_ordered(batch *b) {
   uint64_t seen = order_read(b->stream) + order_read(IBP_BATCH_ALL);
   if (b->blocking && b->stream != CU_STREAM_LEGACY)
     seen += order_read(CU_STREAM_LEGACY);
-  if (seen == b->order_seen)
+  if (seen == b->order_seen && !b->cut)
     return 0;
   b->order_seen = seen;
+  b->cut = 0;
   return 1;
 }
 
@@ -1245,12 +1252,15 @@ int ibp__batch_hold_more(ibp_route_copy *x) {
 
 /* ---- ordering points ----------------------------------------------------- */
 
-/* Flushes ctx's batches (NULL: every context's). */
-static void flush_context(CUcontext ctx, int only_blocking) {
+/* Launches what ctx's blocking streams hold (the legacy stream's ordering
+ * point or copy): their runs end (run_ordered). */
+static void cut_blocking(CUcontext ctx) {
   batch *b, *tmp;
   HASH_ITER(hh, batches, b, tmp) {
-    if (b->count && (!ctx || b->ctx == ctx) && (!only_blocking || b->blocking))
+    if (b->count && b->ctx == ctx && b->blocking) {
+      b->cut = 1;
       flush(b);
+    }
   }
 }
 
@@ -1284,10 +1294,17 @@ int ibp__batch_order_copy(CUstream s) {
      * launches is free */
     batch *own = find(key_of(s, ctx));
     flush(own);
+    /* the others' runs end here too, counted or not (a copy of s's run
+     * launches them as well) */
     if (s == CU_STREAM_LEGACY)
-      flush_context(ctx, 1);
-    else if (own ? own->blocking : blocking(d, s))
-      flush(find(key_of(CU_STREAM_LEGACY, ctx)));
+      cut_blocking(ctx);
+    else if (own ? own->blocking : blocking(d, s)) {
+      batch *legacy = find(key_of(CU_STREAM_LEGACY, ctx));
+      if (legacy && legacy->count) {
+        legacy->cut = 1;
+        flush(legacy);
+      }
+    }
   }
   pthread_mutex_unlock(&lock);
   ibp__guard--;
