@@ -31,8 +31,9 @@ static inline int quiet(void) {
  * batched launches that must run before it: serve/batch/batch.h).  Its
  * call ends its stream's run of copies (batch.h) unless the gate counted
  * it in the run (ibp__serve_htod's 2): a host-synchronous copy, served or
- * not, or a unified one (it may be the step's device-to-host copy) always
- * does. */
+ * not, always does.  A unified copy counted so is a host-to-device one (its
+ * source in a region); the step's device-to-host copy is not, and ends the
+ * run. */
 static int htod(CUdeviceptr dst, const void *src, size_t n, CUstream s,
                 int sync, int unified) {
   ibp__discover_copy(src, n, unified);
@@ -47,7 +48,7 @@ static int htod(CUdeviceptr dst, const void *src, size_t n, CUstream s,
     rc = ibp__serve_htod(&c);
   }
   if (!ibp__guard) {
-    if (rc == 2 && !sync && !unified)
+    if (rc == 2 && !sync)
       ibp__batch_order_copy(s);
     else if (rc || sync)
       ibp__batch_order(s);

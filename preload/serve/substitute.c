@@ -110,7 +110,9 @@ typedef struct decision {
  * besides its class (size, stream busy) and stream -- its exact size,
  * where it starts in its tensor, whether it may be held, the region's
  * recompressions and whether its tracker scans -- so that a copy alike
- * the one a run opened on is decided alike. */
+ * the one a run opened on is decided alike; and its stream's ordering
+ * points, so that a run ends at the next one (the copies it left to the
+ * driver are counted in the stream's run they came in, batch.h). */
 static uint64_t quiet_key(const ibp_route_copy *x) {
   const ibp_copy *c = x->c;
   const uint64_t R =
@@ -128,6 +130,7 @@ static uint64_t quiet_key(const ibp_route_copy *x) {
   k ^= (off + 1) * 0xC2B2AE3D27D4EB4Full;
   k ^= (runs + 1) * 0x165667B19E3779F9ull;
   k ^= (ahead + 1) * 0x27D4EB2F165667C5ull;
+  k ^= (ibp__batch_order_mark(c->stream) + 1) * 0x94D049BB133111EBull;
   return k ^ (uint64_t)(c->sync ? 1 : 0) << 62 ^
          (uint64_t)ibp__track_scans(&x->s->track) << 63;
 }

@@ -64,7 +64,8 @@
 #define SCAN_FADE 0.7238 /* 0.98^16 */
 /* Ordering points counted per stream, hashed into ORDER_SLOTS counters
  * (and one for IBP_BATCH_ALL): a batch's run ends when its stream's count
- * moves, whichever thread's ordering point it was. */
+ * moves, whichever thread's ordering point it was.  The legacy and
+ * per-thread streams by their context too (every context has them). */
 #define ORDER_BITS 10
 #define ORDER_SLOTS (1u << ORDER_BITS)
 #define SHARED_DEFAULT_LIMIT (48 * 1024)
@@ -930,20 +931,28 @@ static uint64_t hold_key(const gate_answer *a, const ibp_route_copy *x,
 }
 
 /* Ordering points per stream (ibp__batch_order), whichever thread's:
- * ORDER_SLOTS counters by the stream's handle, the last for IBP_BATCH_ALL.
- * Two streams may share a counter: each one's runs then end at the
- * other's ordering points too. */
+ * ORDER_SLOTS counters by the stream's handle (the legacy and per-thread
+ * streams' with their context's), the last for IBP_BATCH_ALL.  Two
+ * streams may share a counter: each one's runs then end at the other's
+ * ordering points too (a batch expected smaller than it is, never a
+ * copy held past an ordering point: the counts move no launch). */
 static _Atomic uint64_t order_count[ORDER_SLOTS + 1];
 
-static unsigned order_slot(CUstream s) {
+static int per_context(CUstream s) {
+  return s == CU_STREAM_LEGACY || s == CU_STREAM_PER_THREAD;
+}
+
+static unsigned order_slot(CUstream s, CUcontext ctx) {
   if (s == IBP_BATCH_ALL)
     return ORDER_SLOTS;
-  const uint64_t h = (uint64_t)(uintptr_t)s * 0x9E3779B97F4A7C15ull;
+  uint64_t h = (uint64_t)(uintptr_t)s * 0x9E3779B97F4A7C15ull;
+  if (per_context(s))
+    h ^= (uint64_t)(uintptr_t)ctx * 0xC2B2AE3D27D4EB4Full;
   return (unsigned)(h >> (64 - ORDER_BITS));
 }
 
-static uint64_t order_read(CUstream s) {
-  return atomic_load_explicit(&order_count[order_slot(s)],
+static uint64_t order_read(CUstream s, CUcontext ctx) {
+  return atomic_load_explicit(&order_count[order_slot(s, ctx)],
                               memory_order_relaxed);
 }
 
@@ -954,9 +963,10 @@ static uint64_t order_read(CUstream s) {
  * and the legacy stream's what the blocking streams hold, flush_others
  * alike). */
 static int run_ordered(batch *b) {
-  uint64_t seen = order_read(b->stream) + order_read(IBP_BATCH_ALL);
+  uint64_t seen =
+      order_read(b->stream, b->ctx) + order_read(IBP_BATCH_ALL, NULL);
   if (b->blocking && b->stream != CU_STREAM_LEGACY)
-    seen += order_read(CU_STREAM_LEGACY);
+    seen += order_read(CU_STREAM_LEGACY, b->ctx);
   if (seen == b->order_seen && !b->cut)
     return 0;
   b->order_seen = seen;
@@ -1264,20 +1274,34 @@ static void cut_blocking(CUcontext ctx) {
   }
 }
 
+/* The current context where s is one every context has, else NULL. */
+static CUcontext context_of(CUstream s) {
+  CUcontext ctx = NULL;
+  const ibp_driver *d = per_context(s) ? ibp__driver() : NULL;
+  if (d && d->cuCtxGetCurrent(&ctx) != CUDA_SUCCESS)
+    ctx = NULL;
+  return ctx;
+}
+
 int ibp__batch_order(CUstream s) {
-  /* a relaxed load and store, no read-modify-write: an increment another
-   * thread's overwrites still moves the count, all run_ordered() asks */
-  if (atomic_load_explicit(&batched, memory_order_relaxed)) {
-    _Atomic uint64_t *n = &order_count[order_slot(s)];
-    atomic_store_explicit(n, atomic_load_explicit(n, memory_order_relaxed) + 1,
-                          memory_order_relaxed);
-  }
+  if (s != IBP_BATCH_WAIT &&
+      atomic_load_explicit(&batched, memory_order_relaxed))
+    atomic_fetch_add_explicit(&order_count[order_slot(s, context_of(s))], 1,
+                              memory_order_relaxed);
   return ibp__batch_order_copy(s);
+}
+
+uint64_t ibp__batch_order_mark(CUstream s) {
+  if (!atomic_load_explicit(&batched, memory_order_relaxed))
+    return 0;
+  return order_read(s, context_of(s)) + order_read(IBP_BATCH_ALL, NULL);
 }
 
 int ibp__batch_order_copy(CUstream s) {
   if (!atomic_load_explicit(&held, memory_order_relaxed))
     return 0;
+  if (s == IBP_BATCH_WAIT)
+    s = IBP_BATCH_ALL;
   const ibp_driver *d = ibp__driver();
   if (!d)
     return 0;
@@ -1312,7 +1336,8 @@ int ibp__batch_order_copy(CUstream s) {
 }
 
 void ibp__batch_stream_end(CUstream s) {
-  if (s == CU_STREAM_LEGACY || s == CU_STREAM_PER_THREAD || s == IBP_BATCH_ALL)
+  if (s == CU_STREAM_LEGACY || s == CU_STREAM_PER_THREAD ||
+      s == IBP_BATCH_ALL || s == IBP_BATCH_WAIT)
     return;
   ibp__batch_order(s);
   ibp__guard++;

@@ -17,6 +17,11 @@
 
 /* ibp__batch_order's argument for "everything held, in every context". */
 #define IBP_BATCH_ALL ((CUstream)(uintptr_t)-1)
+/* The same, where no stream's copies are ordered -- waiting on or querying
+ * an event (its record launched its stream's), switching contexts: what
+ * is held is launched all the same, and no stream's run ends (batch.c, a
+ * batch's expected size: a thread polling events ended every stream's). */
+#define IBP_BATCH_WAIT ((CUstream)(uintptr_t)-2)
 
 /* What an offer answers. */
 enum {
@@ -54,16 +59,23 @@ int ibp__batch_hold_more(ibp_route_copy *x);
  * streams s synchronises with (the legacy stream and the blocking streams
  * of its context), so that whatever runs next on s comes after them.
  * IBP_BATCH_ALL: everything held.  Counted for the stream's runs of copies
- * once any stream has had a batch (a relaxed load; then a relaxed load and
- * store, no read-modify-write), then one relaxed load when nothing is
- * held.  Returns whether anything was held (then launched, or left on
- * other streams), 0 when nothing was. */
+ * once any stream has had a batch (a relaxed load; then a relaxed atomic
+ * add, and the current context for the legacy and per-thread streams,
+ * which every context has), then one relaxed load when nothing is held. Returns
+ * whether anything was held (then launched, or left on other streams), 0 when
+ * nothing was. */
 int ibp__batch_order(CUstream s);
 
 /* The same before a host-to-device copy's own call to the driver (one not
  * held): it ends no run of the stream's copies (batch.c, a batch's
  * expected size).  One relaxed load when nothing is held. */
 int ibp__batch_order_copy(CUstream s);
+
+/* Stream s's ordering points so far (on s, and everywhere), as its runs
+ * count them; 0 until a stream has had a batch.  A quiet run of single
+ * copies ends where it moves (serve/substitute.c): the copies it leaves to
+ * the driver are counted in the run they came in. */
+uint64_t ibp__batch_order_mark(CUstream s);
 
 /* Stream s is destroyed: what it holds is launched and its batch
  * forgotten (a later stream may get the same handle). */

@@ -36,9 +36,8 @@ double ibp__batch_runs_offer(ibp_batch_runs *r, double now, uint64_t offered,
   r->offered_ns = now;
   r->own_ns = 0;
   /* the copies a quiet run took since the last offer came before the
-   * ordering point or the gap, as far as is known here (UNFINISHED: they
-   * may span several of the stream's ordering points -- a quiet run counts
-   * none -- and lengthen the run they are credited to); a run longer than
+   * ordering point or the gap (a quiet run ends at its stream's next
+   * ordering point: ibp__batch_order_mark); a run longer than
    * a batch counts as one as long as a batch, so that one long run (no
    * ordering point for a million copies) moves the mean as far as a full
    * batch's, no further */
