@@ -17,10 +17,9 @@
 
 /* ibp__batch_order's argument for "everything held, in every context". */
 #define IBP_BATCH_ALL ((CUstream)(uintptr_t)-1)
-/* The same, where no stream's copies are ordered -- waiting on or querying
- * an event (its record launched its stream's), switching contexts: what
- * is held is launched all the same, and no stream's run ends (batch.c, a
- * batch's expected size: a thread polling events ended every stream's). */
+/* The same, where no stream's copies are ordered -- switching contexts
+ * (the runtime may, at any of its calls): what is held is launched all the
+ * same, and no stream's run ends (batch.c, a batch's expected size). */
 #define IBP_BATCH_WAIT ((CUstream)(uintptr_t)-2)
 
 /* What an offer answers. */

@@ -363,6 +363,38 @@ static void case_query(env *e) {
   }
 }
 
+/* (e2) steps as a model's loop makes them: 16 rows on A (half of them
+ * cudaMemcpyDefault), a cudaEventQuery of the last step's event after
+ * each, then the step's cudaMemcpyAsync(Default) back to the host (its
+ * ordering point: a unified device-to-host copy), a record and a
+ * synchronisation.  A query waits for what came before its record, not
+ * for rows held after it; run_batch.sh wants 8 rows or more a batched
+ * launch (a query that launched or ended every stream's batch gave 1). */
+static void case_steps(env *e) {
+  cudaStream_t as[2] = {e->nb, e->blk};
+  for (int round = 0; round < 24; round++) {
+    cudaStream_t a = as[round / 12];
+    if (round % 12 == 0)
+      fresh(e);
+    size_t end = 0;
+    for (int i = 0; i < 16; i++) {
+      const e2e_region *r = pick_region(&e->rng);
+      row_copy(a, &e->dst, end, r, e2e_rng_below(&e->rng, rows_of(r)), 1,
+               i % 2);
+      end += r->tensor;
+      cudaError_t q = cudaEventQuery(e->ev);
+      if (q != cudaSuccess && q != cudaErrorNotReady)
+        e2e_ck_(q, "cudaEventQuery", __FILE__, __LINE__);
+    }
+    E2E_CK(cudaMemcpyAsync(e->rb, e->dst.dev, end, cudaMemcpyDefault, a));
+    E2E_CK(cudaEventRecord(e->ev, a));
+    E2E_CK(cudaStreamSynchronize(a));
+    if (compare("steps: 16 rows on A, event queries, a unified D2H", &e->dst, 0,
+                end, e->rb))
+      return;
+  }
+}
+
 /* (f) rows into [0, end) on A, then a second write over part of them on A
  * (another region row, a pinned or pageable copy, a memset, a D2D copy, a
  * synchronous copy): where they overlap the second one's bytes must win. */
@@ -1551,13 +1583,13 @@ static const struct {
   const char *name;
   void (*run)(env *);
 } cases[] = {
-    {"event", case_event},     {"stream", case_stream},
-    {"legacy", case_legacy},   {"hostfunc", case_hostfunc},
-    {"query", case_query},     {"overwrite", case_overwrite},
-    {"overlap", case_overlap}, {"deadline", case_deadline},
-    {"calls", case_calls},     {"malformed", case_malformed},
-    {"rows2d", case_rows2d},   {"written", case_written},
-    {"full", case_full},
+    {"event", case_event},         {"stream", case_stream},
+    {"legacy", case_legacy},       {"hostfunc", case_hostfunc},
+    {"query", case_query},         {"steps", case_steps},
+    {"overwrite", case_overwrite}, {"overlap", case_overlap},
+    {"deadline", case_deadline},   {"calls", case_calls},
+    {"malformed", case_malformed}, {"rows2d", case_rows2d},
+    {"written", case_written},     {"full", case_full},
 };
 #define NCASES ((int)(sizeof cases / sizeof cases[0]))
 

@@ -10,7 +10,8 @@
 # nothing was held fails here.  With IBP_BATCH=0 the same case (same seed,
 # same expected bytes) must pass with nothing batched.  Case malformed
 # makes only calls the driver refuses: nothing may be held, batched or
-# not.  ARGS follow the case name (e.g. a count).  IBP_E2E_BATCH_CASES
+# not.  Case steps must batch 8 rows a launch or more.  ARGS follow the
+# case name (e.g. a count).  IBP_E2E_BATCH_CASES
 # overrides the list.
 set -u
 if [ $# -lt 6 ] || [ "$5" != "--" ]; then
@@ -21,7 +22,7 @@ work=$1 preload=$2 cmake=$3 dir=$4
 shift 5
 prog=$1
 shift
-cases=${IBP_E2E_BATCH_CASES:-event stream legacy hostfunc query overwrite overlap deadline calls malformed rows2d written random}
+cases=${IBP_E2E_BATCH_CASES:-event stream legacy hostfunc query steps overwrite overlap deadline calls malformed rows2d written random}
 mkdir -p "$work" || exit 2
 vars=$(env | grep -E '^(LD_LIBRARY_PATH|IBP_[A-Z0-9_]*|SIMCUDA_[A-Z0-9_]*)=' |
   sed "s/=\(.*\)/='\1'/" | tr '\n' ' ')
@@ -47,7 +48,9 @@ for c in $cases; do
       "$cmake" -DSTATS="$stats" -DREGIONS=rows256,rows1k,rows768 \
         -P "$dir/check_stats.cmake" || failed=1
     fi
-    "$cmake" -DSTATS="$stats" -DBATCHED=$want -P "$dir/check_batch.cmake" ||
+    least= # steps: batches as large as its steps (16 rows)
+    [ "$c" = steps ] && [ $want = 1 ] && least=-DMIN_PER_LAUNCH=8
+    "$cmake" -DSTATS="$stats" -DBATCHED=$want $least -P "$dir/check_batch.cmake" ||
       { echo "run_batch: FAIL: case $c, IBP_BATCH=$batch: batching stats"; failed=1; }
   done
 done
