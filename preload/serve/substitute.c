@@ -110,9 +110,7 @@ typedef struct decision {
  * besides its class (size, stream busy) and stream -- its exact size,
  * where it starts in its tensor, whether it may be held, the region's
  * recompressions and whether its tracker scans -- so that a copy alike
- * the one a run opened on is decided alike; and its stream's ordering
- * points, so that a run ends at the next one (the copies it left to the
- * driver are counted in the stream's run they came in, batch.h). */
+ * the one a run opened on is decided alike. */
 static uint64_t quiet_key(const ibp_route_copy *x) {
   const ibp_copy *c = x->c;
   const uint64_t R =
@@ -130,7 +128,6 @@ static uint64_t quiet_key(const ibp_route_copy *x) {
   k ^= (off + 1) * 0xC2B2AE3D27D4EB4Full;
   k ^= (runs + 1) * 0x165667B19E3779F9ull;
   k ^= (ahead + 1) * 0x27D4EB2F165667C5ull;
-  k ^= (ibp__batch_order_mark(c->stream) + 1) * 0x94D049BB133111EBull;
   return k ^ (uint64_t)(c->sync ? 1 : 0) << 62 ^
          (uint64_t)ibp__track_scans(&x->s->track) << 63;
 }
@@ -150,7 +147,11 @@ static int quiet(ibp_route_copy *x) {
   const unsigned cls =
       ibp__choose_class_index(c->bytes, x->busy, IBP_CLASS_SINGLE);
   double est;
-  if (!ibp__chooser_quiet_take(ch, cls, quiet_key(x), c->stream, &est)) {
+  /* a run opened by a copy of its stream's run of copies ends at the
+   * stream's next ordering point: the copies it leaves to the driver are
+   * counted in the run they came in (batch.h) */
+  const uint64_t order = 1 + ibp__batch_order_mark(c->stream, x->ctx);
+  if (!ibp__chooser_quiet_take(ch, cls, quiet_key(x), c->stream, order, &est)) {
     ibp__chooser_quiet_report(ch, cls, c->stream, x);
     return 0;
   }
@@ -187,9 +188,12 @@ static int quiet_here(ibp_route_copy *x) {
 
 /* A decision d that left copy x to the driver untimed and unexplored
  * opens a quiet run for the copies alike that follow. */
-static void quiet_open(const ibp_route_copy *x, const decision *d) {
-  if (!x->c->part && !x->c->hold_only && !x->compact)
-    ibp__chooser_quiet_open(d->ch, d->cls, &d->choice, x, quiet_key(x));
+static void quiet_open(ibp_route_copy *x, const decision *d) {
+  if (x->c->part || x->c->hold_only || x->compact)
+    return;
+  x->order_mark =
+      x->in_run ? 1 + ibp__batch_order_mark(x->c->stream, x->ctx) : 0;
+  ibp__chooser_quiet_open(d->ch, d->cls, &d->choice, x, quiet_key(x));
 }
 
 /* Every route of a single copy is timed alike: two events around its

@@ -1052,7 +1052,7 @@ static int hold_locked(batch *b, ibp_route_copy *x, uint64_t pcie) {
   ibp_choice q;
   ibp_route go;
   double est;
-  if (!joins && ibp__chooser_quiet_take(ch, cls, key, c->stream, &est)) {
+  if (!joins && ibp__chooser_quiet_take(ch, cls, key, c->stream, 0, &est)) {
     memset(&q, 0, sizeof q);
     q.route = go = IBP_ROUTE_BATCHED;
     q.est_ns[IBP_ROUTE_BATCHED] = est;
@@ -1291,10 +1291,10 @@ int ibp__batch_order(CUstream s) {
   return ibp__batch_order_copy(s);
 }
 
-uint64_t ibp__batch_order_mark(CUstream s) {
+uint64_t ibp__batch_order_mark(CUstream s, CUcontext ctx) {
   if (!atomic_load_explicit(&batched, memory_order_relaxed))
     return 0;
-  return order_read(s, context_of(s)) + order_read(IBP_BATCH_ALL, NULL);
+  return order_read(s, ctx) + order_read(IBP_BATCH_ALL, NULL);
 }
 
 int ibp__batch_order_copy(CUstream s) {

@@ -70,11 +70,13 @@ int ibp__batch_order(CUstream s);
  * expected size).  One relaxed load when nothing is held. */
 int ibp__batch_order_copy(CUstream s);
 
-/* Stream s's ordering points so far (on s, and everywhere), as its runs
- * count them; 0 until a stream has had a batch.  A quiet run of single
+/* Stream s's ordering points so far (on s -- the legacy and per-thread
+ * streams' in context ctx, the current one -- and everywhere), as its runs
+ * count them, but for the legacy stream's, which a blocking stream's run
+ * counts too; 0 until a stream has had a batch.  A quiet run of single
  * copies ends where it moves (serve/substitute.c): the copies it leaves to
  * the driver are counted in the run they came in. */
-uint64_t ibp__batch_order_mark(CUstream s);
+uint64_t ibp__batch_order_mark(CUstream s, CUcontext ctx);
 
 /* Stream s is destroyed: what it holds is launched and its batch
  * forgotten (a later stream may get the same handle). */

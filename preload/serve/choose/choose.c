@@ -14,6 +14,10 @@ static double max2(double a, double b) {
   return a > b ? a : b;
 }
 
+static double min2(double a, double b) {
+  return a < b ? a : b;
+}
+
 static int is_open(const ibp_route_cost *c) {
   return c->cpu_ns > 0 || c->gpu_ns > 0;
 }
@@ -539,10 +543,13 @@ static void assess(const ibp_choose_class *k,
   int early = 0;
   a->go_judged = judged(&k->route[go], prior[go].copies, now_ns);
   /* the choice at the calls and the link seen so far, as measured, while
-   * it is not judged yet (its estimate is then its prior) */
+   * it is not judged yet (its estimate is then its prior) -- one sample,
+   * which may be a spike: at most IBP_CHOOSE_SEEN_MAX times its estimate,
+   * so that one spike opens no loan many times the bound */
   const double seen_go =
       a->go_judged ? est[go]
-                   : max2(est[go], scaled(&prior[go], seen_cr, seen_gr));
+                   : min2(IBP_CHOOSE_SEEN_MAX * est[go],
+                          max2(est[go], scaled(&prior[go], seen_cr, seen_gr)));
   if (alt >= 0) {
     /* the copies it takes (a batch explored is joined by the class's
      * next copies), over as many of the choice */

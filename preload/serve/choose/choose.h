@@ -84,6 +84,11 @@ typedef enum ibp_class_mode {
  * cheapest alternative: a class whose alternatives all wait does not
  * save up for a burst of them. */
 #define IBP_CHOOSE_EXPLORE_CREDIT_MAX 2.0
+/* An unjudged choice, seen dearer than its estimate by its first timed
+ * copies, counts as this many times its estimate at most in an early
+ * exploration's loan (driver calls 4x dearer: the driver's entries seen at
+ * 1.8x). */
+#define IBP_CHOOSE_SEEN_MAX 2.0
 /* An unmeasured route's exploration is charged this share of its estimate
  * besides its estimated excess (the prior may be that wrong). */
 #define IBP_CHOOSE_UNMEASURED 1.0

@@ -272,8 +272,8 @@ static void quiet_close_for(ibp_chooser *ch, unsigned cls) {
  * offered to first (IBP_CHOOSE_CLASSES: none), own_ns what the batch's
  * rate counts as its own per copy. */
 static uint32_t open_run(ibp_chooser *ch, unsigned cls, const ibp_choice *c,
-                         uint64_t key, CUstream stream, unsigned also,
-                         ibp_route also_route, double own_ns) {
+                         uint64_t key, CUstream stream, uint64_t order,
+                         unsigned also, ibp_route also_route, double own_ns) {
   pthread_mutex_lock(&ch->lock);
   quiet_close_for(ch, cls);
   const double now = ibp__clock_ns();
@@ -298,6 +298,7 @@ static uint32_t open_run(ibp_chooser *ch, unsigned cls, const ibp_choice *c,
                          .also = also,
                          .also_route = also_route,
                          .learnt = ch->learnt,
+                         .order = order,
                          .until_ns = until,
                          .est_ns = c->est_ns[c->route],
                          .own_ns = own_ns};
@@ -327,7 +328,7 @@ uint32_t ibp__chooser_quiet_open(ibp_chooser *ch, unsigned cls,
       (x->batch_cls < IBP_CHOOSE_CLASSES &&
        (x->alone < 0 || x->batch_cls == cls)))
     return 0;
-  return open_run(ch, cls, c, key, x->c->stream, x->batch_cls,
+  return open_run(ch, cls, c, key, x->c->stream, x->order_mark, x->batch_cls,
                   (ibp_route)(x->alone >= 0 ? x->alone : 0), x->alone_own_ns);
 }
 
@@ -337,17 +338,18 @@ uint32_t ibp__chooser_hold_open(ibp_chooser *ch, unsigned cls,
   if (!ch || cls >= IBP_CHOOSE_CLASSES || c->route != IBP_ROUTE_BATCHED ||
       c->timed || c->explore)
     return 0;
-  return open_run(ch, cls, c, key, stream, IBP_CHOOSE_CLASSES, 0, 0);
+  return open_run(ch, cls, c, key, stream, 0, IBP_CHOOSE_CLASSES, 0, 0);
 }
 
 int ibp__chooser_quiet_take(ibp_chooser *ch, unsigned cls, uint64_t key,
-                            CUstream stream, double *est_ns) {
+                            CUstream stream, uint64_t order, double *est_ns) {
   if (!ch || cls >= IBP_CHOOSE_CLASSES)
     return 0;
   pthread_mutex_lock(&ch->lock);
   ibp_quiet_run *q = &ch->quiet[cls];
   const int take = q->left && !q->stale && q->key == key &&
                    q->stream == stream && q->learnt == ch->learnt &&
+                   (!q->order || q->order == order) &&
                    ibp__clock_ns() < q->until_ns;
   if (take) {
     q->left--;

@@ -86,6 +86,8 @@ typedef struct ibp_quiet_run {
   unsigned also;       /* the batched class (IBP_CHOOSE_CLASSES: none) */
   ibp_route also_route;
   uint64_t learnt; /* ibp_chooser.learnt at its opening */
+  uint64_t order;  /* its stream's ordering mark at its opening
+                      (ibp_route_copy.order_mark; 0: none ends it) */
   double until_ns; /* device clock: it ends */
   double est_ns;   /* the driver's copy's estimate, each */
   double own_ns;   /* what the batch's rate counts as its own, each */
@@ -162,7 +164,8 @@ void ibp__chooser_ran(ibp_chooser *ch, ibp_route r, uint64_t copies);
 /* After single class cls's decision c left a copy to the driver untimed
  * and unexplored (and, where x->alone >= 0, its batched class's left it
  * alone so too): opens a quiet run for the copies alike (`key`, stream)
- * that follow.  Returns the copies it may take (0: none). */
+ * that follow, until the stream's next ordering point where
+ * x->order_mark says so.  Returns the copies it may take (0: none). */
 uint32_t ibp__chooser_quiet_open(ibp_chooser *ch, unsigned cls,
                                  const ibp_choice *c,
                                  const struct ibp_route_copy *x, uint64_t key);
@@ -175,10 +178,12 @@ uint32_t ibp__chooser_hold_open(ibp_chooser *ch, unsigned cls,
                                 const ibp_choice *c, uint64_t key,
                                 CUstream stream);
 
-/* A copy of class cls alike the run's (key, stream): taken by the run
- * (1; *est_ns: the estimate of the run's route) or not (0: decide it). */
+/* A copy of class cls alike the run's (key, stream; `order`: its stream's
+ * ordering mark, 1 + ibp__batch_order_mark, where the run was opened with
+ * one): taken by the run (1; *est_ns: the estimate of the run's route) or
+ * not (0: decide it). */
 int ibp__chooser_quiet_take(ibp_chooser *ch, unsigned cls, uint64_t key,
-                            CUstream stream, double *est_ns);
+                            CUstream stream, uint64_t order, double *est_ns);
 
 /* The copies of stream's run in class cls not yet told to its batch
  * (x->skipped, x->skipped_own_ns), now told. */

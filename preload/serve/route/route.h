@@ -87,6 +87,10 @@ typedef struct ibp_route_copy {
    * (hold_locked) or taken by a quiet run -- its own call to the driver
    * then ends no run (ibp__serve_htod's 2) */
   int in_run;
+  /* a quiet run it opens ends where its stream's ordering points pass
+   * this mark (1 + ibp__batch_order_mark; 0: at none -- its own copy ends
+   * its stream's run, in_run 0) */
+  uint64_t order_mark;
 } ibp_route_copy;
 
 /* What a route's submit answers. */

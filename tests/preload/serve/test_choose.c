@@ -1082,6 +1082,16 @@ static void test_early_loan_bounded(void) {
   CHECK(fabs(c.est_ns[IBP_ROUTE_DRIVER] - 10000) < 1);
   CHECK(c.explore && c.route == IBP_ROUTE_BATCHED);
   CHECK(fabs(c.choice_ns - 15000) < 1);
+  /* a spike: the driver seen at 2.5x, counted at IBP_CHOOSE_SEEN_MAX (2x)
+   * -- a batch that could win even so (its hope 500 ns on the GPU) is
+   * nothing over 32 of that, explored against it */
+  prior[IBP_ROUTE_BATCHED].hope_gpu_ns = 500;
+  sim_init(&m);
+  ibp__choose_learn(&m.k, IBP_ROUTE_DRIVER, 0, 2500, 2500, 25000, 10000, m.now);
+  ibp__choose_decide(&m.k, prior, 9u, TIMING_NS, 1, 0, m.now, &c);
+  CHECK(c.explore && c.route == IBP_ROUTE_BATCHED);
+  CHECK(fabs(c.choice_ns - IBP_CHOOSE_SEEN_MAX * 10000) < 1);
+  prior[IBP_ROUTE_BATCHED].hope_gpu_ns = 2000;
   /* the same batch where the driver was not seen dearer: over the loan */
   sim_init(&m);
   ibp__choose_learn(&m.k, IBP_ROUTE_DRIVER, 0, 2500, 2500, 10000, 10000, m.now);

@@ -141,14 +141,14 @@ static outcome copy(world *w, int runs, unsigned C, unsigned B) {
   outcome o = {0};
   double est;
   o.c.route = (ibp_route)-1;
-  if (runs && ibp__chooser_quiet_take(w->ch, C, KEY, STREAM, &est)) {
+  if (runs && ibp__chooser_quiet_take(w->ch, C, KEY, STREAM, 0, &est)) {
     o.taken = 1; /* the driver's (substitute.c, quiet) */
     o.b.route = o.c.route = IBP_ROUTE_DRIVER;
     return o;
   }
   if (runs)
     ibp__chooser_quiet_report(w->ch, C, STREAM, &x);
-  if (runs && ibp__chooser_quiet_take(w->ch, B, KEY, STREAM, &est)) {
+  if (runs && ibp__chooser_quiet_take(w->ch, B, KEY, STREAM, 0, &est)) {
     o.taken = 1; /* held (batch.c, hold_locked) */
     o.b.route = IBP_ROUTE_BATCHED;
     return o;
@@ -190,6 +190,45 @@ static int broken(const outcome *run, const outcome *full) {
 
 static int differ(double a, double b) {
   return fabs(a - b) > 1e-6 * (1 + fabs(a));
+}
+
+/* A run opened by a copy of its stream's run of copies (order_mark > 0)
+ * takes copies only while the stream's ordering mark stays (its copies
+ * are counted in the stream's run they came in: batch.h); one opened
+ * without (0) whatever the mark. */
+static int order_marks(unsigned C) {
+  world w;
+  world_init(&w);
+  static const ibp_copy cp = {.bytes = 65536, .stream = STREAM};
+  ibp_route_copy x = {.c = &cp, .batch_cls = IBP_CHOOSE_CLASSES, .alone = -1};
+  int bad = 0;
+  const int timed = timed_copies;
+  timed_copies = 0; /* no span read between: its runs promise most */
+  for (int mark = 0; mark < 2; mark++) {
+    ibp_choice c;
+    double est;
+    int opened = 0;
+    for (int i = 0; i < 100 && !opened; i++, now_ns += 7000) {
+      ibp__chooser_decide(w.s, w.slot, w.ch, &prof, C, single, TIMABLE, 0, &c);
+      if (c.timed) {
+        time_it(&w, C, &c, single);
+        continue;
+      }
+      x.order_mark = mark ? 5 : 0;
+      opened = c.route == IBP_ROUTE_DRIVER &&
+               ibp__chooser_quiet_open(w.ch, C, &c, &x, KEY) >= 2;
+    }
+    bad |= !opened;
+    bad |= !ibp__chooser_quiet_take(w.ch, C, KEY, STREAM, 5, &est);
+    /* an ordering point: the mark moved */
+    bad |= ibp__chooser_quiet_take(w.ch, C, KEY, STREAM, 6, &est) == mark;
+  }
+  timed_copies = timed;
+  world_free(&w);
+  if (bad)
+    printf("a quiet run took a copy past its stream's ordering point, or "
+           "one opened without a mark did not\n");
+  return bad;
 }
 
 int main(int argc, char **argv) {
@@ -270,5 +309,6 @@ int main(int argc, char **argv) {
     printf("too few copies taken by runs\n");
   world_free(&run);
   world_free(&full);
-  return wrong || classes || few ? 1 : 0;
+  const int marks = order_marks(C1);
+  return wrong || classes || few || marks ? 1 : 0;
 }
