@@ -37,21 +37,13 @@ static ibp_route_cost prior(ibp_route_copy *x) {
   const ibp_profile *p = x->p;
   const double ce = 1e3 * ibp_profile_ce_copy_us(p, x->g.bytes, 1);
   const double setup = 1e3 * p->ce_setup_us;
-  if (x->c->entries) { /* its call is paid either way; set up in it */
-    const uint32_t n =
-        (uint32_t)(x->c->entries < UINT32_MAX ? x->c->entries : UINT32_MAX);
-    /* explored, it takes the call's driver part: its class's entries
-     * after it join it (serve/batch/batch_route.h, ibp__call_joins) --
-     * charged as one entry, kv_blocks' calls of 64 under driver calls 4x
-     * dearer explored the driver, judged already and dearer, for a whole
-     * step (0.93 of the batched route's time) */
+  if (x->c->entries) /* its call is paid either way; set up in it */
     return (ibp_route_cost){
         .gpu_ns = ibp__route_driver_entry_ns(p, x->g.bytes, x->c->entries),
         .engine = 1,
-        .copies = n,
-        .explores = n,
+        .copies =
+            (uint32_t)(x->c->entries < UINT32_MAX ? x->c->entries : UINT32_MAX),
         .setup_ns = entry_setup_ns(p, x->c->entries)};
-  }
   if (x->c->hold_only) /* a row of a 2D copy: likewise paid */
     return (ibp_route_cost){.gpu_ns = ce, .engine = 1, .setup_ns = setup};
   return (ibp_route_cost){.cpu_ns = 1e3 * p->runtime_call_us +

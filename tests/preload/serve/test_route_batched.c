@@ -1,24 +1,16 @@
 /* The batched route's prior (serve/route/route_batched.c): what an
  * exploration of it takes -- the smallest batch alike the one expected
  * whose copies the model costs nearly as little each -- and what that
- * batch costs (ibp_route_cost.explores, .once_ns); and what exploring the
- * driver takes of an application's call (serve/route/route_driver.c). */
+ * batch costs (ibp_route_cost.explores, .once_ns). */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "base/driver.h"
 #include "serve/route/route.h"
 #include "serve/route/route_batched.h"
 
-/* the routes' rows of the table (serve/route/table.c) */
+/* the route's row of the table (serve/route/table.c) */
 extern const ibp_route_ops ibp__route_batched;
-extern const ibp_route_ops ibp__route_driver;
-
-/* the driver's route submits through it; nothing here submits */
-const ibp_driver *ibp__driver(void) {
-  return NULL;
-}
 
 static int failures;
 
@@ -110,15 +102,5 @@ int main(void) {
     ibp_profile_load(i ? "h100-pcie5" : "a100-pcie4", &p, err, sizeof err);
     CHECK(prior_of(&p, 65536, 256, 64, 1, &g).explores == 32);
   }
-  /* the driver explored for an entry of an application's call takes the
-   * call's driver part (its class's entries after it join it): as many
-   * copies as the call's entries; a copy of its own call, itself */
-  ibp_copy c = {.hold_only = 1, .entries = 64};
-  ibp_route_copy x = {.c = &c, .p = &p, .g = g, .mode = IBP_CLASS_APP_BATCH};
-  CHECK(ibp__route_driver.prior(&x).explores == 64);
-  CHECK(ibp__route_driver.prior(&x).copies == 64);
-  c = (ibp_copy){.bytes = 65536};
-  x.mode = IBP_CLASS_SINGLE;
-  CHECK(ibp__route_driver.prior(&x).explores <= 1);
   return failures ? 1 : 0;
 }
