@@ -259,6 +259,7 @@ static void time_begin(ibp_route_copy *x, const decision *d, ibp_timing *t) {
   t->index = -1;
   t->start = x->start = NULL;
   x->started = 0;
+  x->aside_ns = 0;
   if (!d->choice.timed)
     return;
   /* whether the span starts with the calls (an idle stream) or with the
@@ -642,6 +643,7 @@ static int explore_in_part(ibp_route_copy *x, decision *d, ibp_route go) {
   CUresult e = CUDA_SUCCESS;
   ibp__nvtx_copy_begin(x->r->name, n);
   const int rc = ibp__route(go)->submit(&px, &e);
+  t.aside_ns = px.aside_ns;
   ibp__timing_end(x->slot, d->ch, d->link, &t,
                   rc == IBP_SUBMIT_QUEUED && time_started(&px, &t));
   ibp__nvtx_copy_end();
@@ -703,6 +705,7 @@ static int submit_by(ibp_route_copy *x, decision *d, ibp_route go) {
     else
       rc = ibp__route(go)->submit(x, &e);
   }
+  t.aside_ns = x->aside_ns;
   ibp__timing_end(x->slot, d->ch, d->link, &t,
                   rc == IBP_SUBMIT_QUEUED && go != IBP_ROUTE_DRIVER &&
                       time_started(x, &t));

@@ -28,6 +28,7 @@
  *                 "routes": {<one key per route of routes.def>:
  *                            {"copies", "explored", "timed",
  *                             "measured_seconds", "model_seconds",
+ *                             "cpu_seconds", "cpu_model_seconds",
  *                             "classes"}, ...}}, ...],
  *    "totals": {"regions", "bytes", "stored_bytes", "saved_fraction",
  *               <one key per row of stats.def>, "pcie_saved_fraction"}}
@@ -819,6 +820,8 @@ static void json_region(sbuf *b, const ibp_stat_row *w) {
     json_u64(b, "timed", q->timed);
     json_num(b, "measured_seconds", q->measured_ns / 1e9);
     json_num(b, "model_seconds", q->model_ns / 1e9);
+    json_num(b, "cpu_seconds", q->cpu_ns / 1e9);
+    json_num(b, "cpu_model_seconds", q->cpu_model_ns / 1e9);
     json_u64(b, "classes", q->classes);
     sb_printf(b, "}");
   }

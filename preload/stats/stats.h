@@ -70,12 +70,16 @@ enum {
 /* What the gate's chooser (docs/ARCHITECTURE.md "The gate") saw of one
  * route of a region, all devices together. */
 typedef struct ibp_stat_route {
-  uint64_t copies;    /* that took it */
-  uint64_t explored;  /* of those, taken to measure it */
-  uint64_t timed;     /* of those, timed on the GPU */
-  double measured_ns; /* the timed copies' cost, measured (summed) */
-  double model_ns;    /* ... and as the model gave it */
-  uint64_t classes;   /* classes of copies whose choice ended on it */
+  uint64_t copies;     /* that took it */
+  uint64_t explored;   /* of those, taken to measure it */
+  uint64_t timed;      /* of those, timed on the GPU */
+  double measured_ns;  /* the timed copies' cost, measured (summed) */
+  double model_ns;     /* ... and as the model gave it */
+  double cpu_ns;       /* the timed copies' calls on the calling thread,
+                          measured (summed; the runtime's and libibp's own
+                          work before them left out) */
+  double cpu_model_ns; /* ... and as the model gave them */
+  uint64_t classes;    /* classes of copies whose choice ended on it */
 } ibp_stat_route;
 
 /* The figures of one region, copied out of its records. */

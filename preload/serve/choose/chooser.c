@@ -93,6 +93,8 @@ void ibp__chooser_figures(ibp_chooser *ch,
     out[r].timed += ch->timed[r];
     out[r].measured_ns += ch->measured_ns[r];
     out[r].model_ns += ch->model_ns[r];
+    out[r].cpu_ns += ch->cpu_ns[r];
+    out[r].cpu_model_ns += ch->cpu_model_ns[r];
   }
   for (int r = 0; r < IBP_ROUTES; r++)
     out[r].copies += atomic_load_explicit(&ch->ran[r], memory_order_relaxed);
@@ -499,6 +501,8 @@ static void read_sample(const ibp_driver *d, ibp_served_region *s,
   const double cpu_model = x->cpu_model_ns + x->runtime_ns;
   ch->timed[x->route]++;
   ch->measured_ns[x->route] += took;
+  ch->cpu_ns[x->route] += x->cpu_ns;
+  ch->cpu_model_ns[x->route] += x->cpu_model_ns;
   ch->model_ns[x->route] +=
       cpu_model > gpu_all_model ? cpu_model : gpu_all_model;
   if (x->explore) { /* what it really cost over the choice: its stages
@@ -635,6 +639,7 @@ void ibp__timing_begin(ibp_device_slot *slot, ibp_chooser *ch,
   const ibp_driver *d = ibp__driver();
   t->index = -1;
   t->start = NULL;
+  t->aside_ns = 0;
   if (!ch || cls >= IBP_CHOOSE_CLASSES)
     return;
   CUstreamCaptureStatus cs = CU_STREAM_CAPTURE_STATUS_NONE;
@@ -720,7 +725,8 @@ void ibp__timing_end(ibp_device_slot *slot, ibp_chooser *ch, CUstream stream,
     return;
   t->index = -1;
   const ibp_driver *d = ibp__driver();
-  const double cpu = ibp__clock_ns() - ch->sample[i].t0_ns;
+  const double span = ibp__clock_ns() - ch->sample[i].t0_ns;
+  const double cpu = span > t->aside_ns ? span - t->aside_ns : 0;
   CUevent *ev = &slot->mem.timing[IBP_TIMING_EVENTS * i];
   CUresult e = submitted && d ? d->cuEventRecord(ev[1], stream) : CUDA_SUCCESS;
   if (e == CUDA_SUCCESS && submitted && d && ch->sample[i].caller)

@@ -112,6 +112,7 @@ typedef struct ibp_chooser {
    * gave them (ns) */
   uint64_t timed[IBP_ROUTES];
   double measured_ns[IBP_ROUTES], model_ns[IBP_ROUTES];
+  double cpu_ns[IBP_ROUTES], cpu_model_ns[IBP_ROUTES];
   _Atomic uint64_t ran[IBP_ROUTES];        /* copies by the route that ran */
   ibp_quiet_run quiet[IBP_CHOOSE_CLASSES]; /* per single class */
   unsigned open[IBP_QUIET_OPEN];           /* the runs not yet counted */
@@ -193,7 +194,9 @@ void ibp__chooser_quiet_report(ibp_chooser *ch, unsigned cls, CUstream stream,
 /* A timing in progress (index -1: not timed). */
 typedef struct ibp_timing {
   int index;
-  CUevent start; /* deferred: the first event, for the route to record */
+  CUevent start;   /* deferred: the first event, for the route to record */
+  double aside_ns; /* the span's CPU time that was not the route's (the
+                      caller's to set before ibp__timing_end) */
 } ibp_timing;
 
 /* Starts timing a copy of class cls by route c->route (decided by

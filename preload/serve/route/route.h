@@ -65,6 +65,9 @@ typedef struct ibp_route_copy {
    * after what its work there waits for), NULL: none; started: it did */
   CUevent start;
   int started;
+  /* ... and the CPU time within its span that timed something of its own
+   * (the staged path's decode probe), not the route's calls */
+  double aside_ns;
   /* a copy that may be held: the batch it would join */
   uint32_t batch_n;  /* copies the batch is expected to hold */
   double scan_ns;    /* the write tracker's scan at its flush */

@@ -89,7 +89,8 @@ static int submit(ibp_route_copy *x, CUresult *err) {
                               &slot->staged_args,
                               &x->sp,
                               x->start,
-                              &x->started};
+                              &x->started,
+                              &x->aside_ns};
   *err = CUDA_SUCCESS;
   const int rc = ibp__staged_copy(x->s, x->ctx, x->c, &sx, err);
   if (rc == 1) /* no buffer free of other streams' work */

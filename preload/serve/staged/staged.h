@@ -59,6 +59,8 @@ typedef struct ibp_staged_args {
    * -- the windows' span holds no decode; *started says it was */
   CUevent start;
   int *started;
+  double *aside_ns; /* adds the decode probe's CPU time, which is the probe's,
+                       not the copy's (NULL: not counted) */
 } ibp_staged_args;
 
 /* Serves copy c as planned: for each chunk, its window copied into a
