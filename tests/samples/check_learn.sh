@@ -1,4 +1,4 @@
-# Usage: check_learn.sh LIBIBP WORK_DIR EMB_GATHER KV_BLOCKS CALLS4X
+# Usage: check_learn.sh LIBIBP WORK_DIR EMB_GATHER KV_BLOCKS CALLS4X WEIGHT_STREAM
 # The gate learns what its batched launches cost where it runs
 # (docs/ARCHITECTURE.md, "The gate"): 256-byte row gathers on a100-pcie4,
 # whose model holds them for batched launches, from libibp's statistics
@@ -16,9 +16,15 @@
 #     explored as a batch -- its launches carry more than one copy each
 #     (a batch of one measures a launch's fixed costs alone).  Whether it is
 #     then taken varies from run to run (a timed span may include waiting
-#     behind the stream's earlier copies), so that is not checked here.
+#     behind the stream's earlier copies), so that is not checked here;
+#   - bf16 weight copies of 512 KiB on h100-pcie5, whose model prefers the
+#     staged route, on the same truth: the first staged and driver copies
+#     are timed while the region's upload shares the link, their spans
+#     dropped -- but the calls they measured on the host are believed, and
+#     at most one copy is staged (the staged copies' calls cost 3.7x their
+#     model there; the driver's copies are faster).
 . "$(dirname "$0")/common.sh"
-lib=$1 work=$2 emb=$3 kv=$4 calls4x=$5
+lib=$1 work=$2 emb=$3 kv=$4 calls4x=$5 ws=$6
 mkdir -p "$work"
 TMP_OUT=$work/learn.out
 TMP_ERR=$work/learn.err
@@ -55,4 +61,10 @@ checks=$((checks + 1))
 [ "$(route batched explored)" -ge 1 ] && [ "$(region batch_launches)" -ge 1 ] &&
   [ "$(region copies_batched)" -gt "$(region batch_launches)" ] ||
   fail "calls 4x dearer: kv_blocks' batched route not explored as a batch: $(cat "$json")"
+
+truth_run "$calls4x" h100-pcie5 min=4M,tensor=1K,name=weights "$ws" \
+  --size 16M --dtype bf16 --layers 32 --epochs 5 --warmup 1
+checks=$((checks + 1))
+[ "$(route staged copies)" -le 1 ] && [ "$(region copies_timed)" -ge 2 ] ||
+  fail "calls 4x dearer: weight copies staged on the prior: $(cat "$json")"
 finish

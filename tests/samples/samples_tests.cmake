@@ -143,7 +143,8 @@ if(TARGET ibp_preload AND NOT samples_gpu)
     COMMAND sh ${samples_test_dir}/check_learn.sh $<TARGET_FILE:ibp_preload>
       ${CMAKE_CURRENT_BINARY_DIR}/libibp-learn $<TARGET_FILE:emb_gather>
       $<TARGET_FILE:kv_blocks>
-      ${PROJECT_SOURCE_DIR}/profile/truth/h100-pcie5-calls4x.prof)
+      ${PROJECT_SOURCE_DIR}/profile/truth/h100-pcie5-calls4x.prof
+      $<TARGET_FILE:weight_stream>)
   set_tests_properties(preload_sample_learn PROPERTIES
     LABELS "sim;preload;samples" TIMEOUT 300 ENVIRONMENT "${samples_env}")
   # the gate learns what the driver's part of a batch call costs

@@ -474,8 +474,15 @@ static void read_sample(const ibp_driver *d, ibp_served_region *s,
       whole_ms = -1;
   }
   /* a span libibp's own uploads shared the link with says nothing of the
-   * route (streams.h): dropped, an exploration's charge standing */
+   * route's GPU time (streams.h): dropped, an exploration's charge
+   * standing -- but the calls, timed on the host, are what they are: a
+   * copy-engine route's stand for every such route's (h100-pcie5 under
+   * driver calls 4x dearer: the first staged and driver copies overlapped
+   * the region's upload, and 4 staged copies went on the prior, 2.7 %
+   * slower than the driver alone) */
   if (!ibp__streams_own_clear(x->dev, x->t0_ns)) {
+    if (x->engine)
+      ibp__choose_learn_calls(&ch->calls, x->cpu_ns, x->cpu_model_ns, now);
     drop(ch, x);
     return;
   }
