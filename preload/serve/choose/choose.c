@@ -85,10 +85,6 @@ unsigned ibp__choose_key(unsigned cls) {
   return cls / IBP_CLASS_MODES;
 }
 
-unsigned ibp__choose_sibling(unsigned cls) {
-  return (ibp__choose_key(cls) ^ 1u) * IBP_CLASS_MODES + cls % IBP_CLASS_MODES;
-}
-
 void ibp__choose_routes_init(ibp_choose_route route[IBP_ROUTES]) {
   memset(route, 0, IBP_ROUTES * sizeof *route);
 }

@@ -308,10 +308,6 @@ unsigned ibp__choose_class_index(uint64_t bytes, int busy, ibp_class_mode mode);
 /* The key of class cls (the index of its routes' knowledge). */
 unsigned ibp__choose_key(unsigned cls);
 
-/* The class of cls's size and mode on a stream of the other kind (busy or
- * idle). */
-unsigned ibp__choose_sibling(unsigned cls);
-
 /* A key's routes, nothing known; then a class of that key. */
 void ibp__choose_routes_init(ibp_choose_route route[IBP_ROUTES]);
 void ibp__choose_class_init(ibp_choose_class *k,

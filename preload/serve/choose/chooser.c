@@ -530,17 +530,6 @@ static void read_sample(const ibp_driver *d, ibp_served_region *s,
   }
   ibp__choose_learn(k, x->route, x->copies, x->cpu_ns, x->cpu_model_ns, gpu,
                     x->gpu_model_ns, now);
-  /* the route's calls and link as measured hold at its size on a stream of
-   * the other kind too (each span is taken net of what the stream and the
-   * link had queued ahead: the lead, contention), whose copies then need
-   * fewer samples of their own to be judged, and fewer timed copies (a100-pcie4
-   * under a link a third as fast: a compact region's weight copies, split
-   * in parts of many sizes, 1.11 -> 1.17 of the driver's time, staged
-   * forced 1.19; h100-pcie5 under driver calls 4x dearer, weight copies
-   * 0.982 -> 0.993); not the whole spans, which join the two stages as
-   * each kind ran them */
-  ibp__choose_learn(&ch->cls[ibp__choose_sibling(x->cls)], x->route, x->copies,
-                    x->cpu_ns, x->cpu_model_ns, gpu, x->gpu_model_ns, now);
   if (x->engine)
     ibp__choose_learn_calls(&ch->calls, x->cpu_ns, x->cpu_model_ns, now);
   /* the two stages together as they ran, against the model's joining of

@@ -1757,9 +1757,6 @@ static void test_classes(void) {
         if (c < IBP_CHOOSE_CLASSES)
           seen[c] = 1;
         CHECK(ibp__choose_key(c) == key);
-        /* its sibling: the same size and mode on the other kind of stream */
-        CHECK(ibp__choose_sibling(c) ==
-              ibp__choose_class_index(1ull << sz, !b, (ibp_class_mode)mode));
       }
     }
 }
