@@ -473,6 +473,14 @@ static void inherit(const ibp_choose_class *k,
   }
 }
 
+/* The calls' ratio over their model as every class of the region
+ * measured them (ibp_choose_class.calls), once judged; at least 1. */
+static double calls_ratio(const ibp_choose_class *k, double now_ns) {
+  if (!k->calls || !judged(k->calls, 0, now_ns))
+    return 1.0;
+  return max2(1.0, used(k->calls, 0, 0, now_ns));
+}
+
 /* Every open route's cost as the model alone gives it. */
 static void model_of(const ibp_route_cost prior[IBP_ROUTES],
                      double model[IBP_ROUTES]) {
@@ -514,6 +522,16 @@ static void assess(const ibp_choose_class *k,
   double own[IBP_ROUTES];
   double *cpu = a->cpu;
   memcpy(own, est, sizeof own);
+  /* the calls as every class measured them (judged): a route's calls
+   * cost that much over their model whatever the route -- its own
+   * charge stands on its prior but for them, and so does timing a copy
+   * (its event records and query are calls) */
+  const double calls = calls_ratio(k, now_ns);
+  for (int r = 0; r < IBP_ROUTES; r++)
+    if (own[r] > 0 && !judged(&k->route[r], prior[r].copies, now_ns))
+      own[r] = max2(own[r], scaled(&prior[r], calls, 1.0) + 1e-9);
+  timing_ns *= calls;
+  a->timing_cost_ns = timing_ns;
   for (int r = 0; r < IBP_ROUTES; r++) {
     double cr, gr;
     ibp__choose_ratios(k, (ibp_route)r, prior[r].copies, now_ns, &cr, &gr);
@@ -694,7 +712,7 @@ static void accrue(const ibp_choose_assessed *a, double *explore,
                    double *timing, double *cap) {
   const double *est = a->est;
   const int go = a->go, alt = a->alt;
-  const double cost = a->cost, timing_ns = a->timing_ns;
+  const double cost = a->cost, timing_ns = a->timing_cost_ns;
   /* credit: a share of this copy's estimated time each */
   double explore_credit = *explore + IBP_CHOOSE_EXPLORE_SHARE * est[go];
   double timing_credit = *timing + IBP_CHOOSE_TIMING_SHARE * est[go];
@@ -715,7 +733,7 @@ static int spend(const ibp_choose_class *k, const ibp_choose_assessed *a,
                  double *cap) {
   const int go = a->go, alt = a->alt;
   const unsigned timable = a->timable;
-  const double cost = a->cost, timing_ns = a->timing_ns;
+  const double cost = a->cost, timing_ns = a->timing_cost_ns;
   accrue(a, explore, timing, cap);
   double explore_credit = *explore, timing_credit = *timing;
   int outcome = QUIET;

@@ -252,6 +252,7 @@ typedef struct ibp_choose_assessed {
   ibp_choose_read read;
   unsigned timable;
   double timing_ns, at_ns;
+  double timing_cost_ns; /* timing_ns at the calls as measured */
   double
       oldest_ns; /* the oldest sample it counted (it stands until that ages) */
   double model[IBP_ROUTES], est[IBP_ROUTES], cpu[IBP_ROUTES];

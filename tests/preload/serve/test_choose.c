@@ -1133,6 +1133,48 @@ static void test_calls_shared(void) {
           o.took[IBP_ROUTE_STAGED]);
 }
 
+/* Driver calls measured 4x their model (by any class: judged): an
+ * unmeasured route's exploration is charged at its prior with its calls
+ * that dear (not at its prior alone: h100-pcie5's weight copies under
+ * driver calls 4x dearer explored the staged path on a charge of 15 us,
+ * and it took 35 over the driver's copy -- 2 % of the run), and timing a
+ * copy costs 4x the timing's model (its event calls are calls). */
+static void test_calls_dear_charged(void) {
+  const ibp_route_cost prior[IBP_ROUTES] = {
+      {.cpu_ns = 2500, .gpu_ns = 10000, .engine = 1},
+      {.cpu_ns = 0},
+      {.cpu_ns = 6000, .gpu_ns = 5000, .serial = 1, .engine = 1},
+      {.cpu_ns = 0}};
+  sim m;
+  sim_init(&m);
+  for (int i = 0; i < IBP_CHOOSE_MIN_SAMPLES; i++)
+    ibp__choose_learn_calls(&m.calls, 10000, 2500, m.now);
+  learn_twice(&m, IBP_ROUTE_DRIVER, 0, 10000, 2500, 10000, 10000);
+  ibp_choice c;
+  int i;
+  for (i = 0; i < 100000; i++) {
+    ibp__choose_decide(&m.k, prior, 5u, TIMING_NS, 1, 0, m.now, &c);
+    if (c.explore)
+      break;
+  }
+  CHECK(c.explore && c.route == IBP_ROUTE_STAGED);
+  /* 6 us of calls at 4x, 5 us after them; over the driver's 10, the
+   * timing at 4x and the surcharge on the 29 */
+  CHECK(fabs(c.charged_ns - ((29000 - 10000) + 4 * TIMING_NS + 29000)) < 1);
+  /* the timing share: 0.2 % of 10 us a copy buys one 8 us timing in 400 */
+  sim n;
+  sim_init(&n);
+  for (int j = 0; j < IBP_CHOOSE_MIN_SAMPLES; j++)
+    ibp__choose_learn_calls(&n.calls, 10000, 2500, n.now);
+  learn_twice(&n, IBP_ROUTE_DRIVER, 0, 10000, 2500, 10000, 10000);
+  long timed = 0;
+  for (i = 0; i < 4000; i++) {
+    ibp__choose_decide(&n.k, prior, 1u, TIMING_NS, 1, 0, n.now, &c);
+    timed += c.timed;
+  }
+  CHECK(timed >= 8 && timed <= 12);
+}
+
 /* A prior whose decode terms are a guess (ibp_route_cost.guessed: never
  * measured with the running decoder) is the first alternative explored,
  * before a cheaper unmeasured one, as soon as the share covers it: the
@@ -1864,6 +1906,7 @@ int main(void) {
   test_staged_windows_dear();
   test_staged_one_at_a_time();
   test_calls_shared();
+  test_calls_dear_charged();
   test_staged_overlap_less();
   test_one_sample_not_enough();
   test_whole_median();
