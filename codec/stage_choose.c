@@ -177,6 +177,268 @@ static ibp_status best_type(const looked_at *in, uint32_t R,
   return st;
 }
 
+/* ---- the stage per cluster (docs/FORMAT.md §9.5) -------------------------
+ *
+ * A stage is kept only on the clusters whose tensors it stores in fewer
+ * bytes.  The candidates are IBP alone's pairs (o->versus, stage none,
+ * first: a tensor stored alike either way takes the cheaper decode) and
+ * the stage's, all at one chunk width (a region has one: a pair's Mask
+ * does not depend on it, so either set's width is tried where they
+ * differ).  Each tensor of an even sample goes to the candidate that
+ * stores it best, and candidates are dropped one at a time, the one whose
+ * tensors lose least by moving to their next best (scaled to the tensors
+ * looked at) against the metadata it costs (its pair, descriptor and id
+ * bits), while that saves bytes or K is above the clusters asked.  The set
+ * left, measured exactly, is the choice when it stores fewer bytes than
+ * both pure sets; IBP alone's when that stores no more than the stage
+ * (so the choice never stores more than IBP alone). */
+#define MIX_SAMPLE_BYTES (4ull << 20)
+
+/* The candidates: pairs (shallow copies, at one chunk width) and their
+ * stages; which stay (alive) and the bytes they store, estimated. */
+typedef struct mix_set {
+  ibp_params *params;
+  ibp_stage *stages;
+  uint8_t *alive;
+  uint32_t m;
+  double estimate;
+} mix_set;
+
+/* Bytes one candidate costs beyond the tensors it stores. */
+static uint64_t candidate_bytes(const mix_set *s, uint32_t c) {
+  return 2ull * s->params[c].tensor_bytes +
+         ibp_stage_descriptor_bytes(&s->stages[c]);
+}
+
+/* Drops the candidate of s->alive (*k of them) whose loss of bytes over
+ * the sample's tensors (sizes: ns x m), scaled to n tensors, least exceeds
+ * what it costs; returns 1 when one was dropped (because that saves bytes,
+ * or *k > limit), 0 otherwise (s->estimate then the set's bytes). */
+static int drop_one(mix_set *s, const uint32_t *sizes, uint64_t ns, uint64_t n,
+                    uint32_t limit, uint32_t *k, double *loss) {
+  const uint32_t m = s->m;
+  const double scale = (double)n / (double)ns;
+  double stored = 0, meta = (double)ibp_cluster_id_bytes(*k, n);
+  for (uint32_t c = 0; c < m; c++) {
+    loss[c] = 0;
+    meta += s->alive[c] ? (double)candidate_bytes(s, c) : 0;
+  }
+  for (uint64_t i = 0; i < ns; i++) {
+    const uint32_t *z = sizes + i * m;
+    uint32_t best = UINT32_MAX, second = UINT32_MAX, id = 0;
+    for (uint32_t c = 0; c < m; c++) {
+      if (!s->alive[c])
+        continue;
+      if (z[c] < best) {
+        second = best;
+        best = z[c];
+        id = c;
+      } else if (z[c] < second) {
+        second = z[c];
+      }
+    }
+    stored += best;
+    loss[id] += second == UINT32_MAX ? 1e300 : (double)(second - best);
+  }
+  s->estimate = stored * scale + meta;
+  if (*k <= 1)
+    return 0;
+  const double ids =
+      (double)(ibp_cluster_id_bytes(*k, n) - ibp_cluster_id_bytes(*k - 1, n));
+  uint32_t worst = m;
+  double least = 0;
+  for (uint32_t c = 0; c < m; c++) {
+    if (!s->alive[c])
+      continue;
+    const double d = loss[c] * scale - (double)candidate_bytes(s, c) - ids;
+    if (worst == m || d < least) {
+      worst = c;
+      least = d;
+    }
+  }
+  if (least >= 0 && *k <= limit)
+    return 0;
+  s->alive[worst] = 0;
+  (*k)--;
+  return 1;
+}
+
+/* Which candidates stay (s->alive), judged on the sample smp of the n
+ * tensors looked at. */
+static ibp_status prune(mix_set *s, const looked_at *smp, uint64_t n,
+                        uint32_t limit) {
+  const uint32_t R = s->params[0].tensor_bytes, m = s->m;
+  const uint64_t ns = smp->bytes / R;
+  uint32_t *sizes = malloc((ns ? ns : 1) * m * sizeof *sizes);
+  uint8_t *scratch = malloc(R);
+  double *loss = malloc(m * sizeof *loss);
+  ibp_status st = sizes && scratch && loss ? IBP_OK : IBP_ERR_NO_MEMORY;
+  const ibp__pack_ops *pack = ibp__pack();
+  for (uint64_t i = 0; st == IBP_OK && i < ns; i++)
+    for (uint32_t c = 0; c < m; c++)
+      sizes[i * m + c] = (uint32_t)ibp__staged_size(
+          pack, &s->params[c], &s->stages[c], smp->data + i * R, scratch);
+  uint32_t k = m;
+  memset(s->alive, 1, m);
+  while (st == IBP_OK && ns && drop_one(s, sizes, ns, n, limit, &k, loss))
+    ;
+  free(loss);
+  free(scratch);
+  free(sizes);
+  return st;
+}
+
+static ibp_status copy_params(const ibp_params *src, ibp_params *dst) {
+  ibp_status st = ibp_params_from_masks(src->tensor_bytes, src->chunk_bytes,
+                                        src->mask, src->bitval, dst);
+  if (st == IBP_OK)
+    dst->threshold = src->threshold;
+  return st;
+}
+
+/* A choice of the candidates s->alive (deep copies), measured on `in`
+ * unless `exact` gives its figures. */
+static ibp_status take(const mix_set *s, const looked_at *in,
+                       const ibp_stage_choose_options *o, uint32_t dtype,
+                       const ibp_region_summary *exact, ibp_stage_choice *c) {
+  uint32_t k = 0;
+  for (uint32_t i = 0; i < s->m; i++)
+    k += s->alive[i];
+  memset(c, 0, sizeof *c);
+  c->clusters.params = calloc(k, sizeof *c->clusters.params);
+  c->stages = calloc(k, sizeof *c->stages);
+  ibp_status st = c->clusters.params && c->stages ? IBP_OK : IBP_ERR_NO_MEMORY;
+  for (uint32_t i = 0; st == IBP_OK && i < s->m; i++) {
+    if (!s->alive[i])
+      continue;
+    st = copy_params(&s->params[i], &c->clusters.params[c->clusters.count]);
+    if (st == IBP_OK)
+      c->stages[c->clusters.count++] = s->stages[i];
+  }
+  if (st == IBP_OK && exact)
+    c->exact = *exact;
+  else if (st == IBP_OK)
+    st = ibp_measure_region_staged(c->clusters.params, c->stages, k, in->data,
+                                   in->bytes, o->threads, &c->exact);
+  if (st != IBP_OK) {
+    ibp_stage_choice_free(c);
+    return st;
+  }
+  c->dtype = dtype;
+  c->measured_bytes = in->bytes;
+  c->total = c->exact.compressed_bytes + c->exact.metadata_bytes;
+  return IBP_OK;
+}
+
+/* The candidates: v's pairs (stage none), then out's with their stages,
+ * every pair at chunk width `chunk` (0: as they are). */
+static ibp_status make_set(const ibp_clusters *v, const ibp_stage_choice *out,
+                           uint32_t chunk, mix_set *s) {
+  const uint32_t kv = v->count, m = kv + out->clusters.count;
+  const uint32_t R = v->params[0].tensor_bytes;
+  *s = (mix_set){calloc(m, sizeof *s->params), calloc(m, sizeof *s->stages),
+                 malloc(m), m, 0};
+  ibp_status st =
+      s->params && s->stages && s->alive ? IBP_OK : IBP_ERR_NO_MEMORY;
+  for (uint32_t c = 0; st == IBP_OK && c < m; c++) {
+    s->params[c] = c < kv ? v->params[c] : out->clusters.params[c - kv];
+    s->params[c].chunk_bytes = chunk ? chunk : s->params[c].chunk_bytes;
+    s->alive[c] = 1;
+    if (c >= kv)
+      s->stages[c] = out->stages[c - kv];
+    else
+      st = ibp_stage_init(&s->stages[c], IBP_STAGE_NONE, IBP_DTYPE_NONE, 0, R);
+  }
+  return st;
+}
+
+static void free_set(mix_set *s) {
+  free(s->params);
+  free(s->stages);
+  free(s->alive);
+  memset(s, 0, sizeof *s);
+}
+
+/* The largest K the clusters asked allow. */
+static uint32_t cluster_limit(const ibp_stage_choose_options *o) {
+  return o->cluster.clusters ? o->cluster.clusters : IBP_MAX_CLUSTERS;
+}
+
+/* The best mix of v's and out's pairs at either set's chunk width, as
+ * pruned on an even sample of `in`: into *best (its alive flags; m 0 when
+ * none is a true mix, both kinds of cluster in it). */
+static ibp_status best_mix(const looked_at *in,
+                           const ibp_stage_choose_options *o,
+                           const ibp_clusters *v, const ibp_stage_choice *out,
+                           mix_set *best) {
+  const uint32_t R = v->params[0].tensor_bytes, kv = v->count;
+  const uint32_t widths[2] = {v->params[0].chunk_bytes,
+                              out->clusters.params[0].chunk_bytes};
+  memset(best, 0, sizeof *best);
+  looked_at smp;
+  ibp_status st = look_at(in->data, in->bytes, R, MIX_SAMPLE_BYTES, &smp);
+  for (int w = 0; st == IBP_OK && w < 2; w++) {
+    if (w == 1 && widths[1] == widths[0])
+      break;
+    mix_set s;
+    st = make_set(v, out, widths[w], &s);
+    if (st == IBP_OK)
+      st = prune(&s, &smp, in->bytes / R, cluster_limit(o));
+    uint32_t on = 0, off = 0;
+    for (uint32_t c = 0; st == IBP_OK && c < s.m; c++) {
+      on += c >= kv && s.alive[c];
+      off += c < kv && s.alive[c];
+    }
+    if (on && off && (!best->m || s.estimate < best->estimate)) {
+      free_set(best);
+      *best = s;
+    } else {
+      free_set(&s);
+    }
+  }
+  free(smp.own);
+  if (st != IBP_OK)
+    free_set(best);
+  return st;
+}
+
+/* The stage per cluster, against IBP alone's pairs v (measured on `in` in
+ * versus).  *out becomes the best of itself, the mix and v (stage none on
+ * every cluster). */
+static ibp_status per_cluster(const looked_at *in,
+                              const ibp_stage_choose_options *o,
+                              const ibp_clusters *v,
+                              const ibp_region_summary *versus,
+                              ibp_stage_choice *out) {
+  const uint64_t vt = versus->compressed_bytes + versus->metadata_bytes;
+  ibp_status st = IBP_OK;
+  mix_set s = {0};
+  ibp_stage_choice c;
+  if (v->count + out->clusters.count <= IBP_MAX_CLUSTERS &&
+      cluster_limit(o) > 1)
+    st = best_mix(in, o, v, out, &s);
+  if (st == IBP_OK && s.m) { /* a true mix, measured */
+    st = take(&s, in, o, out->dtype, NULL, &c);
+    if (st == IBP_OK)
+      keep_best(out, &c);
+  }
+  free_set(&s);
+  if (st == IBP_OK && vt <= out->total) { /* IBP alone, every cluster */
+    st = make_set(v, out, 0, &s);
+    if (st == IBP_OK) {
+      memset(s.alive + v->count, 0, out->clusters.count);
+      /* as IBP alone stores it: version 3, no descriptors */
+      st = take(&s, in, o, out->dtype, versus, &c);
+    }
+    if (st == IBP_OK) {
+      ibp_stage_choice_free(out);
+      *out = c;
+    }
+    free_set(&s);
+  }
+  return st;
+}
+
 ibp_status ibp_stage_choose(const void *data, uint64_t bytes,
                             uint32_t tensor_bytes,
                             const ibp_stage_choose_options *o,
@@ -201,6 +463,8 @@ ibp_status ibp_stage_choose(const void *data, uint64_t bytes,
     ibp_region_summary v;
     st = ibp_measure_region_clustered(o->versus->params, o->versus->count,
                                       in.data, in.bytes, o->threads, &v);
+    if (st == IBP_OK && out->dtype)
+      st = per_cluster(&in, o, o->versus, &v, out);
     out->versus_total = v.compressed_bytes + v.metadata_bytes;
   }
   free(in.own);

@@ -299,6 +299,18 @@ EXP_INLINE uint64_t bits_c(const ibp_stage *st, const uint8_t *t, uint32_t R,
                            uint32_t bytes, uint32_t lo) {
   const uint32_t values = R / bytes, S = segments(st, values);
   uint64_t bits = (uint64_t)(S - 1) * field_width(st, values);
+  if (st->lengths[st->symbols]) { /* an escape: every value has its bits */
+    uint32_t b0 = 0, b1 = 0, b2 = 0, b3 = 0, j = 0;
+    for (; j + 4 <= values; j += 4) {
+      b0 += st->enc_len[field_c(t, j, bytes, lo)];
+      b1 += st->enc_len[field_c(t, j + 1, bytes, lo)];
+      b2 += st->enc_len[field_c(t, j + 2, bytes, lo)];
+      b3 += st->enc_len[field_c(t, j + 3, bytes, lo)];
+    }
+    for (; j < values; j++)
+      b0 += st->enc_len[field_c(t, j, bytes, lo)];
+    return bits + b0 + b1 + b2 + b3;
+  }
   unsigned uncoded = 0;
   for (uint32_t j = 0; j < values; j++) {
     uint32_t l = st->enc_len[field_c(t, j, bytes, lo)];
@@ -365,14 +377,83 @@ static inline void put_flush(bit_out *o, int or_last) {
   o->acc = 0;
 }
 
+/* A segment's values [j, j1) with no check: every value has a code or the
+ * escape, and the codes end inside out's R bytes with 8 to spare.  Two
+ * values a store, their codes joined before they meet the stream (one
+ * shift by the stream's bit count per pair). */
+EXP_INLINE void encode_run(const uint32_t *enc, const uint8_t *enc_len,
+                           const uint8_t *t, uint32_t j, uint32_t j1,
+                           uint8_t *out, size_t *pos_io, uint64_t *acc_io,
+                           unsigned *n_io, uint32_t bytes, uint32_t lo) {
+  size_t pos = *pos_io;
+  uint64_t acc = *acc_io;
+  unsigned n = *n_io;
+  for (; j + 4 <= j1; j += 4) {
+    const uint32_t s0 = field_c(t, j, bytes, lo);
+    const uint32_t s1 = field_c(t, j + 1, bytes, lo);
+    const uint32_t s2 = field_c(t, j + 2, bytes, lo);
+    const uint32_t s3 = field_c(t, j + 3, bytes, lo);
+    const unsigned l0 = enc_len[s0], l1 = enc_len[s1];
+    const unsigned l2 = enc_len[s2], l3 = enc_len[s3];
+    const uint64_t c01 =
+        (uint64_t)(enc[s0] & 0xFFFFFF) | (uint64_t)(enc[s1] & 0xFFFFFF) << l0;
+    const uint64_t c23 =
+        (uint64_t)(enc[s2] & 0xFFFFFF) | (uint64_t)(enc[s3] & 0xFFFFFF) << l2;
+    const unsigned l01 = l0 + l1, l23 = l2 + l3;
+    if (l01 + l23 <= 56) { /* the four at once: n < 8 */
+      acc |= (c01 | c23 << l01) << n;
+      n += l01 + l23;
+    } else {
+      acc |= c01 << n; /* n < 8, c01 < 2^40 */
+      n += l01;
+      ibp__store64(out + pos, acc);
+      pos += n >> 3;
+      acc >>= n & ~7u;
+      n &= 7;
+      acc |= c23 << n;
+      n += l23;
+    }
+    ibp__store64(out + pos, acc);
+    pos += n >> 3;
+    acc >>= n & ~7u;
+    n &= 7;
+  }
+  for (; j + 2 <= j1; j += 2) {
+    const uint32_t s0 = field_c(t, j, bytes, lo);
+    const uint32_t s1 = field_c(t, j + 1, bytes, lo);
+    const unsigned l0 = enc_len[s0], l1 = enc_len[s1];
+    const uint64_t c =
+        (uint64_t)(enc[s0] & 0xFFFFFF) | (uint64_t)(enc[s1] & 0xFFFFFF) << l0;
+    acc |= c << n; /* n < 8, c < 2^40 */
+    n += l0 + l1;
+    ibp__store64(out + pos, acc);
+    pos += n >> 3;
+    acc >>= n & ~7u;
+    n &= 7;
+  }
+  if (j < j1) {
+    const uint32_t s0 = field_c(t, j, bytes, lo);
+    acc |= (uint64_t)(enc[s0] & 0xFFFFFF) << n;
+    n += enc_len[s0];
+    ibp__store64(out + pos, acc);
+    pos += n >> 3;
+    acc >>= n & ~7u;
+    n &= 7;
+  }
+  *pos_io = pos;
+  *acc_io = acc;
+  *n_io = n;
+}
+
 /* One pass: the codes go from bit c0, after the S - 1 segment lengths,
  * whose size is known in advance; each length follows its segment into
  * the header writer.  The two share c0's byte: the codes' writer leaves
  * its low bits 0 and the header's last flush ORs them in (as pack_body.h's
- * bitmap and payload).  The codes' writer stores 8 bytes after every value
- * (no branch on the data) while that stays inside the R bytes of out, and
- * a byte at a time near the end, where it also stops once the stream
- * passes `limit`. */
+ * bitmap and payload).  A segment whose codes surely end 8 bytes before
+ * out's R bytes do, when every value can be sent (the code has an escape),
+ * goes through encode_run; any other, value by value: 8-byte stores while
+ * they stay inside out, a byte at a time near the end, where it also stops
+ * once the stream passes `limit`. */
 EXP_INLINE uint64_t encode_c(const ibp_stage *st, const uint8_t *t, uint32_t R,
                              uint8_t *out, uint64_t at, uint64_t limit,
                              uint32_t bytes, uint32_t lo) {
@@ -387,18 +468,23 @@ EXP_INLINE uint64_t encode_c(const ibp_stage *st, const uint8_t *t, uint32_t R,
   uint64_t acc = S == 1 && n ? out[pos] & ((1u << n) - 1) : 0;
   const size_t fast_end = R >= 8 ? R - 8 : 0; /* 8-byte stores up to here */
   const uint32_t *enc = st->enc;
+  const int sendable = st->lengths[st->symbols] != 0; /* an escape */
   uint32_t uncoded = 0;
   for (uint32_t s = 0; s < S; s++) {
     const uint32_t j0 = s * V, j1 = s + 1 < S ? j0 + V : values;
-    uint64_t len = 0;
+    const uint64_t from = 8 * (uint64_t)pos + n;
     uint32_t j = j0;
+    if (sendable && R >= 8 &&
+        pos + (7 + (uint64_t)(j1 - j0) * st->longest) / 8 <= fast_end) {
+      encode_run(enc, st->enc_len, t, j0, j1, out, &pos, &acc, &n, bytes, lo);
+      j = j1;
+    }
     /* two values per store: n + 2 * 20 < 64 */
     for (; j + 2 <= j1 && R >= 8 && pos <= fast_end; j += 2) {
       const uint32_t e0 = enc[field_c(t, j, bytes, lo)];
       const uint32_t e1 = enc[field_c(t, j + 1, bytes, lo)];
       const uint32_t l0 = e0 >> 24, l1 = e1 >> 24;
       uncoded |= (e0 - 1) | (e1 - 1); /* bit 31: a value without code */
-      len += l0 + l1;
       acc |= (uint64_t)(e0 & 0xFFFFFF) << n;
       acc |= (uint64_t)(e1 & 0xFFFFFF) << (n + l0);
       n += l0 + l1;
@@ -410,7 +496,6 @@ EXP_INLINE uint64_t encode_c(const ibp_stage *st, const uint8_t *t, uint32_t R,
     for (; j < j1; j++) { /* the rest, near the end of out a byte at a time */
       const uint32_t e = enc[field_c(t, j, bytes, lo)], l = e >> 24;
       uncoded |= e - 1;
-      len += l;
       acc |= (uint64_t)(e & 0xFFFFFF) << n;
       for (n += l; n >= 8; n -= 8, acc >>= 8) {
         if (8 * ((uint64_t)pos + 1) > limit)
@@ -420,6 +505,7 @@ EXP_INLINE uint64_t encode_c(const ibp_stage *st, const uint8_t *t, uint32_t R,
     }
     if (uncoded >> 31)
       return limit + 1; /* a value the code cannot send: stored raw */
+    const uint64_t len = 8 * (uint64_t)pos + n - from;
     if (s + 1 < S)
       put_bits(&hdr, len, W, limit); /* ends by c0 <= limit */
   }

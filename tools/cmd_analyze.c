@@ -203,8 +203,12 @@ static int measure_clusters(const analyze_args *a, const mapped_file *in,
 /* The stage's figures and the pick (stage_choice.h). */
 static int measure_stage(const analyze_args *a, const mapped_file *in,
                          analysis *an) {
-  int rc = stage_choice_measure("ibp analyze", &a->codec, in->data, in->size,
-                                !a->json, &an->stage);
+  /* IBP alone's pairs, those of an->ibp_total (set_container) */
+  ibp_clusters one = {1, &an->params};
+  const ibp_clusters *alone =
+      an->clustered && an->clusters.count > 1 ? &an->clusters : &one;
+  int rc = stage_choice_measure("ibp analyze", &a->codec, alone, in->data,
+                                in->size, !a->json, &an->stage);
   if (rc != CLI_EXIT_OK)
     return rc;
   an->ibp_total = an->container_bytes - IBP_CONTAINER_HEADER_BYTES;
@@ -341,6 +345,7 @@ static void json_stage(json_out *j, const analyze_args *a, const analysis *an) {
   if (c->dtype) {
     json_string(j, "dtype", ibp_dtype_name(c->dtype));
     json_u64(j, "pairs", c->clusters.count);
+    json_u64(j, "stage_pairs", c->stage_clusters);
     json_u64(j, "pair_chunk_bytes", c->clusters.params[0].chunk_bytes);
     json_u64(j, "stored_bytes", c->exact.compressed_bytes);
     json_u64(j, "stage_metadata_bytes", c->exact.metadata_bytes);
@@ -464,11 +469,12 @@ static void print_stage(const analyze_args *a, const analysis *an) {
   if (!c->dtype) {
     printf("no value type fits %u B tensors\n", an->params.tensor_bytes);
   } else {
-    printf("%s values, %u cluster%s, chunk %u B: %.2f%% saved counting "
-           "metadata (%llu B)\n",
-           ibp_dtype_name(c->dtype), c->clusters.count,
-           c->clusters.count == 1 ? "" : "s", c->clusters.params[0].chunk_bytes,
-           100.0 * share(an, c->total),
+    printf("%s values, %u cluster%s", ibp_dtype_name(c->dtype),
+           c->clusters.count, c->clusters.count == 1 ? "" : "s");
+    if (c->stage_clusters != c->clusters.count) /* docs/FORMAT.md §9.5 */
+      printf(" (the stage on %u)", c->stage_clusters);
+    printf(", chunk %u B: %.2f%% saved counting metadata (%llu B)\n",
+           c->clusters.params[0].chunk_bytes, 100.0 * share(an, c->total),
            (unsigned long long)c->exact.metadata_bytes);
     printf("sign+exponent       %.3f bits per value coded in %.3f "
            "(order-0 entropy vs code)\n",

@@ -295,21 +295,13 @@ static void print_compress_summary(const container_args *a,
 static int pick_stage(const container_args *a, const mapped_file *in,
                       const ibp_params *p, const ibp_clusters *cl,
                       stage_choice *sc) {
-  int rc = stage_choice_measure("ibp compress", &a->codec, in->data, in->size,
-                                !a->quiet, sc);
-  if (rc != CLI_EXIT_OK || !sc->dtype)
-    return rc;
-  ibp_region_summary alone;
-  ibp_status st = ibp_measure_region_clustered(
-      cl->count ? cl->params : p, cl->count ? cl->count : 1, in->data, in->size,
-      cli_threads(a->codec.threads), &alone);
-  if (st != IBP_OK) {
-    cli_error("ibp compress", "%s", ibp_status_message(st));
-    return CLI_EXIT_DATA;
-  }
-  if (sc->total >= alone.compressed_bytes + alone.metadata_bytes)
-    stage_choice_free(sc);
-  return CLI_EXIT_OK;
+  const ibp_clusters one = {1, (ibp_params *)p};
+  int rc =
+      stage_choice_measure("ibp compress", &a->codec, cl->count ? cl : &one,
+                           in->data, in->size, !a->quiet, sc);
+  if (rc == CLI_EXIT_OK && sc->dtype && sc->total >= sc->versus_total)
+    stage_choice_free(sc); /* IBP alone (every cluster's stage none) */
+  return rc;
 }
 
 static int compress_file(const container_args *a, const mapped_file *in) {

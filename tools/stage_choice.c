@@ -29,7 +29,8 @@ static void figures(stage_choice *c) {
   c->code_bits = total ? (double)bits / (double)total : 0.0;
 }
 
-int stage_choice_measure(const char *cmd, const codec_opts *o, const void *data,
+int stage_choice_measure(const char *cmd, const codec_opts *o,
+                         const ibp_clusters *versus, const void *data,
                          uint64_t bytes, int show, stage_choice *out) {
   memset(out, 0, sizeof *out);
   if (o->tensor_bytes > bytes) {
@@ -48,6 +49,7 @@ int stage_choice_measure(const char *cmd, const codec_opts *o, const void *data,
   so.search.threads = o->threads;
   so.cluster.clusters = o->clusters;
   so.cluster.threads = o->threads;
+  so.versus = versus;
   so.threads = cli_threads(o->threads);
   progress_ticker ticker;
   progress_ticker_start(&ticker, "exponent stage", show);
@@ -63,6 +65,9 @@ int stage_choice_measure(const char *cmd, const codec_opts *o, const void *data,
   out->stages = c.stages;
   out->exact = c.exact;
   out->total = c.total;
+  out->versus_total = c.versus_total;
+  for (uint32_t k = 0; c.stages && k < c.clusters.count; k++)
+    out->stage_clusters += c.stages[k].kind != IBP_STAGE_NONE;
   if (out->dtype)
     figures(out);
   return CLI_EXIT_OK;

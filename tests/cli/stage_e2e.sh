@@ -2,11 +2,14 @@
 # exponent stage (docs/FORMAT.md §9; issue T): for each data set, `ibp
 # analyze` (--clusters 1, as the rule; the profile libibp is given) must
 # pick the stage, and on each
-# route forced (IBP_FORCE_ROUTE=zerocopy, staged, batched) the region must be
+# route forced (IBP_FORCE_ROUTE=zerocopy, staged, batched; IBP_PATH the
+# zero-copy or staged path alone for the first two) the region must be
 # prepared with the stage, its one copy served on that route, the bytes over
 # PCIe (bytes_read_pcie) within 1 % of analyze's stored bytes with the stage,
 # and the device's bytes those of the run with libibp disabled (and of the
-# file).
+# file).  Then a region with the stage on some of its clusters only (the
+# first 16 MiB of cnn_f16, clusters=auto: docs/FORMAT.md §9.5): on each
+# route, prepared so, served, and its bytes those of the disabled run.
 #   sh stage_e2e.sh IBP - WORKDIR PRELOAD SIMDIR KERNEL_PROFILE PROG DATADIR
 # KERNEL_PROFILE: tests/preload/kernel_path.profile (the gate serves with
 # the kernel).  Skipped (77) without libibp.so, the simulated driver or the
@@ -33,6 +36,20 @@ last_json() {
   grep -o "\"$1\": *[0-9]*" "$2" | tail -n 1 | grep -o '[0-9]*$'
 }
 
+# IBP_PATH for a route forced: the GPU path it is (batched: either)
+path_of() {
+  case $1 in zerocopy | staged) echo "$1" ;; *) echo auto ;; esac
+}
+
+# served_on NAME ROUTE JSON: the one copy served on ROUTE
+served_on() {
+  expect_eq "$1 $2: copies served" "$(last_json copies_served "$3")" 1
+  case $2 in
+  staged) expect_eq "$1 staged: copies staged" "$(last_json copies_staged "$3")" 1 ;;
+  batched) expect_eq "$1 batched: copies batched" "$(last_json copies_batched "$3")" 1 ;;
+  esac
+}
+
 for s in $SETS; do
   name=${s%%:*}
   R=${s##*:}
@@ -51,7 +68,8 @@ for s in $SETS; do
   for route in zerocopy staged batched; do
     json=$name.$route.json
     IBP_WAIT_READY=1 IBP_LOG=info IBP_PROFILE=$KERNEL_PROFILE \
-      IBP_FORCE_ROUTE=$route run run --sim --regions "$rule" --stats "$json" \
+      IBP_FORCE_ROUTE=$route IBP_PATH=$(path_of $route) \
+      run run --sim --regions "$rule" --stats "$json" \
       -- "$PROG" "$file" "$name.$route"
     expect_eq "$name $route: exit status" "$rc" 0
     expect_eq "$name $route: result" "$(cat "$OUT")" "stage_prog: ok"
@@ -61,11 +79,7 @@ for s in $SETS; do
     checks=$((checks + 1))
     grep -q "region '$name': .* + exponent stage, " "$ERR" ||
       fail "$name $route: not prepared with the exponent stage: $(grep "region '$name'" "$ERR")"
-    expect_eq "$name $route: copies served" "$(last_json copies_served "$json")" 1
-    case $route in
-    staged) expect_eq "$name staged: copies staged" "$(last_json copies_staged "$json")" 1 ;;
-    batched) expect_eq "$name batched: copies batched" "$(last_json copies_batched "$json")" 1 ;;
-    esac
+    served_on "$name" "$route" "$json"
     pcie=$(last_json bytes_read_pcie "$json")
     echo "$name $route: $pcie bytes over PCIe, ibp analyze predicts $predicted" \
       "($(awk "BEGIN { printf \"%+.4f%%\", 100 * (${pcie:-0} / ${predicted:-1} - 1) }"))"
@@ -74,5 +88,31 @@ for s in $SETS; do
     rm -f "$name.$route" "$json"
   done
   rm -f "$name.disabled"
+done
+
+# the stage on some clusters only: the log's "on N of K cluster(s)"
+name=cnn_f16_16m
+[ -e "$DATA/cnn_f16.bin" ] || { echo "skipped: $DATA/cnn_f16.bin is not built"; exit 77; }
+head -c 16777216 "$DATA/cnn_f16.bin" >"$name.bin"
+run run --sim --disable -- "$PROG" "$name.bin" "$name.disabled"
+expect_eq "$name disabled: exit status" "$rc" 0
+for route in zerocopy staged batched; do
+  json=$name.$route.json
+  IBP_WAIT_READY=1 IBP_LOG=info IBP_PROFILE=$KERNEL_PROFILE \
+    IBP_FORCE_ROUTE=$route IBP_PATH=$(path_of $route) \
+    run run --sim --regions "min=1M,tensor=1024,name=$name" --stats "$json" \
+    -- "$PROG" "$name.bin" "$name.$route"
+  expect_eq "$name $route: exit status" "$rc" 0
+  expect_eq "$name $route: result" "$(cat "$OUT")" "stage_prog: ok"
+  checks=$((checks + 1))
+  cmp -s "$name.disabled" "$name.$route" ||
+    fail "$name $route: the device's bytes differ from the disabled run's"
+  mix=$(sed -nE "s/.*region '$name': exponent stage on .* values, on ([0-9]+) of ([0-9]+) cluster.*/\1 \2/p" "$ERR")
+  on=${mix% *} all=${mix#* }
+  echo "$name $route: the stage on ${on:-?} of ${all:-?} clusters"
+  expect_true "$name $route: the stage on some clusters only" \
+    "${on:-0} > 0 && ${on:-0} < ${all:-0}"
+  served_on "$name" "$route" "$json"
+  rm -f "$name.$route" "$json"
 done
 finish

@@ -5,7 +5,9 @@
  *   - random regions of every dtype (bf16, f16, f32), tensor sizes of 1 ..
  *     ~700 values (odd counts included) and now and then up to 8192 values
  *     (many segments), every chunk width, K = 1 .. 5
- *     clusters with random Masks fitted to the stage, segment sizes 2^4 ..
+ *     clusters with random Masks fitted to the stage (or, in some clusters
+ *     of a K > 1 region, the stage off: kind 0, a Mask not fitted to any
+ *     field, the cluster's tensors IBP alone's), segment sizes 2^4 ..
  *     2^10 values, data with all-equal exponents, uniformly random bits,
  *     float-like values, and float-like values with rare outliers; stages
  *     learned on a part of the region only, so unseen fields take the
@@ -105,6 +107,10 @@ static uint32_t ref_width(const ibp_stage *st, uint32_t values, ref_dtype d) {
 static size_t ref_stage_store(const fixture *f, const ibp_stage *st,
                               const uint8_t *t, uint8_t *slot) {
   const uint32_t R = f->R;
+  if (st->kind == IBP_STAGE_NONE) { /* a stage-off cluster: IBP alone (§9.2) */
+    int compressed;
+    return ref_store(&f->ref, t, slot, &compressed);
+  }
   ref_dtype d = ref_dtype_of(st->dtype);
   uint8_t *stripped = xmalloc(R);
   uint8_t *out = xcalloc(ref_stream_capacity(&f->ref) + 16 * (size_t)R + 64);
@@ -222,8 +228,15 @@ static void make_region(rng *r, sregion *g) {
   int kind = (int)rng_below(r, SD_KINDS);
   gen_values(r, g->data, g->bytes, d, kind);
   g->st = xcalloc(g->k * sizeof *g->st);
-  test_case("R=%u c=%u k=%u n=%llu dtype=%s data=%d", g->R, g->c, g->k,
-            (unsigned long long)g->n, ibp_dtype_name(g->dtype), kind);
+  /* with K > 1, now and then clusters with the stage off (docs/FORMAT.md
+   * §9.2, kind 0: IBP alone, their pairs not fitted to any field); cluster
+   * 0 keeps it, so the container is version 4 */
+  uint8_t off[MAX_K] = {0};
+  for (uint32_t c = 1; c < g->k && rng_chance(r, 0.5); c++)
+    off[c] = rng_chance(r, 0.6);
+  test_case("R=%u c=%u k=%u n=%llu dtype=%s data=%d off=%u%u%u%u%u", g->R, g->c,
+            g->k, (unsigned long long)g->n, ibp_dtype_name(g->dtype), kind,
+            off[0], off[1], off[2], off[3], off[4]);
   for (uint32_t c = 0; c < g->k; c++) {
     CHECK_OK(ibp_stage_init(&g->st[c], IBP_STAGE_EXP, g->dtype, 0, g->R));
     fixture_init(&g->f[c], g->R, g->c);
@@ -236,8 +249,9 @@ static void make_region(rng *r, sregion *g) {
         g->f[c].bitval[b] = x & g->f[c].mask[b];
       }
     }
-    uint8_t *field = xmalloc(g->R);
-    ibp_stage_field(&g->st[c], field, g->R);
+    uint8_t *field = xcalloc(g->R);
+    if (!off[c])
+      ibp_stage_field(&g->st[c], field, g->R);
     for (uint32_t b = 0; b < g->R; b++) {
       g->f[c].mask[b] |= field[b];
       g->f[c].bitval[b] &= (uint8_t)~field[b];
@@ -245,7 +259,8 @@ static void make_region(rng *r, sregion *g) {
     free(field);
     fixture_commit(&g->f[c]);
     g->p[c] = g->f[c].lib;
-    CHECK_OK(ibp_stage_check_params(&g->st[c], &g->p[c]));
+    if (!off[c])
+      CHECK_OK(ibp_stage_check_params(&g->st[c], &g->p[c]));
   }
   /* learn on a part of the tensors (unseen fields take the escape) */
   uint64_t learn = rng_range(r, 1, g->n);
@@ -253,6 +268,10 @@ static void make_region(rng *r, sregion *g) {
                            0, 1, g->st));
   for (uint32_t c = 0; c < g->k; c++)
     g->st[c].segment_log2 = (uint32_t)rng_range(r, 4, 10);
+  for (uint32_t c = 0; c < g->k; c++)
+    if (off[c])
+      CHECK_OK(
+          ibp_stage_init(&g->st[c], IBP_STAGE_NONE, IBP_DTYPE_NONE, 0, g->R));
 }
 
 static void free_region(sregion *g) {

@@ -7,7 +7,8 @@
  *                    size byte, a mode byte, a descriptor, a stream;
  *   fuzz_container/  small valid containers written by the library
  *                    (version 3, and version 4 with the exponent stage:
- *                    *_exp_*): one Mask/Bitval and K clusters.  The
+ *                    *_exp_*, on one of two clusters in *_mixed): one
+ *                    Mask/Bitval and K clusters.  The
  *                    seeds named *_v1 and *_v2 were written by the library
  *                    before version 3 (docs/FORMAT.md §8) and are kept.
  * Usage: gen_fuzz_corpus <corpus dir>   (the subdirectories must exist)
@@ -248,6 +249,49 @@ static void stage_container_seed(const char *dir, rng *r, uint32_t dtype,
   ibp_params_free(&p);
 }
 
+/* A version-4 container of K = 2 pairs: the stage on the first, off on
+ * the second (IBP alone's pair, not fitted: docs/FORMAT.md §9.5), half the
+ * tensors float-like and half with one sign+exponent everywhere. */
+static void stage_mixed_seed(const char *dir, rng *r, uint32_t values,
+                             uint64_t n) {
+  const uint32_t R = 2 * values;
+  uint64_t bytes = n * R + 1;
+  uint8_t *d = malloc((size_t)bytes);
+  float_like(r, d, bytes, 2, 7);
+  for (uint64_t b = n / 2 * R; b + 1 < n * R; b += 2)
+    d[b + 1] = 0x3F, d[b] = (uint8_t)(d[b] | 0x80); /* the field 0x07F */
+  ibp_params p[2] = {{0}, {0}};
+  ibp_search_options opt = {0};
+  opt.threshold = -1;
+  opt.threads = 1;
+  ibp_stage st[2];
+  membuf m = {0};
+  if (ibp_stage_init(&st[0], IBP_STAGE_EXP, IBP_DTYPE_BF16, 4, R) != IBP_OK ||
+      ibp_stage_init(&st[1], IBP_STAGE_NONE, IBP_DTYPE_NONE, 0, R) != IBP_OK ||
+      ibp_search(d, n, R, &opt, &p[1], NULL) != IBP_OK ||
+      ibp_params_from_masks(R, p[1].chunk_bytes, p[1].mask, p[1].bitval,
+                            &p[0]) != IBP_OK) {
+    fprintf(stderr, "mixed stage container failed\n");
+    exit(1);
+  }
+  ibp_stage_fit_params(&st[0], &p[0]);
+  if (ibp_stage_learn(p, 1, IBP_STAGE_EXP, IBP_DTYPE_BF16, d, n / 2, 0, 1,
+                      st) != IBP_OK ||
+      ibp_container_write_staged(p, st, 2, d, bytes, 1, mem_write, &m, NULL) !=
+          IBP_OK) {
+    fprintf(stderr, "mixed stage container failed\n");
+    exit(1);
+  }
+  char name[64];
+  snprintf(name, sizeof name, "R%u_n%llu_tail1_exp_bf16_k2_mixed", R,
+           (unsigned long long)n);
+  write_file(dir, name, m.buf, (size_t)m.len);
+  free(m.buf);
+  free(d);
+  ibp_params_free(&p[0]);
+  ibp_params_free(&p[1]);
+}
+
 int main(int argc, char **argv) {
   if (argc != 2) {
     fprintf(stderr, "usage: %s <corpus dir>\n", argv[0]);
@@ -282,5 +326,9 @@ int main(int argc, char **argv) {
   for (unsigned t = 0; t < 3; t++)
     for (unsigned v = 0; v < 4; v++)
       stage_seed(dir, &r, types[t], counts[v], (t + v) % 8);
+  /* its own stream: the seeds above stay as they were */
+  rng_seed(&r, 0xC0FFEE + 4);
+  snprintf(dir, sizeof dir, "%s/fuzz_container", argv[1]);
+  stage_mixed_seed(dir, &r, 64, 40);
   return 0;
 }

@@ -254,11 +254,14 @@ static void pick_stage(const ibp_region_rec *r, const ibp_served_region *s,
                  ? ""
                  : " (its stage terms an unmeasured estimate)");
   } else {
+    uint32_t on = 0; /* the clusters it is on (docs/FORMAT.md §9.5) */
+    for (uint32_t k = 0; k < c.clusters.count; k++)
+      on += c.stages[k].kind != IBP_STAGE_NONE;
     l->stage_pick = IBP_STAGE_PICK_EXP;
     ibp__log(IBP_LOG_INFO,
-             "region '%s': exponent stage on %s values, %u cluster(s): %.1f%% "
-             "of IBP alone's bytes on a sample",
-             r->name, ibp_dtype_name(c.dtype), c.clusters.count,
+             "region '%s': exponent stage on %s values, on %u of %u "
+             "cluster(s): %.1f%% of IBP alone's bytes on a sample",
+             r->name, ibp_dtype_name(c.dtype), on, c.clusters.count,
              100.0 * (double)c.total / (double)c.versus_total);
     ibp_clusters_free(&l->clusters);
     l->clusters = c.clusters; /* taken over */
