@@ -795,8 +795,13 @@ ibp_route ibp__choose_decide(ibp_choose_class *k,
   out->cpu_ns = a->cpu[take];
   if (dry)
     return take;
-  if (outcome == UNJUDGED)
-    k->unjudged_next = k->copies + IBP_CHOOSE_UNJUDGED_EVERY;
+  if (outcome == UNJUDGED) /* spaced as the timing costs (its calls) */
+    k->unjudged_next =
+        k->copies +
+        (uint64_t)(IBP_CHOOSE_UNJUDGED_EVERY *
+                       (a->timing_ns > 0 ? a->timing_cost_ns / a->timing_ns
+                                         : 1.0) +
+                   0.5);
   k->explore_credit_ns = explore_credit;
   k->explore_cap_ns = cap;
   k->timing_credit_ns = timing_credit;

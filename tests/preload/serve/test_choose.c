@@ -1175,6 +1175,33 @@ static void test_calls_dear_charged(void) {
   CHECK(timed >= 8 && timed <= 12);
 }
 
+/* An unjudged choice is timed at the class's first copy, then one in
+ * IBP_CHOOSE_UNJUDGED_EVERY at the timing's model -- spaced as timing
+ * costs: where every class measured the calls 4x their model, one in 4x
+ * as many (h100-pcie5's weight copies under driver calls 4x dearer:
+ * 0.979 of the driver alone's time, 0.994 so). */
+static void test_unjudged_spaced(void) {
+  for (int dear = 0; dear < 2; dear++) {
+    sim m;
+    sim_init(&m);
+    if (dear)
+      for (int i = 0; i < IBP_CHOOSE_MIN_SAMPLES; i++)
+        ibp__choose_learn_calls(&m.calls, 10000, 2500, m.now);
+    long timed = 0;
+    for (int i = 0; i < 64; i++) {
+      ibp_choice c;
+      ibp__choose_decide(&m.k, PRIOR, 3u, TIMING_NS, 1, 0, m.now, &c);
+      CHECK(!c.explore);
+      timed += c.timed;
+      m.now += 50000;
+    }
+    fprintf(stderr, "unjudged, calls %dx: %ld timed in 64\n", dear ? 4 : 1,
+            timed);
+    /* besides, the share: one in 20 at the model, none at 4x */
+    CHECK(dear ? timed == 2 : timed >= 64 / IBP_CHOOSE_UNJUDGED_EVERY);
+  }
+}
+
 /* A prior whose decode terms are a guess (ibp_route_cost.guessed: never
  * measured with the running decoder) is the first alternative explored,
  * before a cheaper unmeasured one, as soon as the share covers it: the
@@ -1907,6 +1934,7 @@ int main(void) {
   test_staged_one_at_a_time();
   test_calls_shared();
   test_calls_dear_charged();
+  test_unjudged_spaced();
   test_staged_overlap_less();
   test_one_sample_not_enough();
   test_whole_median();
