@@ -88,6 +88,20 @@ static ibp_status find_pairs(const uint8_t *s, const looked_at *in, uint32_t R,
   return st;
 }
 
+/* A choice measured (st) over the tensors looked at: its totals, or freed
+ * on an error. */
+static ibp_status settle(ibp_stage_choice *c, ibp_status st, uint32_t dtype,
+                         const looked_at *in) {
+  if (st != IBP_OK) {
+    ibp_stage_choice_free(c);
+    return st;
+  }
+  c->dtype = dtype;
+  c->measured_bytes = in->bytes;
+  c->total = c->exact.compressed_bytes + c->exact.metadata_bytes;
+  return IBP_OK;
+}
+
 /* One type: pairs, stages, exact bytes over the tensors looked at.
  * IBP_OK with c->dtype NONE when the type does not fit R. */
 static ibp_status measure_dtype(const looked_at *in, uint32_t R,
@@ -116,14 +130,7 @@ static ibp_status measure_dtype(const looked_at *in, uint32_t R,
   if (st == IBP_OK)
     st = ibp_measure_region_staged(c->clusters.params, c->stages, k, in->data,
                                    in->bytes, o->threads, &c->exact);
-  if (st != IBP_OK) {
-    ibp_stage_choice_free(c);
-    return st;
-  }
-  c->dtype = dtype;
-  c->measured_bytes = in->bytes;
-  c->total = c->exact.compressed_bytes + c->exact.metadata_bytes;
-  return IBP_OK;
+  return settle(c, st, dtype, in);
 }
 
 /* Keeps the smaller of *best and *c (c is freed or taken over). */
@@ -320,14 +327,7 @@ static ibp_status take(const mix_set *s, const looked_at *in,
   else if (st == IBP_OK)
     st = ibp_measure_region_staged(c->clusters.params, c->stages, k, in->data,
                                    in->bytes, o->threads, &c->exact);
-  if (st != IBP_OK) {
-    ibp_stage_choice_free(c);
-    return st;
-  }
-  c->dtype = dtype;
-  c->measured_bytes = in->bytes;
-  c->total = c->exact.compressed_bytes + c->exact.metadata_bytes;
-  return IBP_OK;
+  return settle(c, st, dtype, in);
 }
 
 /* The candidates: v's pairs (stage none), then out's with their stages,
