@@ -95,6 +95,7 @@ enum {
   MARK_DECODE_NB,      /* a tensor's decode entry, its stream no bitmap */
   MARK_GROUP_TENSOR,   /* a tensor of a group of whole steps */
   MARK_GROUP_TSTEP,    /* ... a full decode step of it */
+  MARK_GROUP_FLAT,     /* a group's flat steps: their set-up */
   MARK_COUNT
 };
 
@@ -668,6 +669,7 @@ template <unsigned C> IBP_DEV void decode_group(const tensor_job *j) {
     decode_group_steps<C>(j);
     return;
   }
+  IBP_MARK(MARK_GROUP_FLAT);
   /* few registers live across the steps: the job's pointers are read from
    * its slot (shared memory) where they are used */
   const uint32_t nb = j->count * (j->R / BLOCK);
@@ -676,14 +678,19 @@ template <unsigned C> IBP_DEV void decode_group(const tensor_job *j) {
   const uint32_t head = (uint32_t)ibp_dev_ldg_u64((const uint8_t *)j->offs) -
                         (uint32_t)((uintptr_t)j->stream & (PIECE - 1));
   const unsigned lane = ibp_dev_lane();
+  /* lane k holds tensor k's first bit (a group has at most 32 tensors):
+   * a step's lanes take theirs with one shuffle, no load */
+  const uint32_t first =
+      8 * ((uint32_t)ibp_dev_ldg_u64(
+               (const uint8_t *)(j->offs + (lane < j->count ? lane : 0))) -
+           head);
   uint32_t i = lane / (j->R / BLOCK), b = lane - i * (j->R / BLOCK), carry = 0;
   for (uint32_t g = 0; g < nb; g += 32) {
     IBP_MARK(MARK_GROUP_STEP);
     const uint32_t R = j->R;
     const bool live = g + lane < nb;
     const uint32_t il = live ? i : 0, bl = live ? b : 0;
-    const uint32_t base =
-        8 * ((uint32_t)ibp_dev_ldg_u64((const uint8_t *)(j->offs + il)) - head);
+    const uint32_t base = ibp_dev_shfl(first, (int)il);
     const unsigned S = j->S;
     const uint8_t *pl = j->plan + bl * ((4 + S) * BLOCK);
     uint32_t fit[4], pre[4], off[4];
