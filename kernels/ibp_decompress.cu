@@ -93,6 +93,9 @@ enum {
   MARK_BSTAGE_EDGE,    /* ... of a block's fetch */
   MARK_FETCH,          /* a unit's fetch, its job looked up */
   MARK_DECODE_NB,      /* a tensor's decode entry, its stream no bitmap */
+  MARK_GROUP_TENSOR,   /* a tensor of a group of whole steps */
+  MARK_GROUP_TSTEP,    /* ... a full decode step of it */
+  MARK_GROUP_FLAT,     /* a group's flat steps: their set-up */
   MARK_COUNT
 };
 
@@ -455,10 +458,12 @@ IBP_DEV ibp_dev_u128 block_out(const uint8_t *pl, const uint32_t *sw,
   return ibp_dev_u128{out[0], out[1], out[2], out[3]};
 }
 
-template <unsigned C, bool FULL, bool BLOCKWIDE, bool NB = false>
+template <unsigned C, bool FULL, bool BLOCKWIDE, bool NB = false,
+          bool GROUPED = false>
 IBP_DEV uint32_t decode_step(const decode_ctx &x, uint32_t g, uint32_t pos) {
-  IBP_MARK(BLOCKWIDE ? (FULL ? MARK_BSTEP_FULL : MARK_BSTEP_PART)
-                     : (FULL ? MARK_STEP_FULL : MARK_STEP_PART));
+  IBP_MARK(GROUPED     ? MARK_GROUP_TSTEP
+           : BLOCKWIDE ? (FULL ? MARK_BSTEP_FULL : MARK_BSTEP_PART)
+                       : (FULL ? MARK_STEP_FULL : MARK_STEP_PART));
   const uint32_t b = g + ibp_dev_lane(), nb = x.nb, bit0 = x.bit0;
   const uint32_t *sw = x.sw;
   const unsigned S = x.S;
@@ -613,6 +618,40 @@ IBP_DEV void decode_stage(const tensor_job *j, uint32_t b) {
   stage_exp_warp(s, ibp_dev_ldg_u32(&st->dtype));
 }
 
+/* decode_group for tensors of a whole number of steps (R a multiple of
+ * 512): no step crosses a tensor, so each tensor takes the full steps of
+ * one tensor's decode (docs/ARCHITECTURE.md "Groups of small tensors"),
+ * from its own first bit; those steps count under a mark of their own
+ * (MARK_GROUP_TSTEP: decode_step's GROUPED, nothing else). */
+template <unsigned C> IBP_DEV void decode_group_steps(const tensor_job *j) {
+  for (uint32_t t = 0; t < j->count; t++) {
+    IBP_MARK(MARK_GROUP_TENSOR);
+    /* (tensor t's first bit: 8 * (offs[t] - offs[0]) past the first
+     * tensor's, nothing but t kept across the tensors) */
+    const uint32_t head = (uint32_t)ibp_dev_ldg_u64((const uint8_t *)j->offs) -
+                          (uint32_t)((uintptr_t)j->stream & (PIECE - 1));
+    const uint32_t bit0 =
+        8 * ((uint32_t)ibp_dev_ldg_u64((const uint8_t *)(j->offs + t)) - head);
+    uint32_t pos = bit0 + j->R / C;
+    for (uint32_t g = 0; g < j->R / BLOCK; g += 32) {
+      /* (the context read from the slot each step: few registers live
+       * across the steps) */
+      const uint32_t R = j->R;
+      const decode_ctx x = {j->plan,
+                            j->dst + t * R,
+                            (const uint32_t *)job_stage(j),
+                            0,
+                            R,
+                            bit0,
+                            R / BLOCK,
+                            j->S,
+                            true};
+      pos = decode_step<C, true, false, false, true>(x, g, pos);
+    }
+  }
+  IBP_MARK(MARK_GROUP_END);
+}
+
 /* Decodes a group of j->count whole tensors (R a multiple of 16, their
  * streams adjacent and staged whole, the destination 16-byte aligned) in
  * flat steps: lane l decodes block g + l of the group, tensor i's block b
@@ -620,11 +659,17 @@ IBP_DEV void decode_stage(const tensor_job *j, uint32_t b) {
  * the start of the next.  Each lane finds its block's payload bit with a
  * scan segmented at tensor starts: the warp scan less its value at the
  * tensor's first lane of the step, plus, for the tensor begun in an
- * earlier step, that step's carry. */
+ * earlier step, that step's carry.  Tensors of a whole number of steps
+ * take decode_group_steps. */
 template <unsigned C> IBP_DEV void decode_group(const tensor_job *j) {
   if (!IBP_WIDTH_OK(C))
     return;
   IBP_MARK(MARK_GROUP);
+  if (j->R % SPAN == 0) {
+    decode_group_steps<C>(j);
+    return;
+  }
+  IBP_MARK(MARK_GROUP_FLAT);
   /* few registers live across the steps: the job's pointers are read from
    * its slot (shared memory) where they are used */
   const uint32_t nb = j->count * (j->R / BLOCK);
@@ -633,14 +678,19 @@ template <unsigned C> IBP_DEV void decode_group(const tensor_job *j) {
   const uint32_t head = (uint32_t)ibp_dev_ldg_u64((const uint8_t *)j->offs) -
                         (uint32_t)((uintptr_t)j->stream & (PIECE - 1));
   const unsigned lane = ibp_dev_lane();
+  /* lane k holds tensor k's first bit (a group has at most 32 tensors):
+   * a step's lanes take theirs with one shuffle, no load */
+  const uint32_t first =
+      8 * ((uint32_t)ibp_dev_ldg_u64(
+               (const uint8_t *)(j->offs + (lane < j->count ? lane : 0))) -
+           head);
   uint32_t i = lane / (j->R / BLOCK), b = lane - i * (j->R / BLOCK), carry = 0;
   for (uint32_t g = 0; g < nb; g += 32) {
     IBP_MARK(MARK_GROUP_STEP);
     const uint32_t R = j->R;
     const bool live = g + lane < nb;
     const uint32_t il = live ? i : 0, bl = live ? b : 0;
-    const uint32_t base =
-        8 * ((uint32_t)ibp_dev_ldg_u64((const uint8_t *)(j->offs + il)) - head);
+    const uint32_t base = ibp_dev_shfl(first, (int)il);
     const unsigned S = j->S;
     const uint8_t *pl = j->plan + bl * ((4 + S) * BLOCK);
     uint32_t fit[4], pre[4], off[4];

@@ -202,7 +202,8 @@ def combine(regions_path, hits_path, detail):
         block = int(f["size"]) >= BLOCK_R
         # the loop the copy ran most: a full step of its path, or a group's
         steps = ["MARK_BSTEP_FULL"] if block else ["MARK_STEP_FULL",
-                                                   "MARK_GROUP_STEP"]
+                                                   "MARK_GROUP_STEP",
+                                                   "MARK_GROUP_TSTEP"]
         steps = [ids[n] for n in steps if n in ids]
         loop = ins.get(max(steps, key=lambda m: hits.get(m, 0)), 0)
         stage = ("stage=%s dtype=%s " % (f["stage"], f["dtype"])

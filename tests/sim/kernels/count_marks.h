@@ -13,6 +13,9 @@ extern "C" {
 unsigned count_marks_ids(void);
 /* The id of a group's decode step (MARK_GROUP_STEP). */
 unsigned count_marks_group_step(void);
+/* The id of a tensor of a group of whole steps (MARK_GROUP_TENSOR: R a
+ * multiple of 512). */
+unsigned count_marks_group_tensor(void);
 /* Forgets every pass counted so far. */
 void count_marks_reset(void);
 /* Passes through mark `id` since the reset: per warp, the most passes of

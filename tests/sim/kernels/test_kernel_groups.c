@@ -7,8 +7,9 @@
  * busy tensors, moved streams, host bases misaligned to 128 B,
  * destinations aligned (groups) or not, 1 or K clusters, any walk length.
  * Then a copy of whole aligned tensors through the marked kernels
- * (variant_marks.cc) must have run group steps: the cases above test the
- * group path, not only the one-tensor path.
+ * (variant_marks.cc) must have run group steps (flat ones, or for tensors
+ * of a whole number of 512-byte steps a group's tensors one by one): the
+ * cases above test the group paths, not only the one-tensor path.
  * IBP_TEST_ITERATIONS = cases (default 3000); SIMT_SEED / IBP_TEST_SEED.
  */
 #include <stdio.h>
@@ -80,8 +81,12 @@ static void groups_run(uint32_t R, uint32_t c) {
                    k.packed_bytes, NULL, &mismatch, err, sizeof err) == 0 &&
              mismatch == 0,
          "R=%u c=%u: %s", R, c, err);
-  CHECKF(count_marks_warp_passes(count_marks_group_step()) > 0,
-         "R=%u c=%u: no group step ran", R, c);
+  /* (tensors of whole steps take a group's tensor by tensor, the others
+   * its flat steps) */
+  const unsigned mark =
+      R % 512 ? count_marks_group_step() : count_marks_group_tensor();
+  CHECKF(count_marks_warp_passes(mark) > 0, "R=%u c=%u: no group step ran", R,
+         c);
   kcase_free(&k);
 }
 
@@ -93,7 +98,7 @@ int main(void) {
     one_case(entry, i, &bytes);
   printf("test_kernel_groups: %llu cases, %llu bytes, 0 mismatches\n",
          (unsigned long long)iters, (unsigned long long)bytes);
-  static const uint32_t sizes[] = {16, 256, 400, 1024};
+  static const uint32_t sizes[] = {16, 256, 400, 512, 1024};
   for (unsigned w = 1; w <= 8; w *= 2)
     for (unsigned i = 0; i < sizeof sizes / sizeof *sizes; i++)
       groups_run(sizes[i], w);

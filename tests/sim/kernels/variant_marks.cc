@@ -45,6 +45,10 @@ extern "C" unsigned count_marks_group_step(void) {
   return MARK_GROUP_STEP;
 }
 
+extern "C" unsigned count_marks_group_tensor(void) {
+  return MARK_GROUP_TENSOR;
+}
+
 extern "C" void count_marks_reset(void) {
   passes.clear();
 }
