@@ -83,13 +83,17 @@ extern "C" {
  *   decode-plan-5  the same, the walk's and the step's addressing and
  *                  fetches cut (issue 36: 0.81 -> 0.69 instructions a byte
  *                  all in at 400 B, W=8); the exponent stage as in -4
+ *   decode-plan-6  the same, groups of tensors of whole 512-byte steps
+ *                  decoded tensor by tensor with the full step, a group's
+ *                  first bits taken by shuffle (issue 36: 0.626 -> 0.589
+ *                  at 1 KiB, W=8); the exponent stage as in -4
  *
  * Whoever changes how fast ibp_decompress or ibp_decompress_batch decode
  * (ibp_decompress.cu, ibp_dev.h, the plan they read, their launch shape in
  * plan.c) bumps it -- a new name, never one used before, and never
  * "unknown" -- so that every profile measured before is flagged until `ibp
  * calibrate` measures the new build. */
-#define IBP_DECODER_BUILD "decode-plan-5"
+#define IBP_DECODER_BUILD "decode-plan-6"
 
 /* The exponent stage's build (stage_exp_dev.cuh and a stage job's path in
  * ibp_decompress.cu), as far as its speed goes: the name a profile's
