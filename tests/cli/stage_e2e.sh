@@ -42,6 +42,20 @@ path_of() {
 }
 
 # served_on NAME ROUTE JSON: the one copy served on ROUTE
+# serve_forced NAME FILE RULE ROUTE JSON: the program copies FILE through
+# libibp with ROUTE forced (its statistics in JSON); its bytes must be the
+# disabled run's (NAME.disabled), left in NAME.ROUTE.
+serve_forced() {
+  IBP_WAIT_READY=1 IBP_LOG=info IBP_PROFILE=$KERNEL_PROFILE \
+    IBP_FORCE_ROUTE=$4 IBP_PATH=$(path_of "$4") \
+    run run --sim --regions "$3" --stats "$5" -- "$PROG" "$2" "$1.$4"
+  expect_eq "$1 $4: exit status" "$rc" 0
+  expect_eq "$1 $4: result" "$(cat "$OUT")" "stage_prog: ok"
+  checks=$((checks + 1))
+  cmp -s "$1.disabled" "$1.$4" ||
+    fail "$1 $4: the device's bytes differ from the disabled run's"
+}
+
 served_on() {
   expect_eq "$1 $2: copies served" "$(last_json copies_served "$3")" 1
   case $2 in
@@ -67,15 +81,7 @@ for s in $SETS; do
   expect_eq "$name disabled: exit status" "$rc" 0
   for route in zerocopy staged batched; do
     json=$name.$route.json
-    IBP_WAIT_READY=1 IBP_LOG=info IBP_PROFILE=$KERNEL_PROFILE \
-      IBP_FORCE_ROUTE=$route IBP_PATH=$(path_of $route) \
-      run run --sim --regions "$rule" --stats "$json" \
-      -- "$PROG" "$file" "$name.$route"
-    expect_eq "$name $route: exit status" "$rc" 0
-    expect_eq "$name $route: result" "$(cat "$OUT")" "stage_prog: ok"
-    checks=$((checks + 1))
-    cmp -s "$name.disabled" "$name.$route" ||
-      fail "$name $route: the device's bytes differ from the disabled run's"
+    serve_forced "$name" "$file" "$rule" "$route" "$json"
     checks=$((checks + 1))
     grep -q "region '$name': .* + exponent stage, " "$ERR" ||
       fail "$name $route: not prepared with the exponent stage: $(grep "region '$name'" "$ERR")"
@@ -98,15 +104,8 @@ run run --sim --disable -- "$PROG" "$name.bin" "$name.disabled"
 expect_eq "$name disabled: exit status" "$rc" 0
 for route in zerocopy staged batched; do
   json=$name.$route.json
-  IBP_WAIT_READY=1 IBP_LOG=info IBP_PROFILE=$KERNEL_PROFILE \
-    IBP_FORCE_ROUTE=$route IBP_PATH=$(path_of $route) \
-    run run --sim --regions "min=1M,tensor=1024,name=$name" --stats "$json" \
-    -- "$PROG" "$name.bin" "$name.$route"
-  expect_eq "$name $route: exit status" "$rc" 0
-  expect_eq "$name $route: result" "$(cat "$OUT")" "stage_prog: ok"
-  checks=$((checks + 1))
-  cmp -s "$name.disabled" "$name.$route" ||
-    fail "$name $route: the device's bytes differ from the disabled run's"
+  serve_forced "$name" "$name.bin" "min=1M,tensor=1024,name=$name" "$route" \
+    "$json"
   mix=$(sed -nE "s/.*region '$name': exponent stage on .* values, on ([0-9]+) of ([0-9]+) cluster.*/\1 \2/p" "$ERR")
   on=${mix% *} all=${mix#* }
   echo "$name $route: the stage on ${on:-?} of ${all:-?} clusters"
