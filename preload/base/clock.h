@@ -18,6 +18,12 @@ double ibp__clock_ns(void);
  * (the simulated GPU's virtual clock; nothing on a real one). */
 void ibp__clock_charge_us(double us);
 
+/* The calling thread waited for another thread's work that ended at `ns`
+ * on that thread's clock: on the simulated GPU its clock becomes at least
+ * that (a wait the virtual clock cannot see, such as one for libibp's
+ * worker); nothing on a real one, where the wait took its time. */
+void ibp__clock_reach(double ns);
+
 /* What libibp's own CPU work of `measured_ns` costs on the device's clock:
  * on the simulated GPU its model `model_ns` (every run modelled alike), on
  * a real one what it took. */

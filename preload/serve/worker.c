@@ -14,6 +14,7 @@
 #include "serve/worker.h"
 
 #include "base/base.h"
+#include "base/clock.h"
 #include "base/driver.h"
 #include "base/log.h"
 #include "base/thread.h"
@@ -59,6 +60,8 @@ static pthread_cond_t done = PTHREAD_COND_INITIALIZER; /* a job finished */
 static job *head, *tail;
 static int running;
 static int warned_thread;
+/* the worker's clock when its last job finished (base/clock.h) */
+static double finished_ns;
 
 /* ---- jobs ---------------------------------------------------------------- */
 
@@ -173,7 +176,10 @@ static void *worker_main(void *arg) {
       run(d, j);
     ibp_region_release(j->r);
     free(j);
+    const double now = ibp__clock_ns();
     pthread_mutex_lock(&lock);
+    if (now > finished_ns)
+      finished_ns = now;
     pthread_cond_broadcast(&done);
   }
   return NULL;
@@ -289,11 +295,19 @@ void ibp__worker_wait(ibp_region_rec *r, int dev) {
   struct timespec until;
   clock_gettime(CLOCK_REALTIME, &until);
   until.tv_sec += WAIT_LIMIT_SECONDS;
+  int waited = 0;
   pthread_mutex_lock(&lock);
-  while (busy(r, dev))
+  while (busy(r, dev)) {
+    waited = 1;
     if (pthread_cond_timedwait(&done, &lock, &until) == ETIMEDOUT)
       break;
+  }
+  const double until_ns = finished_ns;
   pthread_mutex_unlock(&lock);
+  /* the caller's clock has waited for the jobs' work (their uploads): on
+   * the simulated GPU's too, so its copies do not run before them */
+  if (waited)
+    ibp__clock_reach(until_ns);
 }
 
 void ibp__worker_after_fork_child(void) {
@@ -302,4 +316,5 @@ void ibp__worker_after_fork_child(void) {
   pthread_cond_init(&done, NULL);
   head = tail = NULL; /* the parent's jobs are the parent's */
   running = 0;
+  finished_ns = 0;
 }
