@@ -49,8 +49,7 @@ enum {
   MARK_RESTORE,        /* the walk's state read back, the carry */
   MARK_GROUP,          /* a group's decode entry */
   MARK_GROUP_STEP,     /* a step of a group's decode */
-  MARK_GROUP_NEXT,     /* a tensor a lane's next block is in */
-  MARK_GROUP_END,      /* after it */
+  MARK_GROUP_END,      /* after a group's steps */
   MARK_GROUPING,       /* a unit's job grown into a group */
   MARK_BUNIT,          /* a unit of a block */
   MARK_BUNIT_JOB,      /* its job made */
@@ -689,11 +688,18 @@ template <unsigned C> IBP_DEV void decode_group(const tensor_job *j) {
       8 * ((uint32_t)ibp_dev_ldg_u64(
                (const uint8_t *)(j->offs + (lane < j->count ? lane : 0))) -
            head);
-  uint32_t i = lane / (j->R / BLOCK), b = lane - i * (j->R / BLOCK), carry = 0;
+  /* lane l's block of a step, g + l, is block b of tensor i: i by a
+   * multiply with m = floor((2^32 - 1) / bt) (exact for the blocks of a group:
+   * ((g + l + 1) * m) >> 32 == (g + l) / bt below 2^15 blocks, bt < 2^10),
+   * one division per group, none per step */
+  const uint32_t bt = j->R / BLOCK, m = 0xFFFFFFFFu / bt;
+  uint32_t carry = 0;
   for (uint32_t g = 0; g < nb; g += 32) {
     IBP_MARK(MARK_GROUP_STEP);
     const uint32_t R = j->R;
-    const bool live = g + lane < nb;
+    const uint32_t at = g + lane;
+    const uint32_t i = ibp_dev_umulhi(at + 1, m), b = at - i * bt;
+    const bool live = at < nb;
     const uint32_t il = live ? i : 0, bl = live ? b : 0;
     const uint32_t base = ibp_dev_shfl(first, (int)il);
     const unsigned S = j->S;
@@ -712,19 +718,7 @@ template <unsigned C> IBP_DEV void decode_group(const tensor_job *j) {
     const ibp_dev_u128 v =
         block_out<C>(pl, sw, base + R / C + within, S, fit, pre, off);
     if (live)
-      ibp_dev_st16(j->dst + BLOCK * (g + lane), v);
-    /* the next step's tensor and block: one tensor on at most for R of
-     * 512 bytes and more, without a loop; smaller tensors loop on */
-    const uint32_t bt = R / BLOCK;
-    b += 32;
-    if (b >= bt) {
-      b -= bt;
-      i++;
-    }
-    for (; b >= bt; b -= bt) {
-      IBP_MARK(MARK_GROUP_NEXT);
-      i++;
-    }
+      ibp_dev_st16(j->dst + BLOCK * at, v);
   }
   IBP_MARK(MARK_GROUP_END);
 }

@@ -173,6 +173,10 @@ IBP_DEV uint32_t ibp_dev_prmt(uint32_t a, uint32_t b, uint32_t s) {
 IBP_DEV uint32_t ibp_dev_dp4a(uint32_t a, uint32_t b, uint32_t c) {
   return __dp4a(a, b, c);
 }
+/* The high 32 bits of the 64-bit product a * b. */
+IBP_DEV uint32_t ibp_dev_umulhi(uint32_t a, uint32_t b) {
+  return __umulhi(a, b);
+}
 IBP_DEV uint64_t ibp_dev_ldg_u64(const uint8_t *p) {
   return __ldg((const unsigned long long *)p);
 }
@@ -327,6 +331,9 @@ IBP_DEV uint32_t ibp_dev_dp4a(uint32_t a, uint32_t b, uint32_t c) {
   for (unsigned n = 0; n < 32; n += 8)
     c += ((a >> n) & 0xFFu) * ((b >> n) & 0xFFu);
   return c;
+}
+IBP_DEV uint32_t ibp_dev_umulhi(uint32_t a, uint32_t b) {
+  return (uint32_t)(((uint64_t)a * b) >> 32);
 }
 IBP_DEV uint64_t ibp_dev_ldg_u64(const uint8_t *p) {
   uint64_t v;
