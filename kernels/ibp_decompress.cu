@@ -49,8 +49,7 @@ enum {
   MARK_RESTORE,        /* the walk's state read back, the carry */
   MARK_GROUP,          /* a group's decode entry */
   MARK_GROUP_STEP,     /* a step of a group's decode */
-  MARK_GROUP_NEXT,     /* a tensor a lane's next block is in */
-  MARK_GROUP_END,      /* after it */
+  MARK_GROUP_END,      /* after a group's steps */
   MARK_GROUPING,       /* a unit's job grown into a group */
   MARK_BUNIT,          /* a unit of a block */
   MARK_BUNIT_JOB,      /* its job made */
@@ -274,10 +273,15 @@ IBP_DEV uint32_t block_fits(const uint32_t *sw, uint32_t bit0, uint32_t b) {
 /* 0xFF in each byte of word i of the block whose chunk fits. */
 /* (1- and 2-byte chunks: a multiply moves fit bit k to the top bit of the
  * chunk's first byte -- the partial products never meet -- and one prmt
- * copies each top bit over its bytes.) */
+ * copies each top bit over its bytes.  1-byte chunks: words 1 and 3 take
+ * their nibble in place, f >> 8 serving words 2 and 3.) */
 template <unsigned C> IBP_DEV uint32_t fit_bytes(uint32_t f, unsigned i) {
-  if (C == 1)
-    return ibp_dev_prmt(((f >> (4 * i)) & 15u) * 0x10204080u, 0, 0xBA98u);
+  if (C == 1) {
+    const uint32_t h = i < 2 ? f : f >> 8;
+    return ibp_dev_prmt(i & 1 ? (h & 0xF0u) * 0x01020408u
+                              : (h & 15u) * 0x10204080u,
+                        0, 0xBA98u);
+  }
   if (C == 2)
     return ibp_dev_prmt(((f >> (2 * i)) & 3u) * 0x00400080u, 0, 0xAA88u);
   return 0u - ((f >> (C == 4 ? i : i / 2)) & 1u);
@@ -332,10 +336,9 @@ template <unsigned C> IBP_DEV uint32_t spread_chunks(uint32_t x, uint32_t pre) {
     const uint32_t t1 = ibp_dev_shl_wrap(x, pre);
     const uint32_t t2 = ibp_dev_shl_wrap(t1, pre >> 8);
     const uint32_t t3 = ibp_dev_shl_wrap(t2, pre >> 16);
-    return (((((x & ~0xFF00u) | (t1 & 0xFF00u)) & ~0xFF0000u) |
-             (t2 & 0xFF0000u)) &
-            ~0xFF000000u) |
-           (t3 & 0xFF000000u);
+    /* (each merge one prmt: byte k from t_k, those below it kept) */
+    return ibp_dev_prmt(
+        ibp_dev_prmt(ibp_dev_prmt(x, t1, 0x7650u), t2, 0x7610u), t3, 0x7210u);
   }
   /* (a prmt takes byte k of pre as a shift: one instruction, not two) */
   if (C == 2)
@@ -380,11 +383,11 @@ IBP_DEV uint32_t blocks_bits(const decode_ctx &x, uint32_t lo, uint32_t hi) {
         uint32_t inv[4], shrt[4], d = 0;
         load4(inv, pl + 2 * BLOCK);
         load4(shrt, pl + 3 * BLOCK);
-        /* (per byte at most 4 x 8 dropped bits: no carry) */
         IBP_UNROLL
         for (unsigned i = 0; i < 4; i++)
-          d += dropped(fit_bytes<C>(f, i), inv[i], shrt[i]);
-        n = 128 - byte_sum(d);
+          d = ibp_dev_dp4a(dropped(fit_bytes<C>(f, i), inv[i], shrt[i]),
+                           0x01010101u, d);
+        n = 128 - d;
       }
     }
     sum += ibp_dev_warp_sum(n);
@@ -415,7 +418,8 @@ IBP_DEV uint32_t block_prep(const uint8_t *pl, uint32_t f, uint32_t fit[4],
     off[3] = o >> 24;
     return off[3] + (n >> 24);
   }
-  uint32_t inv[4], shrt[4], bits = 0;
+  /* (the words' dropped bits summed as they go, one dp4a a word) */
+  uint32_t inv[4], shrt[4], gone = 0;
   load4(inv, pl + 2 * BLOCK);
   load4(shrt, pl + 3 * BLOCK);
   IBP_UNROLL
@@ -423,10 +427,10 @@ IBP_DEV uint32_t block_prep(const uint8_t *pl, uint32_t f, uint32_t fit[4],
     fit[i] = fit_bytes<C>(f, i);
     const uint32_t d = dropped(fit[i], inv[i], shrt[i]);
     pre[i] = C == 1 ? d : d * 0x01010100u;
-    off[i] = bits;
-    bits += 32 - byte_sum(d);
+    off[i] = 32 * i - gone;
+    gone = ibp_dev_dp4a(d, 0x01010101u, gone);
   }
-  return bits;
+  return 128 - gone;
 }
 
 /* The block's 16 bytes, its payload from staged stream bit p on (S stages
@@ -684,11 +688,18 @@ template <unsigned C> IBP_DEV void decode_group(const tensor_job *j) {
       8 * ((uint32_t)ibp_dev_ldg_u64(
                (const uint8_t *)(j->offs + (lane < j->count ? lane : 0))) -
            head);
-  uint32_t i = lane / (j->R / BLOCK), b = lane - i * (j->R / BLOCK), carry = 0;
+  /* lane l's block of a step, g + l, is block b of tensor i: i by a
+   * multiply with m = floor((2^32 - 1) / bt) (exact for the blocks of a group:
+   * ((g + l + 1) * m) >> 32 == (g + l) / bt below 2^15 blocks, bt < 2^10),
+   * one division per group, none per step */
+  const uint32_t bt = j->R / BLOCK, m = 0xFFFFFFFFu / bt;
+  uint32_t carry = 0;
   for (uint32_t g = 0; g < nb; g += 32) {
     IBP_MARK(MARK_GROUP_STEP);
     const uint32_t R = j->R;
-    const bool live = g + lane < nb;
+    const uint32_t at = g + lane;
+    const uint32_t i = ibp_dev_umulhi(at + 1, m), b = at - i * bt;
+    const bool live = at < nb;
     const uint32_t il = live ? i : 0, bl = live ? b : 0;
     const uint32_t base = ibp_dev_shfl(first, (int)il);
     const unsigned S = j->S;
@@ -707,19 +718,7 @@ template <unsigned C> IBP_DEV void decode_group(const tensor_job *j) {
     const ibp_dev_u128 v =
         block_out<C>(pl, sw, base + R / C + within, S, fit, pre, off);
     if (live)
-      ibp_dev_st16(j->dst + BLOCK * (g + lane), v);
-    /* the next step's tensor and block: one tensor on at most for R of
-     * 512 bytes and more, without a loop; smaller tensors loop on */
-    const uint32_t bt = R / BLOCK;
-    b += 32;
-    if (b >= bt) {
-      b -= bt;
-      i++;
-    }
-    for (; b >= bt; b -= bt) {
-      IBP_MARK(MARK_GROUP_NEXT);
-      i++;
-    }
+      ibp_dev_st16(j->dst + BLOCK * at, v);
   }
   IBP_MARK(MARK_GROUP_END);
 }

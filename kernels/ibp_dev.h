@@ -168,6 +168,15 @@ IBP_DEV uint32_t ibp_dev_prmt(uint32_t a, uint32_t b, uint32_t s) {
   asm("prmt.b32 %0, %1, %2, %3;" : "=r"(r) : "r"(a), "r"(b), "r"(s));
   return r;
 }
+/* c plus the sum of the four byte products of a and b (unsigned bytes):
+ * one instruction (IDP.4A). */
+IBP_DEV uint32_t ibp_dev_dp4a(uint32_t a, uint32_t b, uint32_t c) {
+  return __dp4a(a, b, c);
+}
+/* The high 32 bits of the 64-bit product a * b. */
+IBP_DEV uint32_t ibp_dev_umulhi(uint32_t a, uint32_t b) {
+  return __umulhi(a, b);
+}
 IBP_DEV uint64_t ibp_dev_ldg_u64(const uint8_t *p) {
   return __ldg((const unsigned long long *)p);
 }
@@ -317,6 +326,14 @@ IBP_DEV uint32_t ibp_dev_prmt(uint32_t a, uint32_t b, uint32_t s) {
     r |= byte << (8 * n);
   }
   return r;
+}
+IBP_DEV uint32_t ibp_dev_dp4a(uint32_t a, uint32_t b, uint32_t c) {
+  for (unsigned n = 0; n < 32; n += 8)
+    c += ((a >> n) & 0xFFu) * ((b >> n) & 0xFFu);
+  return c;
+}
+IBP_DEV uint32_t ibp_dev_umulhi(uint32_t a, uint32_t b) {
+  return (uint32_t)(((uint64_t)a * b) >> 32);
 }
 IBP_DEV uint64_t ibp_dev_ldg_u64(const uint8_t *p) {
   uint64_t v;
