@@ -223,6 +223,23 @@ static void refuse_on_bytes(const ibp_region_rec *r, const ibp_stage_choice *c,
              where_measured(c));
 }
 
+/* Says once, at preparation, why the stage is not tried for r. */
+static void say_untried(const ibp_region_rec *r, const ibp_served_region *s,
+                        uint32_t R) {
+  if (R >= IBP_KERNEL_BLOCK_R)
+    ibp__log(IBP_LOG_INFO,
+             "region '%s': exponent stage not tried: its tensors of %u B (%u B "
+             "or more) are decoded by the kernel's block path, which has no "
+             "stage (docs/FORMAT.md §9.6)",
+             r->name, R, IBP_KERNEL_BLOCK_R);
+  else if (ibp__compact_active(s))
+    ibp__log(IBP_LOG_INFO,
+             "region '%s': exponent stage not tried: a compact region's "
+             "pages are rebuilt on the host, without a stage "
+             "(docs/FORMAT.md §9.6)",
+             r->name);
+}
+
 /* Whether the region is stored with the exponent stage after IBP
  * (docs/FORMAT.md §9), the choice `ibp analyze` makes (ibp_stage_choose,
  * ibp_stage_pays, ibp_profile_stage_pays) on STAGE_SAMPLE_BYTES of its
@@ -241,8 +258,10 @@ static void pick_stage(const ibp_region_rec *r, const ibp_served_region *s,
   const uint32_t R = s->geometry.tensor_bytes;
   const uint64_t n = s->geometry.tensors;
   l->stage_pick = IBP_STAGE_PICK_UNTRIED;
-  if (R >= IBP_KERNEL_BLOCK_R || ibp__compact_active(s))
+  if (R >= IBP_KERNEL_BLOCK_R || ibp__compact_active(s)) {
+    say_untried(r, s, R);
     return;
+  }
   ibp__gate_setup_device(dev);
   const ibp_profile *p = ibp__gate_profile(dev);
   if (!p)
