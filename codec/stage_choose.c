@@ -439,6 +439,106 @@ static ibp_status per_cluster(const looked_at *in,
   return st;
 }
 
+/* ---- judged apart (judge_apart, ibp/stage.h) -----------------------------
+ *
+ * look_at's sample is tensor floor(j n / count) for j < count: evenly
+ * spaced, so data with a period (every other tensor of one kind) can give
+ * it one kind of tensor only, and a stage learnt and measured there pays
+ * where the region's other tensors make it lose.  The judge takes, per gap
+ * between two tensors of the sample, one of the gap's other tensors at
+ * random: each tensor not learnt on is as likely to be judged as any other
+ * of its gap, whatever the region's period. */
+#define JUDGE_SEED 0x9e3779b97f4a7c15ull
+
+/* splitmix64's finaliser: a well-mixed hash of x. */
+static uint64_t mix64(uint64_t x) {
+  x ^= x >> 30;
+  x *= 0xbf58476d1ce4e5b9ull;
+  x ^= x >> 27;
+  x *= 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+/* A copy of one tensor of every gap of look_at's sample of `budget` bytes
+ * of the n tensors at data (nothing when that sample is every tensor). */
+static ibp_status look_apart(const uint8_t *data, uint64_t n, uint32_t R,
+                             uint64_t budget, looked_at *out) {
+  *out = (looked_at){NULL, 0, NULL};
+  ibp__sample smp;
+  ibp_status s = ibp__sample_spread(budget, R, n, &smp);
+  if (s != IBP_OK || smp.count >= n)
+    return s;
+  out->own = malloc(smp.count * R);
+  if (!out->own)
+    return IBP_ERR_NO_MEMORY;
+  uint64_t judged = 0;
+  for (uint64_t j = 0; j < smp.count; j++) {
+    const uint64_t first = ibp__sample_at(&smp, j);
+    const uint64_t end = j + 1 < smp.count ? ibp__sample_at(&smp, j + 1) : n;
+    if (end - first < 2)
+      continue;
+    const uint64_t t = first + 1 + mix64(JUDGE_SEED ^ j) % (end - first - 1);
+    memcpy(out->own + judged++ * R, data + t * R, R);
+  }
+  out->data = out->own;
+  out->bytes = judged * R;
+  return IBP_OK;
+}
+
+/* The stored bytes of n tensors with pairs p (k of them) and stages st
+ * (NULL: IBP alone), estimated: the tensors learnt on as measured there
+ * (`learnt`), the others as the tensors judged, metadata for n tensors. */
+static ibp_status estimate(const ibp_params *p, const ibp_stage *st, uint32_t k,
+                           const ibp_region_summary *learnt,
+                           const looked_at *judged, uint64_t n,
+                           unsigned threads, uint64_t *total) {
+  ibp_region_summary j;
+  ibp_status s = ibp_measure_region_staged(p, st, k, judged->data,
+                                           judged->bytes, threads, &j);
+  if (s != IBP_OK)
+    return s;
+  const uint64_t rest = n - learnt->tensors;
+  const double others =
+      j.tensors ? (double)j.compressed_bytes * (double)rest / (double)j.tensors
+                : 0.0;
+  *total = learnt->compressed_bytes + (uint64_t)(others + 0.5) +
+           ibp_cluster_metadata_bytes(k, p->tensor_bytes, n) +
+           (st ? ibp_stage_metadata_bytes(st, k) : 0);
+  return IBP_OK;
+}
+
+static uint32_t stages_on(const ibp_stage_choice *c) {
+  uint32_t on = 0;
+  for (uint32_t k = 0; c->stages && k < c->clusters.count; k++)
+    on += c->stages[k].kind != IBP_STAGE_NONE;
+  return on;
+}
+
+/* c (learnt and measured on look_at's sample of the n tensors at data)
+ * and IBP alone (measured there into `versus`): their totals become the
+ * whole region's, estimated on the tensors judged apart. */
+static ibp_status judge(const uint8_t *data, uint64_t n, uint32_t R,
+                        const ibp_stage_choose_options *o,
+                        const ibp_region_summary *versus, ibp_stage_choice *c) {
+  looked_at j;
+  uint64_t with = 0, alone = 0;
+  ibp_status st = look_apart(data, n, R, o->sample_bytes, &j);
+  if (st == IBP_OK && j.bytes)
+    st = estimate(c->clusters.params, c->stages, c->clusters.count, &c->exact,
+                  &j, n, o->threads, &with);
+  if (st == IBP_OK && j.bytes)
+    st = estimate(o->versus->params, NULL, o->versus->count, versus, &j, n,
+                  o->threads, &alone);
+  if (st == IBP_OK && j.bytes) {
+    c->total = with;
+    c->versus_total = alone;
+    c->measured_bytes = n * R;
+    c->judged_tensors = j.bytes / R;
+  }
+  free(j.own);
+  return st;
+}
+
 ibp_status ibp_stage_choose(const void *data, uint64_t bytes,
                             uint32_t tensor_bytes,
                             const ibp_stage_choose_options *o,
@@ -466,6 +566,8 @@ ibp_status ibp_stage_choose(const void *data, uint64_t bytes,
     if (st == IBP_OK && out->dtype)
       st = per_cluster(&in, o, o->versus, &v, out);
     out->versus_total = v.compressed_bytes + v.metadata_bytes;
+    if (st == IBP_OK && o->judge_apart && in.own && stages_on(out))
+      st = judge(data, bytes / tensor_bytes, tensor_bytes, o, &v, out);
   }
   free(in.own);
   if (st != IBP_OK)

@@ -36,7 +36,8 @@ static const char help[] =
     "per GiB with and without it under a device cost profile (the stored\n"
     "bytes over the host link plus the GPU's decode, docs/PROFILE.md), and\n"
     "the pick: the stage when it stores the file in fewer bytes than IBP\n"
-    "alone, metadata included, and that copy costs less with it.\n"
+    "alone, metadata included, that copy costs less with it, and libibp's\n"
+    "device decoder decodes it (tensors under 16 KiB); else why not.\n"
     "\n"
     "Options:\n" CODEC_OPTIONS_HELP CODEC_CLUSTER_HELP CODEC_STAGE_HELP
     "  --profile NAME|FILE  the device cost profile of the pick (default\n"
@@ -87,9 +88,12 @@ typedef struct analysis {
   double entropy_saved; /* per-bit entropy limit, share of the file */
   /* the exponent stage (--stage auto) */
   stage_choice stage;
-  uint64_t ibp_total; /* IBP alone: stored + metadata, the best K */
-  int stage_smaller;  /* the stage stores fewer bytes than IBP alone */
-  int stage_picked;   /* ... and a copy costs less with it (the profile) */
+  uint64_t ibp_total;   /* IBP alone: stored + metadata, the best K */
+  int stage_smaller;    /* the stage stores fewer bytes than IBP alone */
+  int stage_pays;       /* ... and a copy costs less with it (the profile) */
+  int stage_picked;     /* ... and libibp's device decoder decodes it */
+  const char *why_none; /* why the pick is IBP alone; NULL: the stage */
+  char why_block[160];  /* why_none's text for a block-path size */
   ibp_profile_region_cost cost_ibp, cost_stage; /* per GiB of the file */
 } analysis;
 
@@ -200,6 +204,25 @@ static int measure_clusters(const analyze_args *a, const mapped_file *in,
   return CLI_EXIT_OK;
 }
 
+/* Why the pick is IBP alone, NULL when it is the stage: the rule libibp's
+ * region preparation follows (docs/FORMAT.md §9.5, §9.6). */
+static const char *why_no_stage(analysis *an, uint32_t R) {
+  if (!an->stage.dtype)
+    return "no value type fits the tensors";
+  if (!an->stage_smaller)
+    return "the stage stores no fewer bytes than IBP alone";
+  if (!an->stage_pays)
+    return "the stage stores fewer bytes but costs more to decode "
+           "(the profile)";
+  if (R < IBP_KERNEL_BLOCK_R) /* kernels/ibp_kernels.h */
+    return NULL;
+  snprintf(an->why_block, sizeof an->why_block,
+           "tensors of %u B or more: libibp's device decoder has no stage "
+           "on its block path",
+           IBP_KERNEL_BLOCK_R);
+  return an->why_block;
+}
+
 /* The stage's figures and the pick (stage_choice.h). */
 static int measure_stage(const analyze_args *a, const mapped_file *in,
                          analysis *an) {
@@ -218,9 +241,11 @@ static int measure_stage(const analyze_args *a, const mapped_file *in,
   const ibp_profile *p = &a->profile;
   const uint32_t R = a->codec.tensor_bytes;
   const uint64_t stage_total = an->stage.dtype ? an->stage.total : 0;
-  an->stage_picked =
+  an->stage_pays =
       an->stage_smaller &&
       ibp_profile_stage_pays(p, in->size, R, an->ibp_total, stage_total);
+  an->why_none = why_no_stage(an, R);
+  an->stage_picked = !an->why_none;
   /* the costs per GiB of the file */
   const double gib = (double)(1ull << 30) / (double)in->size;
   an->cost_ibp = ibp_profile_region_copy(p, in->size, R, an->ibp_total, 0);
@@ -340,10 +365,20 @@ static void json_stage(json_out *j, const analyze_args *a, const analysis *an) {
   const stage_choice *c = &an->stage;
   json_object_begin(j, "stage");
   json_string(j, "pick", an->stage_picked ? "exp" : "none");
+  if (an->why_none)
+    json_string(j, "why_none", an->why_none);
+  else
+    json_null(j, "why_none");
   json_bool(j, "stage_stores_fewer_bytes", an->stage_smaller);
+  json_bool(j, "stage_costs_less", an->stage_pays);
   json_double(j, "ibp_saved_fraction_with_metadata", share(an, an->ibp_total));
   if (c->dtype) {
-    json_string(j, "dtype", ibp_dtype_name(c->dtype));
+    /* the values the stage codes: none when it is on no cluster (IBP
+     * alone's pairs every one, docs/FORMAT.md §9.5) */
+    if (c->stage_clusters)
+      json_string(j, "dtype", ibp_dtype_name(c->dtype));
+    else
+      json_null(j, "dtype");
     json_u64(j, "pairs", c->clusters.count);
     json_u64(j, "stage_pairs", c->stage_clusters);
     json_u64(j, "pair_chunk_bytes", c->clusters.params[0].chunk_bytes);
@@ -483,11 +518,10 @@ static void print_stage(const analyze_args *a, const analysis *an) {
   printf("IBP alone           %.2f%% saved counting metadata\n",
          100.0 * share(an, an->ibp_total));
   print_cost(a, an);
-  printf("pick                %s\n",
-         an->stage_picked    ? "exp (IBP + exponent stage)"
-         : an->stage_smaller ? "none (IBP alone: the stage stores fewer "
-                               "bytes but costs more to decode)"
-                             : "none (IBP alone)");
+  if (an->stage_picked)
+    printf("pick                exp (IBP + exponent stage)\n");
+  else
+    printf("pick                none (IBP alone: %s)\n", an->why_none);
 }
 
 /* What the figures do not say: too few tensors, a raw tail.  After the

@@ -290,8 +290,12 @@ static void print_compress_summary(const container_args *a,
             a->in, info->tensor_bytes, (unsigned long long)info->tail_bytes);
 }
 
-/* The exponent stage when it stores IN in fewer bytes than IBP alone
- * (the pick `ibp analyze` prints); else sc is emptied. */
+/* The exponent stage when it stores IN in fewer bytes than IBP alone,
+ * metadata included (`ibp analyze`'s stage.stage_stores_fewer_bytes, as
+ * --stage auto says); else sc is emptied.  Bytes alone decide: a container
+ * is decoded on the CPU (`ibp decompress`), so neither the profile's
+ * decode cost nor the device decoder's tensor sizes, which analyze's pick
+ * (stage.pick, libibp's rule: docs/FORMAT.md §9.5) also weighs, apply. */
 static int pick_stage(const container_args *a, const mapped_file *in,
                       const ibp_params *p, const ibp_clusters *cl,
                       stage_choice *sc) {

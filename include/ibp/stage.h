@@ -201,7 +201,17 @@ ibp_status ibp_stage_learn(const ibp_params *params, uint32_t k, uint32_t kind,
  * choice -- ranked, when several types fit, on a scout of a quarter of
  * those tensors (at most 1 MiB, its search measuring on it alone), the
  * best then measured on all of them; ibp_stage_pays then compares it with
- * IBP alone on the same tensors. */
+ * IBP alone on the same tensors.
+ *
+ * judge_apart: when the sample is not every tensor, a choice with the
+ * stage on is judged on tensors it was not learnt on (a sample judges
+ * badly what it learnt: an even sample may hold one kind of tensor only).
+ * Per gap between two tensors of the sample, one other tensor of the gap,
+ * picked at random (a fixed seed); total and versus_total are then the
+ * whole region's stored bytes (bytes / tensor_bytes tensors, no tail) with
+ * the choice and with IBP alone, estimated: the tensors learnt on as
+ * measured, the others as those judged, metadata for the whole region;
+ * measured_bytes the whole region's tensors' (docs/FORMAT.md §9.5). */
 typedef struct ibp_stage_choose_options {
   uint32_t dtype;              /* 0: every type; else that one only */
   ibp_search_options search;   /* IBP's search on the stripped tensors */
@@ -209,6 +219,8 @@ typedef struct ibp_stage_choose_options {
   uint64_t sample_bytes;       /* 0: every tensor (and the tail) */
   const ibp_clusters *versus;  /* IBP alone's pairs, measured on the same
                                   tensors into versus_total (NULL: not) */
+  int judge_apart;             /* 1: a sampled choice judged on other
+                                  tensors (above; needs versus) */
   unsigned threads;            /* learning and measuring; 0 = per CPU */
 } ibp_stage_choose_options;
 
@@ -216,10 +228,11 @@ typedef struct ibp_stage_choice {
   uint32_t dtype;           /* the type measured; IBP_DTYPE_NONE: none fits */
   ibp_clusters clusters;    /* K pairs, fitting the stages (heap) */
   ibp_stage *stages;        /* K stages (heap) */
-  ibp_region_summary exact; /* over the tensors looked at */
-  uint64_t measured_bytes;  /* their bytes */
+  ibp_region_summary exact; /* over the tensors looked at (learnt on) */
+  uint64_t measured_bytes;  /* their bytes (judged apart: the region's) */
   uint64_t total;           /* exact.compressed_bytes + metadata_bytes */
   uint64_t versus_total;    /* the same with o->versus's pairs alone */
+  uint64_t judged_tensors;  /* tensors judged apart (0: not judged so) */
 } ibp_stage_choice;
 
 /* Measures the choice for the `bytes` bytes at data, tensors of

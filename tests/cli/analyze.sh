@@ -65,6 +65,16 @@ check_json tail.bin 1000 1000 3
 # Random bytes: nothing to save, every tensor stored raw.
 expect_ok analyze random.bin --tensor-bytes 4096 --json
 check_json random.bin 4096 64 0
+# the stage on no cluster of random bytes: no dtype, the pick IBP alone
+# and why (docs/FORMAT.md §9.5)
+stage=$(sed -n '/"stage": {/,/}/p' "$OUT")
+expect_eq "random: stage.stage_pairs" \
+  "$(printf '%s\n' "$stage" | sed -nE 's/^ *"stage_pairs": ([0-9]+),?$/\1/p')" 0
+expect_eq "random: stage.dtype" \
+  "$(printf '%s\n' "$stage" | sed -nE 's/^ *"dtype": (.*),$/\1/p')" null
+expect_eq "random: stage.why_none" \
+  "$(printf '%s\n' "$stage" | sed -nE 's/^ *"why_none": (.*),$/\1/p')" \
+  '"the stage stores no fewer bytes than IBP alone"'
 expect_eq "random: compressed_bytes" "$(json_get compressed_bytes)" 262144
 expect_eq "random: tensors_compressed" "$(json_get tensors_compressed)" 0
 

@@ -7,7 +7,9 @@
 # prepared with the stage, its one copy served on that route, the bytes over
 # PCIe (bytes_read_pcie) within 1 % of analyze's stored bytes with the stage,
 # and the device's bytes those of the run with libibp disabled (and of the
-# file).  Then a region with the stage on some of its clusters only (the
+# file).  Then cnn_f32_to_bf16 in 16 KiB tensors: analyze's pick IBP alone
+# (the block path has no stage) and why, libibp saying it does not try the
+# stage.  Then a region with the stage on some of its clusters only (the
 # first 16 MiB of cnn_f16, clusters=auto: docs/FORMAT.md §9.5): on each
 # route, prepared so, served, and its bytes those of the disabled run.
 #   sh stage_e2e.sh IBP - WORKDIR PRELOAD SIMDIR KERNEL_PROFILE PROG DATADIR
@@ -95,6 +97,38 @@ for s in $SETS; do
   done
   rm -f "$name.disabled"
 done
+
+# tensors of 16 KiB (the kernel's block path, which has no stage:
+# docs/FORMAT.md §9.6): analyze's pick is IBP alone, and says why, though
+# the stage stores fewer bytes and costs less on the profile; libibp says
+# it does not try the stage, stores IBP alone and serves the right bytes.
+name=cnn_f32_to_bf16
+file=$DATA/$name.bin
+run analyze "$file" --tensor-bytes 16384 --clusters 1 --json \
+  --profile "$KERNEL_PROFILE"
+expect_eq "$name 16 KiB: analyze exit status" "$rc" 0
+stage=$(sed -n '/"stage": {/,/}/p' "$OUT")
+field() {
+  printf '%s\n' "$stage" | sed -nE "s/^ *\"$1\": \"?([^\",]*)\"?,?\$/\1/p"
+}
+expect_eq "$name 16 KiB: the stage stores fewer bytes" \
+  "$(field stage_stores_fewer_bytes)" true
+expect_eq "$name 16 KiB: the stage costs less" "$(field stage_costs_less)" true
+expect_eq "$name 16 KiB: analyze's pick" "$(field pick)" none
+expect_eq "$name 16 KiB: why" "$(field why_none)" \
+  "tensors of 16384 B or more: libibp's device decoder has no stage on its block path"
+run run --sim --disable -- "$PROG" "$file" "$name.disabled"
+expect_eq "$name disabled: exit status" "$rc" 0
+serve_forced "$name" "$file" "min=1M,tensor=16384,clusters=1,name=$name" \
+  zerocopy "$name.16k.json"
+checks=$((checks + 1))
+grep -q "region '$name': exponent stage not tried: its tensors of 16384 B" "$ERR" ||
+  fail "$name 16 KiB: libibp does not say why the stage is off: $(grep "region '$name'" "$ERR")"
+checks=$((checks + 1))
+grep -q "region '$name': .* + exponent stage, " "$ERR" &&
+  fail "$name 16 KiB: prepared with the exponent stage"
+served_on "$name" zerocopy "$name.16k.json"
+rm -f "$name.disabled" "$name.zerocopy" "$name.16k.json"
 
 # the stage on some clusters only: the log's "on N of K cluster(s)"
 name=cnn_f16_16m

@@ -47,7 +47,8 @@
 /* the exponent stage's choice looks at this many bytes of tensors (an even
  * sample; the whole region when smaller): as many as the search measures
  * on (32 MiB tripled the preparation of glove_f32_to_bf16 for no byte
- * saved) */
+ * saved); a choice learnt on a sample is judged on as many other tensors
+ * (ibp_stage_choose_options.judge_apart) */
 #define STAGE_SAMPLE_BYTES SEARCH_EVAL_BYTES
 
 static uint64_t now_ns(void) {
@@ -203,11 +204,50 @@ static ibp_status find_clusters(const ibp_region_rec *r, uint64_t n,
   return IBP_OK;
 }
 
+/* Where c's totals were measured, for the log. */
+static const char *where_measured(const ibp_stage_choice *c) {
+  return c->judged_tensors ? "in the region (estimated on tensors it did "
+                             "not learn on)"
+                           : "on a sample";
+}
+
+/* The stage stores no fewer bytes than IBP alone: said when only the
+ * judging apart showed it (learnt on the sample, it looked to pay). */
+static void refuse_on_bytes(const ibp_region_rec *r, const ibp_stage_choice *c,
+                            ibp_layout *l) {
+  l->stage_pick = IBP_STAGE_PICK_BYTES;
+  if (c->judged_tensors)
+    ibp__log(IBP_LOG_INFO,
+             "region '%s': no exponent stage: %.1f%% of IBP alone's bytes %s",
+             r->name, 100.0 * (double)c->total / (double)c->versus_total,
+             where_measured(c));
+}
+
+/* Says once, at preparation, why the stage is not tried for r. */
+static void say_untried(const ibp_region_rec *r, const ibp_served_region *s,
+                        uint32_t R) {
+  if (R >= IBP_KERNEL_BLOCK_R)
+    ibp__log(IBP_LOG_INFO,
+             "region '%s': exponent stage not tried: its tensors of %u B (%u B "
+             "or more) are decoded by the kernel's block path, which has no "
+             "stage (docs/FORMAT.md §9.6)",
+             r->name, R, IBP_KERNEL_BLOCK_R);
+  else if (ibp__compact_active(s))
+    ibp__log(IBP_LOG_INFO,
+             "region '%s': exponent stage not tried: a compact region's "
+             "pages are rebuilt on the host, without a stage "
+             "(docs/FORMAT.md §9.6)",
+             r->name);
+}
+
 /* Whether the region is stored with the exponent stage after IBP
  * (docs/FORMAT.md §9), the choice `ibp analyze` makes (ibp_stage_choose,
  * ibp_stage_pays, ibp_profile_stage_pays) on STAGE_SAMPLE_BYTES of its
  * tensors, against the pairs found above on the same tensors, under
- * device dev's profile (docs/PROFILE.md "Whether the stage pays"); when it
+ * device dev's profile (docs/PROFILE.md "Whether the stage pays"); a
+ * choice learnt on a sample is judged on the region, estimated on other
+ * tensors (judge_apart: an even sample may hold one kind of tensor only,
+ * docs/ARCHITECTURE.md "Preparing a region"); when it
  * pays, its pairs and stages replace l's.  l->stage_pick says why.  Never for a
  * region the kernel could not decode so (R >= IBP_KERNEL_BLOCK_R: its block
  * path has no stage, ibp_kernels.h) or whose pages the host decoder rebuilds
@@ -218,8 +258,10 @@ static void pick_stage(const ibp_region_rec *r, const ibp_served_region *s,
   const uint32_t R = s->geometry.tensor_bytes;
   const uint64_t n = s->geometry.tensors;
   l->stage_pick = IBP_STAGE_PICK_UNTRIED;
-  if (R >= IBP_KERNEL_BLOCK_R || ibp__compact_active(s))
+  if (R >= IBP_KERNEL_BLOCK_R || ibp__compact_active(s)) {
+    say_untried(r, s, R);
     return;
+  }
   ibp__gate_setup_device(dev);
   const ibp_profile *p = ibp__gate_profile(dev);
   if (!p)
@@ -227,6 +269,7 @@ static void pick_stage(const ibp_region_rec *r, const ibp_served_region *s,
   ibp_stage_choose_options o = {.search = *search,
                                 .sample_bytes = STAGE_SAMPLE_BYTES,
                                 .versus = &l->clusters,
+                                .judge_apart = 1,
                                 .threads = ibp__pack_threads()};
   o.search.sampling.fraction = 0; /* every tensor of the sample */
   if (!cluster_options(r, n, R, &o.cluster))
@@ -241,15 +284,15 @@ static void pick_stage(const ibp_region_rec *r, const ibp_served_region *s,
   if (!c.dtype)
     l->stage_pick = IBP_STAGE_PICK_NO_FIT;
   else if (!ibp_stage_pays(&c, c.versus_total))
-    l->stage_pick = IBP_STAGE_PICK_BYTES;
+    refuse_on_bytes(r, &c, l);
   else if (!ibp_profile_stage_pays(p, c.measured_bytes, R, c.versus_total,
                                    c.total)) {
     l->stage_pick = IBP_STAGE_PICK_TIME;
     ibp__log(IBP_LOG_INFO,
-             "region '%s': no exponent stage: %.1f%% of IBP alone's bytes on "
-             "a sample, but its decode costs more than it saves under "
-             "profile %s%s",
-             r->name, 100.0 * (double)c.total / (double)c.versus_total, p->name,
+             "region '%s': no exponent stage: %.1f%% of IBP alone's bytes %s, "
+             "but its decode costs more than it saves under profile %s%s",
+             r->name, 100.0 * (double)c.total / (double)c.versus_total,
+             where_measured(&c), p->name,
              ibp_profile_stage_measured(p, IBP_STAGE_BUILD)
                  ? ""
                  : " (its stage terms an unmeasured estimate)");
@@ -260,9 +303,10 @@ static void pick_stage(const ibp_region_rec *r, const ibp_served_region *s,
     l->stage_pick = IBP_STAGE_PICK_EXP;
     ibp__log(IBP_LOG_INFO,
              "region '%s': exponent stage on %s values, on %u of %u "
-             "cluster(s): %.1f%% of IBP alone's bytes on a sample",
+             "cluster(s): %.1f%% of IBP alone's bytes %s",
              r->name, ibp_dtype_name(c.dtype), on, c.clusters.count,
-             100.0 * (double)c.total / (double)c.versus_total);
+             100.0 * (double)c.total / (double)c.versus_total,
+             where_measured(&c));
     ibp_clusters_free(&l->clusters);
     l->clusters = c.clusters; /* taken over */
     l->stages = c.stages;

@@ -4,7 +4,9 @@
  * after the region is ready) and read back.  Prints "core_stage: same
  * bytes" when the device got the host's bytes; core_stage.sh checks how
  * the copy went (served, or passed through when the stage's self-test
- * fails). */
+ * fails).  `core_stage alternating`: every odd tensor's values
+ * +-uniform[1, 2) instead, so that an even sample of half the region holds
+ * the weights alone (core_stage_judged.sh). */
 #include <cuda_runtime_api.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -19,7 +21,26 @@ static uint16_t bf16(float v) {
   return (uint16_t)((b + 0x7fff + ((b >> 16) & 1)) >> 16);
 }
 
-int main(void) {
+static uint64_t seed = 12345;
+
+static float uniform(void) { /* [0, 1) */
+  seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+  return (float)(seed >> 40) / (float)(1 << 24);
+}
+
+/* Value i: a weight, or in an odd tensor of 512 values with `alternating`,
+ * +-uniform[1, 2). */
+static float value(size_t i, int alternating) {
+  if (alternating && (i / 512) % 2)
+    return (uniform() < 0.5f ? -1.0f : 1.0f) * (1.0f + uniform());
+  float u = 0;
+  for (int k = 0; k < 3; k++) /* a sum of uniforms: normal-like */
+    u += uniform() - 0.5f;
+  return u * 0.02f;
+}
+
+int main(int argc, char **argv) {
+  const int alternating = argc > 1 && strcmp(argv[1], "alternating") == 0;
   uint16_t *host = NULL;
   void *dev = NULL;
   uint8_t *back = malloc(BYTES);
@@ -28,15 +49,8 @@ int main(void) {
     fprintf(stderr, "core_stage: allocation failed\n");
     return 77;
   }
-  uint64_t seed = 12345;
-  for (size_t i = 0; i < BYTES / 2; i++) {
-    float u = 0;
-    for (int k = 0; k < 3; k++) { /* a sum of uniforms: normal-like */
-      seed = seed * 6364136223846793005ull + 1442695040888963407ull;
-      u += (float)(seed >> 40) / (float)(1 << 24) - 0.5f;
-    }
-    host[i] = bf16(u * 0.02f);
-  }
+  for (size_t i = 0; i < BYTES / 2; i++)
+    host[i] = bf16(value(i, alternating));
   if (cudaMemcpy(dev, host, BYTES, cudaMemcpyHostToDevice) ||
       cudaMemcpy(back, dev, BYTES, cudaMemcpyDeviceToHost)) {
     fprintf(stderr, "core_stage: a copy failed\n");
