@@ -279,10 +279,10 @@ void ibp__worker_release(ibp_region_rec *r, void *ctx) {
 
 /* ---- waiting ------------------------------------------------------------- */
 
-static int busy(ibp_region_rec *r, int dev) {
+/* Whether r is being compressed, or set up on device dev (-1: any). */
+static int preparing(ibp_region_rec *r, int dev) {
   ibp_served_region *s = ibp__served(r);
-  if (ibp_region_state_get(r) == IBP_REGION_COMPRESSING ||
-      (s && atomic_load(&s->refresh.pending)))
+  if (ibp_region_state_get(r) == IBP_REGION_COMPRESSING)
     return 1;
   for (int i = 0; s && i < IBP_MAX_DEVICES; i++)
     if ((dev < 0 || dev == i) &&
@@ -291,22 +291,30 @@ static int busy(ibp_region_rec *r, int dev) {
   return 0;
 }
 
+static int busy(ibp_region_rec *r, int dev) {
+  ibp_served_region *s = ibp__served(r);
+  return preparing(r, dev) || (s && atomic_load(&s->refresh.pending));
+}
+
 void ibp__worker_wait(ibp_region_rec *r, int dev) {
   struct timespec until;
   clock_gettime(CLOCK_REALTIME, &until);
   until.tv_sec += WAIT_LIMIT_SECONDS;
-  int waited = 0;
   pthread_mutex_lock(&lock);
-  while (busy(r, dev)) {
-    waited = 1;
+  const int prepared = preparing(r, dev);
+  while (busy(r, dev))
     if (pthread_cond_timedwait(&done, &lock, &until) == ETIMEDOUT)
       break;
-  }
   const double until_ns = finished_ns;
   pthread_mutex_unlock(&lock);
-  /* the caller's clock has waited for the jobs' work (their uploads): on
-   * the simulated GPU's too, so its copies do not run before them */
-  if (waited)
+  /* a wait for the region's compression and set-up (its uploads) took the
+   * worker's time: on the simulated GPU's clock too, so that the copies
+   * after it do not share the link with uploads that ended before them.
+   * Not a refresh's: the worker's clock runs ahead of the copying
+   * thread's (it started where the farthest thread had reached), and a
+   * wait for each refresh moved the copies of a region the device writes
+   * that far (docs/PROFILE.md, "The virtual clock") */
+  if (prepared)
     ibp__clock_reach(until_ns);
 }
 
