@@ -337,8 +337,8 @@ template <unsigned C> IBP_DEV uint32_t spread_chunks(uint32_t x, uint32_t pre) {
     const uint32_t t2 = ibp_dev_shl_wrap(t1, pre >> 8);
     const uint32_t t3 = ibp_dev_shl_wrap(t2, pre >> 16);
     /* (each merge one prmt: byte k from t_k, those below it kept) */
-    return ibp_dev_prmt(
-        ibp_dev_prmt(ibp_dev_prmt(x, t1, 0x7650u), t2, 0x7610u), t3, 0x7210u);
+    return ibp_dev_prmt(ibp_dev_prmt(ibp_dev_prmt(x, t1, 0x7650u), t2, 0x7610u),
+                        t3, 0x7210u);
   }
   /* (a prmt takes byte k of pre as a shift: one instruction, not two) */
   if (C == 2)
