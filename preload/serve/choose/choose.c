@@ -350,10 +350,9 @@ static int served(const ibp_choose_class *k) {
  * staged path's time). */
 static int hopeful(const ibp_choose_class *k,
                    const ibp_route_cost prior[IBP_ROUTES], int r,
-                   const double hope[IBP_ROUTES], const double est[IBP_ROUTES],
-                   ibp_route go, double now_ns) {
+                   const double hope[IBP_ROUTES], double go_ns, double now_ns) {
   return !served(k) && prior[r].guessed && hope[r] > 0 &&
-         hope[r] * (1.0 + IBP_CHOOSE_HYSTERESIS) < est[go] &&
+         hope[r] * (1.0 + IBP_CHOOSE_HYSTERESIS) < go_ns &&
          k->route[r].explored < IBP_CHOOSE_MIN_SAMPLES &&
          !k->route[r].backoff && /* the first measured no worse */
          !judged(&k->route[r], prior[r].copies, now_ns);
@@ -363,7 +362,7 @@ static int hopeful(const ibp_choose_class *k,
  * explored now, the least measured first, then the cheapest; -1: none. */
 static int candidate(const ibp_choose_class *k, const double est[IBP_ROUTES],
                      const ibp_route_cost prior[IBP_ROUTES],
-                     const double hope[IBP_ROUTES], ibp_route go,
+                     const double hope[IBP_ROUTES], ibp_route go, double go_ns,
                      unsigned timable, double now_ns) {
   int pick = -1, pick_rank = 0;
   for (int r = 0; r < IBP_ROUTES; r++) {
@@ -373,7 +372,7 @@ static int candidate(const ibp_choose_class *k, const double est[IBP_ROUTES],
     /* unmeasured before measured, and among those a guessed prior first,
      * one that could win before all */
     const int rank = judged(&k->route[r], prior[r].copies, now_ns) ? 3
-                     : hopeful(k, prior, r, hope, est, go, now_ns) ? 0
+                     : hopeful(k, prior, r, hope, go_ns, now_ns)   ? 0
                      : prior[r].guessed                            ? 1
                                                                    : 2;
     if (pick < 0 ||
@@ -551,14 +550,6 @@ static void assess(const ibp_choose_class *k,
   if (seen_ratios(k, prior, now_ns, &seen_cr, &seen_gr, &hope_gr))
     for (int r = 0; r < IBP_ROUTES; r++)
       hope[r] = est[r] > 0 ? hope_ns(&prior[r], seen_cr, hope_gr) : 0;
-  const int alt = candidate(k, est, prior, hope, go, timable, now_ns);
-  a->alt = alt;
-  /* what exploring it may cost: its estimate over the choice's, the
-   * timing, and while it is unmeasured, IBP_CHOOSE_UNMEASURED of its
-   * estimate again (the prior may be that wrong; ibp__choose_settle
-   * charges what it took) */
-  double cost = 0;
-  int early = 0;
   a->go_judged = judged(&k->route[go], prior[go].copies, now_ns);
   /* the choice at the calls and the link seen so far, as measured, while
    * it is not judged yet (its estimate is then its prior) -- one sample,
@@ -568,6 +559,14 @@ static void assess(const ibp_choose_class *k,
       a->go_judged ? est[go]
                    : min2(IBP_CHOOSE_SEEN_MAX * est[go],
                           max2(est[go], scaled(&prior[go], seen_cr, seen_gr)));
+  const int alt = candidate(k, est, prior, hope, go, seen_go, timable, now_ns);
+  a->alt = alt;
+  /* what exploring it may cost: its estimate over the choice's, the
+   * timing, and while it is unmeasured, IBP_CHOOSE_UNMEASURED of its
+   * estimate again (the prior may be that wrong; ibp__choose_settle
+   * charges what it took) */
+  double cost = 0;
+  int early = 0;
   if (alt >= 0) {
     /* the copies it takes (a batch explored is joined by the class's
      * next copies), over as many of the choice */
@@ -587,7 +586,7 @@ static void assess(const ibp_choose_class *k,
      * driver's entries measured 1.8x their model, their set-up as much as their
      * bytes, and a batched launch believed as slow was 1.4x faster than the
      * driver */
-    early = hopeful(k, prior, alt, hope, est, go, now_ns) &&
+    early = hopeful(k, prior, alt, hope, seen_go, now_ns) &&
             early_cost <=
                 IBP_CHOOSE_EXPLORE_SHARE * IBP_CHOOSE_EARLY_REPAY * seen_go;
     if (!early && !judged(&k->route[alt], prior[alt].copies, now_ns))
