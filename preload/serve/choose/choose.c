@@ -559,7 +559,13 @@ static void assess(const ibp_choose_class *k,
       a->go_judged ? est[go]
                    : min2(IBP_CHOOSE_SEEN_MAX * est[go],
                           max2(est[go], scaled(&prior[go], seen_cr, seen_gr)));
-  const int alt = candidate(k, est, prior, hope, go, seen_go, timable, now_ns);
+  /* a hope is judged against the driver's copy as first seen: where the
+   * prior takes a route of libibp's, that route's own first timing
+   * settles the class (a weight class staged on the prior under driver
+   * calls 4x dearer explored the kernel first, and staged a second copy
+   * on the prior) */
+  const double against = go == IBP_ROUTE_DRIVER ? seen_go : est[go];
+  const int alt = candidate(k, est, prior, hope, go, against, timable, now_ns);
   a->alt = alt;
   /* what exploring it may cost: its estimate over the choice's, the
    * timing, and while it is unmeasured, IBP_CHOOSE_UNMEASURED of its
@@ -586,7 +592,7 @@ static void assess(const ibp_choose_class *k,
      * driver's entries measured 1.8x their model, their set-up as much as their
      * bytes, and a batched launch believed as slow was 1.4x faster than the
      * driver */
-    early = hopeful(k, prior, alt, hope, seen_go, now_ns) &&
+    early = hopeful(k, prior, alt, hope, against, now_ns) &&
             early_cost <=
                 IBP_CHOOSE_EXPLORE_SHARE * IBP_CHOOSE_EARLY_REPAY * seen_go;
     if (!early && !judged(&k->route[alt], prior[alt].copies, now_ns))

@@ -1361,6 +1361,26 @@ static void test_hopeful_explored_early(void) {
   sim_init(&m);
   link = simulate(&m, wide, wide, 50, IBP_ROUTE_DRIVER, 1);
   CHECK(link.explored == 1);
+  /* against the driver's copy only: a class the prior stages (50 us, the
+   * driver 80) under calls 4x dearer sees its staged copy at 80 us, and a
+   * kernel of few calls hoping for 60 us could beat that -- but the
+   * staged route's own second timing settles the class, and the kernel
+   * waits for the share (a weight class under driver calls 4x dearer
+   * than h100-pcie5 explored the kernel first and staged a second copy
+   * on the prior) */
+  ibp_route_cost staged[IBP_ROUTES] = {
+      {.cpu_ns = 2500, .gpu_ns = 80000, .engine = 1},
+      {.cpu_ns = 3000, .gpu_ns = 100000, .guessed = 1, .hope_gpu_ns = 60000},
+      {.cpu_ns = 20000, .gpu_ns = 50000, .engine = 1}};
+  memcpy(dear, staged, sizeof dear);
+  for (int r = 0; r < IBP_ROUTES; r++)
+    dear[r].cpu_ns *= 4;
+  sim_init(&m);
+  /* the calls as another class of the region measured them */
+  ibp__choose_learn_calls(&m.calls, 4 * 2500, 2500, m.now);
+  run settles = simulate(&m, staged, dear, 50, IBP_ROUTE_DRIVER, 1);
+  CHECK(settles.took[IBP_ROUTE_STAGED] >= 1);
+  CHECK(settles.first_explored < 0 || settles.first_explore_at > 1);
 }
 
 /* Learning off (no event calls): the model's route, never timed or
