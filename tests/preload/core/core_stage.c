@@ -58,5 +58,8 @@ int main(int argc, char **argv) {
   }
   int same = memcmp(back, host, BYTES) == 0;
   printf("core_stage: %s\n", same ? "same bytes" : "wrong bytes");
+  free(back);
+  cudaFree(dev);
+  cudaFreeHost(host);
   return same ? 0 : 1;
 }

@@ -78,5 +78,11 @@ int main(void) {
     same &= memcmp(back, host[b], bytes[b]) == 0;
   }
   printf("core_stage_mixed: %s\n", same ? "same bytes" : "wrong bytes");
+  free(back);
+  for (int b = 0; b < 2; b++) {
+    cudaFree(dev[b]);
+    cudaFreeHost(host[b]);
+  }
+  cudaStreamDestroy(s);
   return same ? 0 : 1;
 }
