@@ -340,7 +340,8 @@ static int served(const ibp_choose_class *k) {
  * class, never measured worse than the choice (a first early sample that
  * measured worse ends it: under decodes 4x slower than h100-pcie5 says,
  * kv_blocks' two early batches cost 10 %), and at its hope (hope[r])
- * clearly cheaper than the estimate of the class's choice go -- it could
+ * clearly cheaper than go_ns, the class's choice as judged against (assess:
+ * the driver's copy as first seen, another route's estimate) -- it could
  * win -- where libibp serves nothing of the key yet (served: the choice
  * is the driver's copy): there a prior wrong in its disfavour costs
  * the whole gain and finding out early pays; where it already serves them
