@@ -556,10 +556,38 @@ static void assess(const ibp_choose_class *k,
    * it is not judged yet (its estimate is then its prior) -- one sample,
    * which may be a spike: at most IBP_CHOOSE_SEEN_MAX times its estimate,
    * so that one spike opens no loan many times the bound */
-  const double seen_go =
+  double seen_go =
       a->go_judged ? est[go]
                    : min2(IBP_CHOOSE_SEEN_MAX * est[go],
                           max2(est[go], scaled(&prior[go], seen_cr, seen_gr)));
+  /* a choice not judged yet whose own timed copy measured it clearly
+   * dearer than a route the class has judged (explored early against
+   * it): that route, the cheapest -- both as measured, the choice's one
+   * sample capped as above (kv_blocks under driver calls 4x dearer,
+   * h100-pcie5: its calls explored batched twice after the driver's
+   * first call, then gave the driver another call on its prior, to be
+   * judged: 0.89 of the batched route's time) */
+  uint32_t own_n = 0;
+  const double own_cr =
+      fresh_ratio(&k->route[go], 0, prior[go].copies, now_ns, &own_n);
+  const double own_gr =
+      fresh_ratio(&k->route[go], 1, prior[go].copies, now_ns, &own_n);
+  if (!a->go_judged && own_n) {
+    const double seen = min2(IBP_CHOOSE_SEEN_MAX * est[go],
+                             max2(est[go], scaled(&prior[go], own_cr, own_gr)));
+    int to = -1;
+    for (int r = 0; r < IBP_ROUTES; r++)
+      if (est[r] > 0 && r != (int)go &&
+          est[r] * (1.0 + IBP_CHOOSE_HYSTERESIS) < seen &&
+          judged(&k->route[r], prior[r].copies, now_ns) &&
+          (to < 0 || est[r] < est[to]))
+        to = r;
+    if (to >= 0) {
+      a->go = go = (ibp_route)to;
+      a->go_judged = 1;
+      seen_go = est[go];
+    }
+  }
   /* a hope is judged against the driver's copy as first seen: where the
    * prior takes a route of libibp's, that route's own first timing
    * settles the class (a weight class staged on the prior under driver

@@ -18,6 +18,7 @@
 #include "serve/route/route_batched.h"
 
 #include "kernels/ibp_kernels.h"
+#include "serve/route/batch_size.h"
 #include "serve/route/route.h"
 
 void ibp__route_batched_split(const ibp_profile *p, const ibp_gate_copy *c,
@@ -48,8 +49,10 @@ static int feasible(const ibp_route_copy *x) {
  * IBP_BATCH_EXPLORE_SPREAD times as much each (per: the expected batch's,
  * ns): what it measures stands for the class's batches only where its
  * fixed costs are spread nearly as thin (kv_blocks' calls of 64 entries:
- * a quarter of one 2.0-2.6x each, half 1.1-1.4x).  Returns its copies, at least
- * 1, and its cost before the margin in *ns. */
+ * a quarter of one 2.0-2.6x each, half 1.1-1.4x) and where its time is
+ * off the model as the expected batch's would be, wherever the profile is
+ * wrong (ibp__batch_stands_for).  Returns its copies, at least 1, and its
+ * cost before the margin in *ns. */
 static uint32_t explored(const ibp_route_copy *x, int own_call, double per,
                          double *ns) {
   const uint32_t expected = (uint32_t)x->batch_n;
@@ -58,7 +61,9 @@ static uint32_t explored(const ibp_route_copy *x, int own_call, double per,
     double cpu, gpu;
     ibp__route_batched_split(x->p, &x->g, n, own_call, &cpu, &gpu);
     *ns = n * (cpu + gpu) + x->scan_ns;
-    if (n >= expected || *ns <= n * per * IBP_BATCH_EXPLORE_SPREAD)
+    if (n >= expected ||
+        (*ns <= n * per * IBP_BATCH_EXPLORE_SPREAD &&
+         ibp__batch_stands_for(x->p, &x->g, n, expected, own_call)))
       return n;
   }
 }

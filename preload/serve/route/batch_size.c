@@ -1,0 +1,58 @@
+/* A batched launch's size and the model's errors (serve/route/batch_size.h).
+ *
+ * A batch of fewer copies than its class expects may be bound by other
+ * terms than the expected one -- a decode on fewer SMs, while the expected
+ * batch's is bound by the link -- and a profile wrong in one way moves it
+ * off the model by another factor.  kv_offload's explored batches of 8
+ * (a100-pcie4: their decode on 4 SMs) measured 1.5x their model under a
+ * link a third as wide, its batches of 13-16 2.5x, and the smaller factor
+ * taken for the class's batches made them look cheaper than the driver's
+ * copies (0.83 of its time); explored at 16 they are not taken (1.00).
+ * Reading a smaller batch's span through the model instead (how wrong the
+ * link must be for it to measure so, and what that makes of the batch
+ * expected) was tried: one span of 4 copies that waited behind other work
+ * (1.5x) then stood for a batch twice as dear, and kv_offload under driver
+ * calls 4x dearer lost its batched win (1.49x of the driver's time). */
+#include "serve/route/batch_size.h"
+
+#include "serve/route/route_batched.h"
+
+/* The GPU time, ns per copy, of a batch of n copies like c on profile p. */
+static double gpu_ns(const ibp_profile *p, const ibp_gate_copy *c, uint32_t n,
+                     int own_call) {
+  double cpu, gpu;
+  ibp__route_batched_split(p, c, n, own_call, &cpu, &gpu);
+  return gpu;
+}
+
+/* p wrong in way w, f times as slow (f < 1: as fast). */
+static void wrong(const ibp_profile *p, int w, double f, ibp_profile *q) {
+  *q = *p;
+  if (w == IBP_BATCH_WRONG_LINK) {
+    q->ce_h2d_gbps /= f;
+    q->sm_h2d_gbps /= f;
+    q->decode_h2d_gbps /= f;
+  } else {
+    q->decode_gbps_per_sm /= f;
+    q->decode_tensor_us *= f;
+  }
+}
+
+int ibp__batch_stands_for(const ibp_profile *p, const ibp_gate_copy *c,
+                          uint32_t n, uint32_t expected, int own_call) {
+  const double at_n = gpu_ns(p, c, n, own_call),
+               at_expected = gpu_ns(p, c, expected, own_call);
+  if (n >= expected || at_n <= 0 || at_expected <= 0)
+    return 1;
+  for (int w = 0; w < IBP_BATCH_WRONGS; w++)
+    for (int slower = 0; slower < 2; slower++) {
+      ibp_profile q;
+      wrong(p, w, slower ? IBP_BATCH_PROBE : 1 / IBP_BATCH_PROBE, &q);
+      const double off_n = gpu_ns(&q, c, n, own_call) / at_n,
+                   off_expected =
+                       gpu_ns(&q, c, expected, own_call) / at_expected;
+      if (off_n * IBP_BATCH_STANDS_LIKE < off_expected)
+        return 0;
+    }
+  return 1;
+}

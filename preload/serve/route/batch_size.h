@@ -1,0 +1,36 @@
+/*
+ * A batched launch's size and the model's errors (batch_size.c): which
+ * batch of fewer copies than its class expects stands for the batch
+ * expected when timed (docs/ARCHITECTURE.md "The gate", an explored
+ * batch).
+ */
+#ifndef IBP_PRELOAD_BATCH_SIZE_H
+#define IBP_PRELOAD_BATCH_SIZE_H
+
+#include <stdint.h>
+
+#include "profile/profile.h"
+#include "serve/choose/gate.h"
+
+/* The ways a profile may be wrong that a batch's size weighs differently:
+ * the link (the SMs' host reads and the copy engine) and the SMs' decode,
+ * each IBP_BATCH_PROBE times as slow or as fast -- the truths the gate is
+ * held to are 3-4x off (docs/ARCHITECTURE.md "The gate"). */
+enum { IBP_BATCH_WRONG_LINK, IBP_BATCH_WRONG_DECODE, IBP_BATCH_WRONGS };
+#define IBP_BATCH_PROBE 3.0
+/* A smaller batch stands for the expected one where, wrong in any of those
+ * ways, the profile's model of it is off by at least the expected batch's
+ * factor over this: the class learns a factor per launch
+ * (serve/choose/choose.c) and takes it for its batches. */
+#define IBP_BATCH_STANDS_LIKE 1.15
+
+/* Whether a timed batch of n copies like c stands for a batch of `expected`
+ * on profile p (own_call as ibp__route_batched_split's): wherever p is
+ * wrong in one of the ways above, the factor by which its GPU time is off
+ * p's model is never much less than the expected batch's -- the class
+ * would take its batches for cheaper than they are.  More is allowed: they
+ * look dearer, a win missed, never a copy made slower. */
+int ibp__batch_stands_for(const ibp_profile *p, const ibp_gate_copy *c,
+                          uint32_t n, uint32_t expected, int own_call);
+
+#endif /* IBP_PRELOAD_BATCH_SIZE_H */
