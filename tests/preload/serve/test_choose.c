@@ -1963,9 +1963,9 @@ static void test_seen_choice_gives_way(void) {
   ibp__choose_decide(&m.k, prior, 9u, TIMING_NS, 1, 0, m.now, &c);
   CHECK(c.chosen == IBP_ROUTE_BATCHED);
   CHECK(fabs(c.choice_ns - c.est_ns[IBP_ROUTE_BATCHED]) < 1);
-  /* seen at 1.3x (2.86 us): within the hysteresis of the batch's 2.9 */
+  /* seen at 1.34x (2.95 us): within the hysteresis of the batch's 2.9 */
   sim_init(&m);
-  ibp__choose_learn(&m.k, IBP_ROUTE_DRIVER, 64, 1000, 1000, 2860, 2200, m.now);
+  ibp__choose_learn(&m.k, IBP_ROUTE_DRIVER, 64, 1000, 1000, 2950, 2200, m.now);
   learn_twice(&m, IBP_ROUTE_BATCHED, 64, 700, 700, 2200, 2200);
   ibp__choose_decide(&m.k, prior, 9u, TIMING_NS, 1, 0, m.now, &c);
   CHECK(c.chosen == IBP_ROUTE_DRIVER);
