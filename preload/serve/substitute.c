@@ -217,6 +217,15 @@ static ibp_route choose(ibp_route_copy *x, decision *d, int count, int again) {
   if (!again) {
     memset(d, 0, sizeof *d);
     d->ch = ibp__chooser_of(x->slot);
+    /* explored alone by its batched class: decided in that class's key
+     * (batch.c weighs held copies as on an idle stream), whose classes
+     * learn from its timing -- decided as on its busy stream, its timed
+     * copies taught a key the batched class never reads (rows under a
+     * driver 7x cheaper than modelled stayed batched) */
+    if (x->time_alone) {
+      x->busy = 0;
+      x->busy_known = 1;
+    }
     if (!x->busy_known) /* quiet() asked already: the same class */
       x->busy = ibp__streams_busy(x->dev, c->stream, ibp__clock_ns());
     x->link_ahead_ns = ibp__streams_link_ahead_ns(x->dev, ibp__clock_ns());
@@ -226,6 +235,11 @@ static ibp_route choose(ibp_route_copy *x, decision *d, int count, int again) {
   const ibp_route go =
       ibp__chooser_decide(x->s, x->slot, d->ch, x->p, d->cls, d->prior, TIMABLE,
                           !count, &d->choice);
+  /* explored alone by its batched class: measured, or it says nothing
+   * (a single class decides a copy of a held key only so: timed on its
+   * own credit, a driver far cheaper than modelled took it 8 of them) */
+  if (x->time_alone && (TIMABLE >> go & 1))
+    d->choice.timed = 1;
   const double est = d->choice.est_ns[go];
   const ibp_route_cost *m = &d->prior[go];
   const double model = ibp__choose_model_ns(m);

@@ -155,6 +155,13 @@ if(TARGET ibp_preload AND NOT samples_gpu)
       ${samples_test_dir}/h200_batch_truth.profile)
   set_tests_properties(preload_sample_learn_call PROPERTIES
     LABELS "sim;preload;samples" TIMEOUT 300 ENVIRONMENT "${samples_env}")
+  # the gate finds out a driver cheaper than holding a row (serve/batch/)
+  add_test(NAME preload_sample_learn_alone
+    COMMAND sh ${samples_test_dir}/check_learn_alone.sh
+      $<TARGET_FILE:ibp_preload> ${CMAKE_CURRENT_BINARY_DIR}/libibp-alone
+      $<TARGET_FILE:emb_gather> ${samples_test_dir}/h100_call_cheap.profile)
+  set_tests_properties(preload_sample_learn_alone PROPERTIES
+    LABELS "sim;preload;samples" TIMEOUT 300 ENVIRONMENT "${samples_env}")
   # a large copy explored on a part of it (serve/substitute.c)
   add_test(NAME preload_sample_explore_part
     COMMAND sh ${samples_test_dir}/check_explore_part.sh

@@ -974,6 +974,13 @@ static int run_ordered(batch *b) {
   return 1;
 }
 
+/* Whether a copy of its own call may go alone from b at no cost to the
+ * batches (lock held): b holds nothing, and nothing handed to the flusher
+ * waits for its launch (the copy's ordering point would wait for it). */
+static int alone_free(const batch *b) {
+  return !b->count && !atomic_load_explicit(&handed, memory_order_acquire);
+}
+
 /* Holds copy x in b when the gate prefers it there (lock held; x on b's
  * device: x->slot, x->p; `pcie`: its stored bytes, estimated).  0 when
  * held; 2: alone; 3: the driver's copy, timed. */
@@ -1032,17 +1039,22 @@ static int hold_locked(batch *b, ibp_route_copy *x, uint64_t pcie) {
   ibp_chooser *ch = ibp__chooser_of(slot);
   const unsigned cls = ibp__choose_class_index(
       c->bytes, 0, c->hold_only ? IBP_CLASS_APP_BATCH : IBP_CLASS_BATCHED);
-  /* the driver's copy is timed and explored here only for an entry of
-   * the application's batch (its one way alone): explored from a class
-   * of copies of their own call, each driver's copy broke up the held
-   * batch around it (emb_gather under truth = prior: 11 explorations,
-   * 203 copies to the driver, 4 % slower; with the batch left held, still
+  /* the driver's copy is timed and explored here for an entry of the
+   * application's batch (its one way alone) -- with the driver's part of
+   * its cuMemcpyBatchAsync, whole (batch_route.h, ibp_call_timing), a row
+   * of a 2D copy alone; a copy of its own call goes alone when explored
+   * (the single copy's decision times it, and the key's classes learn
+   * from it) only where that breaks no held batch and waits for no launch
+   * (alone_free): explored whenever, each driver's copy broke up the held
+   * batch around it (emb_gather under truth = prior: 11 explorations, 203
+   * copies to the driver, 4 % slower; with the batch left held, still
    * 1-2 %: each exploration waits for the batches handed to the flusher,
-   * make_way); an entry of the application's cuMemcpyBatchAsync is
-   * timed with the driver's part of its call, whole (batch_route.h,
-   * ibp_call_timing), a row of a 2D copy alone */
+   * make_way) -- never explored, a driver far cheaper than modelled was
+   * never found out (emb_gather's rows under h100-pcie5 with the driver's
+   * copy call at 0.05 us: batched at 0.38 of the driver's time) */
   const unsigned timable =
-      1u << IBP_ROUTE_BATCHED | (c->hold_only ? 1u << IBP_ROUTE_DRIVER : 0);
+      1u << IBP_ROUTE_BATCHED |
+      (c->hold_only || alone_free(b) ? 1u << IBP_ROUTE_DRIVER : 0);
   /* rows alike the last ones the class held quietly: held undecided (a
    * hold run, serve/choose/chooser.h) */
   const uint64_t key = hold_key(a, x, timable);
@@ -1124,6 +1136,7 @@ static int hold_locked(batch *b, ibp_route_copy *x, uint64_t pcie) {
      * (substitute.c): this class's decision, when it was a quiet one */
     x->batch_cls = cls;
     x->alone = q.timed || q.explore ? -1 : (int)go;
+    x->time_alone = q.explore && !c->hold_only;
     x->alone_own_ns = q.cpu_ns > 0 ? q.cpu_ns : prior[go].cpu_ns;
     if (go == IBP_ROUTE_DRIVER)
       ibp__call_decided(c->call); /* counted for its call's timing */

@@ -83,6 +83,9 @@ typedef struct ibp_route_copy {
    * their modelled CPU time (what the batch's rate counts as its own) */
   unsigned batch_cls;
   int alone;
+  int time_alone; /* that class explored going alone: the copy's decision
+                     alone is timed, whatever its credit (what the batched
+                     class learns its driver's cost from) */
   double alone_own_ns;
   uint32_t skipped;
   double skipped_own_ns;
