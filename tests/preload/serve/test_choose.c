@@ -337,7 +337,10 @@ static void test_driver_too_kind(void) {
 
 /* Copies of their own call that may be held: the batch modelled 1 + 6 us,
  * the driver's copy 15 us but really 5 us (3x cheaper): the driver is
- * explored from the batched class and taken within 600 copies. */
+ * explored from the batched class and taken within 600 copies (the
+ * zero-copy and staged routes closed: the mask is the batched class's,
+ * where its stream's batch is empty -- serve/batch/batch.c explores going
+ * alone only there, tests/samples/check_learn_alone.sh). */
 static void test_batched_driver_cheaper(void) {
   ibp_route_cost prior[IBP_ROUTES] = {
       {2500, 15000, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0},
