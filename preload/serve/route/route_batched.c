@@ -17,26 +17,8 @@
  * (ibp_route_cost.explores, .once_ns). */
 #include "serve/route/route_batched.h"
 
-#include "kernels/ibp_kernels.h"
-#include "serve/route/batch_size.h"
+#include "serve/route/batch_model.h"
 #include "serve/route/route.h"
-
-void ibp__route_batched_split(const ibp_profile *p, const ibp_gate_copy *c,
-                              double copies, int own_call, double *cpu_ns,
-                              double *gpu_ns) {
-  const double n = copies < 1 ? 1 : copies;
-  /* the flush: the job list's copy, the launch, the slot's event */
-  double flush_cpu =
-      p->driver_copy_call_us + p->driver_launch_call_us + p->driver_call_us;
-  double cpu =
-      (own_call ? p->runtime_call_us : 0) + p->ibp_hold_us + flush_cpu / n;
-  const uint64_t units = (uint64_t)(c->units * n);
-  double kernel = ibp_profile_decode_us(
-      p, (uint64_t)(c->host_bytes * n), (uint64_t)(c->bytes * n), units,
-      ibp_kernels_batch_sms(units, c->tensor_bytes, (unsigned)p->sms));
-  *cpu_ns = 1e3 * cpu;
-  *gpu_ns = 1e3 * (kernel + ibp_profile_ce_copy_us(p, 0, 1)) / n;
-}
 
 static int feasible(const ibp_route_copy *x) {
   return x->mode != IBP_CLASS_SINGLE;
@@ -51,8 +33,8 @@ static int feasible(const ibp_route_copy *x) {
  * fixed costs are spread nearly as thin (kv_blocks' calls of 64 entries:
  * a quarter of one 2.0-2.6x each, half 1.1-1.4x) and where its time is
  * off the model as the expected batch's would be, wherever the profile is
- * wrong (ibp__batch_stands_for).  Returns its copies, at least 1, and its
- * cost before the margin in *ns. */
+ * wrong (ibp__batch_stands_for, serve/route/batch_model.c).  Returns its
+ * copies, at least 1, and its cost before the margin in *ns. */
 static uint32_t explored(const ibp_route_copy *x, int own_call, double per,
                          double *ns) {
   const uint32_t expected = (uint32_t)x->batch_n;

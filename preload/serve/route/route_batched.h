@@ -8,6 +8,7 @@
 
 #include "profile/profile.h"
 #include "serve/choose/gate.h"
+#include "serve/route/batch_model.h"
 
 /* A copy held for a batched launch.  The model's batch is at most this
  * share of its time alone (the prior's margin): the model leaves out how a
@@ -20,15 +21,5 @@
  * much each as the batch expected's: its fixed costs at most double a
  * copy's (route_batched.c, explored). */
 #define IBP_BATCH_EXPLORE_SPREAD 2.0
-
-/* The model of copy c held in a batch of `copies` copies like it, before
- * the margin, in two terms (ns per copy): the CPU's (libibp's hold, the
- * runtime's call when own_call -- not for an entry of the application's
- * batch --, the flush's calls shared) and the GPU's (the batch's kernel
- * and job-list copy, shared).  The write tracker's scan at the flush is
- * the caller's to add (serve/batch/batch.c measures it). */
-void ibp__route_batched_split(const ibp_profile *p, const ibp_gate_copy *c,
-                              double copies, int own_call, double *cpu_ns,
-                              double *gpu_ns);
 
 #endif /* IBP_PRELOAD_ROUTE_BATCHED_H */

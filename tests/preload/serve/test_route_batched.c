@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "serve/route/batch_size.h"
+#include "serve/route/batch_model.h"
 #include "serve/route/route.h"
 #include "serve/route/route_batched.h"
 

@@ -1,16 +1,27 @@
 /*
- * A batched launch's size and the model's errors (batch_size.c): which
- * batch of fewer copies than its class expects stands for the batch
- * expected when timed (docs/ARCHITECTURE.md "The gate", an explored
- * batch).
+ * A batched launch as the model sees it (batch_model.c): what a batch of
+ * n copies costs, and which batch of fewer copies than its class expects
+ * stands for the batch expected when timed (docs/ARCHITECTURE.md "The
+ * gate", an explored batch).  The route (route_batched.c) and a stream's
+ * batch (serve/batch/) use it.
  */
-#ifndef IBP_PRELOAD_BATCH_SIZE_H
-#define IBP_PRELOAD_BATCH_SIZE_H
+#ifndef IBP_PRELOAD_BATCH_MODEL_H
+#define IBP_PRELOAD_BATCH_MODEL_H
 
 #include <stdint.h>
 
 #include "profile/profile.h"
 #include "serve/choose/gate.h"
+
+/* The model of copy c held in a batch of `copies` copies like it, before
+ * the margin, in two terms (ns per copy): the CPU's (libibp's hold, the
+ * runtime's call when own_call -- not for an entry of the application's
+ * batch --, the flush's calls shared) and the GPU's (the batch's kernel
+ * and job-list copy, shared).  The write tracker's scan at the flush is
+ * the caller's to add (serve/batch/batch.c measures it). */
+void ibp__route_batched_split(const ibp_profile *p, const ibp_gate_copy *c,
+                              double copies, int own_call, double *cpu_ns,
+                              double *gpu_ns);
 
 /* The ways a profile may be wrong that a batch's size weighs differently:
  * the link (the SMs' host reads and the copy engine) and the SMs' decode,
@@ -33,4 +44,4 @@ enum { IBP_BATCH_WRONG_LINK, IBP_BATCH_WRONG_DECODE, IBP_BATCH_WRONGS };
 int ibp__batch_stands_for(const ibp_profile *p, const ibp_gate_copy *c,
                           uint32_t n, uint32_t expected, int own_call);
 
-#endif /* IBP_PRELOAD_BATCH_SIZE_H */
+#endif /* IBP_PRELOAD_BATCH_MODEL_H */

@@ -1,4 +1,5 @@
-/* A batched launch's size and the model's errors (serve/route/batch_size.h).
+/* A batched launch as the model sees it (serve/route/batch_model.h): its
+ * cost, and which smaller batch stands for the batch a class expects.
  *
  * A batch of fewer copies than its class expects may be bound by other
  * terms than the expected one -- a decode on fewer SMs, while the expected
@@ -13,9 +14,26 @@
  * expected) was tried: one span of 4 copies that waited behind other work
  * (1.5x) then stood for a batch twice as dear, and kv_offload under driver
  * calls 4x dearer lost its batched win (1.49x of the driver's time). */
-#include "serve/route/batch_size.h"
+#include "serve/route/batch_model.h"
 
-#include "serve/route/route_batched.h"
+#include "kernels/ibp_kernels.h"
+
+void ibp__route_batched_split(const ibp_profile *p, const ibp_gate_copy *c,
+                              double copies, int own_call, double *cpu_ns,
+                              double *gpu_ns) {
+  const double n = copies < 1 ? 1 : copies;
+  /* the flush: the job list's copy, the launch, the slot's event */
+  double flush_cpu =
+      p->driver_copy_call_us + p->driver_launch_call_us + p->driver_call_us;
+  double cpu =
+      (own_call ? p->runtime_call_us : 0) + p->ibp_hold_us + flush_cpu / n;
+  const uint64_t units = (uint64_t)(c->units * n);
+  double kernel = ibp_profile_decode_us(
+      p, (uint64_t)(c->host_bytes * n), (uint64_t)(c->bytes * n), units,
+      ibp_kernels_batch_sms(units, c->tensor_bytes, (unsigned)p->sms));
+  *cpu_ns = 1e3 * cpu;
+  *gpu_ns = 1e3 * (kernel + ibp_profile_ce_copy_us(p, 0, 1)) / n;
+}
 
 /* The GPU time, ns per copy, of a batch of n copies like c on profile p. */
 static double gpu_ns(const ibp_profile *p, const ibp_gate_copy *c, uint32_t n,
