@@ -566,7 +566,14 @@ static void assess(const ibp_choose_class *k,
    * sample capped as above (kv_blocks under driver calls 4x dearer,
    * h100-pcie5: its calls explored batched twice after the driver's
    * first call, then gave the driver another call on its prior, to be
-   * judged: 0.89 of the batched route's time) */
+   * judged: 0.92 of the batched route's time) -- and the bet on one
+   * sample settled by a second at once where that costs one copy (the
+   * route given up explored on the next decision, on a loan: a spike of
+   * the driver's first timed copy sent a class of single copies to a
+   * dearer route for 167-220 copies, until the share allowed it), not
+   * where it costs a call (an application's batch call's driver part is
+   * explored whole) */
+  int recheck = -1;
   uint32_t own_n = 0;
   const double own_cr =
       fresh_ratio(&k->route[go], 0, prior[go].copies, now_ns, &own_n);
@@ -583,6 +590,8 @@ static void assess(const ibp_choose_class *k,
           (to < 0 || est[r] < est[to]))
         to = r;
     if (to >= 0) {
+      if (prior[go].copies <= 1)
+        recheck = (int)go;
       a->go = go = (ibp_route)to;
       a->go_judged = 1;
       seen_go = est[go];
@@ -594,7 +603,11 @@ static void assess(const ibp_choose_class *k,
    * calls 4x dearer explored the kernel first, and staged a second copy
    * on the prior) */
   const double against = go == IBP_ROUTE_DRIVER ? seen_go : est[go];
-  const int alt = candidate(k, est, prior, hope, go, against, timable, now_ns);
+  const int settle =
+      recheck >= 0 && !k->route[recheck].pending && (timable >> recheck & 1);
+  const int alt =
+      settle ? recheck
+             : candidate(k, est, prior, hope, go, against, timable, now_ns);
   a->alt = alt;
   /* what exploring it may cost: its estimate over the choice's, the
    * timing, and while it is unmeasured, IBP_CHOOSE_UNMEASURED of its
@@ -621,9 +634,9 @@ static void assess(const ibp_choose_class *k,
      * driver's entries measured 1.8x their model, their set-up as much as their
      * bytes, and a batched launch believed as slow was 1.4x faster than the
      * driver */
-    early = hopeful(k, prior, alt, hope, against, now_ns) &&
-            early_cost <=
-                IBP_CHOOSE_EXPLORE_SHARE * IBP_CHOOSE_EARLY_REPAY * seen_go;
+    early = settle || (hopeful(k, prior, alt, hope, against, now_ns) &&
+                       early_cost <= IBP_CHOOSE_EXPLORE_SHARE *
+                                         IBP_CHOOSE_EARLY_REPAY * seen_go);
     if (!early && !judged(&k->route[alt], prior[alt].copies, now_ns))
       cost += IBP_CHOOSE_UNMEASURED * taken;
   }

@@ -1983,6 +1983,31 @@ static void test_seen_choice_gives_way(void) {
   learn_twice(&m, IBP_ROUTE_BATCHED, 64, 700, 700, 2200, 2200);
   ibp__choose_decide(&m.k, prior, 9u, TIMING_NS, 1, 0, m.now, &c);
   CHECK(c.chosen == IBP_ROUTE_DRIVER);
+  /* single copies (a second sample costs one copy): the driver's one
+   * sample, a 10x spike, is settled at once -- the class gives way, and
+   * explores the driver on the next decision; its second sample at the
+   * model, the driver is the choice again.  Not for the calls above
+   * (their driver part is explored whole): they wait for the share. */
+  const ibp_route_cost single[IBP_ROUTES] = {
+      {.cpu_ns = 200, .gpu_ns = 1200, .engine = 1},
+      {.cpu_ns = 0},
+      {.cpu_ns = 0},
+      {.cpu_ns = 300, .gpu_ns = 1200, .serial = 1}};
+  sim_init(&m);
+  learn_twice(&m, IBP_ROUTE_BATCHED, 0, 300, 300, 1200, 1200);
+  ibp__choose_learn(&m.k, IBP_ROUTE_DRIVER, 0, 200, 200, 12000, 1200, m.now);
+  ibp__choose_decide(&m.k, single, 9u, TIMING_NS, 1, 0, m.now, &c);
+  CHECK(c.chosen == IBP_ROUTE_BATCHED && c.explore &&
+        c.route == IBP_ROUTE_DRIVER);
+  ibp__choose_settle(&m.k, IBP_ROUTE_DRIVER, c.charged_ns, 0, 0);
+  ibp__choose_learn(&m.k, IBP_ROUTE_DRIVER, 0, 200, 200, 1200, 1200, m.now);
+  ibp__choose_decide(&m.k, single, 9u, TIMING_NS, 1, 0, m.now, &c);
+  CHECK(c.chosen == IBP_ROUTE_DRIVER);
+  sim_init(&m);
+  ibp__choose_learn(&m.k, IBP_ROUTE_DRIVER, 64, 1000, 1000, 5280, 2200, m.now);
+  learn_twice(&m, IBP_ROUTE_BATCHED, 64, 700, 700, 2200, 2200);
+  ibp__choose_decide(&m.k, prior, 9u, TIMING_NS, 1, 0, m.now, &c);
+  CHECK(c.chosen == IBP_ROUTE_BATCHED && !c.explore);
 }
 
 int main(void) {
