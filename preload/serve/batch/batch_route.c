@@ -64,9 +64,14 @@ void ibp__batch_time_begin(ibp_batch_timed *t, int dev, CUcontext ctx,
   ibp__route_batched_split(p, &t->g, copies, t->own_call, &cpu, &gpu);
   const double calls = 1e3 * (p->driver_copy_call_us +
                               p->driver_launch_call_us + p->driver_call_us);
-  const ibp_route_cost model = {.cpu_ns = calls,
+  /* its copies' calls and holds, before the flush: libibp's own in the
+   * span's terms (not timed; the estimate adds them up, serial) */
+  const double held = 1e3 * (copies ? copies : 1) *
+                      ((t->own_call ? p->runtime_call_us : 0) + p->ibp_hold_us);
+  const ibp_route_cost model = {.cpu_ns = calls + held,
                                 .gpu_ns = gpu * (copies ? copies : 1),
                                 .serial = 1,
+                                .own_ns = held,
                                 .copies = copies};
   /* an exploration's excess is over the choice for as many copies */
   t->choice.choice_ns *= copies ? copies : 1;

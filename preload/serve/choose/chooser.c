@@ -503,15 +503,22 @@ static void read_sample(const ibp_driver *d, ibp_served_region *s,
                                 .pipelined = x->pipelined};
   const double gpu_all = ibp__choose_gpu_ns(&stages, 1);
   const double gpu_all_model = ibp__choose_gpu_ns(&model, 1);
-  const double took =
-      x->cpu_ns + x->runtime_ns > gpu_all ? x->cpu_ns + x->runtime_ns : gpu_all;
-  const double cpu_model = x->cpu_model_ns + x->runtime_ns;
+  /* what it took as its estimate counts it: a serial route's terms added
+   * up, its held copies' CPU time with them (an explored batch of KV
+   * blocks whose span was 0.5x the driver's copies' estimate made the
+   * steps that held it slower: the copies wait for the flush) */
+  const double cpu_all = x->cpu_ns + x->runtime_ns,
+               cpu_model = x->cpu_model_ns + x->runtime_ns;
+  const double took = x->serial           ? cpu_all + x->held_ns + gpu_all
+                      : cpu_all > gpu_all ? cpu_all
+                                          : gpu_all;
   ch->timed[x->route]++;
   ch->measured_ns[x->route] += took;
   ch->cpu_ns[x->route] += x->cpu_ns;
   ch->cpu_model_ns[x->route] += x->cpu_model_ns;
-  ch->model_ns[x->route] +=
-      cpu_model > gpu_all_model ? cpu_model : gpu_all_model;
+  ch->model_ns[x->route] += x->serial ? cpu_model + x->held_ns + gpu_all_model
+                            : cpu_model > gpu_all_model ? cpu_model
+                                                        : gpu_all_model;
   if (x->explore) { /* what it really cost over the choice: its stages
                      * as they ran where timed -- an explored staged copy
                      * whose decodes ran 3.8x their model took 834 us
@@ -677,6 +684,8 @@ void ibp__timing_begin(ibp_device_slot *slot, ibp_chooser *ch,
                              .gpu_model_ns = prior->gpu_ns,
                              .sm_model_ns = prior->sm_ns,
                              .pipelined = prior->pipelined,
+                             .serial = prior->serial,
+                             .held_ns = prior->serial ? prior->own_ns : 0,
                              .engine = prior->engine,
                              .copies = prior->copies,
                              .dev = dev};

@@ -56,6 +56,12 @@ typedef struct ibp_timing_sample {
                                first stage: ibp_route_cost.sm_ns) */
   double sm_model_ns;       /* the model's second stage, not measured here */
   int pipelined;            /* ... and how it adds up (ibp__choose_gpu_ns) */
+  int serial;               /* its CPU and GPU times add up (a batched
+                               launch: its GPU work begins after its copies
+                               were held, ibp_route_cost.serial) */
+  double held_ns;           /* ... the model's CPU time of holding its
+                               copies (their calls and holds), beside the
+                               calls its span holds */
   int engine;      /* a copy-engine route: its calls are every route's calls */
   uint32_t copies; /* the copies its launch carried (0: one) */
   CUstream caller; /* timed on another stream: the caller's, whose
