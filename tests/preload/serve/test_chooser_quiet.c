@@ -26,61 +26,7 @@
 #include "serve/choose/streams.h"
 #include "serve/route/route.h"
 
-/* ---- what chooser.c calls: a clock, a driver whose events time 4 us ---- */
-
-ibp_config ibp__cfg;
-static double now_ns = 1e9;
-
-double ibp__clock_ns(void) {
-  return now_ns;
-}
-
-static CUresult elapsed(float *ms, CUevent a, CUevent b) {
-  (void)a, (void)b;
-  *ms = 0.004f;
-  return CUDA_SUCCESS;
-}
-
-static CUresult not_capturing(CUstream s, CUstreamCaptureStatus *cs) {
-  (void)s;
-  *cs = CU_STREAM_CAPTURE_STATUS_NONE;
-  return CUDA_SUCCESS;
-}
-
-static CUresult create(CUevent *e, unsigned f) {
-  (void)f;
-  *e = (CUevent)1;
-  return CUDA_SUCCESS;
-}
-
-static CUresult record(CUevent e, CUstream s) {
-  (void)e, (void)s;
-  return CUDA_SUCCESS;
-}
-
-static ibp_driver drv;
-
-const ibp_driver *ibp__driver(void) {
-  return &drv;
-}
-
-void ibp__log(ibp_log_level level, const char *fmt, ...) {
-  (void)level, (void)fmt;
-}
-
-unsigned ibp__streams_mark_others(int dev, CUstream s, CUstream also,
-                                  int link_only, double now, CUevent ev[],
-                                  unsigned max) {
-  (void)dev, (void)s, (void)also, (void)link_only, (void)now, (void)ev;
-  (void)max;
-  return 0;
-}
-
-/* no upload of libibp's own ever shares the link here */
-int ibp__streams_own_clear(int dev, double since_ns) {
-  (void)dev, (void)since_ns;
-  return 1;
-}
+#include "chooser_stubs.h"
 
 /* ---- the worlds ---------------------------------------------------------- */
 
@@ -242,10 +188,7 @@ int main(int argc, char **argv) {
     fprintf(stderr, "usage: test_chooser_quiet PATTERN [timed] [rows]\n");
     return 2;
   }
-  drv.cuEventElapsedTime = elapsed;
-  drv.cuEventCreate = create;
-  drv.cuEventRecord = record;
-  drv.cuStreamIsCapturing = not_capturing;
+  stub_driver_init();
   single[IBP_ROUTE_DRIVER] =
       (ibp_route_cost){.cpu_ns = 2000, .gpu_ns = 5000, .engine = 1};
   single[IBP_ROUTE_ZEROCOPY] = (ibp_route_cost){.cpu_ns = 3000, .gpu_ns = 9000};

@@ -1,0 +1,78 @@
+/* What serve/choose/chooser.c calls, for tests that link it alone: a clock
+ * the test moves (now_ns), a driver whose events time ELAPSED_MS (4 us
+ * unless the test sets it) and are never captured, no other stream's
+ * events, no upload of libibp's own on the link.  Included once, by the
+ * test's main file. */
+#ifndef IBP_TEST_CHOOSER_STUBS_H
+#define IBP_TEST_CHOOSER_STUBS_H
+
+#include "base/base.h"
+#include "base/clock.h"
+#include "base/driver.h"
+#include "base/log.h"
+#include "serve/choose/streams.h"
+
+ibp_config ibp__cfg;
+static double now_ns = 1e9;
+static float elapsed_ms = 0.004f;
+
+double ibp__clock_ns(void) {
+  return now_ns;
+}
+
+static CUresult elapsed(float *ms, CUevent a, CUevent b) {
+  (void)a, (void)b;
+  *ms = elapsed_ms;
+  return CUDA_SUCCESS;
+}
+
+static CUresult not_capturing(CUstream s, CUstreamCaptureStatus *cs) {
+  (void)s;
+  *cs = CU_STREAM_CAPTURE_STATUS_NONE;
+  return CUDA_SUCCESS;
+}
+
+static CUresult create(CUevent *e, unsigned f) {
+  (void)f;
+  *e = (CUevent)1;
+  return CUDA_SUCCESS;
+}
+
+static CUresult record(CUevent e, CUstream s) {
+  (void)e, (void)s;
+  return CUDA_SUCCESS;
+}
+
+static ibp_driver drv;
+
+const ibp_driver *ibp__driver(void) {
+  return &drv;
+}
+
+/* The stand-in driver's calls in place. */
+static void stub_driver_init(void) {
+  drv.cuEventElapsedTime = elapsed;
+  drv.cuEventCreate = create;
+  drv.cuEventRecord = record;
+  drv.cuStreamIsCapturing = not_capturing;
+}
+
+void ibp__log(ibp_log_level level, const char *fmt, ...) {
+  (void)level, (void)fmt;
+}
+
+unsigned ibp__streams_mark_others(int dev, CUstream s, CUstream also,
+                                  int link_only, double now, CUevent ev[],
+                                  unsigned max) {
+  (void)dev, (void)s, (void)also, (void)link_only, (void)now, (void)ev;
+  (void)max;
+  return 0;
+}
+
+/* no upload of libibp's own ever shares the link here */
+int ibp__streams_own_clear(int dev, double since_ns) {
+  (void)dev, (void)since_ns;
+  return 1;
+}
+
+#endif /* IBP_TEST_CHOOSER_STUBS_H */
