@@ -101,7 +101,6 @@ typedef struct gate_answer {
   uint64_t bytes, pcie;
   uint32_t copies;
   int hold_only;
-  int compact;    /* the region's memory was the shadow's (compact.h) */
   size_t entries; /* of the application's batch call (ibp_copy.entries) */
   ibp_gate_copy g;
   double scan_ns; /* the tracker's scan at the flush it was made with */
@@ -855,7 +854,6 @@ static void answer(gate_answer *a, const batch *b, const ibp_route_copy *x,
                      .pcie = pcie,
                      .copies = n,
                      .hold_only = c->hold_only,
-                     .compact = x->compact,
                      .entries = c->entries,
                      .scan_ns = scan_ns};
   a->g = (ibp_gate_copy){
@@ -875,7 +873,6 @@ static void answer(gate_answer *a, const batch *b, const ibp_route_copy *x,
   y.ctx = b->ctx;
   y.dev = b->dev;
   y.mode = c->hold_only ? IBP_CLASS_APP_BATCH : IBP_CLASS_BATCHED;
-  y.compact = x->compact;
   y.g = a->g;
   /* alone, a GPU route syncs the tracker over its span first */
   y.sync_ns =
@@ -1033,8 +1030,7 @@ static int hold_locked(batch *b, ibp_route_copy *x, uint64_t pcie) {
   gate_answer *a = &b->answer;
   if (a->region != r || a->bytes != c->bytes || a->pcie != pcie ||
       a->copies != n || a->hold_only != c->hold_only ||
-      a->compact != x->compact || a->entries != c->entries ||
-      a->scan_ns != scan_ns)
+      a->entries != c->entries || a->scan_ns != scan_ns)
     answer(a, b, x, pcie, n, scan_ns);
   ibp_route_cost prior[IBP_ROUTES];
   memcpy(prior, a->prior, sizeof prior);

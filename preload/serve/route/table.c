@@ -41,12 +41,10 @@ void ibp__route_priors(ibp_route_copy *x, ibp_route_cost prior[IBP_ROUTES]) {
       }
   x->driver_ns = ibp__choose_model_ns(&prior[IBP_ROUTE_DRIVER]);
   /* a compact region's memory is the shadow's (docs/ARCHITECTURE.md
-   * "Compact regions"): a copy of it is a GPU route's wherever one can
-   * serve it, the driver's copy reading the pages only where none can --
-   * held or alone (alone, a copy of its own call goes to the single copy's
-   * decision; an entry of the application's batch alone is the driver's,
-   * its one way) */
-  if (x->compact && x->mode != IBP_CLASS_APP_BATCH &&
+   * "Compact regions"): a single copy of it is a GPU route's wherever one
+   * can serve it, the driver's copy reading the pages only where none
+   * can */
+  if (x->compact && x->mode == IBP_CLASS_SINGLE &&
       (open_(&prior[IBP_ROUTE_ZEROCOPY]) || open_(&prior[IBP_ROUTE_STAGED])))
     memset(&prior[IBP_ROUTE_DRIVER], 0, sizeof *prior);
   ibp__gate_flag_guesses(x->dev, prior);
