@@ -227,6 +227,10 @@ typedef struct tensor_job {
 } tensor_job;
 
 #define BLOCK 16u /* output bytes a lane decodes per step */
+/* In a job's c: whole tensors of whole steps (R a multiple of SPAN), no
+ * coding stage, the destination aligned: decode_group_steps, whatever the
+ * job's count (group_lookup's jobs). */
+#define WHOLE_STEPS 0x100u
 
 /* (An offset, not a pointer: the compiler then knows it is shared memory
  * and addresses it with 32 bits.) */
@@ -632,26 +636,23 @@ template <unsigned C> IBP_DEV void decode_group_steps(const tensor_job *j) {
     IBP_MARK(MARK_GROUP_TENSOR);
     /* (tensor t's first bit: 8 * (offs[t] - offs[0]) past the first
      * tensor's, nothing but t kept across the tensors) */
-    const uint32_t head = (uint32_t)ibp_dev_ldg_u64((const uint8_t *)j->offs) -
-                          (uint32_t)((uintptr_t)j->stream & (PIECE - 1));
-    const uint32_t bit0 =
-        8 * ((uint32_t)ibp_dev_ldg_u64((const uint8_t *)(j->offs + t)) - head);
-    uint32_t pos = bit0 + j->R / C;
-    for (uint32_t g = 0; g < j->R / BLOCK; g += 32) {
-      /* (the context read from the slot each step: few registers live
-       * across the steps) */
-      const uint32_t R = j->R;
-      const decode_ctx x = {j->plan,
-                            j->dst + t * R,
-                            (const uint32_t *)job_stage(j),
-                            0,
-                            R,
-                            bit0,
-                            R / BLOCK,
-                            j->S,
-                            true};
+    uint32_t bit0 = 8 * (uint32_t)((uintptr_t)j->stream & (PIECE - 1));
+    if (t) /* (a job of one tensor has no offsets) */
+      bit0 += 8 * (uint32_t)(ibp_dev_ldg_u64((const uint8_t *)(j->offs + t)) -
+                             ibp_dev_ldg_u64((const uint8_t *)j->offs));
+    const uint32_t R = j->R;
+    const decode_ctx x = {j->plan,
+                          j->dst + t * R,
+                          (const uint32_t *)job_stage(j),
+                          0,
+                          R,
+                          bit0,
+                          R / BLOCK,
+                          j->S,
+                          true};
+    uint32_t pos = bit0 + R / C;
+    for (uint32_t g = 0; g < R / BLOCK; g += 32)
       pos = decode_step<C, true, false, false, true>(x, g, pos);
-    }
   }
   IBP_MARK(MARK_GROUP_END);
 }
@@ -693,17 +694,19 @@ template <unsigned C> IBP_DEV void decode_group(const tensor_job *j) {
    * ((g + l + 1) * m) >> 32 == (g + l) / bt below 2^15 blocks, bt < 2^10),
    * one division per group, none per step */
   const uint32_t bt = j->R / BLOCK, m = 0xFFFFFFFFu / bt;
+  const uint8_t *plan = j->plan;
+  uint8_t *dst = j->dst;
+  const uint32_t pay = j->R / C;
+  const unsigned S = j->S;
   uint32_t carry = 0;
   for (uint32_t g = 0; g < nb; g += 32) {
     IBP_MARK(MARK_GROUP_STEP);
-    const uint32_t R = j->R;
     const uint32_t at = g + lane;
     const uint32_t i = ibp_dev_umulhi(at + 1, m), b = at - i * bt;
     const bool live = at < nb;
     const uint32_t il = live ? i : 0, bl = live ? b : 0;
     const uint32_t base = ibp_dev_shfl(first, (int)il);
-    const unsigned S = j->S;
-    const uint8_t *pl = j->plan + bl * ((4 + S) * BLOCK);
+    const uint8_t *pl = plan + bl * ((4 + S) * BLOCK);
     uint32_t fit[4], pre[4], off[4];
     uint32_t bits =
         block_prep<C>(pl, block_fits<C>(sw, base, bl), fit, pre, off);
@@ -716,9 +719,9 @@ template <unsigned C> IBP_DEV void decode_group(const tensor_job *j) {
                             (before ? carry : 0);
     carry = ibp_dev_shfl(within + bits, 31);
     const ibp_dev_u128 v =
-        block_out<C>(pl, sw, base + R / C + within, S, fit, pre, off);
+        block_out<C>(pl, sw, base + pay + within, S, fit, pre, off);
     if (live)
-      ibp_dev_st16(j->dst + BLOCK * at, v);
+      ibp_dev_st16(dst + BLOCK * at, v);
   }
   IBP_MARK(MARK_GROUP_END);
 }
@@ -726,9 +729,10 @@ template <unsigned C> IBP_DEV void decode_group(const tensor_job *j) {
 /* Decodes j; returns, for a tensor with a coding stage, the bit where its
  * stage part starts (decode_stage), else 0. */
 IBP_DEV uint32_t warp_decode_tensor(const tensor_job *j) {
-  const bool group = j->count > 1;
+  /* (WHOLE_STEPS: group_lookup's job of one tensor, decoded as a group) */
+  const bool group = j->count > 1 || j->c > 8;
   uint32_t b = 0;
-  switch (j->c) {
+  switch (j->c & 15u) {
   case 1:
     group ? decode_group<1>(j) : (void)(b = decode_tensor<1>(j));
     break;
@@ -1043,10 +1047,10 @@ IBP_DEV void group_job(const ibp_decompress_args &a, uint64_t t, uint32_t most,
   j->offs = a.offsets + t;
 }
 
-/* The job of tensor t, compressed, whole inside the copy (rest: the copy's
- * bytes from tensor t on, at most 2^32 - 1), in a region with one cluster
- * and no coding stage, R a multiple of 16 and its destination dst 16-byte
- * aligned, grown into a group of up to `most` tensors in one look-up: lane
+/* The job of tensor t, compressed, whole inside the copy, in a region with
+ * one cluster and no coding stage, R a multiple of 16 and its destination
+ * dst 16-byte aligned, grown into a group of up to `most` tensors (all of
+ * them whole inside the copy: group_units) in one look-up: lane
  * l looks at tensor t + l (its stream's offset and length, its bits), and
  * the job is the leading run of lanes whose tensor is compressed, clean,
  * wholly inside the copy, read from where tensor t's stream is read, its
@@ -1056,15 +1060,15 @@ IBP_DEV void group_job(const ibp_decompress_args &a, uint64_t t, uint32_t most,
  * the job not written, when tensor t is not compressed (or not clean): the
  * general look-up then makes its job. */
 IBP_DEV int group_lookup(const ibp_decompress_args &a, uint8_t *dst, uint64_t t,
-                         uint32_t most, uint32_t cap, uint32_t rest,
-                         uint32_t stage_off, tensor_job *j) {
+                         uint32_t most, uint32_t cap, uint32_t stage_off,
+                         tensor_job *j) {
   const unsigned lane = ibp_dev_lane();
   const uint64_t ti = t + lane;
   const uint32_t R = a.tensor_bytes;
   uint64_t at = 0;
   uint32_t len = 0;
   int ok = 0, w = 0;
-  if (lane < most && ti < a.tensors && (lane + 1) * R <= rest) {
+  if (lane < most) {
     at = ibp_dev_ldg_u64((const uint8_t *)(a.offsets + ti));
     len = ibp_dev_ldg_u32(a.lengths + ti);
     w = a.staged && at >= a.staged_lo && at + len <= a.staged_hi;
@@ -1091,11 +1095,10 @@ IBP_DEV int group_lookup(const ibp_decompress_args &a, uint8_t *dst, uint64_t t,
   ibp_dev_syncwarp(); /* no lane still reads the slot */
   j->plan = a.plan;
   j->R = R;
-  j->c = a.chunk_bytes;
+  j->c = a.chunk_bytes | (R % SPAN == 0 ? WHOLE_STEPS : 0u);
   j->S = a.plan_stages;
   j->stage_off = stage_off;
   j->stream = stream;
-  j->orig = a.original + t * R;
   j->lo_ok = w0 ? a.staged : a.packed;
   j->dst = dst;
   j->w0 = 0;
@@ -1103,9 +1106,7 @@ IBP_DEV int group_lookup(const ibp_decompress_args &a, uint8_t *dst, uint64_t t,
   j->len = glen;
   j->from = 0;
   j->to = glen;
-  j->count = n;
-  j->raw_lo = a.original;
-  j->raw_hi = a.original + a.tensors * R + a.tail_bytes;
+  j->count = n; /* (orig, raw_lo, raw_hi: a raw copy's, never read) */
   j->offs = nullptr;
   if (n > 1)
     j->offs = a.offsets + t;
@@ -1115,22 +1116,20 @@ IBP_DEV int group_lookup(const ibp_decompress_args &a, uint8_t *dst, uint64_t t,
 /* The job for unit t of region a's copy c (t == tensors: the tail), grown
  * into a group of up to `most` units where it can be (group_job; cap: the
  * bytes of a staging buffer); returns 1 when it is a compressed tensor (or
- * group) the warp decodes, 0 when it is copied raw from the original.  (a
- * is read in place: the launch's parameter, or a batch's template in
+ * group) the warp decodes, 0 when it is copied raw from the original.
+ * whole: how many tensors from t on may be grouped by group_lookup (all
+ * of them whole inside the copy, in a region group_units allows; 0: none).
+ * (a is read in place: the launch's parameter, or a batch's template in
  * device memory.) */
-template <bool G>
 IBP_DEV int unit_job(const ibp_decompress_args &a, const copy_range &c,
                      uint64_t t, uint32_t most, uint32_t cap, uint8_t *stage,
-                     tensor_job *j) {
+                     tensor_job *j, uint32_t whole = 0) {
   IBP_MARK(MARK_GROUP_LOOKUP);
   const uint64_t R = a.tensor_bytes;
   const uint64_t g0 = c.first_tensor * R + c.first_offset, g1 = g0 + c.length;
   const uint64_t start = t * R;
-  if (G && t < a.tensors && a.clusters <= 1 && !a.stages && R % BLOCK == 0 &&
-      g0 <= start && start + R <= g1 &&
-      (((uintptr_t)c.dst - g0) & (BLOCK - 1)) == 0 &&
-      group_lookup(a, c.dst + (start - g0), t, most, cap,
-                   (uint32_t)min_u64(g1 - start, 0xFFFFFFFFu),
+  if (whole &&
+      group_lookup(a, c.dst + (start - g0), t, most < whole ? most : whole, cap,
                    (uint32_t)(stage - ibp_dev_shared()), j))
     return 1;
   IBP_MARK(MARK_LOOKUP);
@@ -1204,6 +1203,7 @@ typedef struct walk_state {
   uint32_t count, k;
   const ibp_batch_job *jobs;
   const ibp_decompress_args *regions;
+  uint32_t group_lo, group_hi; /* single_units: units_begin's range */
 } walk_state;
 static_assert(3 * sizeof(tensor_job) + sizeof(walk_state) <=
                   IBP_KERNEL_JOB_BYTES,
@@ -1347,6 +1347,7 @@ IBP_DEV void warp_walks_all(Units &units, uint64_t nunits, uint32_t walk_len,
                ibp_dev_warp_in_block() * per_warp;
   ws->stage_bytes = stage_bytes;
   ws->buffers = (uint8_t)buffers;
+  units_begin(units, ws);
   for (uint64_t w; (w = ws->next) * ws->walk < ws->units;) { /* no division */
     const uint64_t u0 = w * ws->walk, u1 = min_u64(u0 + ws->walk, ws->units);
     IBP_MARK(MARK_WALK);
@@ -1401,10 +1402,43 @@ IBP_DEV void block_units_all(Units &units, uint64_t nunits) {
   }
 }
 
+/* x / d, in 32 bits where x fits (every copy below 4 GiB of its region);
+ * the 64-bit division is a path of its own. */
+IBP_DEV uint64_t div_u64(uint64_t x, uint32_t d) {
+  if ((x >> 32) == 0)
+    return (uint32_t)x / d;
+  IBP_MARK(MARK_DIV64);
+  return x / d;
+}
+
 /* The units of one copy: its tensors from a.first_tensor on. */
 struct single_units {
   const ibp_decompress_args *a; /* the launch's (IBP_GRID_CONSTANT) */
+  uint32_t group_lo, group_hi;  /* group_units' range (units_begin) */
 };
+
+/* The units that group_lookup may group, [lo, hi): tensors wholly inside
+ * the copy, in a region of one cluster and no coding stage, R a multiple
+ * of 16, their destination 16-byte aligned (docs/ARCHITECTURE.md "Groups
+ * of small tensors"); none when the region allows none.  Decided once per
+ * launch (at: the unit of the copy's last byte, (g1 - 1) / R). */
+IBP_DEV single_units group_units(const ibp_decompress_args &a, uint64_t g1,
+                                 uint64_t at) {
+  const uint64_t R = a.tensor_bytes;
+  const uint64_t t_hi = min_u64(at + (g1 - at * R == R), a.tensors);
+  uint32_t hi = 0;
+  if (a.clusters <= 1 && !a.stages && R % BLOCK == 0 &&
+      (((uintptr_t)a.dst - a.first_offset) & (BLOCK - 1)) == 0 &&
+      t_hi > a.first_tensor)
+    hi = (uint32_t)min_u64(t_hi - a.first_tensor, 0xFFFFFFFFu);
+  return single_units{&a, a.first_offset != 0, hi};
+}
+
+/* Its range to the warp's walk state: read back where unit_of needs it. */
+IBP_DEV void units_begin(single_units &s, walk_state *ws) {
+  ws->group_lo = s.group_lo;
+  ws->group_hi = s.group_hi;
+}
 
 /* The job of unit u, a group of up to `most` units where it can be (cap:
  * the bytes of a staging buffer). */
@@ -1414,7 +1448,14 @@ IBP_DEV int unit_of(single_units &s, uint64_t u, uint64_t most, uint32_t cap,
   most = min_u64(most, 32);
   const ibp_decompress_args &a = *s.a;
   const copy_range c = {a.first_tensor, a.length, a.first_offset, a.dst};
-  return unit_job<G>(a, c, a.first_tensor + u, (uint32_t)most, cap, stage, j);
+  uint32_t whole = 0;
+  if (G) {
+    const walk_state *ws = warp_walks(warp_slots());
+    const uint32_t lo = ws->group_lo, hi = ws->group_hi;
+    whole = u >= lo && u < hi ? hi - (uint32_t)u : 0;
+  }
+  return unit_job(a, c, a.first_tensor + u, (uint32_t)most, cap, stage, j,
+                  whole);
 }
 /* unit_of for a block decode: no group. */
 IBP_DEV int unit_of_block(single_units &s, uint64_t u, uint8_t *stage,
@@ -1430,15 +1471,6 @@ IBP_DEV void units_save(single_units &s, walk_state *ws) {
 }
 IBP_DEV void units_restore(single_units &s, const walk_state *ws) {
   s.a = ws->regions;
-}
-
-/* x / d, in 32 bits where x fits (every copy below 4 GiB of its region);
- * the 64-bit division is a path of its own. */
-IBP_DEV uint64_t div_u64(uint64_t x, uint32_t d) {
-  if ((x >> 32) == 0)
-    return (uint32_t)x / d;
-  IBP_MARK(MARK_DIV64);
-  return x / d;
 }
 
 /* At most 64 registers per thread (32 warps per SM), no spills, no stack:
@@ -1463,7 +1495,7 @@ ibp_decompress(IBP_GRID_CONSTANT const ibp_decompress_args a) {
     return;
   const uint64_t at = div_u64(g1 - 1, (uint32_t)R);
   const uint64_t last = at < a.tensors ? at : a.tensors;
-  single_units su = {&a};
+  single_units su = group_units(a, g1, at);
   if (a.tensor_bytes >= IBP_KERNEL_BLOCK_R)
     block_units_all(su, last - a.first_tensor + 1);
   else
@@ -1508,6 +1540,7 @@ IBP_DEV void find_job(batch_units &b, uint64_t u) {
 IBP_DEV void units_save(batch_units &b, walk_state *ws) {
   ws->k = b.k;
 }
+IBP_DEV void units_begin(batch_units &, walk_state *) {}
 IBP_DEV void units_restore(batch_units &b, const walk_state *ws) {
   b.k = ws->k;
   b.ws = ws; /* (the pointer not live in registers across the decode) */
@@ -1542,9 +1575,9 @@ IBP_DEV int unit_of(batch_units &b, uint64_t u, uint64_t most, uint32_t cap,
   /* a group stays inside its job */
   const uint64_t job_end =
       b.k + 1 < b.ws->count ? job_first_unit(b, b.k + 1) : b.ws->units;
-  return unit_job<false>(a, c, c.first_tensor + piece,
-                         (uint32_t)min_u64(min_u64(most, job_end - u), 32), cap,
-                         stage, j);
+  return unit_job(a, c, c.first_tensor + piece,
+                  (uint32_t)min_u64(min_u64(most, job_end - u), 32), cap, stage,
+                  j);
 }
 
 IBP_DEV int unit_of_block(batch_units &b, uint64_t u, uint8_t *stage,

@@ -20,8 +20,8 @@
 #include "kernels_emu.h"
 
 static uint32_t pick_size(rng *r) {
-  static const uint32_t edges[] = {1,   15,   16,   17,   255,  256, 400,
-                                   401, 1008, 3008, 3072, 4095, 4096};
+  static const uint32_t edges[] = {1,   15,   16,   17,   255,  256,  400,
+                                   401, 1008, 3008, 3072, 4095, 4096, 8192};
   if (rng_chance(r, 0.2))
     return edges[rng_below(r, sizeof edges / sizeof *edges)];
   return 16 * (uint32_t)rng_range(r, 1, 192);
