@@ -69,7 +69,7 @@ enum {
   MARK_EXP_BYTES,      /* ... ORed byte by byte */
   MARK_EXP_END,        /* after a stage decode */
   MARK_STAGE_JOB,      /* a walk's tensor with a coding stage: its stage */
-  MARK_GROUP_LOOKUP,   /* a unit's look-up, as a group where it can be */
+  MARK_GROUP_LOOKUP,   /* a unit's look-up as a group (group_units' units) */
   MARK_DIV64,          /* a 64-bit division (a copy past 4 GiB of its region) */
   MARK_STAGE_REST,     /* a stage job's IBP bits past its window counted */
   MARK_EXP_SCOUT,      /* a code in a split segment's lane's first 32 bits */
@@ -95,6 +95,7 @@ enum {
   MARK_GROUP_TENSOR,   /* a tensor of a group of whole steps */
   MARK_GROUP_TSTEP,    /* ... a full decode step of it */
   MARK_GROUP_FLAT,     /* a group's flat steps: their set-up */
+  MARK_BLOCKS,         /* a warp's start on the block path (R >= 16 KiB) */
   MARK_COUNT
 };
 
@@ -632,14 +633,19 @@ IBP_DEV void decode_stage(const tensor_job *j, uint32_t b) {
  * from its own first bit; those steps count under a mark of their own
  * (MARK_GROUP_TSTEP: decode_step's GROUPED, nothing else). */
 template <unsigned C> IBP_DEV void decode_group_steps(const tensor_job *j) {
-  for (uint32_t t = 0; t < j->count; t++) {
+  /* lane k holds tensor k's first bit, 8 * (offs[k] - offs[0]) past the
+   * first tensor's (a job of one tensor has no offsets): one shuffle a
+   * tensor */
+  const unsigned lane = ibp_dev_lane(), n = j->count;
+  uint32_t first = 8 * (uint32_t)((uintptr_t)j->stream & (PIECE - 1));
+  if (n > 1)
+    first +=
+        8 * (uint32_t)(ibp_dev_ldg_u64(
+                           (const uint8_t *)(j->offs + (lane < n ? lane : 0))) -
+                       ibp_dev_ldg_u64((const uint8_t *)j->offs));
+  for (uint32_t t = 0; t < n; t++) {
     IBP_MARK(MARK_GROUP_TENSOR);
-    /* (tensor t's first bit: 8 * (offs[t] - offs[0]) past the first
-     * tensor's, nothing but t kept across the tensors) */
-    uint32_t bit0 = 8 * (uint32_t)((uintptr_t)j->stream & (PIECE - 1));
-    if (t) /* (a job of one tensor has no offsets) */
-      bit0 += 8 * (uint32_t)(ibp_dev_ldg_u64((const uint8_t *)(j->offs + t)) -
-                             ibp_dev_ldg_u64((const uint8_t *)j->offs));
+    const uint32_t bit0 = ibp_dev_shfl(first, (int)t);
     const uint32_t R = j->R;
     const decode_ctx x = {j->plan,
                           j->dst + t * R,
@@ -1124,15 +1130,18 @@ IBP_DEV int group_lookup(const ibp_decompress_args &a, uint8_t *dst, uint64_t t,
 IBP_DEV int unit_job(const ibp_decompress_args &a, const copy_range &c,
                      uint64_t t, uint32_t most, uint32_t cap, uint8_t *stage,
                      tensor_job *j, uint32_t whole = 0) {
-  IBP_MARK(MARK_GROUP_LOOKUP);
+  if (whole) { /* (its own mark: only the units it may group run it) */
+    IBP_MARK(MARK_GROUP_LOOKUP);
+    const uint64_t at = (t - c.first_tensor) * a.tensor_bytes;
+    if (group_lookup(a, c.dst + at - c.first_offset, t,
+                     most < whole ? most : whole, cap,
+                     (uint32_t)(stage - ibp_dev_shared()), j))
+      return 1;
+  }
+  IBP_MARK(MARK_LOOKUP);
   const uint64_t R = a.tensor_bytes;
   const uint64_t g0 = c.first_tensor * R + c.first_offset, g1 = g0 + c.length;
   const uint64_t start = t * R;
-  if (whole &&
-      group_lookup(a, c.dst + (start - g0), t, most < whole ? most : whole, cap,
-                   (uint32_t)(stage - ibp_dev_shared()), j))
-    return 1;
-  IBP_MARK(MARK_LOOKUP);
   const uint64_t size = t < a.tensors ? R : a.tail_bytes;
   const uint64_t lo = max_u64(g0, start), hi = min_u64(g1, start + size);
   uint64_t off = 0, len = 0, mo = 0;
@@ -1371,6 +1380,7 @@ IBP_DEV void warp_walks_all(Units &units, uint64_t nunits, uint32_t walk_len,
  * barriers); every warp reads that job. */
 template <typename Units>
 IBP_DEV void block_units_all(Units &units, uint64_t nunits) {
+  IBP_MARK(MARK_BLOCKS);
   tensor_job *j = (tensor_job *)ibp_dev_shared(); /* warp 0's slot */
   walk_state *ws = warp_walks(warp_slots());
   uint32_t *coded =
