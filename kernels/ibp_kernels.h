@@ -91,13 +91,18 @@ extern "C" {
  *                  prmt merges), a group step's tensor and block by one
  *                  multiply (issue 36: 0.745 -> 0.692 at 400 B, W=1); the
  *                  exponent stage as in -4
+ *   decode-plan-8  the same, a group's look-up conditions decided once
+ *                  per launch, a job of one whole tensor of whole steps
+ *                  decoded as a group of one, a group's context and first
+ *                  bits held across its steps (issue 36: 0.511 -> 0.490
+ *                  at 4 KiB, W=8); the exponent stage as in -4
  *
  * Whoever changes how fast ibp_decompress or ibp_decompress_batch decode
  * (ibp_decompress.cu, ibp_dev.h, the plan they read, their launch shape in
  * plan.c) bumps it -- a new name, never one used before, and never
  * "unknown" -- so that every profile measured before is flagged until `ibp
  * calibrate` measures the new build. */
-#define IBP_DECODER_BUILD "decode-plan-7"
+#define IBP_DECODER_BUILD "decode-plan-8"
 
 /* The exponent stage's build (stage_exp_dev.cuh and a stage job's path in
  * ibp_decompress.cu), as far as its speed goes: the name a profile's
