@@ -96,6 +96,7 @@ enum {
   MARK_GROUP_TSTEP,    /* ... a full decode step of it */
   MARK_GROUP_FLAT,     /* a group's flat steps: their set-up */
   MARK_BLOCKS,         /* a warp's start on the block path (R >= 16 KiB) */
+  MARK_PREFETCH,       /* the look-up of the unit after next, to prefetch */
   MARK_COUNT
 };
 
@@ -1268,6 +1269,7 @@ IBP_DEV void walk_units(Units &units, walk_state *ws, tensor_job *slots) {
       n->from = j->to - j->len; /* carried over from j's fetch */
     int prefetch = nc && ws->buffers == 2, nnc = 0;
     if (prefetch) {
+      IBP_MARK(MARK_PREFETCH);
       const uint64_t unn = un + n->count;
       nnc = unn < u1 && unit_of(units, unn, u1 - unn, ws->stage_bytes,
                                 walk_stage(ws, cur), nn);
