@@ -16,7 +16,7 @@
 
 ibp_status ibp__sample_make(const ibp_sampling *sampling, uint64_t n,
                             ibp__sample *out) {
-  *out = (ibp__sample){n, n, 1};
+  *out = (ibp__sample){n, n, 1, 0};
   if (!sampling)
     return IBP_OK;
   if (sampling->stride) {
@@ -41,6 +41,13 @@ ibp_status ibp__sample_spread(uint64_t budget, uint32_t R, uint64_t n,
   if (want < n)
     sampling.fraction = (double)want / (double)n;
   return ibp__sample_make(&sampling, n, out);
+}
+
+ibp_status ibp__sample_jittered(uint64_t budget, uint32_t R, uint64_t n,
+                                ibp__sample *out) {
+  ibp_status s = ibp__sample_spread(budget, R, n, out);
+  out->jitter = out->stride == 0;
+  return s;
 }
 
 ibp_status ibp_bitstats_init(ibp_bitstats *st, uint32_t tensor_bytes) {

@@ -165,7 +165,7 @@ typedef struct train_set {
 } train_set;
 
 static ibp__sample all_of(uint64_t m) {
-  return (ibp__sample){m, m, 1};
+  return (ibp__sample){m, m, 1, 0};
 }
 
 /* Gathers the tensors of cluster c into ts->buf; returns their count. */
@@ -655,7 +655,7 @@ static ibp_status train_init(search_state *ss, const ibp_params *base,
                              uint64_t budget) {
   train_set *ts = &ss->ts;
   ibp__sample s;
-  ibp_status e = ibp__sample_spread(budget, ss->R, ss->n, &s);
+  ibp_status e = ibp__sample_jittered(budget, ss->R, ss->n, &s);
   if (e != IBP_OK)
     return e;
   *ts = (train_set){
@@ -756,9 +756,9 @@ ibp_status ibp_cluster_search(const void *data, uint64_t n,
                      .threads = ibp__threads(opt->threads)};
   uint64_t eval =
       opt->eval_max_bytes ? opt->eval_max_bytes : EVAL_DEFAULT_BYTES;
-  s = ibp__sample_spread(eval, ss.R, n, &ss.eval);
+  s = ibp__sample_jittered(eval, ss.R, n, &ss.eval);
   if (s == IBP_OK)
-    s = ibp__sample_spread(eval * CONFIRM_FACTOR, ss.R, n, &ss.confirm);
+    s = ibp__sample_jittered(eval * CONFIRM_FACTOR, ss.R, n, &ss.confirm);
   if (report)
     *report = (ibp_cluster_report){.eval_tensors = ss.eval.count};
   uint64_t one = s == IBP_OK ? estimate(&ss, base, 1) : 0;

@@ -151,9 +151,14 @@ uint64_t ibp__hash_final(const ibp__hash *h);
 /* ---- sampling (shared by bitstats.c and search.c) ----------------------- */
 
 /* Which of n tensors a sampling keeps: `count` of them, the j-th at
- * ibp__sample_at(&s, j). */
+ * ibp__sample_at(&s, j).  With `jitter`, the j-th is one tensor of the
+ * j-th of `count` equal strata of the n, picked by a fixed hash of j:
+ * spread as evenly, in order, but no period of the data can line up with
+ * it (an even sample of every other tensor holds one kind of tensor only
+ * of data that alternates between two). */
 typedef struct ibp__sample {
-  uint64_t n, count, stride; /* stride 0: evenly spaced by count */
+  uint64_t n, count, stride; /* stride 0: spread over count strata */
+  int jitter;
 } ibp__sample;
 
 /* IBP_ERR_SAMPLE for a fraction outside (0, 1]. */
@@ -165,10 +170,32 @@ ibp_status ibp__sample_make(const ibp_sampling *sampling, uint64_t n,
 ibp_status ibp__sample_spread(uint64_t budget, uint32_t R, uint64_t n,
                               ibp__sample *out);
 
+/* The same with jitter: for the choices that look at a sample's tensors
+ * as kinds (the cluster search, the stage's choice), which an evenly
+ * spaced sample of periodic data would show one kind of only.  (IBP's own
+ * search counts bits and keeps the even sample: its figures, and the
+ * tensor sizes discovery compares with them, stay as they were.) */
+ibp_status ibp__sample_jittered(uint64_t budget, uint32_t R, uint64_t n,
+                                ibp__sample *out);
+
+/* splitmix64's finaliser: a well-mixed hash of x. */
+static inline uint64_t ibp__mix64(uint64_t x) {
+  x ^= x >> 30;
+  x *= 0xbf58476d1ce4e5b9ull;
+  x ^= x >> 27;
+  x *= 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
 static inline uint64_t ibp__sample_at(const ibp__sample *s, uint64_t j) {
   if (s->stride)
     return j * s->stride;
-  return (uint64_t)(((unsigned __int128)j * s->n) / s->count);
+  const uint64_t lo = (uint64_t)(((unsigned __int128)j * s->n) / s->count);
+  if (!s->jitter)
+    return lo;
+  const uint64_t hi =
+      (uint64_t)(((unsigned __int128)(j + 1) * s->n) / s->count);
+  return hi > lo + 1 ? lo + ibp__mix64(j) % (hi - lo) : lo;
 }
 
 #endif /* IBP_CODEC_INTERNAL_H */

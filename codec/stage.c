@@ -437,8 +437,8 @@ ibp_status ibp_stage_learn(const ibp_params *params, uint32_t k, uint32_t kind,
   if (s != IBP_OK || kind == IBP_STAGE_NONE)
     return s;
   ibp__sample smp;
-  s = ibp__sample_spread(sample_bytes ? sample_bytes : LEARN_SAMPLE_BYTES, R, n,
-                         &smp);
+  s = ibp__sample_jittered(sample_bytes ? sample_bytes : LEARN_SAMPLE_BYTES, R,
+                           n, &smp);
   uint8_t *scratch = malloc(R);
   if (s == IBP_OK && !scratch)
     s = IBP_ERR_NO_MEMORY;

@@ -21,7 +21,7 @@ static const uint32_t candidates[] = {IBP_DTYPE_BF16, IBP_DTYPE_F16,
 #define SCOUT_MAX_BYTES (1ull << 20)
 
 /* The tensors looked at: the data itself (with its tail), or a copy of an
- * even sample of at most `budget` bytes of whole tensors. */
+ * sample of at most `budget` bytes of whole tensors (ibp__sample_jittered). */
 typedef struct looked_at {
   const uint8_t *data;
   uint64_t bytes;
@@ -35,7 +35,7 @@ static ibp_status look_at(const uint8_t *data, uint64_t bytes, uint32_t R,
   if (!budget || n * R <= budget)
     return IBP_OK;
   ibp__sample smp;
-  ibp_status s = ibp__sample_spread(budget, R, n, &smp);
+  ibp_status s = ibp__sample_jittered(budget, R, n, &smp);
   if (s != IBP_OK)
     return s;
   out->own = malloc(smp.count * R);
@@ -441,23 +441,12 @@ static ibp_status per_cluster(const looked_at *in,
 
 /* ---- judged apart (judge_apart, ibp/stage.h) -----------------------------
  *
- * look_at's sample is tensor floor(j n / count) for j < count: evenly
- * spaced, so data with a period (every other tensor of one kind) can give
- * it one kind of tensor only, and a stage learnt and measured there pays
- * where the region's other tensors make it lose.  The judge takes, per gap
- * between two tensors of the sample, one of the gap's other tensors at
- * random: each tensor not learnt on is as likely to be judged as any other
- * of its gap, whatever the region's period. */
+ * look_at's sample is one tensor per stratum of the region
+ * (ibp__sample_jittered), so no period of the data lines up
+ * with it; the judge still measures the choice on other tensors, as the
+ * region will be stored: per gap between two tensors of the sample, one
+ * of the gap's other tensors at random. */
 #define JUDGE_SEED 0x9e3779b97f4a7c15ull
-
-/* splitmix64's finaliser: a well-mixed hash of x. */
-static uint64_t mix64(uint64_t x) {
-  x ^= x >> 30;
-  x *= 0xbf58476d1ce4e5b9ull;
-  x ^= x >> 27;
-  x *= 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
-}
 
 /* A copy of one tensor of every gap of look_at's sample of `budget` bytes
  * of the n tensors at data (nothing when that sample is every tensor). */
@@ -465,7 +454,7 @@ static ibp_status look_apart(const uint8_t *data, uint64_t n, uint32_t R,
                              uint64_t budget, looked_at *out) {
   *out = (looked_at){NULL, 0, NULL};
   ibp__sample smp;
-  ibp_status s = ibp__sample_spread(budget, R, n, &smp);
+  ibp_status s = ibp__sample_jittered(budget, R, n, &smp);
   if (s != IBP_OK || smp.count >= n)
     return s;
   out->own = malloc(smp.count * R);
@@ -477,7 +466,8 @@ static ibp_status look_apart(const uint8_t *data, uint64_t n, uint32_t R,
     const uint64_t end = j + 1 < smp.count ? ibp__sample_at(&smp, j + 1) : n;
     if (end - first < 2)
       continue;
-    const uint64_t t = first + 1 + mix64(JUDGE_SEED ^ j) % (end - first - 1);
+    const uint64_t t =
+        first + 1 + ibp__mix64(JUDGE_SEED ^ j) % (end - first - 1);
     memcpy(out->own + judged++ * R, data + t * R, R);
   }
   out->data = out->own;

@@ -162,29 +162,43 @@ double ibp_profile_decode_staged_us(const ibp_profile *p, uint64_t host_bytes,
  * pays") ------------------------------------------------------------------ */
 
 /* The cost of one whole copy of a region of `bytes` bytes in tensors of
- * tensor_bytes R (> 0), stored in `stored` bytes: the stored bytes over
- * the host link at the copy engine's rate (link_us, without its set-up),
- * plus the SMs' decode on all p->sms of them (decode_us: the bytes at
- * decode_gbps_per_sm, decode_tensor_us per tensor and the tail, and with
- * `staged` every whole tensor's ibp_profile_stage_us).  The two are added,
- * not overlapped: each is time taken from the application, the link's
- * from its other copies and the SMs' from its kernels. */
+ * tensor_bytes R (> 0), stored in `stored` bytes, with `staged` every whole
+ * tensor's ibp_profile_stage_us in its decode:
+ *   - link_us: the stored bytes over the host link at the copy engine's
+ *     rate (without its set-up), and decode_us: the SMs' decode on all
+ *     p->sms of them (the bytes at decode_gbps_per_sm, decode_tensor_us per
+ *     tensor and the tail, and the stage's term) -- the two resources the
+ *     copy takes, as `ibp analyze` prints them;
+ *   - zerocopy_us: the copy by the zero-copy kernel on all p->sms SMs
+ *     (ibp_profile_decode_staged_us: its reads of host memory and its
+ *     decode overlap, the slower counts);
+ *   - staged_us: the copy by the staged route, the copy engine's copy and
+ *     the decode from device memory on staged_sms SMs (what its launch is
+ *     worth: IBP_MAX_SMS blocks of IBP_STAGED_WARPS warps, docs/CONFIG.md)
+ *     overlapped chunk by chunk, the slower of the two. */
 typedef struct ibp_profile_region_cost {
   double link_us;
   double decode_us;
+  double zerocopy_us;
+  double staged_us;
 } ibp_profile_region_cost;
 
 ibp_profile_region_cost ibp_profile_region_copy(const ibp_profile *p,
                                                 uint64_t bytes,
                                                 uint32_t tensor_bytes,
-                                                uint64_t stored, int staged);
+                                                uint64_t stored, int staged,
+                                                unsigned staged_sms);
+
+/* The faster of c's two routes. */
+double ibp_profile_region_best_us(const ibp_profile_region_cost *c);
 
 /* The pick: 1 when a region stored in stage_stored bytes with the exponent
- * stage on every tensor costs less to copy (ibp_profile_region_copy, link
- * plus decode) than the same region stored by IBP alone in ibp_stored
+ * stage on every tensor copies faster on its faster route
+ * (ibp_profile_region_best_us) than the same region stored by IBP alone in
+ * ibp_stored bytes on its own, and than the driver's copy of the region's
  * bytes; 0 otherwise, and when stage_stored is 0 (no stage fits). */
 int ibp_profile_stage_pays(const ibp_profile *p, uint64_t bytes,
                            uint32_t tensor_bytes, uint64_t ibp_stored,
-                           uint64_t stage_stored);
+                           uint64_t stage_stored, unsigned staged_sms);
 
 #endif /* IBP_PROFILE_H */

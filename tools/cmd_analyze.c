@@ -6,6 +6,7 @@
 #include "cli.h"
 #include "cli_args.h"
 #include "codec_opts.h"
+#include "config/config.h"
 #include "ibp/codec.h"
 #include "ibp/container.h"
 #include "json_out.h"
@@ -212,8 +213,8 @@ static const char *why_no_stage(analysis *an, uint32_t R) {
   if (!an->stage_smaller)
     return "the stage stores no fewer bytes than IBP alone";
   if (!an->stage_pays)
-    return "the stage stores fewer bytes but costs more to decode "
-           "(the profile)";
+    return "the stage stores fewer bytes but a copy takes longer with its "
+           "decode (the profile)";
   if (R < IBP_KERNEL_BLOCK_R) /* kernels/ibp_kernels.h */
     return NULL;
   snprintf(an->why_block, sizeof an->why_block,
@@ -221,6 +222,17 @@ static const char *why_no_stage(analysis *an, uint32_t R) {
            "on its block path",
            IBP_KERNEL_BLOCK_R);
   return an->why_block;
+}
+
+/* The staged route's SMs in the model: libibp's default IBP_MAX_SMS blocks
+ * of IBP_STAGED_WARPS warps, each worth one SM (docs/PROFILE.md). */
+#define STAGED_SMS IBP_MAX_SMS_DEFAULT
+
+static void per_gib(ibp_profile_region_cost *c, double gib) {
+  c->link_us *= gib;
+  c->decode_us *= gib;
+  c->zerocopy_us *= gib;
+  c->staged_us *= gib;
 }
 
 /* The stage's figures and the pick (stage_choice.h). */
@@ -242,19 +254,18 @@ static int measure_stage(const analyze_args *a, const mapped_file *in,
   const uint32_t R = a->codec.tensor_bytes;
   const uint64_t stage_total = an->stage.dtype ? an->stage.total : 0;
   an->stage_pays =
-      an->stage_smaller &&
-      ibp_profile_stage_pays(p, in->size, R, an->ibp_total, stage_total);
+      an->stage_smaller && ibp_profile_stage_pays(p, in->size, R, an->ibp_total,
+                                                  stage_total, STAGED_SMS);
   an->why_none = why_no_stage(an, R);
   an->stage_picked = !an->why_none;
   /* the costs per GiB of the file */
   const double gib = (double)(1ull << 30) / (double)in->size;
-  an->cost_ibp = ibp_profile_region_copy(p, in->size, R, an->ibp_total, 0);
+  an->cost_ibp =
+      ibp_profile_region_copy(p, in->size, R, an->ibp_total, 0, STAGED_SMS);
   an->cost_stage = ibp_profile_region_copy(
-      p, in->size, R, stage_total ? stage_total : an->ibp_total, 1);
-  an->cost_ibp.link_us *= gib;
-  an->cost_ibp.decode_us *= gib;
-  an->cost_stage.link_us *= gib;
-  an->cost_stage.decode_us *= gib;
+      p, in->size, R, stage_total ? stage_total : an->ibp_total, 1, STAGED_SMS);
+  per_gib(&an->cost_ibp, gib);
+  per_gib(&an->cost_stage, gib);
   return CLI_EXIT_OK; /* the headline stays IBP alone (--stage none) */
 }
 
@@ -358,6 +369,10 @@ static void json_cost(json_out *j, const analyze_args *a, const analysis *an) {
   json_double(j, "ibp_decode_ms_per_gib", an->cost_ibp.decode_us / 1e3);
   json_double(j, "stage_link_ms_per_gib", an->cost_stage.link_us / 1e3);
   json_double(j, "stage_decode_ms_per_gib", an->cost_stage.decode_us / 1e3);
+  json_double(j, "ibp_zerocopy_ms_per_gib", an->cost_ibp.zerocopy_us / 1e3);
+  json_double(j, "ibp_staged_ms_per_gib", an->cost_ibp.staged_us / 1e3);
+  json_double(j, "stage_zerocopy_ms_per_gib", an->cost_stage.zerocopy_us / 1e3);
+  json_double(j, "stage_staged_ms_per_gib", an->cost_stage.staged_us / 1e3);
   json_object_end(j);
 }
 
@@ -483,18 +498,18 @@ static void print_clusters(const analyze_args *a, const analysis *an) {
 /* The modelled cost of a copy, with and without the stage. */
 static void print_cost(const analyze_args *a, const analysis *an) {
   const ibp_profile_region_cost *i = &an->cost_ibp, *s = &an->cost_stage;
-  printf("modelled cost       per GiB copied, %s (link + decode; stage "
-         "terms %s):\n",
+  printf("modelled cost       per GiB copied, %s (zero-copy, staged; "
+         "link, decode; stage terms %s):\n",
          a->profile.name,
          ibp_profile_stage_measured(&a->profile, IBP_STAGE_BUILD)
              ? "measured"
              : "an unmeasured estimate");
-  printf("  IBP alone         %.2f ms (%.2f + %.2f)\n",
-         (i->link_us + i->decode_us) / 1e3, i->link_us / 1e3,
+  printf("  IBP alone         %.2f, %.2f ms (%.2f, %.2f)\n",
+         i->zerocopy_us / 1e3, i->staged_us / 1e3, i->link_us / 1e3,
          i->decode_us / 1e3);
   if (an->stage.dtype)
-    printf("  with the stage    %.2f ms (%.2f + %.2f)\n",
-           (s->link_us + s->decode_us) / 1e3, s->link_us / 1e3,
+    printf("  with the stage    %.2f, %.2f ms (%.2f, %.2f)\n",
+           s->zerocopy_us / 1e3, s->staged_us / 1e3, s->link_us / 1e3,
            s->decode_us / 1e3);
 }
 

@@ -9,7 +9,8 @@
  * ibp_compressed_length_staged parses, re-encoding the decoded tensor
  * with the same stage must decode to the same bytes, and where the build
  * has the SIMT emulator (stage_device.h) the device decoder must decode
- * the stream to the same bytes as the CPU's.
+ * the stream to the same bytes as the CPU's, and a stream the CPU rejects
+ * without writing outside the tensor.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -63,6 +64,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       FUZZ_ASSERT(ibp_decompress_tensor_staged(&p, &st, slot, n, compressed,
                                                again) == IBP_OK);
       FUZZ_ASSERT(memcmp(again, out, R) == 0);
+    } else {
+      FUZZ_ASSERT(stage_device_bounded(&p, &st, exact, len) != 0);
     }
     free(exact);
   }

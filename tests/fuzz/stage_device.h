@@ -17,4 +17,13 @@
 int stage_device_agrees(const ibp_params *p, const ibp_stage *st,
                         const uint8_t *src, size_t len, const uint8_t *want);
 
+/* Runs the device decoder over a stream the CPU decoder rejected (or any
+ * stream) of one tensor: 1 when it writes nothing outside the tensor (its
+ * reads stay in the stream and the readable word after it: ASan builds
+ * check), 0 when it does, -1 when it cannot be asked (as above, or the
+ * stream ends before its IBP part does: a launch's first bits come from
+ * the stream's own IBP part, which the kernel has decoded). */
+int stage_device_bounded(const ibp_params *p, const ibp_stage *st,
+                         const uint8_t *src, size_t len);
+
 #endif

@@ -286,7 +286,7 @@ static void pick_stage(const ibp_region_rec *r, const ibp_served_region *s,
   else if (!ibp_stage_pays(&c, c.versus_total))
     refuse_on_bytes(r, &c, l);
   else if (!ibp_profile_stage_pays(p, c.measured_bytes, R, c.versus_total,
-                                   c.total)) {
+                                   c.total, ibp__cfg.max_sms)) {
     l->stage_pick = IBP_STAGE_PICK_TIME;
     ibp__log(IBP_LOG_INFO,
              "region '%s': no exponent stage: %.1f%% of IBP alone's bytes %s, "

@@ -1,11 +1,15 @@
 #!/bin/sh
-# core_stage alternating (every other 1 KiB tensor of another kind: an even
-# sample of half the region holds one kind only), twice: under IBP_PROFILE
-# and under a copy of it where the stage's decode never pays (the stage
-# priced out).  The region may be stored with the exponent stage only where
-# that reads no more bytes over PCIe (bytes_read_pcie) than IBP alone
-# (docs/ARCHITECTURE.md "Preparing a region": a choice learnt on a sample
-# is judged on other tensors); the device's bytes the host's both times.
+# core_stage alternating (every other 1 KiB tensor of another kind: an
+# evenly spaced sample of half the region would hold one kind only), twice:
+# under IBP_PROFILE and under a copy of it where the stage's decode never
+# pays (the stage priced out).  The region may be stored with the exponent
+# stage only where that reads no more bytes over PCIe (bytes_read_pcie)
+# than IBP alone (docs/ARCHITECTURE.md "Preparing a region": a choice
+# learnt on a sample is judged on other tensors); the device's bytes the
+# host's both times.  The samples see both kinds (ibp__sample_jittered):
+# IBP alone finds their two clusters, and under IBP_PROFILE (where
+# the stage's decode is free) the stage is used, as learnt on the whole
+# region it saves bytes.
 #   core_stage_judged.sh PROGRAM        (IBP_LOG=info, IBP_STATS, IBP_PROFILE)
 set -eu
 base=${IBP_STATS%.json}
@@ -31,6 +35,10 @@ run priced "$priced"
 alone=$pcie
 grep -q "+ exponent stage" "$base.priced.log" &&
   { echo "core_stage_judged: the stage used where it was priced out"; exit 1; }
+grep -q "+ exponent stage" "$base.chosen.log" ||
+  { echo "core_stage_judged: the stage, which saves bytes on the region, not used"; exit 1; }
+grep -q "2 cluster(s)" "$base.priced.log" ||
+  { echo "core_stage_judged: IBP alone without the region's two clusters"; exit 1; }
 [ "$chosen" -le "$alone" ] ||
   { echo "core_stage_judged: the choice reads $chosen bytes, IBP alone $alone"; exit 1; }
 echo "core_stage_judged: ok"
