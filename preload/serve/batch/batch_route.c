@@ -9,6 +9,7 @@
 #include "serve/choose/gate.h"
 #include "serve/choose/streams.h"
 #include "serve/prepare/device.h"
+#include "serve/route/batch_model.h"
 #include "serve/route/route_batched.h"
 #include "serve/route/route_driver.h"
 #include "serve/route/table.h"
@@ -59,20 +60,10 @@ void ibp__batch_time_begin(ibp_batch_timed *t, int dev, CUcontext ctx,
     return;
   }
   /* the model's time for this batch: the flush's calls on the CPU (before
-   * its first GPU work), its kernel and job list on the GPU */
-  double cpu, gpu;
-  ibp__route_batched_split(p, &t->g, copies, t->own_call, &cpu, &gpu);
-  const double calls = 1e3 * (p->driver_copy_call_us +
-                              p->driver_launch_call_us + p->driver_call_us);
-  /* its copies' calls and holds, before the flush: libibp's own in the
-   * span's terms (not timed; the estimate adds them up, serial) */
-  const double held = 1e3 * (copies ? copies : 1) *
-                      ((t->own_call ? p->runtime_call_us : 0) + p->ibp_hold_us);
-  const ibp_route_cost model = {.cpu_ns = calls + held,
-                                .gpu_ns = gpu * (copies ? copies : 1),
-                                .serial = 1,
-                                .own_ns = held,
-                                .copies = copies};
+   * its first GPU work), its kernel and job list on the GPU, its copies'
+   * calls and holds before them (serve/route/batch_model.h) */
+  const ibp_route_cost model =
+      ibp__batch_timed_model(p, &t->g, copies, t->own_call);
   /* an exploration's excess is over the choice for as many copies */
   t->choice.choice_ns *= copies ? copies : 1;
   /* one query per timed batch (never per copy): whether the span starts

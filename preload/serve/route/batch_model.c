@@ -35,6 +35,23 @@ void ibp__route_batched_split(const ibp_profile *p, const ibp_gate_copy *c,
   *gpu_ns = 1e3 * (kernel + ibp_profile_ce_copy_us(p, 0, 1)) / n;
 }
 
+ibp_route_cost ibp__batch_timed_model(const ibp_profile *p,
+                                      const ibp_gate_copy *c, uint32_t copies,
+                                      int own_call) {
+  const double n = copies ? copies : 1;
+  double cpu, gpu;
+  ibp__route_batched_split(p, c, n, own_call, &cpu, &gpu);
+  const double calls = 1e3 * (p->driver_copy_call_us +
+                              p->driver_launch_call_us + p->driver_call_us);
+  const double held =
+      1e3 * n * ((own_call ? p->runtime_call_us : 0) + p->ibp_hold_us);
+  return (ibp_route_cost){.cpu_ns = calls + held,
+                          .gpu_ns = gpu * n,
+                          .serial = 1,
+                          .own_ns = held,
+                          .copies = copies};
+}
+
 /* The GPU time, ns per copy, of a batch of n copies like c on profile p. */
 static double gpu_ns(const ibp_profile *p, const ibp_gate_copy *c, uint32_t n,
                      int own_call) {

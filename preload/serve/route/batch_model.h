@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "profile/profile.h"
+#include "serve/choose/choose.h"
 #include "serve/choose/gate.h"
 
 /* The model of copy c held in a batch of `copies` copies like it, before
@@ -22,6 +23,16 @@
 void ibp__route_batched_split(const ibp_profile *p, const ibp_gate_copy *c,
                               double copies, int own_call, double *cpu_ns,
                               double *gpu_ns);
+
+/* A timed batched launch of `copies` copies like c, as the chooser times
+ * it (serve/batch/batch_route.c): CPU, the flush's calls (the span's,
+ * before its first GPU work) and, as libibp's own (own_ns, not timed), the
+ * copies' runtime calls when own_call and holds before it; GPU, the
+ * batch's kernel and job list; serial -- as the route's estimate adds
+ * them up (serve/choose/chooser.c reads it so). */
+ibp_route_cost ibp__batch_timed_model(const ibp_profile *p,
+                                      const ibp_gate_copy *c, uint32_t copies,
+                                      int own_call);
 
 /* The ways a profile may be wrong that a batch's size weighs differently:
  * the link (the SMs' host reads and the copy engine) and the SMs' decode,

@@ -116,6 +116,30 @@ static double check_stands_for(const ibp_profile *p, const ibp_profile *truth,
   return moved;
 }
 
+/* A timed batch's model (ibp__batch_timed_model): the flush's calls the
+ * span's CPU, its copies' runtime calls (own call) and holds libibp's own
+ * beside them, the batch's GPU time whole, serial. */
+static void check_timed_model(const ibp_profile *p) {
+  const ibp_gate_copy g = {.bytes = 65536,
+                           .host_bytes = 40000,
+                           .sms = 1,
+                           .units = 16,
+                           .tensor_bytes = 4096};
+  const double calls = 1e3 * (p->driver_copy_call_us +
+                              p->driver_launch_call_us + p->driver_call_us);
+  for (int own_call = 0; own_call < 2; own_call++) {
+    const ibp_route_cost m = ibp__batch_timed_model(p, &g, 16, own_call);
+    const double held =
+        16e3 * ((own_call ? p->runtime_call_us : 0) + p->ibp_hold_us);
+    double cpu, gpu;
+    ibp__route_batched_split(p, &g, 16, own_call, &cpu, &gpu);
+    CHECK(m.serial == 1 && m.copies == 16);
+    CHECK(fabs(m.own_ns - held) < 1e-6 * held);
+    CHECK(fabs(m.cpu_ns - (calls + held)) < 1e-6 * (calls + held));
+    CHECK(fabs(m.gpu_ns - 16 * gpu) < 1e-6 * m.gpu_ns);
+  }
+}
+
 int main(int argc, char **argv) {
   ibp_profile p;
   char err[256];
@@ -133,6 +157,7 @@ int main(int argc, char **argv) {
     check_explores(&p, 4096, 4096, 1, 0);
     check_explores(&p, 4096, 4096, 2, 0);
     check_explores(&p, 65536, 4096, 16, 0);
+    check_timed_model(&p);
   }
   /* kv_blocks: a quarter of a call is more than twice as dear a copy as
    * the call (2.0x on a100-pcie4, 2.6x on h100-pcie5); half of it is not
