@@ -300,8 +300,8 @@ static int staging_failed(CUcontext ctx) {
 /* The tracker's scan of the pages b's jobs read (serve/batch/scan_ahead.h),
  * settled before its launch; what the flushing thread pays of it is
  * charged to the virtual clock and remembered for the gate
- * (s->batch_scan_ns). */
-static void scan_held(batch *b) {
+ * (s->batch_scan_ns), and returned (ns). */
+static double scan_held(batch *b) {
   held_jobs *hj = b->hj;
   const uint32_t whole = b->count / IBP_SCAN_SHARE; /* up to SHARES */
   ibp_scan_share *part = whole < SHARES ? &hj->shares[whole] : NULL;
@@ -328,6 +328,7 @@ static void scan_held(batch *b) {
       atomic_store_explicit(&s->batch_scan_ns, next, memory_order_relaxed);
     }
   }
+  return took;
 }
 
 /* Region k's launch template on b's device, as a single copy's (substitute.c
@@ -534,7 +535,7 @@ static void flush_now(batch *b) {
   /* the tracker's scan of the pages the jobs read comes first: the
    * templates take the dirty bits it marks, and no scanner may still read
    * the regions' tracking when they are released */
-  scan_held(b);
+  const double scan_ns = scan_held(b);
   /* refresh.c waits for copies between their decision and their launch */
   for (unsigned k = 0; k < b->nregions; k++) {
     ibp_served_region *s = ibp__served(b->regions[k].rec);
@@ -542,7 +543,8 @@ static void flush_now(batch *b) {
       atomic_fetch_add(&s->refresh.launching, 1);
   }
   ibp_batch_timing_run run;
-  ibp__batch_time_begin(&b->timed, b->dev, b->ctx, b->stream, b->count, &run);
+  ibp__batch_time_begin(&b->timed, b->dev, b->ctx, b->stream, b->count, scan_ns,
+                        &run);
   CUresult e = CUDA_ERROR_NOT_READY;
   if (compact_jobs_servable(b)) {
     pthread_mutex_lock(&stage_lock);

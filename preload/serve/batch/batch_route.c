@@ -44,7 +44,7 @@ void ibp__batch_timing_drop(ibp_batch_timed *t, int dev) {
 }
 
 void ibp__batch_time_begin(ibp_batch_timed *t, int dev, CUcontext ctx,
-                           CUstream stream, uint32_t copies,
+                           CUstream stream, uint32_t copies, double scan_ns,
                            ibp_batch_timing_run *run) {
   memset(run, 0, sizeof *run);
   run->t.index = -1;
@@ -63,7 +63,7 @@ void ibp__batch_time_begin(ibp_batch_timed *t, int dev, CUcontext ctx,
    * its first GPU work), its kernel and job list on the GPU, its copies'
    * calls and holds before them (serve/route/batch_model.h) */
   const ibp_route_cost model =
-      ibp__batch_timed_model(p, &t->g, copies, t->own_call);
+      ibp__batch_timed_model(p, &t->g, copies, t->own_call, scan_ns);
   /* an exploration's excess is over the choice for as many copies */
   t->choice.choice_ns *= copies ? copies : 1;
   /* one query per timed batch (never per copy): whether the span starts

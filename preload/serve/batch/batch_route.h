@@ -50,8 +50,9 @@ void ibp__batch_timing_drop(ibp_batch_timed *t, int dev);
 
 /* Times the launch of a batch of `copies` copies on `stream` of device
  * `dev` in context ctx (current; not capturing) for request t: _begin
- * before its first call, _end after its last (submitted: it was queued).
- * t is cleared. */
+ * before its first call, _end after its last (submitted: it was queued);
+ * scan_ns: the write tracker's scan the flush paid before it (held like
+ * the copies' holds, serve/route/batch_model.h).  t is cleared. */
 typedef struct ibp_batch_timing_run {
   ibp_served_region *s;
   ibp_device_slot *slot;
@@ -59,7 +60,7 @@ typedef struct ibp_batch_timing_run {
   ibp_timing t;
 } ibp_batch_timing_run;
 void ibp__batch_time_begin(ibp_batch_timed *t, int dev, CUcontext ctx,
-                           CUstream stream, uint32_t copies,
+                           CUstream stream, uint32_t copies, double scan_ns,
                            ibp_batch_timing_run *run);
 void ibp__batch_time_end(ibp_batch_timing_run *run, CUstream stream,
                          int submitted);

@@ -37,14 +37,15 @@ void ibp__route_batched_split(const ibp_profile *p, const ibp_gate_copy *c,
 
 ibp_route_cost ibp__batch_timed_model(const ibp_profile *p,
                                       const ibp_gate_copy *c, uint32_t copies,
-                                      int own_call) {
+                                      int own_call, double scan_ns) {
   const double n = copies ? copies : 1;
   double cpu, gpu;
   ibp__route_batched_split(p, c, n, own_call, &cpu, &gpu);
   const double calls = 1e3 * (p->driver_copy_call_us +
                               p->driver_launch_call_us + p->driver_call_us);
   const double held =
-      1e3 * n * ((own_call ? p->runtime_call_us : 0) + p->ibp_hold_us);
+      1e3 * n * ((own_call ? p->runtime_call_us : 0) + p->ibp_hold_us) +
+      (scan_ns > 0 ? scan_ns : 0);
   return (ibp_route_cost){.cpu_ns = calls + held,
                           .gpu_ns = gpu * n,
                           .serial = 1,

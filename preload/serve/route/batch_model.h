@@ -27,12 +27,13 @@ void ibp__route_batched_split(const ibp_profile *p, const ibp_gate_copy *c,
 /* A timed batched launch of `copies` copies like c, as the chooser times
  * it (serve/batch/batch_route.c): CPU, the flush's calls (the span's,
  * before its first GPU work) and, as libibp's own (own_ns, not timed), the
- * copies' runtime calls when own_call and holds before it; GPU, the
- * batch's kernel and job list; serial -- as the route's estimate adds
- * them up (serve/choose/chooser.c reads it so). */
+ * copies' runtime calls when own_call and holds before it, and the write
+ * tracker's scan the flush paid (scan_ns); GPU, the batch's kernel and job
+ * list; serial -- as the route's estimate adds them up
+ * (serve/choose/chooser.c reads it so). */
 ibp_route_cost ibp__batch_timed_model(const ibp_profile *p,
                                       const ibp_gate_copy *c, uint32_t copies,
-                                      int own_call);
+                                      int own_call, double scan_ns);
 
 /* The ways a profile may be wrong that a batch's size weighs differently:
  * the link (the SMs' host reads and the copy engine) and the SMs' decode,
