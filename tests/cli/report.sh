@@ -33,7 +33,7 @@ export ASAN_OPTIONS="${ASAN_OPTIONS:-}:verify_asan_link_order=0"
 # (Under ASan on a busy machine the first chunk was published after 440 ms
 # in every run once: the longer runs are tried too.)
 hit=0
-for n in 6 9 12 15 18 22 26 30 36 44 54 66 80 96; do
+for n in 6 9 12 15 18 22 26 30 36 44 54 66 80 96 120 150 190; do
   run run --sim --regions 'min=2M,name=src;size=1M,name=dst' --stats 1 -- "$PROG" early 256 10 $n
   expect_eq "early $n: exit status" "$rc" 0
   grep -Eq "^\[ibp\] stats: region 'src': [0-9]+ copies: ([1-9][0-9]* served|.*gated)" "$ERR" || continue
