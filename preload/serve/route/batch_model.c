@@ -18,13 +18,17 @@
 
 #include "kernels/ibp_kernels.h"
 
+/* The flush's calls (us): the job list's copy, the launch, the slot's
+ * event. */
+static double flush_calls_us(const ibp_profile *p) {
+  return p->driver_copy_call_us + p->driver_launch_call_us + p->driver_call_us;
+}
+
 void ibp__route_batched_split(const ibp_profile *p, const ibp_gate_copy *c,
                               double copies, int own_call, double *cpu_ns,
                               double *gpu_ns) {
   const double n = copies < 1 ? 1 : copies;
-  /* the flush: the job list's copy, the launch, the slot's event */
-  double flush_cpu =
-      p->driver_copy_call_us + p->driver_launch_call_us + p->driver_call_us;
+  double flush_cpu = flush_calls_us(p);
   double cpu =
       (own_call ? p->runtime_call_us : 0) + p->ibp_hold_us + flush_cpu / n;
   const uint64_t units = (uint64_t)(c->units * n);
@@ -41,8 +45,7 @@ ibp_route_cost ibp__batch_timed_model(const ibp_profile *p,
   const double n = copies ? copies : 1;
   double cpu, gpu;
   ibp__route_batched_split(p, c, n, own_call, &cpu, &gpu);
-  const double calls = 1e3 * (p->driver_copy_call_us +
-                              p->driver_launch_call_us + p->driver_call_us);
+  const double calls = 1e3 * flush_calls_us(p);
   const double held =
       1e3 * n * ((own_call ? p->runtime_call_us : 0) + p->ibp_hold_us) +
       (scan_ns > 0 ? scan_ns : 0);
