@@ -88,10 +88,12 @@ static void prepare(ibp_route_copy *x, uint64_t pcie) {
   /* the SMs its grid is worth, its units; "stored" bytes over PCIe plus
    * the partial sectors at the streams' ends */
   x->g = (ibp_gate_copy){
-      c->bytes, pcie + SECTOR_SLACK,
+      c->bytes,
+      pcie + SECTOR_SLACK,
       ibp_kernels_decode_sms(x->plan.grid, x->plan.block, (unsigned)x->p->sms),
       ibp__gate_units(a->tensor_bytes, a->tensors, off, c->bytes),
-      a->tensor_bytes};
+      a->tensor_bytes,
+      x->slot->args.stages != NULL};
 }
 
 /* A copy's decision. */

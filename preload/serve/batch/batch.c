@@ -859,11 +859,13 @@ static void answer(gate_answer *a, const batch *b, const ibp_route_copy *x,
                      .entries = c->entries,
                      .scan_ns = scan_ns};
   a->g = (ibp_gate_copy){
-      c->bytes, pcie + 32,
+      c->bytes,
+      pcie + 32,
       ibp_kernels_decode_sms(pl->grid, pl->block, (unsigned)x->p->sms),
       ibp__gate_units(s->geometry.tensor_bytes, s->geometry.tensors,
                       (uintptr_t)c->src - x->r->base, c->bytes),
-      s->geometry.tensor_bytes};
+      s->geometry.tensor_bytes,
+      s->dev[b->dev].args.stages != NULL};
   /* x as its batch sees it */
   static const ibp_route_copy none;
   ibp_route_copy y = none;

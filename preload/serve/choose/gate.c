@@ -25,8 +25,10 @@ static ibp_profile profiles[IBP_MAX_DEVICES];
 /* each profile with its unmeasured decode terms at their hope (gate.h,
  * ibp__gate_hope) */
 static ibp_profile hopes[IBP_MAX_DEVICES];
-/* ibp_profile_decode_measured(profile, IBP_DECODER_BUILD), once */
+/* ibp_profile_decode_measured(profile, IBP_DECODER_BUILD), once; the
+ * stage's, ibp_profile_stage_measured(profile, IBP_STAGE_BUILD) */
 static int decode_measured[IBP_MAX_DEVICES];
+static int stage_measured[IBP_MAX_DEVICES];
 static _Atomic int ready[IBP_MAX_DEVICES];
 
 _Static_assert(IBP_MAX_DEVICES <= IBP_STATS_DEVICES,
@@ -63,11 +65,16 @@ void ibp__gate_setup_device(int dev) {
   }
   const ibp_profile *p = &profiles[dev];
   decode_measured[dev] = ibp_profile_decode_measured(p, IBP_DECODER_BUILD);
+  stage_measured[dev] = ibp_profile_stage_measured(p, IBP_STAGE_BUILD);
   hopes[dev] = *p;
   if (!decode_measured[dev]) {
     hopes[dev].decode_gbps_per_sm *= IBP_GATE_GUESS_SPAN;
     hopes[dev].decode_h2d_gbps *= IBP_GATE_GUESS_SPAN;
     hopes[dev].decode_tensor_us /= IBP_GATE_GUESS_SPAN;
+  }
+  if (!stage_measured[dev]) {
+    hopes[dev].stage_decode_gbps_per_sm *= IBP_GATE_GUESS_SPAN;
+    hopes[dev].stage_tensor_us /= IBP_GATE_GUESS_SPAN;
   }
   ibp__stats_note_profile(dev, p->name, p->decoder_build, decode_measured[dev]);
   atomic_store_explicit(&ready[dev], 1, memory_order_release);
@@ -83,7 +90,7 @@ const ibp_profile *ibp__gate_profile(int dev) {
 const ibp_profile *ibp__gate_hope(int dev) {
   if (dev < 0 || dev >= IBP_MAX_DEVICES ||
       !atomic_load_explicit(&ready[dev], memory_order_acquire) ||
-      decode_measured[dev])
+      (decode_measured[dev] && stage_measured[dev]))
     return NULL;
   return &hopes[dev];
 }
@@ -196,8 +203,9 @@ void ibp__gate_warn_misfit(const ibp_region_rec *r) {
       ibp__rule_tensor_fix(r->rule.index, fitting_tensor(g), fix, sizeof fix));
 }
 
-void ibp__gate_flag_guesses(int dev, ibp_route_cost prior[IBP_ROUTES]) {
-  if (ibp__gate_decode_measured(dev))
+void ibp__gate_flag_guesses(int dev, int stage,
+                            ibp_route_cost prior[IBP_ROUTES]) {
+  if (ibp__gate_decode_measured(dev) && (!stage || stage_measured[dev]))
     return;
   for (int r = 0; r < IBP_ROUTES; r++)
     if (r != IBP_ROUTE_DRIVER)

@@ -46,16 +46,21 @@ int ibp__gate_decode_measured(int dev);
 #define IBP_GATE_GUESS_SPAN 4.0
 
 /* Device dev's profile with its unmeasured decode terms at their hope
- * (IBP_GATE_GUESS_SPAN times faster): what the routes that decode would
- * cost were the running decoder as fast as it may be
- * (ibp_route_cost.hope_ns).  NULL where the decode terms were measured
- * with the running decoder, or the device is not set up.  Lock-free. */
+ * (IBP_GATE_GUESS_SPAN times faster) -- the exponent stage's
+ * (stage_decode_gbps_per_sm, stage_tensor_us) likewise where they were not
+ * measured with the running stage decoder, IBP_STAGE_BUILD: what the
+ * routes that decode would cost were the running decoders as fast as they
+ * may be (ibp_route_cost.hope_ns).  NULL where both were measured with the
+ * running decoders, or the device is not set up.  Lock-free. */
 const ibp_profile *ibp__gate_hope(int dev);
 
 /* Flags the routes of prior[] that decode (all but the driver's copy) as
- * guesses where device dev's decode terms are unmeasured for this decoder
- * (ibp_route_cost.guessed: the chooser explores them early). */
-void ibp__gate_flag_guesses(int dev, ibp_route_cost prior[IBP_ROUTES]);
+ * guesses where device dev's decode terms are unmeasured for this decoder,
+ * or, for a copy of a region stored with the exponent stage (`stage`
+ * nonzero), its stage terms for the stage's (ibp_route_cost.guessed: the
+ * chooser explores them early). */
+void ibp__gate_flag_guesses(int dev, int stage,
+                            ibp_route_cost prior[IBP_ROUTES]);
 
 /* One copy as the gate sees it. */
 typedef struct ibp_gate_copy {
@@ -65,7 +70,25 @@ typedef struct ibp_gate_copy {
                             (ibp_kernels_decode_sms) */
   uint64_t units;        /* tensors (and the tail) it touches */
   uint32_t tensor_bytes; /* the region's */
+  int stage;             /* the region is stored with the exponent stage
+                            (ibp_layout.stages): its decode adds the stage's
+                            terms (ibp__gate_decode_us) */
 } ibp_gate_copy;
+
+/* The decompress kernels' time for a copy of a region stored with the
+ * exponent stage or not (`stage`) on profile p: ibp_profile_decode_us,
+ * with the stage's term over all of out_bytes and units where `stage` --
+ * every tensor counted as stage-coded (a tensor read raw is not: at most
+ * the stage's cost, which the timed copies correct).  Inline: the routes'
+ * models are linked on their own in tests. */
+static inline double ibp__gate_decode_us(const ibp_profile *p, int stage,
+                                         uint64_t host_bytes,
+                                         uint64_t out_bytes, uint64_t units,
+                                         unsigned sms) {
+  return ibp_profile_decode_staged_us(p, host_bytes, out_bytes, units,
+                                      stage ? out_bytes : 0, stage ? units : 0,
+                                      sms);
+}
 
 /* Tensors (and the tail) a copy of len > 0 bytes at region offset off
  * touches, in a region of n tensors of R bytes. */

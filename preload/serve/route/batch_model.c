@@ -32,9 +32,9 @@ void ibp__route_batched_split(const ibp_profile *p, const ibp_gate_copy *c,
   double cpu =
       (own_call ? p->runtime_call_us : 0) + p->ibp_hold_us + flush_cpu / n;
   const uint64_t units = (uint64_t)(c->units * n);
-  double kernel = ibp_profile_decode_us(
-      p, (uint64_t)(c->host_bytes * n), (uint64_t)(c->bytes * n), units,
-      ibp_kernels_batch_sms(units, c->tensor_bytes, (unsigned)p->sms));
+  double kernel = ibp__gate_decode_us(
+      p, c->stage, (uint64_t)(c->host_bytes * n), (uint64_t)(c->bytes * n),
+      units, ibp_kernels_batch_sms(units, c->tensor_bytes, (unsigned)p->sms));
   *cpu_ns = 1e3 * cpu;
   *gpu_ns = 1e3 * (kernel + ibp_profile_ce_copy_us(p, 0, 1)) / n;
 }

@@ -8,7 +8,8 @@
  *               application's cuMemcpyBatchAsync) + ibp_hold_us
  *               + (driver_copy_call_us + driver_launch_call_us
  *                  + driver_call_us) / n  + the tracker's scan / n
- *          GPU: (ibp_profile_decode_us(n x host bytes, n x bytes, sms)
+ *          GPU: (ibp__gate_decode_us(n x host bytes, n x bytes, sms; the
+ *                exponent stage's term where the region has it)
  *                + ce_setup_us) / n
  *
  * Open only to a copy that may be held (decided by its stream's batch,

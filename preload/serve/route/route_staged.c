@@ -39,9 +39,9 @@ static double hope(const ibp_route_copy *x, uint64_t host_bytes) {
   if (!x->hope)
     return 0;
   const double now =
-      ibp_profile_decode_us(x->p, host_bytes, g->bytes, g->units, sms);
-  return now > 0 ? ibp_profile_decode_us(x->hope, host_bytes, g->bytes,
-                                         g->units, sms) /
+      ibp__gate_decode_us(x->p, g->stage, host_bytes, g->bytes, g->units, sms);
+  return now > 0 ? ibp__gate_decode_us(x->hope, g->stage, host_bytes, g->bytes,
+                                       g->units, sms) /
                        now
                  : 0;
 }

@@ -2,8 +2,9 @@
  * stream, reading the packed streams over PCIe (serve/route/route.h).
  *
  *   prior  CPU: runtime_call_us + driver_launch_call_us + the tracker's sync
- *          GPU: ibp_profile_decode_us(host bytes, bytes, units, the SMs
- *               its grid is worth)
+ *          GPU: ibp__gate_decode_us(host bytes, bytes, units, the SMs
+ *               its grid is worth; the exponent stage's term where the
+ *               region has it)
  *
  * Not for an entry of the application's batch (held or the driver's), nor
  * under IBP_PATH=staged. */
@@ -22,12 +23,12 @@ static ibp_route_cost prior(ibp_route_copy *x) {
   return (ibp_route_cost){
       .cpu_ns = 1e3 * p->runtime_call_us + 1e3 * p->driver_launch_call_us +
                 x->sync_ns,
-      .gpu_ns = 1e3 * ibp_profile_decode_us(p, g->host_bytes, g->bytes,
-                                            g->units, sms),
-      .hope_gpu_ns = x->hope
-                         ? 1e3 * ibp_profile_decode_us(x->hope, g->host_bytes,
-                                                       g->bytes, g->units, sms)
-                         : 0,
+      .gpu_ns = 1e3 * ibp__gate_decode_us(p, g->stage, g->host_bytes, g->bytes,
+                                          g->units, sms),
+      .hope_gpu_ns =
+          x->hope ? 1e3 * ibp__gate_decode_us(x->hope, g->stage, g->host_bytes,
+                                              g->bytes, g->units, sms)
+                  : 0,
       .own_ns = x->sync_ns};
 }
 

@@ -47,7 +47,7 @@ void ibp__route_priors(ibp_route_copy *x, ibp_route_cost prior[IBP_ROUTES]) {
   if (x->compact && x->mode == IBP_CLASS_SINGLE &&
       (open_(&prior[IBP_ROUTE_ZEROCOPY]) || open_(&prior[IBP_ROUTE_STAGED])))
     memset(&prior[IBP_ROUTE_DRIVER], 0, sizeof *prior);
-  ibp__gate_flag_guesses(x->dev, prior);
+  ibp__gate_flag_guesses(x->dev, x->g.stage, prior);
 }
 
 double ibp__route_lead_ns(ibp_route r, const ibp_profile *p) {

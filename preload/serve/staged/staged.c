@@ -452,7 +452,8 @@ static void chunk_span(const ibp_decompress_args *a, const chunk *k, int last,
 }
 
 /* The decode of chunk k in the model: its units on the SMs its launch (the
- * slot's staged shape, at most IBP_MAX_SMS blocks) is worth. */
+ * slot's staged shape, at most IBP_MAX_SMS blocks) is worth, with the
+ * exponent stage's term where the region has it. */
 static double chunk_decode_us(const ibp_profile *p, const ibp_device_slot *slot,
                               const ibp_decompress_args *a, const chunk *k,
                               int last, unsigned *sms) {
@@ -468,8 +469,8 @@ static double chunk_decode_us(const ibp_profile *p, const ibp_device_slot *slot,
   const unsigned n = ibp_kernels_decode_sms(grid, wp.block, (unsigned)p->sms);
   if (sms)
     *sms = n;
-  return ibp_profile_decode_us(p, k->raw, to - from, ibp_kernels_copy_units(&w),
-                               n);
+  return ibp__gate_decode_us(p, slot->args.stages != NULL, k->raw, to - from,
+                             ibp_kernels_copy_units(&w), n);
 }
 
 int ibp__staged_plan(ibp_served_region *s, ibp_device_slot *slot, CUcontext ctx,

@@ -1,10 +1,12 @@
 /* A region libibp stores with the exponent stage (docs/FORMAT.md §9):
  * 8 MiB of bf16 weights (a normal-like spread, as bench_prepare.c's) in
- * 1 KiB tensors, pinned, copied whole to the device once (IBP_WAIT_READY=1:
- * after the region is ready) and read back.  Prints "core_stage: same
- * bytes" when the device got the host's bytes; core_stage.sh checks how
- * the copy went (served, or passed through when the stage's self-test
- * fails).  `core_stage alternating`: every odd tensor's values
+ * 1 KiB tensors, pinned, copied whole to the device twice
+ * (IBP_WAIT_READY=1: the first after the region is ready) and read back.
+ * Prints "core_stage: same bytes" when the device got the host's bytes,
+ * and the second copy's time on the device's clock (events around it:
+ * modelled on the simulated GPU); core_stage.sh checks how the copy went
+ * (served, or passed through when the stage's self-test fails) and how
+ * long it took.  `core_stage alternating`: every odd tensor's values
  * +-uniform[1, 2) instead, so that an even sample of half the region holds
  * the weights alone (core_stage_judged.sh). */
 #include <cuda_runtime_api.h>
@@ -43,19 +45,28 @@ int main(int argc, char **argv) {
   const int alternating = argc > 1 && strcmp(argv[1], "alternating") == 0;
   uint16_t *host = NULL;
   void *dev = NULL;
+  cudaEvent_t e0, e1;
   uint8_t *back = malloc(BYTES);
   if (!back || cudaHostAlloc((void **)&host, BYTES, cudaHostAllocDefault) ||
-      cudaMalloc(&dev, BYTES)) {
+      cudaMalloc(&dev, BYTES) || cudaEventCreate(&e0) || cudaEventCreate(&e1)) {
     fprintf(stderr, "core_stage: allocation failed\n");
     return 77;
   }
   for (size_t i = 0; i < BYTES / 2; i++)
     host[i] = bf16(value(i, alternating));
+  /* the first copy waits for the region (IBP_WAIT_READY=1): the second
+   * is timed */
+  float ms = 0;
   if (cudaMemcpy(dev, host, BYTES, cudaMemcpyHostToDevice) ||
+      cudaEventRecord(e0, 0) ||
+      cudaMemcpy(dev, host, BYTES, cudaMemcpyHostToDevice) ||
+      cudaEventRecord(e1, 0) || cudaEventSynchronize(e1) ||
+      cudaEventElapsedTime(&ms, e0, e1) ||
       cudaMemcpy(back, dev, BYTES, cudaMemcpyDeviceToHost)) {
     fprintf(stderr, "core_stage: a copy failed\n");
     return 1;
   }
+  printf("core_stage: copy us=%.1f\n", 1e3 * ms);
   int same = memcmp(back, host, BYTES) == 0;
   printf("core_stage: %s\n", same ? "same bytes" : "wrong bytes");
   free(back);

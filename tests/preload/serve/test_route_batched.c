@@ -1,7 +1,8 @@
 /* The batched route's prior (serve/route/route_batched.c): what an
  * exploration of it takes -- the smallest batch alike the one expected
  * whose copies the model costs nearly as little each -- and what that
- * batch costs (ibp_route_cost.explores, .once_ns). */
+ * batch costs (ibp_route_cost.explores, .once_ns); a timed batch's model;
+ * the exponent stage's term in a batch's decode. */
 #include <dirent.h>
 #include <math.h>
 #include <stdio.h>
@@ -141,6 +142,27 @@ static void check_timed_model(const ibp_profile *p) {
   }
 }
 
+/* A copy of a region stored with the exponent stage: its decode holds
+ * the stage's term (ibp__gate_decode_us), which on a profile whose stage
+ * decodes at 10 MB/s per SM bounds a batch's copies from below -- a copy
+ * of a region without it is not charged it. */
+static void check_stage(const ibp_profile *p) {
+  ibp_profile q = *p;
+  q.stage_decode_gbps_per_sm = 0.01;
+  ibp_gate_copy g = {.bytes = 65536,
+                     .host_bytes = 40000,
+                     .sms = 1,
+                     .units = 64,
+                     .tensor_bytes = 1024,
+                     .stage = 1};
+  const double stage_ns =
+      (double)g.bytes / (q.stage_decode_gbps_per_sm * q.sms);
+  CHECK(gpu_per_copy(&q, &g, 16, 1) >= stage_ns);
+  g.stage = 0;
+  CHECK(gpu_per_copy(&q, &g, 16, 1) < stage_ns);
+  CHECK(gpu_per_copy(&q, &g, 16, 1) == gpu_per_copy(p, &g, 16, 1));
+}
+
 int main(int argc, char **argv) {
   ibp_profile p;
   char err[256];
@@ -159,6 +181,7 @@ int main(int argc, char **argv) {
     check_explores(&p, 4096, 4096, 2, 0);
     check_explores(&p, 65536, 4096, 16, 0);
     check_timed_model(&p);
+    check_stage(&p);
   }
   /* kv_blocks: a quarter of a call is more than twice as dear a copy as
    * the call (2.0x on a100-pcie4, 2.6x on h100-pcie5); half of it is not

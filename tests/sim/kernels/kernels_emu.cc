@@ -46,6 +46,31 @@ uint64_t batch_units(const void *args) {
   return static_cast<const ibp_batch_args *>(args)->units;
 }
 
+// Of a launch's output, what a region stored with the exponent stage
+// decodes through it (its stage tables: `stages`), with its units.
+uint64_t decompress_stage(const void *args, uint64_t *units) {
+  const ibp_decompress_args *a = static_cast<const ibp_decompress_args *>(args);
+  *units = a->stages ? ibp_kernels_copy_units(a) : 0;
+  return a->stages ? a->length : 0;
+}
+
+// A job's units: up to the next job's first (jobs are in unit order).
+uint64_t batch_stage(const void *args, uint64_t *units) {
+  const ibp_batch_args *a = static_cast<const ibp_batch_args *>(args);
+  uint64_t bytes = 0;
+  *units = 0;
+  for (uint32_t i = 0; i < a->count; i++) {
+    const ibp_batch_job &j = a->jobs[i];
+    if (j.region == IBP_BATCH_RAW || !a->regions[j.region].stages)
+      continue;
+    const uint64_t end =
+        i + 1 < a->count ? a->jobs[i + 1].first_unit : a->units;
+    bytes += j.length;
+    *units += end - j.first_unit;
+  }
+  return bytes;
+}
+
 uint64_t gather_out(const void *args) {
   const ibp_gather_args *a = static_cast<const ibp_gather_args *>(args);
   uint64_t bytes = 0;
@@ -56,13 +81,13 @@ uint64_t gather_out(const void *args) {
 
 const simt_kernel kernels[] = {
     {IBP_KERNEL_DECOMPRESS, decompress_entry, sizeof(ibp_decompress_args),
-     decompress_out, decompress_units},
+     decompress_out, decompress_units, decompress_stage},
     {IBP_KERNEL_BATCH, batch_entry, sizeof(ibp_batch_args), batch_out,
-     batch_units},
+     batch_units, batch_stage},
     {IBP_KERNEL_GATHER, gather_entry, sizeof(ibp_gather_args), gather_out,
-     nullptr},
+     nullptr, nullptr},
     {IBP_KERNEL_STAGE_EXP, stage_exp_entry, sizeof(ibp_stage_exp_args), nullptr,
-     nullptr},
+     nullptr, nullptr},
 };
 
 // Test infrastructure, not libibp: a constructor is the simplest way for a

@@ -22,8 +22,12 @@ std::vector<uint32_t> passes;
 void entry(const void *args) {
   ibp_decompress_marks(*static_cast<const ibp_decompress_args *>(args));
 }
-const simt_kernel kernel = {"ibp_decompress_marks", entry,
-                            sizeof(ibp_decompress_args), nullptr, nullptr};
+const simt_kernel kernel = {"ibp_decompress_marks",
+                            entry,
+                            sizeof(ibp_decompress_args),
+                            nullptr,
+                            nullptr,
+                            nullptr};
 __attribute__((constructor)) void register_variant() {
   simt_kernel_register(&kernel);
 }

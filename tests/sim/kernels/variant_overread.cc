@@ -14,8 +14,12 @@ namespace {
 void entry(const void *args) {
   ibp_decompress_overread(*static_cast<const ibp_decompress_args *>(args));
 }
-const simt_kernel kernel = {"ibp_decompress_overread", entry,
-                            sizeof(ibp_decompress_args), nullptr, nullptr};
+const simt_kernel kernel = {"ibp_decompress_overread",
+                            entry,
+                            sizeof(ibp_decompress_args),
+                            nullptr,
+                            nullptr,
+                            nullptr};
 __attribute__((constructor)) void register_variant() {
   simt_kernel_register(&kernel);
 }

@@ -54,6 +54,9 @@ typedef struct simt_kernel {
   /* libibp's decompress kernels: the tensors (units) a launch decodes,
    * for the time model (ibp_profile_decode_us); NULL for other kernels. */
   uint64_t (*units)(const void *args);
+  /* ... and of its output the bytes, with their units in *units, decoded
+   * through the exponent stage (ibp_profile_stage_us); NULL: none. */
+  uint64_t (*stage_bytes)(const void *args, uint64_t *units);
 } simt_kernel;
 
 /* Kernel libraries register their kernels (e.g. from a constructor). */

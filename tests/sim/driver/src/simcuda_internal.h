@@ -317,7 +317,9 @@ struct scu_op {
       uint64_t out_bytes; /* what the kernel writes (simt_kernel.out_bytes) */
       int decodes;        /* a decompress kernel (simt_kernel.units) */
       uint64_t units;     /* the tensors it decodes */
-      simt_pcie pcie;     /* its host reads, filled when it ran */
+      uint64_t stage_bytes, stage_units; /* of those, through the exponent
+                                            stage (simt_kernel.stage_bytes) */
+      simt_pcie pcie; /* its host reads, filled when it ran */
     } launch;
     struct {
       CUhostFn fn;

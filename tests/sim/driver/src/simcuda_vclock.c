@@ -19,9 +19,11 @@
  *                (what the CPU spends on an entry within the call is not
  *                modelled: not measured)
  *   sets         bytes at dram_gbps
- *   kernels      ibp_profile_kernel_us (ibp_profile_decode_us for the
- *                decompress kernels) from the sectors the emulator
- *                counted and the bytes the kernel writes; its host reads
+ *   kernels      ibp_profile_kernel_us (ibp_profile_decode_staged_us for
+ *                the decompress kernels, the exponent stage's term over
+ *                what they decode through it) from the sectors the
+ *                emulator counted and the bytes the kernel writes; its
+ *                host reads
  *                occupy the host-to-device link.  SIMCUDA_DECODE_SCALE=f
  *                (tests) makes the decompress kernels take f times the
  *                model's time: data that decodes slower than the
@@ -151,8 +153,10 @@ static double launch_end(const ibp_profile *p, const scu_op *op, double start) {
   const int dec = op->u.launch.decodes;
   uint64_t out = op->u.launch.out_bytes;
   double alone =
-      us_to_ns(dec ? decode_scale() * ibp_profile_decode_us(
-                                          p, host, out, op->u.launch.units, sms)
+      us_to_ns(dec ? decode_scale() * ibp_profile_decode_staged_us(
+                                          p, host, out, op->u.launch.units,
+                                          op->u.launch.stage_bytes,
+                                          op->u.launch.stage_units, sms)
                    : ibp_profile_kernel_us(p, host, out, sms));
   if (!host)
     return start + alone;

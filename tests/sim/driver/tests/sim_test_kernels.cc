@@ -61,13 +61,15 @@ void trap(const void *p) {
 }
 
 const simt_kernel kernels[] = {
-    {"sim_fill_u32", fill_u32, sizeof(sim_fill_args), nullptr, nullptr},
+    {"sim_fill_u32", fill_u32, sizeof(sim_fill_args), nullptr, nullptr,
+     nullptr},
     {"sim_copy_host_u32", copy_host_u32, sizeof(sim_copy_args), nullptr,
-     nullptr},
+     nullptr, nullptr},
     {"sim_store_host_u32", store_host_u32, sizeof(sim_fill_args), nullptr,
+     nullptr, nullptr},
+    {"sim_warp_sum", warp_sum, sizeof(sim_fill_args), nullptr, nullptr,
      nullptr},
-    {"sim_warp_sum", warp_sum, sizeof(sim_fill_args), nullptr, nullptr},
-    {"sim_trap", trap, sizeof(sim_fill_args), nullptr, nullptr},
+    {"sim_trap", trap, sizeof(sim_fill_args), nullptr, nullptr, nullptr},
 };
 
 __attribute__((constructor)) void register_kernels() {

@@ -21,9 +21,12 @@ namespace {
 void k_noop(const void *) {}
 
 void test_kernel_registry() {
-  static const simt_kernel a{"ibp_test_a", k_noop, 8, nullptr, nullptr};
-  static const simt_kernel b{"ibp_test_b", k_noop, 16, nullptr, nullptr};
-  static const simt_kernel a2{"ibp_test_a", k_noop, 24, nullptr, nullptr};
+  static const simt_kernel a{"ibp_test_a", k_noop,  8,
+                             nullptr,      nullptr, nullptr};
+  static const simt_kernel b{"ibp_test_b", k_noop,  16,
+                             nullptr,      nullptr, nullptr};
+  static const simt_kernel a2{"ibp_test_a", k_noop,  24,
+                              nullptr,      nullptr, nullptr};
   CHECK(simt_kernel_find("ibp_test_a") == nullptr);
   simt_kernel_register(&a);
   simt_kernel_register(&b);

@@ -1,0 +1,26 @@
+# The simulated GPU's own costs (SIMCUDA_PROFILE) for core_stage.sh's
+# `slow` case: tests/preload/kernel_path.profile, libibp's model there,
+# with the exponent stage decoding at 1 GB/s per SM instead of 1000 -- a
+# test's truth, not a measurement.
+name = stage-slow-test
+ce_h2d_gbps = 0.1
+ce_d2h_gbps = 0.1
+ce_setup_us = 1000
+runtime_call_us = 0.3
+driver_copy_call_us = 100
+driver_launch_call_us = 0.1
+driver_call_us = 0.1
+ibp_hold_us = 0.17
+batch_deadline_us = 100
+launch_latency_us = 0.1
+sm_h2d_gbps = 1000
+sm_read_rtt_us = 0.01
+sm_inflight_bytes = 1000000
+sector_bytes = 32
+dram_gbps = 10000
+decode_gbps_per_sm = 1000
+decode_tensor_us = 0
+decode_h2d_gbps = 1000
+sms = 132
+stage_decode_gbps_per_sm = 1
+stage_tensor_us = 0
