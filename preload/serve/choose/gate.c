@@ -203,9 +203,13 @@ void ibp__gate_warn_misfit(const ibp_region_rec *r) {
       ibp__rule_tensor_fix(r->rule.index, fitting_tensor(g), fix, sizeof fix));
 }
 
+int ibp__gate_guessed(int dev, int stage) {
+  return !ibp__gate_decode_measured(dev) || (stage && !stage_measured[dev]);
+}
+
 void ibp__gate_flag_guesses(int dev, int stage,
                             ibp_route_cost prior[IBP_ROUTES]) {
-  if (ibp__gate_decode_measured(dev) && (!stage || stage_measured[dev]))
+  if (!ibp__gate_guessed(dev, stage))
     return;
   for (int r = 0; r < IBP_ROUTES; r++)
     if (r != IBP_ROUTE_DRIVER)

@@ -54,10 +54,14 @@ int ibp__gate_decode_measured(int dev);
  * running decoders, or the device is not set up.  Lock-free. */
 const ibp_profile *ibp__gate_hope(int dev);
 
+/* Whether a copy's decode on device dev is a guess: its decode terms
+ * unmeasured for this decoder, or, for a copy of a region stored with the
+ * exponent stage (`stage` nonzero), its stage terms for the stage's.
+ * Lock-free. */
+int ibp__gate_guessed(int dev, int stage);
+
 /* Flags the routes of prior[] that decode (all but the driver's copy) as
- * guesses where device dev's decode terms are unmeasured for this decoder,
- * or, for a copy of a region stored with the exponent stage (`stage`
- * nonzero), its stage terms for the stage's (ibp_route_cost.guessed: the
+ * guesses where ibp__gate_guessed(dev, stage) (ibp_route_cost.guessed: the
  * chooser explores them early). */
 void ibp__gate_flag_guesses(int dev, int stage,
                             ibp_route_cost prior[IBP_ROUTES]);

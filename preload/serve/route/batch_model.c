@@ -72,8 +72,12 @@ static void wrong(const ibp_profile *p, int w, double f, ibp_profile *q) {
     q->sm_h2d_gbps /= f;
     q->decode_h2d_gbps /= f;
   } else {
+    /* the exponent stage's decode with the decode: a truth may be wrong in
+     * either, and they move a batch's decode alike */
     q->decode_gbps_per_sm /= f;
     q->decode_tensor_us *= f;
+    q->stage_decode_gbps_per_sm /= f;
+    q->stage_tensor_us *= f;
   }
 }
 

@@ -36,8 +36,9 @@ typedef struct ibp_route_copy {
   ibp_served_region *s;
   ibp_device_slot *slot;   /* the region on the copy's device */
   const ibp_profile *p;    /* that device's cost profile */
-  const ibp_profile *hope; /* p at its hope where its decode terms are
-                              unmeasured (ibp__gate_hope), else NULL */
+  const ibp_profile *hope; /* p at its hope where its decode is a guess
+                              (ibp__gate_guessed, ibp__gate_hope), else
+                              NULL */
   CUcontext ctx;           /* current */
   int dev;
   ibp_class_mode mode;  /* single, or a copy that may be held for a batch */

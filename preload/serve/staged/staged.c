@@ -432,9 +432,13 @@ static double chunk_share(const ibp_served_region *s, int dev, uint64_t t0,
     return 0.5;
   double sms = ibp__cfg.max_sms < p->sms ? ibp__cfg.max_sms : p->sms;
   /* one SM's rate on these tensors: bytes at decode_gbps_per_sm plus
-   * decode_tensor_us each (GB/s = bytes per ns) */
+   * decode_tensor_us each, and the exponent stage's terms where the region
+   * has it (GB/s = bytes per ns) */
   const double R = s->geometry.tensor_bytes;
-  double per_sm = R / (R / p->decode_gbps_per_sm + 1e3 * p->decode_tensor_us);
+  double ns = R / p->decode_gbps_per_sm + 1e3 * p->decode_tensor_us;
+  if (s->dev[dev].args.stages && p->stage_decode_gbps_per_sm > 0)
+    ns += R / p->stage_decode_gbps_per_sm + 1e3 * p->stage_tensor_us;
+  double per_sm = R / ns;
   double decode = per_sm * sms * stored / out / decode_scale(&s->dev[dev]);
   double share = 1.0 - p->ce_h2d_gbps / decode;
   return share < 0.4 ? 0.4 : share > 0.75 ? 0.75 : share;

@@ -55,10 +55,14 @@ uint64_t decompress_stage(const void *args, uint64_t *units) {
 }
 
 // A job's units: up to the next job's first (jobs are in unit order).
+// A launch whose units blocks decode (stage_buffers 0) copies a stage
+// region's tensors from the original: no stage runs.
 uint64_t batch_stage(const void *args, uint64_t *units) {
   const ibp_batch_args *a = static_cast<const ibp_batch_args *>(args);
   uint64_t bytes = 0;
   *units = 0;
+  if (!a->stage_buffers)
+    return 0;
   for (uint32_t i = 0; i < a->count; i++) {
     const ibp_batch_job &j = a->jobs[i];
     if (j.region == IBP_BATCH_RAW || !a->regions[j.region].stages)
