@@ -25,8 +25,8 @@ void ibp__route_priors(ibp_route_copy *x, ibp_route_cost prior[IBP_ROUTES]) {
   memset(prior, 0, IBP_ROUTES * sizeof *prior);
   /* a hope only where the copy's decode is a guess (its region's stage
    * terms unmeasured count only for a region with the stage) */
-  x->hope = ibp__gate_guessed(x->dev, x->g.stage) ? ibp__gate_hope(x->dev)
-                                                  : NULL;
+  x->hope =
+      ibp__gate_guessed(x->dev, x->g.stage) ? ibp__gate_hope(x->dev) : NULL;
   for (int r = 0; r < IBP_ROUTES; r++)
     if (table[r]->feasible(x))
       prior[r] = table[r]->prior(x);
