@@ -218,14 +218,13 @@ int main(int argc, char **argv) {
     uint64_t bytes;
     uint32_t R, expected;
     int entries, stage;
-  } shapes[] = {
-      {65536, 256, 64, 1, 0},   {65536, 4096, 16, 0, 0},
-      {65536, 4096, 8, 0, 0},   {400, 400, 2048, 0, 0},
-      {400, 400, 64, 0, 0},     {4096, 4096, 2, 0, 0},
-      {16384, 16384, 32, 0, 0}, {1 << 20, 4096, 4, 0, 0},
-      {2048, 256, 128, 1, 0},   {4096, 4096, 2, 0, 1},
-      {65536, 4096, 16, 0, 1},  {1024, 1024, 64, 0, 1},
-      {1 << 20, 4096, 4, 0, 1}};
+  } shapes[] = {{65536, 256, 64, 1, 0},   {65536, 4096, 16, 0, 0},
+                {65536, 4096, 8, 0, 0},   {400, 400, 2048, 0, 0},
+                {400, 400, 64, 0, 0},     {4096, 4096, 2, 0, 0},
+                {16384, 16384, 32, 0, 0}, {1 << 20, 4096, 4, 0, 0},
+                {2048, 256, 128, 1, 0},   {4096, 4096, 2, 0, 1},
+                {65536, 4096, 16, 0, 1},  {1024, 1024, 64, 0, 1},
+                {1 << 20, 4096, 4, 0, 1}};
   DIR *dir = argc > 1 ? opendir(argv[1]) : NULL;
   CHECK(dir != NULL);
   int truths = 0;
@@ -242,10 +241,9 @@ int main(int argc, char **argv) {
     CHECK(ibp_profile_load(prior, &p, err, sizeof err) == 0);
     double worst = 2;
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
-      const double m =
-          check_stands_for(&p, &truth, shapes[i].bytes, shapes[i].R,
-                           shapes[i].expected, shapes[i].entries,
-                           shapes[i].stage);
+      const double m = check_stands_for(&p, &truth, shapes[i].bytes,
+                                        shapes[i].R, shapes[i].expected,
+                                        shapes[i].entries, shapes[i].stage);
       worst = m < worst ? m : worst;
     }
     fprintf(stderr,
