@@ -65,27 +65,25 @@ enum {
   MARK_EXP_TABLE,      /* ibp_stage_exp: a word of its tables loaded */
   MARK_EXP_TENSOR,     /* ... a tensor's stage decode */
   MARK_EXP_ROUND,      /* a round of 32 segments of a stage decode */
-  MARK_EXP_VALUE,      /* a value of a segment */
+  MARK_EXP_VALUE,      /* a pair of 2-byte values of a segment */
   MARK_EXP_BYTES,      /* ... ORed byte by byte */
   MARK_EXP_END,        /* after a stage decode */
   MARK_STAGE_JOB,      /* a walk's tensor with a coding stage: its stage */
   MARK_GROUP_LOOKUP,   /* a unit's look-up as a group (group_units' units) */
   MARK_DIV64,          /* a 64-bit division (a copy past 4 GiB of its region) */
   MARK_STAGE_REST,     /* a stage job's IBP bits past its window counted */
-  MARK_EXP_SCOUT,      /* a code in a split segment's lane's first 32 bits */
-  MARK_EXP_COUNT,      /* ... a code after them, counted */
+  MARK_EXP_SCOUT,      /* a count step in a split segment's lane's first bits */
+  MARK_EXP_COUNT,      /* ... a count step after them */
   MARK_EXP_SPLIT,      /* after them */
   MARK_EXP_SYNC,       /* a code from the lane's true start to a kept one */
   MARK_EXP_SUMS,       /* after it: the lanes' counts summed */
-  MARK_EXP_REFILL,     /* a stage reader's next word */
   MARK_EXP_EDGE,       /* a value at the window's edges (or misaligned) */
   MARK_EXP_SYNC_ROUND, /* a round of the lanes' syncs */
   MARK_EXP_RUN,        /* a lane's values whole in the window: their set-up */
   MARK_EXP_RUN_END,    /* after them */
-  MARK_EXP_COUNT_STOP, /* a count's next refill, or its end */
+  MARK_EXP_COUNT_STOP, /* after a count's steps */
   MARK_EXP_SYNCED,     /* a lane's sync walk's end */
-  MARK_EXP_VALUE_STOP, /* a run's next refill, or its end */
-  MARK_EXP_SCOUT_STOP, /* a scout's next refill, or its end */
+  MARK_EXP_SCOUT_STOP, /* after them */
   MARK_EXP_START,      /* a stage decode's set-up, past the dtype's choice */
   MARK_EXP_SEGMENT,    /* a round of 32 segments, a lane each: its decode */
   MARK_STAGE_EDGE,     /* a fetch's piece before the readable range */
@@ -97,6 +95,12 @@ enum {
   MARK_GROUP_FLAT,     /* a group's flat steps: their set-up */
   MARK_BLOCKS,         /* a warp's start on the block path (R >= 16 KiB) */
   MARK_PREFETCH,       /* the look-up of the unit after next, to prefetch */
+  MARK_EXP_PAIR_ESC,   /* a stage pair with an escape: one value at a time */
+  MARK_EXP_COUNT_TAIL, /* a code of a count's last 10 bits */
+  MARK_EXP_COUNT_END,  /* after them */
+  MARK_STAGE_PART,     /* a stage job's window short of its tensor's end */
+  MARK_EXP_ODD,        /* a value before or after a run's pairs, alone */
+  MARK_EXP_VALUE4,     /* a pair of 4-byte values of a segment */
   MARK_COUNT
 };
 
@@ -610,22 +614,27 @@ IBP_DEV uint32_t job_rest_bits(const tensor_job *j, bool nb) {
 IBP_DEV void decode_stage(const tensor_job *j, uint32_t b) {
   IBP_MARK(MARK_STAGE_JOB);
   const ibp_kernel_stage *st = j->stage;
-  if ((j->w1 + BLOCK - 1) / BLOCK < (j->R + BLOCK - 1) / BLOCK)
+  if ((j->w1 + BLOCK - 1) / BLOCK < (j->R + BLOCK - 1) / BLOCK) {
+    IBP_MARK(MARK_STAGE_PART);
     b += job_rest_bits(j, ibp_dev_ldg_u32(&st->no_bitmap) != 0);
+  }
   /* (the stage's set-up below is its own code, not the count's BITS_END) */
   IBP_MARK(MARK_STAGE_REST);
   stage_exp_job s;
   s.sw = (const uint32_t *)job_stage(j);
   s.table = st->table; /* (L1-cached global memory) */
+  s.counts = st->counts;
   s.dst = j->dst;
   s.bit0 = b;
   s.end = 8 * ((uint32_t)((uintptr_t)j->stream & (PIECE - 1)) + j->len);
   s.w0 = j->w0;
   s.w1 = j->w1;
-  s.values = ibp_dev_ldg_u32(&st->values);
-  s.segment_log2 = ibp_dev_ldg_u32(&st->segment_log2);
-  s.length_bits = ibp_dev_ldg_u32(&st->length_bits);
-  stage_exp_warp(s, ibp_dev_ldg_u32(&st->dtype));
+  /* (dtype, segment_log2, length_bits, values: one 16-byte load) */
+  const ibp_dev_u128 k = ibp_dev_ldg_u128((const uint8_t *)&st->dtype);
+  s.segment_log2 = k.y;
+  s.length_bits = k.z;
+  s.values = k.w;
+  stage_exp_warp(s, k.x);
 }
 
 /* decode_group for tensors of a whole number of steps (R a multiple of
@@ -1640,6 +1649,7 @@ IBP_DEV void stage_exp_tensor(const ibp_stage_exp_args &a, uint64_t t,
   stage_exp_job j;
   j.sw = (const uint32_t *)(s - mis);
   j.table = tables + id * IBP_KERNEL_STAGE_TABLE;
+  j.counts = k->counts; /* (L1-cached global memory) */
   j.dst = a.dst + t * (a.w1 - a.w0);
   j.bit0 = 8 * mis + a.first_bits[t];
   j.end = 8 * (mis + a.lengths[t]);

@@ -138,6 +138,10 @@ IBP_DEV uint32_t ibp_dev_funnel_r(uint32_t lo, uint32_t hi, uint32_t sh) {
 IBP_DEV uint32_t ibp_dev_shl_wrap(uint32_t v, uint32_t n) {
   return __funnelshift_l(0u, v, n);
 }
+/* v << n, 0 for n >= 32: one shift (shf.l.clamp). */
+IBP_DEV uint32_t ibp_dev_shl_clamp(uint32_t v, uint32_t n) {
+  return __funnelshift_lc(0u, v, n);
+}
 /* v >> n, the compiler kept from folding it into an address: a word
  * index scaled back by a pointer add (p + (v >> n)) is then one shift and
  * one LEA, not a shift, a mask and an add. */
@@ -305,6 +309,9 @@ IBP_DEV uint32_t ibp_dev_funnel_r(uint32_t lo, uint32_t hi, uint32_t sh) {
 }
 IBP_DEV uint32_t ibp_dev_shl_wrap(uint32_t v, uint32_t n) {
   return v << (n & 31);
+}
+IBP_DEV uint32_t ibp_dev_shl_clamp(uint32_t v, uint32_t n) {
+  return n < 32 ? v << n : 0u;
 }
 IBP_DEV uint32_t ibp_dev_shr(uint32_t v, uint32_t n) {
   return v >> n;

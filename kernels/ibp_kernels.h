@@ -96,13 +96,19 @@ extern "C" {
  *                  decoded as a group of one, a group's context and first
  *                  bits held across its steps (issue 36: 0.511 -> 0.490
  *                  at 4 KiB, W=8); the exponent stage as in -4
+ *   decode-plan-9  the same, the exponent stage two values a step (two
+ *                  look-ups from one peek, fields in place in the table,
+ *                  one word read-modify-write a pair), its counts by the
+ *                  count table (the codes of the next 11 bits at once),
+ *                  its reads without a bit buffer (issue 37: 1.317 ->
+ *                  1.080 all in at 4 KiB, W=8)
  *
  * Whoever changes how fast ibp_decompress or ibp_decompress_batch decode
  * (ibp_decompress.cu, ibp_dev.h, the plan they read, their launch shape in
  * plan.c) bumps it -- a new name, never one used before, and never
  * "unknown" -- so that every profile measured before is flagged until `ibp
  * calibrate` measures the new build. */
-#define IBP_DECODER_BUILD "decode-plan-8"
+#define IBP_DECODER_BUILD "decode-plan-9"
 
 /* The exponent stage's build (stage_exp_dev.cuh and a stage job's path in
  * ibp_decompress.cu), as far as its speed goes: the name a profile's
@@ -110,21 +116,36 @@ extern "C" {
  * with (docs/PROFILE.md "The stage's decode terms"); a name of the list
  * above, the build in which the stage last changed.  Whoever changes how
  * fast the stage decodes makes it IBP_DECODER_BUILD's new name. */
-#define IBP_STAGE_BUILD "decode-plan-4"
+#define IBP_STAGE_BUILD "decode-plan-9"
 
 /* ---- the exponent stage (docs/FORMAT.md §9.3, §9.6) --------------------- */
 
 #define IBP_KERNEL_STAGE_TABLE 2048u /* entries: 2^IBP_STAGE_MAX_CODE_BITS */
 #define IBP_KERNEL_STAGE_MAX_K 16u   /* tables one ibp_stage_exp keeps */
 
+/* A table entry's bits (ibp_kernel_stage.table, stage_plan.c): the bits
+ * the step moves on (a code's, an escape's with its raw field), and the
+ * escape's flag (its raw field follows its code; the field bits 0). */
+#define IBP_KERNEL_STAGE_BITS 31u
+#define IBP_KERNEL_STAGE_ESC 32u
+
 /* What the device decoder needs of one cluster's exponent stage, built on
  * the host by ibp_kernels_stage_exp (16-byte aligned in device memory). */
 typedef struct ibp_kernel_stage {
-  /* symbol | bits << 10 per value of the next 11 stream bits (first
-   * code bit lowest); bits: the code's length, with an escape's raw field
-   * (the escape symbol 1 << E: the field follows the code), 1 where no
-   * code starts (stage_plan.c) */
+  /* per value of the next 11 stream bits (first code bit lowest), the code
+   * that starts there: its field in place in the value's top 16 bits (bf16
+   * and f16 bits 7 and 10 up; f32 bits 7 up, the value's 23 up) |
+   * IBP_KERNEL_STAGE_ESC for the escape | the bits the step takes
+   * (IBP_KERNEL_STAGE_BITS: the code's, with an escape's raw field; 1
+   * where no code starts) (stage_plan.c) */
   uint16_t table[IBP_KERNEL_STAGE_TABLE];
+  /* per value of the next 11 stream bits, the codes of `table` a decode
+   * steps over one by one that start and end in them (the first always;
+   * an escape's raw field may end past them, and ends them): their count
+   * << 16 | where they start (bit 5 + o: one at the 11 bits' bit o) |
+   * their bits (IBP_KERNEL_STAGE_BITS) (stage_plan.c) */
+  uint32_t counts[IBP_KERNEL_STAGE_TABLE];
+  /* (dtype, segment_log2, length_bits, values: 16 bytes read at once) */
   uint32_t dtype;        /* ibp_dtype: 1 bf16, 2 f16, 3 f32; 0: no stage */
   uint32_t segment_log2; /* values per segment: 2^segment_log2 */
   uint32_t length_bits;  /* W: bits of each stored segment length (<= 32) */

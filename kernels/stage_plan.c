@@ -43,16 +43,59 @@ static uint32_t length_bits(const ibp_stage *st, uint32_t values, uint32_t e) {
   return w;
 }
 
+/* The field's lowest bit within its value's top 16 bits (bf16 and f16: the
+ * value's own; f32: less 16): where a table entry holds it. */
+static uint32_t field_lo16(uint32_t dtype) {
+  const uint32_t lo = dtype_info(dtype, 2);
+  return lo >= 16 ? lo - 16 : lo;
+}
+
 /* The codec's decode table (symbol | code length << 10, 0: no code) as the
- * device decoder reads it: an escape's length its code's and the raw
- * field's together (a count steps over a code in one add), and no entry
- * of length 0 (one bit: a lane's decode from a bit that starts no code,
- * or a corrupt stream's, moves on). */
+ * device decoder reads it (ibp_kernel_stage.table): the field in place
+ * (bits lo16 up) | IBP_KERNEL_STAGE_ESC for the escape | the bits the step
+ * moves on (an escape's its code's and the raw field's together, so a
+ * count steps over a code in one add; 1 where no code starts, so a lane's
+ * decode from a bit that starts no code, or a corrupt stream's, moves
+ * on). */
 static void device_table(const ibp_stage *st, uint32_t e, uint16_t *out) {
+  const uint32_t lo16 = field_lo16(st->dtype);
   for (uint32_t i = 0; i < IBP_KERNEL_STAGE_TABLE; i++) {
     const uint32_t s = st->decode[i] & 0x3FFu, l = st->decode[i] >> 10;
-    const uint32_t bits = l == 0 ? 1u : s == st->symbols ? l + e : l;
-    out[i] = (uint16_t)(s | bits << 10);
+    if (l == 0)
+      out[i] = 1;
+    else if (s == st->symbols)
+      out[i] = (uint16_t)(IBP_KERNEL_STAGE_ESC | (l + e));
+    else
+      out[i] = (uint16_t)(s << lo16 | l);
+  }
+}
+
+/* The count table (ibp_kernel_stage.counts): per value of the next 11
+ * stream bits, the codes that start in them and end in them (an escape's
+ * code, its raw field wherever it ends: the last one) as steps of the
+ * single-code table would step over them one by one -- their count << 16
+ * | bit 5 + o for each that starts at bit o | the bits they take.  The
+ * first code is always taken (a bit that starts no code: one bit); a
+ * later one only where its code lies whole in the 11 bits (the prefix
+ * property: then no bit past them changes it), never one that starts no
+ * code. */
+static void count_table(const ibp_stage *st, const uint16_t *table,
+                        uint32_t *out) {
+  const uint32_t n = IBP_STAGE_MAX_CODE_BITS;
+  for (uint32_t i = 0; i < IBP_KERNEL_STAGE_TABLE; i++) {
+    uint32_t at = 0, count = 0, starts = 0;
+    while (at < n) {
+      const uint32_t d = st->decode[(i >> at) & (IBP_KERNEL_STAGE_TABLE - 1)];
+      const uint32_t code = d >> 10, t = table[(i >> at)];
+      if (at > 0 && (code == 0 || code > n - at))
+        break; /* not whole in the 11 bits (or no code): the next step's */
+      count++;
+      starts |= 1u << (5 + at);
+      at += t & IBP_KERNEL_STAGE_BITS;
+      if (t & IBP_KERNEL_STAGE_ESC)
+        break; /* its raw field: not codes */
+    }
+    out[i] = count << 16 | starts | at;
   }
 }
 
@@ -71,6 +114,7 @@ int ibp_kernels_stage_exp(const ibp_stage *st, const uint8_t *mask,
   if (w > 32)
     return -1;
   device_table(st, e, out->table);
+  count_table(st, out->table, out->counts);
   out->dtype = st->dtype;
   out->segment_log2 = st->segment_log2;
   out->length_bits = w;
