@@ -317,8 +317,10 @@ struct scu_op {
       uint64_t out_bytes; /* what the kernel writes (simt_kernel.out_bytes) */
       int decodes;        /* a decompress kernel (simt_kernel.units) */
       uint64_t units;     /* the tensors it decodes */
-      uint64_t stage_bytes, stage_units; /* of those, through the exponent
-                                            stage (simt_kernel.stage_bytes) */
+      /* of those, through the exponent stage: the kernel's
+       * simt_kernel.stage_bytes, asked when it runs -- the job list it
+       * reads is device memory a copy queued before it fills */
+      uint64_t (*stage_bytes)(const void *args, uint64_t *units);
       simt_pcie pcie; /* its host reads, filled when it ran */
     } launch;
     struct {

@@ -131,8 +131,7 @@ static CUresult launch(CUfunction hf, const launch_cfg *cfg, void **params,
   op->u.launch.out_bytes = k->out_bytes ? k->out_bytes(op->owned) : 0;
   op->u.launch.decodes = k->units != NULL;
   op->u.launch.units = k->units ? k->units(op->owned) : 0;
-  op->u.launch.stage_bytes =
-      k->stage_bytes ? k->stage_bytes(op->owned, &op->u.launch.stage_units) : 0;
+  op->u.launch.stage_bytes = k->stage_bytes;
   op->u.launch.func = hf;
   scu_stream *s;
   if ((r = scu_stream_resolve(cfg->stream, ptds, &s)) != CUDA_SUCCESS) {

@@ -152,11 +152,15 @@ static double launch_end(const ibp_profile *p, const scu_op *op, double start) {
   uint64_t host = op->u.launch.pcie.sectors * 32; /* simt's sectors */
   const int dec = op->u.launch.decodes;
   uint64_t out = op->u.launch.out_bytes;
+  uint64_t stage_units = 0;
+  const uint64_t stage_bytes =
+      dec && op->u.launch.stage_bytes
+          ? op->u.launch.stage_bytes(op->owned, &stage_units)
+          : 0;
   double alone =
       us_to_ns(dec ? decode_scale() * ibp_profile_decode_staged_us(
                                           p, host, out, op->u.launch.units,
-                                          op->u.launch.stage_bytes,
-                                          op->u.launch.stage_units, sms)
+                                          stage_bytes, stage_units, sms)
                    : ibp_profile_kernel_us(p, host, out, sms));
   if (!host)
     return start + alone;
