@@ -313,13 +313,14 @@ struct scu_op {
     struct {
       simt_launch l;
       const char *name;
-      CUfunction func;    /* the handle it was launched with */
-      uint64_t out_bytes; /* what the kernel writes (simt_kernel.out_bytes) */
-      int decodes;        /* a decompress kernel (simt_kernel.units) */
-      uint64_t units;     /* the tensors it decodes */
-      /* of those, through the exponent stage: the kernel's
-       * simt_kernel.stage_bytes, asked when it runs -- the job list it
-       * reads is device memory a copy queued before it fills */
+      CUfunction func; /* the handle it was launched with */
+      int decodes;     /* a decompress kernel (simt_kernel.units) */
+      uint64_t units;  /* the tensors it decodes */
+      /* what the kernel writes, and of what it decodes what goes through
+       * the exponent stage: the kernel's simt_kernel.out_bytes and
+       * .stage_bytes, asked when it runs -- the job list or ranges they
+       * read are device memory that a copy queued before it fills */
+      uint64_t (*out_bytes)(const void *args);
       uint64_t (*stage_bytes)(const void *args, uint64_t *units);
       simt_pcie pcie; /* its host reads, filled when it ran */
     } launch;

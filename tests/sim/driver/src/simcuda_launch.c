@@ -128,7 +128,7 @@ static CUresult launch(CUfunction hf, const launch_cfg *cfg, void **params,
   l->dynamic_shared = cfg->shared;
   op->u.launch.name =
       k->name; /* the registry's: lives as long as the process */
-  op->u.launch.out_bytes = k->out_bytes ? k->out_bytes(op->owned) : 0;
+  op->u.launch.out_bytes = k->out_bytes;
   op->u.launch.decodes = k->units != NULL;
   op->u.launch.units = k->units ? k->units(op->owned) : 0;
   op->u.launch.stage_bytes = k->stage_bytes;

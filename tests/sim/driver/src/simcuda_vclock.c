@@ -151,7 +151,8 @@ static double launch_end(const ibp_profile *p, const scu_op *op, double start) {
   unsigned sms = launch_sms(p, l, op->u.launch.decodes);
   uint64_t host = op->u.launch.pcie.sectors * 32; /* simt's sectors */
   const int dec = op->u.launch.decodes;
-  uint64_t out = op->u.launch.out_bytes;
+  const uint64_t out =
+      op->u.launch.out_bytes ? op->u.launch.out_bytes(op->owned) : 0;
   uint64_t stage_units = 0;
   const uint64_t stage_bytes =
       dec && op->u.launch.stage_bytes
