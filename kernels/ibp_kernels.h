@@ -320,8 +320,15 @@ typedef struct ibp_gather_args {
  *           below them in stage s of the deposit (Hacker's Delight's
  *           "expand", stages S-1 down to 0), per chunk (per 32-bit word for
  *           chunks of 8 bytes)
- * S (0..5) is the fewest stages that deposit every word of every pair. */
+ * S (0..5) is the fewest stages that deposit every word of every pair.
+ * After the blocks, the chunks' invariant bits as bit planes: per 32
+ * chunks of the tensor (chunk k in group k / 32, at bit k % 32) the words
+ * of IBP_PLAN_PLANE_WORDS(c), word j bit j of each chunk's invariant bits
+ * inside R (0 for a chunk past R; at most 8c, so 4 to 7 planes, the rest
+ * 0): a range's payload bits are 8 per byte inside R less the sum, over
+ * its fitting chunks, of 2^j x the fitting chunks in plane j. */
 #define IBP_PLAN_MAX_STAGES 5u
+#define IBP_PLAN_PLANE_WORDS(c) ((c) == 1 ? 4u : 8u)
 
 /* S for K pairs: Masks at mask + k * stride (k < K), R bytes each, chunk
  * width c. */
