@@ -102,13 +102,16 @@ extern "C" {
  *                  count table (the codes of the next 11 bits at once),
  *                  its reads without a bit buffer (issue 37: 1.317 ->
  *                  1.080 all in at 4 KiB, W=8)
+ *   decode-plan-10 the same, a block decode's count of its warps' payload
+ *                  bits from the plan's bit planes (issue 36: 0.479 ->
+ *                  0.411 at 64 KiB, W=8); the exponent stage as in -9
  *
  * Whoever changes how fast ibp_decompress or ibp_decompress_batch decode
  * (ibp_decompress.cu, ibp_dev.h, the plan they read, their launch shape in
  * plan.c) bumps it -- a new name, never one used before, and never
  * "unknown" -- so that every profile measured before is flagged until `ibp
  * calibrate` measures the new build. */
-#define IBP_DECODER_BUILD "decode-plan-9"
+#define IBP_DECODER_BUILD "decode-plan-10"
 
 /* The exponent stage's build (stage_exp_dev.cuh and a stage job's path in
  * ibp_decompress.cu), as far as its speed goes: the name a profile's
