@@ -831,16 +831,19 @@ IBP_DEV void block_stage(uint8_t *stage, uintptr_t from, uintptr_t to,
     const uint32_t last = (uint32_t)(to - 1 - line) & ~(PIECE - 1);
     const uint32_t end = (uint32_t)(to - line);
     const uint32_t span = PIECE * ibp_dev_block_threads();
-    for (uint32_t step = 0; step <= last; step += span) {
+    const uint32_t ok = (uintptr_t)lo_ok > line /* the readable range */
+                            ? (uint32_t)((uintptr_t)lo_ok - line)
+                            : 0;
+    /* the thread's piece of each block-wide span, q (its warp's 512 bytes
+     * from q & ~511 on: a warp with none in range makes no request, no
+     * sector) */
+    for (uint32_t q = PIECE * ibp_dev_thread(); (q & ~(SPAN - 1)) <= last;
+         q += span) {
       IBP_MARK(MARK_BSTAGE_STEP);
-      if (step + SPAN * ibp_dev_warp_in_block() > last)
-        break; /* nothing of it for this warp (no request: no sector) */
-      uint32_t o = step + PIECE * ibp_dev_thread();
-      o = o < first ? first : o > last ? last : o;
+      const uint32_t o = q < first ? first : q > last ? last : q;
       const unsigned n = end - o < PIECE ? end - o : PIECE;
-      const uint8_t *p = (const uint8_t *)(line + o);
-      if (p >= lo_ok) {
-        ibp_dev_cp_async16(stage + (o - first), p, n);
+      if (o >= ok) {
+        ibp_dev_cp_async16(stage + (o - first), (const void *)(line + o), n);
       } else { /* the readable range starts inside this piece */
         IBP_MARK(MARK_BSTAGE_EDGE);
         IBP_NO_UNROLL /* a rare path: loads in flight would cost registers */
