@@ -103,8 +103,9 @@ extern "C" {
  *                  its reads without a bit buffer (issue 37: 1.317 ->
  *                  1.080 all in at 4 KiB, W=8)
  *   decode-plan-10 the same, a block decode's count of its warps' payload
- *                  bits from the plan's bit planes (issue 36: 0.479 ->
- *                  0.411 at 64 KiB, W=8); the exponent stage as in -9
+ *                  bits from the plan's bit planes, its fetch's requests
+ *                  leaner (issue 36: 0.479 -> 0.399 at 64 KiB, W=8); the
+ *                  exponent stage as in -9
  *
  * Whoever changes how fast ibp_decompress or ibp_decompress_batch decode
  * (ibp_decompress.cu, ibp_dev.h, the plan they read, their launch shape in
