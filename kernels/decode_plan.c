@@ -101,9 +101,24 @@ unsigned ibp_kernels_plan_stages(const uint8_t *mask, uint32_t stride,
   return bit_length(most);
 }
 
+/* Bytes of one pair's blocks (4 + S groups of 16 bytes each): its bit
+ * planes follow them. */
+static uint64_t blocks_bytes(uint32_t R, unsigned S) {
+  return ((uint64_t)R + BLOCK - 1) / BLOCK * (4 + S) * BLOCK;
+}
+
+/* Groups of 32 chunks of a tensor: its bit planes' groups. */
+static uint64_t plane_groups(uint32_t R, uint32_t c) {
+  return ((uint64_t)R + 32u * c - 1) / (32u * c);
+}
+
 uint64_t ibp_kernels_plan_bytes(uint32_t R, uint32_t K, unsigned S) {
-  const uint64_t blocks = ((uint64_t)R + BLOCK - 1) / BLOCK;
-  return (K ? K : 1) * blocks * (4 + S) * BLOCK;
+  uint64_t planes = 0; /* (room for any chunk width's) */
+  for (uint32_t c = 1; c <= 8; c *= 2) {
+    const uint64_t b = plane_groups(R, c) * IBP_PLAN_PLANE_WORDS(c) * 4;
+    planes = b > planes ? b : planes;
+  }
+  return (K ? K : 1) * (blocks_bytes(R, S) + planes);
 }
 
 /* The S stage masks of word `keep`; 0 when S stages are too few.  Stage
@@ -161,6 +176,21 @@ static void block_counts(const uint8_t *mask, uint32_t R, uint64_t b,
   }
 }
 
+/* The bit planes of the Mask m (chunk width c) to out (plane_groups x
+ * IBP_PLAN_PLANE_WORDS(c) words). */
+static void chunk_planes(const uint8_t *m, uint32_t R, uint32_t c,
+                         uint32_t *out) {
+  const unsigned pw = IBP_PLAN_PLANE_WORDS(c);
+  memset(out, 0, plane_groups(R, c) * pw * 4);
+  for (uint64_t k = 0; k * c < R; k++) {
+    unsigned inv = 0;
+    for (uint64_t at = k * c; at < (k + 1) * c && at < R; at++)
+      inv += popcount32(m[at]);
+    for (unsigned j = 0; inv >> j; j++)
+      out[(k / 32) * pw + j] |= ((inv >> j) & 1u) << (k % 32);
+  }
+}
+
 int ibp_kernels_decode_plan(const uint8_t *mask, const uint8_t *bitval,
                             uint32_t stride, uint32_t K, uint32_t R, uint32_t c,
                             unsigned S, uint32_t *out) {
@@ -168,11 +198,14 @@ int ibp_kernels_decode_plan(const uint8_t *mask, const uint8_t *bitval,
     return -1;
   const unsigned seg = segment_bits(c), groups = 4 + S;
   const uint64_t blocks = ((uint64_t)R + BLOCK - 1) / BLOCK;
+  const uint64_t one = ibp_kernels_plan_bytes(R, 1, S) / 4; /* words */
   for (uint32_t k = 0; k < (K ? K : 1); k++) {
     const uint8_t *m = mask + (uint64_t)k * stride;
     const uint8_t *v = bitval + (uint64_t)k * stride;
+    memset(out + k * one, 0, one * 4);
+    chunk_planes(m, R, c, out + k * one + blocks_bytes(R, S) / 4);
     for (uint64_t b = 0; b < blocks; b++) {
-      uint32_t *g = out + (k * blocks + b) * groups * 4;
+      uint32_t *g = out + k * one + b * groups * 4;
       for (unsigned i = 0; i < 4; i++) {
         const uint64_t w = 4 * b + i;
         uint32_t stage[IBP_PLAN_MAX_STAGES];

@@ -101,6 +101,8 @@ enum {
   MARK_STAGE_PART,     /* a stage job's window short of its tensor's end */
   MARK_EXP_ODD,        /* a value before or after a run's pairs, alone */
   MARK_EXP_VALUE4,     /* a pair of 4-byte values of a segment */
+  MARK_PLANES_STEP,    /* a pass of a block decode's bit count (bit planes) */
+  MARK_PLANES_END,     /* after it */
   MARK_COUNT
 };
 
@@ -109,6 +111,10 @@ IBP_DEV uint64_t min_u64(uint64_t a, uint64_t b) {
 }
 IBP_DEV uint64_t max_u64(uint64_t a, uint64_t b) {
   return a > b ? a : b;
+}
+/* d read as signed, negative ones 0 (one max). */
+IBP_DEV uint32_t pos_or_0(uint32_t d) {
+  return (int32_t)d > 0 ? d : 0u;
 }
 
 /* ---- raw copy: host [src, src+len) -> device dst ------------------------ */
@@ -404,6 +410,45 @@ IBP_DEV uint32_t blocks_bits(const decode_ctx &x, uint32_t lo, uint32_t hi) {
   }
   IBP_MARK(MARK_BITS_END);
   return sum;
+}
+
+/* blocks_bits for a block decode's round, lo a multiple of 2C blocks (32
+ * chunks): 8 bits per byte inside R (a tensor of R bytes) less the
+ * fitting chunks' invariant bits, summed from the plan's bit planes
+ * (docs/ARCHITECTURE.md "Large tensors"), lane l the l-th group of 32
+ * chunks of each pass (chunks past R have none). */
+template <unsigned C>
+IBP_DEV uint32_t planes_bits(const decode_ctx &x, uint32_t lo, uint32_t hi,
+                             uint32_t R) {
+  const uint32_t k0 = lo * (16 / C), k1 = hi * (16 / C); /* chunks */
+  const uint32_t PW = IBP_PLAN_PLANE_WORDS(C) * 4;       /* bytes a group */
+  const uint32_t lane = 32 * ibp_dev_lane();
+  const uint8_t *pp = /* the groups of a pass, from chunk a on */
+      ibp_dev_at(x.plan + (R + BLOCK - 1) / BLOCK * ((4 + x.S) * BLOCK),
+                 k0 / 32, PW);
+  uint32_t gone = 0;
+  for (uint32_t a = k0; a < k1; a += 32 * 32, pp += 32 * PW) {
+    IBP_MARK(MARK_PLANES_STEP);
+    /* (a lane past k1 reads the first lane's group) */
+    const uint32_t at = a + lane < k1 ? lane : 0;
+    /* the lane's fit bits, of chunks below k1 only */
+    const uint32_t f =
+        ~ibp_dev_shl_clamp(0xFFFFFFFFu, pos_or_0(k1 - a - lane)) &
+        bits_at_lea(x.sw, x.bit0 + a + at);
+    const uint8_t *pl = pp + at / 32 * PW;
+    uint32_t p[8];
+    load4(p, pl);
+    if (C > 1)
+      load4(p + 4, pl + 16);
+    uint32_t t = 0; /* the sum of 2^j x the fitting chunks of plane j */
+    IBP_UNROLL
+    for (int j = (C == 1 ? 4 : C == 2 ? 5 : C == 4 ? 6 : 7) - 1; j >= 0; j--)
+      t = 2 * t + ibp_dev_popc(f & p[j]);
+    gone += t;
+  }
+  IBP_MARK(MARK_PLANES_END);
+  const uint32_t end = hi * BLOCK < R ? hi * BLOCK : R, start = lo * BLOCK;
+  return (end > start ? 8 * (end - start) : 0) - ibp_dev_warp_sum(gone);
 }
 
 /* A lane's block before the warp scan, from its plan pl and its fit bits
@@ -786,16 +831,19 @@ IBP_DEV void block_stage(uint8_t *stage, uintptr_t from, uintptr_t to,
     const uint32_t last = (uint32_t)(to - 1 - line) & ~(PIECE - 1);
     const uint32_t end = (uint32_t)(to - line);
     const uint32_t span = PIECE * ibp_dev_block_threads();
-    for (uint32_t step = 0; step <= last; step += span) {
+    const uint32_t ok = (uintptr_t)lo_ok > line /* the readable range */
+                            ? (uint32_t)((uintptr_t)lo_ok - line)
+                            : 0;
+    /* the thread's piece of each block-wide span, q (its warp's 512 bytes
+     * from q & ~511 on: a warp with none in range makes no request, no
+     * sector) */
+    for (uint32_t q = PIECE * ibp_dev_thread(); (q & ~(SPAN - 1)) <= last;
+         q += span) {
       IBP_MARK(MARK_BSTAGE_STEP);
-      if (step + SPAN * ibp_dev_warp_in_block() > last)
-        break; /* nothing of it for this warp (no request: no sector) */
-      uint32_t o = step + PIECE * ibp_dev_thread();
-      o = o < first ? first : o > last ? last : o;
+      const uint32_t o = q < first ? first : q > last ? last : q;
       const unsigned n = end - o < PIECE ? end - o : PIECE;
-      const uint8_t *p = (const uint8_t *)(line + o);
-      if (p >= lo_ok) {
-        ibp_dev_cp_async16(stage + (o - first), p, n);
+      if (o >= ok) {
+        ibp_dev_cp_async16(stage + (o - first), (const void *)(line + o), n);
       } else { /* the readable range starts inside this piece */
         IBP_MARK(MARK_BSTAGE_EDGE);
         IBP_NO_UNROLL /* a rare path: loads in flight would cost registers */
@@ -824,8 +872,9 @@ IBP_DEV void block_copy_raw(const tensor_job *j) {
   const uintptr_t src = (uintptr_t)(j->orig + j->w0);
   const uint64_t len = j->w1 - j->w0;
   const uintptr_t base = src & ~(uintptr_t)(SPAN - 1);
-  const uint64_t spans = (src - base + len + SPAN - 1) / SPAN;
-  const uint64_t part = (spans + W - 1) / W * SPAN;
+  /* (spans: at most 2^24, in 32 bits; part 64) */
+  const uint32_t spans = (uint32_t)((src - base + len + SPAN - 1) / SPAN);
+  const uint64_t part = (uint64_t)((spans + W - 1) / W) * SPAN;
   const uint64_t a = min_u64(max_u64(base + w * part, src) - src, len);
   const uint64_t b = min_u64(max_u64(base + (w + 1) * part, src) - src, len);
   if (b > a)
@@ -877,7 +926,7 @@ template <unsigned C> IBP_DEV int block_round(const tensor_job *j) {
   const decode_ctx x =
       job_ctx(j, (const uint32_t *)fits,
               (uint32_t)(8 * (s - (f0 & ~(uintptr_t)(PIECE - 1)))), we);
-  const uint32_t mine = blocks_bits<C>(x, wb, we);
+  const uint32_t mine = planes_bits<C>(x, wb, we, j->R);
   if (ibp_dev_lane() == 0)
     sums[w] = mine;
   ibp_dev_syncthreads();
@@ -899,14 +948,20 @@ template <unsigned C> IBP_DEV int block_round(const tensor_job *j) {
     block_staged();
     IBP_MARK(MARK_ROUND_DECODE);
     if (we > b0) {
+      /* (x made again from the job: fewer registers held across the
+       * round's fetch) */
+      ibp_dev_compiler_fence();
+      const decode_ctx y =
+          job_ctx(j, (const uint32_t *)fits,
+                  (uint32_t)(8 * (s - (f0 & ~(uintptr_t)(PIECE - 1)))), we);
       uint32_t g = wb;
       uint32_t pos = 8 * fits_max + 8 * (uint32_t)(p0 & (PIECE - 1)) +
                      payload % 8 + before;
       if (g < b0) { /* the window starts in the warp's blocks */
-        pos += blocks_bits<C>(x, g, b0);
+        pos += planes_bits<C>(y, g, b0, j->R);
         g = b0;
       }
-      decode_blocks<C, true>(x, g, pos);
+      decode_blocks<C, true>(y, g, pos);
     }
   }
   IBP_MARK(MARK_ROUND_END);

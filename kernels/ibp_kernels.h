@@ -102,13 +102,17 @@ extern "C" {
  *                  count table (the codes of the next 11 bits at once),
  *                  its reads without a bit buffer (issue 37: 1.317 ->
  *                  1.080 all in at 4 KiB, W=8)
+ *   decode-plan-10 the same, a block decode's count of its warps' payload
+ *                  bits from the plan's bit planes, its fetch's requests
+ *                  leaner (issue 36: 0.479 -> 0.399 at 64 KiB, W=8); the
+ *                  exponent stage as in -9
  *
  * Whoever changes how fast ibp_decompress or ibp_decompress_batch decode
  * (ibp_decompress.cu, ibp_dev.h, the plan they read, their launch shape in
  * plan.c) bumps it -- a new name, never one used before, and never
  * "unknown" -- so that every profile measured before is flagged until `ibp
  * calibrate` measures the new build. */
-#define IBP_DECODER_BUILD "decode-plan-9"
+#define IBP_DECODER_BUILD "decode-plan-10"
 
 /* The exponent stage's build (stage_exp_dev.cuh and a stage job's path in
  * ibp_decompress.cu), as far as its speed goes: the name a profile's
@@ -320,8 +324,15 @@ typedef struct ibp_gather_args {
  *           below them in stage s of the deposit (Hacker's Delight's
  *           "expand", stages S-1 down to 0), per chunk (per 32-bit word for
  *           chunks of 8 bytes)
- * S (0..5) is the fewest stages that deposit every word of every pair. */
+ * S (0..5) is the fewest stages that deposit every word of every pair.
+ * After the blocks, the chunks' invariant bits as bit planes: per 32
+ * chunks of the tensor (chunk k in group k / 32, at bit k % 32) the words
+ * of IBP_PLAN_PLANE_WORDS(c), word j bit j of each chunk's invariant bits
+ * inside R (0 for a chunk past R; at most 8c, so 4 to 7 planes, the rest
+ * 0): a range's payload bits are 8 per byte inside R less the sum, over
+ * its fitting chunks, of 2^j x the fitting chunks in plane j. */
 #define IBP_PLAN_MAX_STAGES 5u
+#define IBP_PLAN_PLANE_WORDS(c) ((c) == 1 ? 4u : 8u)
 
 /* S for K pairs: Masks at mask + k * stride (k < K), R bytes each, chunk
  * width c. */

@@ -6,7 +6,8 @@
  * then the fit select), must give for random payload bits exactly what
  * depositing them into the kept bits of each chunk segment gives; S must
  * be the fewest stages that work (S - 1 is refused); inv and short must
- * count what a fitting and a non-fitting chunk do not carry.
+ * count what a fitting and a non-fitting chunk do not carry, and the bit
+ * planes must hold each chunk's invariant bits.
  * IBP_TEST_ITERATIONS = Masks (default 2 x 10^4).
  */
 #include <stdio.h>
@@ -69,6 +70,18 @@ static void check_mask(rng *r, uint32_t R, uint32_t c, const uint8_t *mask,
   if (S > 0) /* the fewest stages */
     CHECK(ibp_kernels_decode_plan(mask, bitval, R, 1, R, c, S - 1, plan) == -1);
   CHECK(ibp_kernels_decode_plan(mask, bitval, R, 1, R, c, S, plan) == 0);
+  /* the bit planes after the blocks: chunk k's invariant bits inside R */
+  const uint32_t *planes = plan + (R + 15) / 16 * (4 + S) * 4;
+  const unsigned pw = IBP_PLAN_PLANE_WORDS(c);
+  for (uint32_t k = 0; k < (R + 32 * c - 1) / (32 * c) * 32; k++) {
+    unsigned want = 0, got = 0;
+    for (uint32_t at = k * c; at < (k + 1) * c && at < R; at++)
+      want += (unsigned)__builtin_popcount(mask[at]);
+    for (unsigned j = 0; j < pw; j++)
+      got |= ((planes[k / 32 * pw + j] >> (k % 32)) & 1u) << j;
+    CHECKF(got == want, "R=%u c=%u chunk %u: planes %u, invariant bits %u", R,
+           c, k, got, want);
+  }
   const unsigned seg = c >= 4 ? 32 : 8 * c;
   for (uint32_t w = 0; w < (R + 3) / 4; w++) {
     const uint32_t *g = plan + (w / 4) * (4 + S) * 4 + w % 4;
