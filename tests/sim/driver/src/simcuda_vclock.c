@@ -23,8 +23,7 @@
  *                the decompress kernels, the exponent stage's term over
  *                what they decode through it) from the sectors the
  *                emulator counted and the bytes the kernel writes; its
- *                host reads
- *                occupy the host-to-device link.  SIMCUDA_DECODE_SCALE=f
+ *                host reads occupy the host-to-device link.  SIMCUDA_DECODE_SCALE=f
  *                (tests) makes the decompress kernels take f times the
  *                model's time: data that decodes slower than the
  *                profile's rate
