@@ -23,10 +23,10 @@
  *                the decompress kernels, the exponent stage's term over
  *                what they decode through it) from the sectors the
  *                emulator counted and the bytes the kernel writes; its
- *                host reads occupy the host-to-device link.  SIMCUDA_DECODE_SCALE=f
- *                (tests) makes the decompress kernels take f times the
- *                model's time: data that decodes slower than the
- *                profile's rate
+ *                host reads occupy the host-to-device link.
+ *                SIMCUDA_DECODE_SCALE=f (tests) makes the decompress
+ *                kernels take f times the model's time: data that decodes
+ *                slower than the profile's rate
  *   host work    host functions and callbacks take their real time
  *   events       stamped with their start
  */
