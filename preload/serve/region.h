@@ -118,11 +118,13 @@ typedef struct ibp_refresh {
  * of at most IBP_TIMING_OTHERS other streams whose work it may wait for
  * (serve/choose/chooser.c, contention); a copy timed on a stream of the
  * route's own (the staged path's copy stream) also has its whole span on
- * the caller's stream, with IBP_TIMING_CALLER_OTHERS others of its own. */
+ * the caller's stream, with IBP_TIMING_CALLER_OTHERS others of its own;
+ * the last, IBP_TIMING_MARK, is recorded on a stream that runs nothing. */
 #define IBP_TIMING_OTHERS 3
 #define IBP_TIMING_CALLER_OTHERS 2
 #define IBP_TIMING_CALLER (2 + IBP_TIMING_OTHERS)
-#define IBP_TIMING_EVENTS (IBP_TIMING_CALLER + 2 + IBP_TIMING_CALLER_OTHERS)
+#define IBP_TIMING_MARK (IBP_TIMING_CALLER + 2 + IBP_TIMING_CALLER_OTHERS)
+#define IBP_TIMING_EVENTS (IBP_TIMING_MARK + 1)
 
 /* Per-device state (ibp_device_slot.state). */
 typedef enum ibp_device_state {
@@ -148,6 +150,11 @@ typedef struct ibp_device_memory {
   /* serve/choose/chooser.c: the timed copies' events, IBP_TIMING_EVENTS
    * per sample; NULL until used */
   CUevent timing[IBP_TIMING_EVENTS * IBP_TIMING_SAMPLES];
+  /* ... and the stream their markers are recorded on, which runs nothing
+   * (an event there completes as it is recorded); NULL until used, or
+   * where it could not be created (mark_failed: not tried again) */
+  CUstream mark;
+  int mark_failed;
 } ibp_device_memory;
 
 /* The staged decode's last measurements kept (ibp_device_slot) */

@@ -278,19 +278,12 @@ static void time_begin(ibp_route_copy *x, const decision *d, ibp_timing *t) {
   x->aside_ns = 0;
   if (!d->choice.timed)
     return;
-  /* whether the span starts with the calls (an idle stream) or with the
-   * work queued before: asked, once per timed copy -- the class's busy bit
-   * is the model's guess, and a busy stream taken for idle would have the
-   * calls' time taken off a span that never held them (the driver's copy
-   * then measured cheaper than it is) */
-  const int idle = ibp__stream_idle(d->link);
   /* on a stream of the route's own, the route records the start */
   const int deferred = d->link != x->c->stream;
   ibp__timing_begin(x->slot, d->ch, x->p, d->link, x->c->stream, d->cls,
                     &d->choice, &d->prior[d->go], 1e3 * x->p->runtime_call_us,
                     ibp__route_lead_ns(d->go, x->p),
-                    ibp__route_setup_ns(d->go, x->p), idle, deferred, x->dev,
-                    t);
+                    ibp__route_setup_ns(d->go, x->p), deferred, x->dev, t);
   x->start = t->start;
   x->started = 0;
 }

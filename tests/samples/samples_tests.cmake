@@ -171,6 +171,13 @@ if(TARGET ibp_preload AND NOT samples_gpu)
       ${PROJECT_SOURCE_DIR}/profile/truth/h100-pcie5-decode3xfast.prof)
   set_tests_properties(preload_sample_explore_part PROPERTIES
     LABELS "sim;preload;samples" TIMEOUT 300 ENVIRONMENT "${samples_env}")
+  # a copy timed as its stream runs dry is not charged for its calls
+  add_test(NAME preload_sample_span
+    COMMAND sh ${samples_test_dir}/check_span.sh $<TARGET_FILE:ibp_preload>
+      ${CMAKE_CURRENT_BINARY_DIR}/libibp-span $<TARGET_FILE:kv_offload>
+      ${PROJECT_SOURCE_DIR}/profile/truth/h100-pcie5-linkthird.prof)
+  set_tests_properties(preload_sample_span PROPERTIES
+    LABELS "sim;preload;samples" TIMEOUT 300 ENVIRONMENT "${samples_env}")
   # one pinned buffer copied again and again (bandwidthTest): one route
   add_test(NAME preload_sample_lone
     COMMAND sh ${samples_test_dir}/check_lone.sh $<TARGET_FILE:ibp_preload>

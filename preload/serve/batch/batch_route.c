@@ -66,13 +66,9 @@ void ibp__batch_time_begin(ibp_batch_timed *t, int dev, CUcontext ctx,
       ibp__batch_timed_model(p, &t->g, copies, t->own_call, scan_ns);
   /* an exploration's excess is over the choice for as many copies */
   t->choice.choice_ns *= copies ? copies : 1;
-  /* one query per timed batch (never per copy): whether the span starts
-   * with the calls (an idle stream) or with the work before it */
-  const int idle = ibp__stream_idle(stream);
   ibp__timing_begin(run->slot, run->ch, p, stream, stream, t->cls, &t->choice,
                     &model, 0, ibp__route_lead_ns(IBP_ROUTE_BATCHED, p),
-                    ibp__route_setup_ns(IBP_ROUTE_BATCHED, p), idle, 0, dev,
-                    &run->t);
+                    ibp__route_setup_ns(IBP_ROUTE_BATCHED, p), 0, dev, &run->t);
   t->rec = NULL;
 }
 
@@ -101,11 +97,10 @@ int ibp__batch_time_alone(const ibp_route_copy *y, unsigned cls,
   const ibp_route_cost model = {.cpu_ns =
                                     runtime + 1e3 * p->driver_copy_call_us,
                                 .gpu_ns = prior[IBP_ROUTE_DRIVER].gpu_ns};
-  const int idle = ibp__stream_idle(c->stream);
   ibp_timing t;
   ibp__timing_begin(slot, ch, p, c->stream, c->stream, cls, x, &model, runtime,
                     ibp__route_lead_ns(IBP_ROUTE_DRIVER, p),
-                    ibp__route_setup_ns(IBP_ROUTE_DRIVER, p), idle, 0, dev, &t);
+                    ibp__route_setup_ns(IBP_ROUTE_DRIVER, p), 0, dev, &t);
   if (t.index < 0)
     return 1; /* not timed: the caller goes on as for a copy alone */
   CUresult e = d->cuMemcpyHtoDAsync(c->dst, c->src, c->bytes, c->stream);
@@ -189,11 +184,9 @@ void ibp__call_time_begin(ibp_call_timing *t, const size_t *sizes, size_t count,
   /* an exploration's excess is over the choice for as many entries */
   t->choice.choice_ns *= (double)count;
   t->est_ns = t->choice.est_ns[IBP_ROUTE_DRIVER] * (double)count;
-  const int idle = ibp__stream_idle(stream);
   ibp__timing_begin(t->slot, t->ch, p, stream, stream, t->cls, &t->choice,
                     &model, 0, ibp__route_lead_ns(IBP_ROUTE_DRIVER, p),
-                    ibp__route_setup_ns(IBP_ROUTE_DRIVER, p), idle, 0, t->dev,
-                    &t->t);
+                    ibp__route_setup_ns(IBP_ROUTE_DRIVER, p), 0, t->dev, &t->t);
   t->choice.explore = 0; /* settled by its sample, or dropped with it */
 }
 

@@ -31,16 +31,6 @@ static void restore(const ibp_driver *d, CUstreamCaptureMode mode) {
     d->cuThreadExchangeStreamCaptureMode(&mode);
 }
 
-int ibp__stream_idle(CUstream stream) {
-  const ibp_driver *d = ibp__driver();
-  if (!d || !d->cuStreamQuery)
-    return 0;
-  CUstreamCaptureMode mode = relaxed(d);
-  const int idle = d->cuStreamQuery(stream) == CUDA_SUCCESS;
-  restore(d, mode);
-  return idle;
-}
-
 /* Something a run's promise was made of changed outside a decision (a
  * sample read, an exploration settled, timing paused): the runs take no
  * more (lock held). */
@@ -382,8 +372,8 @@ void ibp__chooser_quiet_report(ibp_chooser *ch, unsigned cls, CUstream stream,
 }
 
 double ibp__timing_cost_ns(const ibp_profile *p) {
-  /* two records, a query and the elapsed time: driver calls each */
-  return 4e3 * p->driver_call_us;
+  /* three records and two elapsed times: driver calls each */
+  return 5e3 * p->driver_call_us;
 }
 
 /* An event call failed timing a copy of class cls: timing pauses in that
@@ -413,22 +403,33 @@ static void drop(ibp_chooser *ch, ibp_timing_sample *x) {
   x->state = SAMPLE_FREE;
 }
 
-/* The GPU's time of a span from ev[0] to ev[1] of ms milliseconds: on an
- * idle stream it starts before the route's first GPU work, which waits for
- * the calls that queue it (the model's lead, scaled as the calls
- * measured); and a span that shared the link, the copy engine or the SMs
- * waited for the other streams' work queued ahead of it: it starts no
- * earlier than the last of their events (others[0..n)) completed (one that
- * completed after the copy's end ran beside it, and one not completed yet
- * still runs: neither delayed its start), plus the route's set-up, which
- * ran meanwhile -- docs/ARCHITECTURE.md "The gate", contention. */
+/* The GPU's time of a span from ev[0] to ev[1] of ms milliseconds, mark_ms
+ * from the marker to ev[1] (< 0: not known).  A stream that ran dry before
+ * the route's calls queued its work (ev[0] completed before they ended:
+ * idle, or its last copy ended meanwhile) waited for them: its work starts
+ * no earlier than the marker, plus the start events' calls, plus the
+ * route's calls before its first GPU work (the model's lead, scaled as the
+ * calls measured) -- without it a KV window's driver copies, each queued
+ * as the one before ended, measured 1.6x their model.  And a span that
+ * shared the link, the copy engine or the SMs waited for the other
+ * streams' work queued ahead of it: it starts no earlier than the last of
+ * their events (others[0..n)) completed (one that completed after the
+ * copy's end ran beside it, and one not completed yet still runs: neither
+ * delayed its start), plus the route's set-up, which ran meanwhile --
+ * docs/ARCHITECTURE.md "The gate", contention. */
 static double span_gpu_ns(const ibp_driver *d, const ibp_timing_sample *x,
                           const CUevent ev[2], const CUevent others[],
-                          unsigned n, float ms) {
+                          unsigned n, float ms, float mark_ms) {
   double gpu = 1e6 * ms;
-  if (x->idle && x->cpu_model_ns > 0) {
-    double lead = x->lead_model_ns * x->cpu_ns / x->cpu_model_ns;
-    gpu -= lead < x->cpu_ns ? lead : x->cpu_ns;
+  if (mark_ms >= 0) {
+    double lead = 0;
+    if (x->cpu_model_ns > 0) {
+      lead = x->lead_model_ns * x->cpu_ns / x->cpu_model_ns;
+      lead = lead < x->cpu_ns ? lead : x->cpu_ns;
+    }
+    const double after_calls = 1e6 * mark_ms - x->mark_ns - lead;
+    if (after_calls < gpu)
+      gpu = after_calls > 0 ? after_calls : 0;
   }
   for (unsigned j = 0; j < n; j++) {
     float after = 0;
@@ -438,6 +439,21 @@ static double span_gpu_ns(const ibp_driver *d, const ibp_timing_sample *x,
       gpu = 1e6 * after + x->setup_ns;
   }
   return gpu;
+}
+
+/* The marker's time to event `end` of sample x (ms; -1: none or not
+ * known).  Returns 0 while the GPU has not run them both. */
+static int mark_ms(const ibp_driver *d, const ibp_timing_sample *x,
+                   const CUevent *ev, CUevent end, float *ms) {
+  *ms = -1;
+  if (!x->marked || !ev[IBP_TIMING_MARK] || !end)
+    return 1;
+  const CUresult q = d->cuEventElapsedTime(ms, ev[IBP_TIMING_MARK], end);
+  if (q == CUDA_ERROR_NOT_READY)
+    return 0;
+  if (q != CUDA_SUCCESS)
+    *ms = -1;
+  return 1;
 }
 
 /* Reads sample i if the GPU has run it (lock held; never waits). */
@@ -473,6 +489,10 @@ static void read_sample(const ibp_driver *d, ibp_served_region *s,
     if (q != CUDA_SUCCESS)
       whole_ms = -1;
   }
+  float mark = -1, whole_mark = -1;
+  if (!mark_ms(d, x, ev, ev[1], &mark) ||
+      (whole_ms >= 0 && !mark_ms(d, x, ev, w[1], &whole_mark)))
+    return;
   /* a span libibp's own uploads shared the link with says nothing of the
    * route's GPU time (streams.h): dropped, an exploration's charge
    * standing -- but the calls, timed on the host, are what they are: a
@@ -488,11 +508,12 @@ static void read_sample(const ibp_driver *d, ibp_served_region *s,
   }
   x->state = SAMPLE_FREE;
   changed(ch);
-  const double gpu = span_gpu_ns(d, x, ev, ev + 2, x->others, ms);
+  const double gpu = span_gpu_ns(d, x, ev, ev + 2, x->others, ms, mark);
   /* the two stages as they ran on the caller's stream, where timed */
   const double whole_gpu =
-      whole_ms >= 0 ? span_gpu_ns(d, x, w, w + 2, x->caller_others, whole_ms)
-                    : -1;
+      whole_ms >= 0
+          ? span_gpu_ns(d, x, w, w + 2, x->caller_others, whole_ms, whole_mark)
+          : -1;
   ibp_choose_class *k = &ch->cls[x->cls];
   /* a two-stage route's second stage, as modelled (its decode probe
    * corrects it) */
@@ -643,6 +664,15 @@ static int sample_events(const ibp_driver *d, ibp_device_slot *slot,
       ok = 0;
     }
   }
+  /* the markers' stream: without it spans are read whole, as if their
+   * stream never ran dry (an upper bound) */
+  if (ok && !slot->mem.mark && !slot->mem.mark_failed &&
+      (!d->cuStreamCreate ||
+       d->cuStreamCreate(&slot->mem.mark, CU_STREAM_NON_BLOCKING) !=
+           CUDA_SUCCESS)) {
+    slot->mem.mark = NULL;
+    slot->mem.mark_failed = 1;
+  }
   restore(d, mode);
   return ok;
 }
@@ -651,8 +681,8 @@ void ibp__timing_begin(ibp_device_slot *slot, ibp_chooser *ch,
                        const ibp_profile *p, CUstream stream, CUstream caller,
                        unsigned cls, const ibp_choice *c,
                        const ibp_route_cost *prior, double runtime_ns,
-                       double lead_ns, double setup_ns, int idle, int deferred,
-                       int dev, ibp_timing *t) {
+                       double lead_ns, double setup_ns, int deferred, int dev,
+                       ibp_timing *t) {
   const ibp_driver *d = ibp__driver();
   t->index = -1;
   t->start = NULL;
@@ -674,7 +704,6 @@ void ibp__timing_begin(ibp_device_slot *slot, ibp_chooser *ch,
     *x = (ibp_timing_sample){.state = SAMPLE_RECORDING,
                              .cls = cls,
                              .route = c->route,
-                             .idle = idle,
                              .explore = c->explore,
                              .charged_ns = c->charged_ns,
                              .choice_ns = c->choice_ns,
@@ -712,12 +741,17 @@ void ibp__timing_begin(ibp_device_slot *slot, ibp_chooser *ch,
       dev, stream, caller, 1, ibp__clock_ns(), ev + 2, IBP_TIMING_OTHERS);
   unsigned whole = 0;
   CUresult e = CUDA_SUCCESS;
-  if (deferred) { /* the whole span on the caller's stream as well */
+  if (deferred) /* the whole span on the caller's stream as well */
     whole = ibp__streams_mark_others(dev, caller, stream, 0, ibp__clock_ns(),
                                      ev + IBP_TIMING_CALLER + 2,
                                      IBP_TIMING_CALLER_OTHERS);
+  /* the host's moment on the GPU's clock, last before the start events */
+  const CUstream mark = slot->mem.mark;
+  if (mark)
+    e = d->cuEventRecord(ev[IBP_TIMING_MARK], mark);
+  const double marked = ibp__clock_ns();
+  if (e == CUDA_SUCCESS && deferred)
     e = d->cuEventRecord(ev[IBP_TIMING_CALLER], caller);
-  }
   restore(d, mode);
   if (e == CUDA_SUCCESS && !deferred)
     e = d->cuEventRecord(ev[0], stream);
@@ -732,6 +766,8 @@ void ibp__timing_begin(ibp_device_slot *slot, ibp_chooser *ch,
   ch->sample[i].caller = deferred ? caller : NULL;
   ch->sample[i].caller_others = whole;
   ch->sample[i].t0_ns = ibp__clock_ns();
+  ch->sample[i].marked = mark != NULL;
+  ch->sample[i].mark_ns = ch->sample[i].t0_ns - marked;
   t->index = i;
   if (deferred)
     t->start = ev[0];

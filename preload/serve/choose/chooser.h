@@ -33,7 +33,9 @@ typedef struct ibp_timing_sample {
   int state; /* 0 free, 1 being recorded, 2 recorded: waiting for the GPU */
   unsigned cls;
   ibp_route route;
-  int idle;                 /* the stream had nothing queued before it */
+  int marked;               /* the marker event was recorded before it */
+  double mark_ns;           /* device clock from the marker to t0_ns: the
+                               start events' calls */
   unsigned others;          /* events recorded on other streams whose work
                                queued before it it may wait for (contention) */
   double due_ns;            /* device clock: not queried before (the model's
@@ -49,7 +51,8 @@ typedef struct ibp_timing_sample {
   double cpu_ns;            /* measured: the submission on the calling thread */
   double cpu_model_ns;      /* the model's for the same calls */
   double lead_model_ns;     /* the model's CPU time before the route's first
-                               GPU work (idle streams: not the GPU's) */
+                               GPU work (not the GPU's where its stream had
+                               run dry: the marker says) */
   double setup_ns;          /* the model's GPU time before its first turn on
                                the link */
   double gpu_model_ns;      /* the model's GPU time (of a two-stage route, its
@@ -137,13 +140,8 @@ void ibp__chooser_figures(ibp_chooser *ch, ibp_stat_route out[IBP_STAT_ROUTES]);
 /* Frees a chooser (with its served region; its events are the slot's). */
 void ibp__chooser_free(ibp_chooser *ch);
 
-/* Whether `stream` has nothing queued (cuStreamQuery, in relaxed capture
- * mode: it must not invalidate another thread's capture); a failing query
- * counts as busy. */
-int ibp__stream_idle(CUstream stream);
-
-/* What timing one copy costs on profile p, ns: two event records, a query
- * and the reading. */
+/* What timing one copy costs on profile p, ns: three event records (its
+ * start, its end, the marker) and two readings. */
 double ibp__timing_cost_ns(const ibp_profile *p);
 
 /* Decides a copy of class cls (ibp__choose_class_index) of region s on the
@@ -216,19 +214,21 @@ typedef struct ibp_timing {
  * prior: the route's model cost for it; runtime_ns: the share of
  * prior->cpu_ns the runtime spends before libibp sees the copy; lead_ns:
  * the model's CPU time before the route's first GPU work; setup_ns: its GPU
- * time before its first turn on the link (ibp_route_ops.setup_ns); idle: the
- * stream
- * had nothing queued; dev: the device, whose other streams still running
- * libibp's work (ibp__streams_others) get an event each, so that the span
- * is not charged for waiting behind them.  Leaves
+ * time before its first turn on the link (ibp_route_ops.setup_ns); dev: the
+ * device, whose other streams still running libibp's work
+ * (ibp__streams_others) get an event each, so that the span is not charged
+ * for waiting behind them.  Before the first event a marker is recorded on
+ * the slot's stream that runs nothing (ibp_device_memory.mark): the host's
+ * moment on the GPU's clock, so that a span whose stream ran dry before the
+ * route's calls queued its work is not charged for those calls.  Leaves
  * t->index -1 when the copy is not timed (no free sample, capturing, an event
  * call failed). */
 void ibp__timing_begin(ibp_device_slot *slot, ibp_chooser *ch,
                        const ibp_profile *p, CUstream stream, CUstream caller,
                        unsigned cls, const ibp_choice *c,
                        const ibp_route_cost *prior, double runtime_ns,
-                       double lead_ns, double setup_ns, int idle, int deferred,
-                       int dev, ibp_timing *t);
+                       double lead_ns, double setup_ns, int deferred, int dev,
+                       ibp_timing *t);
 
 /* Ends the timing t after the copy's submission: records the second
  * event.  submitted = 0: the copy was not queued after all (the sample is

@@ -208,6 +208,8 @@ void ibp__device_memory_free(const ibp_driver *d, ibp_device_memory *m) {
   for (size_t k = 0; k < IBP_TIMING_EVENTS * IBP_TIMING_SAMPLES; k++)
     if (m->timing[k])
       d->cuEventDestroy(m->timing[k]);
+  if (m->mark)
+    d->cuStreamDestroy(m->mark);
   *m = (ibp_device_memory){0};
 }
 
