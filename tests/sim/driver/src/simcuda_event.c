@@ -3,7 +3,13 @@
  * record; it is complete when that stream has completed that far.  The
  * record operation stamps the virtual time at which the stream reaches it
  * (simcuda_vclock.c), so cuEventElapsedTime measures the modelled time of
- * the work between two records.
+ * the work between two records.  Like cuEventQuery, it answers in virtual
+ * time: an event whose stream's workers have not run it yet in real time
+ * (an emulated kernel ahead of it) is waited for, and one stamped after
+ * the caller's virtual time is not ready -- what a GPU running as the
+ * model says would answer, whatever the machine's load (libibp reads its
+ * timed copies so; answered in real time, the same run of libibp read
+ * them at different moments from run to run).
  * cuStreamWaitEvent is an operation whose dependency is the event's last
  * record.  An event never recorded is complete.
  */
@@ -203,6 +209,23 @@ static CUresult stamp(scu_event *ev, double *ns) {
   return r;
 }
 
+/* stamp(), the event's last record run first where its stream gets there
+ * (settled: answered in virtual time -- not ready while stamped after the
+ * caller's time). */
+static CUresult stamp_settled(scu_event *ev, double *ns) {
+  uint64_t seq;
+  scu_stream *s = last_record(ev, &seq);
+  bool settled = false;
+  if (s) {
+    settled = scu_stream_settle(s, seq);
+    scu_stream_put(s);
+  }
+  CUresult r = stamp(ev, ns);
+  if (r == CUDA_SUCCESS && settled && *ns > simclock_now())
+    r = CUDA_ERROR_NOT_READY;
+  return r;
+}
+
 static CUresult elapsed(float *ms, CUevent hstart, CUevent hend) {
   if (!ms)
     return CUDA_ERROR_INVALID_VALUE;
@@ -210,7 +233,7 @@ static CUresult elapsed(float *ms, CUevent hstart, CUevent hend) {
   CUresult r = CUDA_ERROR_INVALID_HANDLE;
   double ta, tb;
   if (a && b) {
-    CUresult ra = stamp(a, &ta), rb = stamp(b, &tb);
+    CUresult ra = stamp_settled(a, &ta), rb = stamp_settled(b, &tb);
     r = ra == CUDA_ERROR_INVALID_HANDLE || rb == CUDA_ERROR_INVALID_HANDLE
             ? CUDA_ERROR_INVALID_HANDLE
         : ra != CUDA_SUCCESS ? ra
