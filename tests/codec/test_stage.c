@@ -450,6 +450,16 @@ static void check_descriptor(rng *r, const sregion *g) {
   CHECK_U64(used, n);
   CHECK_MEM(back.lengths, g->st[0].lengths, sizeof back.lengths, "lengths");
   CHECK(ibp_stage_read(&back, d, n - 1, g->R, &used) != IBP_OK);
+  if (g->st[0].kind == IBP_STAGE_EXP) { /* docs/FORMAT.md §9.2, §9.3 */
+    const size_t nb = (g->st[0].symbols + 2) / 2; /* 2^e + 1 nibbles: odd */
+    d[3 + nb - 1] |= 0x10;                        /* the unused nibble */
+    CHECK(ibp_stage_read(&back, d, n, g->R, &used) != IBP_OK);
+    memset(d + 3, 0, nb); /* three codes of 1 bit: a Kraft sum of 1.5 */
+    d[3] = 0x11;
+    d[4] = 0x01;
+    CHECK(ibp_stage_read(&back, d, n, g->R, &used) != IBP_OK);
+    ibp_stage_write(&g->st[0], d);
+  }
   d[rng_below(r, n)] ^= (uint8_t)(1u << rng_below(r, 8));
   (void)ibp_stage_read(&back, d, n, g->R, &used);
 }
