@@ -103,6 +103,9 @@ static uint32_t ref_width(const ibp_stage *st, uint32_t values, ref_dtype d) {
   return w;
 }
 
+/* The bits of the stream ref_stage_store made last (its end bit). */
+static uint64_t ref_stream_bits;
+
 /* The stored form of t per the format: returns its length (R = raw). */
 static size_t ref_stage_store(const fixture *f, const ibp_stage *st,
                               const uint8_t *t, uint8_t *slot) {
@@ -156,6 +159,7 @@ static size_t ref_stage_store(const fixture *f, const ibp_stage *st,
     }
   }
   size_t len = (size_t)((pos + 7) / 8);
+  ref_stream_bits = pos;
   if (!sendable || len >= R) {
     memcpy(slot, t, R);
     len = R;
@@ -301,6 +305,25 @@ static void damage(rng *r, const sregion *g, uint32_t id, const uint8_t *s,
   free(out);
 }
 
+/* Sets each padding bit of a stream of `bits` bits (its last byte's bits
+ * from bit `bits` on), one at a time: a reader rejects nonzero padding
+ * (docs/FORMAT.md §9.1 step 3). */
+static void padding(const sregion *g, uint32_t id, const uint8_t *s, size_t len,
+                    uint64_t bits) {
+  uint8_t *bad = xmalloc(len), *out = xmalloc(g->R);
+  CHECK_U64((bits + 7) / 8, len);
+  for (uint32_t b = (uint32_t)(bits & 7); b && b < 8; b++) {
+    memcpy(bad, s, len);
+    bad[len - 1] |= (uint8_t)(1u << b);
+    CHECKF(ibp_decompress_tensor_staged(&g->p[id], &g->st[id], bad, len, 1,
+                                        out) != IBP_OK,
+           "a stream of %llu bits with padding bit %u set decodes",
+           (unsigned long long)bits, b);
+  }
+  free(bad);
+  free(out);
+}
+
 static void check_tensors(rng *r, const sregion *g) {
   uint8_t *slot = xmalloc(g->R), *want = xmalloc(g->R), *out = xmalloc(g->R);
   for (uint64_t i = 0; i < g->n; i++) {
@@ -319,6 +342,7 @@ static void check_tensors(rng *r, const sregion *g) {
     stored =
         ibp_compress_tensor_staged(&g->p[id], &g->st[id], t, slot, &compressed);
     size_t ref = ref_stage_store(&g->f[id], &g->st[id], t, want);
+    const uint64_t bits = ref_stream_bits;
     CHECK_U64(stored, ref);
     CHECK_U64(stored, least);
     CHECK_MEM(slot, want, stored, "stored bytes vs reference");
@@ -332,6 +356,8 @@ static void check_tensors(rng *r, const sregion *g) {
                                             &len));
       CHECK_U64(len, stored);
       damage(r, g, id, slot, stored);
+      if (g->st[id].kind != IBP_STAGE_NONE)
+        padding(g, id, slot, stored, bits);
     }
   }
   free(slot);
@@ -424,6 +450,16 @@ static void check_descriptor(rng *r, const sregion *g) {
   CHECK_U64(used, n);
   CHECK_MEM(back.lengths, g->st[0].lengths, sizeof back.lengths, "lengths");
   CHECK(ibp_stage_read(&back, d, n - 1, g->R, &used) != IBP_OK);
+  if (g->st[0].kind == IBP_STAGE_EXP) { /* docs/FORMAT.md §9.2, §9.3 */
+    const size_t nb = (g->st[0].symbols + 2) / 2; /* 2^e + 1 nibbles: odd */
+    d[3 + nb - 1] |= 0x10;                        /* the unused nibble */
+    CHECK(ibp_stage_read(&back, d, n, g->R, &used) != IBP_OK);
+    memset(d + 3, 0, nb); /* three codes of 1 bit: a Kraft sum of 1.5 */
+    d[3] = 0x11;
+    d[4] = 0x01;
+    CHECK(ibp_stage_read(&back, d, n, g->R, &used) != IBP_OK);
+    ibp_stage_write(&g->st[0], d);
+  }
   d[rng_below(r, n)] ^= (uint8_t)(1u << rng_below(r, 8));
   (void)ibp_stage_read(&back, d, n, g->R, &used);
 }

@@ -26,7 +26,9 @@
  * every tensor looked at, IBP's search on the stripped tensors with chunk
  * width W; P is the width the search picks when free to, S the share of
  * the bytes the stage and IBP save together); the same layout and copy as
- * above.
+ * above.  IBP_COUNT_STAGE_FILE=PATH takes the stage regions' bytes from
+ * that file instead (bf16 values, e.g. bench/data's cnn_f32_to_bf16.bin),
+ * from byte IBP_COUNT_STAGE_SKIP on (default 0): the count on real data.
  */
 #include <math.h>
 #include <stdio.h>
@@ -106,6 +108,15 @@ static void build_stage(kcase *k, rng *r, uint32_t R, uint32_t c, uint64_t n,
   kcase_shape s = {R, c, n, 0, 0, 0, 0, 0, 0, 1, 1};
   kcase_build(k, r, &s); /* geometry and buffers; contents replaced below */
   weights_bf16(r, k->orig, k->bytes);
+  const char *file = getenv("IBP_COUNT_STAGE_FILE");
+  if (file) { /* the file's bf16 bytes instead, from the offset (header) */
+    FILE *f = fopen(file, "rb");
+    CHECK(f != NULL);
+    const char *skip = getenv("IBP_COUNT_STAGE_SKIP");
+    CHECK(fseek(f, skip ? atol(skip) : 0, SEEK_SET) == 0);
+    CHECK(fread(k->orig, 1, k->bytes, f) == k->bytes);
+    fclose(f);
+  }
   choose(k->orig, k->bytes, R, 0, ch);
   *picked = ch->clusters.params[0].chunk_bytes;
   ibp_stage_choice_free(ch);
