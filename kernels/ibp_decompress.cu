@@ -103,6 +103,7 @@ enum {
   MARK_EXP_VALUE4,     /* a pair of 4-byte values of a segment */
   MARK_PLANES_STEP,    /* a pass of a block decode's bit count (bit planes) */
   MARK_PLANES_END,     /* after it */
+  MARK_BSTAGE_FIRST,   /* a block's fetch's first block-wide request */
   MARK_COUNT
 };
 
@@ -837,9 +838,12 @@ IBP_DEV void block_stage(uint8_t *stage, uintptr_t from, uintptr_t to,
     /* the thread's piece of each block-wide span, q (its warp's 512 bytes
      * from q & ~511 on: a warp with none in range makes no request, no
      * sector) */
-    for (uint32_t q = PIECE * ibp_dev_thread(); (q & ~(SPAN - 1)) <= last;
-         q += span) {
-      IBP_MARK(MARK_BSTAGE_STEP);
+    uint32_t q = PIECE * ibp_dev_thread();
+    if ((q & ~(SPAN - 1)) <= last) {
+      /* the first span: the only one whose pieces may start below the
+       * readable range (ok <= from - line < LINE, the others' pieces start
+       * at SPAN or later) */
+      IBP_MARK(MARK_BSTAGE_FIRST);
       const uint32_t o = q < first ? first : q > last ? last : q;
       const unsigned n = end - o < PIECE ? end - o : PIECE;
       if (o >= ok) {
@@ -851,6 +855,12 @@ IBP_DEV void block_stage(uint8_t *stage, uintptr_t from, uintptr_t to,
           IBP_MARK(MARK_BSTAGE_BYTES);
           stage[a - first] = ibp_dev_ld_host_u8((const uint8_t *)(line + a));
         }
+      }
+      for (q += span; (q & ~(SPAN - 1)) <= last; q += span) {
+        IBP_MARK(MARK_BSTAGE_STEP);
+        const uint32_t p = q > last ? last : q; /* q >= SPAN > first */
+        const unsigned m = end - p < PIECE ? end - p : PIECE;
+        ibp_dev_cp_async16(stage + (p - first), (const void *)(line + p), m);
       }
     }
   }
