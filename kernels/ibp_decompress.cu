@@ -103,6 +103,8 @@ enum {
   MARK_EXP_VALUE4,     /* a pair of 4-byte values of a segment */
   MARK_PLANES_STEP,    /* a pass of a block decode's bit count (bit planes) */
   MARK_PLANES_END,     /* after it */
+  MARK_BSTAGE_FIRST,   /* a block's fetch's first block-wide request */
+  MARK_STAGE_FIRST,    /* a fetch's first warp-wide request */
   MARK_COUNT
 };
 
@@ -177,11 +179,19 @@ IBP_DEV void warp_copy_raw(uint8_t *dst, const uint8_t *src_p, uint64_t len,
 /* Stages host bytes [s + lo, s + hi) into stage (stage[0] holds host
  * address floor16(s)) with 16-byte cp.async pieces, line-aligned requests,
  * never reading at or past s + hi.  A piece that would start below
- * lo_ok (the readable host range) is read byte by byte.  Commits one
- * group. */
+ * lo_ok (the readable host range) is read byte by byte: only the first
+ * request can hold one (the range starts at or below s + lo, less than a
+ * line past the request's start), so that request is issued on its own
+ * and the requests after it test nothing -- except on sm_120, where
+ * ptxas spilled ibp_decompress (8 bytes) in every arrangement of that
+ * split tried, and the fetch keeps one loop, each request testing the
+ * readable range (bench/README.md, decode-plan-12).  Commits one group. */
 IBP_DEV void warp_stage(uint8_t *stage, const uint8_t *s_p, uint32_t lo,
                         uint32_t hi, const uint8_t *lo_ok_p) {
   if (hi > lo) { /* offsets from the line below s + lo: 32 bits */
+#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ < 1200
+    IBP_MARK(MARK_STAGE_FIRST);
+#endif
     const uintptr_t s = (uintptr_t)s_p, lo_ok = (uintptr_t)lo_ok_p;
     const uintptr_t line = (s + lo) & ~(uintptr_t)(LINE - 1);
     const uint32_t skip = (uint32_t)((s & ~(uintptr_t)(PIECE - 1)) - line);
@@ -189,6 +199,29 @@ IBP_DEV void warp_stage(uint8_t *stage, const uint8_t *s_p, uint32_t lo,
     const uint32_t first = from & ~(PIECE - 1), last = (end - 1) & ~(PIECE - 1);
     const uint32_t ok = lo_ok > line ? (uint32_t)(lo_ok - line) : 0;
     const uint32_t mine = PIECE * ibp_dev_lane();
+#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ < 1200
+    { /* the first request (first < LINE: every lane's piece is there) */
+      const uint32_t q = mine < first ? first : mine > last ? last : mine;
+      const unsigned n = end - q < PIECE ? end - q : PIECE;
+      if (q >= ok) {
+        ibp_dev_cp_async16(stage + (q - skip), (const void *)(line + q), n);
+      } else { /* the region starts inside this piece: from >= ok */
+        IBP_MARK(MARK_STAGE_EDGE);
+        IBP_NO_UNROLL /* a rare path: loads in flight would cost registers */
+            for (uint32_t x = from; x < q + n; x++) {
+          IBP_MARK(MARK_STAGE_BYTES);
+          stage[x - skip] = ibp_dev_ld_host_u8((const uint8_t *)(line + x));
+        }
+      }
+    }
+    /* the others: o >= SPAN > first, and ok <= from < LINE */
+    for (uint32_t o = SPAN + mine; (o & ~(SPAN - 1)) <= last; o += SPAN) {
+      IBP_MARK(MARK_STAGE_STEP);
+      const uint32_t q = o > last ? last : o;
+      const unsigned n = end - q < PIECE ? end - q : PIECE;
+      ibp_dev_cp_async16(stage + (q - skip), (const void *)(line + q), n);
+    }
+#else /* sm_120: one loop */
     for (uint32_t step = 0; step <= last; step += SPAN) {
       IBP_MARK(MARK_STAGE_STEP);
       const uint32_t o = step + mine;
@@ -205,6 +238,7 @@ IBP_DEV void warp_stage(uint8_t *stage, const uint8_t *s_p, uint32_t lo,
         }
       }
     }
+#endif
   }
   IBP_MARK(MARK_STAGE_END);
   ibp_dev_cp_async_commit();
@@ -837,9 +871,12 @@ IBP_DEV void block_stage(uint8_t *stage, uintptr_t from, uintptr_t to,
     /* the thread's piece of each block-wide span, q (its warp's 512 bytes
      * from q & ~511 on: a warp with none in range makes no request, no
      * sector) */
-    for (uint32_t q = PIECE * ibp_dev_thread(); (q & ~(SPAN - 1)) <= last;
-         q += span) {
-      IBP_MARK(MARK_BSTAGE_STEP);
+    uint32_t q = PIECE * ibp_dev_thread();
+    if ((q & ~(SPAN - 1)) <= last) {
+      /* the first span: the only one whose pieces may start below the
+       * readable range (ok <= from - line < LINE, the others' pieces start
+       * at SPAN or later) */
+      IBP_MARK(MARK_BSTAGE_FIRST);
       const uint32_t o = q < first ? first : q > last ? last : q;
       const unsigned n = end - o < PIECE ? end - o : PIECE;
       if (o >= ok) {
@@ -851,6 +888,12 @@ IBP_DEV void block_stage(uint8_t *stage, uintptr_t from, uintptr_t to,
           IBP_MARK(MARK_BSTAGE_BYTES);
           stage[a - first] = ibp_dev_ld_host_u8((const uint8_t *)(line + a));
         }
+      }
+      for (q += span; (q & ~(SPAN - 1)) <= last; q += span) {
+        IBP_MARK(MARK_BSTAGE_STEP);
+        const uint32_t p = q > last ? last : q; /* q >= SPAN > first */
+        const unsigned m = end - p < PIECE ? end - p : PIECE;
+        ibp_dev_cp_async16(stage + (p - first), (const void *)(line + p), m);
       }
     }
   }
