@@ -19,7 +19,11 @@
  *     packed offsets) and a version-4 container round-trip;
  *   - iterations alternate the portable and BMI2 paths of the IBP part;
  *   - damaged streams (bit flips, truncation) and damaged descriptors
- *     return a status, never read or write out of bounds (run under ASan).
+ *     return a status, never read or write out of bounds (run under ASan);
+ *     nonzero padding, and an IBP part that carries a value's field, are
+ *     rejected;
+ *   - the stage's size on a tensor of dyadic field shares: the entropy, to
+ *     a few bits (check_dyadic_size).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -106,9 +110,13 @@ static uint32_t ref_width(const ibp_stage *st, uint32_t values, ref_dtype d) {
 /* The bits of the stream ref_stage_store made last (its end bit). */
 static uint64_t ref_stream_bits;
 
-/* The stored form of t per the format: returns its length (R = raw). */
+/* The stored form of t per the format: returns its length (R = raw).
+ * carry < R / value bytes: a corrupt stream instead, whose IBP part codes
+ * value `carry` with its field's bits (FORMAT.md §9: IBP codes the tensor
+ * with the field zeroed); 0 where the Mask is the field alone (no chunk of
+ * the IBP part can hold them). */
 static size_t ref_stage_store(const fixture *f, const ibp_stage *st,
-                              const uint8_t *t, uint8_t *slot) {
+                              const uint8_t *t, uint8_t *slot, uint32_t carry) {
   const uint32_t R = f->R;
   if (st->kind == IBP_STAGE_NONE) { /* a stage-off cluster: IBP alone (§9.2) */
     int compressed;
@@ -119,7 +127,8 @@ static size_t ref_stage_store(const fixture *f, const ibp_stage *st,
   uint8_t *out = xcalloc(ref_stream_capacity(&f->ref) + 16 * (size_t)R + 64);
   for (uint32_t b = 0; b < R; b++) {
     uint32_t pos = b % d.bytes, fm = ((1u << d.bits) - 1) << d.lo;
-    stripped[b] = (uint8_t)(t[b] & ~(fm >> (8 * pos)));
+    stripped[b] =
+        b / d.bytes == carry ? t[b] : (uint8_t)(t[b] & ~(fm >> (8 * pos)));
   }
   uint64_t pos = 0;
   ref_encode(&f->ref, stripped, out, &pos);
@@ -127,6 +136,11 @@ static size_t ref_stage_store(const fixture *f, const ibp_stage *st,
   for (uint32_t b = 0; b < R; b++) {
     uint32_t fm = ((1u << d.bits) - 1) << d.lo;
     omit &= f->mask[b] == (uint8_t)(fm >> (8 * (b % d.bytes)));
+  }
+  if (omit && carry < R / d.bytes) {
+    free(stripped);
+    free(out);
+    return 0;
   }
   if (omit) {
     uint64_t nch = ref_nchunks(&f->ref);
@@ -324,6 +338,34 @@ static void padding(const sregion *g, uint32_t id, const uint8_t *s, size_t len,
   free(out);
 }
 
+/* A stream whose IBP part carries the field of one value of t whose field
+ * is not 0 (its chunk stored whole), the stage part coding t's fields as
+ * always: the IBP part decodes to t with that field in, the stage would OR
+ * the same bits in -- the right tensor from a stream no writer makes.  A
+ * reader rejects it (codec/stage.c: the IBP part's field must be 0; a
+ * mutant that dropped that check passed every stage, container, analyze
+ * and fuzz test). */
+static uint64_t carried_checked; /* such streams tried */
+
+static void field_carried(const sregion *g, uint32_t id, const uint8_t *t) {
+  const ref_dtype d = ref_dtype_of(g->dtype);
+  uint32_t v = 0;
+  while (v < g->R / d.bytes && ref_field(t, v, d) == 0)
+    v++;
+  if (v == g->R / d.bytes)
+    return; /* every field 0: nothing to carry */
+  uint8_t *bad = xmalloc(g->R), *out = xmalloc(g->R);
+  size_t len = ref_stage_store(&g->f[id], &g->st[id], t, bad, v);
+  if (len > 0 && len < g->R) { /* (0: no bitmap; R: stored raw) */
+    CHECKF(ibp_decompress_tensor_staged(&g->p[id], &g->st[id], bad, len, 1,
+                                        out) == IBP_ERR_CORRUPT,
+           "a stream whose IBP part carries value %u's field decodes", v);
+    carried_checked++;
+  }
+  free(bad);
+  free(out);
+}
+
 static void check_tensors(rng *r, const sregion *g) {
   uint8_t *slot = xmalloc(g->R), *want = xmalloc(g->R), *out = xmalloc(g->R);
   for (uint64_t i = 0; i < g->n; i++) {
@@ -341,7 +383,7 @@ static void check_tensors(rng *r, const sregion *g) {
     int compressed;
     stored =
         ibp_compress_tensor_staged(&g->p[id], &g->st[id], t, slot, &compressed);
-    size_t ref = ref_stage_store(&g->f[id], &g->st[id], t, want);
+    size_t ref = ref_stage_store(&g->f[id], &g->st[id], t, want, UINT32_MAX);
     const uint64_t bits = ref_stream_bits;
     CHECK_U64(stored, ref);
     CHECK_U64(stored, least);
@@ -356,8 +398,10 @@ static void check_tensors(rng *r, const sregion *g) {
                                             &len));
       CHECK_U64(len, stored);
       damage(r, g, id, slot, stored);
-      if (g->st[id].kind != IBP_STAGE_NONE)
+      if (g->st[id].kind != IBP_STAGE_NONE) {
         padding(g, id, slot, stored, bits);
+        field_carried(g, id, t);
+      }
     }
   }
   free(slot);
@@ -464,8 +508,78 @@ static void check_descriptor(rng *r, const sregion *g) {
   (void)ibp_stage_read(&back, d, n, g->R, &used);
 }
 
+/* The stage's size pinned on one bf16 tensor whose field distribution is
+ * dyadic, so that a Huffman code reaches its entropy exactly: of N = 4096
+ * values, 2048 share one field (p = 1/2: a 1-bit code), 128 fields take 8
+ * values each (p = 2^-9: 9 bits) and 256 fields 4 each (p = 2^-10: 10 bits; the
+ * rarest share a writer still gives a code of its own, docs/FORMAT.md
+ * §9.3 "Code").  H = 1/2 * 1 + 1/4 * 9 +
+ * 1/4 * 10 = 5.25 bits a value, 21504 bits of codes; the escape (weight 1,
+ * never sent) takes some code space, a few bits of one rare field's codes
+ * at most -- the tolerance, N / 256 bits.  The Mask is the field alone: the
+ * IBP part is the 7 mantissa bits of every value, no bitmap; the segment
+ * lengths (S - 1 of W bits) as the format writes them.  A writer that sent
+ * the rarer fields as escapes (a threshold of 2^-7 instead of 2^-10: 1 +
+ * 9 bits for half the values, 5.5 bits a value) misses the bound by 1024
+ * bits; so do other lengths than the entropy's. */
+static void check_dyadic_size(void) {
+  enum { N = 4096, R = 2 * N, L = 8 };
+  const ref_dtype d = ref_dtype_of(IBP_DTYPE_BF16);
+  rng r;
+  rng_seed(&r, 0x5eed);
+  uint16_t *t = xmalloc(R);
+  uint32_t at = 0;
+  for (uint32_t i = 0; i < N / 2; i++)
+    t[at++] = 120;
+  for (uint32_t f = 0; f < 128; f++)
+    for (uint32_t i = 0; i < 8; i++)
+      t[at++] = (uint16_t)(121 + f);
+  for (uint32_t f = 0; f < 256; f++)
+    for (uint32_t i = 0; i < 4; i++)
+      t[at++] = (uint16_t)(256 + f);
+  CHECK_U64(at, N);
+  for (uint32_t i = N - 1; i > 0; i--) { /* shuffled, random mantissas */
+    uint32_t j = (uint32_t)rng_below(&r, i + 1), x = t[i];
+    t[i] = t[j];
+    t[j] = (uint16_t)x;
+  }
+  for (uint32_t i = 0; i < N; i++)
+    t[i] = (uint16_t)(t[i] << d.lo | (rng_next(&r) & ((1u << d.lo) - 1)));
+  test_case("a dyadic bf16 tensor of %u values, segments of 2^%u", N, L);
+  ibp_stage st;
+  CHECK_OK(ibp_stage_init(&st, IBP_STAGE_EXP, IBP_DTYPE_BF16, L, R));
+  ibp_stage_count(&st, t, R);
+  CHECK_OK(ibp_stage_finish(&st));
+  fixture f;
+  fixture_init(&f, R, 1);
+  ibp_stage_field(&st, f.mask, R);
+  fixture_commit(&f);
+  const uint64_t S = N >> L, W = ref_width(&st, N, d);
+  const uint64_t fixed = (uint64_t)N * d.lo + (S - 1) * W;
+  const uint64_t entropy = N / 2 * 1 + N / 4 * 9 + N / 4 * 10;
+  const uint64_t bytes = ibp_compressed_size_staged(&f.lib, &st, t);
+  printf("test_stage: a dyadic bf16 tensor of %u values: %llu bytes; "
+         "entropy bound %llu bits of codes + %llu others (W=%llu)\n",
+         N, (unsigned long long)bytes, (unsigned long long)entropy,
+         (unsigned long long)fixed, (unsigned long long)W);
+  CHECKF(8 * bytes >= fixed + entropy,
+         "%llu bytes: under the entropy (the arithmetic above is wrong)",
+         (unsigned long long)bytes);
+  CHECKF(8 * bytes < fixed + entropy + N / 256 + 8,
+         "%llu bytes: the code misses the entropy by %lld bits",
+         (unsigned long long)bytes,
+         (long long)(8 * bytes) - (long long)(fixed + entropy));
+  /* and the lengths themselves */
+  CHECK_U64(st.lengths[120], 1);
+  for (uint32_t f9 = 121; f9 < 121 + 128; f9++)
+    CHECK_U64(st.lengths[f9], 9);
+  fixture_free(&f);
+  free(t);
+}
+
 int main(void) {
   uint64_t iterations = test_begin("test_stage", 3000);
+  check_dyadic_size();
   for (uint64_t i = 0; i < iterations; i++) {
     rng r;
     sregion g;
@@ -480,6 +594,11 @@ int main(void) {
     check_descriptor(&r, &g);
     free_region(&g);
   }
+  printf("test_stage: %llu streams whose IBP part carries a field, "
+         "rejected\n",
+         (unsigned long long)carried_checked);
+  if (iterations >= 100)
+    CHECK(carried_checked > 0);
   /* arguments that do not fit */
   ibp_stage st;
   CHECK(ibp_stage_init(&st, IBP_STAGE_EXP, IBP_DTYPE_F32, 0, 6) != IBP_OK);

@@ -211,16 +211,16 @@ static const char *where_measured(const ibp_stage_choice *c) {
                            : "on a sample";
 }
 
-/* The stage stores no fewer bytes than IBP alone: said when only the
- * judging apart showed it (learnt on the sample, it looked to pay). */
+/* The stage stores no fewer bytes than IBP alone (on the sample, or only
+ * once judged apart: learnt on the sample, it looked to pay); said as the
+ * other reasons are, so that the log tells this one from the profile's. */
 static void refuse_on_bytes(const ibp_region_rec *r, const ibp_stage_choice *c,
                             ibp_layout *l) {
   l->stage_pick = IBP_STAGE_PICK_BYTES;
-  if (c->judged_tensors)
-    ibp__log(IBP_LOG_INFO,
-             "region '%s': no exponent stage: %.1f%% of IBP alone's bytes %s",
-             r->name, 100.0 * (double)c->total / (double)c->versus_total,
-             where_measured(c));
+  ibp__log(IBP_LOG_INFO,
+           "region '%s': no exponent stage: %.1f%% of IBP alone's bytes %s",
+           r->name, 100.0 * (double)c->total / (double)c->versus_total,
+           where_measured(c));
 }
 
 /* Says once, at preparation, why the stage is not tried for r. */

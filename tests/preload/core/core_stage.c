@@ -9,7 +9,9 @@
  * (served, or passed through when the stage's self-test fails) and how
  * long it took.  `core_stage alternating`: every odd tensor's values
  * +-uniform[1, 2) instead, so that an even sample of half the region holds
- * the weights alone (core_stage_judged.sh). */
+ * the weights alone (core_stage_judged.sh).  `core_stage flat`: every
+ * value's sign and exponent uniform, its 4 low mantissa bits 0 -- IBP
+ * saves those, the stage nothing (core_stage_bytes.sh). */
 #include <cuda_runtime_api.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -42,8 +44,15 @@ static float value(size_t i, int alternating) {
   return u * 0.02f;
 }
 
+/* A flat value: its 9 sign and exponent bits and 3 top mantissa bits
+ * uniform, the 4 low mantissa bits 0. */
+static uint16_t flat(void) {
+  return (uint16_t)((uint32_t)(uniform() * 4096.0f) << 4);
+}
+
 int main(int argc, char **argv) {
   const int alternating = argc > 1 && strcmp(argv[1], "alternating") == 0;
+  const int flat_values = argc > 1 && strcmp(argv[1], "flat") == 0;
   uint16_t *host = NULL;
   void *dev = NULL;
   cudaEvent_t e0, e1;
@@ -54,7 +63,7 @@ int main(int argc, char **argv) {
     return 77;
   }
   for (size_t i = 0; i < BYTES / 2; i++)
-    host[i] = bf16(value(i, alternating));
+    host[i] = flat_values ? flat() : bf16(value(i, alternating));
   /* the first copy waits for the region (IBP_WAIT_READY=1), the second
    * is timed, the third reads libibp's timings */
   float ms = 0;
