@@ -428,8 +428,14 @@ static double span_gpu_ns(const ibp_driver *d, const ibp_timing_sample *x,
       lead = lead < x->cpu_ns ? lead : x->cpu_ns;
     }
     const double after_calls = 1e6 * mark_ms - x->mark_ns - lead;
+    /* but no less than the span less the calls: the route's work was
+     * queued no later than that after the start event, whenever the
+     * marker was stamped (on a GPU whose front end reaches it late --
+     * its stream sharing a hardware queue with busy work -- it read a
+     * copy as free) */
+    const double least = gpu > lead ? gpu - lead : 0;
     if (after_calls < gpu)
-      gpu = after_calls > 0 ? after_calls : 0;
+      gpu = after_calls > least ? after_calls : least;
   }
   for (unsigned j = 0; j < n; j++) {
     float after = 0;
