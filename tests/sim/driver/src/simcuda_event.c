@@ -6,10 +6,13 @@
  * the work between two records.  Like cuEventQuery, it answers in virtual
  * time: an event whose stream's workers have not run it yet in real time
  * (an emulated kernel ahead of it) is waited for, and one stamped after
- * the caller's virtual time is not ready -- what a GPU running as the
- * model says would answer, whatever the machine's load (libibp reads its
- * timed copies so; answered in real time, the same run of libibp read
- * them at different moments from run to run).
+ * the caller's virtual time is not ready -- unless a host thread
+ * synchronised with it (a thread that learns of that by other means reads
+ * it as CUDA would) -- what a GPU running as the model says would answer,
+ * whatever the machine's load (libibp reads its timed copies so; answered
+ * in real time, the same run of libibp read them at different moments
+ * from run to run).  Not ready so, it charges driver_call_us, as a query
+ * does, so that a loop polling it reaches the stamp.
  * cuStreamWaitEvent is an operation whose dependency is the event's last
  * record.  An event never recorded is complete.
  */
@@ -215,14 +218,21 @@ static CUresult stamp(scu_event *ev, double *ns) {
 static CUresult stamp_settled(scu_event *ev, double *ns) {
   uint64_t seq;
   scu_stream *s = last_record(ev, &seq);
-  bool settled = false;
+  bool ahead = false;
+  CUresult r;
   if (s) {
-    settled = scu_stream_settle(s, seq);
+    const bool settled = scu_stream_settle(s, seq);
+    r = stamp(ev, ns);
+    ahead = r == CUDA_SUCCESS && settled && *ns > simclock_now() &&
+            !scu_stream_waited(s, seq);
     scu_stream_put(s);
+  } else {
+    r = stamp(ev, ns);
   }
-  CUresult r = stamp(ev, ns);
-  if (r == CUDA_SUCCESS && settled && *ns > simclock_now())
+  if (ahead) {
+    simclock_charge_us(simclock_profile()->driver_call_us); /* a poll */
     r = CUDA_ERROR_NOT_READY;
+  }
   return r;
 }
 

@@ -377,6 +377,7 @@ struct scu_stream {
   pthread_cond_t work_cv, done_cv;
   scu_op *head, *tail;
   uint64_t submitted, completed;
+  uint64_t waited; /* the furthest any host thread waited for it to reach */
   scu_vt vt;
   CUresult error;
   uint64_t error_seq;
@@ -418,6 +419,9 @@ SCU_HIDDEN bool scu_stream_done(scu_stream *s, uint64_t seq, CUresult *err);
  * (a host function, callback or inline operation): the query then answers
  * from what has run. */
 SCU_HIDDEN bool scu_stream_settle(scu_stream *s, uint64_t seq);
+/* Whether a host thread waited for s to reach `seq` (a synchronisation:
+ * then done for every thread, whatever its virtual time). */
+SCU_HIDDEN bool scu_stream_waited(scu_stream *s, uint64_t seq);
 /* Whether the work s has not run yet waits on a host thread. */
 SCU_HIDDEN bool scu_stream_host_bound(scu_stream *s);
 /* Legacy and per-thread default streams of a context being activated. */

@@ -491,6 +491,13 @@ bool scu_stream_settle(scu_stream *s, uint64_t seq) {
   }
 }
 
+bool scu_stream_waited(scu_stream *s, uint64_t seq) {
+  pthread_mutex_lock(&s->m);
+  bool waited = s->waited >= seq;
+  pthread_mutex_unlock(&s->m);
+  return waited;
+}
+
 bool scu_stream_done(scu_stream *s, uint64_t seq, CUresult *err) {
   pthread_mutex_lock(&s->m);
   bool done = s->completed >= seq;
@@ -504,6 +511,8 @@ CUresult scu_stream_wait(scu_stream *s, uint64_t seq) {
   pthread_mutex_lock(&s->m);
   while (s->completed < seq)
     pthread_cond_wait(&s->done_cv, &s->m);
+  if (seq > s->waited)
+    s->waited = seq;
   CUresult r =
       s->error != CUDA_SUCCESS && s->error_seq <= seq ? s->error : CUDA_SUCCESS;
   double end = scu_vclock_end_of(s, seq);

@@ -376,6 +376,72 @@ static void test_misc(CUcontext ctx) {
   OK(A.EventDestroy(ev));
 }
 
+/* cuEventElapsedTime answers in virtual time (simcuda_event.c): work
+ * queued but not reached by the caller's clock is not ready, and a loop
+ * polling it gets there (each poll charges a call); once a host thread
+ * synchronised with the end event, any thread reads it -- one whose clock
+ * is still behind the event's stamp too, as with CUDA. */
+typedef struct elapsed_reader {
+  CUcontext ctx;
+  CUevent e0, e1;
+  t_gate go;
+  CUresult r;
+  float ms;
+} elapsed_reader;
+
+static void *read_elapsed(void *arg) {
+  elapsed_reader *x = arg;
+  OK(A.CtxSetCurrent(x->ctx));
+  CUevent early; /* a call: this thread's clock starts before the copy */
+  OK(A.EventCreate(&early, 0));
+  t_gate_wait(&x->go);
+  x->r = A.EventElapsedTime(&x->ms, x->e0, x->e1);
+  OK(A.EventDestroy(early));
+  return NULL;
+}
+
+static void test_elapsed_virtual_time(CUcontext ctx) {
+  enum { N = 64 << 20 };
+  CUstream s;
+  void *h;
+  CUdeviceptr d;
+  elapsed_reader x = {.ctx = ctx};
+  OK(A.StreamCreate(&s, CU_STREAM_NON_BLOCKING));
+  OK(A.MemAllocHost(&h, N));
+  OK(A.MemAlloc(&d, N));
+  OK(A.EventCreate(&x.e0, 0));
+  OK(A.EventCreate(&x.e1, 0));
+  pthread_t t;
+  REQUIRE(pthread_create(&t, NULL, read_elapsed, &x) == 0);
+  usleep(20000); /* the reader's clock starts now */
+  OK(A.EventRecord(x.e0, s));
+  OK(A.MemcpyHtoDAsync(d, h, N, s));
+  OK(A.EventRecord(x.e1, s));
+  float ms = 0;
+  EXPECT(CUDA_ERROR_NOT_READY, A.EventElapsedTime(&ms, x.e0, x.e1));
+  OK(A.EventSynchronize(x.e1));
+  t_gate_open(&x.go);
+  REQUIRE(pthread_join(t, NULL) == 0);
+  EXPECT(CUDA_SUCCESS, x.r);
+  CHECK(x.ms > 0);
+  /* the same thread polls work queued after its synchronisation */
+  OK(A.EventRecord(x.e0, s));
+  OK(A.MemcpyHtoDAsync(d, h, N, s));
+  OK(A.EventRecord(x.e1, s));
+  long polls = 0;
+  CUresult r;
+  while ((r = A.EventElapsedTime(&ms, x.e0, x.e1)) == CUDA_ERROR_NOT_READY &&
+         polls < 100000000L)
+    polls++;
+  EXPECT(CUDA_SUCCESS, r);
+  CHECK(polls > 0 && ms > 0);
+  OK(A.EventDestroy(x.e0));
+  OK(A.EventDestroy(x.e1));
+  OK(A.MemFree(d));
+  OK(A.MemFreeHost(h));
+  OK(A.StreamDestroy(s));
+}
+
 int main(void) {
   t_open();
   t_load(&A, 0);
@@ -388,6 +454,7 @@ int main(void) {
   test_per_thread_stream();
   test_callbacks();
   test_misc(ctx);
+  test_elapsed_virtual_time(ctx);
   OK(A.CtxSynchronize());
   return t_finish("test_simcuda_streams");
 }
