@@ -155,11 +155,6 @@ typedef struct ibp_device_memory {
    * where it could not be created (mark_failed: not tried again) */
   CUstream mark;
   int mark_failed;
-  /* serve/choose/engine_probe.c: the set-up probes' stream, destination
-   * (IBP_ENGINE_PROBE_BYTES) and events; NULL until used */
-  CUstream setup_stream;
-  CUdeviceptr setup_dst;
-  CUevent setup_ev[2];
 } ibp_device_memory;
 
 /* The staged decode's last measurements kept (ibp_device_slot) */

@@ -171,15 +171,6 @@ if(TARGET ibp_preload AND NOT samples_gpu)
       ${PROJECT_SOURCE_DIR}/profile/truth/h100-pcie5-decode3xfast.prof)
   set_tests_properties(preload_sample_explore_part PROPERTIES
     LABELS "sim;preload;samples" TIMEOUT 300 ENVIRONMENT "${samples_env}")
-  # a dearer span is told apart as set-up or link by probing the set-up
-  add_test(NAME preload_sample_setup_probe
-    COMMAND sh ${samples_test_dir}/check_setup_probe.sh
-      $<TARGET_FILE:ibp_preload> ${CMAKE_CURRENT_BINARY_DIR}/libibp-probe
-      $<TARGET_FILE:kv_blocks>
-      ${PROJECT_SOURCE_DIR}/profile/truth/h100-pcie5-linkthird.prof
-      ${PROJECT_SOURCE_DIR}/profile/truth/h100-pcie5-calls4x.prof)
-  set_tests_properties(preload_sample_setup_probe PROPERTIES
-    LABELS "sim;preload;samples" TIMEOUT 300 ENVIRONMENT "${samples_env}")
   # a copy timed as its stream runs dry is not charged for its calls
   add_test(NAME preload_sample_span
     COMMAND sh ${samples_test_dir}/check_span.sh $<TARGET_FILE:ibp_preload>

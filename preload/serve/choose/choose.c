@@ -269,37 +269,22 @@ static double hope_ns(const ibp_route_cost *c, double cr, double gr) {
   return scaled(&h, cr, gr);
 }
 
-/* How many times its model a hope takes the copy engine's set-up to be
- * (at least 1): as libibp's own small copies measured it, the least of
- * those fresh (one that waited behind other work reads it dearer: a hope
- * the wider); none fresh, IBP_CHOOSE_SETUP_SPAN -- but 1 while a probe is
- * on its way (the hope waits for it). */
-static double setup_span(const ibp_choose_class *k, double now_ns) {
-  if (!k->setup)
-    return IBP_CHOOSE_SETUP_SPAN;
-  uint32_t fresh;
-  const double s = fresh_ratio(&k->setup->seen, 1, 0, now_ns, &fresh);
-  if (fresh)
-    return max2(1.0, s);
-  return k->setup->probing ? 1.0 : IBP_CHOOSE_SETUP_SPAN;
-}
-
 /* The link's ratio a span of route c measured at ratio g stands for, read
  * in a hope's favour: a copy-engine span cannot tell a slower link from a
  * dearer set-up (ibp_route_cost.setup_ns), which it takes to be up to
- * `span` times its model first (setup_span) -- at least 1.  Under driver
+ * IBP_CHOOSE_SETUP_SPAN times its model first -- at least 1.  Under driver
  * calls and set-up 4x dearer, kv_blocks' entries of 64 KiB measured 2.4x
  * their model on h100-pcie5 (set-up 46 % of it), and a batched launch
  * hoped that slow, with a set-up of its own for 64 entries, had no hope
  * where it was 1.9x faster than the driver. */
-static double hoped_link(const ibp_route_cost *c, double g, double span) {
+static double hoped_link(const ibp_route_cost *c, double g) {
   const double setup = c->setup_ns < c->gpu_ns ? c->setup_ns : c->gpu_ns;
   const double bytes = c->gpu_ns - setup;
   if (setup <= 0)
     return g;
   if (bytes <= 0)
     return 1.0;
-  return max2(1.0, (g * c->gpu_ns - span * setup) / bytes);
+  return max2(1.0, (g * c->gpu_ns - IBP_CHOOSE_SETUP_SPAN * setup) / bytes);
 }
 
 /* The calls and the link as the class has seen them so far, one fresh
@@ -317,7 +302,6 @@ static int seen_ratios(const ibp_choose_class *k,
                        double *cr, double *gr, double *hope_gr) {
   int seen = 0;
   *cr = *gr = *hope_gr = 1.0;
-  const double span = setup_span(k, now_ns);
   for (int r = 0; r < IBP_ROUTES; r++) {
     uint32_t fresh;
     if (!prior[r].engine)
@@ -328,7 +312,7 @@ static int seen_ratios(const ibp_choose_class *k,
       continue;
     seen = 1;
     *gr = max2(*gr, g);
-    *hope_gr = max2(*hope_gr, hoped_link(&prior[r], g, span));
+    *hope_gr = max2(*hope_gr, hoped_link(&prior[r], g));
   }
   if (k->calls) {
     uint32_t fresh;
@@ -704,7 +688,6 @@ static void read_state(const ibp_choose_class *k, ibp_choose_read *st) {
                    (q->explored < IBP_CHOOSE_MIN_SAMPLES ? 8u : 0u);
   }
   st->calls = k->calls ? k->calls->samples : 0;
-  st->setup = k->setup ? 2 * k->setup->seen.samples + !!k->setup->probing : 0;
   st->served = served(k);
   st->last = k->last;
 }
@@ -714,8 +697,7 @@ static int same_state(const ibp_choose_read *a, const ibp_choose_read *b) {
     if (a->samples[r] != b->samples[r] || a->wholes[r] != b->wholes[r] ||
         a->flags[r] != b->flags[r])
       return 0;
-  return a->calls == b->calls && a->setup == b->setup &&
-         a->served == b->served && a->last == b->last;
+  return a->calls == b->calls && a->served == b->served && a->last == b->last;
 }
 
 /* The class's assessment for these inputs at now_ns: the one kept, where
@@ -760,9 +742,6 @@ assessed(ibp_choose_class *k, const ibp_route_cost prior[], unsigned timable,
   if (k->calls)
     oldest =
         oldest_counted(k->calls->seen_ns, k->calls->samples, now_ns, oldest);
-  if (k->setup)
-    oldest = oldest_counted(k->setup->seen.seen_ns, k->setup->seen.samples,
-                            now_ns, oldest);
   a->oldest_ns = oldest;
   a->valid = 1;
   return a;
@@ -989,19 +968,6 @@ void ibp__choose_learn_calls(ibp_choose_route *calls, double cpu_ns,
   calls->seen_ns[at] = now_ns;
   calls->seen_copies[at] = 0;
   calls->samples++;
-}
-
-void ibp__choose_learn_setup(ibp_choose_setup *setup, double gpu_ns,
-                             double model_ns, double now_ns) {
-  if (!setup || model_ns <= 0)
-    return;
-  ibp_choose_route *q = &setup->seen;
-  const uint32_t at = q->samples % IBP_CHOOSE_WINDOW;
-  q->cpu_seen[at] = 1.0;
-  q->gpu_seen[at] = bounded(gpu_ns / model_ns);
-  q->seen_ns[at] = now_ns;
-  q->seen_copies[at] = 0;
-  q->samples++;
 }
 
 void ibp__choose_learn_whole(ibp_choose_class *k, ibp_route r, double ratio,

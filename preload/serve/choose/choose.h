@@ -99,8 +99,7 @@ typedef enum ibp_class_mode {
 #define IBP_CHOOSE_EARLY_REPAY 256
 /* A span measured dearer than its model may be a dearer set-up instead of
  * a slower link; a hope reads it so, the set-up up to this many times its
- * model (as wide as the decode terms' hope, IBP_GATE_GUESS_SPAN) -- or as
- * many as libibp's own small copies measured it (ibp_choose_setup). */
+ * model (as wide as the decode terms' hope, IBP_GATE_GUESS_SPAN). */
 #define IBP_CHOOSE_SETUP_SPAN 4.0
 /* After an exploration a route waits IBP_CHOOSE_WAIT_COPIES << backoff
  * copies before the next; backoff grows by one each time it measured
@@ -233,24 +232,12 @@ typedef struct ibp_choose_route {
   uint32_t wholes;
 } ibp_choose_route;
 
-/* The copy engine's set-up as libibp's own small copies measured it
- * (serve/choose/engine_probe.c): a span cannot tell a slower link from a
- * dearer set-up, a copy of a few bytes can -- under a link a third as
- * wide, kv_blocks' driver entries measured 2.1x their model, the hope read
- * that as set-up, and a batched call explored on it cost 2.3 % of the run. */
-typedef struct ibp_choose_setup {
-  ibp_choose_route seen; /* each probe's span over its model, in gpu_seen
-                            (ibp__choose_learn_setup) */
-  int probing;           /* a probe not answered yet: no hope until it is */
-} ibp_choose_setup;
-
 /* What a class's last assessment read of its state (choose.c,
  * read_state). */
 typedef struct ibp_choose_read {
   uint32_t samples[IBP_ROUTES], wholes[IBP_ROUTES];
   uint32_t flags[IBP_ROUTES]; /* waiting, pending, backed off, explored few */
   uint32_t calls;             /* samples of the calls */
-  uint32_t setup;             /* probes of the set-up, and one in flight */
   int served, last;
 } ibp_choose_read;
 
@@ -280,9 +267,6 @@ typedef struct ibp_choose_class {
    * (ibp__choose_learn_calls; NULL: none): driver calls dearer than
    * modelled are so for copies of any size */
   const ibp_choose_route *calls;
-  /* the copy engine's set-up as probed on the device (NULL: never; a
-   * hope then reads up to IBP_CHOOSE_SETUP_SPAN) */
-  const ibp_choose_setup *setup;
   int last;           /* the last choice, -1 before the first */
   uint64_t copies;    /* decided */
   uint64_t explored;  /* copies that took an alternative to time it */
@@ -387,11 +371,6 @@ void ibp__choose_learn(ibp_choose_class *k, ibp_route r, uint32_t copies,
  * ratio, kept in *calls for every class (ibp_choose_class.calls). */
 void ibp__choose_learn_calls(ibp_choose_route *calls, double cpu_ns,
                              double cpu_model_ns, double now_ns);
-
-/* A probe of the copy engine's set-up (ibp_choose_setup) took gpu_ns on
- * the GPU where the model said model_ns. */
-void ibp__choose_learn_setup(ibp_choose_setup *setup, double gpu_ns,
-                             double model_ns, double now_ns);
 
 /* A timed copy of two-stage route r in class k, read at now_ns, the
  * class's choice (not an exploration): its whole span -- both stages as

@@ -57,7 +57,6 @@ ibp_chooser *ibp__chooser_of(ibp_device_slot *slot) {
   for (unsigned k = 0; k < IBP_CHOOSE_CLASSES; k++) {
     ibp__choose_class_init(&ch->cls[k], ch->know[ibp__choose_key(k)]);
     ch->cls[k].calls = &ch->calls;
-    ch->cls[k].setup = &ch->probe.setup;
   }
   ibp_chooser *none = NULL;
   if (atomic_compare_exchange_strong_explicit(&slot->chooser, &none, ch,
@@ -585,14 +584,12 @@ static void read_samples(const ibp_driver *d, ibp_served_region *s,
   /* a sample is queried only once the model says it ran (twice over): an
    * event is never waited for, nor asked about much too early */
   const double now = ibp__clock_ns();
-  int any = ch->probe.setup.probing && now >= ch->probe.due_ns;
+  int any = 0;
   for (int i = 0; i < IBP_TIMING_SAMPLES; i++)
     any |= ch->sample[i].state == SAMPLE_PENDING && now >= ch->sample[i].due_ns;
   if (!any)
     return;
   CUstreamCaptureMode mode = relaxed(d);
-  if (ibp__engine_probe_read(d, slot, &ch->probe, now))
-    changed(ch);
   for (int i = 0; i < IBP_TIMING_SAMPLES; i++)
     if (ch->sample[i].state == SAMPLE_PENDING && now >= ch->sample[i].due_ns)
       read_sample(d, s, slot, ch, i, now);
@@ -642,10 +639,6 @@ ibp_route ibp__chooser_decide(ibp_served_region *s, ibp_device_slot *slot,
     return ibp__choose_decide(&k, prior, 0, 0, 0, 1, 0, out);
   }
   pthread_mutex_lock(&ch->lock);
-  /* what a probe of the set-up copies (engine_probe.h): the shadow is
-   * pinned, and the region's for as long as the chooser */
-  ch->probe.src = s->layout.shadow;
-  ch->probe.src_bytes = s->layout.shadow_bytes;
   if (ch->nopen)
     quiet_close_for(ch, cls);
   if (!dry)
@@ -708,14 +701,6 @@ void ibp__timing_begin(ibp_device_slot *slot, ibp_chooser *ch,
                         cs != CU_STREAM_CAPTURE_STATUS_NONE;
   pthread_mutex_lock(&ch->lock);
   int i = free_sample(ch);
-  /* a copy-engine transfer (the driver's part of an application's call
-   * too, whose calls are not every route's): the set-up probed beside it,
-   * read with it */
-  if (i >= 0 && !capturing && (prior->engine || c->route == IBP_ROUTE_DRIVER)) {
-    CUstreamCaptureMode mode = relaxed(d);
-    ibp__engine_probe_start(d, p, slot, &ch->probe, ibp__clock_ns());
-    restore(d, mode);
-  }
   if (i >= 0) {
     ibp_timing_sample *x = &ch->sample[i];
     changed(ch); /* one sample fewer free: what every class may time */

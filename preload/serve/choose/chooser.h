@@ -25,7 +25,6 @@
 
 #include "profile/profile.h"
 #include "serve/choose/choose.h"
-#include "serve/choose/engine_probe.h"
 #include "serve/region.h"
 #include "stats/stats.h"
 
@@ -118,7 +117,6 @@ typedef struct ibp_chooser {
   ibp_choose_class cls[IBP_CHOOSE_CLASSES];
   ibp_choose_route know[IBP_CHOOSE_KEYS][IBP_ROUTES]; /* the classes' */
   ibp_choose_route calls; /* the copy-engine routes' calls, every class's */
-  ibp_engine_probe probe; /* the copy engine's set-up, every class's */
   /* per route, the timed copies: how many, what they took, what the model
    * gave them (ns) */
   uint64_t timed[IBP_ROUTES];

@@ -197,24 +197,19 @@ static CUdeviceptr upload_stages(const ibp_driver *d, CUstream s,
 /* ---- launch template ----------------------------------------------------- */
 
 void ibp__device_memory_free(const ibp_driver *d, ibp_device_memory *m) {
-  const CUdeviceptr ptrs[] = {m->plan, m->flags,  m->offsets,  m->lengths,
-                              m->ids,  m->stages, m->setup_dst};
+  const CUdeviceptr ptrs[] = {m->plan,    m->flags, m->offsets,
+                              m->lengths, m->ids,   m->stages};
   for (size_t k = 0; k < sizeof ptrs / sizeof ptrs[0]; k++)
     if (ptrs[k])
       d->cuMemFree(ptrs[k]);
-  for (size_t k = 0; k < 2; k++) {
+  for (size_t k = 0; k < 2; k++)
     if (m->probe[k])
       d->cuEventDestroy(m->probe[k]);
-    if (m->setup_ev[k])
-      d->cuEventDestroy(m->setup_ev[k]);
-  }
   for (size_t k = 0; k < IBP_TIMING_EVENTS * IBP_TIMING_SAMPLES; k++)
     if (m->timing[k])
       d->cuEventDestroy(m->timing[k]);
   if (m->mark)
     d->cuStreamDestroy(m->mark);
-  if (m->setup_stream)
-    d->cuStreamDestroy(m->setup_stream);
   *m = (ibp_device_memory){0};
 }
 

@@ -1028,86 +1028,6 @@ static void test_hope_reads_setup(void) {
   CHECK(link.explored == 0 && link.settled == 0);
 }
 
-/* The copy engine's set-up as probed (ibp_choose_setup) bounds the hope's
- * reading: the same entries measuring 5.2 us where 2.2 were modelled, the
- * set-up probed at its model -- the link a third as wide -- leave the
- * batched launch hopeless (nothing explored in 100 copies), probed 4x
- * dearer hopeful (explored early, chosen); and while the probe is on its
- * way the hope waits for it (nothing explored), then takes what it says. */
-static void test_hope_probed_setup(void) {
-  const ibp_route_cost prior[IBP_ROUTES] = {
-      {.gpu_ns = 2192, .engine = 1, .copies = 64, .setup_ns = 1000},
-      {.cpu_ns = 0},
-      {.cpu_ns = 0},
-      {.cpu_ns = 700,
-       .gpu_ns = 3000,
-       .serial = 1,
-       .copies = 64,
-       .explores = 32,
-       .guessed = 1,
-       .hope_gpu_ns = 2200}};
-  ibp_route_cost truth[IBP_ROUTES];
-  memcpy(truth, prior, sizeof truth);
-  truth[IBP_ROUTE_DRIVER].gpu_ns = 5192;
-  truth[IBP_ROUTE_BATCHED].gpu_ns = 1800;
-  sim m;
-  ibp_choose_setup setup;
-  /* probed at its model: a slower link */
-  sim_init(&m);
-  memset(&setup, 0, sizeof setup);
-  m.k.setup = &setup;
-  ibp__choose_learn_setup(&setup, 1000, 1000, m.now);
-  run link = simulate(&m, prior, truth, 100, IBP_ROUTE_DRIVER, 1);
-  CHECK(link.explored == 0 && link.settled == 0);
-  /* probed 4x dearer: set-up */
-  sim_init(&m);
-  memset(&setup, 0, sizeof setup);
-  m.k.setup = &setup;
-  ibp__choose_learn_setup(&setup, 4000, 1000, m.now);
-  run dear = simulate(&m, prior, truth, 100, IBP_ROUTE_BATCHED, 1);
-  CHECK(dear.first_explored == IBP_ROUTE_BATCHED);
-  CHECK(dear.first_explore_at <= 2 * IBP_CHOOSE_UNJUDGED_EVERY);
-  CHECK(dear.settled >= 0 && dear.settled <= 40);
-  /* on its way: nothing explored until it answers, 4x */
-  sim_init(&m);
-  memset(&setup, 0, sizeof setup);
-  m.k.setup = &setup;
-  setup.probing = 1;
-  run waiting = simulate(&m, prior, truth, 20, IBP_ROUTE_BATCHED, 1);
-  CHECK(waiting.explored == 0 && waiting.timed > 0);
-  setup.probing = 0;
-  ibp__choose_learn_setup(&setup, 4000, 1000, m.now);
-  run answered = simulate(&m, prior, truth, 100, IBP_ROUTE_BATCHED, 1);
-  CHECK(answered.first_explored == IBP_ROUTE_BATCHED);
-  CHECK(answered.first_explore_at <= 2 * IBP_CHOOSE_UNJUDGED_EVERY);
-  CHECK(answered.settled >= 0 && answered.settled <= 40);
-  /* one probed cheaper than its model reads the link as no faster than
-   * the span says (as if probed at the model) */
-  sim_init(&m);
-  memset(&setup, 0, sizeof setup);
-  m.k.setup = &setup;
-  ibp__choose_learn_setup(&setup, 100, 1000, m.now);
-  run cheap = simulate(&m, prior, truth, 100, IBP_ROUTE_DRIVER, 1);
-  CHECK(cheap.explored == 0 && cheap.settled == 0);
-  /* nor slower than that where the driver measured its model: a batched
-   * launch of 2.3 us, hopeful at 1.8, is explored early (read as a link
-   * 1.8x slower, its hope was 2.9 us, against the driver's 2.2: none) */
-  ibp_route_cost hopeful[IBP_ROUTES];
-  memcpy(hopeful, prior, sizeof hopeful);
-  hopeful[IBP_ROUTE_BATCHED].cpu_ns = 300;
-  hopeful[IBP_ROUTE_BATCHED].gpu_ns = 2000;
-  hopeful[IBP_ROUTE_BATCHED].hope_gpu_ns = 1500;
-  memcpy(truth, hopeful, sizeof truth);
-  truth[IBP_ROUTE_BATCHED].gpu_ns = 1800;
-  sim_init(&m);
-  memset(&setup, 0, sizeof setup);
-  m.k.setup = &setup;
-  ibp__choose_learn_setup(&setup, 100, 1000, m.now);
-  run as_modelled = simulate(&m, hopeful, truth, 100, IBP_ROUTE_BATCHED, 1);
-  CHECK(as_modelled.first_explored == IBP_ROUTE_BATCHED);
-  CHECK(as_modelled.first_explore_at <= 2 * IBP_CHOOSE_UNJUDGED_EVERY);
-}
-
 /* An early exploration borrows at most what the share earns in
  * IBP_CHOOSE_EARLY_REPAY copies (25.6 us here), on what the launch costs
  * at its own prior with the copies that join it: a batch that could win
@@ -2131,7 +2051,6 @@ int main(void) {
   test_hopeful_explored_early();
   test_early_loan_bounded();
   test_hope_reads_setup();
-  test_hope_probed_setup();
   test_batch_sizes_apart();
   test_call_apart();
   test_own_work();
