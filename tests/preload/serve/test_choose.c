@@ -1028,6 +1028,49 @@ static void test_hope_reads_setup(void) {
   CHECK(link.explored == 0 && link.settled == 0);
 }
 
+/* The driver's part of an application's call of 64 entries is explored
+ * whole: once the class has measured it (judged), an exploration is
+ * charged as the call's excess over the choice, not as one entry's --
+ * entries measured 2.4x their model (5.2 us) beside a batched launch
+ * chosen: charged as one entry (3.8 us of credit) kv_blocks explored the
+ * call at once, and it took 83 us. */
+static void test_call_explored_whole(void) {
+  const ibp_route_cost prior[IBP_ROUTES] = {
+      {.gpu_ns = 2192, .engine = 1, .copies = 64, .setup_ns = 1000},
+      {.cpu_ns = 0},
+      {.cpu_ns = 0},
+      {.cpu_ns = 700,
+       .gpu_ns = 3000,
+       .serial = 1,
+       .copies = 64,
+       .explores = 32,
+       .guessed = 1,
+       .hope_gpu_ns = 2200}};
+  ibp_route_cost truth[IBP_ROUTES];
+  memcpy(truth, prior, sizeof truth);
+  truth[IBP_ROUTE_DRIVER].gpu_ns = 5192;
+  truth[IBP_ROUTE_BATCHED].gpu_ns = 1800;
+  sim m;
+  sim_init(&m);
+  /* the driver's part measured first (the batched route not open yet) */
+  ibp_route_cost driver_only[IBP_ROUTES];
+  memcpy(driver_only, prior, sizeof driver_only);
+  memset(&driver_only[IBP_ROUTE_BATCHED], 0, sizeof driver_only[0]);
+  run measured = simulate(&m, driver_only, truth, 40, IBP_ROUTE_DRIVER, 1);
+  CHECK(measured.timed >= IBP_CHOOSE_MIN_SAMPLES);
+  run first = simulate(&m, prior, truth, 100, IBP_ROUTE_BATCHED, 1);
+  CHECK(first.settled >= 0);
+  ibp_choice c;
+  memset(&c, 0, sizeof c);
+  for (int i = 0; i < 100000 && !c.explore; i++) {
+    ibp__choose_decide(&m.k, prior, 15u, TIMING_NS, 1, 0, m.now, &c);
+    m.now += 2500;
+  }
+  CHECK(c.explore && c.route == IBP_ROUTE_DRIVER);
+  const double excess = 64 * (c.est_ns[IBP_ROUTE_DRIVER] - c.choice_ns);
+  CHECK(excess > 64 * 2000 && c.charged_ns >= excess);
+}
+
 /* An early exploration borrows at most what the share earns in
  * IBP_CHOOSE_EARLY_REPAY copies (25.6 us here), on what the launch costs
  * at its own prior with the copies that join it: a batch that could win
@@ -2051,6 +2094,7 @@ int main(void) {
   test_hopeful_explored_early();
   test_early_loan_bounded();
   test_hope_reads_setup();
+  test_call_explored_whole();
   test_batch_sizes_apart();
   test_call_apart();
   test_own_work();
