@@ -5,8 +5,9 @@
  *                    every chunk width and mask mode;
  *   fuzz_stage/      exponent-stage streams (fuzz_stage.c's layout): a
  *                    size byte, a mode byte, a descriptor, a stream
- *                    (*_bad_stream and *_stream_ends_on_word: fuzzer
- *                    findings, kept by hand, not written here);
+ *                    (*_bad_stream, *_stream_ends_on_word and
+ *                    *_segment_length_off: fuzzer findings against
+ *                    mutants, kept by hand, not written here);
  *   fuzz_container/  small valid containers written by the library
  *                    (version 3, and version 4 with the exponent stage:
  *                    *_exp_*, on one of two clusters in *_mixed): one
