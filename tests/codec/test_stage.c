@@ -20,7 +20,8 @@
  *   - iterations alternate the portable and BMI2 paths of the IBP part;
  *   - damaged streams (bit flips, truncation) and damaged descriptors
  *     return a status, never read or write out of bounds (run under ASan);
- *     nonzero padding, and an IBP part that carries a value's field, are
+ *     nonzero padding, an IBP part that carries a value's field, and a
+ *     segment length one more or one less than its codes' bits, are
  *     rejected;
  *   - the stage's size on a tensor of dyadic field shares: the entropy, to
  *     a few bits (check_dyadic_size).
@@ -107,8 +108,10 @@ static uint32_t ref_width(const ibp_stage *st, uint32_t values, ref_dtype d) {
   return w;
 }
 
-/* The bits of the stream ref_stage_store made last (its end bit). */
-static uint64_t ref_stream_bits;
+/* The bits of the stream ref_stage_store made last (its end bit), and
+ * where its segment lengths start, their width and the segments. */
+static uint64_t ref_stream_bits, ref_lengths_bit;
+static uint32_t ref_length_bits, ref_segments;
 
 /* The stored form of t per the format: returns its length (R = raw).
  * carry < R / value bytes: a corrupt stream instead, whose IBP part codes
@@ -155,6 +158,9 @@ static size_t ref_stage_store(const fixture *f, const ibp_stage *st,
   const uint32_t values = R / d.bytes, V = 1u << st->segment_log2;
   const uint32_t S = (values + V - 1) / V, W = ref_width(st, values, d);
   int sendable = 1;
+  ref_lengths_bit = pos;
+  ref_length_bits = W;
+  ref_segments = S;
   for (uint32_t s = 0; s + 1 < S; s++) {
     uint64_t len = 0;
     for (uint32_t j = s * V; j < (s + 1) * V; j++)
@@ -338,6 +344,43 @@ static void padding(const sregion *g, uint32_t id, const uint8_t *s, size_t len,
   free(out);
 }
 
+/* Each stored segment length of a stream one more and one less (where its
+ * W bits hold that), the codes as they are: a reader rejects it
+ * (docs/FORMAT.md §9.3: a segment must end where its length says; the
+ * device decoder finds each segment's first code from the lengths alone,
+ * so a reader that took such a stream would decode it otherwise than the
+ * GPU -- a mutant that dropped the check passed every stage, container
+ * and replay test; only the fuzzer's CPU-device agreement caught it). */
+static uint64_t lengths_checked; /* such streams tried */
+
+static void wrong_lengths(const sregion *g, uint32_t id, const uint8_t *s,
+                          size_t len) {
+  const uint64_t at = ref_lengths_bit;
+  const uint32_t W = ref_length_bits, S = ref_segments;
+  uint8_t *bad = xmalloc(len), *out = xmalloc(g->R);
+  for (uint32_t k = 0; k + 1 < S; k++) {
+    const uint64_t b0 = at + (uint64_t)k * W;
+    uint64_t v = 0;
+    for (uint32_t i = 0; i < W; i++)
+      v |= (uint64_t)ref_get_bit(s, b0 + i) << i;
+    for (int d = -1; d <= 1; d += 2) {
+      const uint64_t w = v + (uint64_t)(int64_t)d;
+      if ((d < 0 && v == 0) || (W < 64 && (w >> W) != 0))
+        continue;
+      memcpy(bad, s, len);
+      for (uint32_t i = 0; i < W; i++)
+        ref_put_bit(bad, b0 + i, (uint32_t)(w >> i) & 1u);
+      CHECKF(ibp_decompress_tensor_staged(&g->p[id], &g->st[id], bad, len, 1,
+                                          out) == IBP_ERR_CORRUPT,
+             "a stream whose segment %u says %llu bits, not %llu, decodes", k,
+             (unsigned long long)w, (unsigned long long)v);
+      lengths_checked++;
+    }
+  }
+  free(bad);
+  free(out);
+}
+
 /* A stream whose IBP part carries the field of one value of t whose field
  * is not 0 (its chunk stored whole), the stage part coding t's fields as
  * always: the IBP part decodes to t with that field in, the stage would OR
@@ -400,6 +443,7 @@ static void check_tensors(rng *r, const sregion *g) {
       damage(r, g, id, slot, stored);
       if (g->st[id].kind != IBP_STAGE_NONE) {
         padding(g, id, slot, stored, bits);
+        wrong_lengths(g, id, slot, stored);
         field_carried(g, id, t);
       }
     }
@@ -599,6 +643,11 @@ int main(void) {
          (unsigned long long)carried_checked);
   if (iterations >= 100)
     CHECK(carried_checked > 0);
+  printf("test_stage: %llu streams with a segment length one off, "
+         "rejected\n",
+         (unsigned long long)lengths_checked);
+  if (iterations >= 100)
+    CHECK(lengths_checked > 0);
   /* arguments that do not fit */
   ibp_stage st;
   CHECK(ibp_stage_init(&st, IBP_STAGE_EXP, IBP_DTYPE_F32, 0, 6) != IBP_OK);

@@ -1,8 +1,11 @@
 /*
  * libFuzzer target: the exponent stage's CPU decoder (docs/FORMAT.md §9).
  * The input is a stage descriptor followed by a stream: byte 0 picks the
- * tensor size (values of the descriptor's dtype), byte 1 the chunk width
- * and whether Mask is the field alone; then the descriptor
+ * tensor size (1 .. 96 values of the descriptor's dtype), byte 1 the chunk
+ * width (bits 0-1), whether Mask is the field alone (bit 2), the stream's
+ * byte in a word for the device decoder (bits 3-4) and a shift of the
+ * size (bits 5-7: up to 128 x, so that tensors of more than 16 segments
+ * reach the device decoder's rounds before its last); then the descriptor
  * (ibp_stage_read) and the rest is a compressed tensor.  A malformed
  * descriptor or stream must give a status, never a read outside the input
  * or a write outside the tensor; what decodes must have the length
@@ -32,9 +35,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     return 0;
   static const uint32_t widths[4] = {1, 2, 4, 8};
   const uint32_t dtype_bytes = data[3] == IBP_DTYPE_F32 ? 4 : 2;
-  const uint32_t R = dtype_bytes * (1 + data[0] % 96);
+  const uint32_t R = dtype_bytes * ((1u + data[0] % 96u) << (data[1] >> 5));
   const uint32_t c = widths[data[1] & 3];
   const int only_field = (data[1] >> 2) & 1;
+  const unsigned lead = (data[1] >> 3) & 3u;
   ibp_stage st;
   size_t used = 0;
   if (ibp_stage_read(&st, data + 2, size - 2, R, &used) != IBP_OK)
@@ -57,7 +61,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     ibp_status sl = ibp_compressed_length_staged(&p, &st, exact, len, &parsed);
     if (s == IBP_OK) {
       FUZZ_ASSERT(sl == IBP_OK && parsed <= len && parsed < R);
-      FUZZ_ASSERT(stage_device_agrees(&p, &st, exact, parsed, out) != 0);
+      FUZZ_ASSERT(stage_device_agrees(&p, &st, exact, parsed, lead, out) != 0);
       int compressed = 0;
       size_t n = ibp_compress_tensor_staged(&p, &st, out, slot, &compressed);
       FUZZ_ASSERT(n >= 1 && n <= R);
@@ -65,7 +69,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                                                again) == IBP_OK);
       FUZZ_ASSERT(memcmp(again, out, R) == 0);
     } else {
-      FUZZ_ASSERT(stage_device_bounded(&p, &st, exact, len) != 0);
+      FUZZ_ASSERT(stage_device_bounded(&p, &st, exact, len, lead) != 0);
     }
     free(exact);
   }

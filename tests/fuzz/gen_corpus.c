@@ -4,7 +4,10 @@
  *                    layout (encoded with the reference codec), a few sizes,
  *                    every chunk width and mask mode;
  *   fuzz_stage/      exponent-stage streams (fuzz_stage.c's layout): a
- *                    size byte, a mode byte, a descriptor, a stream;
+ *                    size byte, a mode byte, a descriptor, a stream
+ *                    (*_bad_stream, *_stream_ends_on_word and
+ *                    *_segment_length_off: fuzzer findings against
+ *                    mutants, kept by hand, not written here);
  *   fuzz_container/  small valid containers written by the library
  *                    (version 3, and version 4 with the exponent stage:
  *                    *_exp_*, on one of two clusters in *_mixed): one
@@ -172,6 +175,7 @@ static void float_like(rng *r, uint8_t *d, uint64_t bytes, uint32_t w,
 /* A stage seed (fuzz_stage.c): values, mode, descriptor, stream. */
 static void stage_seed(const char *dir, rng *r, uint32_t dtype, uint32_t values,
                        unsigned mode) {
+  /* (values > 96: 96 or fewer shifted by mode's bits 5-7) */
   static const uint32_t widths[4] = {1, 2, 4, 8};
   const uint32_t w = ibp_dtype_bytes(dtype), R = w * values;
   const uint32_t lo = dtype == IBP_DTYPE_F16    ? 10
@@ -186,7 +190,7 @@ static void stage_seed(const char *dir, rng *r, uint32_t dtype, uint32_t values,
     d[b] &= (uint8_t)~mask[b % R];
   ibp_params p = {0};
   ibp_stage st;
-  uint8_t out[IBP_STAGE_DESCRIPTOR_MAX_BYTES + 2 + 4096];
+  static uint8_t out[IBP_STAGE_DESCRIPTOR_MAX_BYTES + 2 + (64u << 10)];
   if (ibp_params_from_masks(R, widths[mode & 3], mask, bv, &p) != IBP_OK ||
       ibp_stage_init(&st, IBP_STAGE_EXP, dtype, 4, R) != IBP_OK) {
     fprintf(stderr, "stage seed failed\n");
@@ -196,7 +200,7 @@ static void stage_seed(const char *dir, rng *r, uint32_t dtype, uint32_t values,
   for (int i = 0; i < 8; i++)
     ibp_stage_count(&st, d + (size_t)i * R, R);
   ibp_stage_finish(&st);
-  out[0] = (uint8_t)(values - 1);
+  out[0] = (uint8_t)((values >> (mode >> 5)) - 1);
   out[1] = (uint8_t)mode;
   size_t n = ibp_stage_descriptor_bytes(&st), len;
   ibp_stage_write(&st, out + 2);
@@ -330,5 +334,13 @@ int main(int argc, char **argv) {
   rng_seed(&r, 0xC0FFEE + 4);
   snprintf(dir, sizeof dir, "%s/fuzz_container", argv[1]);
   stage_mixed_seed(dir, &r, 64, 40);
+  /* tensors of more than 16 segments (the device decoder's rounds before
+   * its last), from a stream of their own: 96 << 3 bf16 values (48
+   * segments), 40 << 4 float32 values (40 segments), the stream at byte
+   * 1 and 3 of a word */
+  rng_seed(&r, 0xC0FFEE + 5);
+  snprintf(dir, sizeof dir, "%s/fuzz_stage", argv[1]);
+  stage_seed(dir, &r, IBP_DTYPE_BF16, 96u << 3, 3u << 5 | 1u << 3 | 1u);
+  stage_seed(dir, &r, IBP_DTYPE_F32, 40u << 4, 4u << 5 | 3u << 3 | 4u);
   return 0;
 }

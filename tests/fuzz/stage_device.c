@@ -8,14 +8,15 @@
 #ifndef IBP_FUZZ_DEVICE
 
 int stage_device_agrees(const ibp_params *p, const ibp_stage *st,
-                        const uint8_t *src, size_t len, const uint8_t *want) {
-  (void)p, (void)st, (void)src, (void)len, (void)want;
+                        const uint8_t *src, size_t len, unsigned lead,
+                        const uint8_t *want) {
+  (void)p, (void)st, (void)src, (void)len, (void)lead, (void)want;
   return -1;
 }
 
 int stage_device_bounded(const ibp_params *p, const ibp_stage *st,
-                         const uint8_t *src, size_t len) {
-  (void)p, (void)st, (void)src, (void)len;
+                         const uint8_t *src, size_t len, unsigned lead) {
+  (void)p, (void)st, (void)src, (void)len, (void)lead;
   return -1;
 }
 
@@ -55,27 +56,35 @@ static uint64_t ibp_part_end(const ibp_params *p, int no_bitmap,
 }
 
 int stage_device_agrees(const ibp_params *p, const ibp_stage *st,
-                        const uint8_t *src, size_t len, const uint8_t *want) {
+                        const uint8_t *src, size_t len, unsigned lead,
+                        const uint8_t *want) {
   const uint32_t R = p->tensor_bytes;
   ibp_kernel_stage ks;
   simt_entry entry = ibp_emu_entry(IBP_KERNEL_STAGE_EXP);
   if (!entry || ibp_kernels_stage_exp(st, p->mask, R, &ks) != 0 || !ks.dtype)
     return -1;
   const uint64_t first = ibp_part_end(p, ks.no_bitmap != 0, src, len);
-  /* the stream 4-byte aligned with a readable word after it; the window
-   * between guards */
-  uint8_t *streams = calloc(len + 16, 1), *dst = malloc(R + 2 * GUARD);
+  /* The stream at byte `lead` (0 .. 3) of a word, in exactly what the
+   * device decoder may read (kernels/stage_exp_dev.cuh): the words that
+   * hold the stream's bytes -- from the aligned word of its first -- and
+   * the one word after them, nothing else (ASan sees a read past that
+   * word; the bytes before the stream in its first word are 0xA5, and
+   * nothing past the stream decides the bytes that agree) */
+  lead &= 3u;
+  const size_t words = (lead + len + 3) / 4 + 1;
+  uint8_t *streams = malloc(4 * words), *dst = malloc(R + 2 * GUARD);
   uint8_t *expect = malloc(R + 2 * GUARD);
   int agree = -1;
   if (streams && dst && expect && first <= 8 * (uint64_t)len) {
-    memcpy(streams, src, len);
+    memset(streams, 0xA5, 4 * words);
+    memcpy(streams + lead, src, len);
     memset(dst, 0xA5, R + 2 * GUARD);
     memset(expect, 0xA5, R + 2 * GUARD);
     if (want) {
       ibp_stage_strip(st, want, dst + GUARD, R);
       memcpy(expect + GUARD, want, R);
     }
-    const uint64_t offset = 0;
+    const uint64_t offset = lead;
     const uint32_t length = (uint32_t)len, first_bits = (uint32_t)first;
     ibp_stage_exp_args a;
     memset(&a, 0, sizeof a);
@@ -118,8 +127,8 @@ int stage_device_agrees(const ibp_params *p, const ibp_stage *st,
 }
 
 int stage_device_bounded(const ibp_params *p, const ibp_stage *st,
-                         const uint8_t *src, size_t len) {
-  return stage_device_agrees(p, st, src, len, NULL);
+                         const uint8_t *src, size_t len, unsigned lead) {
+  return stage_device_agrees(p, st, src, len, lead, NULL);
 }
 
 #endif

@@ -7,20 +7,32 @@
  * like samples/weight_stream), then times its first host-to-device copy
  * under LD_PRELOAD=libibp.so with IBP_WAIT_READY=1: that copy waits until
  * the region is compressed and set up on the device.  Prints the seconds,
- * the peak resident memory the preparation added (the growth of the
- * process's high-water mark, VmHWM) and checks the copied bytes. */
+ * the CPU seconds (user + system, every thread of the process) the wait
+ * took -- what a loaded machine inflates least --, the peak resident
+ * memory the preparation added (the growth of the process's high-water
+ * mark, VmHWM) and checks the copied bytes. */
 #include <cuda_runtime_api.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 
 static double now(void) {
   struct timespec t;
   clock_gettime(CLOCK_MONOTONIC, &t);
   return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+/* User + system CPU seconds of every thread of this process so far. */
+static double cpu_seconds(void) {
+  struct rusage u;
+  if (getrusage(RUSAGE_SELF, &u) != 0)
+    return 0;
+  return (double)(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
+         (double)(u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
 }
 
 /* VmHWM of this process, bytes (0 when unknown). */
@@ -66,12 +78,12 @@ int main(int argc, char **argv) {
     host[i] = bf16(u * scale);
   }
   uint64_t before = peak_rss();
-  double t0 = now();
+  double t0 = now(), c0 = cpu_seconds();
   if (cudaMemcpy(dev, host, 1 << 16, cudaMemcpyHostToDevice) != 0) {
     fprintf(stderr, "bench_prepare: copy failed\n");
     return 1;
   }
-  double t1 = now();
+  double t1 = now(), c1 = cpu_seconds();
   static uint8_t back[1 << 16];
   cudaMemcpy(back, dev, sizeof back, cudaMemcpyDeviceToHost);
   if (memcmp(back, host, sizeof back) != 0) {
@@ -79,9 +91,9 @@ int main(int argc, char **argv) {
     return 1;
   }
   uint64_t after = peak_rss();
-  printf("bytes=%zu ready_seconds=%.3f extra_peak_bytes=%llu "
+  printf("bytes=%zu ready_seconds=%.3f cpu_seconds=%.3f extra_peak_bytes=%llu "
          "extra_peak_fraction=%.3f\n",
-         bytes, t1 - t0, (unsigned long long)(after - before),
+         bytes, t1 - t0, c1 - c0, (unsigned long long)(after - before),
          (double)(after - before) / (double)bytes);
   return 0;
 }
