@@ -106,6 +106,9 @@ enum {
   MARK_BSTAGE_FIRST,   /* a block's fetch's first block-wide request */
   MARK_STAGE_FIRST,    /* a fetch's first warp-wide request */
   MARK_GROUP_TENSOR_END, /* after a tensor's steps in a group of them */
+  MARK_NEXT,             /* a fetch not prefetched: the next unit's look-up */
+  MARK_WALK_SAVE,        /* the walk's state saved before the decode */
+  MARK_FULL_END,         /* after a decode's full steps */
   MARK_COUNT
 };
 
@@ -629,6 +632,7 @@ IBP_DEV uint32_t decode_blocks(const decode_ctx &x, uint32_t g, uint32_t pos) {
     }
     for (; g + 32 <= full_end && g + 32 <= end; g += 32)
       pos = decode_step<C, true, BLOCKWIDE, NB>(x, g, pos);
+    IBP_MARK(MARK_FULL_END);
   }
   for (; g < end; g += 32) /* unaligned: all; else the last step, if any */
     pos = decode_step<C, false, BLOCKWIDE, NB>(x, g, pos);
@@ -1400,6 +1404,7 @@ IBP_DEV void walk_units(Units &units, walk_state *ws, tensor_job *slots) {
     }
     const uint64_t un = u + j->count; /* n's unit */
     if (!staged) {                    /* j's fetch (nothing of it prefetched) */
+      IBP_MARK(MARK_NEXT);
       nc = un < u1 && unit_of(units, un, u1 - un, ws->stage_bytes,
                               walk_stage(ws, other), n);
       IBP_MARK(MARK_FETCH);
@@ -1419,6 +1424,7 @@ IBP_DEV void walk_units(Units &units, walk_state *ws, tensor_job *slots) {
       stage_job(n);
     }
     /* the walk's state to shared memory, and back after the decode */
+    IBP_MARK(MARK_WALK_SAVE);
     ibp_dev_syncwarp(); /* every lane has read it */
     ws->u = u;
     ws->end = u1;
