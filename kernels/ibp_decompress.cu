@@ -105,6 +105,10 @@ enum {
   MARK_PLANES_END,     /* after it */
   MARK_BSTAGE_FIRST,   /* a block's fetch's first block-wide request */
   MARK_STAGE_FIRST,    /* a fetch's first warp-wide request */
+  MARK_GROUP_TENSOR_END, /* after a tensor's steps in a group of them */
+  MARK_NEXT,             /* a fetch not prefetched: the next unit's look-up */
+  MARK_WALK_SAVE,        /* the walk's state saved before the decode */
+  MARK_FULL_END,         /* after a decode's full steps */
   MARK_COUNT
 };
 
@@ -628,6 +632,7 @@ IBP_DEV uint32_t decode_blocks(const decode_ctx &x, uint32_t g, uint32_t pos) {
     }
     for (; g + 32 <= full_end && g + 32 <= end; g += 32)
       pos = decode_step<C, true, BLOCKWIDE, NB>(x, g, pos);
+    IBP_MARK(MARK_FULL_END);
   }
   for (; g < end; g += 32) /* unaligned: all; else the last step, if any */
     pos = decode_step<C, false, BLOCKWIDE, NB>(x, g, pos);
@@ -720,7 +725,38 @@ IBP_DEV void decode_stage(const tensor_job *j, uint32_t b) {
  * 512): no step crosses a tensor, so each tensor takes the full steps of
  * one tensor's decode (docs/ARCHITECTURE.md "Groups of small tensors"),
  * from its own first bit; those steps count under a mark of their own
- * (MARK_GROUP_TSTEP: decode_step's GROUPED, nothing else). */
+ * (MARK_GROUP_TSTEP: decode_step's GROUPED, nothing else).  The step's
+ * context is made once a group: a tensor moves its destination and first
+ * bit on (what the steps keep live anyway, nothing more across them). */
+#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ < 1200
+template <unsigned C> IBP_DEV void decode_group_steps(const tensor_job *j) {
+  /* lane k holds tensor k's first bit, 8 * (offs[k] - offs[0]) past the
+   * first tensor's (a job of one tensor has no offsets): one shuffle a
+   * tensor */
+  const unsigned lane = ibp_dev_lane(), n = j->count;
+  uint32_t first = 8 * (uint32_t)((uintptr_t)j->stream & (PIECE - 1));
+  if (n > 1)
+    first +=
+        8 * (uint32_t)(ibp_dev_ldg_u64(
+                           (const uint8_t *)(j->offs + (lane < n ? lane : 0))) -
+                       ibp_dev_ldg_u64((const uint8_t *)j->offs));
+  const uint32_t R = j->R;
+  decode_ctx x = {j->plan,   j->dst, (const uint32_t *)job_stage(j),
+                  0,         R,      0,
+                  R / BLOCK, j->S,   true};
+  for (uint32_t t = 0; t < n; t++, x.dst += R) {
+    IBP_MARK(MARK_GROUP_TENSOR);
+    x.bit0 = ibp_dev_shfl(first, (int)t);
+    uint32_t pos = x.bit0 + R / C;
+    for (uint32_t g = 0; g < R / BLOCK; g += 32)
+      pos = decode_step<C, true, false, false, true>(x, g, pos);
+    IBP_MARK(MARK_GROUP_TENSOR_END);
+  }
+  IBP_MARK(MARK_GROUP_END);
+}
+#else
+/* sm_120: the context read from the slot once a tensor (ptxas spilled
+ * ibp_decompress with it made once a group: decode-plan-13) */
 template <unsigned C> IBP_DEV void decode_group_steps(const tensor_job *j) {
   /* lane k holds tensor k's first bit, 8 * (offs[k] - offs[0]) past the
    * first tensor's (a job of one tensor has no offsets): one shuffle a
@@ -748,9 +784,11 @@ template <unsigned C> IBP_DEV void decode_group_steps(const tensor_job *j) {
     uint32_t pos = bit0 + R / C;
     for (uint32_t g = 0; g < R / BLOCK; g += 32)
       pos = decode_step<C, true, false, false, true>(x, g, pos);
+    IBP_MARK(MARK_GROUP_TENSOR_END);
   }
   IBP_MARK(MARK_GROUP_END);
 }
+#endif
 
 /* Decodes a group of j->count whole tensors (R a multiple of 16, their
  * streams adjacent and staged whole, the destination 16-byte aligned) in
@@ -1366,6 +1404,7 @@ IBP_DEV void walk_units(Units &units, walk_state *ws, tensor_job *slots) {
     }
     const uint64_t un = u + j->count; /* n's unit */
     if (!staged) {                    /* j's fetch (nothing of it prefetched) */
+      IBP_MARK(MARK_NEXT);
       nc = un < u1 && unit_of(units, un, u1 - un, ws->stage_bytes,
                               walk_stage(ws, other), n);
       IBP_MARK(MARK_FETCH);
@@ -1385,6 +1424,7 @@ IBP_DEV void walk_units(Units &units, walk_state *ws, tensor_job *slots) {
       stage_job(n);
     }
     /* the walk's state to shared memory, and back after the decode */
+    IBP_MARK(MARK_WALK_SAVE);
     ibp_dev_syncwarp(); /* every lane has read it */
     ws->u = u;
     ws->end = u1;
@@ -1585,12 +1625,21 @@ IBP_DEV int unit_of_plain(single_units &s, uint64_t u, uint64_t most,
                           uint32_t cap, uint8_t *stage, tensor_job *j) {
   return unit_of<false>(s, u, most, cap, stage, j);
 }
+/* The launch's arguments are the kernel's parameter: addressed as
+ * constants, nothing to keep -- but on sm_120, where ptxas spilled
+ * ibp_decompress so (bench/README.md, decode-plan-13), their pointer is
+ * kept in the walk state, not live in registers across the decode. */
+#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ < 1200
+IBP_DEV void units_save(single_units &, walk_state *) {}
+IBP_DEV void units_restore(single_units &, const walk_state *) {}
+#else
 IBP_DEV void units_save(single_units &s, walk_state *ws) {
-  ws->regions = s.a; /* not live in registers across the decode */
+  ws->regions = s.a;
 }
 IBP_DEV void units_restore(single_units &s, const walk_state *ws) {
   s.a = ws->regions;
 }
+#endif
 
 /* At most 64 registers per thread (32 warps per SM), no spills, no stack:
  * the walk's and the round's state in shared memory and the launch's
