@@ -458,19 +458,84 @@ static size_t batch_split(ibp_batch_call *in, CUstream raw, CUstream s,
   return held;
 }
 
-/* The driver's call for the rest, timed whole where an entry's decision
- * asked for it (serve/batch/batch_route.h). */
-static void rest_time_begin(ibp_call_timing *timing, const ibp_batch_call *r,
-                            CUstream s) {
+/* The driver's batch call (12.8 or 13 ABI) for c on stream s; fail: the
+ * failure index where the ABI has one. */
+typedef CUresult (*batch_real_fn)(const ibp_batch_call *c, size_t *fail,
+                                  CUstream s);
+
+/* Part c of the rest, timed by timing where it asks (batch_route.h): c as
+ * it is, or where the timing probes the set-up, with entries halved (the
+ * same bytes).  Returns the driver's answer. */
+static CUresult timed_call(ibp_call_timing *timing, const ibp_batch_call *c,
+                           batch_real_fn real, size_t *fail, CUstream s,
+                           CUstream es) {
+  ibp_batch_call h;
   ibp__guard++;
-  ibp__call_time_begin(timing, r->sizes, r->count, s);
+  size_t halved = ibp__call_probes(timing) ? ibp__batch_call_halve(c, &h) : 0;
+  if (!halved)
+    h = *c;
+  ibp__call_time_begin(timing, c->sizes, c->count, halved, es);
+  if (halved && timing->t.index < 0) { /* not timed after all: as it was */
+    ibp__batch_call_free(c, &h);
+    h = *c;
+    halved = 0;
+  }
   ibp__guard--;
+  CUresult res = real(&h, fail, s);
+  ibp__guard++;
+  ibp__call_time_end(timing, es, res == CUDA_SUCCESS);
+  ibp__batch_call_free(c, &h);
+  ibp__guard--;
+  return res;
 }
 
-static void rest_time_end(ibp_call_timing *timing, CUstream s, CUresult res) {
+/* The driver's call for the rest r, timed whole where an entry's decision
+ * asked for it; a paired set-up probe makes it two calls, r's first half
+ * whole, then its second probed.  A probe's call the driver refuses is
+ * made again as the application's (the copies are the same bytes): its
+ * answer is the driver's for r. */
+/* r's two calls for a paired set-up probe (batch_route.h,
+ * ibp__call_time_pair): its first half, timed by timing, and its second,
+ * by *probe.  0 where timing asks for none, or they could not be made
+ * (nothing then allocated). */
+static int pair_parts(ibp_call_timing *timing, const ibp_batch_call *r,
+                      ibp_batch_call *first, ibp_batch_call *second,
+                      ibp_call_timing *probe) {
+  if (ibp__call_probes(timing) != IBP_PROBE_PAIRED ||
+      !ibp__batch_call_part(r, 0, r->count / 2, first))
+    return 0;
+  if (ibp__batch_call_part(r, r->count / 2, r->count, second) &&
+      ibp__call_time_pair(timing, r->count, first->count, probe))
+    return 1;
+  ibp__batch_call_free(r, first);
+  ibp__batch_call_free(r, second);
+  return 0;
+}
+
+static CUresult rest_call(ibp_call_timing *timing, const ibp_batch_call *r,
+                          batch_real_fn real, size_t *fail, CUstream s,
+                          CUstream es) {
+  ibp_batch_call first, second;
+  ibp_call_timing probe;
   ibp__guard++;
-  ibp__call_time_end(timing, s, res == CUDA_SUCCESS);
+  const int paired = pair_parts(timing, r, &first, &second, &probe);
   ibp__guard--;
+  if (!paired) {
+    const int probed = ibp__call_probes(timing) != IBP_PROBE_NONE;
+    CUresult res = timed_call(timing, r, real, fail, s, es);
+    return probed && res != CUDA_SUCCESS ? real(r, fail, s) : res;
+  }
+  CUresult res = timed_call(timing, &first, real, fail, s, es);
+  if (res == CUDA_SUCCESS) {
+    res = timed_call(&probe, &second, real, fail, s, es);
+  } else {
+    ibp__guard++;
+    ibp__call_time_drop(&probe);
+    ibp__guard--;
+  }
+  ibp__batch_call_free(r, &first);
+  ibp__batch_call_free(r, &second);
+  return res == CUDA_SUCCESS ? res : real(r, fail, s);
 }
 
 /* After the driver's call for the rest: its failure index in the
@@ -489,6 +554,12 @@ static CUresult batch_rest_done(ibp_batch_call *in, ibp_batch_call *rest,
 #define COMMA ,
 #define COPY_BATCH_ANY(sym, explicit_stream, null_ok, FAIL_PARAM, FAIL_ARG,    \
                        FAIL_PTR)                                               \
+  static CUresult real_##sym(const ibp_batch_call *c, size_t *fail,            \
+                             CUstream s) {                                     \
+    (void)fail;                                                                \
+    return ibp__real_##sym(c->dsts, c->srcs, c->sizes, c->count, c->attrs,     \
+                           c->attr_idxs, c->nattrs FAIL_ARG, s);               \
+  }                                                                            \
   CUresult ibp__hook_##sym(CUdeviceptr *dsts, CUdeviceptr *srcs,               \
                            size_t *sizes, size_t count,                        \
                            CUmemcpyAttributes *attrs, size_t *idxs,            \
@@ -503,10 +574,8 @@ static CUresult batch_rest_done(ibp_batch_call *in, ibp_batch_call *rest,
     }                                                                          \
     order(explicit_stream(s));                                                 \
     size_t t = dtoh_batch(r.dsts, r.sizes, r.count);                           \
-    rest_time_begin(&ct, &r, explicit_stream(s));                              \
-    CUresult res = ibp__real_##sym(r.dsts, r.srcs, r.sizes, r.count, r.attrs,  \
-                                   r.attr_idxs, r.nattrs FAIL_ARG, s);         \
-    rest_time_end(&ct, explicit_stream(s), res);                               \
+    CUresult res =                                                             \
+        rest_call(&ct, &r, real_##sym, FAIL_PTR, s, explicit_stream(s));       \
     return batch_rest_done(&in, &r, t, res, FAIL_PTR, explicit_stream(s));     \
   }
 #define COPY_BATCH_3D(sym, explicit_stream)                                    \

@@ -7,6 +7,7 @@
 #include "base/driver.h"
 #include "base/log.h"
 #include "serve/batch/batch.h"
+#include "serve/choose/choose.h"
 #include "serve/substitute.h"
 
 /* Arguments the driver accepts: arrays present, attribute ranges starting
@@ -107,6 +108,72 @@ size_t ibp__batch_call_split(const ibp_batch_call *in, CUstream s,
   }
   *rest = r;
   return held;
+}
+
+/* Where entry i of `size` bytes is halved by a set-up probe (0: whole):
+ * one entry in IBP_CHOOSE_PROBE_EVERY, each half at least
+ * IBP_CHOOSE_PROBE_MIN bytes, the first ending on a multiple of it. */
+static size_t half_at(size_t i, size_t size) {
+  if (i % IBP_CHOOSE_PROBE_EVERY || size < 2 * IBP_CHOOSE_PROBE_MIN)
+    return 0;
+  return size / 2 / IBP_CHOOSE_PROBE_MIN * IBP_CHOOSE_PROBE_MIN;
+}
+
+/* Entries [from, to) of `in` into *out, allocated, with their attribute
+ * ranges, each one halved where `halve` says (half_at); *halved: how
+ * many were.  0 when out could not be allocated (*out is then *in). */
+static int reshape(const ibp_batch_call *in, size_t from, size_t to, int halve,
+                   ibp_batch_call *out, size_t *halved) {
+  *halved = 0;
+  for (size_t i = from; halve && i < to; i++)
+    *halved += half_at(i - from, in->sizes[i]) != 0;
+  ibp_batch_call o;
+  if (!rest_alloc(&o, to - from + *halved)) {
+    ibp__batch_call_free(in, &o);
+    *out = *in;
+    return 0;
+  }
+  size_t a = 0, last = (size_t)-1;
+  for (size_t i = from; i < to; i++) {
+    while (a + 1 < in->nattrs && in->attr_idxs[a + 1] <= i)
+      a++;
+    if (in->nattrs && a != last) { /* a new attribute range */
+      o.attrs[o.nattrs] = in->attrs[a];
+      o.attr_idxs[o.nattrs++] = o.count;
+      last = a;
+    }
+    const size_t mid = halve ? half_at(i - from, in->sizes[i]) : 0;
+    const size_t orig = in->orig ? in->orig[i] : i;
+    const size_t parts[2][2] = {{0, mid ? mid : in->sizes[i]},
+                                {mid, in->sizes[i] - mid}};
+    for (int k = 0; k < (mid ? 2 : 1); k++) {
+      o.dsts[o.count] = in->dsts[i] + parts[k][0];
+      o.srcs[o.count] = in->srcs[i] + parts[k][0];
+      o.sizes[o.count] = parts[k][1];
+      o.orig[o.count++] = orig;
+    }
+  }
+  *out = o;
+  return 1;
+}
+
+size_t ibp__batch_call_halve(const ibp_batch_call *in, ibp_batch_call *out) {
+  size_t halved = 0;
+  *out = *in;
+  if (!in->count || !reshape(in, 0, in->count, 1, out, &halved))
+    return 0;
+  if (!halved) { /* none large enough */
+    ibp__batch_call_free(in, out);
+    *out = *in;
+  }
+  return halved;
+}
+
+int ibp__batch_call_part(const ibp_batch_call *in, size_t from, size_t to,
+                         ibp_batch_call *out) {
+  size_t none;
+  *out = *in;
+  return from < to && to <= in->count && reshape(in, from, to, 0, out, &none);
 }
 
 /* ---- 2D copies ------------------------------------------------------------

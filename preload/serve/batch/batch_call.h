@@ -37,6 +37,20 @@ typedef struct ibp_batch_call {
 size_t ibp__batch_call_split(const ibp_batch_call *in, CUstream s,
                              ibp_batch_call *rest, ibp_call_timing *timing);
 
+/* The driver's call `in` as a set-up probe makes it (choose.h,
+ * IBP_CHOOSE_PROBE_EVERY): some entries copied as two halves, the same
+ * bytes to the same places, with their attributes; out->orig maps each to
+ * the application's entry (in->orig's, or in's index).  Returns the
+ * entries halved; 0: *out is *in (none large enough, or no memory). */
+size_t ibp__batch_call_halve(const ibp_batch_call *in, ibp_batch_call *out);
+
+/* Entries [from, to) of the driver's call `in` as a call of their own
+ * (a paired set-up probe's parts: choose.h, IBP_PROBE_PAIRED), with their
+ * attributes; out->orig maps each to the application's entry.  Returns 1
+ * when made (ibp__batch_call_free(in, out)); 0: *out is *in. */
+int ibp__batch_call_part(const ibp_batch_call *in, size_t from, size_t to,
+                         ibp_batch_call *out);
+
 /* Frees what ibp__batch_call_split allocated into c (if anything). */
 void ibp__batch_call_free(const ibp_batch_call *in, ibp_batch_call *c);
 

@@ -154,8 +154,27 @@ void ibp__call_time_drop(ibp_call_timing *t) {
   t->rec = NULL;
 }
 
+int ibp__call_probes(const ibp_call_timing *t) {
+  return t && t->rec ? t->choice.probe : IBP_PROBE_NONE;
+}
+
+int ibp__call_time_pair(ibp_call_timing *t, size_t count, size_t first,
+                        ibp_call_timing *second) {
+  *second = (ibp_call_timing){0};
+  second->t.index = -1;
+  if (!t->rec || t->decided != count || !first || first >= count)
+    return 0;
+  ibp_region_acquire(t->rec);
+  *second = *t;
+  second->decided = count - first;
+  second->choice.probe = IBP_PROBE_HALVED;
+  t->decided = first;
+  t->choice.probe = IBP_PROBE_NONE; /* the probe's: second's to settle */
+  return 1;
+}
+
 void ibp__call_time_begin(ibp_call_timing *t, const size_t *sizes, size_t count,
-                          CUstream stream) {
+                          size_t halved, CUstream stream) {
   t->t.index = -1;
   if (!t->rec)
     return;
@@ -177,9 +196,16 @@ void ibp__call_time_begin(ibp_call_timing *t, const size_t *sizes, size_t count,
   for (size_t i = 0; i < count; i++)
     gpu += ibp__route_driver_entry_ns(p, sizes[i], count);
   const size_t n = t->entries > count ? t->entries : count;
+  /* a set-up probe's halves: the same bytes, as many more set-ups */
+  const double added =
+      halved ? ibp__route_driver_call_setup_ns(p, count + halved) -
+                   ibp__route_driver_call_setup_ns(p, count)
+             : 0;
+  t->choice.probe_base_ns = gpu;
+  t->choice.probe_setup_ns = added;
   const ibp_route_cost model = {
       .cpu_ns = 1e3 * p->driver_copy_call_us,
-      .gpu_ns = gpu,
+      .gpu_ns = gpu + added,
       .copies = (uint32_t)(n < UINT32_MAX ? n : UINT32_MAX)};
   /* an exploration's excess is over the choice for as many entries */
   t->choice.choice_ns *= (double)count;
@@ -187,7 +213,8 @@ void ibp__call_time_begin(ibp_call_timing *t, const size_t *sizes, size_t count,
   ibp__timing_begin(t->slot, t->ch, p, stream, stream, t->cls, &t->choice,
                     &model, 0, ibp__route_lead_ns(IBP_ROUTE_DRIVER, p),
                     ibp__route_setup_ns(IBP_ROUTE_DRIVER, p), 0, t->dev, &t->t);
-  t->choice.explore = 0; /* settled by its sample, or dropped with it */
+  /* settled by its sample, or dropped with it */
+  t->choice.explore = t->choice.probe = 0;
 }
 
 void ibp__call_time_end(ibp_call_timing *t, CUstream stream, int submitted) {

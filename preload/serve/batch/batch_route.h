@@ -121,12 +121,27 @@ void ibp__call_decided(ibp_call_timing *t);
 int ibp__call_joins(const ibp_call_timing *t, const ibp_route_copy *y,
                     unsigned cls);
 
+/* The set-up probe timing t asks for (choose.h, IBP_CHOOSE_PROBE_EVERY;
+ * IBP_PROBE_NONE: none): the driver's call with entries halved
+ * (ibp__batch_call_halve), or made as two calls, the second so
+ * (IBP_PROBE_PAIRED: ibp__call_time_pair). */
+int ibp__call_probes(const ibp_call_timing *t);
+
+/* A paired probe: t (asked for a call of `count` entries) times the
+ * call's first `first` entries whole, *second (its region acquired too)
+ * the rest, as a probe of their own -- each timed around its own driver
+ * call.  Returns 0 where t times nothing of this call (*second then asks
+ * for nothing). */
+int ibp__call_time_pair(ibp_call_timing *t, size_t count, size_t first,
+                        ibp_call_timing *second);
+
 /* Around the driver's call for the call's `count` entries of sizes[] on
- * `stream` (the application's context current): _begin before it, _end
- * after (submitted: it was queued); _drop when no call follows.  Each
- * does nothing where nothing was asked. */
+ * `stream` (the application's context current), `halved` of them copied
+ * as two halves (a set-up probe; 0: none): _begin before it, _end after
+ * (submitted: it was queued); _drop when no call follows.  Each does
+ * nothing where nothing was asked. */
 void ibp__call_time_begin(ibp_call_timing *t, const size_t *sizes, size_t count,
-                          CUstream stream);
+                          size_t halved, CUstream stream);
 void ibp__call_time_end(ibp_call_timing *t, CUstream stream, int submitted);
 void ibp__call_time_drop(ibp_call_timing *t);
 

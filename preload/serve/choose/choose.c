@@ -269,22 +269,38 @@ static double hope_ns(const ibp_route_cost *c, double cr, double gr) {
   return scaled(&h, cr, gr);
 }
 
-/* The link's ratio a span of route c measured at ratio g stands for, read
- * in a hope's favour: a copy-engine span cannot tell a slower link from a
- * dearer set-up (ibp_route_cost.setup_ns), which it takes to be up to
- * IBP_CHOOSE_SETUP_SPAN times its model first -- at least 1.  Under driver
- * calls and set-up 4x dearer, kv_blocks' entries of 64 KiB measured 2.4x
- * their model on h100-pcie5 (set-up 46 % of it), and a batched launch
- * hoped that slow, with a set-up of its own for 64 entries, had no hope
- * where it was 1.9x faster than the driver. */
-static double hoped_link(const ibp_route_cost *c, double g) {
-  const double setup = c->setup_ns < c->gpu_ns ? c->setup_ns : c->gpu_ns;
-  const double bytes = c->gpu_ns - setup;
-  if (setup <= 0)
+/* The link's ratio a span of route c measured at ratio g stands for, its
+ * set-up (ibp_route_cost.setup_ns) taken to be `setup` times its model --
+ * at least 1.  A copy-engine span cannot tell a slower link from a dearer
+ * set-up: a hope reads it in its favour, the set-up up to
+ * IBP_CHOOSE_SETUP_SPAN times its model, until a set-up probe measured it
+ * (setup_ratio).  Under driver calls and set-up 4x dearer, kv_blocks'
+ * entries of 64 KiB measured 2.4x their model on h100-pcie5 (set-up 46 %
+ * of it), and a batched launch hoped that slow, with a set-up of its own
+ * for 64 entries, had no hope where it was 1.9x faster than the driver. */
+static double hoped_link(const ibp_route_cost *c, double g, double setup) {
+  const double part = c->setup_ns < c->gpu_ns ? c->setup_ns : c->gpu_ns;
+  const double bytes = c->gpu_ns - part;
+  if (part <= 0)
     return g;
   if (bytes <= 0)
     return 1.0;
-  return max2(1.0, (g * c->gpu_ns - IBP_CHOOSE_SETUP_SPAN * setup) / bytes);
+  return max2(1.0, (g * c->gpu_ns - setup * part) / bytes);
+}
+
+/* Whether route q's set-up was measured by a set-up probe on launches
+ * alike one of `copies`, not aged at now_ns. */
+static int setup_measured(const ibp_choose_route *q, uint32_t copies,
+                          double now_ns) {
+  return q->setup_copies && ibp__choose_alike(q->setup_copies, copies) &&
+         !(q->setup_at_ns < now_ns - IBP_CHOOSE_AGE_NS);
+}
+
+/* The set-up's ratio over its model a hope reads into route q's spans: as
+ * a set-up probe measured it, else `doubt`. */
+static double setup_ratio(const ibp_choose_route *q, uint32_t copies,
+                          double now_ns, double doubt) {
+  return setup_measured(q, copies, now_ns) ? q->setup_seen : doubt;
 }
 
 /* The calls and the link as the class has seen them so far, one fresh
@@ -294,12 +310,12 @@ static double hoped_link(const ibp_route_cost *c, double g) {
  * (their timed copy-engine routes' calls, ibp_choose_class.calls), the
  * link as the dearest of the class's routes whose link term is a
  * copy-engine transfer alone (ibp_route_cost.engine), each at least 1 --
- * *gr as measured, *hope_gr read in a hope's favour (hoped_link).
- * Returns 0 while nothing was seen: a hope is not believed before the
- * first timed copy. */
+ * *gr as measured, *hope_gr as hoped_link reads it, an unmeasured set-up
+ * taken `doubt` times its model (setup_ratio).  Returns 0 while nothing
+ * was seen: a hope is not believed before the first timed copy. */
 static int seen_ratios(const ibp_choose_class *k,
                        const ibp_route_cost prior[IBP_ROUTES], double now_ns,
-                       double *cr, double *gr, double *hope_gr) {
+                       double doubt, double *cr, double *gr, double *hope_gr) {
   int seen = 0;
   *cr = *gr = *hope_gr = 1.0;
   for (int r = 0; r < IBP_ROUTES; r++) {
@@ -312,7 +328,9 @@ static int seen_ratios(const ibp_choose_class *k,
       continue;
     seen = 1;
     *gr = max2(*gr, g);
-    *hope_gr = max2(*hope_gr, hoped_link(&prior[r], g));
+    const double setup =
+        setup_ratio(&k->route[r], prior[r].copies, now_ns, doubt);
+    *hope_gr = max2(*hope_gr, hoped_link(&prior[r], g, setup));
   }
   if (k->calls) {
     uint32_t fresh;
@@ -503,12 +521,72 @@ static double explored_ns(const ibp_route_cost *c, double model, double est) {
   return c->once_ns > n * model ? est * c->once_ns / model : n * est;
 }
 
+/* Whether route alt, hopeful, waits for a set-up probe of the choice go
+ * first (IBP_CHOOSE_PROBE_EVERY): go the driver's part of an application's
+ * call (its entries set up in the call: ibp_route_cost.copies), its set-up
+ * not measured, and alt hopeful only where that set-up may be dearer than
+ * modelled (plain: the hopes with it as modelled) -- a link a third as
+ * wide and a set-up 3x dearer measure alike (kv_blocks' entries on
+ * h100-pcie5: 2.1x and 2.4x their model), and where the link is the cause,
+ * exploring a batched call of 64 entries cost 2.3 % of a 17-step run; the
+ * probe costs a quarter of the call's set-ups again.  It waits while a
+ * probe is under way; *probe: the choice's copy probes now (the driver's
+ * part timable, tries left).  After IBP_CHOOSE_PROBES tries that came to
+ * nothing, the hope stands as read. */
+static int probe_first(const ibp_choose_class *k,
+                       const ibp_route_cost prior[IBP_ROUTES], unsigned timable,
+                       ibp_route go, int alt, const double plain[IBP_ROUTES],
+                       double against, double now_ns, int *probe) {
+  const ibp_choose_route *q = &k->route[IBP_ROUTE_DRIVER];
+  const ibp_route_cost *c = &prior[IBP_ROUTE_DRIVER];
+  *probe = 0;
+  if (go != IBP_ROUTE_DRIVER || c->copies <= 1 || c->setup_ns <= 0 ||
+      setup_measured(q, c->copies, now_ns) ||
+      hopeful(k, prior, alt, plain, against, now_ns))
+    return 0;
+  if (q->setup_pending)
+    return 1;
+  if (q->setup_failed >= IBP_CHOOSE_PROBES ||
+      !(timable >> IBP_ROUTE_DRIVER & 1))
+    return 0;
+  *probe = IBP_PROBE_HALVED;
+  return 1;
+}
+
+/* Whether the choice go's first timed copy is made a paired set-up probe
+ * (IBP_PROBE_PAIRED): go the driver's part of an application's call, its
+ * set-up not measured nor under way (tries left), nothing of it timed yet
+ * on launches alike, and a guessed route open that a hope may come to
+ * (ibp_route_cost.guessed) -- so that where that hope stands on the
+ * set-up's doubt, the probe has been read with the first timed call, and
+ * nothing waits for it: probed after it, a batched launch 1.8x faster than
+ * the driver under driver calls and set-up 4x dearer (kv_blocks,
+ * h100-pcie5) was explored a call later, 0.93 of its time. */
+static int probe_paired(const ibp_choose_class *k,
+                        const ibp_route_cost prior[IBP_ROUTES],
+                        const double est[IBP_ROUTES], unsigned timable,
+                        ibp_route go, double now_ns) {
+  const ibp_choose_route *q = &k->route[IBP_ROUTE_DRIVER];
+  const ibp_route_cost *c = &prior[IBP_ROUTE_DRIVER];
+  if (go != IBP_ROUTE_DRIVER || c->copies <= 1 || c->setup_ns <= 0 ||
+      !(timable >> IBP_ROUTE_DRIVER & 1) ||
+      setup_measured(q, c->copies, now_ns) || q->setup_pending ||
+      q->setup_failed >= IBP_CHOOSE_PROBES || fresh_count(q, c->copies, now_ns))
+    return 0;
+  for (int r = 0; r < IBP_ROUTES; r++)
+    if (r != IBP_ROUTE_DRIVER && est[r] > 0 && prior[r].guessed &&
+        (timable >> r & 1))
+      return 1;
+  return 0;
+}
+
 /* What a decision weighs before its credits (ibp_choose_assessed): the
  * estimates, the choice, the alternative and what exploring it costs. */
 static void assess(const ibp_choose_class *k,
                    const ibp_route_cost prior[IBP_ROUTES], unsigned timable,
                    double timing_ns, double now_ns, ibp_choose_assessed *a) {
   double *model = a->model, *est = a->est;
+  a->probe = 0;
   model_of(prior, model);
   a->modelled = smallest(model);
   for (int r = 0; r < IBP_ROUTES; r++)
@@ -547,10 +625,17 @@ static void assess(const ibp_choose_class *k,
       measured(k, prior, last, go, now_ns))
     go = (ibp_route)last;
   a->go = go;
-  double hope[IBP_ROUTES] = {0}, seen_cr, seen_gr, hope_gr;
-  if (seen_ratios(k, prior, now_ns, &seen_cr, &seen_gr, &hope_gr))
-    for (int r = 0; r < IBP_ROUTES; r++)
+  /* hope: a set-up not measured read in its favour; plain: as modelled */
+  double hope[IBP_ROUTES] = {0}, plain[IBP_ROUTES] = {0};
+  double seen_cr, seen_gr, hope_gr, plain_gr;
+  if (seen_ratios(k, prior, now_ns, IBP_CHOOSE_SETUP_SPAN, &seen_cr, &seen_gr,
+                  &hope_gr)) {
+    (void)seen_ratios(k, prior, now_ns, 1.0, &seen_cr, &seen_gr, &plain_gr);
+    for (int r = 0; r < IBP_ROUTES; r++) {
       hope[r] = est[r] > 0 ? hope_ns(&prior[r], seen_cr, hope_gr) : 0;
+      plain[r] = est[r] > 0 ? hope_ns(&prior[r], seen_cr, plain_gr) : 0;
+    }
+  }
   a->go_judged = judged(&k->route[go], prior[go].copies, now_ns);
   /* the choice at the calls and the link seen so far, as measured, while
    * it is not judged yet (its estimate is then its prior) -- one sample,
@@ -649,11 +734,16 @@ static void assess(const ibp_choose_class *k,
     early = settle || (hopeful(k, prior, alt, hope, against, now_ns) &&
                        early_cost <= IBP_CHOOSE_EXPLORE_SHARE *
                                          IBP_CHOOSE_EARLY_REPAY * seen_go);
+    if (early && !settle)
+      early = !probe_first(k, prior, timable, go, alt, plain, against, now_ns,
+                           &a->probe);
     if (!early && !judged(&k->route[alt], prior[alt].copies, now_ns))
       cost += IBP_CHOOSE_UNMEASURED * taken;
   }
   a->early = early;
   a->cost = cost;
+  if (!a->probe && probe_paired(k, prior, est, timable, go, now_ns))
+    a->probe = IBP_PROBE_PAIRED;
   a->choice_ns = est[go];
   /* an early exploration is judged against the choice at the calls and
    * the link seen so far, as measured (the choice may not be judged
@@ -697,7 +787,10 @@ static void read_state(const ibp_choose_class *k, ibp_choose_read *st) {
     st->wholes[r] = q->wholes;
     st->flags[r] = (q->wait ? 1u : 0u) | (q->pending ? 2u : 0u) |
                    (q->backoff ? 4u : 0u) |
-                   (q->explored < IBP_CHOOSE_MIN_SAMPLES ? 8u : 0u);
+                   (q->explored < IBP_CHOOSE_MIN_SAMPLES ? 8u : 0u) |
+                   (q->setup_pending ? 16u : 0u) |
+                   (q->setup_failed < IBP_CHOOSE_PROBES ? 32u : 0u);
+    st->setups[r] = q->setup_copies ? q->setup_at_ns : 0;
   }
   st->calls = k->calls ? k->calls->samples : 0;
   st->served = served(k);
@@ -707,7 +800,7 @@ static void read_state(const ibp_choose_class *k, ibp_choose_read *st) {
 static int same_state(const ibp_choose_read *a, const ibp_choose_read *b) {
   for (int r = 0; r < IBP_ROUTES; r++)
     if (a->samples[r] != b->samples[r] || a->wholes[r] != b->wholes[r] ||
-        a->flags[r] != b->flags[r])
+        a->flags[r] != b->flags[r] || a->setups[r] != b->setups[r])
       return 0;
   return a->calls == b->calls && a->served == b->served && a->last == b->last;
 }
@@ -750,6 +843,8 @@ assessed(ibp_choose_class *k, const ibp_route_cost prior[], unsigned timable,
     const ibp_choose_route *q = &k->route[r];
     oldest = oldest_counted(q->seen_ns, q->samples, now_ns, oldest);
     oldest = oldest_counted(q->whole_ns, q->wholes, now_ns, oldest);
+    if (q->setup_copies)
+      oldest = oldest_counted(&q->setup_at_ns, 1, now_ns, oldest);
   }
   if (k->calls)
     oldest =
@@ -845,7 +940,13 @@ ibp_route ibp__choose_decide(ibp_choose_class *k,
       spend(k, a, k->copies, &explore_credit, &timing_credit, &cap);
   const ibp_route take = outcome == EXPLORE ? (ibp_route)a->alt : go;
   out->explore = outcome == EXPLORE;
-  out->timed = outcome != QUIET;
+  /* a set-up probe is the choice's copy, timed whatever the credit --
+   * paired, its first timed copy */
+  out->probe = out->explore                   ? 0
+               : a->probe == IBP_PROBE_HALVED ? IBP_PROBE_HALVED
+               : a->probe && outcome != QUIET ? IBP_PROBE_PAIRED
+                                              : 0;
+  out->timed = outcome != QUIET || out->probe;
   out->charged_ns = out->explore ? a->cost : 0;
   out->route = take;
   out->copies = prior[take].copies;
@@ -864,6 +965,8 @@ ibp_route ibp__choose_decide(ibp_choose_class *k,
   k->explore_credit_ns = explore_credit;
   k->explore_cap_ns = cap;
   k->timing_credit_ns = timing_credit;
+  if (out->probe)
+    k->route[go].setup_pending++;
   if (out->explore) {
     k->explored++;
     k->route[take].explored++;
@@ -888,7 +991,7 @@ uint32_t ibp__choose_quiet(const ibp_choose_class *k, ibp_route route,
   /* the next decision keeps the assessment: nothing it read changed since
    * (a route's wait run out in this decision's count would) */
   if (!a->valid || a->go != (int)route || k->last != (int)route ||
-      !(a->est[route] > 0) || !same_state(&a->read, &st) ||
+      !(a->est[route] > 0) || a->probe || !same_state(&a->read, &st) ||
       a->oldest_ns < now_ns - IBP_CHOOSE_AGE_NS || now_ns < a->at_ns)
     return 0;
   /* clearly the choice: estimates made on other copies of the class's
@@ -968,6 +1071,30 @@ void ibp__choose_learn(ibp_choose_class *k, ibp_route r, uint32_t copies,
   q->seen_copies[at] = copies;
   q->samples++;
   k->pause_ns = IBP_CHOOSE_PAUSE_NS; /* timing works again */
+}
+
+void ibp__choose_learn_setup(ibp_choose_class *k, ibp_route r, uint32_t copies,
+                             double gpu_ns, double base_ns, double setup_ns,
+                             double now_ns) {
+  if ((unsigned)r >= IBP_ROUTES)
+    return;
+  ibp_choose_route *q = &k->route[r];
+  if (q->setup_pending > 0)
+    q->setup_pending--;
+  /* what the call would have taken whole, as its last timed ones did */
+  uint32_t fresh;
+  const double g = fresh_ratio(q, 1, copies, now_ns, &fresh);
+  if (gpu_ns < 0 || !fresh || base_ns <= 0 || setup_ns <= 0 || copies <= 1) {
+    q->setup_failed++;
+    return;
+  }
+  const double seen = (gpu_ns - g * base_ns) / setup_ns;
+  q->setup_seen = seen < 0                       ? 0
+                  : seen > IBP_CHOOSE_SETUP_SPAN ? IBP_CHOOSE_SETUP_SPAN
+                                                 : seen;
+  q->setup_at_ns = now_ns;
+  q->setup_copies = copies;
+  q->setup_failed = 0;
 }
 
 void ibp__choose_learn_calls(ibp_choose_route *calls, double cpu_ns,

@@ -101,6 +101,21 @@ typedef enum ibp_class_mode {
  * a slower link; a hope reads it so, the set-up up to this many times its
  * model (as wide as the decode terms' hope, IBP_GATE_GUESS_SPAN). */
 #define IBP_CHOOSE_SETUP_SPAN 4.0
+/* The driver's entries' set-up in an application's batch call is measured
+ * by a set-up probe: a timed driver part with one entry in
+ * IBP_CHOOSE_PROBE_EVERY copied as two halves (each at least
+ * IBP_CHOOSE_PROBE_MIN bytes), whose span against a timed call's ratio
+ * says what an entry's set-up costs (ibp__choose_learn_setup) -- the same
+ * bytes, as many more set-ups.  Paired (IBP_PROBE_PAIRED): the class's
+ * first timed call made as two driver calls, its first half whole, then
+ * its second probed; halved (IBP_PROBE_HALVED): a later timed call
+ * probed whole, where that reading alone makes a route hopeful and no
+ * paired probe measured it.  At most IBP_CHOOSE_PROBES tries that come to
+ * nothing (dropped, not timed); then the reading stands. */
+enum { IBP_PROBE_NONE, IBP_PROBE_HALVED, IBP_PROBE_PAIRED };
+#define IBP_CHOOSE_PROBE_EVERY 2
+#define IBP_CHOOSE_PROBE_MIN 256
+#define IBP_CHOOSE_PROBES 2
 /* After an exploration a route waits IBP_CHOOSE_WAIT_COPIES << backoff
  * copies before the next; backoff grows by one each time it measured
  * worse than the class's choice (at most IBP_CHOOSE_BACKOFF_MAX), and is
@@ -230,13 +245,21 @@ typedef struct ibp_choose_route {
    * median of 3 or more (choose.c, middle) */
   double whole_seen[IBP_CHOOSE_WINDOW], whole_ns[IBP_CHOOSE_WINDOW];
   uint32_t wholes;
+  /* the copy engine's set-up as a set-up probe measured it, over its
+   * model (ibp__choose_learn_setup), on a launch of setup_copies copies
+   * (0: never), at setup_at_ns; probes asked and not read yet, and tries
+   * that came to nothing since the last reading */
+  double setup_seen, setup_at_ns;
+  uint32_t setup_copies, setup_pending, setup_failed;
 } ibp_choose_route;
 
 /* What a class's last assessment read of its state (choose.c,
  * read_state). */
 typedef struct ibp_choose_read {
   uint32_t samples[IBP_ROUTES], wholes[IBP_ROUTES];
-  uint32_t flags[IBP_ROUTES]; /* waiting, pending, backed off, explored few */
+  uint32_t flags[IBP_ROUTES]; /* waiting, pending, backed off, explored few,
+                                 set-up probed or not */
+  double setups[IBP_ROUTES];  /* when its set-up was measured (0: never) */
   uint32_t calls;             /* samples of the calls */
   int served, last;
 } ibp_choose_read;
@@ -257,6 +280,8 @@ typedef struct ibp_choose_assessed {
       oldest_ns; /* the oldest sample it counted (it stands until that ages) */
   double model[IBP_ROUTES], est[IBP_ROUTES], cpu[IBP_ROUTES];
   int modelled, go, alt, early, go_judged;
+  int probe; /* the choice's copy probes its set-up (IBP_PROBE_HALVED:
+                before alt is explored; IBP_PROBE_PAIRED: as it is timed) */
   double cost, choice_ns;
 } ibp_choose_assessed;
 
@@ -300,6 +325,12 @@ typedef struct ibp_choice {
   double est_ns[IBP_ROUTES]; /* each open route's estimate (0: closed) */
   double cpu_ns;             /* the calling thread's term of the route
                                 taken's estimate (its calls as measured) */
+  int probe;            /* timed as a set-up probe (IBP_CHOOSE_PROBE_EVERY): the
+                           driver's part of its call with entries halved
+                           (IBP_PROBE_HALVED), or its second half so after its
+                           first whole (IBP_PROBE_PAIRED) */
+  double probe_base_ns; /* ... the model's GPU time of that part whole */
+  double probe_setup_ns; /* ... and of the set-ups the halves add */
 } ibp_choice;
 
 /* The class of a copy of `bytes` bytes; busy: its stream had work
@@ -388,6 +419,17 @@ void ibp__choose_learn_whole(ibp_choose_class *k, ibp_route r, double ratio,
  * explored freely again. */
 void ibp__choose_settle(ibp_choose_class *k, ibp_route r, double charged_ns,
                         double excess_ns, int worse);
+
+/* A set-up probe of route r in class k (ibp_choice.probe) carrying
+ * `copies` copies, read at now_ns, took gpu_ns on the GPU: base_ns the
+ * model's for its copies whole, setup_ns for the set-ups its halves add.
+ * Against the route's last timed launches alike (their ratio), what the
+ * added set-ups took over setup_ns is the set-up's ratio, kept within
+ * [0, IBP_CHOOSE_SETUP_SPAN] for the hope to read (choose.c, hoped_link).
+ * gpu_ns < 0: the probe came to nothing (not timed, dropped). */
+void ibp__choose_learn_setup(ibp_choose_class *k, ibp_route r, uint32_t copies,
+                             double gpu_ns, double base_ns, double setup_ns,
+                             double now_ns);
 
 /* An event call failed while timing a copy of class k at now_ns: its
  * copies are not timed (nor explored) for a while, longer after each

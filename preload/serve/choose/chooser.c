@@ -98,11 +98,14 @@ void ibp__chooser_figures(ibp_chooser *ch,
 }
 
 void ibp__chooser_untimed(ibp_chooser *ch, unsigned cls, const ibp_choice *c) {
-  if (!ch || cls >= IBP_CHOOSE_CLASSES || !c->explore)
+  if (!ch || cls >= IBP_CHOOSE_CLASSES || (!c->explore && !c->probe))
     return;
   pthread_mutex_lock(&ch->lock);
   changed(ch);
-  ibp__choose_settle(&ch->cls[cls], c->route, c->charged_ns, -1, 0);
+  if (c->explore)
+    ibp__choose_settle(&ch->cls[cls], c->route, c->charged_ns, -1, 0);
+  if (c->probe) /* came to nothing */
+    ibp__choose_learn_setup(&ch->cls[cls], c->route, c->copies, -1, 0, 0, 0);
   pthread_mutex_unlock(&ch->lock);
 }
 
@@ -400,6 +403,8 @@ static void drop(ibp_chooser *ch, ibp_timing_sample *x) {
   changed(ch);
   if (x->explore)
     ibp__choose_settle(&ch->cls[x->cls], x->route, x->charged_ns, -1, 0);
+  if (x->probe)
+    ibp__choose_learn_setup(&ch->cls[x->cls], x->route, x->copies, -1, 0, 0, 0);
   x->state = SAMPLE_FREE;
 }
 
@@ -565,8 +570,14 @@ static void read_sample(const ibp_driver *d, ibp_served_region *s,
                        ran > x->choice_ns &&
                            ibp__choose_alike(x->copies, x->explored_copies));
   }
-  ibp__choose_learn(k, x->route, x->copies, x->cpu_ns, x->cpu_model_ns, gpu,
-                    x->gpu_model_ns, now);
+  /* a set-up probe's span is of halved entries: what their set-ups took,
+   * not the route's ratio for its calls as made */
+  if (x->probe)
+    ibp__choose_learn_setup(k, x->route, x->copies, gpu, x->probe_base_ns,
+                            x->probe_setup_ns, now);
+  else
+    ibp__choose_learn(k, x->route, x->copies, x->cpu_ns, x->cpu_model_ns, gpu,
+                      x->gpu_model_ns, now);
   if (x->engine)
     ibp__choose_learn_calls(&ch->calls, x->cpu_ns, x->cpu_model_ns, now);
   /* the two stages together as they ran, against the model's joining of
@@ -590,9 +601,12 @@ static void read_samples(const ibp_driver *d, ibp_served_region *s,
   if (!any)
     return;
   CUstreamCaptureMode mode = relaxed(d);
-  for (int i = 0; i < IBP_TIMING_SAMPLES; i++)
-    if (ch->sample[i].state == SAMPLE_PENDING && now >= ch->sample[i].due_ns)
-      read_sample(d, s, slot, ch, i, now);
+  /* set-up probes last: each is read against its pair's first half */
+  for (int probes = 0; probes < 2; probes++)
+    for (int i = 0; i < IBP_TIMING_SAMPLES; i++)
+      if (ch->sample[i].state == SAMPLE_PENDING &&
+          !ch->sample[i].probe == !probes && now >= ch->sample[i].due_ns)
+        read_sample(d, s, slot, ch, i, now);
   restore(d, mode);
 }
 
@@ -726,15 +740,21 @@ void ibp__timing_begin(ibp_device_slot *slot, ibp_chooser *ch,
                              .held_ns = prior->serial ? prior->own_ns : 0,
                              .engine = prior->engine,
                              .copies = prior->copies,
-                             .dev = dev};
+                             .dev = dev,
+                             .probe = c->probe,
+                             .probe_base_ns = c->probe_base_ns,
+                             .probe_setup_ns = c->probe_setup_ns};
     /* nothing is timed under capture */
     if (capturing || !sample_events(d, slot, ch, i, IBP_TIMING_EVENTS, cls)) {
       drop(ch, x);
       i = -1;
     }
-  } else if (c->explore) {
+  } else if (c->explore || c->probe) {
     changed(ch);
-    ibp__choose_settle(&ch->cls[cls], c->route, c->charged_ns, -1, 0);
+    if (c->explore)
+      ibp__choose_settle(&ch->cls[cls], c->route, c->charged_ns, -1, 0);
+    if (c->probe)
+      ibp__choose_learn_setup(&ch->cls[cls], c->route, c->copies, -1, 0, 0, 0);
   }
   pthread_mutex_unlock(&ch->lock);
   if (i < 0)

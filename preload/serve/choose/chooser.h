@@ -74,6 +74,8 @@ typedef struct ibp_timing_sample {
   int dev;                /* its device */
   uint64_t own_mark;      /* libibp's own uploads there at its start
                              (ibp__streams_own_mark) */
+  int probe;              /* a set-up probe (ibp_choice.probe) */
+  double probe_base_ns, probe_setup_ns; /* ... its model's parts */
 } ibp_timing_sample;
 
 /* A quiet run: copies alike the one that opened it -- one class, one

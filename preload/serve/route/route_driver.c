@@ -16,10 +16,15 @@
 #include "base/driver.h"
 #include "serve/route/route.h"
 
+double ibp__route_driver_call_setup_ns(const ibp_profile *p, size_t entries) {
+  const double n = entries ? (double)entries : 1;
+  return 1e3 * (p->ce_setup_us + (n - 1) * p->ce_batch_setup_us);
+}
+
 /* An entry's share of its call's set-up (ns). */
 static double entry_setup_ns(const ibp_profile *p, size_t entries) {
-  const double n = entries ? (double)entries : 1;
-  return 1e3 * (p->ce_setup_us + (n - 1) * p->ce_batch_setup_us) / n;
+  return ibp__route_driver_call_setup_ns(p, entries) /
+         (entries ? (double)entries : 1);
 }
 
 double ibp__route_driver_entry_ns(const ibp_profile *p, uint64_t bytes,

@@ -18,4 +18,8 @@
 double ibp__route_driver_entry_ns(const ibp_profile *p, uint64_t bytes,
                                   size_t entries);
 
+/* The set-up (ns) of one cuMemcpyBatchAsync of `entries` entries, all of
+ * them: what its entries' shares add up to. */
+double ibp__route_driver_call_setup_ns(const ibp_profile *p, size_t entries);
+
 #endif /* IBP_PRELOAD_ROUTE_DRIVER_H */

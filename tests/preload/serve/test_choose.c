@@ -52,6 +52,9 @@ typedef struct sim {
   ibp_choose_route calls; /* every class's calls (ibp_choose_class.calls) */
   ibp_choose_route *learn_calls; /* where this class's are learnt */
   double now;                    /* ns */
+  long probes;                   /* set-up probes made */
+  long halved;                   /* ... of them, halved ones */
+  int probes_fail;               /* ... each coming to nothing */
 } sim;
 
 static void sim_init(sim *m) {
@@ -60,12 +63,16 @@ static void sim_init(sim *m) {
   memset(&m->calls, 0, sizeof m->calls);
   m->k.calls = m->learn_calls = &m->calls;
   m->now = 1e6;
+  m->probes = m->halved = m->probes_fail = 0;
 }
 
 /* Runs `copies` copies of one class: priors as given, each timed copy
  * measuring truth[] instead (learned at once, as if read at the next
- * decision); spike: from this copy on, the first timed copy of the
- * choice takes 10x.
+ * decision) -- a set-up probe (ibp_choice.probe) the copy with one set-up
+ * in IBP_CHOOSE_PROBE_EVERY more, at truth's set-up (ibp_route_cost.setup_ns,
+ * an entry's), or coming to nothing where m->probes_fail; paired, half the
+ * copy measured first as it is; spike: from this copy on, the first timed
+ * copy of the choice takes 10x.
  * Returns the first copy from which every later copy took `want` (as the
  * class's choice, explorations aside), or -1. */
 typedef struct run {
@@ -116,7 +123,12 @@ static run simulate_spike(sim *m, const ibp_route_cost prior[],
       t.gpu_ns *= 10;
       spike = -1;
     }
+    /* a set-up probe's halves: as many more set-ups (paired: in half of
+     * the copy) */
+    const double added = t.setup_ns / IBP_CHOOSE_PROBE_EVERY;
     double real = cost(&t);
+    if (c.probe)
+      real += c.probe == IBP_PROBE_PAIRED ? added / 2 : added;
     o.spent += real;
     m->now += real;
     if (c.explore) {
@@ -128,7 +140,16 @@ static run simulate_spike(sim *m, const ibp_route_cost prior[],
       ibp__choose_settle(k, r, c.charged_ns,
                          fmax(0, real - c.choice_ns) + TIMING_NS,
                          real > c.choice_ns);
-    if (c.timed) {
+    if (c.probe == IBP_PROBE_PAIRED) /* its first half, as it is */
+      ibp__choose_learn(k, r, prior[r].copies, t.cpu_ns, prior[r].cpu_ns,
+                        t.gpu_ns, prior[r].gpu_ns, m->now);
+    if (c.probe) {
+      m->probes++;
+      m->halved += c.probe == IBP_PROBE_HALVED;
+      ibp__choose_learn_setup(
+          k, r, prior[r].copies, m->probes_fail ? -1 : t.gpu_ns + added,
+          prior[r].gpu_ns, prior[r].setup_ns / IBP_CHOOSE_PROBE_EVERY, m->now);
+    } else if (c.timed) {
       o.timed++;
       ibp__choose_learn(k, r, prior[r].copies, t.cpu_ns, prior[r].cpu_ns,
                         t.gpu_ns, prior[r].gpu_ns, m->now);
@@ -998,6 +1019,7 @@ static void test_hope_reads_setup(void) {
   ibp_route_cost truth[IBP_ROUTES];
   memcpy(truth, prior, sizeof truth);
   truth[IBP_ROUTE_DRIVER].gpu_ns = 5192;
+  truth[IBP_ROUTE_DRIVER].setup_ns = 4000;
   truth[IBP_ROUTE_BATCHED].gpu_ns = 1800;
   sim m;
   sim_init(&m);
@@ -1028,6 +1050,112 @@ static void test_hope_reads_setup(void) {
   CHECK(link.explored == 0 && link.settled == 0);
 }
 
+/* The set-up's doubt is measured by a set-up probe (IBP_CHOOSE_PROBE_EVERY):
+ * paired with the class's first timed call where a guessed route is open.
+ * Entries of an application's call (2.2 us modelled, 1 us of it set-up)
+ * measuring 5.2 us: where the link is 3.5x slower and the set-up as
+ * modelled, the probe reads the set-up 1x and the batched launch (3.7 us
+ * at its prior, 2.9 at its hope, 6.2 true) is not explored early --
+ * kv_blocks' explored call cost 2.3 % of a 17-step run on h100-pcie5
+ * under a link a third as wide; where the set-up is 4x dearer, it reads
+ * 4x and the launch (1.8 us true) is explored early and chosen.  The
+ * reading ages (probed again); while a probe is under way nothing is
+ * explored early nor probed again; probes that come to nothing leave the
+ * hope as read (explored early after IBP_CHOOSE_PROBES tries); a hope
+ * that stands without the doubt waits for no probe, and where no guessed
+ * route is open nothing is probed; the reading is (span - ratio x base) /
+ * added set-up, within [0, IBP_CHOOSE_SETUP_SPAN]. */
+static void test_setup_probed(void) {
+  ibp_route_cost prior[IBP_ROUTES] = {
+      {.gpu_ns = 2192, .engine = 1, .copies = 64, .setup_ns = 1000},
+      {.cpu_ns = 0},
+      {.cpu_ns = 0},
+      {.cpu_ns = 700,
+       .gpu_ns = 3000,
+       .serial = 1,
+       .copies = 64,
+       .explores = 32,
+       .guessed = 1,
+       .hope_gpu_ns = 2200}};
+  ibp_route_cost link[IBP_ROUTES], setup[IBP_ROUTES];
+  memcpy(link, prior, sizeof link);
+  link[IBP_ROUTE_DRIVER].gpu_ns = 5192; /* bytes 1192 -> 4192 */
+  link[IBP_ROUTE_BATCHED].gpu_ns = 6200;
+  memcpy(setup, prior, sizeof setup);
+  setup[IBP_ROUTE_DRIVER].gpu_ns = 5192;
+  setup[IBP_ROUTE_DRIVER].setup_ns = 4000;
+  setup[IBP_ROUTE_BATCHED].gpu_ns = 1800;
+  sim m;
+  sim_init(&m);
+  run l = simulate(&m, prior, link, 100, IBP_ROUTE_DRIVER, 1);
+  CHECK(m.probes == 1 && m.halved == 0 && l.explored == 0 && l.settled == 0);
+  CHECK(m.k.route[IBP_ROUTE_DRIVER].setup_copies == 64 &&
+        fabs(m.k.route[IBP_ROUTE_DRIVER].setup_seen - 1.0) < 1e-6);
+  /* the reading ages with the class's samples: probed again */
+  m.now += 2 * IBP_CHOOSE_AGE_NS;
+  run again = simulate(&m, prior, link, 100, IBP_ROUTE_DRIVER, 1);
+  CHECK(m.probes == 2 && again.explored == 0);
+  /* a probe under way: no exploration, no second probe, until it is read */
+  sim_init(&m);
+  learn_twice(&m, IBP_ROUTE_DRIVER, 64, 0, 0, 5192, 2192);
+  ibp_choice c;
+  long probes = 0, explored = 0;
+  for (int i = 0; i < 20; i++) {
+    ibp__choose_decide(&m.k, prior, 15u, TIMING_NS, 1, 0, m.now, &c);
+    probes += c.probe;
+    explored += c.explore;
+    m.now += 5192;
+  }
+  CHECK(probes == 1 && explored == 0 &&
+        m.k.route[IBP_ROUTE_DRIVER].setup_pending == 1);
+  sim_init(&m);
+  run d = simulate(&m, prior, setup, 100, IBP_ROUTE_BATCHED, 1);
+  CHECK(m.probes == 1 && m.halved == 0 &&
+        d.first_explored == IBP_ROUTE_BATCHED);
+  CHECK(d.first_explore_at <= 2 * IBP_CHOOSE_UNJUDGED_EVERY);
+  CHECK(d.settled >= 0 && d.settled <= 40);
+  CHECK(fabs(m.k.route[IBP_ROUTE_DRIVER].setup_seen - 4.0) < 1e-6);
+  /* probes that come to nothing: the hope as read, after the tries */
+  sim_init(&m);
+  m.probes_fail = 1;
+  run f = simulate(&m, prior, link, 100, IBP_ROUTE_DRIVER, 1);
+  CHECK(m.probes == IBP_CHOOSE_PROBES && f.first_explored == IBP_ROUTE_BATCHED);
+  CHECK(m.k.route[IBP_ROUTE_DRIVER].setup_copies == 0);
+  /* a hope without the doubt: explored early, waiting for no probe */
+  prior[IBP_ROUTE_BATCHED].hope_gpu_ns = 100;
+  sim_init(&m);
+  learn_twice(&m, IBP_ROUTE_DRIVER, 64, 0, 0, 5192, 2192);
+  run h = simulate(&m, prior, link, 100, IBP_ROUTE_DRIVER, 1);
+  CHECK(m.probes == 0 && h.first_explored == IBP_ROUTE_BATCHED &&
+        h.first_explore_at == 0);
+  /* no route a hope may come to: no paired probe */
+  prior[IBP_ROUTE_BATCHED].guessed = 0;
+  sim_init(&m);
+  (void)simulate(&m, prior, link, 100, IBP_ROUTE_DRIVER, 1);
+  CHECK(m.probes == 0);
+  prior[IBP_ROUTE_BATCHED].guessed = 1;
+  /* the reading: a driver ratio of 2 on calls of 64 entries */
+  ibp_choose_route *q = &m.k.route[IBP_ROUTE_DRIVER];
+  sim_init(&m);
+  learn_twice(&m, IBP_ROUTE_DRIVER, 64, 0, 0, 2000, 1000);
+  q->setup_pending = 1;
+  ibp__choose_learn_setup(&m.k, IBP_ROUTE_DRIVER, 64, 2000 * 2 + 3 * 100, 2000,
+                          100, m.now);
+  CHECK(q->setup_pending == 0 && q->setup_copies == 64 &&
+        fabs(q->setup_seen - 3.0) < 1e-9);
+  ibp__choose_learn_setup(&m.k, IBP_ROUTE_DRIVER, 64, 2000 * 2 + 9 * 100, 2000,
+                          100, m.now);
+  CHECK(q->setup_seen == IBP_CHOOSE_SETUP_SPAN);
+  ibp__choose_learn_setup(&m.k, IBP_ROUTE_DRIVER, 64, 2000 * 2 - 100, 2000, 100,
+                          m.now);
+  CHECK(q->setup_seen == 0 && q->setup_failed == 0);
+  /* nothing fresh to read it against: it came to nothing, and the last
+   * reading ages */
+  m.now += 2 * IBP_CHOOSE_AGE_NS;
+  ibp__choose_learn_setup(&m.k, IBP_ROUTE_DRIVER, 64, 5000, 2000, 100, m.now);
+  CHECK(q->setup_failed == 1 && q->setup_copies == 64 && q->setup_seen == 0);
+}
+
 /* The driver's part of an application's call of 64 entries is explored
  * whole: once the class has measured it (judged), an exploration is
  * charged as the call's excess over the choice, not as one entry's --
@@ -1049,6 +1177,7 @@ static void test_call_explored_whole(void) {
   ibp_route_cost truth[IBP_ROUTES];
   memcpy(truth, prior, sizeof truth);
   truth[IBP_ROUTE_DRIVER].gpu_ns = 5192;
+  truth[IBP_ROUTE_DRIVER].setup_ns = 4000;
   truth[IBP_ROUTE_BATCHED].gpu_ns = 1800;
   sim m;
   sim_init(&m);
@@ -2095,6 +2224,7 @@ int main(void) {
   test_early_loan_bounded();
   test_hope_reads_setup();
   test_call_explored_whole();
+  test_setup_probed();
   test_batch_sizes_apart();
   test_call_apart();
   test_own_work();
