@@ -408,10 +408,10 @@ EXP_INLINE void encode_run(const uint32_t *enc, const uint8_t *enc_len,
     const uint32_t e0 = enc[s0], e1 = enc[s1], e2 = enc[s2], e3 = enc[s3];
     const unsigned l0 = e0 >> 24, l1 = e1 >> 24;
     const unsigned l2 = e2 >> 24, l3 = e3 >> 24;
-    const uint64_t c01 =
-        (uint64_t)(e0 & 0xFFFFFF) | (uint64_t)(e1 & 0xFFFFFF) << l0;
-    const uint64_t c23 =
-        (uint64_t)(e2 & 0xFFFFFF) | (uint64_t)(e3 & 0xFFFFFF) << l2;
+    const uint64_t c01 = (uint64_t)(e0 & 0xFFFFFF) | (uint64_t)(e1 & 0xFFFFFF)
+                                                         << l0;
+    const uint64_t c23 = (uint64_t)(e2 & 0xFFFFFF) | (uint64_t)(e3 & 0xFFFFFF)
+                                                         << l2;
     const unsigned l01 = l0 + l1, l23 = l2 + l3;
     if (l01 + l23 <= 56) { /* the four at once: n < 8 */
       acc |= (c01 | c23 << l01) << n;
