@@ -389,16 +389,29 @@ EXP_INLINE void encode_run(const uint32_t *enc, const uint8_t *enc_len,
   uint64_t acc = *acc_io;
   unsigned n = *n_io;
   for (; j + 4 <= j1; j += 4) {
-    const uint32_t s0 = field_c(t, j, bytes, lo);
-    const uint32_t s1 = field_c(t, j + 1, bytes, lo);
-    const uint32_t s2 = field_c(t, j + 2, bytes, lo);
-    const uint32_t s3 = field_c(t, j + 3, bytes, lo);
-    const unsigned l0 = enc_len[s0], l1 = enc_len[s1];
-    const unsigned l2 = enc_len[s2], l3 = enc_len[s3];
-    const uint64_t c01 =
-        (uint64_t)(enc[s0] & 0xFFFFFF) | (uint64_t)(enc[s1] & 0xFFFFFF) << l0;
-    const uint64_t c23 =
-        (uint64_t)(enc[s2] & 0xFFFFFF) | (uint64_t)(enc[s3] & 0xFFFFFF) << l2;
+    uint32_t s0, s1, s2, s3;
+    if (bytes == 2) { /* the four values in one load */
+      const uint64_t q = ibp__load64(t + 2 * (size_t)j);
+      const uint32_t f = (1u << (16 - lo)) - 1;
+      s0 = (uint32_t)(q >> lo) & f;
+      s1 = (uint32_t)(q >> (16 + lo)) & f;
+      s2 = (uint32_t)(q >> (32 + lo)) & f;
+      s3 = (uint32_t)(q >> (48 + lo));
+    } else {
+      s0 = field_c(t, j, bytes, lo);
+      s1 = field_c(t, j + 1, bytes, lo);
+      s2 = field_c(t, j + 2, bytes, lo);
+      s3 = field_c(t, j + 3, bytes, lo);
+    }
+    /* one look-up a value: a code's length is its entry's top byte
+     * (derive_tables) */
+    const uint32_t e0 = enc[s0], e1 = enc[s1], e2 = enc[s2], e3 = enc[s3];
+    const unsigned l0 = e0 >> 24, l1 = e1 >> 24;
+    const unsigned l2 = e2 >> 24, l3 = e3 >> 24;
+    const uint64_t c01 = (uint64_t)(e0 & 0xFFFFFF) | (uint64_t)(e1 & 0xFFFFFF)
+                                                         << l0;
+    const uint64_t c23 = (uint64_t)(e2 & 0xFFFFFF) | (uint64_t)(e3 & 0xFFFFFF)
+                                                         << l2;
     const unsigned l01 = l0 + l1, l23 = l2 + l3;
     if (l01 + l23 <= 56) { /* the four at once: n < 8 */
       acc |= (c01 | c23 << l01) << n;

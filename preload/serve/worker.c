@@ -106,6 +106,7 @@ static void run_compress(const ibp_driver *d, job *j) {
       !ibp__compact_pin(r, "its compression failed") &&
       ibp_region_transition(r, IBP_REGION_READY, IBP_REGION_DEGRADED))
     ibp__track_unprotect(&s->track);
+  ibp__track_hold_moves(&s->track, 0); /* held by ibp__compress_region */
   pop_ctx(d);
 }
 

@@ -88,6 +88,11 @@ typedef struct ibp_tracked {
   _Atomic uint64_t gap_writes;    /* chunks a move found written between
                                    * the descriptors (track_quiet.c) */
   _Atomic uint64_t last_write_ns; /* real time a scan last found a write */
+  /* Nonzero while its owner prepares it (serve/prepare/compress.c reads
+   * the whole region then): no move between the modes meanwhile -- a
+   * move's fingerprint reads the region twice more, on another core,
+   * and copies of the region wait for it (track_quiet.c) */
+  _Atomic int moves_held;
   struct ibp_sync_pages *_Atomic spages; /* track_sync.c's page record */
 } ibp_tracked;
 
@@ -191,6 +196,15 @@ static inline double ibp__track_sync_model_ns(const ibp_tracked *t,
   if (len == 0 || !ibp__track_scans(t))
     return 0;
   return ibp__track_scan_model_ns(1, (addr + len - 1) / 4096 - addr / 4096 + 1);
+}
+
+/* Holds (held nonzero) or lets go (0) a quiet region's moves between
+ * the scanning and faulting modes (track_quiet.c): while held it stays in
+ * the mode it is in, writes caught as ever; once let go, the next tick
+ * moves it as usual.  For its owner, around the region's preparation
+ * (docs/ARCHITECTURE.md, "Preparing a region").  Any tracker, any time. */
+static inline void ibp__track_hold_moves(ibp_tracked *t, int held) {
+  atomic_store_explicit(&t->moves_held, held != 0, memory_order_relaxed);
 }
 
 /* Stops tracking t (remove, degrade): its pages are writable again

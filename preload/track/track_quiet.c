@@ -14,7 +14,8 @@
  * milliseconds (and as long since its last move), and back to scanning
  * once faults come at IBP__QUIET_BUSY_FAULTS or more a tick: a
  * synchronous fault costs the writer about twenty times the in-kernel
- * one (bench/track_scan.sh).
+ * one (bench/track_scan.sh).  No move while the region's owner holds them
+ * (ibp__track_hold_moves: while it prepares the region).
  *
  * A range of memory belongs to one userfaultfd at a time, and leaving one
  * clears its write protection, so a move cannot arm the new mode before
@@ -350,8 +351,9 @@ void ibp__quiet_tick(uint64_t now) {
   for (size_t i = 0; i < held; i++) {
     entry *e = &table[i];
     ibp_tracked *t = e->t;
-    if (!atomic_load(&t->protected_))
-      continue;
+    if (!atomic_load(&t->protected_) ||
+        atomic_load_explicit(&t->moves_held, memory_order_relaxed))
+      continue; /* (held: its owner is preparing it, track.h) */
     if (atomic_load(&t->mode) == IBP_TRACK_SCANNING) {
       uint64_t w = atomic_load(&t->last_write_ns);
       if (now - w >= q && now - e->moved_ns >= q)

@@ -7,11 +7,16 @@
  * Per chunk of CHUNK_TENSORS tensors (whole 32-tensor words), in order:
  *   1. every thread compresses its part of the chunk into a buffer of its
  *      own (at most its part's bytes), each tensor with the cluster that
- *      stores it in the fewest bytes (its id written too);
+ *      stores it in the fewest bytes (its id written too) -- the first
+ *      part straight into the shadow where the chunk's streams begin,
+ *      whenever its capacity holds the part's bytes (one thread: every
+ *      part, no copy);
  *   2. the chunk's streams get the next offsets in the shadow; streams that
  *      no longer fit its capacity are stored raw (flag 0: the kernel reads
  *      the original);
- *   3. every thread copies its streams to their places;
+ *   3. every other thread copies its streams to their places (the shadow's
+ *      pages faulted in first with one system call, where the kernel
+ *      can: MADV_POPULATE_WRITE);
  *   4. flags, offsets, lengths and prefix sums of the chunk are final:
  *      `publish` makes the device see them, then the chunk's busy words are
  *      cleared (a release store): copies from then on read it compressed.
