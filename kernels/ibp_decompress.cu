@@ -566,8 +566,9 @@ IBP_DEV uint32_t decode_step(const decode_ctx &x, uint32_t g, uint32_t pos) {
   const unsigned S = x.S;
   const bool live = FULL || b < nb;
   const uint32_t bl = live ? b : g; /* dead lanes read a live block */
-  const uint8_t *pl = BLOCKWIDE ? ibp_dev_at(x.plan, bl, (4 + S) * BLOCK)
-                                : x.plan + bl * ((4 + S) * BLOCK);
+  const uint8_t *pl = BLOCKWIDE || GROUPED
+                          ? ibp_dev_at(x.plan, bl, (4 + S) * BLOCK)
+                          : x.plan + bl * ((4 + S) * BLOCK);
   uint32_t fit[4], pre[4], off[4];
   const uint32_t bits = block_prep<C>(
       pl, NB ? 0xFFFFu : block_fits<C>(sw, bit0, bl), fit, pre, off);
@@ -859,26 +860,43 @@ template <unsigned C> IBP_DEV void decode_group(const tensor_job *j) {
   IBP_MARK(MARK_GROUP_END);
 }
 
-/* Decodes j; returns, for a tensor with a coding stage, the bit where its
- * stage part starts (decode_stage), else 0. */
-IBP_DEV uint32_t warp_decode_tensor(const tensor_job *j) {
-  /* (WHOLE_STEPS: group_lookup's job of one tensor, decoded as a group) */
-  const bool group = j->count > 1 || j->c > 8;
-  uint32_t b = 0;
+/* Whether j is a group's job (WHOLE_STEPS in its c: group_lookup's job of
+ * one tensor, decoded as a group). */
+IBP_DEV bool job_grouped(const tensor_job *j) {
+  return j->count > 1 || j->c > 8;
+}
+
+/* Decodes j, a group's job (job_grouped). */
+IBP_DEV void warp_decode_group(const tensor_job *j) {
   switch (j->c & 15u) {
   case 1:
-    group ? decode_group<1>(j) : (void)(b = decode_tensor<1>(j));
+    decode_group<1>(j);
     break;
   case 2:
-    group ? decode_group<2>(j) : (void)(b = decode_tensor<2>(j));
+    decode_group<2>(j);
     break;
   case 4:
-    group ? decode_group<4>(j) : (void)(b = decode_tensor<4>(j));
+    decode_group<4>(j);
     break;
   default:
-    group ? decode_group<8>(j) : (void)(b = decode_tensor<8>(j));
+    decode_group<8>(j);
   }
-  return b;
+}
+
+/* Decodes j, a job of one tensor (not job_grouped); returns the stream bit
+ * after its window's blocks (where a coding stage's part starts, for
+ * decode_stage: docs/FORMAT.md §9). */
+IBP_DEV uint32_t warp_decode_tensor(const tensor_job *j) {
+  switch (j->c) {
+  case 1:
+    return decode_tensor<1>(j);
+  case 2:
+    return decode_tensor<2>(j);
+  case 4:
+    return decode_tensor<4>(j);
+  default:
+    return decode_tensor<8>(j);
+  }
 }
 
 /* ---- decoding one tensor with a whole block (docs/ARCHITECTURE.md
@@ -1438,10 +1456,14 @@ IBP_DEV void walk_units(Units &units, walk_state *ws, tensor_job *slots) {
     IBP_MARK(MARK_WAIT);
     ibp_dev_cp_async_wait(prefetch ? 1 : 0); /* j's fetch */
     ibp_dev_syncwarp(); /* ... and the other lanes' pieces of it */
-    const uint32_t b = warp_decode_tensor(j);
-    { /* the job read back from its slot: j not live across the decode */
+    /* (a group never has a stage: its union holds the offsets) */
+    if (job_grouped(j)) {
+      warp_decode_group(j);
+    } else { /* one tensor: the union's stage */
+      const uint32_t b = warp_decode_tensor(j);
+      /* the job read back from its slot: j not live across the decode */
       const tensor_job *k = slots + ws->slot;
-      if (k->count == 1 && k->stage) /* (one tensor: the union's stage) */
+      if (k->stage)
         decode_stage(k, b);
     }
     IBP_MARK(MARK_RESTORE);
