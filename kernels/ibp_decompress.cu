@@ -318,10 +318,13 @@ IBP_DEV void load4(uint32_t *w, const uint8_t *p) {
   w[3] = q.w;
 }
 
-/* The fit bits of block b's 16 / C chunks; the bitmap starts at bit bit0. */
-template <unsigned C>
+/* The fit bits of block b's 16 / C chunks; the bitmap starts at bit bit0.
+ * LEA: the word's address by bits_at_lea (a group's tensor step only: in
+ * every step, ptxas spilled ibp_decompress_batch on sm_90). */
+template <unsigned C, bool LEA = false>
 IBP_DEV uint32_t block_fits(const uint32_t *sw, uint32_t bit0, uint32_t b) {
-  return bits_at(sw, bit0 + b * (16 / C)) & ((1u << (16 / C)) - 1);
+  const uint32_t p = bit0 + b * (16 / C);
+  return (LEA ? bits_at_lea(sw, p) : bits_at(sw, p)) & ((1u << (16 / C)) - 1);
 }
 
 /* 0xFF in each byte of word i of the block whose chunk fits. */
@@ -571,7 +574,7 @@ IBP_DEV uint32_t decode_step(const decode_ctx &x, uint32_t g, uint32_t pos) {
                           : x.plan + bl * ((4 + S) * BLOCK);
   uint32_t fit[4], pre[4], off[4];
   const uint32_t bits = block_prep<C>(
-      pl, NB ? 0xFFFFu : block_fits<C>(sw, bit0, bl), fit, pre, off);
+      pl, NB ? 0xFFFFu : block_fits<C, GROUPED>(sw, bit0, bl), fit, pre, off);
   unsigned total;
   const uint32_t p = pos + ibp_dev_warp_exclusive_scan(live ? bits : 0, &total);
   const ibp_dev_u128 v = block_out<C>(pl, sw, p, S, fit, pre, off);
@@ -631,7 +634,8 @@ IBP_DEV uint32_t decode_blocks(const decode_ctx &x, uint32_t g, uint32_t pos) {
       pos = decode_step<C, false, BLOCKWIDE, NB>(x, g, pos);
       g += 32;
     }
-    for (; g + 32 <= full_end && g + 32 <= end; g += 32)
+    const uint32_t lim = full_end < end ? full_end : end; /* one test a step */
+    for (; g + 32 <= lim; g += 32)
       pos = decode_step<C, true, BLOCKWIDE, NB>(x, g, pos);
     IBP_MARK(MARK_FULL_END);
   }

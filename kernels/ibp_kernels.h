@@ -120,9 +120,10 @@ extern "C" {
  *                  all in at 1 KiB, W=8); the exponent stage as in -9
  *   decode-plan-14 the same, a group's job decoded without the one
  *                  tensor's stage test after it, a group's step's plan
- *                  address by one wide multiply-add (issue 36: 0.518 ->
- *                  0.499 all in at 1 KiB, W=8); the exponent stage as
- *                  in -9
+ *                  address by one wide multiply-add and its fit bits'
+ *                  word by one LEA, a full-step loop's bound tested
+ *                  once a step (issue 36: 0.518 -> 0.497 all in at
+ *                  1 KiB, W=8); the exponent stage as in -9
  *
  * Whoever changes how fast ibp_decompress or ibp_decompress_batch decode
  * (ibp_decompress.cu, ibp_dev.h, the plan they read, their launch shape in
