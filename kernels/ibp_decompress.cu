@@ -318,10 +318,13 @@ IBP_DEV void load4(uint32_t *w, const uint8_t *p) {
   w[3] = q.w;
 }
 
-/* The fit bits of block b's 16 / C chunks; the bitmap starts at bit bit0. */
-template <unsigned C>
+/* The fit bits of block b's 16 / C chunks; the bitmap starts at bit bit0.
+ * LEA: the word's address by bits_at_lea (a group's tensor step only: in
+ * every step, ptxas spilled ibp_decompress_batch on sm_90). */
+template <unsigned C, bool LEA = false>
 IBP_DEV uint32_t block_fits(const uint32_t *sw, uint32_t bit0, uint32_t b) {
-  return bits_at(sw, bit0 + b * (16 / C)) & ((1u << (16 / C)) - 1);
+  const uint32_t p = bit0 + b * (16 / C);
+  return (LEA ? bits_at_lea(sw, p) : bits_at(sw, p)) & ((1u << (16 / C)) - 1);
 }
 
 /* 0xFF in each byte of word i of the block whose chunk fits. */
@@ -566,11 +569,12 @@ IBP_DEV uint32_t decode_step(const decode_ctx &x, uint32_t g, uint32_t pos) {
   const unsigned S = x.S;
   const bool live = FULL || b < nb;
   const uint32_t bl = live ? b : g; /* dead lanes read a live block */
-  const uint8_t *pl = BLOCKWIDE ? ibp_dev_at(x.plan, bl, (4 + S) * BLOCK)
-                                : x.plan + bl * ((4 + S) * BLOCK);
+  const uint8_t *pl = BLOCKWIDE || GROUPED
+                          ? ibp_dev_at(x.plan, bl, (4 + S) * BLOCK)
+                          : x.plan + bl * ((4 + S) * BLOCK);
   uint32_t fit[4], pre[4], off[4];
   const uint32_t bits = block_prep<C>(
-      pl, NB ? 0xFFFFu : block_fits<C>(sw, bit0, bl), fit, pre, off);
+      pl, NB ? 0xFFFFu : block_fits<C, GROUPED>(sw, bit0, bl), fit, pre, off);
   unsigned total;
   const uint32_t p = pos + ibp_dev_warp_exclusive_scan(live ? bits : 0, &total);
   const ibp_dev_u128 v = block_out<C>(pl, sw, p, S, fit, pre, off);
@@ -630,7 +634,8 @@ IBP_DEV uint32_t decode_blocks(const decode_ctx &x, uint32_t g, uint32_t pos) {
       pos = decode_step<C, false, BLOCKWIDE, NB>(x, g, pos);
       g += 32;
     }
-    for (; g + 32 <= full_end && g + 32 <= end; g += 32)
+    const uint32_t lim = full_end < end ? full_end : end; /* one test a step */
+    for (; g + 32 <= lim; g += 32)
       pos = decode_step<C, true, BLOCKWIDE, NB>(x, g, pos);
     IBP_MARK(MARK_FULL_END);
   }
@@ -859,26 +864,43 @@ template <unsigned C> IBP_DEV void decode_group(const tensor_job *j) {
   IBP_MARK(MARK_GROUP_END);
 }
 
-/* Decodes j; returns, for a tensor with a coding stage, the bit where its
- * stage part starts (decode_stage), else 0. */
-IBP_DEV uint32_t warp_decode_tensor(const tensor_job *j) {
-  /* (WHOLE_STEPS: group_lookup's job of one tensor, decoded as a group) */
-  const bool group = j->count > 1 || j->c > 8;
-  uint32_t b = 0;
+/* Whether j is a group's job (WHOLE_STEPS in its c: group_lookup's job of
+ * one tensor, decoded as a group). */
+IBP_DEV bool job_grouped(const tensor_job *j) {
+  return j->count > 1 || j->c > 8;
+}
+
+/* Decodes j, a group's job (job_grouped). */
+IBP_DEV void warp_decode_group(const tensor_job *j) {
   switch (j->c & 15u) {
   case 1:
-    group ? decode_group<1>(j) : (void)(b = decode_tensor<1>(j));
+    decode_group<1>(j);
     break;
   case 2:
-    group ? decode_group<2>(j) : (void)(b = decode_tensor<2>(j));
+    decode_group<2>(j);
     break;
   case 4:
-    group ? decode_group<4>(j) : (void)(b = decode_tensor<4>(j));
+    decode_group<4>(j);
     break;
   default:
-    group ? decode_group<8>(j) : (void)(b = decode_tensor<8>(j));
+    decode_group<8>(j);
   }
-  return b;
+}
+
+/* Decodes j, a job of one tensor (not job_grouped); returns the stream bit
+ * after its window's blocks (where a coding stage's part starts, for
+ * decode_stage: docs/FORMAT.md §9). */
+IBP_DEV uint32_t warp_decode_tensor(const tensor_job *j) {
+  switch (j->c) {
+  case 1:
+    return decode_tensor<1>(j);
+  case 2:
+    return decode_tensor<2>(j);
+  case 4:
+    return decode_tensor<4>(j);
+  default:
+    return decode_tensor<8>(j);
+  }
 }
 
 /* ---- decoding one tensor with a whole block (docs/ARCHITECTURE.md
@@ -1438,10 +1460,14 @@ IBP_DEV void walk_units(Units &units, walk_state *ws, tensor_job *slots) {
     IBP_MARK(MARK_WAIT);
     ibp_dev_cp_async_wait(prefetch ? 1 : 0); /* j's fetch */
     ibp_dev_syncwarp(); /* ... and the other lanes' pieces of it */
-    const uint32_t b = warp_decode_tensor(j);
-    { /* the job read back from its slot: j not live across the decode */
+    /* (a group never has a stage: its union holds the offsets) */
+    if (job_grouped(j)) {
+      warp_decode_group(j);
+    } else { /* one tensor: the union's stage */
+      const uint32_t b = warp_decode_tensor(j);
+      /* the job read back from its slot: j not live across the decode */
       const tensor_job *k = slots + ws->slot;
-      if (k->count == 1 && k->stage) /* (one tensor: the union's stage) */
+      if (k->stage)
         decode_stage(k, b);
     }
     IBP_MARK(MARK_RESTORE);

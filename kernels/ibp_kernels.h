@@ -118,13 +118,19 @@ extern "C" {
  *                  group's step context made once a group, not once a
  *                  tensor, both but on sm_120 (issue 36: 0.549 -> 0.529
  *                  all in at 1 KiB, W=8); the exponent stage as in -9
+ *   decode-plan-14 the same, a group's job decoded without the one
+ *                  tensor's stage test after it, a group's step's plan
+ *                  address by one wide multiply-add and its fit bits'
+ *                  word by one LEA, a full-step loop's bound tested
+ *                  once a step (issue 36: 0.518 -> 0.497 all in at
+ *                  1 KiB, W=8); the exponent stage as in -9
  *
  * Whoever changes how fast ibp_decompress or ibp_decompress_batch decode
  * (ibp_decompress.cu, ibp_dev.h, the plan they read, their launch shape in
  * plan.c) bumps it -- a new name, never one used before, and never
  * "unknown" -- so that every profile measured before is flagged until `ibp
  * calibrate` measures the new build. */
-#define IBP_DECODER_BUILD "decode-plan-13"
+#define IBP_DECODER_BUILD "decode-plan-14"
 
 /* The exponent stage's build (stage_exp_dev.cuh and a stage job's path in
  * ibp_decompress.cu), as far as its speed goes: the name a profile's
