@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "base/base.h"
+#include "base/driver.h"
 #include "hooks/hooks.h"
 #include "registry/registry.h"
 #include "serve/batch/batch.h"
@@ -512,13 +513,36 @@ static int pair_parts(ibp_call_timing *timing, const ibp_batch_call *r,
   return 0;
 }
 
+/* Whether a set-up probe may reshape r on stream es: its entries all of
+ * one size, each large enough to halve -- a probe's reading takes the
+ * call's parts to be made alike (a first half of 4 KiB entries and a
+ * second of 64 KiB read the set-up 4x where it was as modelled, 0 where
+ * it was 4x) -- and the stream not captured (a graph's shape is the
+ * application's). */
+static int probe_fits(const ibp_batch_call *r, CUstream es) {
+  const ibp_driver *d = ibp__driver();
+  CUstreamCaptureStatus cs = CU_STREAM_CAPTURE_STATUS_NONE;
+  if (!r->count || !r->sizes || r->sizes[0] < 2 * IBP_CHOOSE_PROBE_MIN || !d ||
+      d->cuStreamIsCapturing(es, &cs) != CUDA_SUCCESS ||
+      cs != CU_STREAM_CAPTURE_STATUS_NONE)
+    return 0;
+  for (size_t i = 1; i < r->count; i++)
+    if (r->sizes[i] != r->sizes[0])
+      return 0;
+  return 1;
+}
+
 static CUresult rest_call(ibp_call_timing *timing, const ibp_batch_call *r,
                           batch_real_fn real, size_t *fail, CUstream s,
                           CUstream es) {
   ibp_batch_call first, second;
   ibp_call_timing probe;
   ibp__guard++;
+  if (ibp__call_probes(timing) && !probe_fits(r, es))
+    ibp__call_probe_release(timing); /* timed as it is */
   const int paired = pair_parts(timing, r, &first, &second, &probe);
+  if (!paired && ibp__call_probes(timing) == IBP_PROBE_PAIRED)
+    ibp__call_probe_release(timing); /* a call of one entry */
   ibp__guard--;
   if (!paired) {
     const int probed = ibp__call_probes(timing) != IBP_PROBE_NONE;

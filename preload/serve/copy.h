@@ -34,6 +34,9 @@ typedef struct ibp_copy {
                      this many entries (hold_only; a row of a 2D copy: 0):
                      the driver copies it within that call */
   struct ibp_call_timing *call; /* that call's timing, or NULL */
+  int probeable; /* that call's entries all of one size, each large enough
+                    for a set-up probe to halve (choose.h,
+                    IBP_CHOOSE_PROBE_EVERY) */
 } ibp_copy;
 
 /* Stored bytes of the tensors [off, off+len) of region s touches (+ its

@@ -1110,7 +1110,11 @@ static int hold_locked(batch *b, ibp_route_copy *x, uint64_t pcie) {
       b->exploring_ch == ch && b->timed.rec == r && b->timed.cls == cls &&
       b->count < b->exploring_copies) {
     go = IBP_ROUTE_BATCHED;
-    q.timed = 0; /* the exploration's launch is timed, whole */
+    q.timed = 0;   /* the exploration's launch is timed, whole */
+    if (q.probe) { /* a set-up probe of the driver's: not made */
+      ibp__chooser_untimed(ch, cls, &q);
+      q.probe = 0;
+    }
   } else if (go == IBP_ROUTE_BATCHED && q.explore) {
     b->exploring = cls + 1;
     b->exploring_ch = ch;

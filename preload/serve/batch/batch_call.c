@@ -71,6 +71,9 @@ size_t ibp__batch_call_split(const ibp_batch_call *in, CUstream s,
   }
   size_t held = 0, a = 0;
   size_t last_attr = (size_t)-1;
+  int probeable = in->sizes[0] >= 2 * IBP_CHOOSE_PROBE_MIN;
+  for (size_t i = 1; i < in->count; i++)
+    probeable &= in->sizes[i] == in->sizes[0];
   for (size_t i = 0; i < in->count; i++) {
     while (a + 1 < in->nattrs && in->attr_idxs[a + 1] <= i)
       a++;
@@ -82,7 +85,8 @@ size_t ibp__batch_call_split(const ibp_batch_call *in, CUstream s,
                   .hold_only = 1,
                   .arrive = in->count - i,
                   .entries = in->count,
-                  .call = timing};
+                  .call = timing,
+                  .probeable = probeable};
     if (holdable(&in->attrs[a]) && ibp__serve_htod(&c) == 0) {
       held++;
       continue;

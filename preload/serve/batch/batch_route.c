@@ -158,6 +158,16 @@ int ibp__call_probes(const ibp_call_timing *t) {
   return t && t->rec ? t->choice.probe : IBP_PROBE_NONE;
 }
 
+void ibp__call_probe_release(ibp_call_timing *t) {
+  ibp_served_region *s;
+  ibp_device_slot *slot;
+  if (!t || !t->rec || !t->choice.probe)
+    return;
+  const ibp_choice c = t->choice;
+  t->choice.probe = IBP_PROBE_NONE;
+  ibp__chooser_untimed(chooser_at(t->rec, t->dev, &s, &slot), t->cls, &c);
+}
+
 int ibp__call_time_pair(ibp_call_timing *t, size_t count, size_t first,
                         ibp_call_timing *second) {
   *second = (ibp_call_timing){0};

@@ -127,6 +127,10 @@ int ibp__call_joins(const ibp_call_timing *t, const ibp_route_copy *y,
  * (IBP_PROBE_PAIRED: ibp__call_time_pair). */
 int ibp__call_probes(const ibp_call_timing *t);
 
+/* The set-up probe timing t asks for is not made (the call timed as it
+ * is): no longer under way, no try spent. */
+void ibp__call_probe_release(ibp_call_timing *t);
+
 /* A paired probe: t (asked for a call of `count` entries) times the
  * call's first `first` entries whole, *second (its region acquired too)
  * the rest, as a probe of their own -- each timed around its own driver

@@ -296,6 +296,12 @@ static int setup_measured(const ibp_choose_route *q, uint32_t copies,
          !(q->setup_at_ns < now_ns - IBP_CHOOSE_AGE_NS);
 }
 
+/* Whether a set-up probe of route q is under way at now_ns (asked, not
+ * read, not given up). */
+static int probing(const ibp_choose_route *q, double now_ns) {
+  return q->setup_pending && !(q->setup_asked_ns < now_ns - IBP_CHOOSE_AGE_NS);
+}
+
 /* The set-up's ratio over its model a hope reads into route q's spans: as
  * a set-up probe measured it, else `doubt`. */
 static double setup_ratio(const ibp_choose_route *q, uint32_t copies,
@@ -529,9 +535,12 @@ static double explored_ns(const ibp_route_cost *c, double model, double est) {
  * wide and a set-up 3x dearer measure alike (kv_blocks' entries on
  * h100-pcie5: 2.1x and 2.4x their model), and where the link is the cause,
  * exploring a batched call of 64 entries cost 2.3 % of a 17-step run; the
- * probe costs a quarter of the call's set-ups again.  It waits while a
- * probe is under way; *probe: the choice's copy probes now (the driver's
- * part timable, tries left).  After IBP_CHOOSE_PROBES tries that came to
+ * probe costs half the call's entries' set-ups again.  Only entries a
+ * probe may halve (ibp_route_cost.probeable: a call of entries alike --
+ * one half of 4 KiB entries and one of 64 KiB read a set-up as modelled
+ * 4x); the others' hope stands as read.  It waits while a probe is under
+ * way (probing); *probe: the choice's copy probes now (the driver's part
+ * timable, tries left).  After IBP_CHOOSE_PROBES tries made that came to
  * nothing, the hope stands as read. */
 static int probe_first(const ibp_choose_class *k,
                        const ibp_route_cost prior[IBP_ROUTES], unsigned timable,
@@ -540,11 +549,11 @@ static int probe_first(const ibp_choose_class *k,
   const ibp_choose_route *q = &k->route[IBP_ROUTE_DRIVER];
   const ibp_route_cost *c = &prior[IBP_ROUTE_DRIVER];
   *probe = 0;
-  if (go != IBP_ROUTE_DRIVER || c->copies <= 1 || c->setup_ns <= 0 ||
-      setup_measured(q, c->copies, now_ns) ||
+  if (go != IBP_ROUTE_DRIVER || !c->probeable || c->copies <= 1 ||
+      c->setup_ns <= 0 || setup_measured(q, c->copies, now_ns) ||
       hopeful(k, prior, alt, plain, against, now_ns))
     return 0;
-  if (q->setup_pending)
+  if (probing(q, now_ns))
     return 1;
   if (q->setup_failed >= IBP_CHOOSE_PROBES ||
       !(timable >> IBP_ROUTE_DRIVER & 1))
@@ -568,9 +577,9 @@ static int probe_paired(const ibp_choose_class *k,
                         ibp_route go, double now_ns) {
   const ibp_choose_route *q = &k->route[IBP_ROUTE_DRIVER];
   const ibp_route_cost *c = &prior[IBP_ROUTE_DRIVER];
-  if (go != IBP_ROUTE_DRIVER || c->copies <= 1 || c->setup_ns <= 0 ||
-      !(timable >> IBP_ROUTE_DRIVER & 1) ||
-      setup_measured(q, c->copies, now_ns) || q->setup_pending ||
+  if (go != IBP_ROUTE_DRIVER || !c->probeable || c->copies <= 1 ||
+      c->setup_ns <= 0 || !(timable >> IBP_ROUTE_DRIVER & 1) ||
+      setup_measured(q, c->copies, now_ns) || probing(q, now_ns) ||
       q->setup_failed >= IBP_CHOOSE_PROBES || fresh_count(q, c->copies, now_ns))
     return 0;
   for (int r = 0; r < IBP_ROUTES; r++)
@@ -761,8 +770,8 @@ static int same_cost(const ibp_route_cost *a, const ibp_route_cost *b) {
          a->pipelined == b->pipelined && a->engine == b->engine &&
          a->own_ns == b->own_ns && a->copies == b->copies &&
          a->explores == b->explores && a->setup_ns == b->setup_ns &&
-         a->lead_ns == b->lead_ns && a->hope_gpu_ns == b->hope_gpu_ns &&
-         a->hope_sm_ns == b->hope_sm_ns;
+         a->probeable == b->probeable && a->lead_ns == b->lead_ns &&
+         a->hope_gpu_ns == b->hope_gpu_ns && a->hope_sm_ns == b->hope_sm_ns;
 }
 
 /* The oldest of a window's entries counted at now_ns (as fresh_ratio and
@@ -845,6 +854,8 @@ assessed(ibp_choose_class *k, const ibp_route_cost prior[], unsigned timable,
     oldest = oldest_counted(q->whole_ns, q->wholes, now_ns, oldest);
     if (q->setup_copies)
       oldest = oldest_counted(&q->setup_at_ns, 1, now_ns, oldest);
+    if (q->setup_pending) /* a probe given up when it ages */
+      oldest = oldest_counted(&q->setup_asked_ns, 1, now_ns, oldest);
   }
   if (k->calls)
     oldest =
@@ -965,8 +976,10 @@ ibp_route ibp__choose_decide(ibp_choose_class *k,
   k->explore_credit_ns = explore_credit;
   k->explore_cap_ns = cap;
   k->timing_credit_ns = timing_credit;
-  if (out->probe)
+  if (out->probe) {
     k->route[go].setup_pending++;
+    k->route[go].setup_asked_ns = now_ns;
+  }
   if (out->explore) {
     k->explored++;
     k->route[take].explored++;
@@ -1095,6 +1108,11 @@ void ibp__choose_learn_setup(ibp_choose_class *k, ibp_route r, uint32_t copies,
   q->setup_at_ns = now_ns;
   q->setup_copies = copies;
   q->setup_failed = 0;
+}
+
+void ibp__choose_probe_release(ibp_choose_class *k, ibp_route r) {
+  if ((unsigned)r < IBP_ROUTES && k->route[r].setup_pending > 0)
+    k->route[r].setup_pending--;
 }
 
 void ibp__choose_learn_calls(ibp_choose_route *calls, double cpu_ns,

@@ -186,6 +186,8 @@ typedef struct ibp_route_cost {
   double setup_ns;   /* of gpu_ns, the copy engine's set-up: a span measured
                         dearer may be it instead of the link (choose.c,
                         hoped_link) */
+  int probeable;     /* a set-up probe may measure it (IBP_CHOOSE_PROBE_EVERY:
+                        an entry of an application's call of entries alike) */
 } ibp_route_cost;
 
 /* Route cost c's GPU time with its first stage's time scaled by gr (the
@@ -247,9 +249,10 @@ typedef struct ibp_choose_route {
   uint32_t wholes;
   /* the copy engine's set-up as a set-up probe measured it, over its
    * model (ibp__choose_learn_setup), on a launch of setup_copies copies
-   * (0: never), at setup_at_ns; probes asked and not read yet, and tries
-   * that came to nothing since the last reading */
-  double setup_seen, setup_at_ns;
+   * (0: never), at setup_at_ns; probes asked and not read yet (the last
+   * at setup_asked_ns: one unread for IBP_CHOOSE_AGE_NS is given up),
+   * and tries made that came to nothing since the last reading */
+  double setup_seen, setup_at_ns, setup_asked_ns;
   uint32_t setup_copies, setup_pending, setup_failed;
 } ibp_choose_route;
 
@@ -430,6 +433,11 @@ void ibp__choose_settle(ibp_choose_class *k, ibp_route r, double charged_ns,
 void ibp__choose_learn_setup(ibp_choose_class *k, ibp_route r, uint32_t copies,
                              double gpu_ns, double base_ns, double setup_ns,
                              double now_ns);
+
+/* A set-up probe of route r in class k (ibp_choice.probe) was not made
+ * after all (its call timed for another class, not timed, its entries
+ * too small to halve): no longer under way, no try spent. */
+void ibp__choose_probe_release(ibp_choose_class *k, ibp_route r);
 
 /* An event call failed while timing a copy of class k at now_ns: its
  * copies are not timed (nor explored) for a while, longer after each

@@ -104,8 +104,8 @@ void ibp__chooser_untimed(ibp_chooser *ch, unsigned cls, const ibp_choice *c) {
   changed(ch);
   if (c->explore)
     ibp__choose_settle(&ch->cls[cls], c->route, c->charged_ns, -1, 0);
-  if (c->probe) /* came to nothing */
-    ibp__choose_learn_setup(&ch->cls[cls], c->route, c->copies, -1, 0, 0, 0);
+  if (c->probe) /* not made */
+    ibp__choose_probe_release(&ch->cls[cls], c->route);
   pthread_mutex_unlock(&ch->lock);
 }
 
@@ -753,8 +753,8 @@ void ibp__timing_begin(ibp_device_slot *slot, ibp_chooser *ch,
     changed(ch);
     if (c->explore)
       ibp__choose_settle(&ch->cls[cls], c->route, c->charged_ns, -1, 0);
-    if (c->probe)
-      ibp__choose_learn_setup(&ch->cls[cls], c->route, c->copies, -1, 0, 0, 0);
+    if (c->probe) /* not made */
+      ibp__choose_probe_release(&ch->cls[cls], c->route);
   }
   pthread_mutex_unlock(&ch->lock);
   if (i < 0)

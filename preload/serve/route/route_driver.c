@@ -48,7 +48,8 @@ static ibp_route_cost prior(ibp_route_copy *x) {
         .engine = 1,
         .copies =
             (uint32_t)(x->c->entries < UINT32_MAX ? x->c->entries : UINT32_MAX),
-        .setup_ns = entry_setup_ns(p, x->c->entries)};
+        .setup_ns = entry_setup_ns(p, x->c->entries),
+        .probeable = x->c->probeable};
   if (x->c->hold_only) /* a row of a 2D copy: likewise paid */
     return (ibp_route_cost){.gpu_ns = ce, .engine = 1, .setup_ns = setup};
   return (ibp_route_cost){.cpu_ns = 1e3 * p->runtime_call_us +

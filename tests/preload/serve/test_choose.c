@@ -187,9 +187,9 @@ static run simulate(sim *m, const ibp_route_cost prior[],
 
 /* 1 MiB copies in the model: the driver 80 us, the kernel 50 us (GPU). */
 static const ibp_route_cost PRIOR[IBP_ROUTES] = {
-    {2500, 80000, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0},
-    {2800, 50000, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
-    {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}};
+    {2500, 80000, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0},
+    {2800, 50000, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
+    {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}};
 
 static void test_truth_is_prior(void) {
   sim m;
@@ -227,9 +227,9 @@ static void test_prior_too_kind(void) {
  * the class moves to it within 200 copies. */
 static void test_prior_too_harsh(void) {
   ibp_route_cost prior[IBP_ROUTES] = {
-      {2500, 80000, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0},
-      {2800, 100000, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
-      {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}};
+      {2500, 80000, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0},
+      {2800, 100000, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
+      {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}};
   ibp_route_cost truth[IBP_ROUTES];
   memcpy(truth, prior, sizeof truth);
   truth[IBP_ROUTE_ZEROCOPY].gpu_ns = 50000;
@@ -249,9 +249,9 @@ static void test_prior_too_harsh(void) {
  * copies. */
 static void test_exploration_bounded(void) {
   ibp_route_cost prior[IBP_ROUTES] = {
-      {2500, 30000, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0},
-      {2800, 90000, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
-      {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}};
+      {2500, 30000, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0},
+      {2800, 90000, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
+      {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}};
   sim m;
   sim_init(&m);
   run o = simulate(&m, prior, prior, 100000, IBP_ROUTE_DRIVER, 1);
@@ -274,10 +274,10 @@ static void test_exploration_bounded(void) {
  * explored once the 1 % budget covers it, twice before it counts). */
 static void test_batched_prior_too_kind(void) {
   ibp_route_cost prior[IBP_ROUTES] = {
-      {0, 5000, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0},
-      {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
-      {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
-      {1000, 3000, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}};
+      {0, 5000, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0},
+      {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
+      {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
+      {1000, 3000, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}};
   ibp_route_cost truth[IBP_ROUTES];
   memcpy(truth, prior, sizeof truth);
   truth[IBP_ROUTE_DRIVER].gpu_ns = 2040;
@@ -299,10 +299,10 @@ static void test_batched_prior_too_kind(void) {
  * within 600 copies. */
 static void test_batched_prior_too_harsh(void) {
   ibp_route_cost prior[IBP_ROUTES] = {
-      {0, 5000, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0},
-      {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
-      {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
-      {1000, 6000, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}};
+      {0, 5000, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0},
+      {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
+      {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
+      {1000, 6000, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}};
   ibp_route_cost truth[IBP_ROUTES];
   memcpy(truth, prior, sizeof truth);
   truth[IBP_ROUTE_BATCHED].gpu_ns = 2000;
@@ -321,9 +321,9 @@ static void test_batched_prior_too_harsh(void) {
  * us true): explored like any route, taken within 300 copies. */
 static void test_staged_too_harsh(void) {
   ibp_route_cost prior[IBP_ROUTES] = {
-      {2500, 80000, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0},
-      {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
-      {6000, 120000, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}};
+      {2500, 80000, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0},
+      {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
+      {6000, 120000, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}};
   ibp_route_cost truth[IBP_ROUTES];
   memcpy(truth, prior, sizeof truth);
   truth[IBP_ROUTE_STAGED].gpu_ns = 30000;
@@ -341,9 +341,9 @@ static void test_staged_too_harsh(void) {
  * the kernel taken within 100 copies. */
 static void test_driver_too_kind(void) {
   ibp_route_cost prior[IBP_ROUTES] = {
-      {2500, 60000, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0},
-      {2800, 90000, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
-      {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}};
+      {2500, 60000, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0},
+      {2800, 90000, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
+      {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}};
   ibp_route_cost truth[IBP_ROUTES];
   memcpy(truth, prior, sizeof truth);
   truth[IBP_ROUTE_DRIVER].cpu_ns *= 3;
@@ -364,10 +364,10 @@ static void test_driver_too_kind(void) {
  * alone only there, tests/samples/check_learn_alone.sh). */
 static void test_batched_driver_cheaper(void) {
   ibp_route_cost prior[IBP_ROUTES] = {
-      {2500, 15000, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0},
-      {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
-      {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
-      {1000, 6000, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}};
+      {2500, 15000, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0},
+      {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
+      {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
+      {1000, 6000, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}};
   ibp_route_cost truth[IBP_ROUTES];
   memcpy(truth, prior, sizeof truth);
   truth[IBP_ROUTE_DRIVER].gpu_ns = 5000;
@@ -425,9 +425,9 @@ static void test_aging(void) {
  * for thousands of copies, does not let the class save up for a burst. */
 static void test_credit_capped(void) {
   ibp_route_cost prior[IBP_ROUTES] = {
-      {2500, 30000, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0},
-      {2800, 90000, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
-      {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}};
+      {2500, 30000, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0},
+      {2800, 90000, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
+      {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}};
   sim m;
   sim_init(&m);
   run o = simulate(&m, prior, prior, 200000, IBP_ROUTE_DRIVER, 1);
@@ -479,9 +479,9 @@ static void test_timing_paused(void) {
  * measures worse. */
 static void test_backoff_only_worse(void) {
   ibp_route_cost prior[IBP_ROUTES] = {
-      {2500, 80000, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0},
-      {2800, 160000, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
-      {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}};
+      {2500, 80000, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0},
+      {2800, 160000, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
+      {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}};
   ibp_route_cost truth[IBP_ROUTES];
   memcpy(truth, prior, sizeof truth);
   truth[IBP_ROUTE_ZEROCOPY].gpu_ns = 77600;
@@ -518,9 +518,9 @@ static void test_timing_capped(void) {
   }
   CHECK(timed <= 5);
   ibp_route_cost three[IBP_ROUTES] = {
-      {2500, 50000, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0},
-      {2800, 60000, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
-      {2800, 100000, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}};
+      {2500, 50000, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0},
+      {2800, 60000, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
+      {2800, 100000, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}};
   sim n;
   sim_init(&n);
   learn_twice(&n, IBP_ROUTE_ZEROCOPY, 0, 2800, 2800, 60000, 60000);
@@ -544,7 +544,7 @@ static void test_modes_share(void) {
   for (int i = 0; i < 4; i++)
     ibp__choose_learn(&a, IBP_ROUTE_DRIVER, 0, 7500, 2500, 15000, 5000, 1e6);
   const ibp_route_cost drv = {2500, 5000, 0, 0, 0, 0, 0, 1,
-                              0,    0,    0, 0, 0, 0, 0};
+                              0,    0,    0, 0, 0, 0, 0, 0};
   CHECK(fabs(ibp__choose_estimate(&b, IBP_ROUTE_DRIVER, &drv, 1e6) - 15000) <
         1);
 }
@@ -556,9 +556,9 @@ static void test_modes_share(void) {
  * band), it is left. */
 static void test_dead_band(void) {
   ibp_route_cost prior[IBP_ROUTES] = {
-      {2500, 50100, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0},
-      {2800, 50000, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
-      {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}};
+      {2500, 50100, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0},
+      {2800, 50000, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
+      {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}};
   ibp_route_cost truth[IBP_ROUTES];
   memcpy(truth, prior, sizeof truth);
   truth[IBP_ROUTE_ZEROCOPY].gpu_ns *= 1.058;
@@ -646,7 +646,7 @@ static void test_bounds(void) {
   CHECK(ibp__choose_estimate(&m.k, IBP_ROUTE_ZEROCOPY, &PRIOR[1], m.now) >=
         50000 / 64.0 - 1);
   const ibp_route_cost serial = {1000, 3000, 1, 0, 0, 0, 0, 0,
-                                 0,    0,    0, 0, 0, 0, 0};
+                                 0,    0,    0, 0, 0, 0, 0, 0};
   CHECK(fabs(ibp__choose_estimate(&m.k, IBP_ROUTE_BATCHED, &serial, m.now) -
              4000) < 1);
 }
@@ -655,9 +655,9 @@ static void test_bounds(void) {
  * the share, not the back-off, is what bounds it. */
 static void test_exploration_costly(void) {
   ibp_route_cost prior[IBP_ROUTES] = {
-      {2500, 10000, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0},
-      {2800, 300000, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
-      {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}};
+      {2500, 10000, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0},
+      {2800, 300000, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
+      {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}};
   sim m;
   sim_init(&m);
   run o = simulate(&m, prior, prior, 20000, IBP_ROUTE_DRIVER, 1);
@@ -689,9 +689,9 @@ static void test_recovery(void) {
  * cost's terms. */
 static void test_rules(void) {
   ibp_route_cost tie[IBP_ROUTES] = {
-      {2500, 50000, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0},
-      {2500, 50000, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
-      {2500, 50000, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}};
+      {2500, 50000, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0},
+      {2500, 50000, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
+      {2500, 50000, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}};
   sim m;
   sim_init(&m);
   ibp_choice c;
@@ -701,9 +701,9 @@ static void test_rules(void) {
   ibp__choose_decide(&m.k, PRIOR, 15u, TIMING_NS, 1, 1, m.now, &c);
   CHECK(c.timed);
   ibp_route_cost prior[IBP_ROUTES] = {
-      {2500, 50000, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0},
-      {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
-      {2800, 60000, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}};
+      {2500, 50000, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0},
+      {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
+      {2800, 60000, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}};
   run o = simulate(&m, prior, prior, 1, IBP_ROUTE_DRIVER, 1);
   (void)o;
   long staged = 0;
@@ -715,10 +715,10 @@ static void test_rules(void) {
   }
   CHECK(staged == 0);
   ibp_route_cost held[IBP_ROUTES] = {
-      {0, 5000, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0},
-      {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
-      {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
-      {1000, 4500, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}};
+      {0, 5000, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0},
+      {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
+      {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
+      {1000, 4500, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}};
   sim n;
   sim_init(&n);
   CHECK(ibp__choose_decide(&n.k, held, 0u, TIMING_NS, 0, 1, n.now, &c) ==
@@ -733,9 +733,9 @@ static void test_rules(void) {
  * stays on the driver instead of moving every copy to it. */
 static void test_untimable_inherits(void) {
   ibp_route_cost prior[IBP_ROUTES] = {
-      {2500, 1000, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0},
-      {2800, 1200, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
-      {7000, 1500, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}};
+      {2500, 1000, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0},
+      {2800, 1200, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
+      {7000, 1500, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}};
   ibp_route_cost truth[IBP_ROUTES];
   memcpy(truth, prior, sizeof truth);
   for (int r = 0; r < 3; r++)
@@ -777,13 +777,13 @@ static void test_untimable_inherits(void) {
  * dearer (it is left at once: test_prior_too_kind). */
 static void test_unmeasured_inherit_driver(void) {
   ibp_route_cost prior[IBP_ROUTES] = {
-      {2500, 10500, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0},
-      {2800, 26000, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
-      {6000, 19000, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}};
+      {2500, 10500, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0},
+      {2800, 26000, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
+      {6000, 19000, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}};
   ibp_route_cost truth[IBP_ROUTES] = {
-      {2500, 30000, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0},
-      {2800, 55000, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
-      {6000, 40000, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}};
+      {2500, 30000, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0},
+      {2800, 55000, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
+      {6000, 40000, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}};
   sim m;
   sim_init(&m);
   run o = simulate(&m, prior, truth, 5000, IBP_ROUTE_DRIVER, 1);
@@ -999,17 +999,20 @@ static void test_explore_charged_own(void) {
 /* Entries of 64 KiB of an application's call of 64: the driver's part
  * (2.2 us an entry modelled, 1 us of it set-up) and a batched launch
  * (3.7 us at its prior, 2.9 at its hope), explored as 32. */
-static const ibp_route_cost KV_ENTRIES[IBP_ROUTES] = {
-    {.gpu_ns = 2192, .engine = 1, .copies = 64, .setup_ns = 1000},
-    {.cpu_ns = 0},
-    {.cpu_ns = 0},
-    {.cpu_ns = 700,
-     .gpu_ns = 3000,
-     .serial = 1,
-     .copies = 64,
-     .explores = 32,
-     .guessed = 1,
-     .hope_gpu_ns = 2200}};
+static const ibp_route_cost KV_ENTRIES[IBP_ROUTES] = {{.gpu_ns = 2192,
+                                                       .engine = 1,
+                                                       .copies = 64,
+                                                       .setup_ns = 1000,
+                                                       .probeable = 1},
+                                                      {.cpu_ns = 0},
+                                                      {.cpu_ns = 0},
+                                                      {.cpu_ns = 700,
+                                                       .gpu_ns = 3000,
+                                                       .serial = 1,
+                                                       .copies = 64,
+                                                       .explores = 32,
+                                                       .guessed = 1,
+                                                       .hope_gpu_ns = 2200}};
 
 /* A driver's span measured dearer than its model may be its set-up
  * (ibp_route_cost.setup_ns) as much as its link: the hope reads it in its
@@ -1131,6 +1134,43 @@ static void test_setup_probed(void) {
   (void)simulate(&m, prior, link, 100, IBP_ROUTE_DRIVER, 1);
   CHECK(m.probes == 0);
   prior[IBP_ROUTE_BATCHED].guessed = 1;
+  /* entries that cannot be probed (a call of entries of many sizes): the
+   * hope as read, explored early */
+  prior[IBP_ROUTE_BATCHED].hope_gpu_ns = 2200;
+  prior[IBP_ROUTE_DRIVER].probeable = 0;
+  sim_init(&m);
+  run mixed = simulate(&m, prior, link, 100, IBP_ROUTE_DRIVER, 1);
+  CHECK(m.probes == 0 && mixed.first_explored == IBP_ROUTE_BATCHED &&
+        mixed.first_explore_at <= 2 * IBP_CHOOSE_UNJUDGED_EVERY);
+  prior[IBP_ROUTE_DRIVER].probeable = 1;
+  /* a paired probe under way: none asked again at the next timed copies */
+  sim_init(&m);
+  long paired = 0;
+  for (int i = 0; i < 40; i++) {
+    ibp__choose_decide(&m.k, prior, 15u, TIMING_NS, 1, 0, m.now, &c);
+    paired += c.probe == IBP_PROBE_PAIRED;
+    m.now += 2192;
+  }
+  CHECK(paired == 1);
+  /* a probe not made (its call timed for another class): no try spent,
+   * asked again; one never read is given up after IBP_CHOOSE_AGE_NS */
+  sim_init(&m);
+  learn_twice(&m, IBP_ROUTE_DRIVER, 64, 0, 0, 5192, 2192);
+  ibp_choice p;
+  ibp__choose_decide(&m.k, prior, 15u, TIMING_NS, 1, 0, m.now, &p);
+  CHECK(p.probe == IBP_PROBE_HALVED);
+  ibp__choose_probe_release(&m.k, IBP_ROUTE_DRIVER);
+  CHECK(m.k.route[IBP_ROUTE_DRIVER].setup_pending == 0 &&
+        m.k.route[IBP_ROUTE_DRIVER].setup_failed == 0);
+  ibp__choose_decide(&m.k, prior, 15u, TIMING_NS, 1, 0, m.now, &p);
+  CHECK(p.probe == IBP_PROBE_HALVED);
+  ibp__choose_decide(&m.k, prior, 15u, TIMING_NS, 1, 0, m.now + 1000, &p);
+  CHECK(!p.probe && !p.explore);
+  learn_twice(&m, IBP_ROUTE_DRIVER, 64, 0, 0, 5192, 2192);
+  m.now += 1.5 * IBP_CHOOSE_AGE_NS;
+  learn_twice(&m, IBP_ROUTE_DRIVER, 64, 0, 0, 5192, 2192);
+  ibp__choose_decide(&m.k, prior, 15u, TIMING_NS, 1, 0, m.now, &p);
+  CHECK(p.probe == IBP_PROBE_HALVED);
   /* the driver measured already: its later timed copies not paired */
   prior[IBP_ROUTE_BATCHED].hope_gpu_ns = 9000;
   sim_init(&m);
@@ -1376,9 +1416,9 @@ static void test_unjudged_spaced(void) {
  * staged path (110 us modelled, a guess) before the kernel (100 us). */
 static void test_guessed_explored_first(void) {
   ibp_route_cost prior[IBP_ROUTES] = {
-      {2500, 80000, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0},
-      {2800, 100000, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
-      {2800, 110000, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}};
+      {2500, 80000, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0},
+      {2800, 100000, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
+      {2800, 110000, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}};
   sim m;
   sim_init(&m);
   run plain = simulate(&m, prior, prior, 2000, IBP_ROUTE_DRIVER, 1);
@@ -1402,9 +1442,9 @@ static void test_guessed_explored_first(void) {
  * and the loan is paid back before the share explores again. */
 static void test_hopeful_explored_early(void) {
   ibp_route_cost prior[IBP_ROUTES] = {
-      {2500, 80000, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0},
-      {2800, 100000, 0, 0, 1, 0, 0, 0, 0, 0, 0, 25000, 0, 0, 0},
-      {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}};
+      {2500, 80000, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0},
+      {2800, 100000, 0, 0, 1, 0, 0, 0, 0, 0, 0, 25000, 0, 0, 0, 0},
+      {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}};
   ibp_route_cost truth[IBP_ROUTES];
   memcpy(truth, prior, sizeof truth);
   truth[IBP_ROUTE_ZEROCOPY].gpu_ns = 33000;
@@ -1484,9 +1524,9 @@ static void test_hopeful_explored_early(void) {
    * 25 us on the GPU at its hope) has no hope against the driver's 80 us,
    * and is not explored early (it would take 120 us a copy) */
   const ibp_route_cost small[IBP_ROUTES] = {
-      {2500, 80000, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0},
-      {30000, 100000, 0, 0, 1, 0, 0, 0, 0, 0, 0, 25000, 0, 0, 0},
-      {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}};
+      {2500, 80000, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0},
+      {30000, 100000, 0, 0, 1, 0, 0, 0, 0, 0, 0, 25000, 0, 0, 0, 0},
+      {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}};
   ibp_route_cost dear[IBP_ROUTES];
   memcpy(dear, small, sizeof dear);
   dear[IBP_ROUTE_DRIVER].cpu_ns *= 4;
@@ -1505,9 +1545,9 @@ static void test_hopeful_explored_early(void) {
    * early (it takes 300 us); read at the modelled link, its hope of 90 us
    * would have been explored at once */
   ibp_route_cost wide[IBP_ROUTES] = {
-      {2500, 80000, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 2000},
-      {2800, 100000, 0, 0, 1, 0, 0, 0, 0, 0, 0, 90000, 0, 0, 0},
-      {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}};
+      {2500, 80000, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 2000, 0},
+      {2800, 100000, 0, 0, 1, 0, 0, 0, 0, 0, 0, 90000, 0, 0, 0, 0},
+      {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}};
   memcpy(dear, wide, sizeof dear);
   dear[IBP_ROUTE_DRIVER].gpu_ns *= 3;
   dear[IBP_ROUTE_ZEROCOPY].gpu_ns *= 3;
