@@ -57,6 +57,14 @@ static uint64_t now_ns(void) {
   return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
 }
 
+/* This thread's CPU time (the phases' debug log: a loaded machine
+ * stretches their wall time, not this). */
+static uint64_t cpu_ns(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
 static void *pinned(const ibp_driver *d, size_t bytes) {
   void *p = NULL;
   if (d->cuMemHostAlloc(&p, bytes,
@@ -348,7 +356,7 @@ int ibp__compress_region(ibp_region_rec *r, int dev) {
   const ibp_driver *d = ibp__driver();
   ibp_served_region *s = ibp__served(r);
   ibp_layout *l = &s->layout;
-  const uint64_t t0 = now_ns();
+  const uint64_t t0 = now_ns(), c0 = cpu_ns();
   const uint32_t R = s->geometry.tensor_bytes;
   const uint64_t n = s->geometry.tensors;
   const void *data = (const void *)r->base;
@@ -380,19 +388,29 @@ int ibp__compress_region(ibp_region_rec *r, int dev) {
   ibp_status st = ibp_search(data, n, R, &opt, &params, NULL);
   if (st != IBP_OK)
     return fail(r, ibp_status_message(st));
+  const uint64_t t_search = cpu_ns();
   /* published for the stats and the device setup; freed with s (so is
    * whatever a failure below leaves).  Until the fill, every tensor is raw
    * (flag 0) and busy. */
   st = find_clusters(r, n, &params, &l->clusters);
   ibp_params_free(&params);
+  const uint64_t t_clusters = cpu_ns();
   if (st == IBP_OK)
     pick_stage(r, s, dev, &opt, l);
+  const uint64_t t_stage = cpu_ns();
   if (st == IBP_OK)
     st = alloc_bitmaps(l, n, r->bytes);
   if (st == IBP_OK)
     st = lay_out(d, r, s, n);
   if (st != IBP_OK)
     return fail(r, ibp_status_message(st));
+  ibp__log(IBP_LOG_DEBUG,
+           "region '%s': CPU seconds of this thread: search %.3f, clusters "
+           "%.3f, stage's choice %.3f, layout %.3f",
+           r->name, 1e-9 * (double)(t_search - c0),
+           1e-9 * (double)(t_clusters - t_search),
+           1e-9 * (double)(t_stage - t_clusters),
+           1e-9 * (double)(cpu_ns() - t_stage));
   const uint32_t K = l->clusters.count;
   l->summary = (ibp_region_summary){
       .tensors = n,
@@ -445,8 +463,11 @@ int ibp__compress_fill(ibp_region_rec *r) {
                 .stop = &r->removed,
                 .publish = publish_range,
                 .publish_ctx = s};
+  const uint64_t c1 = cpu_ns();
   int rc = ibp__pack_fill(&p);
   const uint64_t t2 = now_ns(), t0 = s->refresh.fill_started_ns;
+  ibp__log(IBP_LOG_DEBUG, "region '%s': CPU seconds of this thread: fill %.3f",
+           r->name, 1e-9 * (double)(cpu_ns() - c1));
   const uint64_t filled = atomic_load(&l->filled);
   uint64_t first = atomic_load(&p.first_chunk_ns);
   ibp__count(&s->counters, compress_seconds, t2 - t1);

@@ -20,6 +20,7 @@
 #define CHUNK_BYTES (8u << 20)       /* of the region, per chunk */
 #define ESTIMATE_BYTES (16ull << 20) /* of tensors sampled by the estimate */
 #define NONE UINT64_MAX              /* a part with no place in the shadow */
+#define AHEAD_BYTES (8u << 10) /* of the region, read ahead of the codec */
 
 unsigned ibp__pack_threads(void) {
   if (ibp__cfg.threads)
@@ -147,15 +148,30 @@ typedef struct job {
   uint64_t compressed, zero;
 } job;
 
+/* Asks for the region's cache lines from *from to `to` (no further than
+ * the part's `end`) and moves *from on: the codec reads the region once,
+ * in order, and waits less for it so than on the hardware's prefetcher
+ * alone (fit_put of bf16 weights not in cache: 0.45 -> 0.39 CPU s per
+ * GiB). */
+static void read_ahead(const uint8_t *data, uint64_t *from, uint64_t to,
+                       uint64_t end) {
+  to = to < end ? to : end;
+  for (; *from < to; *from += 64)
+    __builtin_prefetch(data + *from);
+}
+
 static void compress_part(job *j) {
   const ibp_pack *p = j->p;
   const uint32_t R = p->params->tensor_bytes;
+  const uint64_t end = j->i1 * R;
+  uint64_t ahead = j->i0 * R;
   j->used = 0;
   if (j->direct) /* the part's bytes at most, as direct_first allowed */
     populate(p, j->base, j->base + (j->i1 - j->i0) * R);
   for (uint64_t i = j->i0; i < j->i1; i++) {
     const uint8_t *t = p->data + i * R;
     int c = 0;
+    read_ahead(p->data, &ahead, (i + 1) * R + AHEAD_BYTES, end);
     /* one pair: no need to measure before compressing */
     const uint32_t id =
         p->clusters > 1 ? ibp__pack_best(p, t, j->scratch, NULL) : 0;
