@@ -532,11 +532,28 @@ EXP_INLINE uint64_t encode_c(const ibp_stage *st, const uint8_t *t, uint32_t R,
   return end;
 }
 
+#define ENCODE_CALL(bytes, lo) encode_c(st, t, R, out, at, limit, bytes, lo)
+static uint64_t encode_portable(const ibp_stage *st, const uint8_t *t,
+                                uint32_t R, uint8_t *out, uint64_t at,
+                                uint64_t limit) {
+  BY_DTYPE(st, ENCODE_CALL)
+}
+
+/* The same body where the codec packs with BMI2 (dispatch.c): its
+ * shifts by a register (shlx, shrx) are one instruction each, not three
+ * (1 GiB of bf16 weights in cache: 0.49 -> 0.41 CPU s). */
+__attribute__((target("bmi2"))) static uint64_t
+encode_bmi2(const ibp_stage *st, const uint8_t *t, uint32_t R, uint8_t *out,
+            uint64_t at, uint64_t limit) {
+  BY_DTYPE(st, ENCODE_CALL)
+}
+#undef ENCODE_CALL
+
 static uint64_t exp_encode(const ibp_stage *st, const uint8_t *t, uint32_t R,
                            uint8_t *out, uint64_t at, uint64_t limit) {
-#define ENCODE_CALL(bytes, lo) encode_c(st, t, R, out, at, limit, bytes, lo)
-  BY_DTYPE(st, ENCODE_CALL)
-#undef ENCODE_CALL
+  return ibp__pack() == &ibp__pack_bmi2
+             ? encode_bmi2(st, t, R, out, at, limit)
+             : encode_portable(st, t, R, out, at, limit);
 }
 
 /* The next `n` (<= 57) bits at bit pos of src[0, len); bits past the end
