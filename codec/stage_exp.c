@@ -377,10 +377,61 @@ static inline void put_flush(bit_out *o, int or_last) {
   o->acc = 0;
 }
 
+/* The four fields of values [j, j + 4) into s[0..3]. */
+EXP_INLINE void fields4(const uint8_t *t, uint32_t j, uint32_t bytes,
+                        uint32_t lo, uint32_t *s) {
+  if (bytes == 2) { /* the four values in one load */
+    const uint64_t q = ibp__load64(t + 2 * (size_t)j);
+    const uint32_t f = (1u << (16 - lo)) - 1;
+    s[0] = (uint32_t)(q >> lo) & f;
+    s[1] = (uint32_t)(q >> (16 + lo)) & f;
+    s[2] = (uint32_t)(q >> (32 + lo)) & f;
+    s[3] = (uint32_t)(q >> (48 + lo));
+  } else {
+    for (unsigned k = 0; k < 4; k++)
+      s[k] = field_c(t, j + k, bytes, lo);
+  }
+}
+
+/* Two values' codes joined, *len their bits (at most 2 x 18, under 2^40):
+ * a code's length is its entry's top byte (derive_tables). */
+EXP_INLINE uint64_t pair_code(const uint32_t *enc, uint32_t s0, uint32_t s1,
+                              unsigned *len) {
+  const uint32_t e0 = enc[s0], e1 = enc[s1];
+  *len = (e0 >> 24) + (e1 >> 24);
+  return (uint64_t)(e0 & 0xFFFFFF) | (uint64_t)(e1 & 0xFFFFFF) << (e0 >> 24);
+}
+
+/* Appends c's `bits` bits (c < 2^bits, bits <= 56) to the n < 8 pending
+ * ones, stores them and keeps the last n < 8. */
+EXP_INLINE void put_store(uint8_t *out, size_t *pos, uint64_t *acc, unsigned *n,
+                          uint64_t c, unsigned bits) {
+  *acc |= c << *n;
+  *n += bits;
+  ibp__store64(out + *pos, *acc);
+  *pos += *n >> 3;
+  *acc >>= *n & ~7u;
+  *n &= 7;
+}
+
+/* Two pairs: one store when their bits fit 56, else two. */
+EXP_INLINE void put_pairs(uint8_t *out, size_t *pos, uint64_t *acc, unsigned *n,
+                          uint64_t c01, unsigned l01, uint64_t c23,
+                          unsigned l23) {
+  if (l01 + l23 <= 56) {
+    put_store(out, pos, acc, n, c01 | c23 << l01, l01 + l23);
+  } else {
+    put_store(out, pos, acc, n, c01, l01); /* n < 8, c01 < 2^40 */
+    put_store(out, pos, acc, n, c23, l23);
+  }
+}
+
 /* A segment's values [j, j1) with no check: every value has a code or the
- * escape, and the codes end inside out's R bytes with 8 to spare.  Two
- * values a store, their codes joined before they meet the stream (one
- * shift by the stream's bit count per pair). */
+ * escape, and the codes end inside out's R bytes with 8 to spare.  Eight
+ * values a store where their codes fit 56 bits (bf16 weights: about 34),
+ * else four or two; codes are joined before they meet the stream (one
+ * shift by the stream's bit count per store).  The stream is the same
+ * whichever way its codes were stored. */
 EXP_INLINE void encode_run(const uint32_t *enc, const uint8_t *enc_len,
                            const uint8_t *t, uint32_t j, uint32_t j1,
                            uint8_t *out, size_t *pos_io, uint64_t *acc_io,
@@ -388,48 +439,31 @@ EXP_INLINE void encode_run(const uint32_t *enc, const uint8_t *enc_len,
   size_t pos = *pos_io;
   uint64_t acc = *acc_io;
   unsigned n = *n_io;
+  for (; j + 8 <= j1; j += 8) {
+    uint32_t s[8];
+    unsigned l01, l23, l45, l67;
+    fields4(t, j, bytes, lo, s);
+    fields4(t, j + 4, bytes, lo, s + 4);
+    const uint64_t c01 = pair_code(enc, s[0], s[1], &l01);
+    const uint64_t c23 = pair_code(enc, s[2], s[3], &l23);
+    const uint64_t c45 = pair_code(enc, s[4], s[5], &l45);
+    const uint64_t c67 = pair_code(enc, s[6], s[7], &l67);
+    const unsigned la = l01 + l23, lb = l45 + l67;
+    if (la + lb <= 56) {
+      const uint64_t ca = c01 | c23 << l01, cb = c45 | c67 << l45;
+      put_store(out, &pos, &acc, &n, ca | cb << la, la + lb);
+    } else {
+      put_pairs(out, &pos, &acc, &n, c01, l01, c23, l23);
+      put_pairs(out, &pos, &acc, &n, c45, l45, c67, l67);
+    }
+  }
   for (; j + 4 <= j1; j += 4) {
-    uint32_t s0, s1, s2, s3;
-    if (bytes == 2) { /* the four values in one load */
-      const uint64_t q = ibp__load64(t + 2 * (size_t)j);
-      const uint32_t f = (1u << (16 - lo)) - 1;
-      s0 = (uint32_t)(q >> lo) & f;
-      s1 = (uint32_t)(q >> (16 + lo)) & f;
-      s2 = (uint32_t)(q >> (32 + lo)) & f;
-      s3 = (uint32_t)(q >> (48 + lo));
-    } else {
-      s0 = field_c(t, j, bytes, lo);
-      s1 = field_c(t, j + 1, bytes, lo);
-      s2 = field_c(t, j + 2, bytes, lo);
-      s3 = field_c(t, j + 3, bytes, lo);
-    }
-    /* one look-up a value: a code's length is its entry's top byte
-     * (derive_tables) */
-    const uint32_t e0 = enc[s0], e1 = enc[s1], e2 = enc[s2], e3 = enc[s3];
-    const unsigned l0 = e0 >> 24, l1 = e1 >> 24;
-    const unsigned l2 = e2 >> 24, l3 = e3 >> 24;
-    const uint64_t c01 = (uint64_t)(e0 & 0xFFFFFF) | (uint64_t)(e1 & 0xFFFFFF)
-                                                         << l0;
-    const uint64_t c23 = (uint64_t)(e2 & 0xFFFFFF) | (uint64_t)(e3 & 0xFFFFFF)
-                                                         << l2;
-    const unsigned l01 = l0 + l1, l23 = l2 + l3;
-    if (l01 + l23 <= 56) { /* the four at once: n < 8 */
-      acc |= (c01 | c23 << l01) << n;
-      n += l01 + l23;
-    } else {
-      acc |= c01 << n; /* n < 8, c01 < 2^40 */
-      n += l01;
-      ibp__store64(out + pos, acc);
-      pos += n >> 3;
-      acc >>= n & ~7u;
-      n &= 7;
-      acc |= c23 << n;
-      n += l23;
-    }
-    ibp__store64(out + pos, acc);
-    pos += n >> 3;
-    acc >>= n & ~7u;
-    n &= 7;
+    uint32_t s[4];
+    unsigned l01, l23;
+    fields4(t, j, bytes, lo, s);
+    const uint64_t c01 = pair_code(enc, s[0], s[1], &l01);
+    const uint64_t c23 = pair_code(enc, s[2], s[3], &l23);
+    put_pairs(out, &pos, &acc, &n, c01, l01, c23, l23);
   }
   for (; j + 2 <= j1; j += 2) {
     const uint32_t s0 = field_c(t, j, bytes, lo);
