@@ -234,7 +234,40 @@ PACK_NAME(compress_c)(const ibp_params *p, const uint8_t *t, uint8_t *slot,
   uint64_t bits = nch;
   PACK_NAME(writer) bm = {slot, 0, 0, 0};
   PACK_NAME(writer) pw = {slot, nch / 8, 0, nch % 8};
-  for (uint32_t b = 0; b < R; b += 8) {
+  uint32_t b = 0;
+  /* two whole words a step: their payloads one put where they fit 64 bits,
+   * their 2 k fit bits one put (as fit_put_body) */
+  for (; b + 16 <= R; b += 16) {
+    const uint64_t w0 = ibp__load64(t + b), w1 = ibp__load64(t + b + 8);
+    const uint64_t m0 = ibp__load64(p->mask + b);
+    const uint64_t m1 = ibp__load64(p->mask + b + 8);
+    const uint64_t f0 =
+        PACK_NAME(chunk_nonzero)((w0 & m0) ^ ibp__load64(p->bitval + b), c);
+    const uint64_t f1 =
+        PACK_NAME(chunk_nonzero)((w1 & m1) ^ ibp__load64(p->bitval + b + 8), c);
+    const uint64_t k0 = ~m0 | PACK_NAME(spread_chunks)(f0, c);
+    const uint64_t k1 = ~m1 | PACK_NAME(spread_chunks)(f1, c);
+    const unsigned n0 = (unsigned)PACK_POPCNT(k0);
+    const unsigned n1 = (unsigned)PACK_POPCNT(k1);
+    bits += n0 + n1;
+    if (bits > limit) {
+      memcpy(slot, t, R);
+      return limit + 1;
+    }
+    const uint64_t v0 = PACK_PEXT(w0, k0), v1 = PACK_PEXT(w1, k1);
+    if (n0 + n1 <= 64) { /* (v1 << n0: n0 < 64 here unless n1 is 0) */
+      PACK_NAME(put_fast)(&pw, n0 < 64 ? v0 | v1 << n0 : v0, n0 + n1, R);
+    } else {
+      PACK_NAME(put_fast)(&pw, v0, n0, R);
+      PACK_NAME(put_fast)(&pw, v1, n1, R);
+    }
+    const uint32_t k = 8 / c;
+    PACK_NAME(put)
+    (&bm,
+     PACK_NAME(fit_bits)(f0, c) | (uint64_t)PACK_NAME(fit_bits)(f1, c) << k,
+     2 * k);
+  }
+  for (; b < R; b += 8) {
     uint64_t w = PACK_NAME(word)(t, b, R);
     uint64_t m = PACK_NAME(word)(p->mask, b, R);
     uint64_t v = PACK_NAME(word)(p->bitval, b, R);
