@@ -198,7 +198,20 @@ PACK_NAME(measure_bits)(const ibp_params *p, const uint8_t *t, uint32_t c,
   uint64_t bits = ibp__nchunks(R, c);
   if (bits > limit)
     return limit + 1;
-  for (uint32_t b = 0; b < R; b += 8) {
+  uint32_t b = 0;
+  for (; b + 16 <= R; b += 16) { /* two whole words a step */
+    const uint64_t m0 = ibp__load64(p->mask + b);
+    const uint64_t m1 = ibp__load64(p->mask + b + 8);
+    const uint64_t f0 = PACK_NAME(chunk_nonzero)(
+        (ibp__load64(t + b) & m0) ^ ibp__load64(p->bitval + b), c);
+    const uint64_t f1 = PACK_NAME(chunk_nonzero)(
+        (ibp__load64(t + b + 8) & m1) ^ ibp__load64(p->bitval + b + 8), c);
+    bits += (uint64_t)PACK_POPCNT(~m0 | PACK_NAME(spread_chunks)(f0, c)) +
+            (uint64_t)PACK_POPCNT(~m1 | PACK_NAME(spread_chunks)(f1, c));
+    if (bits > limit)
+      return limit + 1;
+  }
+  for (; b < R; b += 8) {
     uint64_t w = PACK_NAME(word)(t, b, R);
     uint64_t m = PACK_NAME(word)(p->mask, b, R);
     uint64_t v = PACK_NAME(word)(p->bitval, b, R);
