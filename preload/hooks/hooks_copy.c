@@ -482,7 +482,12 @@ static CUresult timed_call(ibp_call_timing *timing, const ibp_batch_call *c,
     halved = 0;
   }
   ibp__guard--;
-  CUresult res = real(&h, fail, s);
+  /* a reshaped call's failure index is in its own numbering: the
+   * application's is written only by its own call (rest_call's retry) */
+  size_t own_fail = fail ? *fail : 0;
+  CUresult res = real(&h, halved && fail ? &own_fail : fail, s);
+  if (halved && fail && res == CUDA_SUCCESS)
+    *fail = own_fail;
   ibp__guard++;
   ibp__call_time_end(timing, es, res == CUDA_SUCCESS);
   ibp__batch_call_free(c, &h);
@@ -490,11 +495,6 @@ static CUresult timed_call(ibp_call_timing *timing, const ibp_batch_call *c,
   return res;
 }
 
-/* The driver's call for the rest r, timed whole where an entry's decision
- * asked for it; a paired set-up probe makes it two calls, r's first half
- * whole, then its second probed.  A probe's call the driver refuses is
- * made again as the application's (the copies are the same bytes): its
- * answer is the driver's for r. */
 /* r's two calls for a paired set-up probe (batch_route.h,
  * ibp__call_time_pair): its first half, timed by timing, and its second,
  * by *probe.  0 where timing asks for none, or they could not be made
@@ -532,6 +532,11 @@ static int probe_fits(const ibp_batch_call *r, CUstream es) {
   return 1;
 }
 
+/* The driver's call for the rest r, timed whole where an entry's decision
+ * asked for it; a paired set-up probe makes it two calls, r's first half
+ * whole, then its second probed.  A probe's call the driver refuses is
+ * made again as the application's (the copies are the same bytes): its
+ * answer is the driver's for r. */
 static CUresult rest_call(ibp_call_timing *timing, const ibp_batch_call *r,
                           batch_real_fn real, size_t *fail, CUstream s,
                           CUstream es) {
@@ -549,9 +554,13 @@ static CUresult rest_call(ibp_call_timing *timing, const ibp_batch_call *r,
     CUresult res = timed_call(timing, r, real, fail, s, es);
     return probed && res != CUDA_SUCCESS ? real(r, fail, s) : res;
   }
-  CUresult res = timed_call(timing, &first, real, fail, s, es);
+  /* the parts' failure indices are theirs: the application's is written
+   * by the driver's answer to a whole call only */
+  size_t own_fail = fail ? *fail : 0;
+  size_t *part_fail = fail ? &own_fail : NULL;
+  CUresult res = timed_call(timing, &first, real, part_fail, s, es);
   if (res == CUDA_SUCCESS) {
-    res = timed_call(&probe, &second, real, fail, s, es);
+    res = timed_call(&probe, &second, real, part_fail, s, es);
   } else {
     ibp__guard++;
     ibp__call_time_drop(&probe);
@@ -559,7 +568,11 @@ static CUresult rest_call(ibp_call_timing *timing, const ibp_batch_call *r,
   }
   ibp__batch_call_free(r, &first);
   ibp__batch_call_free(r, &second);
-  return res == CUDA_SUCCESS ? res : real(r, fail, s);
+  if (res != CUDA_SUCCESS)
+    return real(r, fail, s);
+  if (fail)
+    *fail = own_fail;
+  return res;
 }
 
 /* After the driver's call for the rest: its failure index in the
