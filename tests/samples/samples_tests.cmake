@@ -156,7 +156,7 @@ if(TARGET ibp_preload AND NOT samples_gpu)
   set_tests_properties(preload_sample_learn_call PROPERTIES
     LABELS "sim;preload;samples" TIMEOUT 300 ENVIRONMENT "${samples_env}")
   # a set-up probe's call the driver refuses is made again as the
-  # application's (hooks/hooks_copy.c)
+  # application's (serve/batch/batch_rest.c)
   add_test(NAME preload_sample_probe_retry
     COMMAND sh ${samples_test_dir}/check_probe_retry.sh
       $<TARGET_FILE:ibp_preload> ${CMAKE_CURRENT_BINARY_DIR}/libibp-retry
