@@ -10,10 +10,10 @@
 
 /* Part c of the rest, timed by timing where it asks (batch_route.h): c as
  * it is, or where the timing probes the set-up, with entries halved (the
- * same bytes).  Returns the driver's answer. */
+ * same bytes; *halved: whether it was).  Returns the driver's answer. */
 static CUresult timed_call(ibp_call_timing *timing, const ibp_batch_call *c,
                            ibp_batch_call_fn real, size_t *fail, CUstream s,
-                           CUstream es) {
+                           CUstream es, int *was_halved) {
   ibp_batch_call h;
   ibp__guard++;
   size_t halved = ibp__call_probes(timing) ? ibp__batch_call_halve(c, &h) : 0;
@@ -36,6 +36,7 @@ static CUresult timed_call(ibp_call_timing *timing, const ibp_batch_call *c,
   ibp__call_time_end(timing, es, res == CUDA_SUCCESS);
   ibp__batch_call_free(c, &h);
   ibp__guard--;
+  *was_halved = halved != 0;
   return res;
 }
 
@@ -88,18 +89,18 @@ CUresult ibp__batch_call_rest(ibp_call_timing *timing, const ibp_batch_call *r,
   if (!paired && ibp__call_probes(timing) == IBP_PROBE_PAIRED)
     ibp__call_probe_release(timing); /* a call of one entry */
   ibp__guard--;
-  if (!paired) {
-    const int probed = ibp__call_probes(timing) != IBP_PROBE_NONE;
-    CUresult res = timed_call(timing, r, real, fail, s, es);
-    return probed && res != CUDA_SUCCESS ? real(r, fail, s) : res;
+  int halved;
+  if (!paired) { /* a refused call made again only where it was halved */
+    CUresult res = timed_call(timing, r, real, fail, s, es, &halved);
+    return halved && res != CUDA_SUCCESS ? real(r, fail, s) : res;
   }
   /* the parts' failure indices are theirs: the application's is written
    * by the driver's answer to a whole call only */
   size_t own_fail = fail ? *fail : 0;
   size_t *part_fail = fail ? &own_fail : NULL;
-  CUresult res = timed_call(timing, &first, real, part_fail, s, es);
+  CUresult res = timed_call(timing, &first, real, part_fail, s, es, &halved);
   if (res == CUDA_SUCCESS) {
-    res = timed_call(&probe, &second, real, part_fail, s, es);
+    res = timed_call(&probe, &second, real, part_fail, s, es, &halved);
   } else {
     ibp__guard++;
     ibp__call_time_drop(&probe);

@@ -23,7 +23,11 @@ typedef CUresult (*ibp_batch_call_fn)(const ibp_batch_call *c, size_t *fail,
  * calls, r's first half whole, then its second probed.  A probe's call the
  * driver refuses is made again as the application's (the copies are the
  * same bytes): its answer, and the failure index *fail, are the driver's
- * for r -- a reshaped call's own index never reaches *fail. */
+ * for r -- a reshaped call's own index never reaches *fail.  A pair whose
+ * second call is refused has had its first queued: where the call made
+ * again is refused too, the application sees the driver's error for r
+ * though half of r's entries were copied (CUDA says nothing of what a
+ * refused batch leaves at its destinations). */
 CUresult ibp__batch_call_rest(ibp_call_timing *timing, const ibp_batch_call *r,
                               ibp_batch_call_fn real, size_t *fail, CUstream s,
                               CUstream es);

@@ -179,12 +179,15 @@ static int off_band(double ratio) {
 }
 
 /* Whether route q, not judged yet, has a fresh timed launch alike one of
- * `copies` that measured it off its model: its prior is in doubt. */
+ * `copies` whose GPU work measured off its model: its prior is in doubt.
+ * Not its calls alone: what they cost is learnt from every class's
+ * (calls_ratio; a second timing of kv_offload's prefix restores under
+ * driver calls 4x dearer, their GPU work as modelled, changed no
+ * choice). */
 static int doubted(const ibp_choose_route *q, uint32_t copies, double now_ns) {
   uint32_t n;
-  const double cr = fresh_ratio(q, 0, copies, now_ns, &n);
   const double gr = fresh_ratio(q, 1, copies, now_ns, &n);
-  return n && (off_band(cr) || off_band(gr));
+  return n && off_band(gr);
 }
 
 /* Whether route q has enough fresh timed launches alike one of `copies` to
@@ -998,7 +1001,7 @@ ibp_route ibp__choose_decide(ibp_choose_class *k,
     const double soon =
         est[go] > 0 ? a->timing_cost_ns / (IBP_CHOOSE_EXPLORE_SHARE * est[go])
                     : every;
-    k->unjudged_doubted_next =
+    k->unjudged_doubted_next = /* never later than the spacing above */
         k->copies + (uint64_t)max2(1.0, min2(soon, every) + 0.5);
   }
   k->explore_credit_ns = explore_credit;

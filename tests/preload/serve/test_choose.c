@@ -1410,8 +1410,9 @@ static void test_unjudged_spaced(void) {
   }
 }
 
-/* An unjudged choice whose first timed copy measured it off its model is
- * timed again as soon as that costs the exploration share of its copies:
+/* An unjudged choice whose first timed copy measured its GPU work off its
+ * model (its calls alone do not count: every class learns them) is timed
+ * again as soon as that costs the exploration share of its copies:
  * a 300 us copy at once (a 2 us timing is 0.7 % of it), a 50 us copy
  * after 4 (2 us over 1 % of 50 us); one measured as modelled waits for
  * the timing share (the 300 us copy's fourth) or the spacing of one in
@@ -1420,9 +1421,13 @@ static void test_unjudged_spaced(void) {
  * driver's second timing came four copies after its first (3.0x), 0.944
  * of the staged route's time; 1.00 so. */
 static void test_doubted_timed_again(void) {
-  static const double first[] = {1, 3, 0.5}; /* its first timing, x model */
+  /* its first timing, x its model: calls and GPU work; whether in doubt */
+  static const struct {
+    double cpu, gpu;
+    int doubt;
+  } first[] = {{1, 1, 0}, {1, 3, 1}, {1, 0.5, 1}, {4, 1, 0}};
   for (int big = 0; big < 2; big++)
-    for (int off = 0; off < 3; off++) {
+    for (size_t f = 0; f < sizeof first / sizeof first[0]; f++) {
       const double gpu = big ? 300000 : 50000;
       const ibp_route_cost prior[IBP_ROUTES] = {
           {.cpu_ns = 2500, .gpu_ns = gpu}};
@@ -1438,14 +1443,16 @@ static void test_doubted_timed_again(void) {
         if (i)
           second = i;
         else /* its first copy, timed at once */
-          ibp__choose_learn(&m.k, IBP_ROUTE_DRIVER, 0, 2500, 2500,
-                            first[off] * gpu, gpu, m.now);
+          ibp__choose_learn(&m.k, IBP_ROUTE_DRIVER, 0, first[f].cpu * 2500,
+                            2500, first[f].gpu * gpu, gpu, m.now);
         m.now += gpu;
       }
-      fprintf(stderr, "%s copies, first timing %.1fx: second timed at %ld\n",
-              big ? "300 us" : "50 us", first[off], second);
-      CHECK(second ==
-            (big ? (off ? 1 : 3) : (off ? 4 : IBP_CHOOSE_UNJUDGED_EVERY)));
+      fprintf(stderr,
+              "%s copies, first timing calls %.1fx, GPU %.1fx: second timed "
+              "at %ld\n",
+              big ? "300 us" : "50 us", first[f].cpu, first[f].gpu, second);
+      CHECK(second == (big ? (first[f].doubt ? 1 : 3)
+                           : (first[f].doubt ? 4 : IBP_CHOOSE_UNJUDGED_EVERY)));
     }
 }
 
