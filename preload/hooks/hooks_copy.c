@@ -13,6 +13,7 @@
 #include "registry/registry.h"
 #include "serve/batch/batch.h"
 #include "serve/batch/batch_call.h"
+#include "serve/batch/batch_rest.h"
 #include "serve/dtoh.h"
 #include "serve/substitute.h"
 #include "stats/discover.h"
@@ -459,109 +460,6 @@ static size_t batch_split(ibp_batch_call *in, CUstream raw, CUstream s,
   return held;
 }
 
-/* The driver's batch call (12.8 or 13 ABI) for c on stream s; fail: the
- * failure index where the ABI has one. */
-typedef CUresult (*batch_real_fn)(const ibp_batch_call *c, size_t *fail,
-                                  CUstream s);
-
-/* Part c of the rest, timed by timing where it asks (batch_route.h): c as
- * it is, or where the timing probes the set-up, with entries halved (the
- * same bytes).  Returns the driver's answer. */
-static CUresult timed_call(ibp_call_timing *timing, const ibp_batch_call *c,
-                           batch_real_fn real, size_t *fail, CUstream s,
-                           CUstream es) {
-  ibp_batch_call h;
-  ibp__guard++;
-  size_t halved = ibp__call_probes(timing) ? ibp__batch_call_halve(c, &h) : 0;
-  if (!halved)
-    h = *c;
-  ibp__call_time_begin(timing, c->sizes, c->count, halved, es);
-  if (halved && timing->t.index < 0) { /* not timed after all: as it was */
-    ibp__batch_call_free(c, &h);
-    h = *c;
-    halved = 0;
-  }
-  ibp__guard--;
-  CUresult res = real(&h, fail, s);
-  ibp__guard++;
-  ibp__call_time_end(timing, es, res == CUDA_SUCCESS);
-  ibp__batch_call_free(c, &h);
-  ibp__guard--;
-  return res;
-}
-
-/* The driver's call for the rest r, timed whole where an entry's decision
- * asked for it; a paired set-up probe makes it two calls, r's first half
- * whole, then its second probed.  A probe's call the driver refuses is
- * made again as the application's (the copies are the same bytes): its
- * answer is the driver's for r. */
-/* r's two calls for a paired set-up probe (batch_route.h,
- * ibp__call_time_pair): its first half, timed by timing, and its second,
- * by *probe.  0 where timing asks for none, or they could not be made
- * (nothing then allocated). */
-static int pair_parts(ibp_call_timing *timing, const ibp_batch_call *r,
-                      ibp_batch_call *first, ibp_batch_call *second,
-                      ibp_call_timing *probe) {
-  if (ibp__call_probes(timing) != IBP_PROBE_PAIRED ||
-      !ibp__batch_call_part(r, 0, r->count / 2, first))
-    return 0;
-  if (ibp__batch_call_part(r, r->count / 2, r->count, second) &&
-      ibp__call_time_pair(timing, r->count, first->count, probe))
-    return 1;
-  ibp__batch_call_free(r, first);
-  ibp__batch_call_free(r, second);
-  return 0;
-}
-
-/* Whether a set-up probe may reshape r on stream es: its entries all of
- * one size, each large enough to halve -- a probe's reading takes the
- * call's parts to be made alike (a first half of 4 KiB entries and a
- * second of 64 KiB read the set-up 4x where it was as modelled, 0 where
- * it was 4x) -- and the stream not captured (a graph's shape is the
- * application's). */
-static int probe_fits(const ibp_batch_call *r, CUstream es) {
-  const ibp_driver *d = ibp__driver();
-  CUstreamCaptureStatus cs = CU_STREAM_CAPTURE_STATUS_NONE;
-  if (!r->count || !r->sizes || r->sizes[0] < 2 * IBP_CHOOSE_PROBE_MIN || !d ||
-      d->cuStreamIsCapturing(es, &cs) != CUDA_SUCCESS ||
-      cs != CU_STREAM_CAPTURE_STATUS_NONE)
-    return 0;
-  for (size_t i = 1; i < r->count; i++)
-    if (r->sizes[i] != r->sizes[0])
-      return 0;
-  return 1;
-}
-
-static CUresult rest_call(ibp_call_timing *timing, const ibp_batch_call *r,
-                          batch_real_fn real, size_t *fail, CUstream s,
-                          CUstream es) {
-  ibp_batch_call first, second;
-  ibp_call_timing probe;
-  ibp__guard++;
-  if (ibp__call_probes(timing) && !probe_fits(r, es))
-    ibp__call_probe_release(timing); /* timed as it is */
-  const int paired = pair_parts(timing, r, &first, &second, &probe);
-  if (!paired && ibp__call_probes(timing) == IBP_PROBE_PAIRED)
-    ibp__call_probe_release(timing); /* a call of one entry */
-  ibp__guard--;
-  if (!paired) {
-    const int probed = ibp__call_probes(timing) != IBP_PROBE_NONE;
-    CUresult res = timed_call(timing, r, real, fail, s, es);
-    return probed && res != CUDA_SUCCESS ? real(r, fail, s) : res;
-  }
-  CUresult res = timed_call(timing, &first, real, fail, s, es);
-  if (res == CUDA_SUCCESS) {
-    res = timed_call(&probe, &second, real, fail, s, es);
-  } else {
-    ibp__guard++;
-    ibp__call_time_drop(&probe);
-    ibp__guard--;
-  }
-  ibp__batch_call_free(r, &first);
-  ibp__batch_call_free(r, &second);
-  return res == CUDA_SUCCESS ? res : real(r, fail, s);
-}
-
 /* After the driver's call for the rest: its failure index in the
  * application's terms, the rest freed, the touches ended. */
 static CUresult batch_rest_done(ibp_batch_call *in, ibp_batch_call *rest,
@@ -598,8 +496,8 @@ static CUresult batch_rest_done(ibp_batch_call *in, ibp_batch_call *rest,
     }                                                                          \
     order(explicit_stream(s));                                                 \
     size_t t = dtoh_batch(r.dsts, r.sizes, r.count);                           \
-    CUresult res =                                                             \
-        rest_call(&ct, &r, real_##sym, FAIL_PTR, s, explicit_stream(s));       \
+    CUresult res = ibp__batch_call_rest(&ct, &r, real_##sym, FAIL_PTR, s,      \
+                                        explicit_stream(s));                   \
     return batch_rest_done(&in, &r, t, res, FAIL_PTR, explicit_stream(s));     \
   }
 #define COPY_BATCH_3D(sym, explicit_stream)                                    \

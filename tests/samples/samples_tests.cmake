@@ -155,6 +155,14 @@ if(TARGET ibp_preload AND NOT samples_gpu)
       ${samples_test_dir}/h200_batch_truth.profile)
   set_tests_properties(preload_sample_learn_call PROPERTIES
     LABELS "sim;preload;samples" TIMEOUT 300 ENVIRONMENT "${samples_env}")
+  # a set-up probe's call the driver refuses is made again as the
+  # application's (serve/batch/batch_rest.c)
+  add_test(NAME preload_sample_probe_retry
+    COMMAND sh ${samples_test_dir}/check_probe_retry.sh
+      $<TARGET_FILE:ibp_preload> ${CMAKE_CURRENT_BINARY_DIR}/libibp-retry
+      $<TARGET_FILE:kv_blocks>)
+  set_tests_properties(preload_sample_probe_retry PROPERTIES
+    LABELS "sim;preload;samples" TIMEOUT 300 ENVIRONMENT "${samples_env}")
   # the gate finds out a driver cheaper than holding a row (serve/batch/)
   add_test(NAME preload_sample_learn_alone
     COMMAND sh ${samples_test_dir}/check_learn_alone.sh

@@ -137,26 +137,34 @@ static int reshape(const ibp_batch_call *in, size_t from, size_t to, int halve,
     *out = *in;
     return 0;
   }
-  size_t a = 0, last = (size_t)-1;
-  for (size_t i = from; i < to; i++) {
-    while (a + 1 < in->nattrs && in->attr_idxs[a + 1] <= i)
-      a++;
-    if (in->nattrs && a != last) { /* a new attribute range */
-      o.attrs[o.nattrs] = in->attrs[a];
-      o.attr_idxs[o.nattrs++] = o.count;
-      last = a;
+  /* the entries, whole or their first halves, then the second halves: an
+   * entry's two halves are not next to each other in the call, so that a
+   * driver that joined neighbours copying adjacent ranges into one
+   * transfer would still set up each (the copies of one call may run in
+   * any order) -- where the only entry halved is the last, its second half
+   * goes first */
+  const int front = *halved == 1 && to - from > 1 &&
+                    half_at(to - 1 - from, in->sizes[to - 1]);
+  size_t last = (size_t)-1;
+  for (int pass = front ? 0 : 1; pass < (*halved ? 3 : 2); pass++)
+    for (size_t i = pass ? from : to - 1, a = 0; i < to; i++) {
+      while (a + 1 < in->nattrs && in->attr_idxs[a + 1] <= i)
+        a++;
+      const size_t mid = halve ? half_at(i - from, in->sizes[i]) : 0;
+      const int second = pass != 1;
+      if (second && (!mid || (pass == 2 && front)))
+        continue;
+      if (in->nattrs && a != last) { /* a new attribute range */
+        o.attrs[o.nattrs] = in->attrs[a];
+        o.attr_idxs[o.nattrs++] = o.count;
+        last = a;
+      }
+      const size_t at = second ? mid : 0;
+      o.dsts[o.count] = in->dsts[i] + at;
+      o.srcs[o.count] = in->srcs[i] + at;
+      o.sizes[o.count] = second ? in->sizes[i] - mid : mid ? mid : in->sizes[i];
+      o.orig[o.count++] = in->orig ? in->orig[i] : i;
     }
-    const size_t mid = halve ? half_at(i - from, in->sizes[i]) : 0;
-    const size_t orig = in->orig ? in->orig[i] : i;
-    const size_t parts[2][2] = {{0, mid ? mid : in->sizes[i]},
-                                {mid, in->sizes[i] - mid}};
-    for (int k = 0; k < (mid ? 2 : 1); k++) {
-      o.dsts[o.count] = in->dsts[i] + parts[k][0];
-      o.srcs[o.count] = in->srcs[i] + parts[k][0];
-      o.sizes[o.count] = parts[k][1];
-      o.orig[o.count++] = orig;
-    }
-  }
   *out = o;
   return 1;
 }

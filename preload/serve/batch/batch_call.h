@@ -39,7 +39,8 @@ size_t ibp__batch_call_split(const ibp_batch_call *in, CUstream s,
 
 /* The driver's call `in` as a set-up probe makes it (choose.h,
  * IBP_CHOOSE_PROBE_EVERY): some entries copied as two halves, the same
- * bytes to the same places, with their attributes; out->orig maps each to
+ * bytes to the same places, with their attributes -- the second halves
+ * after the call's other entries; out->orig maps each to
  * the application's entry (in->orig's, or in's index).  Returns the
  * entries halved; 0: *out is *in (none large enough, or no memory). */
 size_t ibp__batch_call_halve(const ibp_batch_call *in, ibp_batch_call *out);

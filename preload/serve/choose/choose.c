@@ -172,6 +172,24 @@ static uint32_t fresh_count(const ibp_choose_route *q, uint32_t copies,
   return fresh;
 }
 
+/* Whether a ratio is outside the dead band (the model is off there). */
+static int off_band(double ratio) {
+  return ratio <= 1.0 - IBP_CHOOSE_DEAD_BAND ||
+         ratio >= 1.0 + IBP_CHOOSE_DEAD_BAND;
+}
+
+/* Whether route q, not judged yet, has a fresh timed launch alike one of
+ * `copies` whose GPU work measured off its model: its prior is in doubt.
+ * Not its calls alone: what they cost is learnt from every class's
+ * (calls_ratio; a second timing of kv_offload's prefix restores under
+ * driver calls 4x dearer, their GPU work as modelled, changed no
+ * choice). */
+static int doubted(const ibp_choose_route *q, uint32_t copies, double now_ns) {
+  uint32_t n;
+  const double gr = fresh_ratio(q, 1, copies, now_ns, &n);
+  return n && off_band(gr);
+}
+
 /* Whether route q has enough fresh timed launches alike one of `copies` to
  * be judged. */
 static int judged(const ibp_choose_route *q, uint32_t copies, double now_ns) {
@@ -751,6 +769,8 @@ static void assess(const ibp_choose_class *k,
   }
   a->early = early;
   a->cost = cost;
+  a->go_doubted =
+      !a->go_judged && doubted(&k->route[go], prior[go].copies, now_ns);
   if (!a->probe && probe_paired(k, prior, est, timable, go, now_ns))
     a->probe = IBP_PROBE_PAIRED;
   a->choice_ns = est[go];
@@ -909,7 +929,8 @@ static int spend(const ibp_choose_class *k, const ibp_choose_assessed *a,
     outcome = TIMED;
     timing_credit -= timing_ns;
   } else if ((timable >> go & 1) && !a->go_judged &&
-             copies >= k->unjudged_next) {
+             (copies >= k->unjudged_next ||
+              (a->go_doubted && copies >= k->unjudged_doubted_next))) {
     /* a choice the class has not measured (yet, or any more: its
      * samples aged) is a bet on its prior: timed whatever the credit --
      * the class's first copy, then one in IBP_CHOOSE_UNJUDGED_EVERY until
@@ -966,13 +987,23 @@ ibp_route ibp__choose_decide(ibp_choose_class *k,
   out->cpu_ns = a->cpu[take];
   if (dry)
     return take;
-  if (outcome == UNJUDGED) /* spaced as the timing costs (its calls) */
-    k->unjudged_next =
-        k->copies +
-        (uint64_t)(IBP_CHOOSE_UNJUDGED_EVERY *
-                       (a->timing_ns > 0 ? a->timing_cost_ns / a->timing_ns
-                                         : 1.0) +
-                   0.5);
+  if (outcome == UNJUDGED) { /* spaced as the timing costs (its calls) */
+    const double every =
+        IBP_CHOOSE_UNJUDGED_EVERY *
+        (a->timing_ns > 0 ? a->timing_cost_ns / a->timing_ns : 1.0);
+    k->unjudged_next = k->copies + (uint64_t)(every + 0.5);
+    /* a choice its first timing measured off its model is timed again as
+     * soon as that costs the exploration share of its copies: the second
+     * sample that judges it (kv_offload's prefix restores of 15 MiB,
+     * h100-pcie5 under a link a third as wide: the driver's first timed
+     * copy 3.0x, the second four copies later, 0.944 of the staged
+     * route's time) */
+    const double soon =
+        est[go] > 0 ? a->timing_cost_ns / (IBP_CHOOSE_EXPLORE_SHARE * est[go])
+                    : every;
+    k->unjudged_doubted_next = /* never later than the spacing above */
+        k->copies + (uint64_t)max2(1.0, min2(soon, every) + 0.5);
+  }
   k->explore_credit_ns = explore_credit;
   k->explore_cap_ns = cap;
   k->timing_credit_ns = timing_credit;

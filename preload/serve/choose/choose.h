@@ -283,8 +283,9 @@ typedef struct ibp_choose_assessed {
       oldest_ns; /* the oldest sample it counted (it stands until that ages) */
   double model[IBP_ROUTES], est[IBP_ROUTES], cpu[IBP_ROUTES];
   int modelled, go, alt, early, go_judged;
-  int probe; /* the choice's copy probes its set-up (IBP_PROBE_HALVED:
-                before alt is explored; IBP_PROBE_PAIRED: as it is timed) */
+  int go_doubted; /* go not judged, its one timing off its model */
+  int probe;      /* the choice's copy probes its set-up (IBP_PROBE_HALVED:
+                     before alt is explored; IBP_PROBE_PAIRED: as it is timed) */
   double cost, choice_ns;
 } ibp_choose_assessed;
 
@@ -303,12 +304,14 @@ typedef struct ibp_choose_class {
   double spent_ns;    /* the chosen routes' estimates, summed */
   double explore_ns;  /* what explorations cost over the choice, estimated */
   double explore_credit_ns, timing_credit_ns;
-  double explore_cap_ns;        /* the exploration credit saved up at most */
-  double paused_until_ns;       /* timing paused (an event call failed) */
-  double pause_ns;              /* the next pause's length */
-  uint64_t unjudged_next;       /* copies before an unjudged choice is timed
-                                   beyond the share again */
-  ibp_choose_assessed assessed; /* the last (choose.c, assessed) */
+  double explore_cap_ns;          /* the exploration credit saved up at most */
+  double paused_until_ns;         /* timing paused (an event call failed) */
+  double pause_ns;                /* the next pause's length */
+  uint64_t unjudged_next;         /* copies before an unjudged choice is timed
+                                     beyond the share again */
+  uint64_t unjudged_doubted_next; /* the same, its prior in doubt (a timed
+                                     copy measured it off its model) */
+  ibp_choose_assessed assessed;   /* the last (choose.c, assessed) */
 } ibp_choose_class;
 
 /* A decision. */

@@ -1410,6 +1410,52 @@ static void test_unjudged_spaced(void) {
   }
 }
 
+/* An unjudged choice whose first timed copy measured its GPU work off its
+ * model (its calls alone do not count: every class learns them) is timed
+ * again as soon as that costs the exploration share of its copies:
+ * a 300 us copy at once (a 2 us timing is 0.7 % of it), a 50 us copy
+ * after 4 (2 us over 1 % of 50 us); one measured as modelled waits for
+ * the timing share (the 300 us copy's fourth) or the spacing of one in
+ * IBP_CHOOSE_UNJUDGED_EVERY (the 50 us copy's).  kv_offload's prefix
+ * restores of 15 MiB on h100-pcie5 under a link a third as wide: the
+ * driver's second timing came four copies after its first (3.0x), 0.944
+ * of the staged route's time; 1.00 so. */
+static void test_doubted_timed_again(void) {
+  /* its first timing, x its model: calls and GPU work; whether in doubt */
+  static const struct {
+    double cpu, gpu;
+    int doubt;
+  } first[] = {{1, 1, 0}, {1, 3, 1}, {1, 0.5, 1}, {4, 1, 0}};
+  for (int big = 0; big < 2; big++)
+    for (size_t f = 0; f < sizeof first / sizeof first[0]; f++) {
+      const double gpu = big ? 300000 : 50000;
+      const ibp_route_cost prior[IBP_ROUTES] = {
+          {.cpu_ns = 2500, .gpu_ns = gpu}};
+      sim m;
+      sim_init(&m);
+      long second = -1;
+      for (long i = 0; i < 12 && second < 0; i++) {
+        ibp_choice c;
+        ibp__choose_decide(&m.k, prior, 1u, TIMING_NS, 1, 0, m.now, &c);
+        CHECK(c.route == IBP_ROUTE_DRIVER && !c.explore);
+        if (!c.timed)
+          continue;
+        if (i)
+          second = i;
+        else /* its first copy, timed at once */
+          ibp__choose_learn(&m.k, IBP_ROUTE_DRIVER, 0, first[f].cpu * 2500,
+                            2500, first[f].gpu * gpu, gpu, m.now);
+        m.now += gpu;
+      }
+      fprintf(stderr,
+              "%s copies, first timing calls %.1fx, GPU %.1fx: second timed "
+              "at %ld\n",
+              big ? "300 us" : "50 us", first[f].cpu, first[f].gpu, second);
+      CHECK(second == (big ? (first[f].doubt ? 1 : 3)
+                           : (first[f].doubt ? 4 : IBP_CHOOSE_UNJUDGED_EVERY)));
+    }
+}
+
 /* A prior whose decode terms are a guess (ibp_route_cost.guessed: never
  * measured with the running decoder) is the first alternative explored,
  * before a cheaper unmeasured one, as soon as the share covers it: the
@@ -1985,6 +2031,37 @@ static void test_quiet_run(void) {
   CHECK(ibp__choose_quiet(&close.k, a.route, close.now, 64, &until) == 64);
 }
 
+/* A quiet run ends where an alternative's wait runs out: from there the
+ * class would assess again with that route explorable, so no run is
+ * promised past it. */
+static void test_quiet_until_wait(void) {
+  sim m;
+  sim_init(&m);
+  learn_twice(&m, IBP_ROUTE_ZEROCOPY, 0, 2800, 2800, 50000, 50000);
+  learn_twice(&m, IBP_ROUTE_DRIVER, 0, 2500, 2500, 1.2 * 80000, 80000);
+  int explored = 0;
+  for (long i = 0; i < 2000 && !explored; i++) {
+    ibp_choice c;
+    ibp__choose_decide(&m.k, PRIOR, 1u, TIMING_NS, 1, 0, m.now, &c);
+    if (c.explore) { /* measured worse again: it waits */
+      ibp__choose_learn(&m.k, c.route, 0, 2500, 2500, 1.2 * 80000, 80000,
+                        m.now);
+      ibp__choose_settle(&m.k, c.route, c.charged_ns, c.charged_ns, 1);
+      explored = 1;
+    }
+    m.now += 50000;
+  }
+  CHECK(explored);
+  ibp_choice c;
+  ibp__choose_decide(&m.k, PRIOR, 1u, TIMING_NS, 1, 0, m.now, &c);
+  CHECK(c.route == IBP_ROUTE_ZEROCOPY && !c.explore && !c.timed);
+  const uint32_t wait = m.k.route[IBP_ROUTE_DRIVER].wait;
+  double until;
+  const uint32_t n =
+      ibp__choose_quiet(&m.k, IBP_ROUTE_ZEROCOPY, m.now, 1000, &until);
+  CHECK(wait > 0 && n > 0 && n <= wait);
+}
+
 /* What another class of the key did counts too: class B (held copies)
  * taking the batched route makes the key served, which ends class A's
  * early explorations -- A's kept assessment must not outlive that (an
@@ -2248,6 +2325,7 @@ int main(void) {
   test_calls_shared();
   test_calls_dear_charged();
   test_unjudged_spaced();
+  test_doubted_timed_again();
   test_staged_overlap_less();
   test_one_sample_not_enough();
   test_whole_median();
@@ -2268,6 +2346,7 @@ int main(void) {
   test_assessment_kept();
   test_served_by_another_class();
   test_quiet_run();
+  test_quiet_until_wait();
   test_explore_part();
   test_own_outranks_inherited();
   test_seen_choice_gives_way();
