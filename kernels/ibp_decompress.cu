@@ -537,8 +537,9 @@ IBP_DEV uint32_t block_prep(const uint8_t *pl, uint32_t f, uint32_t fit[4],
   return 128 - gone;
 }
 
-/* The deposit's top stage, S - 1, unpredicated (block_out); on sm_120 ptxas
- * spilled ibp_decompress with it, so there every stage stays predicated. */
+/* The deposit's top stage, S - 1, unpredicated (block_out's FLAT); on
+ * sm_120 ptxas spilled ibp_decompress with it, so there every stage stays
+ * predicated. */
 #if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ < 1200
 #define TOP_STAGE_FLAT 1
 #else
@@ -546,8 +547,10 @@ IBP_DEV uint32_t block_prep(const uint8_t *pl, uint32_t f, uint32_t fit[4],
 #endif
 
 /* The block's 16 bytes, its payload from staged stream bit p on (S stages
- * of the deposit, warp-uniform). */
-template <unsigned C>
+ * of the deposit, warp-uniform; FLAT: the top one unpredicated -- not for
+ * 1-byte chunks' stream without bitmap, whose loop came out 3 longer with
+ * it, 5 and 3 shorter for 2- and 4- or 8-byte chunks). */
+template <unsigned C, bool FLAT = TOP_STAGE_FLAT>
 IBP_DEV ibp_dev_u128 block_out(const uint8_t *pl, const uint32_t *sw,
                                uint32_t p, unsigned S, const uint32_t fit[4],
                                const uint32_t pre[4], const uint32_t off[4]) {
@@ -555,7 +558,7 @@ IBP_DEV ibp_dev_u128 block_out(const uint8_t *pl, const uint32_t *sw,
   IBP_UNROLL
   for (unsigned i = 0; i < 4; i++)
     y[i] = e[i] = spread_chunks<C>(bits_at_lea(sw, p + off[i]), pre[i]);
-  if (TOP_STAGE_FLAT) {
+  if (FLAT) {
     /* the top stage with no predicate (no copy of y kept for it): its mask
      * row 3 + S, its shift 2^(S-1); S = 0 reads row 3 of the block's own
      * plan and shifts by 0, so e = y whatever that row holds */
@@ -566,8 +569,8 @@ IBP_DEV ibp_dev_u128 block_out(const uint8_t *pl, const uint32_t *sw,
       e[i] = (y[i] & ~m[i]) | ((y[i] << top) & m[i]);
   }
   IBP_UNROLL
-  for (int s = (int)max_stages<C>::value - 1 - TOP_STAGE_FLAT; s >= 0; s--) {
-    if ((unsigned)s + TOP_STAGE_FLAT < S) {
+  for (int s = (int)max_stages<C>::value - 1 - FLAT; s >= 0; s--) {
+    if ((unsigned)s + FLAT < S) {
       load4(m, pl + (4 + s) * BLOCK);
       IBP_UNROLL
       for (unsigned i = 0; i < 4; i++)
@@ -602,7 +605,8 @@ IBP_DEV uint32_t decode_step(const decode_ctx &x, uint32_t g, uint32_t pos) {
       pl, NB ? 0xFFFFu : block_fits<C, GROUPED>(sw, bit0, bl), fit, pre, off);
   unsigned total;
   const uint32_t p = pos + ibp_dev_warp_exclusive_scan(live ? bits : 0, &total);
-  const ibp_dev_u128 v = block_out<C>(pl, sw, p, S, fit, pre, off);
+  constexpr bool flat = TOP_STAGE_FLAT && !(NB && C == 1);
+  const ibp_dev_u128 v = block_out<C, flat>(pl, sw, p, S, fit, pre, off);
   if (FULL) {
     ibp_dev_st16(x.dst + (BLOCK * b - x.w0), v);
   } else if (live) {
