@@ -109,6 +109,7 @@ enum {
   MARK_NEXT,             /* a fetch not prefetched: the next unit's look-up */
   MARK_WALK_SAVE,        /* the walk's state saved before the decode */
   MARK_FULL_END,         /* after a decode's full steps */
+  MARK_BSTAGE_LAST,      /* a block's fetch's last request, after a span */
   MARK_COUNT
 };
 
@@ -204,6 +205,14 @@ IBP_DEV void warp_stage(uint8_t *stage, const uint8_t *s_p, uint32_t lo,
     const uint32_t ok = lo_ok > line ? (uint32_t)(lo_ok - line) : 0;
     const uint32_t mine = PIECE * ibp_dev_lane();
 #if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ < 1200
+    /* the request of the last piece (the only one that may be short)
+     * when it is not the first: its lanes past it read it again */
+    const uint32_t fin = last & ~(SPAN - 1);
+    if (fin) {
+      const uint32_t q = fin + mine < last ? fin + mine : last;
+      const unsigned n = end - q < PIECE ? end - q : PIECE;
+      ibp_dev_cp_async16(stage + (q - skip), (const void *)(line + q), n);
+    }
     { /* the first request (first < LINE: every lane's piece is there) */
       const uint32_t q = mine < first ? first : mine > last ? last : mine;
       const unsigned n = end - q < PIECE ? end - q : PIECE;
@@ -218,12 +227,11 @@ IBP_DEV void warp_stage(uint8_t *stage, const uint8_t *s_p, uint32_t lo,
         }
       }
     }
-    /* the others: o >= SPAN > first, and ok <= from < LINE */
-    for (uint32_t o = SPAN + mine; (o & ~(SPAN - 1)) <= last; o += SPAN) {
+    /* the requests between them, of whole pieces (o >= SPAN > first, and
+     * ok <= from < LINE) */
+    for (uint32_t o = SPAN + mine; o < fin + mine; o += SPAN) {
       IBP_MARK(MARK_STAGE_STEP);
-      const uint32_t q = o > last ? last : o;
-      const unsigned n = end - q < PIECE ? end - q : PIECE;
-      ibp_dev_cp_async16(stage + (q - skip), (const void *)(line + q), n);
+      ibp_dev_cp_async16(stage + (o - skip), (const void *)(line + o), PIECE);
     }
 #else /* sm_120: one loop */
     for (uint32_t step = 0; step <= last; step += SPAN) {
@@ -529,20 +537,40 @@ IBP_DEV uint32_t block_prep(const uint8_t *pl, uint32_t f, uint32_t fit[4],
   return 128 - gone;
 }
 
+/* The deposit's top stage, S - 1, unpredicated (block_out's FLAT); on
+ * sm_120 ptxas spilled ibp_decompress with it, so there every stage stays
+ * predicated. */
+#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ < 1200
+#define TOP_STAGE_FLAT 1
+#else
+#define TOP_STAGE_FLAT 0
+#endif
+
 /* The block's 16 bytes, its payload from staged stream bit p on (S stages
- * of the deposit, warp-uniform). */
-template <unsigned C>
+ * of the deposit, warp-uniform; FLAT: the top one unpredicated -- not for
+ * 1-byte chunks' stream without bitmap, whose loop came out 3 longer with
+ * it, 5 and 3 shorter for 2- and 4- or 8-byte chunks). */
+template <unsigned C, bool FLAT = TOP_STAGE_FLAT>
 IBP_DEV ibp_dev_u128 block_out(const uint8_t *pl, const uint32_t *sw,
                                uint32_t p, unsigned S, const uint32_t fit[4],
                                const uint32_t pre[4], const uint32_t off[4]) {
-  uint32_t y[4], e[4];
+  uint32_t y[4], e[4], m[4];
   IBP_UNROLL
   for (unsigned i = 0; i < 4; i++)
     y[i] = e[i] = spread_chunks<C>(bits_at_lea(sw, p + off[i]), pre[i]);
+  if (FLAT) {
+    /* the top stage with no predicate (no copy of y kept for it): its mask
+     * row 3 + S, its shift 2^(S-1); S = 0 reads row 3 of the block's own
+     * plan and shifts by 0, so e = y whatever that row holds */
+    load4(m, pl + (3 + S) * BLOCK);
+    const unsigned top = (1u << S) >> 1;
+    IBP_UNROLL
+    for (unsigned i = 0; i < 4; i++)
+      e[i] = (y[i] & ~m[i]) | ((y[i] << top) & m[i]);
+  }
   IBP_UNROLL
-  for (int s = (int)max_stages<C>::value - 1; s >= 0; s--) {
-    if ((unsigned)s < S) {
-      uint32_t m[4];
+  for (int s = (int)max_stages<C>::value - 1 - FLAT; s >= 0; s--) {
+    if ((unsigned)s + FLAT < S) {
       load4(m, pl + (4 + s) * BLOCK);
       IBP_UNROLL
       for (unsigned i = 0; i < 4; i++)
@@ -577,7 +605,8 @@ IBP_DEV uint32_t decode_step(const decode_ctx &x, uint32_t g, uint32_t pos) {
       pl, NB ? 0xFFFFu : block_fits<C, GROUPED>(sw, bit0, bl), fit, pre, off);
   unsigned total;
   const uint32_t p = pos + ibp_dev_warp_exclusive_scan(live ? bits : 0, &total);
-  const ibp_dev_u128 v = block_out<C>(pl, sw, p, S, fit, pre, off);
+  constexpr bool flat = TOP_STAGE_FLAT && !(NB && C == 1);
+  const ibp_dev_u128 v = block_out<C, flat>(pl, sw, p, S, fit, pre, off);
   if (FULL) {
     ibp_dev_st16(x.dst + (BLOCK * b - x.w0), v);
   } else if (live) {
@@ -949,9 +978,19 @@ IBP_DEV void block_stage(uint8_t *stage, uintptr_t from, uintptr_t to,
           stage[a - first] = ibp_dev_ld_host_u8((const uint8_t *)(line + a));
         }
       }
-      for (q += span; (q & ~(SPAN - 1)) <= last; q += span) {
+      /* the later spans' requests before the one of the last piece (the
+       * only piece that may be short), of whole pieces (q >= SPAN > first) */
+      const uint32_t fin = last & ~(SPAN - 1), lim = fin + (q & (SPAN - 1));
+      for (q += span; q < lim; q += span) {
         IBP_MARK(MARK_BSTAGE_STEP);
-        const uint32_t p = q > last ? last : q; /* q >= SPAN > first */
+        ibp_dev_cp_async16(stage + (q - first), (const void *)(line + q),
+                           PIECE);
+      }
+      /* that request, when a later span holds it, by its warp (lanes past
+       * the last piece read it again) */
+      IBP_MARK(MARK_BSTAGE_LAST);
+      if (fin >= span && (q & ~(SPAN - 1)) == fin) {
+        const uint32_t p = q < last ? q : last;
         const unsigned m = end - p < PIECE ? end - p : PIECE;
         ibp_dev_cp_async16(stage + (p - first), (const void *)(line + p), m);
       }
