@@ -179,15 +179,17 @@ static int off_band(double ratio) {
 }
 
 /* Whether route q, not judged yet, has a fresh timed launch alike one of
- * `copies` whose GPU work measured off its model: its prior is in doubt.
- * Not its calls alone: what they cost is learnt from every class's
- * (calls_ratio; a second timing of kv_offload's prefix restores under
- * driver calls 4x dearer, their GPU work as modelled, changed no
- * choice). */
+ * `copies` that measured it off its model -- its calls or its GPU work:
+ * its prior is in doubt.  Its calls too: a batch class of feature_gather's
+ * rows, its first launch's holding and scans off their model, left
+ * unjudged for eight more launches, explored the driver alone on whole
+ * batches meanwhile (a100-pcie4 under a link a third as wide: 0.90-0.93
+ * of the batched route's time; 0.99 so). */
 static int doubted(const ibp_choose_route *q, uint32_t copies, double now_ns) {
   uint32_t n;
+  const double cr = fresh_ratio(q, 0, copies, now_ns, &n);
   const double gr = fresh_ratio(q, 1, copies, now_ns, &n);
-  return n && off_band(gr);
+  return n && (off_band(cr) || off_band(gr));
 }
 
 /* Whether route q has enough fresh timed launches alike one of `copies` to

@@ -1410,12 +1410,11 @@ static void test_unjudged_spaced(void) {
   }
 }
 
-/* An unjudged choice whose first timed copy measured its GPU work off its
- * model (its calls alone do not count: every class learns them) is timed
- * again as soon as that costs the exploration share of its copies:
- * a 300 us copy at once (a 2 us timing is 0.7 % of it), a 50 us copy
- * after 4 (2 us over 1 % of 50 us); one measured as modelled waits for
- * the timing share (the 300 us copy's fourth) or the spacing of one in
+/* An unjudged choice whose first timed copy measured it off its model (its
+ * calls or its GPU work) is timed again as soon as that costs the exploration
+ * share of its copies: a 300 us copy at once (a 2 us timing is 0.7 % of it), a
+ * 50 us copy after 4 (2 us over 1 % of 50 us); one measured as modelled waits
+ * for the timing share (the 300 us copy's fourth) or the spacing of one in
  * IBP_CHOOSE_UNJUDGED_EVERY (the 50 us copy's).  kv_offload's prefix
  * restores of 15 MiB on h100-pcie5 under a link a third as wide: the
  * driver's second timing came four copies after its first (3.0x), 0.944
@@ -1425,7 +1424,7 @@ static void test_doubted_timed_again(void) {
   static const struct {
     double cpu, gpu;
     int doubt;
-  } first[] = {{1, 1, 0}, {1, 3, 1}, {1, 0.5, 1}, {4, 1, 0}};
+  } first[] = {{1, 1, 0}, {1, 3, 1}, {1, 0.5, 1}, {4, 1, 1}};
   for (int big = 0; big < 2; big++)
     for (size_t f = 0; f < sizeof first / sizeof first[0]; f++) {
       const double gpu = big ? 300000 : 50000;
