@@ -369,6 +369,28 @@ static int seen_ratios(const ibp_choose_class *k,
   return seen;
 }
 
+/* The link as the class's timed copy-engine routes other than the
+ * driver's copy saw it where every one of them saw it faster than
+ * modelled (their fresh timed copies' GPU ratios, the dearest of them,
+ * off the dead band): what the driver's copy would take of its prior's
+ * link, read in its favour; 1 otherwise.  The staged path's windows move
+ * its bytes on the copy engine the driver's copy uses. */
+static double link_seen_cheaper(const ibp_choose_class *k,
+                                const ibp_route_cost prior[IBP_ROUTES],
+                                double now_ns) {
+  double g = 0;
+  for (int r = 0; r < IBP_ROUTES; r++) {
+    uint32_t fresh;
+    if (r == IBP_ROUTE_DRIVER || !prior[r].engine)
+      continue;
+    const double seen =
+        fresh_ratio(&k->route[r], 1, prior[r].copies, now_ns, &fresh);
+    if (fresh)
+      g = max2(g, seen);
+  }
+  return g > 0 && g <= 1.0 - IBP_CHOOSE_DEAD_BAND ? g : 1.0;
+}
+
 /* Whether libibp serves copies of k's key by a route of its own: one
  * chosen (not only explored) by any class of the key -- a held copy's
  * class sees going alone as the driver's copy, which the single copy's
@@ -392,11 +414,18 @@ static int served(const ibp_choose_class *k) {
  * by another route, exploring is at the share's pace (under decodes 3x
  * faster or a link a third as fast as a100-pcie4 says, the held copies of
  * KV prefix restores served staged explored batches early: 0.89 of the
- * staged path's time). */
+ * staged path's time).  The driver's copy, the alternative to a route of
+ * libibp's, is hopeful where the class's other copy-engine routes saw the
+ * link faster than modelled (hope[]: link_seen_cheaper): libibp may be
+ * making those copies slower than the application's own, and no share's
+ * pace finds that out within a run (h100-pcie5 under a link twice as
+ * wide: 160 weight copies staged at 0.74 of the driver's time, the
+ * driver's unmeasured prior charged twice over for an exploration). */
 static int hopeful(const ibp_choose_class *k,
                    const ibp_route_cost prior[IBP_ROUTES], int r,
                    const double hope[IBP_ROUTES], double go_ns, double now_ns) {
-  return !served(k) && prior[r].guessed && hope[r] > 0 &&
+  const int may = r == IBP_ROUTE_DRIVER || (!served(k) && prior[r].guessed);
+  return may && hope[r] > 0 &&
          hope[r] * (1.0 + IBP_CHOOSE_HYSTERESIS) < go_ns &&
          k->route[r].explored < IBP_CHOOSE_MIN_SAMPLES &&
          !k->route[r].backoff && /* the first measured no worse */
@@ -664,6 +693,11 @@ static void assess(const ibp_choose_class *k,
       hope[r] = est[r] > 0 ? hope_ns(&prior[r], seen_cr, hope_gr) : 0;
       plain[r] = est[r] > 0 ? hope_ns(&prior[r], seen_cr, plain_gr) : 0;
     }
+    /* the driver's copy, where the class's other copy-engine routes saw
+     * the link faster than modelled: its prior there (assess's hopeful) */
+    const double link = link_seen_cheaper(k, prior, now_ns);
+    if (link < 1.0 && est[IBP_ROUTE_DRIVER] > 0)
+      hope[IBP_ROUTE_DRIVER] = scaled(&prior[IBP_ROUTE_DRIVER], seen_cr, link);
   }
   a->go_judged = judged(&k->route[go], prior[go].copies, now_ns);
   /* the choice at the calls and the link seen so far, as measured, while
