@@ -316,6 +316,16 @@ IBP_DEV uint32_t bits_at_lea(const uint32_t *sw, uint32_t p) {
   return ibp_dev_funnel_r(q[0], q[1], p);
 }
 
+/* The 32 bits from bit p of the staged words on (a) and the 32 from bit
+ * p + n on (b), n at most 32: three words' loads for both. */
+IBP_DEV void bits_pair(const uint32_t *sw, uint32_t p, uint32_t n, uint32_t &a,
+                       uint32_t &b) {
+  const uint32_t *q = sw + ibp_dev_shr(p, 5);
+  const uint32_t l1 = q[1];
+  a = ibp_dev_funnel_r(q[0], l1, p);
+  b = ibp_dev_funnel_rc(a, ibp_dev_funnel_r(l1, q[2], p), n);
+}
+
 #include "stage_exp_dev.cuh"
 
 IBP_DEV void load4(uint32_t *w, const uint8_t *p) {
@@ -550,14 +560,27 @@ IBP_DEV uint32_t block_prep(const uint8_t *pl, uint32_t f, uint32_t fit[4],
  * of the deposit, warp-uniform; FLAT: the top one unpredicated -- not for
  * 1-byte chunks' stream without bitmap, whose loop came out 3 longer with
  * it, 5 and 3 shorter for 2- and 4- or 8-byte chunks). */
-template <unsigned C, bool FLAT = TOP_STAGE_FLAT>
+template <unsigned C, bool FLAT = TOP_STAGE_FLAT, bool PAIRS = true>
 IBP_DEV ibp_dev_u128 block_out(const uint8_t *pl, const uint32_t *sw,
                                uint32_t p, unsigned S, const uint32_t fit[4],
                                const uint32_t pre[4], const uint32_t off[4]) {
-  uint32_t y[4], e[4], m[4];
+  uint32_t x[4], y[4], e[4], m[4];
+  /* PAIRS: words 0, 1 from p and words 2, 3 from p + off[2], each pair
+   * from three staged words (word 1 starts off[1] <= 32 bits after word 0,
+   * word 3 off[3] - off[2] <= 32 after word 2); else each word from two
+   * (a block decode's step: with pairs there, ptxas spilled ibp_decompress
+   * on sm_90, 8 bytes) */
+  if (PAIRS) {
+    bits_pair(sw, p, off[1], x[0], x[1]);
+    bits_pair(sw, p + off[2], off[3] - off[2], x[2], x[3]);
+  } else {
+    IBP_UNROLL
+    for (unsigned i = 0; i < 4; i++)
+      x[i] = bits_at_lea(sw, p + off[i]);
+  }
   IBP_UNROLL
   for (unsigned i = 0; i < 4; i++)
-    y[i] = e[i] = spread_chunks<C>(bits_at_lea(sw, p + off[i]), pre[i]);
+    y[i] = e[i] = spread_chunks<C>(x[i], pre[i]);
   if (FLAT) {
     /* the top stage with no predicate (no copy of y kept for it): its mask
      * row 3 + S, its shift 2^(S-1); S = 0 reads row 3 of the block's own
@@ -606,7 +629,8 @@ IBP_DEV uint32_t decode_step(const decode_ctx &x, uint32_t g, uint32_t pos) {
   unsigned total;
   const uint32_t p = pos + ibp_dev_warp_exclusive_scan(live ? bits : 0, &total);
   constexpr bool flat = TOP_STAGE_FLAT && !(NB && C == 1);
-  const ibp_dev_u128 v = block_out<C, flat>(pl, sw, p, S, fit, pre, off);
+  const ibp_dev_u128 v =
+      block_out<C, flat, !BLOCKWIDE>(pl, sw, p, S, fit, pre, off);
   if (FULL) {
     ibp_dev_st16(x.dst + (BLOCK * b - x.w0), v);
   } else if (live) {
