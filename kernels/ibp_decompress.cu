@@ -345,6 +345,15 @@ IBP_DEV uint32_t block_fits(const uint32_t *sw, uint32_t bit0, uint32_t b) {
   return (LEA ? bits_at_lea(sw, p) : bits_at(sw, p)) & ((1u << (16 / C)) - 1);
 }
 
+/* block_fits for lane l's block of a group's tensor step: fw the word of
+ * its fit bits, bit0 mod 32 where they start (the tensor's first fit bit
+ * + l * 16 / C: a step moves them on by whole words, 16 / C, the caller
+ * fw with them). */
+template <unsigned C>
+IBP_DEV uint32_t lane_fits(const uint32_t *fw, uint32_t bit0) {
+  return ibp_dev_funnel_r(fw[0], fw[1], bit0) & ((1u << (16 / C)) - 1);
+}
+
 /* 0xFF in each byte of word i of the block whose chunk fits. */
 /* (1- and 2-byte chunks: a multiply moves fit bit k to the top bit of the
  * chunk's first byte -- the partial products never meet -- and one prmt
@@ -436,7 +445,9 @@ typedef struct decode_ctx {
   uint32_t w0, w1, bit0;
   uint32_t nb; /* the blocks decoded end here */
   unsigned S;
-  bool aligned; /* dst - w0 is 16-byte aligned */
+  bool aligned;       /* dst - w0 is 16-byte aligned */
+  const uint32_t *fw; /* a group's tensor: the lane's first fit bits' word
+                         (lane_fits; bit0 the lane's first fit bit) */
 } decode_ctx;
 
 /* Stream bits of blocks [lo, hi), summed over the warp (all lanes).  NB:
@@ -581,20 +592,23 @@ IBP_DEV ibp_dev_u128 block_out(const uint8_t *pl, const uint32_t *sw,
   IBP_UNROLL
   for (unsigned i = 0; i < 4; i++)
     y[i] = e[i] = spread_chunks<C>(x[i], pre[i]);
-  if (FLAT) {
-    /* the top stage with no predicate (no copy of y kept for it): its mask
-     * row 3 + S, its shift 2^(S-1); S = 0 reads row 3 of the block's own
-     * plan and shifts by 0, so e = y whatever that row holds */
-    load4(m, pl + (3 + S) * BLOCK);
+  /* the top stage, S - 1: its mask in the plan's row 4 whatever S is
+   * (IBP_PLAN_STAGE_ROW), its shift 2^(S-1); FLAT: with no predicate (no
+   * copy of y kept for it) -- S = 0 reads row 4 (the next block's first,
+   * or the planes after the last block) and shifts by 0, so e = y whatever
+   * that row holds */
+  if (FLAT || S > 0) {
+    load4(m, pl + 4 * BLOCK);
     const unsigned top = (1u << S) >> 1;
     IBP_UNROLL
     for (unsigned i = 0; i < 4; i++)
       e[i] = (y[i] & ~m[i]) | ((y[i] << top) & m[i]);
   }
+  /* the others, s < S - 1, in row 5 + s */
   IBP_UNROLL
-  for (int s = (int)max_stages<C>::value - 1 - FLAT; s >= 0; s--) {
-    if ((unsigned)s + FLAT < S) {
-      load4(m, pl + (4 + s) * BLOCK);
+  for (int s = (int)max_stages<C>::value - 2; s >= 0; s--) {
+    if ((unsigned)s + 1 < S) {
+      load4(m, pl + (5 + s) * BLOCK);
       IBP_UNROLL
       for (unsigned i = 0; i < 4; i++)
         e[i] = (e[i] & ~m[i]) | ((e[i] << (1u << s)) & m[i]);
@@ -624,8 +638,11 @@ IBP_DEV uint32_t decode_step(const decode_ctx &x, uint32_t g, uint32_t pos) {
                           ? ibp_dev_at(x.plan, bl, (4 + S) * BLOCK)
                           : x.plan + bl * ((4 + S) * BLOCK);
   uint32_t fit[4], pre[4], off[4];
-  const uint32_t bits = block_prep<C>(
-      pl, NB ? 0xFFFFu : block_fits<C, GROUPED>(sw, bit0, bl), fit, pre, off);
+  const uint32_t bits = block_prep<C>(pl,
+                                      NB        ? 0xFFFFu
+                                      : GROUPED ? lane_fits<C>(x.fw, bit0)
+                                                : block_fits<C>(sw, bit0, bl),
+                                      fit, pre, off);
   unsigned total;
   const uint32_t p = pos + ibp_dev_warp_exclusive_scan(live ? bits : 0, &total);
   constexpr bool flat = TOP_STAGE_FLAT && !(NB && C == 1);
@@ -670,7 +687,8 @@ IBP_DEV decode_ctx job_ctx(const tensor_job *j, const uint32_t *sw,
   return decode_ctx{
       j->plan, j->dst, sw,
       j->w0,   j->w1,  bit0,
-      end,     j->S,   (((uintptr_t)j->dst - j->w0) & (BLOCK - 1)) == 0};
+      end,     j->S,   (((uintptr_t)j->dst - j->w0) & (BLOCK - 1)) == 0,
+      nullptr};
 }
 
 /* Decodes blocks [g, x.nb) of the window, the first from stream bit pos
@@ -799,14 +817,16 @@ template <unsigned C> IBP_DEV void decode_group_steps(const tensor_job *j) {
                            (const uint8_t *)(j->offs + (lane < n ? lane : 0))) -
                        ibp_dev_ldg_u64((const uint8_t *)j->offs));
   const uint32_t R = j->R;
-  decode_ctx x = {j->plan,   j->dst, (const uint32_t *)job_stage(j),
-                  0,         R,      0,
-                  R / BLOCK, j->S,   true};
+  decode_ctx x = {
+      j->plan, j->dst, (const uint32_t *)job_stage(j), 0, R, 0, R / BLOCK, j->S,
+      true,    nullptr};
   for (uint32_t t = 0; t < n; t++, x.dst += R) {
     IBP_MARK(MARK_GROUP_TENSOR);
-    x.bit0 = ibp_dev_shfl(first, (int)t);
-    uint32_t pos = x.bit0 + R / C;
-    for (uint32_t g = 0; g < R / BLOCK; g += 32)
+    const uint32_t bit0 = ibp_dev_shfl(first, (int)t);
+    x.bit0 = bit0 + lane * (16 / C); /* the lane's (lane_fits) */
+    x.fw = x.sw + (x.bit0 >> 5);
+    uint32_t pos = bit0 + R / C;
+    for (uint32_t g = 0; g < R / BLOCK; g += 32, x.fw += 16 / C)
       pos = decode_step<C, true, false, false, true>(x, g, pos);
     IBP_MARK(MARK_GROUP_TENSOR_END);
   }
@@ -830,17 +850,19 @@ template <unsigned C> IBP_DEV void decode_group_steps(const tensor_job *j) {
     IBP_MARK(MARK_GROUP_TENSOR);
     const uint32_t bit0 = ibp_dev_shfl(first, (int)t);
     const uint32_t R = j->R;
-    const decode_ctx x = {j->plan,
-                          j->dst + t * R,
-                          (const uint32_t *)job_stage(j),
-                          0,
-                          R,
-                          bit0,
-                          R / BLOCK,
-                          j->S,
-                          true};
+    decode_ctx x = {j->plan,
+                    j->dst + t * R,
+                    (const uint32_t *)job_stage(j),
+                    0,
+                    R,
+                    bit0 + lane * (16 / C), /* the lane's */
+                    R / BLOCK,
+                    j->S,
+                    true,
+                    (const uint32_t *)job_stage(j) +
+                        ((bit0 + lane * (16 / C)) >> 5)};
     uint32_t pos = bit0 + R / C;
-    for (uint32_t g = 0; g < R / BLOCK; g += 32)
+    for (uint32_t g = 0; g < R / BLOCK; g += 32, x.fw += 16 / C)
       pos = decode_step<C, true, false, false, true>(x, g, pos);
     IBP_MARK(MARK_GROUP_TENSOR_END);
   }
