@@ -525,8 +525,9 @@ IBP_DEV uint32_t planes_bits(const decode_ctx &x, uint32_t lo, uint32_t hi,
  * f: per word, 0xFF in the bytes whose chunk fits (fit), per byte the bits
  * the chunks before it in the word do not carry, summed (pre: chunks of 1
  * and 2 bytes), where the word's payload starts in the block's (off).
- * Returns the block's payload bits. */
-template <unsigned C>
+ * INSIDE: the block lies inside R (a full step's, a group's), where the
+ * plan's short bits are 0.  Returns the block's payload bits. */
+template <unsigned C, bool INSIDE = false>
 IBP_DEV uint32_t block_prep(const uint8_t *pl, uint32_t f, uint32_t fit[4],
                             uint32_t pre[4], uint32_t off[4]) {
   if (C >= 4) { /* a word is one chunk, or half of one: its counts */
@@ -544,9 +545,10 @@ IBP_DEV uint32_t block_prep(const uint8_t *pl, uint32_t f, uint32_t fit[4],
     return off[3] + (n >> 24);
   }
   /* (the words' dropped bits summed as they go, one dp4a a word) */
-  uint32_t inv[4], shrt[4], gone = 0;
+  uint32_t inv[4], shrt[4] = {0, 0, 0, 0}, gone = 0;
   load4(inv, pl + 2 * BLOCK);
-  load4(shrt, pl + 3 * BLOCK);
+  if (!INSIDE) /* (0 inside R) */
+    load4(shrt, pl + 3 * BLOCK);
   IBP_UNROLL
   for (unsigned i = 0; i < 4; i++) {
     fit[i] = fit_bytes<C>(f, i);
@@ -638,11 +640,12 @@ IBP_DEV uint32_t decode_step(const decode_ctx &x, uint32_t g, uint32_t pos) {
                           ? ibp_dev_at(x.plan, bl, (4 + S) * BLOCK)
                           : x.plan + bl * ((4 + S) * BLOCK);
   uint32_t fit[4], pre[4], off[4];
-  const uint32_t bits = block_prep<C>(pl,
-                                      NB        ? 0xFFFFu
-                                      : GROUPED ? lane_fits<C>(x.fw, bit0)
-                                                : block_fits<C>(sw, bit0, bl),
-                                      fit, pre, off);
+  const uint32_t bits =
+      block_prep<C, FULL>(pl,
+                          NB        ? 0xFFFFu
+                          : GROUPED ? lane_fits<C>(x.fw, bit0)
+                                    : block_fits<C>(sw, bit0, bl),
+                          fit, pre, off);
   unsigned total;
   const uint32_t p = pos + ibp_dev_warp_exclusive_scan(live ? bits : 0, &total);
   constexpr bool flat = TOP_STAGE_FLAT && !(NB && C == 1);
@@ -826,8 +829,12 @@ template <unsigned C> IBP_DEV void decode_group_steps(const tensor_job *j) {
     x.bit0 = bit0 + lane * (16 / C); /* the lane's (lane_fits) */
     x.fw = x.sw + (x.bit0 >> 5);
     uint32_t pos = bit0 + R / C;
-    for (uint32_t g = 0; g < R / BLOCK; g += 32, x.fw += 16 / C)
+    uint32_t g = 0; /* (R >= SPAN: a step at least) */
+    do {
       pos = decode_step<C, true, false, false, true>(x, g, pos);
+      g += 32;
+      x.fw += 16 / C;
+    } while (g < R / BLOCK);
     IBP_MARK(MARK_GROUP_TENSOR_END);
   }
   IBP_MARK(MARK_GROUP_END);
@@ -922,7 +929,7 @@ template <unsigned C> IBP_DEV void decode_group(const tensor_job *j) {
     const uint8_t *pl = plan + bl * ((4 + S) * BLOCK);
     uint32_t fit[4], pre[4], off[4];
     uint32_t bits =
-        block_prep<C>(pl, block_fits<C>(sw, base, bl), fit, pre, off);
+        block_prep<C, true>(pl, block_fits<C>(sw, base, bl), fit, pre, off);
     bits = live ? bits : 0;
     unsigned total;
     const uint32_t ex = ibp_dev_warp_exclusive_scan(bits, &total);
