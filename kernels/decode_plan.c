@@ -215,8 +215,8 @@ int ibp_kernels_decode_plan(const uint8_t *mask, const uint8_t *bitval,
           word_counts(m, R, w, &g[8 + i], &g[12 + i]);
         if (!word_stages(g[i], seg, S, stage))
           return -1;
-        for (unsigned s = 0; s < S; s++)
-          g[16 + 4 * s + i] = stage[s];
+        for (unsigned s = 0; s < S; s++) /* the top one first */
+          g[16 + 4 * IBP_PLAN_STAGE_ROW(s, S) + i] = stage[s];
       }
       if (c >= 4)
         block_counts(m, R, b, g + 8);

@@ -316,6 +316,16 @@ IBP_DEV uint32_t bits_at_lea(const uint32_t *sw, uint32_t p) {
   return ibp_dev_funnel_r(q[0], q[1], p);
 }
 
+/* The 32 bits from bit p of the staged words on (a) and the 32 from bit
+ * p + n on (b), n at most 32: three words' loads for both. */
+IBP_DEV void bits_pair(const uint32_t *sw, uint32_t p, uint32_t n, uint32_t &a,
+                       uint32_t &b) {
+  const uint32_t *q = sw + ibp_dev_shr(p, 5);
+  const uint32_t l1 = q[1];
+  a = ibp_dev_funnel_r(q[0], l1, p);
+  b = ibp_dev_funnel_rc(a, ibp_dev_funnel_r(l1, q[2], p), n);
+}
+
 #include "stage_exp_dev.cuh"
 
 IBP_DEV void load4(uint32_t *w, const uint8_t *p) {
@@ -333,6 +343,15 @@ template <unsigned C, bool LEA = false>
 IBP_DEV uint32_t block_fits(const uint32_t *sw, uint32_t bit0, uint32_t b) {
   const uint32_t p = bit0 + b * (16 / C);
   return (LEA ? bits_at_lea(sw, p) : bits_at(sw, p)) & ((1u << (16 / C)) - 1);
+}
+
+/* block_fits for lane l's block of a group's tensor step: fw the word of
+ * its fit bits, bit0 mod 32 where they start (the tensor's first fit bit
+ * + l * 16 / C: a step moves them on by whole words, 16 / C, the caller
+ * fw with them). */
+template <unsigned C>
+IBP_DEV uint32_t lane_fits(const uint32_t *fw, uint32_t bit0) {
+  return ibp_dev_funnel_r(fw[0], fw[1], bit0) & ((1u << (16 / C)) - 1);
 }
 
 /* 0xFF in each byte of word i of the block whose chunk fits. */
@@ -426,7 +445,9 @@ typedef struct decode_ctx {
   uint32_t w0, w1, bit0;
   uint32_t nb; /* the blocks decoded end here */
   unsigned S;
-  bool aligned; /* dst - w0 is 16-byte aligned */
+  bool aligned;       /* dst - w0 is 16-byte aligned */
+  const uint32_t *fw; /* a group's tensor: the lane's first fit bits' word
+                         (lane_fits; bit0 the lane's first fit bit) */
 } decode_ctx;
 
 /* Stream bits of blocks [lo, hi), summed over the warp (all lanes).  NB:
@@ -504,8 +525,9 @@ IBP_DEV uint32_t planes_bits(const decode_ctx &x, uint32_t lo, uint32_t hi,
  * f: per word, 0xFF in the bytes whose chunk fits (fit), per byte the bits
  * the chunks before it in the word do not carry, summed (pre: chunks of 1
  * and 2 bytes), where the word's payload starts in the block's (off).
- * Returns the block's payload bits. */
-template <unsigned C>
+ * INSIDE: the block lies inside R (a full step's, a group's), where the
+ * plan's short bits are 0.  Returns the block's payload bits. */
+template <unsigned C, bool INSIDE = false>
 IBP_DEV uint32_t block_prep(const uint8_t *pl, uint32_t f, uint32_t fit[4],
                             uint32_t pre[4], uint32_t off[4]) {
   if (C >= 4) { /* a word is one chunk, or half of one: its counts */
@@ -523,9 +545,10 @@ IBP_DEV uint32_t block_prep(const uint8_t *pl, uint32_t f, uint32_t fit[4],
     return off[3] + (n >> 24);
   }
   /* (the words' dropped bits summed as they go, one dp4a a word) */
-  uint32_t inv[4], shrt[4], gone = 0;
+  uint32_t inv[4], shrt[4] = {0, 0, 0, 0}, gone = 0;
   load4(inv, pl + 2 * BLOCK);
-  load4(shrt, pl + 3 * BLOCK);
+  if (!INSIDE) /* (0 inside R) */
+    load4(shrt, pl + 3 * BLOCK);
   IBP_UNROLL
   for (unsigned i = 0; i < 4; i++) {
     fit[i] = fit_bytes<C>(f, i);
@@ -550,28 +573,44 @@ IBP_DEV uint32_t block_prep(const uint8_t *pl, uint32_t f, uint32_t fit[4],
  * of the deposit, warp-uniform; FLAT: the top one unpredicated -- not for
  * 1-byte chunks' stream without bitmap, whose loop came out 3 longer with
  * it, 5 and 3 shorter for 2- and 4- or 8-byte chunks). */
-template <unsigned C, bool FLAT = TOP_STAGE_FLAT>
+template <unsigned C, bool FLAT = TOP_STAGE_FLAT, bool PAIRS = true>
 IBP_DEV ibp_dev_u128 block_out(const uint8_t *pl, const uint32_t *sw,
                                uint32_t p, unsigned S, const uint32_t fit[4],
                                const uint32_t pre[4], const uint32_t off[4]) {
-  uint32_t y[4], e[4], m[4];
+  uint32_t x[4], y[4], e[4], m[4];
+  /* PAIRS: words 0, 1 from p and words 2, 3 from p + off[2], each pair
+   * from three staged words (word 1 starts off[1] <= 32 bits after word 0,
+   * word 3 off[3] - off[2] <= 32 after word 2); else each word from two
+   * (a block decode's step: with pairs there, ptxas spilled ibp_decompress
+   * on sm_90, 8 bytes) */
+  if (PAIRS) {
+    bits_pair(sw, p, off[1], x[0], x[1]);
+    bits_pair(sw, p + off[2], off[3] - off[2], x[2], x[3]);
+  } else {
+    IBP_UNROLL
+    for (unsigned i = 0; i < 4; i++)
+      x[i] = bits_at_lea(sw, p + off[i]);
+  }
   IBP_UNROLL
   for (unsigned i = 0; i < 4; i++)
-    y[i] = e[i] = spread_chunks<C>(bits_at_lea(sw, p + off[i]), pre[i]);
-  if (FLAT) {
-    /* the top stage with no predicate (no copy of y kept for it): its mask
-     * row 3 + S, its shift 2^(S-1); S = 0 reads row 3 of the block's own
-     * plan and shifts by 0, so e = y whatever that row holds */
-    load4(m, pl + (3 + S) * BLOCK);
+    y[i] = e[i] = spread_chunks<C>(x[i], pre[i]);
+  /* the top stage, S - 1: its mask in the plan's row 4 whatever S is
+   * (IBP_PLAN_STAGE_ROW), its shift 2^(S-1); FLAT: with no predicate (no
+   * copy of y kept for it) -- S = 0 reads row 4 (the next block's first,
+   * or the planes after the last block) and shifts by 0, so e = y whatever
+   * that row holds */
+  if (FLAT || S > 0) {
+    load4(m, pl + 4 * BLOCK);
     const unsigned top = (1u << S) >> 1;
     IBP_UNROLL
     for (unsigned i = 0; i < 4; i++)
       e[i] = (y[i] & ~m[i]) | ((y[i] << top) & m[i]);
   }
+  /* the others, s < S - 1, in row 5 + s */
   IBP_UNROLL
-  for (int s = (int)max_stages<C>::value - 1 - FLAT; s >= 0; s--) {
-    if ((unsigned)s + FLAT < S) {
-      load4(m, pl + (4 + s) * BLOCK);
+  for (int s = (int)max_stages<C>::value - 2; s >= 0; s--) {
+    if ((unsigned)s + 1 < S) {
+      load4(m, pl + (5 + s) * BLOCK);
       IBP_UNROLL
       for (unsigned i = 0; i < 4; i++)
         e[i] = (e[i] & ~m[i]) | ((e[i] << (1u << s)) & m[i]);
@@ -601,12 +640,17 @@ IBP_DEV uint32_t decode_step(const decode_ctx &x, uint32_t g, uint32_t pos) {
                           ? ibp_dev_at(x.plan, bl, (4 + S) * BLOCK)
                           : x.plan + bl * ((4 + S) * BLOCK);
   uint32_t fit[4], pre[4], off[4];
-  const uint32_t bits = block_prep<C>(
-      pl, NB ? 0xFFFFu : block_fits<C, GROUPED>(sw, bit0, bl), fit, pre, off);
+  const uint32_t bits =
+      block_prep<C, FULL>(pl,
+                          NB        ? 0xFFFFu
+                          : GROUPED ? lane_fits<C>(x.fw, bit0)
+                                    : block_fits<C>(sw, bit0, bl),
+                          fit, pre, off);
   unsigned total;
   const uint32_t p = pos + ibp_dev_warp_exclusive_scan(live ? bits : 0, &total);
   constexpr bool flat = TOP_STAGE_FLAT && !(NB && C == 1);
-  const ibp_dev_u128 v = block_out<C, flat>(pl, sw, p, S, fit, pre, off);
+  const ibp_dev_u128 v =
+      block_out<C, flat, !BLOCKWIDE>(pl, sw, p, S, fit, pre, off);
   if (FULL) {
     ibp_dev_st16(x.dst + (BLOCK * b - x.w0), v);
   } else if (live) {
@@ -646,7 +690,8 @@ IBP_DEV decode_ctx job_ctx(const tensor_job *j, const uint32_t *sw,
   return decode_ctx{
       j->plan, j->dst, sw,
       j->w0,   j->w1,  bit0,
-      end,     j->S,   (((uintptr_t)j->dst - j->w0) & (BLOCK - 1)) == 0};
+      end,     j->S,   (((uintptr_t)j->dst - j->w0) & (BLOCK - 1)) == 0,
+      nullptr};
 }
 
 /* Decodes blocks [g, x.nb) of the window, the first from stream bit pos
@@ -775,15 +820,21 @@ template <unsigned C> IBP_DEV void decode_group_steps(const tensor_job *j) {
                            (const uint8_t *)(j->offs + (lane < n ? lane : 0))) -
                        ibp_dev_ldg_u64((const uint8_t *)j->offs));
   const uint32_t R = j->R;
-  decode_ctx x = {j->plan,   j->dst, (const uint32_t *)job_stage(j),
-                  0,         R,      0,
-                  R / BLOCK, j->S,   true};
+  decode_ctx x = {
+      j->plan, j->dst, (const uint32_t *)job_stage(j), 0, R, 0, R / BLOCK, j->S,
+      true,    nullptr};
   for (uint32_t t = 0; t < n; t++, x.dst += R) {
     IBP_MARK(MARK_GROUP_TENSOR);
-    x.bit0 = ibp_dev_shfl(first, (int)t);
-    uint32_t pos = x.bit0 + R / C;
-    for (uint32_t g = 0; g < R / BLOCK; g += 32)
+    const uint32_t bit0 = ibp_dev_shfl(first, (int)t);
+    x.bit0 = bit0 + lane * (16 / C); /* the lane's (lane_fits) */
+    x.fw = x.sw + (x.bit0 >> 5);
+    uint32_t pos = bit0 + R / C;
+    uint32_t g = 0; /* (R >= SPAN: a step at least) */
+    do {
       pos = decode_step<C, true, false, false, true>(x, g, pos);
+      g += 32;
+      x.fw += 16 / C;
+    } while (g < R / BLOCK);
     IBP_MARK(MARK_GROUP_TENSOR_END);
   }
   IBP_MARK(MARK_GROUP_END);
@@ -806,17 +857,19 @@ template <unsigned C> IBP_DEV void decode_group_steps(const tensor_job *j) {
     IBP_MARK(MARK_GROUP_TENSOR);
     const uint32_t bit0 = ibp_dev_shfl(first, (int)t);
     const uint32_t R = j->R;
-    const decode_ctx x = {j->plan,
-                          j->dst + t * R,
-                          (const uint32_t *)job_stage(j),
-                          0,
-                          R,
-                          bit0,
-                          R / BLOCK,
-                          j->S,
-                          true};
+    decode_ctx x = {j->plan,
+                    j->dst + t * R,
+                    (const uint32_t *)job_stage(j),
+                    0,
+                    R,
+                    bit0 + lane * (16 / C), /* the lane's */
+                    R / BLOCK,
+                    j->S,
+                    true,
+                    (const uint32_t *)job_stage(j) +
+                        ((bit0 + lane * (16 / C)) >> 5)};
     uint32_t pos = bit0 + R / C;
-    for (uint32_t g = 0; g < R / BLOCK; g += 32)
+    for (uint32_t g = 0; g < R / BLOCK; g += 32, x.fw += 16 / C)
       pos = decode_step<C, true, false, false, true>(x, g, pos);
     IBP_MARK(MARK_GROUP_TENSOR_END);
   }
@@ -876,7 +929,7 @@ template <unsigned C> IBP_DEV void decode_group(const tensor_job *j) {
     const uint8_t *pl = plan + bl * ((4 + S) * BLOCK);
     uint32_t fit[4], pre[4], off[4];
     uint32_t bits =
-        block_prep<C>(pl, block_fits<C>(sw, base, bl), fit, pre, off);
+        block_prep<C, true>(pl, block_fits<C>(sw, base, bl), fit, pre, off);
     bits = live ? bits : 0;
     unsigned total;
     const uint32_t ex = ibp_dev_warp_exclusive_scan(bits, &total);

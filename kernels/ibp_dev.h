@@ -134,6 +134,11 @@ IBP_DEV void ibp_dev_st16(uint8_t *p, ibp_dev_u128 v) {
 IBP_DEV uint32_t ibp_dev_funnel_r(uint32_t lo, uint32_t hi, uint32_t sh) {
   return __funnelshift_r(lo, hi, sh);
 }
+/* Bits [sh, sh + 32) of the 64-bit value hi:lo, sh at most 32 (larger
+ * ones read as 32: hi). */
+IBP_DEV uint32_t ibp_dev_funnel_rc(uint32_t lo, uint32_t hi, uint32_t sh) {
+  return __funnelshift_rc(lo, hi, sh);
+}
 /* v << (n mod 32): one shift (shf.l.wrap), the amount not masked. */
 IBP_DEV uint32_t ibp_dev_shl_wrap(uint32_t v, uint32_t n) {
   return __funnelshift_l(0u, v, n);
@@ -306,6 +311,9 @@ IBP_DEV void ibp_dev_st16(uint8_t *p, ibp_dev_u128 v) {
 }
 IBP_DEV uint32_t ibp_dev_funnel_r(uint32_t lo, uint32_t hi, uint32_t sh) {
   return (uint32_t)((((uint64_t)hi << 32) | lo) >> (sh & 31));
+}
+IBP_DEV uint32_t ibp_dev_funnel_rc(uint32_t lo, uint32_t hi, uint32_t sh) {
+  return sh >= 32 ? hi : (uint32_t)((((uint64_t)hi << 32) | lo) >> sh);
 }
 IBP_DEV uint32_t ibp_dev_shl_wrap(uint32_t v, uint32_t n) {
   return v << (n & 31);

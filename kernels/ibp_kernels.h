@@ -338,10 +338,11 @@ typedef struct ibp_gather_args {
  *           when its chunk does not fit -- 32 less 8 per byte past R --,
  *           word 1 byte i its invariant bits inside R, the other six
  *           words 0)
- *   stage s (s < S; group 4 + s): the positions that take the bit 2^s
- *           below them in stage s of the deposit (Hacker's Delight's
- *           "expand", stages S-1 down to 0), per chunk (per 32-bit word for
- *           chunks of 8 bytes)
+ *   stage s (s < S; group 4 for the top stage, S - 1, group 5 + s for
+ *           the others: IBP_PLAN_STAGE_ROW): the positions that
+ *           take the bit 2^s below them in stage s of the deposit (Hacker's
+ *           Delight's "expand", stages S-1 down to 0), per chunk (per
+ *           32-bit word for chunks of 8 bytes)
  * S (0..5) is the fewest stages that deposit every word of every pair.
  * After the blocks, the chunks' invariant bits as bit planes: per 32
  * chunks of the tensor (chunk k in group k / 32, at bit k % 32) the words
@@ -350,6 +351,9 @@ typedef struct ibp_gather_args {
  * 0): a range's payload bits are 8 per byte inside R less the sum, over
  * its fitting chunks, of 2^j x the fitting chunks in plane j. */
 #define IBP_PLAN_MAX_STAGES 5u
+/* Stage s of S's group is 4 + this: the top stage, S - 1, first (the
+ * kernel reads it unpredicated at a fixed place), then stages 0 .. S - 2. */
+#define IBP_PLAN_STAGE_ROW(s, S) ((s) + 1u == (S) ? 0u : (s) + 1u)
 #define IBP_PLAN_PLANE_WORDS(c) ((c) == 1 ? 4u : 8u)
 
 /* S for K pairs: Masks at mask + k * stride (k < K), R bytes each, chunk

@@ -105,7 +105,7 @@ static void check_mask(rng *r, uint32_t R, uint32_t c, const uint8_t *mask,
             k[7] == 0);
     }
     for (unsigned s = 0; s < S; s++)
-      stage[s] = g[16 + 4 * s];
+      stage[s] = g[16 + 4 * IBP_PLAN_STAGE_ROW(s, S)];
     for (int k = 0; k < 8; k++) {
       const uint32_t x = (uint32_t)rng_next(r);
       uint32_t want = 0;
