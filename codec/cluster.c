@@ -195,6 +195,9 @@ static uint64_t rebuild(const train_set *ts, const uint8_t *buf, uint64_t cnt,
   if (ibp_bitstats_init(&st, ts->R) != IBP_OK)
     return UINT64_MAX;
   ibp_status e = ibp_bitstats_add(&st, buf, cnt, NULL, ts->threads);
+  ibp__agreement ag = {0};
+  if (e == IBP_OK)
+    e = ibp__agreement_make(&st, &ag);
   uint64_t last_k = 0;
   for (size_t i = 0; e == IBP_OK && i < sizeof rebuild_t / sizeof *rebuild_t;
        i++) {
@@ -203,7 +206,7 @@ static uint64_t rebuild(const train_set *ts, const uint8_t *buf, uint64_t cnt,
     if (K == last_k)
       continue;
     last_k = K;
-    e = ibp__params_build_count(&st, K, ts->c, &q);
+    e = ibp__params_build_agreement(&ag, K, ts->c, &q);
     if (e != IBP_OK)
       break;
     uint64_t bytes = assign(buf, ts->R, &s, &q, 1, NULL, ts->threads);
@@ -215,6 +218,7 @@ static uint64_t rebuild(const train_set *ts, const uint8_t *buf, uint64_t cnt,
       ibp_params_free(&q);
     }
   }
+  ibp__agreement_free(&ag);
   ibp_bitstats_free(&st);
   return e == IBP_OK ? best : UINT64_MAX;
 }

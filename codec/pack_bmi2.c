@@ -27,7 +27,7 @@
 #endif
 
 const ibp__pack_ops ibp__pack_bmi2 = {
-    bmi2_stored_size,   bmi2_compress,    bmi2_decode,
-    bmi2_length,        bmi2_stored_bits, bmi2_ibp_bits,
-    bmi2_compress_bits, bmi2_fit_put,     bmi2_fit_get,
+    bmi2_stored_size,  bmi2_compress, bmi2_decode,        bmi2_length,
+    bmi2_stored_bits,  bmi2_ibp_bits, bmi2_compress_bits, bmi2_fit_put,
+    bmi2_fit_put_word, bmi2_fit_get,
 };

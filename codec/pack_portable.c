@@ -35,5 +35,6 @@ static inline uint64_t portable_pdep(uint64_t v, uint64_t m) {
 const ibp__pack_ops ibp__pack_portable = {
     portable_stored_size,   portable_compress,    portable_decode,
     portable_length,        portable_stored_bits, portable_ibp_bits,
-    portable_compress_bits, portable_fit_put,     portable_fit_get,
+    portable_compress_bits, portable_fit_put,     portable_fit_put_word,
+    portable_fit_get,
 };

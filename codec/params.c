@@ -100,6 +100,64 @@ ibp_status ibp__params_build_count(const ibp_bitstats *st, uint64_t min_agree,
   return IBP_OK;
 }
 
+ibp_status ibp__agreement_make(const ibp_bitstats *st, ibp__agreement *out) {
+  *out = (ibp__agreement){0};
+  if (!st || !st->ones)
+    return IBP_ERR_INVALID_ARGUMENT;
+  const uint32_t R = st->tensor_bytes;
+  const uint64_t n = st->tensors;
+  out->agree = malloc(8 * (size_t)R * sizeof *out->agree);
+  out->majority = malloc(R);
+  if (!out->agree || !out->majority) {
+    ibp__agreement_free(out);
+    return IBP_ERR_NO_MEMORY;
+  }
+  out->tensor_bytes = R;
+  out->tensors = n;
+  for (uint32_t i = 0; i < R; i++) {
+    unsigned v = 0;
+    for (unsigned b = 0; b < 8; b++) {
+      const uint64_t ones = st->ones[8 * (size_t)i + b];
+      const unsigned majority = ones > n - ones;
+      out->agree[8 * (size_t)i + b] = majority ? ones : n - ones;
+      v |= majority << b;
+    }
+    out->majority[i] = (uint8_t)v;
+  }
+  return IBP_OK;
+}
+
+void ibp__agreement_free(ibp__agreement *a) {
+  if (!a)
+    return;
+  free(a->agree);
+  free(a->majority);
+  *a = (ibp__agreement){0};
+}
+
+ibp_status ibp__params_build_agreement(const ibp__agreement *a,
+                                       uint64_t min_agree, uint32_t chunk_bytes,
+                                       ibp_params *out) {
+  if (!a || !a->agree)
+    return out ? (*out = (ibp_params){0}, IBP_ERR_INVALID_ARGUMENT)
+               : IBP_ERR_INVALID_ARGUMENT;
+  ibp_status s = params_alloc(out, a->tensor_bytes, chunk_bytes);
+  if (s != IBP_OK)
+    return s;
+  const uint64_t n = a->tensors;
+  for (uint32_t i = 0; i < a->tensor_bytes; i++) {
+    const uint64_t *agree = a->agree + 8 * (size_t)i;
+    unsigned m = 0;
+    for (unsigned b = 0; b < 8; b++)
+      m |= (unsigned)(agree[b] >= min_agree) << b;
+    out->mask[i] = (uint8_t)m;
+    out->bitval[i] = (uint8_t)(m & a->majority[i]);
+  }
+  /* as ibp__params_build_count */
+  out->threshold = n && min_agree <= n ? (double)min_agree / (double)n : 1.0;
+  return IBP_OK;
+}
+
 ibp_status ibp_params_build(const ibp_bitstats *st, double threshold,
                             uint32_t chunk_bytes, ibp_params *out) {
   if (out)

@@ -38,6 +38,7 @@ typedef struct search_ctx {
   ibp__sample confirm; /* tensors the finalists are re-measured on */
   unsigned threads;
   const ibp_bitstats *st;
+  ibp__agreement ag;      /* st's, for the masks built */
   uint64_t *agree_sorted; /* distinct agree values, descending */
   size_t n_agree;
 } search_ctx;
@@ -69,7 +70,7 @@ static uint64_t measure(const search_ctx *cx, const ibp__sample *sample,
   eval_job jobs[64];
   unsigned t = cx->threads > 64 ? 64 : cx->threads;
   uint64_t total = 0;
-  if (ibp__params_build_count(cx->st, K, c, &p) != IBP_OK)
+  if (ibp__params_build_agreement(&cx->ag, K, c, &p) != IBP_OK)
     return UINT64_MAX;
   if (t > sample->count)
     t = (unsigned)sample->count;
@@ -95,17 +96,15 @@ static int desc_u64(const void *a, const void *b) {
   return x < y ? 1 : x > y ? -1 : 0;
 }
 
-/* Distinct agree values of the bits, descending: each is a distinct mask. */
+/* The bits' agreement (cx->ag) and their distinct agree values,
+ * descending: each is a distinct mask. */
 static ibp_status collect_agree(search_ctx *cx) {
-  const uint64_t n = cx->st->tensors;
   const size_t bits = 8 * (size_t)cx->R;
-  uint64_t *v = malloc(bits * sizeof *v);
+  ibp_status s = ibp__agreement_make(cx->st, &cx->ag);
+  uint64_t *v = s == IBP_OK ? malloc(bits * sizeof *v) : NULL;
   if (!v)
-    return IBP_ERR_NO_MEMORY;
-  for (size_t k = 0; k < bits; k++) {
-    uint64_t ones = cx->st->ones[k];
-    v[k] = ones > n - ones ? ones : n - ones;
-  }
+    return s == IBP_OK ? IBP_ERR_NO_MEMORY : s;
+  memcpy(v, cx->ag.agree, bits * sizeof *v);
   qsort(v, bits, sizeof *v, desc_u64);
   size_t m = 0;
   for (size_t k = 0; k < bits; k++)
@@ -391,15 +390,18 @@ static void report_init(ibp_search_report *rep, uint64_t n) {
 static ibp_status run_search(search_ctx *cx, const ibp_search_options *opt,
                              ibp_params *out, ibp_search_report *rep) {
   ibp_status s = collect_agree(cx);
-  if (s != IBP_OK)
+  if (s != IBP_OK) {
+    ibp__agreement_free(&cx->ag);
     return s;
+  }
   best_t fin[IBP_CHUNK_WIDTH_COUNT * FINALISTS_PER_WIDTH];
   size_t nfin = search_widths(cx, opt, fin, rep);
   best_t best = pick(cx, fin, nfin);
   free(cx->agree_sorted);
-  if (best.stored == UINT64_MAX)
-    return IBP_ERR_NO_MEMORY;
-  s = ibp__params_build_count(cx->st, best.K, best.c, out);
+  s = best.stored == UINT64_MAX
+          ? IBP_ERR_NO_MEMORY
+          : ibp__params_build_agreement(&cx->ag, best.K, best.c, out);
+  ibp__agreement_free(&cx->ag);
   if (s == IBP_OK && opt->threshold >= 0)
     out->threshold = opt->threshold;
   return s;
@@ -425,9 +427,9 @@ ibp_status ibp_search(const void *data, uint64_t n, uint32_t tensor_bytes,
   }
   uint64_t budget =
       opt->eval_max_bytes ? opt->eval_max_bytes : EVAL_DEFAULT_BYTES;
-  search_ctx cx = {data, tensor_bytes, {0},
-                   {0},  {0},          ibp__threads(opt->threads),
-                   &st,  NULL,         0};
+  search_ctx cx = {
+      data, tensor_bytes, {0},  {0}, {0}, ibp__threads(opt->threads),
+      &st,  {0},          NULL, 0};
   s = ibp__sample_spread(budget / SCOUT_DIVISOR, tensor_bytes, n, &cx.scout);
   if (s == IBP_OK)
     s = ibp__sample_spread(budget, tensor_bytes, n, &cx.eval);

@@ -256,7 +256,8 @@ size_t ibp__staged_size(const ibp__pack_ops *pack, const ibp_params *p,
 }
 
 /* One pass per part: the IBP part (the payload alone when the bitmap is
- * omitted: t's bits outside Mask, so t needs no stripping), then the
+ * omitted: t's bits outside Mask, the same in every word, so t needs no
+ * stripping and each word's bits are known in advance), then the
  * stage's bits after it; a stream that would reach R bytes is abandoned
  * as soon as it does and the tensor stored raw.  scratch holds the
  * stripped tensor (R bytes). */
@@ -270,7 +271,7 @@ size_t ibp__staged_compress(const ibp__pack_ops *pack, const ibp_params *p,
   const uint64_t limit = 8 * (uint64_t)(R - 1);
   uint64_t at;
   if (bitmap_omitted(p, ops, st)) {
-    at = pack->fit_put(p, t, slot, limit);
+    at = pack->fit_put_word(~field_word(ops, st), t, R, slot, limit);
   } else {
     ops->strip(st, t, scratch, R);
     at = pack->compress_bits(p, scratch, slot);

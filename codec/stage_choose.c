@@ -61,15 +61,49 @@ static uint8_t *stripped_copy(const ibp_stage *st, const uint8_t *data,
   return s;
 }
 
+static ibp_status copy_params(const ibp_params *src, ibp_params *dst) {
+  ibp_status st = ibp_params_from_masks(src->tensor_bytes, src->chunk_bytes,
+                                        src->mask, src->bitval, dst);
+  if (st == IBP_OK)
+    dst->threshold = src->threshold;
+  return st;
+}
+
+/* IBP's search on the tensors looked at, stripped for one value type:
+ * kept by ibp_stage_choose, which searches them twice otherwise (one pair,
+ * then the cluster search from it: the same search of the same bytes). */
+typedef struct searched {
+  uint32_t dtype; /* IBP_DTYPE_NONE: nothing kept */
+  ibp_params pair;
+} searched;
+
+/* The search's pair on the stripped tensors s into *p: kept's copy when it
+ * holds dtype's, else searched (and kept when kept is given). */
+static ibp_status search_pair(const uint8_t *s, uint64_t n, uint32_t R,
+                              const ibp_stage_choose_options *o, uint32_t dtype,
+                              searched *kept, ibp_params *p) {
+  if (kept && kept->dtype == dtype && dtype != IBP_DTYPE_NONE)
+    return copy_params(&kept->pair, p);
+  ibp_status st = ibp_search(s, n, R, &o->search, p, NULL);
+  if (st == IBP_OK && kept) {
+    ibp_params_free(&kept->pair);
+    kept->dtype = IBP_DTYPE_NONE;
+    st = copy_params(p, &kept->pair);
+    kept->dtype = st == IBP_OK ? dtype : IBP_DTYPE_NONE;
+  }
+  return st;
+}
+
 /* IBP's pairs on the stripped tensors: one (clusters_too 0) or the
  * cluster search's. */
 static ibp_status find_pairs(const uint8_t *s, const looked_at *in, uint32_t R,
-                             const ibp_stage_choose_options *o,
-                             int clusters_too, ibp_clusters *out) {
+                             const ibp_stage_choose_options *o, uint32_t dtype,
+                             searched *kept, int clusters_too,
+                             ibp_clusters *out) {
   const uint64_t n = in->bytes / R;
   ibp_params p;
   memset(&p, 0, sizeof p);
-  ibp_status st = ibp_search(s, n, R, &o->search, &p, NULL);
+  ibp_status st = search_pair(s, n, R, o, dtype, kept, &p);
   if (st == IBP_OK && clusters_too) {
     st = ibp_cluster_search(s, n, &p, &o->cluster, out, NULL);
     ibp_params_free(&p);
@@ -103,11 +137,12 @@ static ibp_status settle(ibp_stage_choice *c, ibp_status st, uint32_t dtype,
 }
 
 /* One type: pairs, stages, exact bytes over the tensors looked at.
- * IBP_OK with c->dtype NONE when the type does not fit R. */
+ * IBP_OK with c->dtype NONE when the type does not fit R.  kept (NULL:
+ * none) holds the search's pair of `in` under o (search_pair). */
 static ibp_status measure_dtype(const looked_at *in, uint32_t R,
                                 const ibp_stage_choose_options *o,
-                                uint32_t dtype, int clusters_too,
-                                ibp_stage_choice *c) {
+                                uint32_t dtype, searched *kept,
+                                int clusters_too, ibp_stage_choice *c) {
   ibp_stage probe;
   memset(c, 0, sizeof *c);
   if (ibp_stage_init(&probe, IBP_STAGE_EXP, dtype, 0, R) != IBP_OK)
@@ -115,7 +150,8 @@ static ibp_status measure_dtype(const looked_at *in, uint32_t R,
   uint8_t *s = stripped_copy(&probe, in->data, in->bytes, R);
   if (!s)
     return IBP_ERR_NO_MEMORY;
-  ibp_status st = find_pairs(s, in, R, o, clusters_too, &c->clusters);
+  ibp_status st =
+      find_pairs(s, in, R, o, dtype, kept, clusters_too, &c->clusters);
   free(s);
   const uint32_t k = c->clusters.count;
   if (st == IBP_OK) {
@@ -150,7 +186,7 @@ static void keep_best(ibp_stage_choice *best, ibp_stage_choice *c) {
  * in bytes some percent apart rank alike on the scout; it costs a fraction
  * of measuring each type on all the tensors looked at. */
 static ibp_status best_type(const looked_at *in, uint32_t R,
-                            const ibp_stage_choose_options *o,
+                            const ibp_stage_choose_options *o, searched *kept,
                             ibp_stage_choice *out) {
   looked_at scout = *in;
   scout.own = NULL;
@@ -171,14 +207,16 @@ static ibp_status best_type(const looked_at *in, uint32_t R,
     if (o->dtype && o->dtype != candidates[i])
       continue;
     ibp_stage_choice c;
-    st = measure_dtype(&scout, R, &so, candidates[i], 0, &c);
+    /* (on `in` itself when not scouted: so is then o) */
+    st = measure_dtype(&scout, R, &so, candidates[i], scout.own ? NULL : kept,
+                       0, &c);
     if (st == IBP_OK)
       keep_best(out, &c);
   }
   if (st == IBP_OK && scout.own && out->dtype) { /* the best, on `in` */
     const uint32_t dtype = out->dtype;
     ibp_stage_choice_free(out);
-    st = measure_dtype(in, R, o, dtype, 0, out);
+    st = measure_dtype(in, R, o, dtype, kept, 0, out);
   }
   free(scout.own);
   return st;
@@ -292,14 +330,6 @@ static ibp_status prune(mix_set *s, const looked_at *smp, uint64_t n,
   free(loss);
   free(scratch);
   free(sizes);
-  return st;
-}
-
-static ibp_status copy_params(const ibp_params *src, ibp_params *dst) {
-  ibp_status st = ibp_params_from_masks(src->tensor_bytes, src->chunk_bytes,
-                                        src->mask, src->bitval, dst);
-  if (st == IBP_OK)
-    dst->threshold = src->threshold;
   return st;
 }
 
@@ -540,12 +570,13 @@ ibp_status ibp_stage_choose(const void *data, uint64_t bytes,
       bytes < tensor_bytes)
     return IBP_ERR_INVALID_ARGUMENT;
   looked_at in;
+  searched kept = {IBP_DTYPE_NONE, {0}};
   ibp_status st = look_at(data, bytes, tensor_bytes, o->sample_bytes, &in);
   if (st == IBP_OK)
-    st = best_type(&in, tensor_bytes, o, out);
+    st = best_type(&in, tensor_bytes, o, &kept, out);
   if (st == IBP_OK && out->dtype && o->cluster.clusters != 1) {
     ibp_stage_choice k;
-    st = measure_dtype(&in, tensor_bytes, o, out->dtype, 1, &k);
+    st = measure_dtype(&in, tensor_bytes, o, out->dtype, &kept, 1, &k);
     if (st == IBP_OK)
       keep_best(out, &k);
   }
@@ -560,6 +591,7 @@ ibp_status ibp_stage_choose(const void *data, uint64_t bytes,
       st = judge(data, bytes / tensor_bytes, tensor_bytes, o, &v, out);
   }
   free(in.own);
+  ibp_params_free(&kept.pair);
   if (st != IBP_OK)
     ibp_stage_choice_free(out);
   return st;

@@ -75,7 +75,7 @@ typedef struct ibp_stage {
   /* code length in bits per symbol, [symbols] = the escape; 0 = no code */
   uint8_t lengths[IBP_STAGE_MAX_SYMBOLS + 1];
   /* derived: per symbol the bits written (escape + raw symbol for an
-   * uncoded one) | their count << 24, and the count alone; the most bits
+   * uncoded one) and their count (0: none); the most bits
    * one value takes; the decode table (symbol | bits << 10, 0 = no code)
    * indexed by the next IBP_STAGE_MAX_CODE_BITS stream bits */
   uint32_t enc[IBP_STAGE_MAX_SYMBOLS];
