@@ -240,6 +240,17 @@ static double whole(const ibp_choose_route *q, double now_ns) {
   return m;
 }
 
+/* Whether route q's whole spans are enough to be judged (as whole()
+ * counts them). */
+static int whole_judged(const ibp_choose_route *q, double now_ns) {
+  const uint32_t n =
+      q->wholes < IBP_CHOOSE_WINDOW ? q->wholes : IBP_CHOOSE_WINDOW;
+  uint32_t fresh = 0;
+  for (uint32_t i = 0; i < n; i++)
+    fresh += q->whole_ns[i] >= now_ns - IBP_CHOOSE_AGE_NS;
+  return fresh >= IBP_CHOOSE_MIN_SAMPLES;
+}
+
 double ibp__choose_estimate(const ibp_choose_class *k, ibp_route r,
                             const ibp_route_cost *c, double now_ns) {
   double cr, gr;
@@ -694,9 +705,16 @@ static void assess(const ibp_choose_class *k,
       plain[r] = est[r] > 0 ? hope_ns(&prior[r], seen_cr, plain_gr) : 0;
     }
     /* the driver's copy, where the class's other copy-engine routes saw
-     * the link faster than modelled: its prior there (assess's hopeful) */
+     * the link faster than modelled: its prior there (assess's hopeful) --
+     * once the choice is judged, a two-stage one in its whole spans too:
+     * against a staged path whose decodes ran faster than its prior (an
+     * a100-pcie4 prior on an h100-pcie5, cnn_f32_to_bf16), a driver judged
+     * first took the class from a faster staged path (0.96-0.98 of A) */
     const double link = link_seen_cheaper(k, prior, now_ns);
-    if (link < 1.0 && est[IBP_ROUTE_DRIVER] > 0)
+    const int go_known =
+        judged(&k->route[go], prior[go].copies, now_ns) &&
+        (prior[go].sm_ns <= 0 || whole_judged(&k->route[go], now_ns));
+    if (link < 1.0 && go_known && est[IBP_ROUTE_DRIVER] > 0)
       hope[IBP_ROUTE_DRIVER] = scaled(&prior[IBP_ROUTE_DRIVER], seen_cr, link);
   }
   a->go_judged = judged(&k->route[go], prior[go].copies, now_ns);

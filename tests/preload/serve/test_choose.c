@@ -866,6 +866,25 @@ static void test_driver_cheaper_while_staged(void) {
   o = simulate(&m, STAGED2, truth, 160, IBP_ROUTE_STAGED, 1);
   CHECK(o.settled == 0);
   CHECK(o.first_explored != IBP_ROUTE_DRIVER || o.first_explore_at >= 40);
+  /* the link twice as wide, and the decodes too (staged's calls cheaper
+   * than STAGED2's): staged 5 us, the driver 6.5 -- staged stays, its
+   * whole spans judged before the driver is hoped for (judged first
+   * against staged's prior, the driver took the class) */
+  ibp_route_cost prior[IBP_ROUTES];
+  memcpy(prior, STAGED2, sizeof prior);
+  prior[IBP_ROUTE_STAGED].cpu_ns = 4000;
+  memcpy(truth, prior, sizeof truth);
+  truth[IBP_ROUTE_DRIVER].gpu_ns /= 2;
+  truth[IBP_ROUTE_STAGED].gpu_ns /= 2;
+  truth[IBP_ROUTE_STAGED].sm_ns = 5000;
+  sim_init(&m);
+  o = simulate(&m, prior, truth, 2000, IBP_ROUTE_STAGED, 1);
+  CHECK(o.settled >= 0 && o.settled <= 40);
+  CHECK(o.took[IBP_ROUTE_DRIVER] <= 20);
+  fprintf(stderr,
+          "link and decodes 2x: staged from copy %ld, the driver taken %ld "
+          "times\n",
+          o.settled, o.took[IBP_ROUTE_DRIVER]);
 }
 
 /* The staged windows 4x dearer than modelled, the driver as modelled (no
