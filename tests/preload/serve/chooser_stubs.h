@@ -1,8 +1,8 @@
 /* What serve/choose/chooser.c calls, for tests that link it alone: a clock
  * the test moves (now_ns), a driver whose events time ELAPSED_MS (4 us
  * unless the test sets it) and are never captured, no other stream's
- * events, no upload of libibp's own on the link.  Included once, by the
- * test's main file. */
+ * events (unless other_busy), no upload of libibp's own on the link.  Included
+ * once, by the test's main file. */
 #ifndef IBP_TEST_CHOOSER_STUBS_H
 #define IBP_TEST_CHOOSER_STUBS_H
 
@@ -61,12 +61,20 @@ void ibp__log(ibp_log_level level, const char *fmt, ...) {
   (void)level, (void)fmt;
 }
 
+/* Another stream's work on the link, where a test sets other_busy: the
+ * first event ibp__streams_mark_others records for a copy's span is its
+ * (other_event). */
+static int other_busy;
+static CUevent other_event;
+
 unsigned ibp__streams_mark_others(int dev, CUstream s, CUstream also,
                                   int link_only, double now, CUevent ev[],
                                   unsigned max) {
-  (void)dev, (void)s, (void)also, (void)link_only, (void)now, (void)ev;
-  (void)max;
-  return 0;
+  (void)dev, (void)s, (void)also, (void)now;
+  if (!other_busy || !link_only || !max)
+    return 0;
+  other_event = ev[0];
+  return 1;
 }
 
 /* no upload of libibp's own ever shares the link here */

@@ -5,9 +5,12 @@
  * span, and a marker stamped late -- a real GPU's front end reaching it
  * after its record, or its stream sharing a hardware queue with busy work
  * -- takes no more off the span than the calls: the route's work started
- * no later than the start event plus them.  Here a record costs 0.5 us,
- * the route's calls 2 us (all before its GPU work) and the copy 8 us on
- * the GPU. */
+ * no later than the start event plus them.  Two streams sharing the link
+ * (docs/ARCHITECTURE.md "The gate", contention): a copy queued behind
+ * another stream's transfer is read from that transfer's end, not as the
+ * route being dear; one whose neighbour ended after it ran beside it.  Here a
+ * record costs 0.5 us, the route's calls 2 us (all before its GPU work) and the
+ * copy 8 us on the GPU. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,7 +42,7 @@ static const ibp_profile prof = {.driver_call_us = 0.5};
 /* the events: distinct handles, the marker's told apart by its stream */
 static uintptr_t next_event = 0x1000;
 static CUevent marker;
-static float span_ms, mark_ms;
+static float span_ms, mark_ms, other_ms;
 
 static CUresult create_event(CUevent *e, unsigned f) {
   (void)f;
@@ -62,7 +65,9 @@ static CUresult record_event(CUevent e, CUstream s) {
 
 static CUresult elapsed_of(float *ms, CUevent a, CUevent b) {
   (void)b;
-  *ms = a == marker ? mark_ms : span_ms;
+  *ms = a == marker                      ? mark_ms
+        : other_busy && a == other_event ? other_ms
+                                         : span_ms;
   return CUDA_SUCCESS;
 }
 
@@ -128,6 +133,19 @@ int main(void) {
    * word) */
   gpu = timed(calls_us + copy_us, rec_us + calls_us + copy_us - 9);
   CHECK(fabs(gpu - COPY_NS) < 20);
+  /* two streams sharing the link: another stream's transfer held it for
+   * the first 12 us of the span, its event 8 us before the copy's end --
+   * the copy's 8 us, not 20 */
+  other_busy = 1;
+  other_ms = (float)(copy_us / 1e3);
+  gpu = timed(12 + copy_us, rec_us + calls_us + 12 + copy_us);
+  CHECK(fabs(gpu - COPY_NS) < 20);
+  /* the other transfer ended 3 us after the copy: it ran beside it, and
+   * the span stands */
+  other_ms = -0.003f;
+  gpu = timed(copy_us + 3, rec_us + calls_us + copy_us + 3);
+  CHECK(fabs(gpu - COPY_NS - 3000) < 20);
+  other_busy = 0;
   if (failures)
     fprintf(stderr, "test_chooser_mark: %d failures\n", failures);
   else
