@@ -2,8 +2,12 @@
 # checks/mutate_chooser.sh -- do the chooser's tests pin it down?  Applies
 # each one-line mutant of checks/mutants_chooser.tsv (a changed operator or
 # constant, a removed statement) to a copy of the chooser's files, builds
-# tests/preload/serve/test_choose.c against it and runs it: a mutant the
-# test fails on (or that runs past its time) is killed.  Run from the
+# tests/preload/serve/test_choose.c against it and runs it -- and for a
+# mutant of chooser.c (timing, contention, spans) the three tests that link
+# it, tests/preload/serve/test_chooser_{mark,serial,quiet}.c, which need
+# CUDA's headers (CUDA_INCLUDE, default /usr/local/cuda/include; without
+# them those mutants are skipped, and said so): a mutant a test fails on
+# (or that runs past its time) is killed.  Run from the
 # repository root (or give it as the first argument):
 #
 #   sh checks/mutate_chooser.sh [REPO] [--verbose]
@@ -32,7 +36,8 @@ trap 'rm -rf "$tmp"' EXIT INT TERM
 # the copy of the tree the mutants are applied to: what test_choose builds
 # from
 files="preload/serve/choose/choose.c preload/serve/choose/choose.h
-preload/stats/routes.def tests/preload/serve/test_choose.c"
+preload/stats/routes.def tests/preload/serve/test_choose.c
+preload/serve/choose/chooser.c"
 for f in $files; do
   mkdir -p "$tmp/tree/$(dirname "$f")"
   cp "$f" "$tmp/tree/$f"
@@ -45,8 +50,29 @@ build_and_run() { # $1: the tree; 0 when the test passes
   timeout 60 "$tmp/test" >/dev/null 2>&1
 }
 
+# chooser.c's tests, its copy in $1 built with the repository's headers
+cuda=${CUDA_INCLUDE:-/usr/local/cuda/include}
+build_and_run_chooser() { # $1: the tree; 0 when every test passes
+  for t in mark serial quiet; do
+    "$cc" -std=c11 -O1 -w -I"$repo" -I"$repo/preload" -I"$repo/kernels" \
+      -I"$repo/include" -isystem "$cuda" -o "$tmp/test_$t" \
+      "$repo/tests/preload/serve/test_chooser_$t.c" \
+      "$1/preload/serve/choose/chooser.c" "$1/preload/serve/choose/choose.c" \
+      -lm -lpthread 2>"$tmp/cc.err" || return 3
+    timeout 60 "$tmp/test_$t" >/dev/null 2>&1 || return 1
+  done
+}
+
 if ! build_and_run "$tmp/tree"; then
   echo "mutate_chooser: the unmutated test fails (or does not build): $(cat "$tmp/cc.err")" >&2
+  exit 2
+fi
+chooser=1
+if [ ! -f "$cuda/cuda.h" ]; then
+  chooser=0
+  echo "mutate_chooser: no $cuda/cuda.h (CUDA_INCLUDE): chooser.c's mutants skipped" >&2
+elif ! build_and_run_chooser "$tmp/tree"; then
+  echo "mutate_chooser: the unmutated chooser tests fail (or do not build): $(cat "$tmp/cc.err")" >&2
   exit 2
 fi
 
@@ -56,6 +82,13 @@ n=0 killed=0 broken=0
 # it); '#' lines are comments
 while IFS='	' read -r file old new what; do
   case $file in '' | '#'*) continue ;; esac
+  run=build_and_run
+  case $file in
+    */chooser.c)
+      [ "$chooser" = 1 ] || continue
+      run=build_and_run_chooser
+      ;;
+  esac
   n=$((n + 1))
   rm -rf "$tmp/m"
   cp -r "$tmp/tree" "$tmp/m"
@@ -71,7 +104,7 @@ while IFS='	' read -r file old new what; do
     continue
   fi
   set +e
-  build_and_run "$tmp/m"
+  $run "$tmp/m"
   rc=$?
   set -e
   if [ "$rc" = 3 ]; then
