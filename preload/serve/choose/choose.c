@@ -223,16 +223,23 @@ static double middle(double *v, uint32_t n) {
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
-/* Route q's whole-span ratio as the estimate uses it (1 until measured
- * enough, and within the dead band). */
-static double whole(const ibp_choose_route *q, double now_ns) {
+/* Route q's whole spans not aged at now_ns, into seen[]; how many. */
+static uint32_t fresh_wholes(const ibp_choose_route *q, double now_ns,
+                             double seen[IBP_CHOOSE_WINDOW]) {
   const uint32_t n =
       q->wholes < IBP_CHOOSE_WINDOW ? q->wholes : IBP_CHOOSE_WINDOW;
-  double seen[IBP_CHOOSE_WINDOW];
   uint32_t fresh = 0;
   for (uint32_t i = 0; i < n; i++)
     if (q->whole_ns[i] >= now_ns - IBP_CHOOSE_AGE_NS)
       seen[fresh++] = q->whole_seen[i];
+  return fresh;
+}
+
+/* Route q's whole-span ratio as the estimate uses it (1 until measured
+ * enough, and within the dead band). */
+static double whole(const ibp_choose_route *q, double now_ns) {
+  double seen[IBP_CHOOSE_WINDOW];
+  const uint32_t fresh = fresh_wholes(q, now_ns, seen);
   const double m = middle(seen, fresh);
   if (fresh < IBP_CHOOSE_MIN_SAMPLES ||
       (m > 1.0 - IBP_CHOOSE_DEAD_BAND && m < 1.0 + IBP_CHOOSE_DEAD_BAND))
@@ -240,15 +247,10 @@ static double whole(const ibp_choose_route *q, double now_ns) {
   return m;
 }
 
-/* Whether route q's whole spans are enough to be judged (as whole()
- * counts them). */
+/* Whether route q's whole spans are enough to be judged. */
 static int whole_judged(const ibp_choose_route *q, double now_ns) {
-  const uint32_t n =
-      q->wholes < IBP_CHOOSE_WINDOW ? q->wholes : IBP_CHOOSE_WINDOW;
-  uint32_t fresh = 0;
-  for (uint32_t i = 0; i < n; i++)
-    fresh += q->whole_ns[i] >= now_ns - IBP_CHOOSE_AGE_NS;
-  return fresh >= IBP_CHOOSE_MIN_SAMPLES;
+  double seen[IBP_CHOOSE_WINDOW];
+  return fresh_wholes(q, now_ns, seen) >= IBP_CHOOSE_MIN_SAMPLES;
 }
 
 double ibp__choose_estimate(const ibp_choose_class *k, ibp_route r,
