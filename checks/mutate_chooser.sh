@@ -3,8 +3,8 @@
 # each one-line mutant of checks/mutants_chooser.tsv (a changed operator or
 # constant, a removed statement) to a copy of the chooser's files, builds
 # tests/preload/serve/test_choose.c against it and runs it -- and for a
-# mutant of chooser.c (timing, contention, spans) the three tests that link
-# it, tests/preload/serve/test_chooser_{mark,serial,quiet}.c, which need
+# mutant of chooser.c or beside.c (timing, contention, spans) the three
+# tests that link them, tests/preload/serve/test_chooser_{mark,serial,quiet}.c, which need
 # CUDA's headers (CUDA_INCLUDE, default /usr/local/cuda/include; without
 # them those mutants are skipped, and said so): a mutant a test fails on
 # (or that runs past its time) is killed.  Run from the
@@ -37,7 +37,7 @@ trap 'rm -rf "$tmp"' EXIT INT TERM
 # from
 files="preload/serve/choose/choose.c preload/serve/choose/choose.h
 preload/stats/routes.def tests/preload/serve/test_choose.c
-preload/serve/choose/chooser.c"
+preload/serve/choose/chooser.c preload/serve/choose/beside.c"
 for f in $files; do
   mkdir -p "$tmp/tree/$(dirname "$f")"
   cp "$f" "$tmp/tree/$f"
@@ -58,6 +58,7 @@ build_and_run_chooser() { # $1: the tree; 0 when every test passes
       -I"$repo/include" -isystem "$cuda" -o "$tmp/test_$t" \
       "$repo/tests/preload/serve/test_chooser_$t.c" \
       "$1/preload/serve/choose/chooser.c" "$1/preload/serve/choose/choose.c" \
+      "$1/preload/serve/choose/beside.c" \
       -lm -lpthread 2>"$tmp/cc.err" || return 3
     timeout 60 "$tmp/test_$t" >/dev/null 2>&1 || return 1
   done
@@ -84,7 +85,7 @@ while IFS='	' read -r file old new what; do
   case $file in '' | '#'*) continue ;; esac
   run=build_and_run
   case $file in
-    */chooser.c)
+    */chooser.c | */beside.c)
       [ "$chooser" = 1 ] || continue
       run=build_and_run_chooser
       ;;

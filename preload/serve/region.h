@@ -125,6 +125,10 @@ typedef struct ibp_refresh {
 #define IBP_TIMING_CALLER (2 + IBP_TIMING_OTHERS)
 #define IBP_TIMING_MARK (IBP_TIMING_CALLER + 2 + IBP_TIMING_CALLER_OTHERS)
 #define IBP_TIMING_EVENTS (IBP_TIMING_MARK + 1)
+/* Events after the other streams' copies libibp queued on the link while
+ * copies were timed (serve/choose/beside.c): what shared the link with
+ * them, at most this many at once. */
+#define IBP_TIMING_BESIDE 4
 
 /* Per-device state (ibp_device_slot.state). */
 typedef enum ibp_device_state {
@@ -150,6 +154,7 @@ typedef struct ibp_device_memory {
   /* serve/choose/chooser.c: the timed copies' events, IBP_TIMING_EVENTS
    * per sample; NULL until used */
   CUevent timing[IBP_TIMING_EVENTS * IBP_TIMING_SAMPLES];
+  CUevent beside[IBP_TIMING_BESIDE]; /* ... and serve/choose/beside.c's */
   /* ... and the stream their markers are recorded on, which runs nothing
    * (an event there completes as it is recorded); NULL until used, or
    * where it could not be created (mark_failed: not tried again) */

@@ -18,6 +18,7 @@
 #include "base/driver.h"
 #include "base/log.h"
 #include "serve/batch/batch.h"
+#include "serve/choose/beside.h"
 #include "serve/choose/chooser.h"
 #include "serve/choose/gate.h"
 #include "serve/choose/streams.h"
@@ -104,8 +105,9 @@ typedef struct decision {
   ibp_route_cost prior[IBP_ROUTES];
   unsigned cls;
   ibp_chooser *ch;
-  CUstream link; /* where go's work on the link runs (ibp__route_link_stream):
-                    its span is timed there */
+  CUstream link;  /* where go's work on the link runs (ibp__route_link_stream):
+                     its span is timed there */
+  double link_ns; /* ... and how long, as the class estimates it */
 } decision;
 
 /* Quiet runs (serve/choose/chooser.h): what copy x's priors depend on
@@ -264,6 +266,7 @@ static ibp_route choose(ibp_route_copy *x, decision *d, int count, int again) {
                   : est;
   }
   d->link = ibp__route_link_stream(go, x);
+  d->link_ns = link_ns;
   ibp__streams_queued(x->dev, c->stream, ibp__clock_ns(), est, link_ns,
                       d->link != c->stream ? d->link : NULL);
   if (go == IBP_ROUTE_DRIVER)
@@ -328,11 +331,36 @@ static int timed_driver_copy(ibp_route_copy *x, const decision *d) {
   return 0;
 }
 
+/* The driver's copy where copies are timed on other streams: queued here,
+ * with the event after it that says whether it shared their spans
+ * (serve/choose/beside.h) -- after the ordering point the caller's copy
+ * would have been (serve/batch/batch.h).  Returns as timed_driver_copy. */
+static int beside_driver_copy(ibp_route_copy *x, const decision *d) {
+  const ibp_copy *c = x->c;
+  CUresult e;
+  if (c->entries || c->hold_only || c->part)
+    return 1;
+  if (x->in_run && !c->sync)
+    ibp__batch_order_copy(c->stream);
+  else
+    ibp__batch_order(c->stream);
+  if (ibp__route(IBP_ROUTE_DRIVER)->submit(x, &e) != IBP_SUBMIT_QUEUED)
+    return 1;
+  ibp__beside_queued(x->slot, d->ch, c->stream,
+                     d->prior[IBP_ROUTE_DRIVER].gpu_ns);
+  if (c->sync && ibp__driver()->cuStreamSynchronize(c->stream) != CUDA_SUCCESS)
+    return 1; /* the real copy runs again, and reports what it finds */
+  return 0;
+}
+
 /* A decided copy x that ends as the driver's copy: counted so (what ran),
- * by libibp when its decision timed it, else by the caller. */
+ * by libibp when its decision timed it or copies are timed beside it,
+ * else by the caller. */
 static int driver_copy(ibp_route_copy *x, const decision *d, int timed) {
   ibp__chooser_ran(d->ch, IBP_ROUTE_DRIVER, 1);
-  return timed ? timed_driver_copy(x, d) : 1;
+  if (timed)
+    return timed_driver_copy(x, d);
+  return ibp__beside_wanted(d->ch, x->c->stream) ? beside_driver_copy(x, d) : 1;
 }
 
 /* Moves a candidate region to compression (once), and the device slot of
@@ -726,6 +754,8 @@ static int submit_by(ibp_route_copy *x, decision *d, ibp_route go) {
     failed(x, ibp__route(go)->what, e);
     return driver_copy(x, d, 0);
   }
+  if (go == d->go)
+    ibp__beside_queued(x->slot, d->ch, d->link, d->link_ns);
   if (c->sync &&
       (e = ibp__driver()->cuStreamSynchronize(c->stream)) != CUDA_SUCCESS) {
     failed(x, "synchronizing the copy", e);

@@ -21,9 +21,10 @@
 #     staged route, on the same truth: the first staged and driver copies
 #     are timed while the region's upload shares the link, their spans
 #     dropped -- but the calls they measured on the host are believed, and
-#     only the first copy is staged, on the prior (the staged copies' calls
-#     cost 3.7x their model there; the driver's copies are faster; 3-4 were
-#     staged while those calls were dropped with the spans).
+#     no more than the first copy is staged, on the prior (the staged
+#     copies' calls cost 3.7x their model there; the driver's copies are
+#     faster; 3-4 were staged while those calls were dropped with the
+#     spans; none where the driver's calls were measured first).
 . "$(dirname "$0")/common.sh"
 lib=$1 work=$2 emb=$3 kv=$4 calls4x=$5 ws=$6
 mkdir -p "$work"
@@ -66,6 +67,6 @@ checks=$((checks + 1))
 truth_run "$calls4x" h100-pcie5 min=4M,tensor=1K,name=weights "$ws" \
   --size 16M --dtype bf16 --layers 32 --epochs 5 --warmup 1
 checks=$((checks + 1))
-[ "$(route staged copies)" -eq 1 ] && [ "$(region copies_timed)" -ge 2 ] ||
+[ "$(route staged copies)" -le 1 ] && [ "$(region copies_timed)" -ge 2 ] ||
   fail "calls 4x dearer: weight copies staged on the prior: $(cat "$json")"
 finish

@@ -10,6 +10,7 @@
 #include "base/clock.h"
 #include "base/driver.h"
 #include "base/log.h"
+#include "serve/choose/beside.h"
 #include "serve/choose/streams.h"
 #include "serve/route/route.h"
 #include "stats/stats.h"
@@ -397,6 +398,14 @@ static void timing_failed(ibp_chooser *ch, unsigned cls, const char *what,
              what, (int)e);
 }
 
+/* Sample x is free again (lock held): read or dropped. */
+static void sample_free(ibp_chooser *ch, ibp_timing_sample *x) {
+  const int i = (int)(x - ch->sample);
+  x->state = SAMPLE_FREE;
+  atomic_fetch_and_explicit(&ch->live, ~(1u << i), memory_order_relaxed);
+  ibp__beside_forget(ch, i);
+}
+
 /* A sample dropped before it was read (lock held): an exploration's
  * charge stands. */
 static void drop(ibp_chooser *ch, ibp_timing_sample *x) {
@@ -405,7 +414,7 @@ static void drop(ibp_chooser *ch, ibp_timing_sample *x) {
     ibp__choose_settle(&ch->cls[x->cls], x->route, x->charged_ns, -1, 0);
   if (x->probe)
     ibp__choose_learn_setup(&ch->cls[x->cls], x->route, x->copies, -1, 0, 0, 0);
-  x->state = SAMPLE_FREE;
+  sample_free(ch, x);
 }
 
 /* The GPU's time of a span from ev[0] to ev[1] of ms milliseconds, mark_ms
@@ -517,14 +526,11 @@ static void read_sample(const ibp_driver *d, ibp_served_region *s,
     drop(ch, x);
     return;
   }
-  x->state = SAMPLE_FREE;
-  changed(ch);
-  const double gpu = span_gpu_ns(d, x, ev, ev + 2, x->others, ms, mark);
-  /* the two stages as they ran on the caller's stream, where timed */
-  const double whole_gpu =
-      whole_ms >= 0
-          ? span_gpu_ns(d, x, w, w + 2, x->caller_others, whole_ms, whole_mark)
-          : -1;
+  /* less what the other streams queued beside it took of the link
+   * (beside.h) */
+  const double gpu = ibp__beside_less(
+      d, slot, ch, i, ev[1], span_gpu_ns(d, x, ev, ev + 2, x->others, ms, mark),
+      x->gpu_model_ns);
   ibp_choose_class *k = &ch->cls[x->cls];
   /* a two-stage route's second stage, as modelled (its decode probe
    * corrects it) */
@@ -535,6 +541,18 @@ static void read_sample(const ibp_driver *d, ibp_served_region *s,
                                 .pipelined = x->pipelined};
   const double gpu_all = ibp__choose_gpu_ns(&stages, 1);
   const double gpu_all_model = ibp__choose_gpu_ns(&model, 1);
+  /* the two stages as they ran on the caller's stream, where timed: never
+   * read below the model's joining of them (the first as measured) for
+   * what ran beside */
+  const double whole_gpu =
+      whole_ms >= 0
+          ? ibp__beside_less(d, slot, ch, i, w[1],
+                             span_gpu_ns(d, x, w, w + 2, x->caller_others,
+                                         whole_ms, whole_mark),
+                             gpu_all)
+          : -1;
+  sample_free(ch, x);
+  changed(ch);
   /* what it took as its estimate counts it: a serial route's terms added
    * up, its held copies' CPU time with them (an explored batch of KV
    * blocks whose span was 0.5x the driver's copies' estimate made the
@@ -722,6 +740,7 @@ void ibp__timing_begin(ibp_device_slot *slot, ibp_chooser *ch,
      * before them */
     double cpu = prior->cpu_ns - runtime_ns - prior->own_ns;
     *x = (ibp_timing_sample){.state = SAMPLE_RECORDING,
+                             .stream = stream,
                              .cls = cls,
                              .route = c->route,
                              .explore = c->explore,
@@ -744,6 +763,7 @@ void ibp__timing_begin(ibp_device_slot *slot, ibp_chooser *ch,
                              .probe = c->probe,
                              .probe_base_ns = c->probe_base_ns,
                              .probe_setup_ns = c->probe_setup_ns};
+    atomic_fetch_or_explicit(&ch->live, 1u << i, memory_order_relaxed);
     /* nothing is timed under capture */
     if (capturing || !sample_events(d, slot, ch, i, IBP_TIMING_EVENTS, cls)) {
       drop(ch, x);

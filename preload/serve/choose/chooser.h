@@ -67,6 +67,7 @@ typedef struct ibp_timing_sample {
                                calls its span holds */
   int engine;      /* a copy-engine route: its calls are every route's calls */
   uint32_t copies; /* the copies its launch carried (0: one) */
+  CUstream stream; /* where its span is timed (ev[0], ev[1]) */
   CUstream caller; /* timed on another stream: the caller's, whose
                       span holds both stages (events
                       IBP_TIMING_CALLER..) */
@@ -113,9 +114,21 @@ struct ibp_route_copy;
  * the oldest is ended for another). */
 #define IBP_QUIET_OPEN 8
 
+/* A copy libibp queued on the link on another stream than timed copies'
+ * while they ran (serve/choose/beside.h): the event after it on `stream`
+ * (ibp_device_memory.beside) says whether it shared their spans. */
+typedef struct ibp_beside {
+  CUstream stream;
+  double link_ns;   /* its model's time on the link */
+  uint32_t waiting; /* bit i: sample i may have run beside it, not read yet
+                       (0: a free entry) */
+} ibp_beside;
+
 typedef struct ibp_chooser {
   pthread_mutex_t lock;
   ibp_timing_sample sample[IBP_TIMING_SAMPLES];
+  _Atomic uint32_t live; /* bit i: sample i is not free (lock-free reads) */
+  ibp_beside beside[IBP_TIMING_BESIDE];
   ibp_choose_class cls[IBP_CHOOSE_CLASSES];
   ibp_choose_route know[IBP_CHOOSE_KEYS][IBP_ROUTES]; /* the classes' */
   ibp_choose_route calls; /* the copy-engine routes' calls, every class's */

@@ -8,14 +8,18 @@
  * no later than the start event plus them.  Two streams sharing the link
  * (docs/ARCHITECTURE.md "The gate", contention): a copy queued behind
  * another stream's transfer is read from that transfer's end, not as the
- * route being dear; one whose neighbour ended after it ran beside it.  Here a
- * record costs 0.5 us, the route's calls 2 us (all before its GPU work) and the
- * copy 8 us on the GPU. */
+ * route being dear; one whose neighbour ended after it ran beside it.  A copy
+ * another stream queued after the span began (serve/choose/beside.h) that
+ * completed inside it took its link time there: the span is read less it, never
+ * below the model; one that completed after it, or on the span's own stream, is
+ * not.  Here a record costs 0.5 us, the route's calls 2 us (all before its GPU
+ * work) and the copy 8 us on the GPU. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "serve/choose/beside.h"
 #include "serve/choose/chooser.h"
 #include "serve/route/route.h"
 
@@ -33,6 +37,7 @@ static int failures;
 
 #define STREAM ((CUstream)0x10)
 #define MARK_STREAM ((CUstream)0x20)
+#define OTHER_STREAM ((CUstream)0x30)
 #define RECORD_NS 500.0
 #define CALLS_NS 2000.0
 #define COPY_NS 8000.0
@@ -41,8 +46,9 @@ static const ibp_profile prof = {.driver_call_us = 0.5};
 
 /* the events: distinct handles, the marker's told apart by its stream */
 static uintptr_t next_event = 0x1000;
-static CUevent marker;
-static float span_ms, mark_ms, other_ms;
+static CUevent marker, beside_event;
+static int queueing_beside;
+static float span_ms, mark_ms, other_ms, beside_ms;
 
 static CUresult create_event(CUevent *e, unsigned f) {
   (void)f;
@@ -59,6 +65,8 @@ static CUresult create_stream(CUstream *s, unsigned f) {
 static CUresult record_event(CUevent e, CUstream s) {
   if (s == MARK_STREAM)
     marker = e;
+  if (queueing_beside) /* the event after a copy beside the timed one */
+    beside_event = e;
   now_ns += RECORD_NS;
   return CUDA_SUCCESS;
 }
@@ -67,20 +75,26 @@ static CUresult elapsed_of(float *ms, CUevent a, CUevent b) {
   (void)b;
   *ms = a == marker                      ? mark_ms
         : other_busy && a == other_event ? other_ms
+        : a && a == beside_event         ? beside_ms
                                          : span_ms;
   return CUDA_SUCCESS;
 }
 
-/* One driver copy timed, its span `span_us` and the marker's time to its
- * end `mark_us`, read back: the GPU time measured (ns). */
-static double timed(double span_us, double mark_us) {
-  ibp_device_slot *slot = calloc(1, sizeof *slot);
-  ibp_served_region *s = calloc(1, sizeof *s);
-  ibp_chooser *ch = slot ? ibp__chooser_of(slot) : NULL;
-  if (!ch || !s) {
-    fprintf(stderr, "test_chooser_mark: out of memory\n");
-    exit(2);
-  }
+/* A copy queued beside the timed one (beside.h), where `stream` is set:
+ * on it, its link time link_us as modelled, its end before_end_us before
+ * the timed copy's (< 0: after it). */
+typedef struct beside {
+  CUstream stream;
+  double link_us, before_end_us;
+} beside;
+
+/* One driver copy timed by ch, its span `span_us` and the marker's time
+ * to its end `mark_us`, with a copy beside it (b), read back: the GPU
+ * time measured (ns). */
+static double time_one(ibp_device_slot *slot, ibp_served_region *s,
+                       ibp_chooser *ch, double span_us, double mark_us,
+                       beside b) {
+  const double before = ch->measured_ns[IBP_ROUTE_DRIVER];
   const unsigned cls = ibp__choose_class_index(65536, 0, IBP_CLASS_SINGLE);
   const ibp_route_cost model = {.cpu_ns = CALLS_NS, .gpu_ns = COPY_NS};
   ibp_choice c;
@@ -94,6 +108,15 @@ static double timed(double span_us, double mark_us) {
   CHECK(t.index >= 0 && marker != NULL && slot->mem.mark == MARK_STREAM);
   now_ns += CALLS_NS; /* the route's calls */
   ibp__timing_end(slot, ch, STREAM, &t, 1);
+  if (b.stream) {
+    beside_event = NULL;
+    CHECK(ibp__beside_wanted(ch, b.stream) == (b.stream == OTHER_STREAM));
+    queueing_beside = 1;
+    ibp__beside_queued(slot, ch, b.stream, 1e3 * b.link_us);
+    queueing_beside = 0;
+    CHECK((b.stream == OTHER_STREAM) == (beside_event != NULL));
+    beside_ms = (float)(b.before_end_us / 1e3);
+  }
   span_ms = (float)(span_us / 1e3);
   mark_ms = (float)(mark_us / 1e3);
   now_ns += 1e6; /* a decision after it ran reads it */
@@ -102,12 +125,33 @@ static double timed(double span_us, double mark_us) {
   prior[IBP_ROUTE_DRIVER] = model;
   ibp_choice look;
   ibp__chooser_decide(s, slot, ch, &prof, cls, prior, 0, 0, &look);
-  CHECK(ch->timed[IBP_ROUTE_DRIVER] == 1);
-  const double gpu = ch->measured_ns[IBP_ROUTE_DRIVER];
+  CHECK(!ibp__beside_wanted(ch, OTHER_STREAM)); /* read: none timed now */
+  return ch->measured_ns[IBP_ROUTE_DRIVER] - before;
+}
+
+/* time_one by a chooser of its own; `then`: a second copy timed after it
+ * alone, with the same spans, whose measure is returned instead. */
+static double timed_beside(double span_us, double mark_us, beside b, int then) {
+  ibp_device_slot *slot = calloc(1, sizeof *slot);
+  ibp_served_region *s = calloc(1, sizeof *s);
+  ibp_chooser *ch = slot ? ibp__chooser_of(slot) : NULL;
+  if (!ch || !s) {
+    fprintf(stderr, "test_chooser_mark: out of memory\n");
+    exit(2);
+  }
+  beside_event = NULL;
+  double gpu = time_one(slot, s, ch, span_us, mark_us, b);
+  if (then)
+    gpu = time_one(slot, s, ch, span_us, mark_us, (beside){0});
+  CHECK(ch->timed[IBP_ROUTE_DRIVER] == 1u + (then != 0));
   ibp__chooser_free(ch);
   free(slot);
   free(s);
   return gpu;
+}
+
+static double timed(double span_us, double mark_us) {
+  return timed_beside(span_us, mark_us, (beside){0}, 0);
 }
 
 int main(void) {
@@ -146,6 +190,33 @@ int main(void) {
   gpu = timed(copy_us + 3, rec_us + calls_us + copy_us + 3);
   CHECK(fabs(gpu - COPY_NS - 3000) < 20);
   other_busy = 0;
+  /* another stream's 6 us copy queued after the span began ended 4 us
+   * before it: the copy's 8 us, not 14 */
+  const double idle_us = rec_us + calls_us;
+  gpu = timed_beside(copy_us + 6, idle_us + copy_us + 6,
+                     (beside){OTHER_STREAM, 6, 4}, 0);
+  CHECK(fabs(gpu - COPY_NS) < 20);
+  /* ... ended 2 us after it: queued behind it, it delayed nothing */
+  gpu = timed_beside(copy_us + 6, idle_us + copy_us + 6,
+                     (beside){OTHER_STREAM, 6, -2}, 0);
+  CHECK(fabs(gpu - COPY_NS - 6000) < 20);
+  /* ... ended 3 us after the span began (11 us before its end): what of
+   * it ran inside, 3 us, not its 6 */
+  gpu = timed_beside(copy_us + 6, idle_us + copy_us + 6,
+                     (beside){OTHER_STREAM, 6, copy_us + 3}, 0);
+  CHECK(fabs(gpu - COPY_NS - 3000) < 20);
+  /* ... on the copy's own stream: nothing recorded */
+  gpu = timed_beside(copy_us + 6, idle_us + copy_us + 6, (beside){STREAM, 6, 4},
+                     0);
+  CHECK(fabs(gpu - COPY_NS - 6000) < 20);
+  /* a span of 10 us beside a 6 us copy: never below the model's 8 */
+  gpu = timed_beside(10, idle_us + 10, (beside){OTHER_STREAM, 6, 1}, 0);
+  CHECK(fabs(gpu - COPY_NS) < 20);
+  /* and the entry was forgotten with its sample: a copy timed after it
+   * alone, its event still answering, is read by its span */
+  gpu = timed_beside(copy_us + 6, idle_us + copy_us + 6,
+                     (beside){OTHER_STREAM, 6, 4}, 1);
+  CHECK(fabs(gpu - COPY_NS - 6000) < 20);
   if (failures)
     fprintf(stderr, "test_chooser_mark: %d failures\n", failures);
   else
