@@ -437,9 +437,11 @@ static int served(const ibp_choose_class *k) {
 static int hopeful(const ibp_choose_class *k,
                    const ibp_route_cost prior[IBP_ROUTES], int r,
                    const double hope[IBP_ROUTES], double go_ns, double now_ns) {
-  const int may = r == IBP_ROUTE_DRIVER || (!served(k) && prior[r].guessed);
-  return may && hope[r] > 0 &&
-         hope[r] * (1.0 + IBP_CHOOSE_HYSTERESIS) < go_ns &&
+  const int driver = r == IBP_ROUTE_DRIVER;
+  const int may = driver || (!served(k) && prior[r].guessed);
+  const double could = driver ? go_ns * (1.0 + IBP_CHOOSE_DRIVER_DOUBT)
+                              : go_ns / (1.0 + IBP_CHOOSE_HYSTERESIS);
+  return may && hope[r] > 0 && hope[r] < could &&
          k->route[r].explored < IBP_CHOOSE_MIN_SAMPLES &&
          !k->route[r].backoff && /* the first measured no worse */
          !judged(&k->route[r], prior[r].copies, now_ns);

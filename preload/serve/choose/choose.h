@@ -101,6 +101,15 @@ typedef enum ibp_class_mode {
  * a slower link; a hope reads it so, the set-up up to this many times its
  * model (as wide as the decode terms' hope, IBP_GATE_GUESS_SPAN). */
 #define IBP_CHOOSE_SETUP_SPAN 4.0
+/* The driver's copy hoped for where a route of libibp's is the choice and
+ * its copy-engine windows saw the link faster than modelled
+ * (link_seen_cheaper): explored early while its hope is under the
+ * choice's estimate by less than this share over -- a faster link is the
+ * driver's more than the windows' show (their spans hold waits the one
+ * copy does not: h100-pcie5 under a link twice as wide, 512 KiB staged
+ * windows read 0.63 of their model's bytes, the driver's copy 0.50), so
+ * its hope is doubted in its favour. */
+#define IBP_CHOOSE_DRIVER_DOUBT 0.25
 /* The driver's entries' set-up in an application's batch call is measured
  * by a set-up probe: a timed driver part with one entry in
  * IBP_CHOOSE_PROBE_EVERY copied as two halves (each at least
