@@ -256,7 +256,8 @@ static void say_untried(const ibp_region_rec *r, const ibp_served_region *s,
  * (docs/FORMAT.md §9), the choice `ibp analyze` makes (ibp_stage_choose,
  * ibp_stage_pays, ibp_profile_stage_pays) on STAGE_SAMPLE_BYTES of its
  * tensors, against the pairs found above on the same tensors, under
- * device dev's profile (docs/PROFILE.md "Whether the stage pays"); a
+ * device dev's profile (docs/PROFILE.md "Whether the stage pays": its
+ * decode charged on the tensors it codes, c.stage_tensors); a
  * choice learnt on a sample is judged on the region, estimated on other
  * tensors (judge_apart: an even sample may hold one kind of tensor only,
  * docs/ARCHITECTURE.md "Preparing a region"); when it
@@ -298,7 +299,8 @@ static void pick_stage(const ibp_region_rec *r, const ibp_served_region *s,
   else if (!ibp_stage_pays(&c, c.versus_total))
     refuse_on_bytes(r, &c, l);
   else if (!ibp_profile_stage_pays(p, c.measured_bytes, R, c.versus_total,
-                                   c.total, ibp__cfg.max_sms)) {
+                                   c.total, c.stage_tensors,
+                                   ibp__cfg.max_sms)) {
     l->stage_pick = IBP_STAGE_PICK_TIME;
     ibp__log(IBP_LOG_INFO,
              "region '%s': no exponent stage: %.1f%% of IBP alone's bytes %s, "
