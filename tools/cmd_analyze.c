@@ -526,7 +526,9 @@ static void print_stage(const analyze_args *a, const analysis *an) {
     printf("%s values, %u cluster%s", ibp_dtype_name(c->dtype),
            c->clusters.count, c->clusters.count == 1 ? "" : "s");
     if (c->stage_clusters != c->clusters.count) /* docs/FORMAT.md §9.5 */
-      printf(" (the stage on %u)", c->stage_clusters);
+      printf(" (the stage on %u: %llu of %llu tensors)", c->stage_clusters,
+             (unsigned long long)c->exact.tensors_staged,
+             (unsigned long long)c->exact.tensors);
     printf(", chunk %u B: %.2f%% saved counting metadata (%llu B)\n",
            c->clusters.params[0].chunk_bytes, 100.0 * share(an, c->total),
            (unsigned long long)c->exact.metadata_bytes);
