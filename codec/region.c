@@ -22,6 +22,7 @@ typedef struct compress_job {
   uint8_t *ids;          /* NULL when k == 1 */
   uint64_t i0, i1;       /* tensors [i0, i1); i0 % 8 == 0 */
   uint64_t n_compressed; /* out */
+  uint64_t n_staged;     /* out: of those, in a cluster with a stage on */
   uint64_t stored_bytes; /* out */
   int failed;            /* out: no scratch memory */
 } compress_job;
@@ -61,6 +62,7 @@ static void compress_task(void *arg) {
     jb->stored_bytes += len;
     if (len < R) {
       jb->n_compressed++;
+      jb->n_staged += jb->stages && !ibp__stage_off(&jb->stages[id]);
       flag |= (uint8_t)(1u << (i % 8));
     }
     if (jb->flags && (i % 8 == 7 || i + 1 == jb->i1)) {
@@ -97,17 +99,20 @@ static ibp_status run_region(const ibp_params *p, const ibp_stage *stages,
     uint64_t b0 = blocks * i / t, b1 = blocks * (i + 1) / t;
     jobs[i] = (compress_job){
         p, stages, k, src, slots, flags, ids, 8 * b0, 8 * b1 < n ? 8 * b1 : n,
-        0, 0,      0};
+        0, 0,      0, 0};
   }
   ibp_status s = ibp__run_parallel(compress_task, jobs, sizeof *jobs, t);
   ibp_region_summary sum = {
-      n, tail, 0, tail,
-      ibp_cluster_metadata_bytes(k, R, n) +
-          (stages ? ibp_stage_metadata_bytes(stages, k) : 0)};
+      .tensors = n,
+      .tail_bytes = tail,
+      .compressed_bytes = tail,
+      .metadata_bytes = ibp_cluster_metadata_bytes(k, R, n) +
+                        (stages ? ibp_stage_metadata_bytes(stages, k) : 0)};
   for (unsigned i = 0; i < t; i++) {
     if (jobs[i].failed && s == IBP_OK)
       s = IBP_ERR_NO_MEMORY;
     sum.tensors_compressed += jobs[i].n_compressed;
+    sum.tensors_staged += jobs[i].n_staged;
     sum.compressed_bytes += jobs[i].stored_bytes;
   }
   free(jobs);

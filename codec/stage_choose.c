@@ -133,6 +133,7 @@ static ibp_status settle(ibp_stage_choice *c, ibp_status st, uint32_t dtype,
   c->dtype = dtype;
   c->measured_bytes = in->bytes;
   c->total = c->exact.compressed_bytes + c->exact.metadata_bytes;
+  c->stage_tensors = c->exact.tensors_staged;
   return IBP_OK;
 }
 
@@ -507,23 +508,27 @@ static ibp_status look_apart(const uint8_t *data, uint64_t n, uint32_t R,
 
 /* The stored bytes of n tensors with pairs p (k of them) and stages st
  * (NULL: IBP alone), estimated: the tensors learnt on as measured there
- * (`learnt`), the others as the tensors judged, metadata for n tensors. */
+ * (`learnt`), the others as the tensors judged, metadata for n tensors;
+ * `staged` (NULL: not asked) the tensors the stage codes, likewise. */
 static ibp_status estimate(const ibp_params *p, const ibp_stage *st, uint32_t k,
                            const ibp_region_summary *learnt,
                            const looked_at *judged, uint64_t n,
-                           unsigned threads, uint64_t *total) {
+                           unsigned threads, uint64_t *total,
+                           uint64_t *staged) {
   ibp_region_summary j;
   ibp_status s = ibp_measure_region_staged(p, st, k, judged->data,
                                            judged->bytes, threads, &j);
   if (s != IBP_OK)
     return s;
   const uint64_t rest = n - learnt->tensors;
-  const double others =
-      j.tensors ? (double)j.compressed_bytes * (double)rest / (double)j.tensors
-                : 0.0;
+  const double share = j.tensors ? (double)rest / (double)j.tensors : 0.0;
+  const double others = (double)j.compressed_bytes * share;
   *total = learnt->compressed_bytes + (uint64_t)(others + 0.5) +
            ibp_cluster_metadata_bytes(k, p->tensor_bytes, n) +
            (st ? ibp_stage_metadata_bytes(st, k) : 0);
+  if (staged)
+    *staged = learnt->tensors_staged +
+              (uint64_t)((double)j.tensors_staged * share + 0.5);
   return IBP_OK;
 }
 
@@ -541,16 +546,17 @@ static ibp_status judge(const uint8_t *data, uint64_t n, uint32_t R,
                         const ibp_stage_choose_options *o,
                         const ibp_region_summary *versus, ibp_stage_choice *c) {
   looked_at j;
-  uint64_t with = 0, alone = 0;
+  uint64_t with = 0, alone = 0, staged = 0;
   ibp_status st = look_apart(data, n, R, o->sample_bytes, &j);
   if (st == IBP_OK && j.bytes)
     st = estimate(c->clusters.params, c->stages, c->clusters.count, &c->exact,
-                  &j, n, o->threads, &with);
+                  &j, n, o->threads, &with, &staged);
   if (st == IBP_OK && j.bytes)
     st = estimate(o->versus->params, NULL, o->versus->count, versus, &j, n,
-                  o->threads, &alone);
+                  o->threads, &alone, NULL);
   if (st == IBP_OK && j.bytes) {
     c->total = with;
+    c->stage_tensors = staged < n ? staged : n;
     c->versus_total = alone;
     c->measured_bytes = n * R;
     c->judged_tensors = j.bytes / R;

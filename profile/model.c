@@ -90,21 +90,23 @@ double ibp_profile_decode_staged_us(const ibp_profile *p, uint64_t host_bytes,
 
 /* ---- whether a coding stage pays ---------------------------------------- */
 
-ibp_profile_region_cost ibp_profile_region_copy(const ibp_profile *p,
-                                                uint64_t bytes,
-                                                uint32_t tensor_bytes,
-                                                uint64_t stored, int staged,
-                                                unsigned staged_sms) {
+ibp_profile_region_cost
+ibp_profile_region_copy(const ibp_profile *p, uint64_t bytes,
+                        uint32_t tensor_bytes, uint64_t stored,
+                        uint64_t stage_tensors, unsigned staged_sms) {
   const unsigned n = clamp_sms(p, (unsigned)p->sms);
   const unsigned k = clamp_sms(p, staged_sms);
   const uint64_t R = tensor_bytes ? tensor_bytes : 1;
   const uint64_t tensors = bytes / R, units = tensors + (bytes % R != 0);
-  const uint64_t sb = staged ? tensors * R : 0, su = staged ? tensors : 0;
+  /* the stage runs on the tensors it codes alone, in the same pass as
+   * their IBP decode (kernels/ibp_decompress.cu: decode_stage after
+   * warp_decode_tensor, a job with a stage) */
+  const uint64_t su = stage_tensors < tensors ? stage_tensors : tensors;
+  const uint64_t sb = su * R;
   ibp_profile_region_cost c;
   c.link_us = bytes_us((double)stored, p->ce_h2d_gbps);
-  c.decode_us = decode_sm_us(p, bytes, units, n);
-  if (staged)
-    c.decode_us += ibp_profile_stage_us(p, sb, su, n);
+  c.decode_us =
+      decode_sm_us(p, bytes, units, n) + ibp_profile_stage_us(p, sb, su, n);
   /* the routes overlap link and decode: the slower of the two counts */
   c.zerocopy_us =
       ibp_profile_decode_staged_us(p, stored, bytes, units, sb, su, n);
@@ -120,13 +122,14 @@ double ibp_profile_region_best_us(const ibp_profile_region_cost *c) {
 
 int ibp_profile_stage_pays(const ibp_profile *p, uint64_t bytes,
                            uint32_t tensor_bytes, uint64_t ibp_stored,
-                           uint64_t stage_stored, unsigned staged_sms) {
+                           uint64_t stage_stored, uint64_t stage_tensors,
+                           unsigned staged_sms) {
   if (stage_stored == 0)
     return 0;
   ibp_profile_region_cost alone = ibp_profile_region_copy(
       p, bytes, tensor_bytes, ibp_stored, 0, staged_sms);
   ibp_profile_region_cost staged = ibp_profile_region_copy(
-      p, bytes, tensor_bytes, stage_stored, 1, staged_sms);
+      p, bytes, tensor_bytes, stage_stored, stage_tensors, staged_sms);
   const double with = ibp_profile_region_best_us(&staged);
   return with < ibp_profile_region_best_us(&alone) &&
          with < ibp_profile_ce_copy_us(p, bytes, 1);

@@ -162,8 +162,14 @@ double ibp_profile_decode_staged_us(const ibp_profile *p, uint64_t host_bytes,
  * pays") ------------------------------------------------------------------ */
 
 /* The cost of one whole copy of a region of `bytes` bytes in tensors of
- * tensor_bytes R (> 0), stored in `stored` bytes, with `staged` every whole
- * tensor's ibp_profile_stage_us in its decode:
+ * tensor_bytes R (> 0), stored in `stored` bytes, `stage_tensors` of its
+ * whole tensors decoded with the coding stage (those stored compressed in a
+ * cluster whose stage is on, ibp_region_summary.tensors_staged; clamped to
+ * bytes / R; 0: IBP alone).  IBP's decode is charged on every byte and
+ * unit, the stage's (ibp_profile_stage_us) on its tensors alone: the
+ * kernel runs it on those, in the same pass as their IBP decode, so it
+ * adds to the decode's term, not a second pass (docs/PROFILE.md "Whether
+ * the stage pays"):
  *   - link_us: the stored bytes over the host link at the copy engine's
  *     rate (without its set-up), and decode_us: the SMs' decode on all
  *     p->sms of them (the bytes at decode_gbps_per_sm, decode_tensor_us per
@@ -183,22 +189,23 @@ typedef struct ibp_profile_region_cost {
   double staged_us;
 } ibp_profile_region_cost;
 
-ibp_profile_region_cost ibp_profile_region_copy(const ibp_profile *p,
-                                                uint64_t bytes,
-                                                uint32_t tensor_bytes,
-                                                uint64_t stored, int staged,
-                                                unsigned staged_sms);
+ibp_profile_region_cost
+ibp_profile_region_copy(const ibp_profile *p, uint64_t bytes,
+                        uint32_t tensor_bytes, uint64_t stored,
+                        uint64_t stage_tensors, unsigned staged_sms);
 
 /* The faster of c's two routes. */
 double ibp_profile_region_best_us(const ibp_profile_region_cost *c);
 
-/* The pick: 1 when a region stored in stage_stored bytes with the exponent
- * stage on every tensor copies faster on its faster route
- * (ibp_profile_region_best_us) than the same region stored by IBP alone in
- * ibp_stored bytes on its own, and than the driver's copy of the region's
- * bytes; 0 otherwise, and when stage_stored is 0 (no stage fits). */
+/* The pick: 1 when a region stored in stage_stored bytes, stage_tensors of
+ * its tensors decoded with the exponent stage (ibp_profile_region_copy),
+ * copies faster on its faster route (ibp_profile_region_best_us) than the
+ * same region stored by IBP alone in ibp_stored bytes on its own, and than
+ * the driver's copy of the region's bytes; 0 otherwise, and when
+ * stage_stored is 0 (no stage fits). */
 int ibp_profile_stage_pays(const ibp_profile *p, uint64_t bytes,
                            uint32_t tensor_bytes, uint64_t ibp_stored,
-                           uint64_t stage_stored, unsigned staged_sms);
+                           uint64_t stage_stored, uint64_t stage_tensors,
+                           unsigned staged_sms);
 
 #endif /* IBP_PROFILE_H */

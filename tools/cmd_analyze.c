@@ -253,9 +253,11 @@ static int measure_stage(const analyze_args *a, const mapped_file *in,
   const ibp_profile *p = &a->profile;
   const uint32_t R = a->codec.tensor_bytes;
   const uint64_t stage_total = an->stage.dtype ? an->stage.total : 0;
-  an->stage_pays =
-      an->stage_smaller && ibp_profile_stage_pays(p, in->size, R, an->ibp_total,
-                                                  stage_total, STAGED_SMS);
+  /* its decode charged on the tensors it codes alone (docs/PROFILE.md) */
+  const uint64_t coded = an->stage.exact.tensors_staged;
+  an->stage_pays = an->stage_smaller &&
+                   ibp_profile_stage_pays(p, in->size, R, an->ibp_total,
+                                          stage_total, coded, STAGED_SMS);
   an->why_none = why_no_stage(an, R);
   an->stage_picked = !an->why_none;
   /* the costs per GiB of the file */
@@ -263,7 +265,8 @@ static int measure_stage(const analyze_args *a, const mapped_file *in,
   an->cost_ibp =
       ibp_profile_region_copy(p, in->size, R, an->ibp_total, 0, STAGED_SMS);
   an->cost_stage = ibp_profile_region_copy(
-      p, in->size, R, stage_total ? stage_total : an->ibp_total, 1, STAGED_SMS);
+      p, in->size, R, stage_total ? stage_total : an->ibp_total, coded,
+      STAGED_SMS);
   per_gib(&an->cost_ibp, gib);
   per_gib(&an->cost_stage, gib);
   return CLI_EXIT_OK; /* the headline stays IBP alone (--stage none) */
@@ -396,6 +399,7 @@ static void json_stage(json_out *j, const analyze_args *a, const analysis *an) {
       json_null(j, "dtype");
     json_u64(j, "pairs", c->clusters.count);
     json_u64(j, "stage_pairs", c->stage_clusters);
+    json_u64(j, "stage_tensors", c->exact.tensors_staged);
     json_u64(j, "pair_chunk_bytes", c->clusters.params[0].chunk_bytes);
     json_u64(j, "stored_bytes", c->exact.compressed_bytes);
     json_u64(j, "stage_metadata_bytes", c->exact.metadata_bytes);
@@ -522,7 +526,9 @@ static void print_stage(const analyze_args *a, const analysis *an) {
     printf("%s values, %u cluster%s", ibp_dtype_name(c->dtype),
            c->clusters.count, c->clusters.count == 1 ? "" : "s");
     if (c->stage_clusters != c->clusters.count) /* docs/FORMAT.md §9.5 */
-      printf(" (the stage on %u)", c->stage_clusters);
+      printf(" (the stage on %u: %llu of %llu tensors)", c->stage_clusters,
+             (unsigned long long)c->exact.tensors_staged,
+             (unsigned long long)c->exact.tensors);
     printf(", chunk %u B: %.2f%% saved counting metadata (%llu B)\n",
            c->clusters.params[0].chunk_bytes, 100.0 * share(an, c->total),
            (unsigned long long)c->exact.metadata_bytes);

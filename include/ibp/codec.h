@@ -268,6 +268,10 @@ typedef struct ibp_region_summary {
   uint64_t tensors_compressed;
   uint64_t compressed_bytes; /* sum of slot lengths + tail */
   uint64_t metadata_bytes;   /* K x (Mask + Bitval) + flag bits + ids */
+  uint64_t tensors_staged;   /* of tensors_compressed, those stored in a
+                                cluster whose coding stage is on: the
+                                tensors a decoder runs the stage on
+                                (docs/FORMAT.md §9.5); 0 without stages */
 } ibp_region_summary;
 
 /* Number of flag bytes for a region of `bytes` bytes: ceil(n / 8). */

@@ -233,6 +233,10 @@ typedef struct ibp_stage_choice {
   uint64_t total;           /* exact.compressed_bytes + metadata_bytes */
   uint64_t versus_total;    /* the same with o->versus's pairs alone */
   uint64_t judged_tensors;  /* tensors judged apart (0: not judged so) */
+  uint64_t stage_tensors;   /* of measured_bytes' tensors, those the stage
+                               codes (exact.tensors_staged; judged apart,
+                               estimated as total is): what its decode is
+                               charged for (ibp_profile_region_copy) */
 } ibp_stage_choice;
 
 /* Measures the choice for the `bytes` bytes at data, tensors of

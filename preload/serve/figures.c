@@ -26,6 +26,30 @@ static uint64_t load64(const _Atomic uint64_t *p) {
   return atomic_load_explicit((_Atomic uint64_t *)p, memory_order_relaxed);
 }
 
+/* Why the region's coding stage is what it is (serve/region.h). */
+static const char *stage_pick_name(ibp_stage_pick pick) {
+  switch (pick) {
+  case IBP_STAGE_PICK_NO_FIT:
+    return "no-fit";
+  case IBP_STAGE_PICK_BYTES:
+    return "bytes";
+  case IBP_STAGE_PICK_TIME:
+    return "time";
+  case IBP_STAGE_PICK_EXP:
+    return "exp";
+  case IBP_STAGE_PICK_UNTRIED:
+    break;
+  }
+  return "untried";
+}
+
+/* The exponent stage: why, and on how many of the clusters. */
+static void fill_stage(ibp_stat_row *w, const ibp_layout *l) {
+  w->stage_pick = stage_pick_name(l->stage_pick);
+  for (uint32_t k = 0; l->stages && k < l->clusters.count; k++)
+    w->stage_clusters += l->stages[k].kind != IBP_STAGE_NONE;
+}
+
 /* Compressed: the summary counts tensors, or (a region smaller than one
  * tensor) Mask/Bitval exist and the summary counts its raw tail.  A
  * compression that failed half-way leaves no summary: not compressed. */
@@ -45,6 +69,7 @@ static void fill_codec(ibp_stat_row *w, const ibp_layout *l) {
   w->compressed_bytes = l->summary.compressed_bytes;
   w->metadata_bytes = l->summary.metadata_bytes;
   w->saved_fraction = 1.0 - (double)w->compressed_bytes / (double)w->bytes;
+  fill_stage(w, l);
 }
 
 static void fill_row(ibp_stat_row *w, const ibp_region_rec *r) {

@@ -18,7 +18,14 @@
  *                 "tensors", "tensors_compressed", "chunk_bytes",
  *                 "threshold", "clusters", "compressed_bytes",
  *                 "metadata_bytes",
- *                 "saved_fraction", "state" (the registry's, or
+ *                 "saved_fraction", "stage" ("exp": stored with the
+ *                 exponent stage after IBP, on "stage_clusters" of its
+ *                 clusters; "none": IBP alone), "stage_pick" (why:
+ *                 "exp", or "untried" -- R too large, a compact region,
+ *                 not compressed --, "no-fit", "bytes" -- the stage
+ *                 stores no fewer --, "time" -- a copy costs more with
+ *                 it under the device's profile: docs/PROFILE.md
+ *                 "Whether the stage pays"), "state" (the registry's, or
  *                 "freed-early": freed before its compression finished),
  *                 "retired" (bool), "tracker"
  *                 ("userfaultfd", "mprotect", "compact" or "none"), "mode"
@@ -806,6 +813,11 @@ static void json_region(sbuf *b, const ibp_stat_row *w) {
   json_u64(b, "compressed_bytes", w->compressed_bytes);
   json_u64(b, "metadata_bytes", w->metadata_bytes);
   json_num(b, "saved_fraction", w->saved_fraction);
+  const char *pick = w->stage_pick ? w->stage_pick : "untried";
+  sb_printf(b, ", \"stage\": \"%s\"",
+            strcmp(pick, "exp") == 0 ? "exp" : "none");
+  sb_printf(b, ", \"stage_pick\": \"%s\"", pick);
+  json_u64(b, "stage_clusters", w->stage_clusters);
   sb_printf(b, ", \"state\": \"%s\"", state_name(w));
   sb_printf(b, ", \"retired\": %s", w->retired ? "true" : "false");
   sb_printf(b, ", \"tracker\": \"%s\"", w->tracker ? w->tracker : "none");

@@ -97,6 +97,12 @@ typedef struct ibp_stat_row {
   int compressed; /* the codec fields below are valid */
   uint64_t tensors, tensors_compressed, compressed_bytes, metadata_bytes;
   double saved_fraction;
+  const char *stage_pick;  /* why the coding stage is what it is: "exp"
+                              (the exponent stage), "untried", "no-fit",
+                              "bytes", "time" (serve/region.h
+                              ibp_stage_pick); a static string, NULL:
+                              "untried" */
+  uint32_t stage_clusters; /* clusters with the stage on (0: IBP alone) */
   ibp_region_state state;
   int retired;
   int freed_early;     /* freed before its compression finished: state

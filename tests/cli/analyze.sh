@@ -70,6 +70,13 @@ check_json random.bin 4096 64 0
 stage=$(sed -n '/"stage": {/,/}/p' "$OUT")
 expect_eq "random: stage.stage_pairs" \
   "$(printf '%s\n' "$stage" | sed -nE 's/^ *"stage_pairs": ([0-9]+),?$/\1/p')" 0
+# ... so its decode is charged on no tensor: the figures with the stage
+# decode as IBP alone's (docs/PROFILE.md "Whether the stage pays")
+expect_eq "random: stage.stage_tensors" \
+  "$(printf '%s\n' "$stage" | sed -nE 's/^ *"stage_tensors": ([0-9]+),?$/\1/p')" 0
+expect_eq "random: stage_decode_ms_per_gib" \
+  "$(sed -nE 's/^ *"stage_decode_ms_per_gib": (.*),$/\1/p' "$OUT")" \
+  "$(sed -nE 's/^ *"ibp_decode_ms_per_gib": (.*),$/\1/p' "$OUT")"
 expect_eq "random: stage.dtype" \
   "$(printf '%s\n' "$stage" | sed -nE 's/^ *"dtype": (.*),$/\1/p')" null
 expect_eq "random: stage.why_none" \

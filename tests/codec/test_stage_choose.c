@@ -88,6 +88,24 @@ static uint32_t stages_on(const ibp_stage_choice *c) {
   return on;
 }
 
+/* The tensors c's stage codes, counted one by one: stored compressed
+ * (fewer than R bytes) in a cluster whose stage is on -- those a decoder
+ * runs the stage on, what ibp_region_summary.tensors_staged counts. */
+static uint64_t count_staged(const ibp_stage_choice *c, const uint8_t *d,
+                             uint32_t R, uint64_t n) {
+  uint8_t *scratch = xmalloc(R);
+  uint64_t staged = 0;
+  for (uint64_t i = 0; i < n; i++) {
+    size_t stored = 0;
+    const uint32_t id =
+        ibp_cluster_best_staged(c->clusters.params, c->stages,
+                                c->clusters.count, d + i * R, scratch, &stored);
+    staged += stored < R && c->stages[id].kind != IBP_STAGE_NONE;
+  }
+  free(scratch);
+  return staged;
+}
+
 static int write_mem(void *ctx, uint64_t offset, const void *buf, size_t len) {
   memcpy((uint8_t *)ctx + offset, buf, len);
   return 0;
@@ -115,6 +133,7 @@ static void round_trip(const ibp_stage_choice *c, const uint8_t *d, uint32_t R,
   ibp_region_summary sum;
   CHECK_OK(ibp_compress_region_staged(c->clusters.params, c->stages, k, d,
                                       n * R, slots, flags, ids, 2, &sum));
+  CHECK_U64(sum.tensors_staged, count_staged(c, d, R, n));
   ibp_region reg = {c->clusters.params, slots, n * R, flags};
   CHECK_OK(ibp_decompress_range_staged(&reg, ids, k, c->stages, 0, n * R, out));
   CHECK_MEM(out, d, n * R, "region");
@@ -148,6 +167,16 @@ static void mixed(rng *r, uint32_t R, uint64_t n) {
   CHECKF(on >= 1 && on < c.clusters.count, "stage on %u of %u clusters", on,
          c.clusters.count);
   CHECK(ibp_stage_pays(&c, c.versus_total));
+  /* the stage codes a part of the tensors, those of its clusters: what its
+   * decode is charged for (ibp_profile_region_copy) */
+  const uint64_t staged = count_staged(&c, d, R, n);
+  CHECK_U64(c.stage_tensors, staged);
+  CHECK_U64(c.exact.tensors_staged, staged);
+  CHECKF(staged > 0 && staged < c.exact.tensors_compressed,
+         "the stage on %llu of %llu compressed tensors",
+         (unsigned long long)staged,
+         (unsigned long long)c.exact.tensors_compressed);
+  CHECK_U64(pure.stage_tensors, count_staged(&pure, d, R, n));
   round_trip(&c, d, R, n, IBP_FORMAT_VERSION);
   ibp_stage_choice_free(&c);
   ibp_stage_choice_free(&pure);
@@ -167,6 +196,7 @@ static void nowhere(rng *r, int kind, uint32_t R, uint64_t n,
   CHECK(c.dtype == IBP_DTYPE_BF16);
   CHECK_U64(c.total, c.versus_total);
   CHECK_U64(stages_on(&c), 0);
+  CHECK_U64(c.stage_tensors, 0); /* no decode of the stage to charge */
   CHECK_U64(c.clusters.count, v.count);
   for (uint32_t k = 0; k < v.count; k++)
     CHECK_MEM(c.clusters.params[k].mask, v.params[k].mask, R, "IBP's Mask");
@@ -300,6 +330,11 @@ static void judged_estimate(rng *r, uint32_t R, uint64_t n) {
          (unsigned long long)alone);
   CHECK(c.judged_tensors > 0 && c.judged_tensors <= n / 4);
   CHECK(near(c.total, with, 1.0) && near(c.versus_total, alone, 1.0));
+  /* the tensors the stage codes, estimated as the totals are */
+  const uint64_t staged = count_staged(&c, d, R, n);
+  CHECKF(near(c.stage_tensors, staged, 2.0),
+         "the stage on %llu tensors estimated, %llu in the region",
+         (unsigned long long)c.stage_tensors, (unsigned long long)staged);
   CHECK(ibp_stage_pays(&c, c.versus_total) && with < alone);
   ibp_stage_choice_free(&c);
   ibp_clusters_free(&v);

@@ -594,6 +594,10 @@ static int near(double got, double want) {
   return ok;
 }
 
+/* Every whole tensor of a GiB of 1 KiB tensors: a region the stage codes
+ * throughout. */
+#define ALL (UINT64_C(1) << 20)
+
 /* The exponent stage's decode terms: a stage-coded copy costs its term
  * more than the plain one where the decode bounds it, nothing more
  * without stage-coded bytes; whether the stage pays. */
@@ -628,7 +632,7 @@ static void test_model_stage(void) {
   CHECK(near(c.staged_us, ibp_profile_decode_us(&h, 0, GiB, 1048576, 32)));
   CHECK(near(ibp_profile_region_best_us(&c), c.staged_us));
   ibp_profile_region_cost cs =
-      ibp_profile_region_copy(&h, GiB + 100, 1024, GiB / 2, 1, 32);
+      ibp_profile_region_copy(&h, GiB + 100, 1024, GiB / 2, ALL, 32);
   CHECK(near(cs.decode_us, (GiB + 100) / (3.17e3 * 114) +
                                1048577 * 0.096 / 114 +
                                ibp_profile_stage_us(&h, GiB, 1048576, 114)));
@@ -639,14 +643,14 @@ static void test_model_stage(void) {
   const uint64_t alone = GiB * 3 / 4, with = alone * 9 / 10;
   h.stage_decode_gbps_per_sm = 10000;
   h.stage_tensor_us = 0;
-  CHECK(ibp_profile_stage_pays(&h, GiB, 1024, alone, with, 32) == 1);
-  CHECK(ibp_profile_stage_pays(&h, GiB, 1024, alone, alone + 1, 32) == 0);
-  CHECK(ibp_profile_stage_pays(&h, GiB, 1024, alone, 0, 32) == 0);
+  CHECK(ibp_profile_stage_pays(&h, GiB, 1024, alone, with, ALL, 32) == 1);
+  CHECK(ibp_profile_stage_pays(&h, GiB, 1024, alone, alone + 1, ALL, 32) == 0);
+  CHECK(ibp_profile_stage_pays(&h, GiB, 1024, alone, 0, ALL, 32) == 0);
   h.stage_decode_gbps_per_sm = 0.01;
-  CHECK(ibp_profile_stage_pays(&h, GiB, 1024, alone, with, 32) == 0);
+  CHECK(ibp_profile_stage_pays(&h, GiB, 1024, alone, with, ALL, 32) == 0);
   h.stage_decode_gbps_per_sm = 10000;
   h.stage_tensor_us = 100;
-  CHECK(ibp_profile_stage_pays(&h, GiB, 1024, alone, with, 32) == 0);
+  CHECK(ibp_profile_stage_pays(&h, GiB, 1024, alone, with, ALL, 32) == 0);
 }
 
 /* The pick weighs each route as it runs, link and decode overlapped: on
@@ -660,17 +664,17 @@ static void test_stage_pays_routes(void) {
   ibp_profile h = must_load("h100-pcie5");
   const uint64_t GiB = 1ull << 30;
   const uint64_t alone = GiB * 770 / 1000, with = GiB * 719 / 1000;
-  CHECK(ibp_profile_stage_pays(&h, GiB, 1024, alone, with, 32) == 0);
+  CHECK(ibp_profile_stage_pays(&h, GiB, 1024, alone, with, ALL, 32) == 0);
   ibp_profile_region_cost s =
-      ibp_profile_region_copy(&h, GiB, 1024, with, 1, 32);
+      ibp_profile_region_copy(&h, GiB, 1024, with, ALL, 32);
   CHECK(s.staged_us > ibp_profile_ce_copy_us(&h, with, 1)); /* decode-bound */
   /* with every SM on the staged route's decode it pays */
-  CHECK(ibp_profile_stage_pays(&h, GiB, 1024, alone, with, 114) == 1);
+  CHECK(ibp_profile_stage_pays(&h, GiB, 1024, alone, with, ALL, 114) == 1);
   h.ce_h2d_gbps /= 3;
-  CHECK(ibp_profile_stage_pays(&h, GiB, 1024, alone, with, 32) == 1);
+  CHECK(ibp_profile_stage_pays(&h, GiB, 1024, alone, with, ALL, 32) == 1);
   ibp_profile_region_cost a =
       ibp_profile_region_copy(&h, GiB, 1024, alone, 0, 32);
-  s = ibp_profile_region_copy(&h, GiB, 1024, with, 1, 32);
+  s = ibp_profile_region_copy(&h, GiB, 1024, with, ALL, 32);
   CHECK(s.link_us + s.decode_us > a.link_us + a.decode_us);
   /* slower than the driver's copy of the raw bytes both ways: no gain */
   h = must_load("h100-pcie5");
@@ -678,10 +682,65 @@ static void test_stage_pays_routes(void) {
   h.decode_gbps_per_sm = 0.3;             /* staged: decode-bound */
   h.stage_decode_gbps_per_sm = 10000;
   a = ibp_profile_region_copy(&h, GiB, 1024, alone, 0, 32);
-  s = ibp_profile_region_copy(&h, GiB, 1024, with, 1, 32);
+  s = ibp_profile_region_copy(&h, GiB, 1024, with, ALL, 32);
   CHECK(ibp_profile_region_best_us(&s) < ibp_profile_region_best_us(&a));
   CHECK(ibp_profile_region_best_us(&s) > ibp_profile_ce_copy_us(&h, GiB, 1));
-  CHECK(ibp_profile_stage_pays(&h, GiB, 1024, alone, with, 32) == 0);
+  CHECK(ibp_profile_stage_pays(&h, GiB, 1024, alone, with, ALL, 32) == 0);
+}
+
+/* The stage's decode is charged on the tensors it codes, IBP's on all
+ * (kernels/ibp_decompress.cu runs decode_stage after a tensor's IBP
+ * decode, in the same pass, only for a tensor of a cluster with a stage):
+ * a GiB of 1 KiB tensors whose stage is on one cluster of a quarter of
+ * them costs a quarter of the stage's term -- the file of 25 % weights and
+ * 75 % random bits -- and one coded throughout costs what it did, the
+ * whole term (before the charge per tensor, every region with the stage
+ * was charged so). */
+static void test_stage_charge_part(void) {
+  ibp_profile h = must_load("h100-pcie5");
+  h.stage_decode_gbps_per_sm = 5; /* the routes' decode-bound side */
+  h.stage_tensor_us = 0.05;
+  const uint64_t GiB = 1ull << 30, n = GiB / 1024, q = n / 4;
+  const uint64_t alone = GiB * 9 / 10, with = GiB * 85 / 100;
+  const ibp_profile_region_cost plain =
+      ibp_profile_region_copy(&h, GiB, 1024, with, 0, 32);
+  const ibp_profile_region_cost part =
+      ibp_profile_region_copy(&h, GiB, 1024, with, q, 32);
+  const ibp_profile_region_cost all =
+      ibp_profile_region_copy(&h, GiB, 1024, with, n, 32);
+  /* a quarter coded: the stage's term on that quarter, nothing else */
+  CHECK(near(part.decode_us - plain.decode_us,
+             ibp_profile_stage_us(&h, q * 1024, q, 114)));
+  CHECK(near(part.decode_us - plain.decode_us,
+             (all.decode_us - plain.decode_us) / 4));
+  /* the staged route: the link's copy against that decode on 32 SMs, the
+   * slower (the link here) */
+  CHECK(near(part.staged_us, fmax(ibp_profile_ce_copy_us(&h, with, 1),
+                                  ibp_profile_decode_staged_us(
+                                      &h, 0, GiB, n, q * 1024, q, 32))));
+  CHECK(near(part.staged_us, ibp_profile_ce_copy_us(&h, with, 1)));
+  CHECK(near(part.zerocopy_us,
+             ibp_profile_decode_staged_us(&h, with, GiB, n, q * 1024, q, 114)));
+  CHECK(part.link_us == plain.link_us && part.link_us == all.link_us);
+  /* coded throughout: the whole term, as before the charge per tensor */
+  CHECK(near(all.decode_us,
+             plain.decode_us + ibp_profile_stage_us(&h, GiB, n, 114)));
+  CHECK(near(all.staged_us,
+             ibp_profile_decode_staged_us(&h, 0, GiB, n, GiB, n, 32)));
+  CHECK(all.staged_us > ibp_profile_ce_copy_us(&h, with, 1)); /* decode */
+  /* more than the region's whole tensors: clamped to them; the tail and
+   * a count of 0 add nothing */
+  const ibp_profile_region_cost over =
+      ibp_profile_region_copy(&h, GiB + 100, 1024, with, n + 5, 32);
+  const ibp_profile_region_cost tail =
+      ibp_profile_region_copy(&h, GiB + 100, 1024, with, 0, 32);
+  CHECK(near(over.decode_us - tail.decode_us,
+             ibp_profile_stage_us(&h, GiB, n, 114)));
+  /* the pick follows: the stage's bytes pay where it codes a quarter, not
+   * where its decode runs on every tensor */
+  CHECK(ibp_profile_stage_pays(&h, GiB, 1024, alone, with, q, 32) == 1);
+  CHECK(ibp_profile_stage_pays(&h, GiB, 1024, alone, with, n, 32) == 0);
+  CHECK(ibp_profile_stage_pays(&h, GiB, 1024, alone, with, 0, 32) == 1);
 }
 
 static void test_model(void) {
@@ -754,6 +813,7 @@ static void test_model(void) {
         ibp_profile_kernel_us(&a, 1048576, 0, 108));
   test_model_stage();
   test_stage_pays_routes();
+  test_stage_charge_part();
 }
 
 /* ---- the locale ---------------------------------------------------------- */

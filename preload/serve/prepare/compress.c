@@ -6,6 +6,7 @@
  * compression marks its tensors dirty (served raw from the original).  A
  * device-to-host copy into the region while we compress sets
  * `invalidated`, and then every tensor is marked dirty. */
+#include <inttypes.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -256,7 +257,8 @@ static void say_untried(const ibp_region_rec *r, const ibp_served_region *s,
  * (docs/FORMAT.md §9), the choice `ibp analyze` makes (ibp_stage_choose,
  * ibp_stage_pays, ibp_profile_stage_pays) on STAGE_SAMPLE_BYTES of its
  * tensors, against the pairs found above on the same tensors, under
- * device dev's profile (docs/PROFILE.md "Whether the stage pays"); a
+ * device dev's profile (docs/PROFILE.md "Whether the stage pays": its
+ * decode charged on the tensors it codes, c.stage_tensors); a
  * choice learnt on a sample is judged on the region, estimated on other
  * tensors (judge_apart: an even sample may hold one kind of tensor only,
  * docs/ARCHITECTURE.md "Preparing a region"); when it
@@ -298,13 +300,15 @@ static void pick_stage(const ibp_region_rec *r, const ibp_served_region *s,
   else if (!ibp_stage_pays(&c, c.versus_total))
     refuse_on_bytes(r, &c, l);
   else if (!ibp_profile_stage_pays(p, c.measured_bytes, R, c.versus_total,
-                                   c.total, ibp__cfg.max_sms)) {
+                                   c.total, c.stage_tensors,
+                                   ibp__cfg.max_sms)) {
     l->stage_pick = IBP_STAGE_PICK_TIME;
     ibp__log(IBP_LOG_INFO,
              "region '%s': no exponent stage: %.1f%% of IBP alone's bytes %s, "
-             "but its decode costs more than it saves under profile %s%s",
+             "but its decode costs more than it saves (on %" PRIu64
+             " of %" PRIu64 " tensors) under profile %s%s",
              r->name, 100.0 * (double)c.total / (double)c.versus_total,
-             where_measured(&c), p->name,
+             where_measured(&c), c.stage_tensors, c.measured_bytes / R, p->name,
              ibp_profile_stage_measured(p, IBP_STAGE_BUILD)
                  ? ""
                  : " (its stage terms an unmeasured estimate)");
@@ -315,8 +319,10 @@ static void pick_stage(const ibp_region_rec *r, const ibp_served_region *s,
     l->stage_pick = IBP_STAGE_PICK_EXP;
     ibp__log(IBP_LOG_INFO,
              "region '%s': exponent stage on %s values, on %u of %u "
-             "cluster(s): %.1f%% of IBP alone's bytes %s",
+             "cluster(s), %" PRIu64 " of %" PRIu64
+             " tensors: %.1f%% of IBP alone's bytes %s",
              r->name, ibp_dtype_name(c.dtype), on, c.clusters.count,
+             c.stage_tensors, c.measured_bytes / R,
              100.0 * (double)c.total / (double)c.versus_total,
              where_measured(&c));
     ibp_clusters_free(&l->clusters);

@@ -1,6 +1,6 @@
 #!/bin/sh
 # core_stage, then its log and stats: the region must be stored with the
-# exponent stage, and
+# exponent stage (its statistics' "stage" "exp", on its one cluster), and
 #   served:   its copy served by libibp (the stage's self-test passed);
 #   fallback: its copy passed through, the stage's self-test reported failed
 #             (SIMCUDA_KERNELS gives the device a broken stage decoder)
@@ -27,6 +27,8 @@ grep -q "region 'core': .* + exponent stage, " "$log" ||
   { echo "core_stage: the region was not stored with the exponent stage"; exit 1; }
 served=$(grep -o '"copies_served": [0-9]*' "$IBP_STATS" | head -1 | sed 's/.*: //')
 failed=$(grep -c "exponent stage's self-test failed" "$log" || true)
+grep -q '"stage": "exp", "stage_pick": "exp", "stage_clusters": 1,' "$IBP_STATS" ||
+  { echo "core_stage: the statistics do not say the region got the stage"; exit 1; }
 echo "core_stage: ${served:-0} copies served, stage self-test failures reported: $failed"
 us=$(sed -n 's/^core_stage: copy us=//p' "$out" | head -1)
 # within PART of 1: measured X over modelled Y (both > 0)

@@ -3,7 +3,8 @@
 # (a code saves nothing on them: the choice keeps the stage off, 100.0 % of
 # IBP alone's bytes) and whose 4 low mantissa bits are 0 (IBP saves those).  The region must
 # be stored with IBP alone, served, the device's bytes the host's (checked
-# by core_stage.c), and the reason recorded (and logged) must be the bytes
+# by core_stage.c), and the reason recorded (logged, and the statistics'
+# "stage_pick") must be the bytes
 # (IBP_STAGE_PICK_BYTES: the stage stores no fewer bytes) -- not the
 # profile's (the decode costs more than it saves), which would refuse it
 # too (a mutant that dropped ibp_stage_pays from pick_stage, in
@@ -19,6 +20,8 @@ grep -Eq "region 'core': no exponent stage: [0-9.]+% of IBP alone's bytes (on a 
   { echo "core_stage_bytes: the refusal on bytes not logged"; exit 1; }
 grep -q "region 'core': no exponent stage: .*decode costs more" "$log" &&
   { echo "core_stage_bytes: refused on the decode's cost, not on bytes"; exit 1; }
+grep -q '"stage": "none", "stage_pick": "bytes", "stage_clusters": 0,' "$IBP_STATS" ||
+  { echo "core_stage_bytes: the statistics do not say IBP alone, on bytes"; exit 1; }
 served=$(grep -o '"copies_served": [0-9]*' "$IBP_STATS" | head -1 | sed 's/.*: //')
 [ "${served:-0}" -gt 0 ] ||
   { echo "core_stage_bytes: no copy served"; exit 1; }
