@@ -154,7 +154,8 @@ typedef struct ibp_device_memory {
   /* serve/choose/chooser.c: the timed copies' events, IBP_TIMING_EVENTS
    * per sample; NULL until used */
   CUevent timing[IBP_TIMING_EVENTS * IBP_TIMING_SAMPLES];
-  CUevent beside[IBP_TIMING_BESIDE]; /* ... and serve/choose/beside.c's */
+  CUevent beside[2 * IBP_TIMING_BESIDE]; /* ... and serve/choose/beside.c's:
+                                           before and after each copy */
   /* ... and the stream their markers are recorded on, which runs nothing
    * (an event there completes as it is recorded); NULL until used, or
    * where it could not be created (mark_failed: not tried again) */

@@ -332,7 +332,7 @@ static int timed_driver_copy(ibp_route_copy *x, const decision *d) {
 }
 
 /* The driver's copy where copies are timed on other streams: queued here,
- * with the event after it that says whether it shared their spans
+ * with the events around it that say whether it shared their spans
  * (serve/choose/beside.h) -- after the ordering point the caller's copy
  * would have been (serve/batch/batch.h).  Returns as timed_driver_copy. */
 static int beside_driver_copy(ibp_route_copy *x, const decision *d) {
@@ -344,10 +344,14 @@ static int beside_driver_copy(ibp_route_copy *x, const decision *d) {
     ibp__batch_order_copy(c->stream);
   else
     ibp__batch_order(c->stream);
-  if (ibp__route(IBP_ROUTE_DRIVER)->submit(x, &e) != IBP_SUBMIT_QUEUED)
+  const double est = d->choice.est_ns[IBP_ROUTE_DRIVER];
+  const int j =
+      ibp__beside_begin(x->slot, d->ch, c->stream,
+                        est > 0 ? est : d->prior[IBP_ROUTE_DRIVER].gpu_ns);
+  const int rc = ibp__route(IBP_ROUTE_DRIVER)->submit(x, &e);
+  ibp__beside_end(x->slot, d->ch, j, rc == IBP_SUBMIT_QUEUED);
+  if (rc != IBP_SUBMIT_QUEUED)
     return 1;
-  ibp__beside_queued(x->slot, d->ch, c->stream,
-                     d->prior[IBP_ROUTE_DRIVER].gpu_ns);
   if (c->sync && ibp__driver()->cuStreamSynchronize(c->stream) != CUDA_SUCCESS)
     return 1; /* the real copy runs again, and reports what it finds */
   return 0;
@@ -731,6 +735,7 @@ static int submit_by(ibp_route_copy *x, decision *d, ibp_route go) {
   ibp_timing t;
   time_begin(x, d, &t);
   ibp__nvtx_copy_begin(x->r->name, c->bytes); /* serve/nvtx.h: for nsys */
+  const int beside = ibp__beside_begin(x->slot, d->ch, d->link, d->link_ns);
   int rc = ibp__route(go)->submit(x, &e);
   if (rc == IBP_SUBMIT_NOT_NOW) {
     ibp__timing_end(x->slot, d->ch, d->link, &t, 0);
@@ -742,6 +747,8 @@ static int submit_by(ibp_route_copy *x, decision *d, ibp_route go) {
     else
       rc = ibp__route(go)->submit(x, &e);
   }
+  ibp__beside_end(x->slot, d->ch, beside,
+                  rc == IBP_SUBMIT_QUEUED && go == d->go);
   t.aside_ns = x->aside_ns;
   ibp__timing_end(x->slot, d->ch, d->link, &t,
                   rc == IBP_SUBMIT_QUEUED && go != IBP_ROUTE_DRIVER &&
@@ -754,8 +761,6 @@ static int submit_by(ibp_route_copy *x, decision *d, ibp_route go) {
     failed(x, ibp__route(go)->what, e);
     return driver_copy(x, d, 0);
   }
-  if (go == d->go)
-    ibp__beside_queued(x->slot, d->ch, d->link, d->link_ns);
   if (c->sync &&
       (e = ibp__driver()->cuStreamSynchronize(c->stream)) != CUDA_SUCCESS) {
     failed(x, "synchronizing the copy", e);

@@ -25,42 +25,75 @@ int ibp__beside_wanted(ibp_chooser *ch, CUstream stream) {
   return wanted;
 }
 
-void ibp__beside_queued(ibp_device_slot *slot, ibp_chooser *ch, CUstream stream,
-                        double link_ns) {
-  const ibp_driver *d = ibp__driver();
-  if (!ch || !atomic_load_explicit(&ch->live, memory_order_relaxed) || !d ||
-      link_ns <= 0)
-    return;
+/* Entry j's two events, created on first use (lock held). */
+static int events(const ibp_driver *d, ibp_device_slot *slot, int j) {
+  CUevent *ev = &slot->mem.beside[2 * j];
+  for (int k = 0; k < 2; k++)
+    if (!ev[k] && d->cuEventCreate(&ev[k], CU_EVENT_DEFAULT) != CUDA_SUCCESS) {
+      ev[k] = NULL;
+      return 0;
+    }
+  return 1;
+}
+
+/* Records entry j's event `which` (0 before, 1 after) on its stream, in
+ * relaxed capture mode -- not on a capturing stream, which runs nothing
+ * now.  Frees the entry where it was not recorded. */
+static void record(const ibp_driver *d, ibp_device_slot *slot, ibp_chooser *ch,
+                   int j, int which) {
   CUstreamCaptureMode mode = CU_STREAM_CAPTURE_MODE_RELAXED;
   if (d->cuThreadExchangeStreamCaptureMode)
     d->cuThreadExchangeStreamCaptureMode(&mode);
+  const CUstream stream = ch->beside[j].stream;
   CUstreamCaptureStatus cs = CU_STREAM_CAPTURE_STATUS_NONE;
+  const int recorded =
+      d->cuStreamIsCapturing(stream, &cs) == CUDA_SUCCESS &&
+      cs == CU_STREAM_CAPTURE_STATUS_NONE &&
+      d->cuEventRecord(slot->mem.beside[2 * j + which], stream) == CUDA_SUCCESS;
+  if (d->cuThreadExchangeStreamCaptureMode)
+    d->cuThreadExchangeStreamCaptureMode(&mode);
+  pthread_mutex_lock(&ch->lock);
+  if (!recorded)
+    ch->beside[j].waiting = 0;
+  else if (which)
+    ch->beside[j].queued = 1;
+  pthread_mutex_unlock(&ch->lock);
+}
+
+int ibp__beside_begin(ibp_device_slot *slot, ibp_chooser *ch, CUstream stream,
+                      double link_ns) {
+  const ibp_driver *d = ibp__driver();
+  if (!ch || !atomic_load_explicit(&ch->live, memory_order_relaxed) || !d ||
+      link_ns <= 0)
+    return -1;
   int j = -1;
   pthread_mutex_lock(&ch->lock);
   const uint32_t mask = beside_of(ch, stream);
   for (int k = 0; k < IBP_TIMING_BESIDE && mask && j < 0; k++)
     if (!ch->beside[k].waiting)
       j = k;
-  CUevent *ev = j >= 0 ? &slot->mem.beside[j] : NULL;
-  if (ev && !*ev && d->cuEventCreate(ev, CU_EVENT_DEFAULT) != CUDA_SUCCESS) {
-    *ev = NULL;
+  if (j >= 0 && events(d, slot, j))
+    ch->beside[j] = (ibp_beside){stream, link_ns, mask, 0};
+  else
     j = -1;
-  }
-  if (j >= 0)
-    ch->beside[j] = (ibp_beside){stream, link_ns, mask};
   pthread_mutex_unlock(&ch->lock);
-  /* a capturing stream runs nothing now: no copy beside */
-  const int recorded = j >= 0 &&
-                       d->cuStreamIsCapturing(stream, &cs) == CUDA_SUCCESS &&
-                       cs == CU_STREAM_CAPTURE_STATUS_NONE &&
-                       d->cuEventRecord(*ev, stream) == CUDA_SUCCESS;
-  if (d->cuThreadExchangeStreamCaptureMode)
-    d->cuThreadExchangeStreamCaptureMode(&mode);
-  if (j >= 0 && !recorded) {
-    pthread_mutex_lock(&ch->lock);
-    ch->beside[j].waiting = 0;
-    pthread_mutex_unlock(&ch->lock);
+  if (j >= 0)
+    record(d, slot, ch, j, 0);
+  return j;
+}
+
+void ibp__beside_end(ibp_device_slot *slot, ibp_chooser *ch, int j,
+                     int queued) {
+  const ibp_driver *d = ibp__driver();
+  if (j < 0 || !ch || !d)
+    return;
+  if (queued) {
+    record(d, slot, ch, j, 1);
+    return;
   }
+  pthread_mutex_lock(&ch->lock);
+  ch->beside[j].waiting = 0;
+  pthread_mutex_unlock(&ch->lock);
 }
 
 void ibp__beside_forget(ibp_chooser *ch, int i) {
@@ -74,14 +107,17 @@ double ibp__beside_less(const ibp_driver *d, const ibp_device_slot *slot,
   double beside = 0;
   for (int k = 0; k < IBP_TIMING_BESIDE; k++) {
     const ibp_beside *b = &ch->beside[k];
-    float after = 0; /* from its end to the span's */
-    if (!(b->waiting >> i & 1) || !slot->mem.beside[k] ||
-        d->cuEventElapsedTime(&after, slot->mem.beside[k], end) !=
-            CUDA_SUCCESS ||
-        after < 0 || 1e6 * after >= gpu)
+    const CUevent *ev = &slot->mem.beside[2 * k];
+    float after = 0, ran = 0; /* from its end to the span's; its own */
+    if (!(b->waiting >> i & 1) || !b->queued ||
+        d->cuEventElapsedTime(&after, ev[1], end) != CUDA_SUCCESS ||
+        after < 0 || 1e6 * after >= gpu ||
+        d->cuEventElapsedTime(&ran, ev[0], ev[1]) != CUDA_SUCCESS || ran < 0)
       continue; /* it ended after the span (or before it began) */
-    const double inside = gpu - 1e6 * after;
-    beside += inside < b->link_ns ? inside : b->link_ns;
+    double took = gpu - 1e6 * after; /* the span's part before it ended */
+    took = took < b->link_ns ? took : b->link_ns;
+    took = took < 1e6 * ran ? took : 1e6 * ran;
+    beside += took;
   }
   const double floor = gpu < model_ns ? gpu : model_ns;
   return gpu - beside > floor ? gpu - beside : floor;

@@ -2,20 +2,21 @@
  * What shared the link with a timed copy after it started (beside.c;
  * docs/ARCHITECTURE.md "The gate", contention): while copies of a
  * chooser are timed, each copy libibp queues on the link on another
- * stream gets an event after it.  One that completed inside a timed span
- * took its turns on the link there -- the staged path's windows, which
- * wait for their decodes, leave gaps another stream's copy fills, and on a
- * GPU whose streams share the link's bandwidth every such copy slows the
- * span -- so the span is read less its link time (the model's), though
- * never below the route's model (contention explains an excess over the
- * model, not a reading cheaper than it).  One that completed after the
- * span (queued behind it) delayed nothing.  The work queued ahead of a
- * span is the start events' (streams.h); copies libibp does not see
- * (outside every region, another region's, a quiet run's left to the
- * application's own call, a batched launch) are not counted: their spans
- * read dearer, as before.
- * Threads: under the chooser's lock but ibp__beside_wanted (lock-free)
- * and the event record of ibp__beside_queued (after it).
+ * stream gets an event before and after it.  One that completed inside a
+ * timed span took its turns on the link there -- the staged path's
+ * windows, which wait for their decodes, leave gaps another stream's copy
+ * fills, and on a GPU whose streams share the link's bandwidth every such
+ * copy slows the span -- so the span is read less the link time it took
+ * there: its estimate, no more than it ran (between its events) nor than
+ * the part of the span before it ended; never below the route's model
+ * (contention explains an excess over the model, not a reading cheaper
+ * than it).  One that completed after the span (queued behind it)
+ * delayed nothing.  The work queued ahead of a span is the start events'
+ * (streams.h); copies libibp does not see (outside every region, another
+ * region's, a quiet run's left to the application's own call, a batched
+ * launch) are not counted: their spans read dearer, as before.
+ * Threads: under the chooser's lock but ibp__beside_wanted (lock-free
+ * where nothing is timed) and the event records (outside it).
  */
 #ifndef IBP_PRELOAD_BESIDE_H
 #define IBP_PRELOAD_BESIDE_H
@@ -24,16 +25,21 @@
 #include "serve/choose/chooser.h"
 
 /* Whether copies of ch are being timed on other streams than `stream`: a
- * copy queued on it now may share their spans (then ibp__beside_queued
- * after queueing it).  Lock-free where nothing is timed. */
+ * copy queued on it now may share their spans (then ibp__beside_begin and
+ * _end around it).  Lock-free where nothing is timed. */
 int ibp__beside_wanted(ibp_chooser *ch, CUstream stream);
 
-/* A copy holding the link about link_ns (the model's) was queued on
- * `stream` of the slot's device (its context current): an event after it,
- * where copies of ch timed on other streams still run and an entry is
- * free.  Never fails the copy. */
-void ibp__beside_queued(ibp_device_slot *slot, ibp_chooser *ch, CUstream stream,
-                        double link_ns);
+/* Before a copy holding the link about link_ns (as estimated) is queued on
+ * `stream` of the slot's device (its context current): where copies of ch
+ * timed on other streams still run and an entry is free, an event on
+ * `stream` before it.  Returns the entry (-1: none) for
+ * ibp__beside_end.  Never fails the copy. */
+int ibp__beside_begin(ibp_device_slot *slot, ibp_chooser *ch, CUstream stream,
+                      double link_ns);
+
+/* After it: the event after the copy where `queued`, else the entry is
+ * freed (j < 0: nothing). */
+void ibp__beside_end(ibp_device_slot *slot, ibp_chooser *ch, int j, int queued);
 
 /* Sample i is read or dropped: no entry waits for it (lock held). */
 void ibp__beside_forget(ibp_chooser *ch, int i);

@@ -119,9 +119,10 @@ struct ibp_route_copy;
  * (ibp_device_memory.beside) says whether it shared their spans. */
 typedef struct ibp_beside {
   CUstream stream;
-  double link_ns;   /* its model's time on the link */
+  double link_ns;   /* its estimated time on the link */
   uint32_t waiting; /* bit i: sample i may have run beside it, not read yet
                        (0: a free entry) */
+  int queued;       /* the copy and the event after it are queued */
 } ibp_beside;
 
 typedef struct ibp_chooser {

@@ -208,7 +208,7 @@ void ibp__device_memory_free(const ibp_driver *d, ibp_device_memory *m) {
   for (size_t k = 0; k < IBP_TIMING_EVENTS * IBP_TIMING_SAMPLES; k++)
     if (m->timing[k])
       d->cuEventDestroy(m->timing[k]);
-  for (size_t k = 0; k < IBP_TIMING_BESIDE; k++)
+  for (size_t k = 0; k < 2 * IBP_TIMING_BESIDE; k++)
     if (m->beside[k])
       d->cuEventDestroy(m->beside[k]);
   if (m->mark)

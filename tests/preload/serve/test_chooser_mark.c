@@ -46,9 +46,9 @@ static const ibp_profile prof = {.driver_call_us = 0.5};
 
 /* the events: distinct handles, the marker's told apart by its stream */
 static uintptr_t next_event = 0x1000;
-static CUevent marker, beside_event;
+static CUevent marker, beside_start, beside_event;
 static int queueing_beside;
-static float span_ms, mark_ms, other_ms, beside_ms;
+static float span_ms, mark_ms, other_ms, beside_ms, beside_ran_ms;
 
 static CUresult create_event(CUevent *e, unsigned f) {
   (void)f;
@@ -65,27 +65,29 @@ static CUresult create_stream(CUstream *s, unsigned f) {
 static CUresult record_event(CUevent e, CUstream s) {
   if (s == MARK_STREAM)
     marker = e;
-  if (queueing_beside) /* the event after a copy beside the timed one */
+  if (queueing_beside == 1) /* the events around a copy beside the timed one */
+    beside_start = e;
+  else if (queueing_beside == 2)
     beside_event = e;
   now_ns += RECORD_NS;
   return CUDA_SUCCESS;
 }
 
 static CUresult elapsed_of(float *ms, CUevent a, CUevent b) {
-  (void)b;
-  *ms = a == marker                      ? mark_ms
-        : other_busy && a == other_event ? other_ms
-        : a && a == beside_event         ? beside_ms
-                                         : span_ms;
+  *ms = a == marker                                   ? mark_ms
+        : other_busy && a == other_event              ? other_ms
+        : a && a == beside_event                      ? beside_ms
+        : a && a == beside_start && b == beside_event ? beside_ran_ms
+                                                      : span_ms;
   return CUDA_SUCCESS;
 }
 
 /* A copy queued beside the timed one (beside.h), where `stream` is set:
- * on it, its link time link_us as modelled, its end before_end_us before
- * the timed copy's (< 0: after it). */
+ * on it, its link time link_us as estimated, its end before_end_us before
+ * the timed copy's (< 0: after it), its own span ran_us (0: link_us). */
 typedef struct beside {
   CUstream stream;
-  double link_us, before_end_us;
+  double link_us, before_end_us, ran_us;
 } beside;
 
 /* One driver copy timed by ch, its span `span_us` and the marker's time
@@ -109,13 +111,17 @@ static double time_one(ibp_device_slot *slot, ibp_served_region *s,
   now_ns += CALLS_NS; /* the route's calls */
   ibp__timing_end(slot, ch, STREAM, &t, 1);
   if (b.stream) {
-    beside_event = NULL;
+    beside_event = beside_start = NULL;
     CHECK(ibp__beside_wanted(ch, b.stream) == (b.stream == OTHER_STREAM));
     queueing_beside = 1;
-    ibp__beside_queued(slot, ch, b.stream, 1e3 * b.link_us);
+    const int j = ibp__beside_begin(slot, ch, b.stream, 1e3 * b.link_us);
+    queueing_beside = 2;
+    ibp__beside_end(slot, ch, j, 1);
     queueing_beside = 0;
+    CHECK((j >= 0) == (b.stream == OTHER_STREAM));
     CHECK((b.stream == OTHER_STREAM) == (beside_event != NULL));
     beside_ms = (float)(b.before_end_us / 1e3);
+    beside_ran_ms = (float)((b.ran_us > 0 ? b.ran_us : b.link_us) / 1e3);
   }
   span_ms = (float)(span_us / 1e3);
   mark_ms = (float)(mark_us / 1e3);
@@ -139,7 +145,7 @@ static double timed_beside(double span_us, double mark_us, beside b, int then) {
     fprintf(stderr, "test_chooser_mark: out of memory\n");
     exit(2);
   }
-  beside_event = NULL;
+  beside_event = beside_start = NULL;
   double gpu = time_one(slot, s, ch, span_us, mark_us, b);
   if (then)
     gpu = time_one(slot, s, ch, span_us, mark_us, (beside){0});
@@ -194,28 +200,37 @@ int main(void) {
    * before it: the copy's 8 us, not 14 */
   const double idle_us = rec_us + calls_us;
   gpu = timed_beside(copy_us + 6, idle_us + copy_us + 6,
-                     (beside){OTHER_STREAM, 6, 4}, 0);
+                     (beside){OTHER_STREAM, 6, 4, 0}, 0);
   CHECK(fabs(gpu - COPY_NS) < 20);
   /* ... ended 2 us after it: queued behind it, it delayed nothing */
   gpu = timed_beside(copy_us + 6, idle_us + copy_us + 6,
-                     (beside){OTHER_STREAM, 6, -2}, 0);
+                     (beside){OTHER_STREAM, 6, -2, 0}, 0);
   CHECK(fabs(gpu - COPY_NS - 6000) < 20);
   /* ... ended 3 us after the span began (11 us before its end): what of
    * it ran inside, 3 us, not its 6 */
   gpu = timed_beside(copy_us + 6, idle_us + copy_us + 6,
-                     (beside){OTHER_STREAM, 6, copy_us + 3}, 0);
+                     (beside){OTHER_STREAM, 6, copy_us + 3, 0}, 0);
   CHECK(fabs(gpu - COPY_NS - 3000) < 20);
   /* ... on the copy's own stream: nothing recorded */
-  gpu = timed_beside(copy_us + 6, idle_us + copy_us + 6, (beside){STREAM, 6, 4},
-                     0);
+  gpu = timed_beside(copy_us + 6, idle_us + copy_us + 6,
+                     (beside){STREAM, 6, 4, 0}, 0);
   CHECK(fabs(gpu - COPY_NS - 6000) < 20);
+  /* ... estimated 6 us, it ran 4 (a link faster than modelled), the span
+   * 3 us longer for other reasons: its 4 off, not its estimate */
+  gpu = timed_beside(copy_us + 7, idle_us + copy_us + 7,
+                     (beside){OTHER_STREAM, 6, 2, 4}, 0);
+  CHECK(fabs(gpu - COPY_NS - 3000) < 20);
+  /* ... it ran 9 (waiting 3 on the link itself): its estimate's 6 off */
+  gpu = timed_beside(copy_us + 11, idle_us + copy_us + 11,
+                     (beside){OTHER_STREAM, 6, 2, 9}, 0);
+  CHECK(fabs(gpu - COPY_NS - 5000) < 20);
   /* a span of 10 us beside a 6 us copy: never below the model's 8 */
-  gpu = timed_beside(10, idle_us + 10, (beside){OTHER_STREAM, 6, 1}, 0);
+  gpu = timed_beside(10, idle_us + 10, (beside){OTHER_STREAM, 6, 1, 0}, 0);
   CHECK(fabs(gpu - COPY_NS) < 20);
   /* and the entry was forgotten with its sample: a copy timed after it
    * alone, its event still answering, is read by its span */
   gpu = timed_beside(copy_us + 6, idle_us + copy_us + 6,
-                     (beside){OTHER_STREAM, 6, 4}, 1);
+                     (beside){OTHER_STREAM, 6, 4, 0}, 1);
   CHECK(fabs(gpu - COPY_NS - 6000) < 20);
   if (failures)
     fprintf(stderr, "test_chooser_mark: %d failures\n", failures);
