@@ -103,12 +103,12 @@ typedef enum ibp_class_mode {
 #define IBP_CHOOSE_SETUP_SPAN 4.0
 /* The driver's copy hoped for where a route of libibp's is the choice and
  * its copy-engine windows saw the link faster than modelled
- * (link_seen_cheaper): explored early while its hope is under the
- * choice's estimate by less than this share over -- a faster link is the
- * driver's more than the windows' show (their spans hold waits the one
+ * (link_seen_cheaper): explored early while its hope is below the
+ * choice's estimate plus this share of it -- a faster link is the
+ * driver's more than the windows show (their spans hold waits the one
  * copy does not: h100-pcie5 under a link twice as wide, 512 KiB staged
- * windows read 0.63 of their model's bytes, the driver's copy 0.50), so
- * its hope is doubted in its favour. */
+ * windows read 0.63-0.67 of their model, the driver's copy 0.55), so its
+ * hope is doubted in its favour. */
 #define IBP_CHOOSE_DRIVER_DOUBT 0.25
 /* The driver's entries' set-up in an application's batch call is measured
  * by a set-up probe: a timed driver part with one entry in

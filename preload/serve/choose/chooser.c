@@ -541,15 +541,12 @@ static void read_sample(const ibp_driver *d, ibp_served_region *s,
                                 .pipelined = x->pipelined};
   const double gpu_all = ibp__choose_gpu_ns(&stages, 1);
   const double gpu_all_model = ibp__choose_gpu_ns(&model, 1);
-  /* the two stages as they ran on the caller's stream, where timed: never
-   * read below the model's joining of them (the first as measured) for
-   * what ran beside */
+  /* the two stages as they ran on the caller's stream, where timed --
+   * what ran beside them included: what their overlap gave as the
+   * application's streams ran them (beside.h, its limits) */
   const double whole_gpu =
       whole_ms >= 0
-          ? ibp__beside_less(d, slot, ch, i, w[1],
-                             span_gpu_ns(d, x, w, w + 2, x->caller_others,
-                                         whole_ms, whole_mark),
-                             gpu_all)
+          ? span_gpu_ns(d, x, w, w + 2, x->caller_others, whole_ms, whole_mark)
           : -1;
   sample_free(ch, x);
   changed(ch);
