@@ -1,9 +1,10 @@
 /*
  * The whole contract between libibp's kernel bodies and the machine they
  * run on: kernel code calls only these ibp_dev_* helpers (and plain loads
- * and stores of device memory).  Each helper has two implementations side
- * by side: CUDA (nvcc, __CUDACC__) and the SIMT emulator (any C++
- * compiler; tests/sim/simt/simt_device.h).  Inline PTX lives only here.
+ * and stores of device memory and of IBP_DEV_TABLE tables).  Each helper has
+ * two implementations side by side: CUDA (nvcc, __CUDACC__) and the SIMT
+ * emulator (any C++ compiler; tests/sim/simt/simt_device.h).  Inline PTX lives
+ * only here.
  *
  * Memory kinds: "host" pointers are mapped pinned host memory, read over
  * PCIe and only through ibp_dev_ld_host_* / ibp_dev_cp_async16 (which the
@@ -22,6 +23,9 @@
 /* A kernel parameter whose address may be taken without a copy to local
  * memory (read in place, from the parameter bank). */
 #define IBP_GRID_CONSTANT __grid_constant__
+/* A table of constants (its initializer a constant expression), read with
+ * plain loads: constant memory. */
+#define IBP_DEV_TABLE static __constant__ const
 
 IBP_DEV unsigned ibp_dev_thread() {
   return threadIdx.x;
@@ -139,6 +143,11 @@ IBP_DEV uint32_t ibp_dev_funnel_r(uint32_t lo, uint32_t hi, uint32_t sh) {
 IBP_DEV uint32_t ibp_dev_funnel_rc(uint32_t lo, uint32_t hi, uint32_t sh) {
   return __funnelshift_rc(lo, hi, sh);
 }
+/* Bits [32 - sh, 64 - sh) of the 64-bit value hi:lo, sh at most 32
+ * (larger ones read as 32: lo). */
+IBP_DEV uint32_t ibp_dev_funnel_lc(uint32_t lo, uint32_t hi, uint32_t sh) {
+  return __funnelshift_lc(lo, hi, sh);
+}
 /* v << (n mod 32): one shift (shf.l.wrap), the amount not masked. */
 IBP_DEV uint32_t ibp_dev_shl_wrap(uint32_t v, uint32_t n) {
   return __funnelshift_l(0u, v, n);
@@ -234,6 +243,7 @@ IBP_DEV unsigned ibp_dev_warp_sum(unsigned v) {
 #define IBP_DEV static inline
 #define IBP_KERNEL extern "C"
 #define IBP_GRID_CONSTANT
+#define IBP_DEV_TABLE static const
 
 IBP_DEV unsigned ibp_dev_thread() {
   return simt_thread_idx(0);
@@ -314,6 +324,9 @@ IBP_DEV uint32_t ibp_dev_funnel_r(uint32_t lo, uint32_t hi, uint32_t sh) {
 }
 IBP_DEV uint32_t ibp_dev_funnel_rc(uint32_t lo, uint32_t hi, uint32_t sh) {
   return sh >= 32 ? hi : (uint32_t)((((uint64_t)hi << 32) | lo) >> sh);
+}
+IBP_DEV uint32_t ibp_dev_funnel_lc(uint32_t lo, uint32_t hi, uint32_t sh) {
+  return sh >= 32 ? lo : (uint32_t)(((((uint64_t)hi << 32) | lo) << sh) >> 32);
 }
 IBP_DEV uint32_t ibp_dev_shl_wrap(uint32_t v, uint32_t n) {
   return v << (n & 31);
