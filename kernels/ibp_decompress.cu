@@ -364,66 +364,23 @@ IBP_DEV uint32_t lane_fits(const uint32_t *fw, uint32_t bit0) {
   return ibp_dev_funnel_r(fw[0], fw[1], bit0) & ((1u << (16 / C)) - 1);
 }
 
-/* Chunks of 4 and 8 bytes: 0xFFFFFFFF where word i of the block's chunk
- * fits (fit bits f; fit_words). */
+/* 0xFF in each byte of word i of the block whose chunk fits. */
+/* (1- and 2-byte chunks: a multiply moves fit bit k to the top bit of the
+ * chunk's first byte -- the partial products never meet -- and one prmt
+ * copies each top bit over its bytes.  1-byte chunks: words 1 and 3 take
+ * their nibble in place, f >> 8 serving words 2 and 3.  Not a table in
+ * constant memory: the fit bits differ between lanes, and the constant
+ * cache serves a load's distinct addresses one at a time.) */
 template <unsigned C> IBP_DEV uint32_t fit_bytes(uint32_t f, unsigned i) {
-  return 0u - ((f >> (C == 4 ? i : i / 2)) & 1u);
-}
-
-/* 1-byte chunks: entry b holds 0xFF in byte k where bit k of b is set --
- * the masks of 8 chunks' fit bits, one 8-byte load (fit_words). */
-#define FIT_BYTE(b, k) ((((uint64_t)(b) >> (k)) & 1u) * (0xFFull << (8 * (k))))
-#define FIT_ENTRY(b)                                                           \
-  (FIT_BYTE(b, 0) | FIT_BYTE(b, 1) | FIT_BYTE(b, 2) | FIT_BYTE(b, 3) |         \
-   FIT_BYTE(b, 4) | FIT_BYTE(b, 5) | FIT_BYTE(b, 6) | FIT_BYTE(b, 7))
-#define FIT_4(b)                                                               \
-  FIT_ENTRY(b), FIT_ENTRY(b + 1), FIT_ENTRY(b + 2), FIT_ENTRY(b + 3)
-#define FIT_16(b) FIT_4(b), FIT_4(b + 4), FIT_4(b + 8), FIT_4(b + 12)
-#define FIT_64(b) FIT_16(b), FIT_16(b + 16), FIT_16(b + 32), FIT_16(b + 48)
-IBP_DEV_TABLE uint64_t fit_masks[256] = {FIT_64(0), FIT_64(64), FIT_64(128),
-                                         FIT_64(192)};
-/* 2-byte chunks: entry b (two 8-byte words) holds 0xFFFF in half k where
- * bit k of b is set -- a block's 8 fit bits, two 8-byte loads. */
-#define FIT2_HALF(b, k)                                                        \
-  ((((uint64_t)(b) >> (k)) & 1u) * (0xFFFFull << (16 * ((k)&3))))
-#define FIT2_ENTRY(b)                                                          \
-  (FIT2_HALF(b, 0) | FIT2_HALF(b, 1) | FIT2_HALF(b, 2) | FIT2_HALF(b, 3)),     \
-      (FIT2_HALF(b, 4) | FIT2_HALF(b, 5) | FIT2_HALF(b, 6) | FIT2_HALF(b, 7))
-#define FIT2_4(b)                                                              \
-  FIT2_ENTRY(b), FIT2_ENTRY(b + 1), FIT2_ENTRY(b + 2), FIT2_ENTRY(b + 3)
-#define FIT2_16(b) FIT2_4(b), FIT2_4(b + 4), FIT2_4(b + 8), FIT2_4(b + 12)
-#define FIT2_64(b) FIT2_16(b), FIT2_16(b + 16), FIT2_16(b + 32), FIT2_16(b + 48)
-IBP_DEV_TABLE uint64_t fit2_masks[512] = {FIT2_64(0), FIT2_64(64), FIT2_64(128),
-                                          FIT2_64(192)};
-
-/* Per byte of the block's four words, 0xFF where its chunk fits (fit bits
- * f).  Chunks of 1 and 2 bytes: two loads from fit_masks or fit2_masks,
- * not 13 or 14 instructions of shifts, multiplies and prmts (the tables
- * are constant memory: lanes whose entries differ read them one address at
- * a time). */
-template <unsigned C> IBP_DEV void fit_words(uint32_t f, uint32_t fit[4]) {
   if (C == 1) {
-    /* (the entries' byte offsets: a shift and a mask each) */
-    const uint8_t *t = (const uint8_t *)fit_masks;
-    const uint64_t lo = *(const uint64_t *)(t + ((f << 3) & 0x7F8u));
-    const uint64_t hi = *(const uint64_t *)(t + ((f >> 5) & 0x7F8u));
-    fit[0] = (uint32_t)lo;
-    fit[1] = (uint32_t)(lo >> 32);
-    fit[2] = (uint32_t)hi;
-    fit[3] = (uint32_t)(hi >> 32);
-  } else if (C == 2) {
-    /* (f: 8 bits; the entry's byte offset a shift and a mask) */
-    const uint8_t *t = (const uint8_t *)fit2_masks + ((f << 4) & 0xFF0u);
-    const uint64_t lo = *(const uint64_t *)t, hi = *(const uint64_t *)(t + 8);
-    fit[0] = (uint32_t)lo;
-    fit[1] = (uint32_t)(lo >> 32);
-    fit[2] = (uint32_t)hi;
-    fit[3] = (uint32_t)(hi >> 32);
-  } else {
-    IBP_UNROLL
-    for (unsigned i = 0; i < 4; i++)
-      fit[i] = fit_bytes<C>(f, i);
+    const uint32_t h = i < 2 ? f : f >> 8;
+    return ibp_dev_prmt(i & 1 ? (h & 0xF0u) * 0x01020408u
+                              : (h & 15u) * 0x10204080u,
+                        0, 0xBA98u);
   }
+  if (C == 2)
+    return ibp_dev_prmt(((f >> (2 * i)) & 3u) * 0x00400080u, 0, 0xAA88u);
+  return 0u - ((f >> (C == 4 ? i : i / 2)) & 1u);
 }
 
 /* Per byte: the bits its chunk does not carry (fitting: inv, else shrt;
@@ -521,13 +478,13 @@ IBP_DEV uint32_t blocks_bits(const decode_ctx &x, uint32_t lo, uint32_t hi) {
       if (C >= 4) {
         n = byte_sum(word_bits<C>(pl, f));
       } else {
-        uint32_t inv[4], shrt[4], fit[4], d = 0;
+        uint32_t inv[4], shrt[4], d = 0;
         load4(inv, pl + 2 * BLOCK);
         load4(shrt, pl + 3 * BLOCK);
-        fit_words<C>(f, fit);
         IBP_UNROLL
         for (unsigned i = 0; i < 4; i++)
-          d = ibp_dev_dp4a(dropped(fit[i], inv[i], shrt[i]), 0x01010101u, d);
+          d = ibp_dev_dp4a(dropped(fit_bytes<C>(f, i), inv[i], shrt[i]),
+                           0x01010101u, d);
         n = 128 - d;
       }
     }
@@ -541,57 +498,34 @@ IBP_DEV uint32_t blocks_bits(const decode_ctx &x, uint32_t lo, uint32_t hi) {
  * chunks): 8 bits per byte inside R (a tensor of R bytes) less the
  * fitting chunks' invariant bits, summed from the plan's bit planes
  * (docs/ARCHITECTURE.md "Large tensors"), lane l the l-th group of 32
- * chunks of each pass (chunks past R have none) -- for 1-byte chunks the
- * l-th pair of groups, their fit bits from three staged words. */
+ * chunks of each pass (chunks past R have none). */
 template <unsigned C>
 IBP_DEV uint32_t planes_bits(const decode_ctx &x, uint32_t lo, uint32_t hi,
                              uint32_t R) {
   const uint32_t k0 = lo * (16 / C), k1 = hi * (16 / C); /* chunks */
   const uint32_t PW = IBP_PLAN_PLANE_WORDS(C) * 4;       /* bytes a group */
-  const uint32_t G = C == 1 ? 2 : 1;                     /* groups a lane */
-  const uint32_t lane = 32 * G * ibp_dev_lane();
+  const uint32_t lane = 32 * ibp_dev_lane();
   const uint8_t *pp = /* the groups of a pass, from chunk a on */
       ibp_dev_at(x.plan + (R + BLOCK - 1) / BLOCK * ((4 + x.S) * BLOCK),
                  k0 / 32, PW);
   uint32_t gone = 0;
-  uint32_t p[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-  for (uint32_t a = k0; a < k1; a += 32 * 32 * G, pp += 32 * G * PW) {
+  for (uint32_t a = k0; a < k1; a += 32 * 32, pp += 32 * PW) {
     IBP_MARK(MARK_PLANES_STEP);
     /* (a lane past k1 reads the first lane's group) */
     const uint32_t at = a + lane < k1 ? lane : 0;
+    /* the lane's fit bits, of chunks below k1 only */
+    const uint32_t f =
+        ~ibp_dev_shl_clamp(0xFFFFFFFFu, pos_or_0(k1 - a - lane)) &
+        bits_at_lea(x.sw, x.bit0 + a + at);
     const uint8_t *pl = pp + at / 32 * PW;
+    uint32_t p[8];
+    load4(p, pl);
+    if (C > 1)
+      load4(p + 4, pl + 16);
     uint32_t t = 0; /* the sum of 2^j x the fitting chunks of plane j */
-    if (G == 2) {
-      /* the lane's fit bits, of chunks below k1 only; its second group's
-       * planes loaded where it has chunks below k1 (the plan may end
-       * before it; else its fit bits are 0 and the planes any) */
-      const uint32_t b = x.bit0 + a + at;
-      const uint32_t *q = x.sw + ibp_dev_shr(b, 5);
-      const uint32_t l1 = q[1];
-      const uint32_t f0 =
-          ~ibp_dev_shl_clamp(0xFFFFFFFFu, pos_or_0(k1 - a - lane)) &
-          ibp_dev_funnel_r(q[0], l1, b);
-      const uint32_t f1 =
-          ~ibp_dev_shl_clamp(0xFFFFFFFFu, pos_or_0(k1 - a - lane - 32)) &
-          ibp_dev_funnel_r(l1, q[2], b);
-      load4(p, pl);
-      if (a + lane + 32 < k1)
-        load4(p + 4, pl + PW);
-      IBP_UNROLL
-      for (int j = 3; j >= 0; j--)
-        t = 2 * t + ibp_dev_popc(f0 & p[j]) + ibp_dev_popc(f1 & p[4 + j]);
-    } else {
-      /* the lane's fit bits, of chunks below k1 only */
-      const uint32_t f =
-          ~ibp_dev_shl_clamp(0xFFFFFFFFu, pos_or_0(k1 - a - lane)) &
-          bits_at_lea(x.sw, x.bit0 + a + at);
-      load4(p, pl);
-      if (C > 1)
-        load4(p + 4, pl + 16);
-      IBP_UNROLL
-      for (int j = (C == 2 ? 5 : C == 4 ? 6 : 7) - 1; j >= 0; j--)
-        t = 2 * t + ibp_dev_popc(f & p[j]);
-    }
+    IBP_UNROLL
+    for (int j = (C == 1 ? 4 : C == 2 ? 5 : C == 4 ? 6 : 7) - 1; j >= 0; j--)
+      t = 2 * t + ibp_dev_popc(f & p[j]);
     gone += t;
   }
   IBP_MARK(MARK_PLANES_END);
@@ -629,9 +563,9 @@ IBP_DEV uint32_t block_prep(const uint8_t *pl, uint32_t f, uint32_t fit[4],
   load4(inv, pl + 2 * BLOCK);
   if (!INSIDE) /* (0 inside R) */
     load4(shrt, pl + 3 * BLOCK);
-  fit_words<C>(f, fit);
   IBP_UNROLL
   for (unsigned i = 0; i < 4; i++) {
+    fit[i] = fit_bytes<C>(f, i);
     d[i] = dropped(fit[i], inv[i], shrt[i]);
     pre[i] = C == 1 ? d[i] : d[i] * 0x01010100u;
   }

@@ -1,10 +1,9 @@
 /*
  * The whole contract between libibp's kernel bodies and the machine they
  * run on: kernel code calls only these ibp_dev_* helpers (and plain loads
- * and stores of device memory and of IBP_DEV_TABLE tables).  Each helper has
- * two implementations side by side: CUDA (nvcc, __CUDACC__) and the SIMT
- * emulator (any C++ compiler; tests/sim/simt/simt_device.h).  Inline PTX lives
- * only here.
+ * and stores of device memory).  Each helper has two implementations side
+ * by side: CUDA (nvcc, __CUDACC__) and the SIMT emulator (any C++
+ * compiler; tests/sim/simt/simt_device.h).  Inline PTX lives only here.
  *
  * Memory kinds: "host" pointers are mapped pinned host memory, read over
  * PCIe and only through ibp_dev_ld_host_* / ibp_dev_cp_async16 (which the
@@ -23,9 +22,6 @@
 /* A kernel parameter whose address may be taken without a copy to local
  * memory (read in place, from the parameter bank). */
 #define IBP_GRID_CONSTANT __grid_constant__
-/* A table of constants (its initializer a constant expression), read with
- * plain loads: constant memory. */
-#define IBP_DEV_TABLE static __constant__ const
 
 IBP_DEV unsigned ibp_dev_thread() {
   return threadIdx.x;
@@ -243,7 +239,6 @@ IBP_DEV unsigned ibp_dev_warp_sum(unsigned v) {
 #define IBP_DEV static inline
 #define IBP_KERNEL extern "C"
 #define IBP_GRID_CONSTANT
-#define IBP_DEV_TABLE static const
 
 IBP_DEV unsigned ibp_dev_thread() {
   return simt_thread_idx(0);

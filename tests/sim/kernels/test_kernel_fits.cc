@@ -1,7 +1,6 @@
 // The decode step's helpers for chunks of 1 and 2 bytes, as the emulator
 // runs them (kernels/ibp_decompress.cu, kernels/ibp_dev.h), against plain
-// references: the fit masks' tables (fit_words) for every fit bitmap of a
-// block, the left clamped funnel shift (ibp_dev_funnel_lc) for every
+// references: the left clamped funnel shift (ibp_dev_funnel_lc) for every
 // amount 0..40, and a word pair read by the bits its first word drops
 // (bits_pair_short) against the pair read by its second word's offset
 // (bits_pair).
@@ -19,15 +18,6 @@ void expect(bool ok, const char *what, unsigned a, unsigned b) {
     fprintf(stderr, "test_kernel_fits: %s (%u, %u)\n", what, a, b);
 }
 
-// 0xFF..FF over each c-byte chunk of word i of a block whose fit bit is set.
-uint32_t fit_reference(unsigned c, uint32_t f, unsigned i) {
-  uint32_t m = 0;
-  for (unsigned byte = 0; byte < 4; byte++)
-    if ((f >> ((4 * i + byte) / c)) & 1u)
-      m |= 0xFFu << (8 * byte);
-  return m;
-}
-
 uint64_t rng = 0x9E3779B97F4A7C15ull;
 uint32_t next() {
   rng ^= rng << 13;
@@ -39,17 +29,6 @@ uint32_t next() {
 } // namespace
 
 int main() {
-  uint32_t fit[4];
-  for (uint32_t f = 0; f < 0x10000u; f++) {
-    fit_words<1>(f, fit);
-    for (unsigned i = 0; i < 4; i++)
-      expect(fit[i] == fit_reference(1, f, i), "fit_masks", f, i);
-  }
-  for (uint32_t f = 0; f < 0x100u; f++) {
-    fit_words<2>(f, fit);
-    for (unsigned i = 0; i < 4; i++)
-      expect(fit[i] == fit_reference(2, f, i), "fit2_masks", f, i);
-  }
   for (unsigned k = 0; k < 100000; k++) {
     const uint32_t lo = next(), hi = next(), sh = k % 41;
     const uint64_t v = ((uint64_t)hi << 32) | lo;
