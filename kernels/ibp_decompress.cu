@@ -326,6 +326,16 @@ IBP_DEV void bits_pair(const uint32_t *sw, uint32_t p, uint32_t n, uint32_t &a,
   b = ibp_dev_funnel_rc(a, ibp_dev_funnel_r(l1, q[2], p), n);
 }
 
+/* bits_pair with word 1 d bits short of 32 after word 0 (d at most 32):
+ * the 32 bits from bit p on (a) and the 32 from bit p + 32 - d on (b). */
+IBP_DEV void bits_pair_short(const uint32_t *sw, uint32_t p, uint32_t d,
+                             uint32_t &a, uint32_t &b) {
+  const uint32_t *q = sw + ibp_dev_shr(p, 5);
+  const uint32_t l1 = q[1];
+  a = ibp_dev_funnel_r(q[0], l1, p);
+  b = ibp_dev_funnel_lc(a, ibp_dev_funnel_r(l1, q[2], p), d);
+}
+
 #include "stage_exp_dev.cuh"
 
 IBP_DEV void load4(uint32_t *w, const uint8_t *p) {
@@ -358,7 +368,9 @@ IBP_DEV uint32_t lane_fits(const uint32_t *fw, uint32_t bit0) {
 /* (1- and 2-byte chunks: a multiply moves fit bit k to the top bit of the
  * chunk's first byte -- the partial products never meet -- and one prmt
  * copies each top bit over its bytes.  1-byte chunks: words 1 and 3 take
- * their nibble in place, f >> 8 serving words 2 and 3.) */
+ * their nibble in place, f >> 8 serving words 2 and 3.  Not a table in
+ * constant memory: the fit bits differ between lanes, and the constant
+ * cache serves a load's distinct addresses one at a time.) */
 template <unsigned C> IBP_DEV uint32_t fit_bytes(uint32_t f, unsigned i) {
   if (C == 1) {
     const uint32_t h = i < 2 ? f : f >> 8;
@@ -526,8 +538,10 @@ IBP_DEV uint32_t planes_bits(const decode_ctx &x, uint32_t lo, uint32_t hi,
  * the chunks before it in the word do not carry, summed (pre: chunks of 1
  * and 2 bytes), where the word's payload starts in the block's (off).
  * INSIDE: the block lies inside R (a full step's, a group's), where the
- * plan's short bits are 0.  Returns the block's payload bits. */
-template <unsigned C, bool INSIDE = false>
+ * plan's short bits are 0.  PAIRS (chunks of 1 and 2 bytes, block_out's
+ * pairs): off[1] and off[3] the bits words 0 and 2 drop instead.  Returns
+ * the block's payload bits. */
+template <unsigned C, bool INSIDE = false, bool PAIRS = true>
 IBP_DEV uint32_t block_prep(const uint8_t *pl, uint32_t f, uint32_t fit[4],
                             uint32_t pre[4], uint32_t off[4]) {
   if (C >= 4) { /* a word is one chunk, or half of one: its counts */
@@ -544,20 +558,31 @@ IBP_DEV uint32_t block_prep(const uint8_t *pl, uint32_t f, uint32_t fit[4],
     off[3] = o >> 24;
     return off[3] + (n >> 24);
   }
-  /* (the words' dropped bits summed as they go, one dp4a a word) */
-  uint32_t inv[4], shrt[4] = {0, 0, 0, 0}, gone = 0;
+  /* (the words' dropped bits summed, one dp4a a word) */
+  uint32_t inv[4], shrt[4] = {0, 0, 0, 0}, d[4];
   load4(inv, pl + 2 * BLOCK);
   if (!INSIDE) /* (0 inside R) */
     load4(shrt, pl + 3 * BLOCK);
   IBP_UNROLL
   for (unsigned i = 0; i < 4; i++) {
     fit[i] = fit_bytes<C>(f, i);
-    const uint32_t d = dropped(fit[i], inv[i], shrt[i]);
-    pre[i] = C == 1 ? d : d * 0x01010100u;
-    off[i] = 32 * i - gone;
-    gone = ibp_dev_dp4a(d, 0x01010101u, gone);
+    d[i] = dropped(fit[i], inv[i], shrt[i]);
+    pre[i] = C == 1 ? d[i] : d[i] * 0x01010100u;
   }
-  return 128 - gone;
+  const uint32_t g1 = ibp_dev_dp4a(d[0], 0x01010101u, 0);
+  const uint32_t g2 = ibp_dev_dp4a(d[1], 0x01010101u, g1);
+  off[0] = 0;
+  off[2] = 64 - g2;
+  if (PAIRS) { /* (off[1], off[3] as they come: no subtraction) */
+    const uint32_t d2 = ibp_dev_dp4a(d[2], 0x01010101u, 0);
+    off[1] = g1;
+    off[3] = d2;
+    return 128 - g2 - ibp_dev_dp4a(d[3], 0x01010101u, d2);
+  }
+  const uint32_t g3 = ibp_dev_dp4a(d[2], 0x01010101u, g2);
+  off[1] = 32 - g1;
+  off[3] = 96 - g3;
+  return 128 - ibp_dev_dp4a(d[3], 0x01010101u, g3);
 }
 
 /* The deposit's top stage, S - 1, unpredicated (block_out's FLAT); on
@@ -580,10 +605,14 @@ IBP_DEV ibp_dev_u128 block_out(const uint8_t *pl, const uint32_t *sw,
   uint32_t x[4], y[4], e[4], m[4];
   /* PAIRS: words 0, 1 from p and words 2, 3 from p + off[2], each pair
    * from three staged words (word 1 starts off[1] <= 32 bits after word 0,
-   * word 3 off[3] - off[2] <= 32 after word 2); else each word from two
-   * (a block decode's step: with pairs there, ptxas spilled ibp_decompress
-   * on sm_90, 8 bytes) */
-  if (PAIRS) {
+   * word 3 off[3] - off[2] <= 32 after word 2; for chunks of 1 and 2 bytes
+   * off[1] and off[3] are the bits words 0 and 2 drop, block_prep's PAIRS);
+   * else each word from two (a block decode's step but for 1-byte chunks:
+   * with pairs there, ptxas spilled ibp_decompress on sm_90, 8 bytes) */
+  if (PAIRS && C <= 2) {
+    bits_pair_short(sw, p, off[1], x[0], x[1]);
+    bits_pair_short(sw, p + off[2], off[3], x[2], x[3]);
+  } else if (PAIRS) {
     bits_pair(sw, p, off[1], x[0], x[1]);
     bits_pair(sw, p + off[2], off[3] - off[2], x[2], x[3]);
   } else {
@@ -639,18 +668,20 @@ IBP_DEV uint32_t decode_step(const decode_ctx &x, uint32_t g, uint32_t pos) {
   const uint8_t *pl = BLOCKWIDE || GROUPED
                           ? ibp_dev_at(x.plan, bl, (4 + S) * BLOCK)
                           : x.plan + bl * ((4 + S) * BLOCK);
+  /* a block decode's step reads its words in pairs for 1-byte chunks only
+   * (block_out's PAIRS: with them for every width ptxas spilled on sm_90) */
+  constexpr bool pairs = !BLOCKWIDE || C == 1;
   uint32_t fit[4], pre[4], off[4];
   const uint32_t bits =
-      block_prep<C, FULL>(pl,
-                          NB        ? 0xFFFFu
-                          : GROUPED ? lane_fits<C>(x.fw, bit0)
-                                    : block_fits<C>(sw, bit0, bl),
-                          fit, pre, off);
+      block_prep<C, FULL, pairs>(pl,
+                                 NB        ? 0xFFFFu
+                                 : GROUPED ? lane_fits<C>(x.fw, bit0)
+                                           : block_fits<C>(sw, bit0, bl),
+                                 fit, pre, off);
   unsigned total;
   const uint32_t p = pos + ibp_dev_warp_exclusive_scan(live ? bits : 0, &total);
   constexpr bool flat = TOP_STAGE_FLAT && !(NB && C == 1);
-  const ibp_dev_u128 v =
-      block_out<C, flat, !BLOCKWIDE>(pl, sw, p, S, fit, pre, off);
+  const ibp_dev_u128 v = block_out<C, flat, pairs>(pl, sw, p, S, fit, pre, off);
   if (FULL) {
     ibp_dev_st16(x.dst + (BLOCK * b - x.w0), v);
   } else if (live) {

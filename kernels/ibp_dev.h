@@ -139,6 +139,11 @@ IBP_DEV uint32_t ibp_dev_funnel_r(uint32_t lo, uint32_t hi, uint32_t sh) {
 IBP_DEV uint32_t ibp_dev_funnel_rc(uint32_t lo, uint32_t hi, uint32_t sh) {
   return __funnelshift_rc(lo, hi, sh);
 }
+/* Bits [32 - sh, 64 - sh) of the 64-bit value hi:lo, sh at most 32
+ * (larger ones read as 32: lo). */
+IBP_DEV uint32_t ibp_dev_funnel_lc(uint32_t lo, uint32_t hi, uint32_t sh) {
+  return __funnelshift_lc(lo, hi, sh);
+}
 /* v << (n mod 32): one shift (shf.l.wrap), the amount not masked. */
 IBP_DEV uint32_t ibp_dev_shl_wrap(uint32_t v, uint32_t n) {
   return __funnelshift_l(0u, v, n);
@@ -314,6 +319,9 @@ IBP_DEV uint32_t ibp_dev_funnel_r(uint32_t lo, uint32_t hi, uint32_t sh) {
 }
 IBP_DEV uint32_t ibp_dev_funnel_rc(uint32_t lo, uint32_t hi, uint32_t sh) {
   return sh >= 32 ? hi : (uint32_t)((((uint64_t)hi << 32) | lo) >> sh);
+}
+IBP_DEV uint32_t ibp_dev_funnel_lc(uint32_t lo, uint32_t hi, uint32_t sh) {
+  return sh >= 32 ? lo : (uint32_t)(((((uint64_t)hi << 32) | lo) << sh) >> 32);
 }
 IBP_DEV uint32_t ibp_dev_shl_wrap(uint32_t v, uint32_t n) {
   return v << (n & 31);
