@@ -344,12 +344,15 @@ static int beside_driver_copy(ibp_route_copy *x, const decision *d) {
     ibp__batch_order_copy(c->stream);
   else
     ibp__batch_order(c->stream);
-  const double est = d->choice.est_ns[IBP_ROUTE_DRIVER];
-  const int j =
-      ibp__beside_begin(x->slot, d->ch, c->stream,
-                        est > 0 ? est : d->prior[IBP_ROUTE_DRIVER].gpu_ns);
+  /* its time on the link as the class estimates it: less its calls */
+  const double est = d->choice.est_ns[IBP_ROUTE_DRIVER] -
+                     ibp__route_lead_ns(IBP_ROUTE_DRIVER, x->p);
+  unsigned gen = 0;
+  const int j = ibp__beside_begin(
+      x->slot, d->ch, c->stream,
+      est > 0 ? est : d->prior[IBP_ROUTE_DRIVER].gpu_ns, &gen);
   const int rc = ibp__route(IBP_ROUTE_DRIVER)->submit(x, &e);
-  ibp__beside_end(x->slot, d->ch, j, rc == IBP_SUBMIT_QUEUED);
+  ibp__beside_end(x->slot, d->ch, j, gen, c->stream, rc == IBP_SUBMIT_QUEUED);
   if (rc != IBP_SUBMIT_QUEUED)
     return 1;
   if (c->sync && ibp__driver()->cuStreamSynchronize(c->stream) != CUDA_SUCCESS)
@@ -735,7 +738,13 @@ static int submit_by(ibp_route_copy *x, decision *d, ibp_route go) {
   ibp_timing t;
   time_begin(x, d, &t);
   ibp__nvtx_copy_begin(x->r->name, c->bytes); /* serve/nvtx.h: for nsys */
-  const int beside = ibp__beside_begin(x->slot, d->ch, d->link, d->link_ns);
+  /* its link time as estimated: a one-stage route's less its calls */
+  const double beside_ns = d->prior[go].sm_ns > 0
+                               ? d->link_ns
+                               : d->link_ns - ibp__route_lead_ns(go, x->p);
+  unsigned beside_gen = 0;
+  const int beside =
+      ibp__beside_begin(x->slot, d->ch, d->link, beside_ns, &beside_gen);
   int rc = ibp__route(go)->submit(x, &e);
   if (rc == IBP_SUBMIT_NOT_NOW) {
     ibp__timing_end(x->slot, d->ch, d->link, &t, 0);
@@ -747,7 +756,7 @@ static int submit_by(ibp_route_copy *x, decision *d, ibp_route go) {
     else
       rc = ibp__route(go)->submit(x, &e);
   }
-  ibp__beside_end(x->slot, d->ch, beside,
+  ibp__beside_end(x->slot, d->ch, beside, beside_gen, d->link,
                   rc == IBP_SUBMIT_QUEUED && go == d->go);
   t.aside_ns = x->aside_ns;
   ibp__timing_end(x->slot, d->ch, d->link, &t,

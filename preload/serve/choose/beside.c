@@ -36,15 +36,16 @@ static int events(const ibp_driver *d, ibp_device_slot *slot, int j) {
   return 1;
 }
 
-/* Records entry j's event `which` (0 before, 1 after) on its stream, in
+/* Records entry j's event `which` (0 before, 1 after) on `stream`, in
  * relaxed capture mode -- not on a capturing stream, which runs nothing
- * now.  Frees the entry where it was not recorded. */
-static void record(const ibp_driver *d, ibp_device_slot *slot, ibp_chooser *ch,
-                   int j, int which) {
+ * now.  Frees the entry where it was not recorded; an entry freed and
+ * taken again meanwhile (gen) is not touched.  Returns whether it was
+ * recorded. */
+static int record(const ibp_driver *d, ibp_device_slot *slot, ibp_chooser *ch,
+                  int j, unsigned gen, CUstream stream, int which) {
   CUstreamCaptureMode mode = CU_STREAM_CAPTURE_MODE_RELAXED;
   if (d->cuThreadExchangeStreamCaptureMode)
     d->cuThreadExchangeStreamCaptureMode(&mode);
-  const CUstream stream = ch->beside[j].stream;
   CUstreamCaptureStatus cs = CU_STREAM_CAPTURE_STATUS_NONE;
   const int recorded =
       d->cuStreamIsCapturing(stream, &cs) == CUDA_SUCCESS &&
@@ -53,15 +54,17 @@ static void record(const ibp_driver *d, ibp_device_slot *slot, ibp_chooser *ch,
   if (d->cuThreadExchangeStreamCaptureMode)
     d->cuThreadExchangeStreamCaptureMode(&mode);
   pthread_mutex_lock(&ch->lock);
-  if (!recorded)
-    ch->beside[j].waiting = 0;
-  else if (which)
-    ch->beside[j].queued = 1;
+  ibp_beside *b = &ch->beside[j];
+  if (b->gen == gen && !recorded)
+    b->waiting = 0;
+  else if (b->gen == gen && which)
+    b->queued = 1;
   pthread_mutex_unlock(&ch->lock);
+  return recorded;
 }
 
 int ibp__beside_begin(ibp_device_slot *slot, ibp_chooser *ch, CUstream stream,
-                      double link_ns) {
+                      double link_ns, unsigned *gen) {
   const ibp_driver *d = ibp__driver();
   if (!ch || !atomic_load_explicit(&ch->live, memory_order_relaxed) || !d ||
       link_ns <= 0)
@@ -72,27 +75,28 @@ int ibp__beside_begin(ibp_device_slot *slot, ibp_chooser *ch, CUstream stream,
   for (int k = 0; k < IBP_TIMING_BESIDE && mask && j < 0; k++)
     if (!ch->beside[k].waiting)
       j = k;
-  if (j >= 0 && events(d, slot, j))
-    ch->beside[j] = (ibp_beside){stream, link_ns, mask, 0};
-  else
+  if (j >= 0 && events(d, slot, j)) {
+    *gen = ch->beside[j].gen + 1;
+    ch->beside[j] = (ibp_beside){stream, link_ns, mask, 0, *gen};
+  } else {
     j = -1;
+  }
   pthread_mutex_unlock(&ch->lock);
-  if (j >= 0)
-    record(d, slot, ch, j, 0);
-  return j;
+  return j >= 0 && record(d, slot, ch, j, *gen, stream, 0) ? j : -1;
 }
 
 void ibp__beside_end(ibp_device_slot *slot, ibp_chooser *ch, int j,
-                     int queued) {
+                     unsigned gen, CUstream stream, int queued) {
   const ibp_driver *d = ibp__driver();
   if (j < 0 || !ch || !d)
     return;
   if (queued) {
-    record(d, slot, ch, j, 1);
+    (void)record(d, slot, ch, j, gen, stream, 1);
     return;
   }
   pthread_mutex_lock(&ch->lock);
-  ch->beside[j].waiting = 0;
+  if (ch->beside[j].gen == gen)
+    ch->beside[j].waiting = 0;
   pthread_mutex_unlock(&ch->lock);
 }
 

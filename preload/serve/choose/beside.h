@@ -35,11 +35,13 @@ int ibp__beside_wanted(ibp_chooser *ch, CUstream stream);
  * `stream` before it.  Returns the entry (-1: none) for
  * ibp__beside_end.  Never fails the copy. */
 int ibp__beside_begin(ibp_device_slot *slot, ibp_chooser *ch, CUstream stream,
-                      double link_ns);
+                      double link_ns, unsigned *gen);
 
-/* After it: the event after the copy where `queued`, else the entry is
- * freed (j < 0: nothing). */
-void ibp__beside_end(ibp_device_slot *slot, ibp_chooser *ch, int j, int queued);
+/* After it (j, gen: ibp__beside_begin's; the same stream): the event
+ * after the copy where `queued`, else the entry is freed (j < 0:
+ * nothing; an entry freed and taken again meanwhile is left alone). */
+void ibp__beside_end(ibp_device_slot *slot, ibp_chooser *ch, int j,
+                     unsigned gen, CUstream stream, int queued);
 
 /* Sample i is read or dropped: no entry waits for it (lock held). */
 void ibp__beside_forget(ibp_chooser *ch, int i);

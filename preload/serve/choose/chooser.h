@@ -123,6 +123,8 @@ typedef struct ibp_beside {
   uint32_t waiting; /* bit i: sample i may have run beside it, not read yet
                        (0: a free entry) */
   int queued;       /* the copy and the event after it are queued */
+  unsigned gen;     /* its owner's (ibp__beside_begin): a freed entry taken
+                       again is not the first owner's to end */
 } ibp_beside;
 
 typedef struct ibp_chooser {

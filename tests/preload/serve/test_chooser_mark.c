@@ -114,9 +114,10 @@ static double time_one(ibp_device_slot *slot, ibp_served_region *s,
     beside_event = beside_start = NULL;
     CHECK(ibp__beside_wanted(ch, b.stream) == (b.stream == OTHER_STREAM));
     queueing_beside = 1;
-    const int j = ibp__beside_begin(slot, ch, b.stream, 1e3 * b.link_us);
+    unsigned gen = 0;
+    const int j = ibp__beside_begin(slot, ch, b.stream, 1e3 * b.link_us, &gen);
     queueing_beside = 2;
-    ibp__beside_end(slot, ch, j, 1);
+    ibp__beside_end(slot, ch, j, gen, b.stream, 1);
     queueing_beside = 0;
     CHECK((j >= 0) == (b.stream == OTHER_STREAM));
     CHECK((b.stream == OTHER_STREAM) == (beside_event != NULL));
