@@ -311,6 +311,24 @@ static int capturing(const ibp_driver *d, CUstream stream) {
          cs != CU_STREAM_CAPTURE_STATUS_NONE;
 }
 
+/* After the driver's copy of c was submitted (rc): 0 when it is queued --
+ * and done, for a synchronous entry point; 1: the caller runs the copy. */
+static int driver_done(const ibp_copy *c, int rc) {
+  if (rc != IBP_SUBMIT_QUEUED)
+    return 1;
+  if (c->sync && ibp__driver()->cuStreamSynchronize(c->stream) != CUDA_SUCCESS)
+    return 1; /* the real copy runs again, and reports what it finds */
+  return 0;
+}
+
+/* Route go's time on the link in an estimate est_ns of a copy costing c:
+ * a one-stage route's less its calls; a two-stage route's estimate is of
+ * its first stage already (decision.link_ns). */
+static double link_part_ns(ibp_route go, double est_ns, const ibp_route_cost *c,
+                           const ibp_profile *p) {
+  return c->sm_ns > 0 ? est_ns : est_ns - ibp__route_lead_ns(go, p);
+}
+
 /* The driver's copy, timed (the chooser asked for it): queued by its route
  * between the events, synchronised for a synchronous entry point.
  * Returns 0 when done; 1: the caller runs the copy (nothing was
@@ -324,11 +342,7 @@ static int timed_driver_copy(ibp_route_copy *x, const decision *d) {
   CUresult e;
   const int rc = ibp__route(IBP_ROUTE_DRIVER)->submit(x, &e);
   ibp__timing_end(x->slot, d->ch, d->link, &t, rc == IBP_SUBMIT_QUEUED);
-  if (rc != IBP_SUBMIT_QUEUED)
-    return 1;
-  if (c->sync && ibp__driver()->cuStreamSynchronize(c->stream) != CUDA_SUCCESS)
-    return 1; /* the real copy runs again, and reports what it finds */
-  return 0;
+  return driver_done(c, rc);
 }
 
 /* The driver's copy where copies are timed on other streams: queued here,
@@ -344,20 +358,16 @@ static int beside_driver_copy(ibp_route_copy *x, const decision *d) {
     ibp__batch_order_copy(c->stream);
   else
     ibp__batch_order(c->stream);
-  /* its time on the link as the class estimates it: less its calls */
-  const double est = d->choice.est_ns[IBP_ROUTE_DRIVER] -
-                     ibp__route_lead_ns(IBP_ROUTE_DRIVER, x->p);
+  const double est =
+      link_part_ns(IBP_ROUTE_DRIVER, d->choice.est_ns[IBP_ROUTE_DRIVER],
+                   &d->prior[IBP_ROUTE_DRIVER], x->p);
   unsigned gen = 0;
   const int j = ibp__beside_begin(
       x->slot, d->ch, c->stream,
       est > 0 ? est : d->prior[IBP_ROUTE_DRIVER].gpu_ns, &gen);
   const int rc = ibp__route(IBP_ROUTE_DRIVER)->submit(x, &e);
   ibp__beside_end(x->slot, d->ch, j, gen, c->stream, rc == IBP_SUBMIT_QUEUED);
-  if (rc != IBP_SUBMIT_QUEUED)
-    return 1;
-  if (c->sync && ibp__driver()->cuStreamSynchronize(c->stream) != CUDA_SUCCESS)
-    return 1; /* the real copy runs again, and reports what it finds */
-  return 0;
+  return driver_done(c, rc);
 }
 
 /* A decided copy x that ends as the driver's copy: counted so (what ran),
@@ -738,10 +748,7 @@ static int submit_by(ibp_route_copy *x, decision *d, ibp_route go) {
   ibp_timing t;
   time_begin(x, d, &t);
   ibp__nvtx_copy_begin(x->r->name, c->bytes); /* serve/nvtx.h: for nsys */
-  /* its link time as estimated: a one-stage route's less its calls */
-  const double beside_ns = d->prior[go].sm_ns > 0
-                               ? d->link_ns
-                               : d->link_ns - ibp__route_lead_ns(go, x->p);
+  const double beside_ns = link_part_ns(go, d->link_ns, &d->prior[go], x->p);
   unsigned beside_gen = 0;
   const int beside =
       ibp__beside_begin(x->slot, d->ch, d->link, beside_ns, &beside_gen);

@@ -85,6 +85,10 @@ unsigned ibp__choose_key(unsigned cls) {
   return cls / IBP_CLASS_MODES;
 }
 
+unsigned ibp__choose_twin(unsigned key) {
+  return key ^ 1u; /* the busy bit (ibp__choose_class_index) */
+}
+
 void ibp__choose_routes_init(ibp_choose_route route[IBP_ROUTES]) {
   memset(route, 0, IBP_ROUTES * sizeof *route);
 }
@@ -415,6 +419,40 @@ static int served(const ibp_choose_class *k) {
   return 0;
 }
 
+/* Whether the class has not timed route r and its twin has (twinned). */
+static int twin_timed(const ibp_choose_class *k,
+                      const ibp_route_cost prior[IBP_ROUTES], int r,
+                      double now_ns) {
+  return k->twin && !fresh_count(&k->route[r], prior[r].copies, now_ns) &&
+         fresh_count(&k->twin[r], prior[r].copies, now_ns);
+}
+
+/* Route r as its twin's fresh timed copies measured it, where the class
+ * has not timed it (twin_timed) and they measured it clearly cheaper than
+ * its model: one copy is a hope, not a judgement (twinned: two); 0 where
+ * it has no such copy, they saw the model right or dearer (nothing to
+ * find out: a driver's copy timed at its prior, hoped for where it was
+ * within the driver's doubt of a staged choice, was explored into a
+ * class of weight copies whose staged spans then read slower, and the
+ * class left the staged path -- a100-pcie4, truth = prior,
+ * cnn_f32_to_bf16: 0.99 instead of 1.21 in 2 runs of 6), or its whole
+ * spans were never judged there (a two-stage route). */
+static double twin_hope(const ibp_choose_class *k,
+                        const ibp_route_cost prior[IBP_ROUTES], int r,
+                        double now_ns) {
+  const ibp_route_cost *c = &prior[r];
+  const ibp_choose_route *t = k->twin ? &k->twin[r] : NULL;
+  if (!twin_timed(k, prior, r, now_ns) ||
+      (c->sm_ns > 0 && !whole_judged(t, now_ns)))
+    return 0;
+  uint32_t n;
+  const double cr = fresh_ratio(t, 0, c->copies, now_ns, &n),
+               gr = fresh_ratio(t, 1, c->copies, now_ns, &n);
+  const double h = joined(c, cpu_ns(c, cr),
+                          ibp__choose_gpu_ns(c, gr) * whole(t, now_ns), cr);
+  return h <= (1.0 - IBP_CHOOSE_DEAD_BAND) * ibp__choose_model_ns(c) ? h : 0;
+}
+
 /* Whether route r is worth exploring early: guessed, not measured by the
  * class, never measured worse than the choice (a first early sample that
  * measured worse ends it: under decodes 4x slower than h100-pcie5 says,
@@ -433,12 +471,15 @@ static int served(const ibp_choose_class *k) {
  * making those copies slower than the application's own, and no share's
  * pace finds that out within a run (h100-pcie5 under a link twice as
  * wide: 160 weight copies staged at 0.74 of the driver's time, the
- * driver's unmeasured prior charged twice over for an exploration). */
+ * driver's unmeasured prior charged twice over for an exploration).  So
+ * is any route the class's twin timed clearly cheaper than its model
+ * (twin_hope), where the class never timed it. */
 static int hopeful(const ibp_choose_class *k,
                    const ibp_route_cost prior[IBP_ROUTES], int r,
                    const double hope[IBP_ROUTES], double go_ns, double now_ns) {
   const int driver = r == IBP_ROUTE_DRIVER;
-  const int may = driver || (!served(k) && prior[r].guessed);
+  const int may = driver || twin_timed(k, prior, r, now_ns) ||
+                  (!served(k) && prior[r].guessed);
   const double could = driver ? go_ns * (1.0 + IBP_CHOOSE_DRIVER_DOUBT)
                               : go_ns / (1.0 + IBP_CHOOSE_HYSTERESIS);
   return may && hope[r] > 0 && hope[r] < could &&
@@ -489,6 +530,61 @@ static void space(ibp_choose_route *q) {
   q->wait = IBP_CHOOSE_WAIT_COPIES << q->backoff;
 }
 
+/* Route r's ratio (which: 0 its calls, 1 its GPU work) as the class and
+ * its twin measured it together, for launches of `copies` copies: the
+ * smallest of their fresh ones, within the dead band 1; 0 where they have
+ * fewer than IBP_CHOOSE_MIN_SAMPLES between them. */
+static double paired_ratio(const ibp_choose_route *own,
+                           const ibp_choose_route *twin, int which,
+                           uint32_t copies, double now_ns) {
+  uint32_t n_own, n_twin;
+  const double a = fresh_ratio(own, which, copies, now_ns, &n_own);
+  const double b = fresh_ratio(twin, which, copies, now_ns, &n_twin);
+  if (n_own + n_twin < IBP_CHOOSE_MIN_SAMPLES)
+    return 0;
+  const double m = !n_own ? b : !n_twin ? a : min2(a, b);
+  return off_band(m) ? m : 1.0;
+}
+
+/* Route r, not judged by the class, as it and its twin (ibp_choose_class.twin:
+ * its size, on a stream the other way busy) timed it together, where they
+ * timed it enough between them: *cr, *gr its ratios (paired_ratio), *w its
+ * whole spans' (a two-stage route: only once one of them judged those --
+ * its first stage says nothing of its decodes).  Their ratios count in
+ * either direction: the same route moving as many bytes, over a model that
+ * already counts whether the stream was busy.  Without it, a link 4x as
+ * wide as h100-pcie5 says was found out by the idle stream's KV restores
+ * (the driver's copy at 0.25 of its prior) while the busy stream's, the
+ * same 8 MiB, stayed staged at 2.3x the driver's time (bench/ab line 12,
+ * 0.43). */
+static int twinned(const ibp_choose_class *k, const ibp_route_cost *c, int r,
+                   double now_ns, double *cr, double *gr, double *w) {
+  const ibp_choose_route *q = &k->route[r];
+  if (!k->twin || judged(q, c->copies, now_ns))
+    return 0;
+  const ibp_choose_route *t = &k->twin[r];
+  *cr = paired_ratio(q, t, 0, c->copies, now_ns);
+  *gr = paired_ratio(q, t, 1, c->copies, now_ns);
+  const int whole_q = whole_judged(q, now_ns);
+  if (*cr <= 0 || *gr <= 0 ||
+      (c->sm_ns > 0 && !whole_q && !whole_judged(t, now_ns)))
+    return 0;
+  *w = whole_q ? whole(q, now_ns) : whole(t, now_ns);
+  return 1;
+}
+
+/* Whether route r's ratios are known -- judged by the class, or by it and
+ * its twin (twinned) -- and what they are. */
+static int known(const ibp_choose_class *k, const ibp_route_cost *c, int r,
+                 double now_ns, double *cr, double *gr) {
+  double w;
+  if (judged(&k->route[r], c->copies, now_ns)) {
+    ibp__choose_ratios(k, (ibp_route)r, c->copies, now_ns, cr, gr);
+    return 1;
+  }
+  return twinned(k, c, r, now_ns, cr, gr, &w);
+}
+
 /* What a route the class has not measured yet (fewer than
  * IBP_CHOOSE_MIN_SAMPLES fresh timed copies) is believed to cost, where
  * the class measured others dearer than modelled: their calls and their
@@ -511,6 +607,11 @@ static void space(ibp_choose_route *q) {
  *   but a copy-engine route only those of its kind: a batched launch whose
  *   decode measured 50x its model says nothing of the driver's copy (the
  *   driver's rows, believed 50x dearer, stayed batched).
+ * A route the class and its twin timed enough between them (twinned) is
+ * known: it counts among the measured ones, and takes their ratios, not
+ * what others say (under a link a third as fast, the busy stream's driver
+ * measured 2x made the idle stream's held weight copies go to a batched
+ * launch on its prior, as slow: 0.80 of the driver's time).
  * Being believed dearer delays its exploration (which costs more), never
  * stops it. */
 static void inherit(const ibp_choose_class *k,
@@ -520,9 +621,8 @@ static void inherit(const ibp_choose_class *k,
   double cr = 1.0, gr = 1.0, dcr = 1.0, dgr = 1.0;
   for (int r = 0; r < IBP_ROUTES; r++) {
     double c, g;
-    if (est[r] <= 0 || !judged(&k->route[r], prior[r].copies, now_ns))
+    if (est[r] <= 0 || !known(k, &prior[r], r, now_ns, &c, &g))
       continue;
-    ibp__choose_ratios(k, (ibp_route)r, prior[r].copies, now_ns, &c, &g);
     cr = c > cr ? c : cr;
     gr = g > gr ? g : gr;
     if (prior[r].engine) {
@@ -538,8 +638,15 @@ static void inherit(const ibp_choose_class *k,
   for (int r = 0; r < IBP_ROUTES; r++) {
     const ibp_route_cost *c = &prior[r];
     const int narrow = (timable >> r & 1) || c->engine;
+    double tc, tg, tw;
     if (est[r] <= 0 || judged(&k->route[r], c->copies, now_ns))
       continue;
+    if (twinned(k, c, r, now_ns, &tc, &tg, &tw)) { /* its own, with its twin */
+      est[r] =
+          joined(c, cpu_ns(c, tc), ibp__choose_gpu_ns(c, tg) * tw, tc) + 1e-9;
+      cpu[r] = cpu_ns(c, tc);
+      continue;
+    }
     double ci = narrow ? dcr : cr, gi = narrow ? dgr : gr;
     /* what it measured of itself, once, outranks what it inherits: each
      * term no dearer than its own launch measured it, nor cheaper than its
@@ -721,6 +828,15 @@ static void assess(const ibp_choose_class *k,
     if (link < 1.0 && go_known && est[IBP_ROUTE_DRIVER] > 0)
       hope[IBP_ROUTE_DRIVER] = scaled(&prior[IBP_ROUTE_DRIVER], seen_cr, link);
   }
+  /* a route the class's twin timed, where the class has not: that
+   * reading, to find out early (hopeful) */
+  for (int r = 0; r < IBP_ROUTES; r++) {
+    const double h = est[r] > 0 ? twin_hope(k, prior, r, now_ns) : 0;
+    if (h > 0) {
+      hope[r] = hope[r] > 0 ? min2(hope[r], h) : h;
+      plain[r] = plain[r] > 0 ? min2(plain[r], h) : h;
+    }
+  }
   a->go_judged = judged(&k->route[go], prior[go].copies, now_ns);
   /* the choice at the calls and the link seen so far, as measured, while
    * it is not judged yet (its estimate is then its prior) -- one sample,
@@ -878,6 +994,8 @@ static void read_state(const ibp_choose_class *k, ibp_choose_read *st) {
                    (q->setup_pending ? 16u : 0u) |
                    (q->setup_failed < IBP_CHOOSE_PROBES ? 32u : 0u);
     st->setups[r] = q->setup_copies ? q->setup_at_ns : 0;
+    if (k->twin)
+      st->twins[r] = k->twin[r].samples + k->twin[r].wholes;
   }
   st->calls = k->calls ? k->calls->samples : 0;
   st->served = served(k);
@@ -887,7 +1005,8 @@ static void read_state(const ibp_choose_class *k, ibp_choose_read *st) {
 static int same_state(const ibp_choose_read *a, const ibp_choose_read *b) {
   for (int r = 0; r < IBP_ROUTES; r++)
     if (a->samples[r] != b->samples[r] || a->wholes[r] != b->wholes[r] ||
-        a->flags[r] != b->flags[r] || a->setups[r] != b->setups[r])
+        a->flags[r] != b->flags[r] || a->setups[r] != b->setups[r] ||
+        a->twins[r] != b->twins[r])
       return 0;
   return a->calls == b->calls && a->served == b->served && a->last == b->last;
 }
@@ -934,6 +1053,12 @@ assessed(ibp_choose_class *k, const ibp_route_cost prior[], unsigned timable,
       oldest = oldest_counted(&q->setup_at_ns, 1, now_ns, oldest);
     if (q->setup_pending) /* a probe given up when it ages */
       oldest = oldest_counted(&q->setup_asked_ns, 1, now_ns, oldest);
+    if (k->twin) {
+      oldest = oldest_counted(k->twin[r].seen_ns, k->twin[r].samples, now_ns,
+                              oldest);
+      oldest = oldest_counted(k->twin[r].whole_ns, k->twin[r].wholes, now_ns,
+                              oldest);
+    }
   }
   if (k->calls)
     oldest =

@@ -272,6 +272,7 @@ typedef struct ibp_choose_read {
   uint32_t flags[IBP_ROUTES]; /* waiting, pending, backed off, explored few,
                                  set-up probed or not */
   double setups[IBP_ROUTES];  /* when its set-up was measured (0: never) */
+  uint32_t twins[IBP_ROUTES]; /* the twin's samples and wholes */
   uint32_t calls;             /* samples of the calls */
   int served, last;
 } ibp_choose_read;
@@ -305,6 +306,10 @@ typedef struct ibp_choose_class {
    * (ibp__choose_learn_calls; NULL: none): driver calls dearer than
    * modelled are so for copies of any size */
   const ibp_choose_route *calls;
+  /* the routes of the key of its size on a stream the other way busy
+   * (ibp__choose_twin; NULL: none): a route it has not judged takes
+   * their judged ratios (choose.c, twinned) */
+  const ibp_choose_route *twin;
   int last;           /* the last choice, -1 before the first */
   uint64_t copies;    /* decided */
   uint64_t explored;  /* copies that took an alternative to time it */
@@ -354,6 +359,9 @@ unsigned ibp__choose_class_index(uint64_t bytes, int busy, ibp_class_mode mode);
 
 /* The key of class cls (the index of its routes' knowledge). */
 unsigned ibp__choose_key(unsigned cls);
+
+/* The key of key's size on a stream the other way busy. */
+unsigned ibp__choose_twin(unsigned key);
 
 /* A key's routes, nothing known; then a class of that key. */
 void ibp__choose_routes_init(ibp_choose_route route[IBP_ROUTES]);

@@ -58,6 +58,7 @@ ibp_chooser *ibp__chooser_of(ibp_device_slot *slot) {
   for (unsigned k = 0; k < IBP_CHOOSE_CLASSES; k++) {
     ibp__choose_class_init(&ch->cls[k], ch->know[ibp__choose_key(k)]);
     ch->cls[k].calls = &ch->calls;
+    ch->cls[k].twin = ch->know[ibp__choose_twin(ibp__choose_key(k))];
   }
   ibp_chooser *none = NULL;
   if (atomic_compare_exchange_strong_explicit(&slot->chooser, &none, ch,

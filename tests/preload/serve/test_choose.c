@@ -22,7 +22,8 @@
  *     backs off, and the credit is capped;
  *   - estimates age: a route measured long ago is explored again;
  *   - events failing pause timing, which resumes when they work again;
- *   - single and held copies of a size share what they learn;
+ *   - single and held copies of a size share what they learn, and so do
+ *     copies of a size on a busy stream and an idle one (the twin);
  *   - with learning off every copy takes the model's route, untimed.
  */
 #include <math.h>
@@ -1415,6 +1416,105 @@ static void test_calls_shared(void) {
           o.took[IBP_ROUTE_STAGED]);
 }
 
+/* A class's twin (its size, on a stream the other way busy) timed a
+ * route the class has not: judged there (two copies), the class believes
+ * it in either direction from its first copy -- the driver 4x cheaper than
+ * its prior (a link 4x as wide), the kernel 3x dearer, the driver 2x
+ * dearer and so every route on the link (what the class inherits); timed
+ * once there,
+ * it is a hope the class explores at once, the driver or another route
+ * (the share alone would take some 200 copies). */
+static void test_busy_twin(void) {
+  /* the kernel a little dearer than the driver by the prior */
+  static const ibp_route_cost NEAR[IBP_ROUTES] = {
+      {.cpu_ns = 2200, .gpu_ns = 10533, .engine = 1},
+      {.cpu_ns = 2800, .gpu_ns = 12000}};
+  static const struct {
+    const ibp_route_cost *prior;
+    ibp_route r;     /* the route the twin timed */
+    double gpu;      /* its GPU time in truth (the rest: prior) */
+    int times;       /* the twin's timed copies of it */
+    ibp_route want;  /* the class's choice from its first copy */
+    long explore_by; /* or (>= 0) explored by this copy */
+  } cases[] = {
+      {PRIOR, IBP_ROUTE_DRIVER, 20000, 2, IBP_ROUTE_DRIVER, -1},
+      {PRIOR, IBP_ROUTE_ZEROCOPY, 150000, 2, IBP_ROUTE_DRIVER, -1},
+      {PRIOR, IBP_ROUTE_DRIVER, 20000, 1, IBP_ROUTE_DRIVER, 1},
+      {DRIVER_AHEAD, IBP_ROUTE_ZEROCOPY, 20000, 1, IBP_ROUTE_ZEROCOPY, 1},
+      /* the link a third as fast, seen by the twin's driver (2x): the
+       * kernel, unjudged, is believed as slow (inherit) */
+      {NEAR, IBP_ROUTE_DRIVER, 21560, 2, IBP_ROUTE_DRIVER, -1},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    ibp_route_cost truth[IBP_ROUTES];
+    const ibp_route_cost *prior = cases[i].prior;
+    memcpy(truth, prior, sizeof truth);
+    truth[cases[i].r].gpu_ns = cases[i].gpu;
+    sim a, b;
+    sim_init(&a);
+    for (int n = 0; n < cases[i].times; n++)
+      ibp__choose_learn(&a.k, cases[i].r, 0, prior[cases[i].r].cpu_ns,
+                        prior[cases[i].r].cpu_ns, cases[i].gpu,
+                        prior[cases[i].r].gpu_ns, a.now);
+    sim_init(&b);
+    b.k.twin = a.route;
+    ibp_choice c;
+    ibp_route first =
+        ibp__choose_decide(&b.k, prior, 15u, TIMING_NS, 1, 1, b.now, &c);
+    if (cases[i].explore_by < 0) {
+      CHECK(first == cases[i].want);
+      continue;
+    }
+    run o = simulate(&b, prior, truth, 100, cases[i].want, 1);
+    CHECK(o.first_explored == (int)cases[i].want &&
+          o.first_explore_at <= cases[i].explore_by);
+    CHECK(o.settled >= 0 && o.settled <= 8);
+    /* without the twin: at the share's pace */
+    sim c0;
+    sim_init(&c0);
+    run n = simulate(&c0, prior, truth, 100, cases[i].want, 1);
+    CHECK(n.first_explored < 0 || n.first_explore_at > 20);
+  }
+  const unsigned idle = ibp__choose_class_index(1u << 20, 0, IBP_CLASS_SINGLE),
+                 busy = ibp__choose_class_index(1u << 20, 1, IBP_CLASS_SINGLE);
+  CHECK(ibp__choose_twin(ibp__choose_key(idle)) == ibp__choose_key(busy));
+  CHECK(ibp__choose_twin(ibp__choose_key(busy)) == ibp__choose_key(idle));
+  /* the driver timed once at its prior by the twin, within the driver's
+   * doubt of the kernel: nothing to find out early */
+  static const ibp_route_cost CLOSE[IBP_ROUTES] = {
+      {.cpu_ns = 2200, .gpu_ns = 12000, .engine = 1},
+      {.cpu_ns = 2800, .gpu_ns = 10000}};
+  sim a, b;
+  sim_init(&a);
+  sim_init(&b);
+  b.k.twin = a.route;
+  ibp__choose_learn(&a.k, IBP_ROUTE_DRIVER, 0, 2200, 2200, 12000, 12000, a.now);
+  run o = simulate(&b, CLOSE, CLOSE, 100, IBP_ROUTE_ZEROCOPY, 1);
+  CHECK(o.settled == 0 && (o.first_explored < 0 || o.first_explore_at > 20));
+  /* one timed copy each: the smaller ratio (the driver at 0.25, 0.5) */
+  sim_init(&a);
+  sim_init(&b);
+  b.k.twin = a.route;
+  const ibp_route_cost *d = &PRIOR[IBP_ROUTE_DRIVER];
+  ibp__choose_learn(&a.k, IBP_ROUTE_DRIVER, 0, d->cpu_ns, d->cpu_ns,
+                    0.5 * d->gpu_ns, d->gpu_ns, a.now);
+  ibp__choose_learn(&b.k, IBP_ROUTE_DRIVER, 0, d->cpu_ns, d->cpu_ns,
+                    0.25 * d->gpu_ns, d->gpu_ns, b.now);
+  ibp_choice c;
+  (void)ibp__choose_decide(&b.k, PRIOR, 15u, TIMING_NS, 1, 1, b.now, &c);
+  CHECK(fabs(c.est_ns[IBP_ROUTE_DRIVER] - 0.25 * d->gpu_ns) < 1);
+  /* a two-stage route's first stage judged by the twin, its whole spans
+   * not: its estimate stays its prior */
+  sim_init(&a);
+  sim_init(&b);
+  b.k.twin = a.route;
+  const ibp_route_cost *st = &STAGED2[IBP_ROUTE_STAGED];
+  learn_twice(&a, IBP_ROUTE_STAGED, 0, st->cpu_ns, st->cpu_ns, 0.3 * st->gpu_ns,
+              st->gpu_ns);
+  (void)ibp__choose_decide(&b.k, STAGED2, 15u, TIMING_NS, 1, 1, b.now, &c);
+  CHECK(fabs(c.est_ns[IBP_ROUTE_STAGED] - ibp__choose_model_ns(st)) < 1);
+}
+
 /* Driver calls measured 4x their model (by any class: judged): an
  * unmeasured route's exploration is charged at its prior with its calls
  * that dear (not at its prior alone: h100-pcie5's weight copies under
@@ -2397,6 +2497,7 @@ int main(void) {
   test_staged_windows_dear();
   test_staged_one_at_a_time();
   test_calls_shared();
+  test_busy_twin();
   test_calls_dear_charged();
   test_unjudged_spaced();
   test_doubted_timed_again();
