@@ -67,7 +67,10 @@ uint64_t ibp__mark_span(const ibp__geom *g, uintptr_t lo, uintptr_t hi) {
 }
 
 void ibp__track_mark_dirty(ibp_tracked *r, uintptr_t addr, size_t len) {
-  if (!r || !r->dirty || !len)
+  if (!r || !len)
+    return;
+  atomic_fetch_add(&r->writes_seen, 1); /* before the bits: track.h */
+  if (!r->dirty)
     return;
   ibp__geom g = ibp__geom_of(r);
   uintptr_t e = addr + len;

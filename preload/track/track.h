@@ -88,10 +88,17 @@ typedef struct ibp_tracked {
   _Atomic uint64_t gap_writes;    /* chunks a move found written between
                                    * the descriptors (track_quiet.c) */
   _Atomic uint64_t last_write_ns; /* real time a scan last found a write */
+  /* Bumped by every scan that finds a written page (whether or not its
+   * tensors were dirty already) and every mark made without one
+   * (ibp__track_mark_dirty, a preparation's mark of every tensor): equal
+   * at two times, no write to the region was seen in between -- what lets
+   * a move use a fingerprint taken early (track_quiet.c) */
+  _Atomic uint64_t writes_seen;
   /* Nonzero while its owner prepares it (serve/prepare/compress.c reads
    * the whole region then): no move between the modes meanwhile -- a
    * move's fingerprint reads the region twice more, on another core,
-   * and copies of the region wait for it (track_quiet.c) */
+   * and copies of the region wait for it -- only its first sum, taken
+   * once (track_quiet.c) */
   _Atomic int moves_held;
   struct ibp_sync_pages *_Atomic spages; /* track_sync.c's page record */
 } ibp_tracked;
@@ -200,12 +207,14 @@ static inline double ibp__track_sync_model_ns(const ibp_tracked *t,
 
 /* Holds (held nonzero) or lets go (0) a quiet region's moves between
  * the scanning and faulting modes (track_quiet.c): while held it stays in
- * the mode it is in, writes caught as ever; once let go, the next tick
- * moves it as usual.  For its owner, around the region's preparation
- * (docs/ARCHITECTURE.md, "Preparing a region").  Any tracker, any time. */
-static inline void ibp__track_hold_moves(ibp_tracked *t, int held) {
-  atomic_store_explicit(&t->moves_held, held != 0, memory_order_relaxed);
-}
+ * the mode it is in, writes caught as ever, and the tick sums its
+ * contents once for the move to come (its early fingerprint).  Letting go
+ * wakes the tick, which moves a scanning region to faulting at once
+ * when no write was seen in it since it was protected (or last moved) or
+ * for IBP_TRACK_QUIET ms; else a later tick moves it as usual.  For its
+ * owner, around the region's preparation (docs/ARCHITECTURE.md, "Preparing
+ * a region", "Quiet regions").  Any tracker, any time. */
+void ibp__track_hold_moves(ibp_tracked *t, int held);
 
 /* Stops tracking t (remove, degrade): its pages are writable again
  * (mprotect), or left protected in the asynchronous mode, where a write

@@ -126,12 +126,17 @@ IBP_HIDDEN int ibp__quiet_now(ibp_tracked *t, int mode);
 /* Tests only (NULL otherwise): called by a move while t's pages are in
  * neither descriptor, under track_quiet.c's lock. */
 extern IBP_HIDDEN void (*ibp__quiet_gap_hook)(ibp_tracked *t);
+/* Tests only (NULL otherwise): called once the tick has taken t's early
+ * fingerprint (its moves held), under track_quiet.c's lock. */
+extern IBP_HIDDEN void (*ibp__quiet_early_hook)(ibp_tracked *t);
 
 /* ---- track_sync.c: synchronous userfaultfd, the faulting mode ------------ */
 /* 1 when a userfaultfd serving kernel-mode faults works here (probed once). */
 IBP_HIDDEN int ibp__syncwp_available(void);
 /* Starts the fault thread (which runs the quiet tick): 0, or -1. */
 IBP_HIDDEN int ibp__syncwp_start_thread(void);
+/* Wakes the fault thread to run the quiet tick now (a no-op without it). */
+IBP_HIDDEN void ibp__syncwp_tick_now(void);
 /* Registers pages [lo, hi) of t and write-protects them: 0, or -1 with
  * nothing registered. */
 IBP_HIDDEN int ibp__syncwp_arm(ibp_tracked *t, uintptr_t lo, uintptr_t hi);

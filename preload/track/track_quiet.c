@@ -15,12 +15,16 @@
  * once faults come at IBP__QUIET_BUSY_FAULTS or more a tick: a
  * synchronous fault costs the writer about twenty times the in-kernel
  * one (bench/track_scan.sh).  No move while the region's owner holds them
- * (ibp__track_hold_moves: while it prepares the region).
+ * (ibp__track_hold_moves: while it prepares the region); the tick sums the
+ * region once meanwhile (its early fingerprint, below), and letting go
+ * wakes the tick, which moves it at once when no write was seen since it
+ * was protected.
  *
  * A range of memory belongs to one userfaultfd at a time, and leaving one
  * clears its write protection, so a move cannot arm the new mode before
  * the old one lets go: in between, a write is recorded nowhere.  Each
- * move sums the region's contents first (its fingerprint, below), then
+ * move sums the region's contents first (its fingerprint, below; to
+ * faulting, the early one when no write was seen since it), then
  *
  *   to faulting: one last scan of the whole region (marks every write
  *      recorded so far); `move_seq` odd; unregister from the asynchronous
@@ -64,12 +68,24 @@
 #include "track/track.h"
 #include "track/track_private.h"
 
+/* A move's fingerprint (below): the sums of a region's chunks. */
+typedef struct fingerprint {
+  size_t pages, chunks;
+  XXH128_hash_t *sum; /* per chunk */
+  uint64_t *chosen;   /* bit k: page k summed; NULL: every page */
+  uint8_t *buf;       /* one chunk's pages, as read */
+} fingerprint;
+
 typedef struct entry {
   ibp_tracked *t;
   uintptr_t lo, hi;     /* its pages */
   int movable;          /* its base is page-aligned */
   uint64_t moved_ns;    /* real time of its last move (or of its adding) */
   uint64_t faults_seen; /* sync_faults at the last tick */
+  uint64_t quiet_from;  /* t->writes_seen at its adding or last move */
+  int let_go;           /* its owner let go of its moves since the tick */
+  fingerprint early;    /* summed while its moves were held (sum NULL: none) */
+  uint64_t early_seen;  /* t->writes_seen before that sum began */
 } entry;
 
 _Atomic unsigned ibp__track_movable; /* entries that may move */
@@ -126,7 +142,12 @@ void ibp__quiet_add(ibp_tracked *t) {
     }
   }
   if (!find(t) && held < cap) {
-    table[held++] = (entry){t, lo, hi, movable, ibp__real_ns(), 0};
+    table[held++] = (entry){.t = t,
+                            .lo = lo,
+                            .hi = hi,
+                            .movable = movable,
+                            .moved_ns = ibp__real_ns(),
+                            .quiet_from = atomic_load(&t->writes_seen)};
     atomic_fetch_add(&ibp__track_held, 1);
     if (movable)
       atomic_fetch_add(&ibp__track_movable, 1);
@@ -148,14 +169,8 @@ static _Atomic int unwaitable;
  anew; a
  * chunk whose sum changed was written in between, and its tensors are
  * marked then -- before a copy may trust the bits (move_seq odd). */
-typedef struct fingerprint {
-  size_t pages, chunks;
-  XXH128_hash_t *sum; /* per chunk */
-  uint64_t *chosen;   /* bit k: page k summed; NULL: every page */
-  uint8_t *buf;       /* one chunk's pages, as read */
-} fingerprint;
-
 void (*ibp__quiet_gap_hook)(ibp_tracked *t);
+void (*ibp__quiet_early_hook)(ibp_tracked *t);
 
 static void fingerprint_drop(fingerprint *f) {
   free(f->sum);
@@ -266,6 +281,63 @@ static void in_gap(ibp_tracked *t) {
     ibp__quiet_gap_hook(t);
 }
 
+/* ---- the early fingerprint ----------------------------------------------
+
+ * A move to faulting sums the region before its last scan, and copies
+ * scan (a system call each) until its pages leave: a sum of 230 MiB takes
+ * 50-120 ms.  So while the region's owner prepares it (moves held, track.h)
+ * the tick sums it once, off every copy's path, and the move that follows
+ * may start from that sum (docs/ARCHITECTURE.md, "Quiet regions").
+ *
+ * Why an early sum will do.  The first sum must hold what the region held
+ * at a time from which on every write is either recorded by the
+ * asynchronous descriptor until the last scan marks it, or falls in the
+ * gap, where it changes its chunk's sum -- or leaves the chunk as it was
+ * then, and no copy could tell.  A sum taken earlier holds exactly that
+ * when no write at all reached the region from before it began to the end
+ * of the last scan.  Every write path shows in writes_seen (track.h): a
+ * CPU store, read(2)/recv, process_vm_writev or /proc/self/mem leaves its
+ * page written for the asynchronous descriptor until a scan finds it (a
+ * copy's, a refresh's re-protection, at the latest the last scan: all bump
+ * it), a device-side write or a dropped page is marked through
+ * ibp__track_mark_dirty (bumps it).  When it moved, the early sum is
+ * dropped and the move sums and scans anew: a chunk written since it,
+ * then refreshed (marks cleared) and written back in the gap would match
+ * it -- the early sum would not merely mark more. */
+
+/* Under lock, while e's moves are held: its early fingerprint, once. */
+static void take_early(entry *e) {
+  if (e->early.sum || !alone(e) ||
+      atomic_load(&e->t->mode) != IBP_TRACK_SCANNING)
+    return;
+  e->early_seen = atomic_load(&e->t->writes_seen); /* before it: above */
+  if (fingerprint_take(e, 0, &e->early) != 0)
+    e->early = (fingerprint){0}; /* the next tick tries again */
+  else if (ibp__quiet_early_hook)
+    ibp__quiet_early_hook(e->t);
+}
+
+/* Under lock, for a move to faulting: its first sum into f, then one last
+ * scan of the whole region (marks every write recorded so far) -- e's
+ * early fingerprint if no write was seen since it (above).  0; 1: no move
+ * now (no memory, a page unreadable); -1: the pages are no longer ours
+ * (lost() marked them). */
+static int sum_then_scan(entry *e, fingerprint *f) {
+  const int early = e->early.sum != NULL;
+  *f = e->early;
+  e->early = (fingerprint){0};
+  if (!early && fingerprint_take(e, 0, f) != 0)
+    return 1;
+  if (ibp__uffd_scan_all(e->t) != 0) {
+    fingerprint_drop(f);
+    return -1;
+  }
+  if (!early || atomic_load(&e->t->writes_seen) == e->early_seen)
+    return 0;
+  fingerprint_drop(f); /* written since: sum, then scan, now */
+  return sum_then_scan(e, f);
+}
+
 /* ---- moves ----------------------------------------------------------------
  */
 
@@ -294,12 +366,10 @@ static void to_faulting(entry *e) {
   if (!alone(e) || atomic_load(&unwaitable))
     return;                     /* the next tick tries again */
   e->moved_ns = ibp__real_ns(); /* a try: the next in IBP_TRACK_QUIET ms */
-  if (fingerprint_take(e, 0, &f) != 0)
-    return;
-  /* every write the kernel recorded, up to the pages' leaving */
-  if (ibp__uffd_scan_all(t) != 0) { /* no longer ours: lost() marked it */
-    fingerprint_drop(&f);
-    immovable(e);
+  const int summed = sum_then_scan(e, &f);
+  if (summed != 0) {
+    if (summed < 0) /* no longer ours: lost() marked it */
+      immovable(e);
     return;
   }
   gap_open(t);
@@ -320,6 +390,7 @@ static void to_faulting(entry *e) {
   atomic_fetch_add(&t->move_seq, 1);
   e->moved_ns = ibp__real_ns();
   e->faults_seen = atomic_load(&t->sync_faults);
+  e->quiet_from = atomic_load(&t->writes_seen);
 }
 
 /* Under lock: faulting -> scanning.  The protected pages cannot change
@@ -328,6 +399,8 @@ static void to_faulting(entry *e) {
 static void to_scanning(entry *e) {
   ibp_tracked *t = e->t;
   fingerprint f;
+  fingerprint_drop(&e->early); /* (none while faulting: held, it scans) */
+  e->early = (fingerprint){0};
   if (fingerprint_take(e, 1, &f) != 0)
     return; /* faults go on catching every write; the next tick tries */
   gap_open(t);
@@ -343,20 +416,30 @@ static void to_scanning(entry *e) {
   atomic_fetch_add_explicit(&t->mode_switches, 1, memory_order_relaxed);
   atomic_store(&t->last_write_ns, ibp__real_ns());
   e->moved_ns = ibp__real_ns();
+  e->quiet_from = atomic_load(&t->writes_seen);
+}
+
+/* Under lock: no scan found a write in e for IBP_TRACK_QUIET ms, and as
+ * long since its last move. */
+static int quiet_for_long(const entry *e, uint64_t now) {
+  const uint64_t q = quiet_ns();
+  return now - atomic_load(&e->t->last_write_ns) >= q && now - e->moved_ns >= q;
 }
 
 void ibp__quiet_tick(uint64_t now) {
-  const uint64_t q = quiet_ns();
   pthread_mutex_lock(&lock);
   for (size_t i = 0; i < held; i++) {
     entry *e = &table[i];
     ibp_tracked *t = e->t;
-    if (!atomic_load(&t->protected_) ||
-        atomic_load_explicit(&t->moves_held, memory_order_relaxed))
-      continue; /* (held: its owner is preparing it, track.h) */
-    if (atomic_load(&t->mode) == IBP_TRACK_SCANNING) {
-      uint64_t w = atomic_load(&t->last_write_ns);
-      if (now - w >= q && now - e->moved_ns >= q)
+    if (!atomic_load(&t->protected_))
+      continue;
+    if (atomic_load_explicit(&t->moves_held, memory_order_relaxed)) {
+      take_early(e); /* (held: its owner is preparing it, track.h) */
+    } else if (atomic_load(&t->mode) == IBP_TRACK_SCANNING) {
+      /* let go with no write seen while it was prepared: a quiet spell
+       * as good as IBP_TRACK_QUIET ms, no need to wait for one */
+      if (quiet_for_long(e, now) ||
+          (e->let_go && atomic_load(&t->writes_seen) == e->quiet_from))
         to_faulting(e);
     } else {
       uint64_t f = atomic_load(&t->sync_faults);
@@ -364,8 +447,25 @@ void ibp__quiet_tick(uint64_t now) {
         to_scanning(e);
       e->faults_seen = f;
     }
+    e->let_go = 0;
   }
   pthread_mutex_unlock(&lock);
+}
+
+void ibp__track_hold_moves(ibp_tracked *t, int held) {
+  atomic_store_explicit(&t->moves_held, held != 0, memory_order_relaxed);
+  if (held || !atomic_load_explicit(&ibp__track_movable, memory_order_relaxed))
+    return;
+  pthread_mutex_lock(&lock);
+  entry *e = find(t);
+  if (e)
+    e->let_go = 1;
+  pthread_mutex_unlock(&lock);
+  /* the move on the fault thread, at its priority (the owner's may be
+   * lowered: serve/prepare/pack.c), and now rather than in up to
+   * IBP__QUIET_TICK_NS */
+  if (e)
+    ibp__syncwp_tick_now();
 }
 
 int ibp__quiet_now(ibp_tracked *t, int mode) {
@@ -419,6 +519,7 @@ void ibp__quiet_remove(ibp_tracked *t) {
     if (e->movable)
       atomic_fetch_sub(&ibp__track_movable, 1);
     atomic_fetch_sub(&ibp__track_held, 1);
+    fingerprint_drop(&e->early);
     *e = table[--held];
   }
   pthread_mutex_unlock(&lock);

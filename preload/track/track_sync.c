@@ -29,7 +29,8 @@
  * library's madvise marks them written once the call returned
  * (ibp__syncwp_dropped, hooks_libc.c).  A raw system call is not seen.
  *
- * The thread also runs track_quiet.c's tick between faults.
+ * The thread also runs track_quiet.c's tick between faults, and at once
+ * when woken (ibp__syncwp_tick_now).
  *
  * Linux >= 5.7 (anonymous memory), 5.19 (shared memory); the constants
  * Debian 12's headers lack are defined here.
@@ -43,6 +44,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
@@ -67,6 +69,7 @@ typedef struct ibp_sync_pages {
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static _Atomic int availability;
 static int fd = -1;
+static int wake_fd = -1; /* eventfd: ibp__syncwp_tick_now (-1: none) */
 static int thread_started;
 static ibp_tracked **table; /* regions armed, under lock */
 static size_t held, table_cap;
@@ -196,11 +199,16 @@ static void *fault_thread(void *arg) {
       next_tick = now + IBP__QUIET_TICK_NS;
       continue;
     }
-    struct pollfd pfd = {.fd = f, .events = POLLIN};
+    struct pollfd pfd[2] = {{.fd = f, .events = POLLIN},
+                            {.fd = wake_fd, .events = POLLIN}};
     int wait_ms = (int)((next_tick - now) / 1000000) + 1;
-    if (poll(&pfd, 1, wait_ms) < 0 && errno != EINTR)
+    if (poll(pfd, 2, wait_ms) < 0 && errno != EINTR)
       break;
-    if (!(pfd.revents & POLLIN))
+    uint64_t woken;
+    if ((pfd[1].revents & POLLIN) &&
+        syscall(SYS_read, wake_fd, &woken, sizeof woken) == (long)sizeof woken)
+      next_tick = now; /* the tick now, then every IBP__QUIET_TICK_NS */
+    if (!(pfd[0].revents & POLLIN))
       continue;
     struct uffd_msg m[16];
     ssize_t got = syscall(SYS_read, f, m, sizeof m);
@@ -248,6 +256,8 @@ static int start(void) {
     close(fd);
     fd = -1;
   }
+  if (ok) /* none: the tick comes every IBP__QUIET_TICK_NS all the same */
+    wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   ibp__log(IBP_LOG_INFO, "write tracking: quiet regions %s",
            ok ? "are held by synchronous userfaultfd write protection"
               : "keep scanning (no userfaultfd serving kernel-mode faults "
@@ -291,6 +301,12 @@ int ibp__syncwp_start_thread(void) {
   thread_started |= ok;
   pthread_mutex_unlock(&lock);
   return ok ? 0 : -1;
+}
+
+void ibp__syncwp_tick_now(void) {
+  const uint64_t one = 1;
+  if (wake_fd >= 0) /* (a full counter is a wake-up pending all the same) */
+    (void)!syscall(SYS_write, wake_fd, &one, sizeof one);
 }
 
 int ibp__syncwp_arm(ibp_tracked *t, uintptr_t lo, uintptr_t hi) {
@@ -419,6 +435,9 @@ void ibp__syncwp_after_fork_child(void) {
   if (fd >= 0)
     close(fd);
   fd = -1;
+  if (wake_fd >= 0)
+    close(wake_fd);
+  wake_fd = -1;
   thread_started = 0;
   atomic_store(&availability, IBP__PROBE_UNKNOWN);
 }

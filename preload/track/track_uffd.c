@@ -254,6 +254,8 @@ static int scan_mark(ibp_tracked *t, uintptr_t lo, uintptr_t hi, uint64_t flags,
       rc = -1; /* what the calls before marked is counted all the same */
       break;
     }
+    if (n > 0) /* written pages, their tensors dirty already or not */
+      atomic_fetch_add(&t->writes_seen, 1);
     for (long i = 0; i < n; i++)
       newly += ibp__mark_span(&g, v[i].start, v[i].end);
     if (a.walk_end <= lo)

@@ -103,7 +103,9 @@ static int start_tracking(const ibp_driver *d, ibp_region_rec *r,
     return 0;
   /* no move between a quiet region's modes while it is prepared: its
    * fingerprint would read the region twice more (0.59 s of CPU for 1 GiB,
-   * beside 1.75 s for the preparation); serve/worker.c lets go */
+   * beside 1.75 s for the preparation) -- only its first sum is taken
+   * meanwhile; serve/worker.c lets go, which moves it at once if it was
+   * not written (docs/ARCHITECTURE.md, "Quiet regions") */
   ibp__track_hold_moves(&s->track, 1);
   if (ibp__track_install() != 0 || ibp__track_protect(&s->track) != 0)
     return fail(r, "cannot write-protect it (track=trust skips that)");
@@ -353,6 +355,7 @@ static ibp_status alloc_bitmaps(ibp_layout *l, uint64_t n, uint64_t bytes) {
 }
 
 static void mark_all_dirty(ibp_tracked *t, uint64_t n) {
+  atomic_fetch_add(&t->writes_seen, 1); /* a write seen (track.h) */
   for (uint64_t w = 0; w < (n + 31) / 32; w++)
     atomic_fetch_or(&t->dirty[w], 0xffffffffu);
   atomic_store(&t->dirty_tensors, n);

@@ -734,6 +734,114 @@ static void case_gap_unarmable(void) {
   close(fd);
 }
 
+/* The early fingerprint (track_quiet.c): a region whose moves its owner
+ * holds (while it prepares it) is summed once by the tick; letting go
+ * moves it at once (the fault thread woken) when no write was seen, from
+ * that sum -- unless a write came since, when the move sums anew: a store
+ * no scan found yet, and one refreshed and undone in the gap, which the
+ * early sum would not tell.  Run with TRACK_TEST_QUIET=10000: no move
+ * for want of writes during a case. */
+static _Atomic int early_taken;
+static ibp_tracked *early_r;
+static _Atomic int early_gap_armed; /* the next gap of early_r: write */
+
+static void early_seen(ibp_tracked *t) {
+  (void)t;
+  atomic_store(&early_taken, 1);
+}
+
+/* A region over gap_arena, its moves held, protected and summed early. */
+static ibp_tracked *early_region(void) {
+  arena *a = &gap_arena;
+  arena_init(a, 4 * IBP__QUIET_CHUNK_PAGES);
+  ibp_tracked *r = region_new(a, 0, a->npages * a->pg, 512);
+  ibp__quiet_early_hook = early_seen;
+  ibp__track_hold_moves(r, 1);
+  CHECK(ibp__track_protect(r) == 0);
+  for (int i = 0; i < 300 && !atomic_load(&early_taken); i++)
+    sleep_ms(10);
+  CHECK(atomic_load(&early_taken));
+  CHECK_EQ(atomic_load(&r->mode), IBP_TRACK_SCANNING);
+  return r;
+}
+
+/* The gap hook for a move on the fault thread: gap_writer's writes, once,
+ * into early_r. */
+static void early_gap_writer(ibp_tracked *t) {
+  if (t != early_r || !atomic_exchange(&early_gap_armed, 0))
+    return;
+  gap_hook_calls++;
+  for (size_t i = 0; i < 3 && gap_pages[i]; i++)
+    gap_store(gap_pages[i], 100 + 8 * i);
+}
+
+static void early_end(ibp_tracked *r) {
+  ibp__quiet_early_hook = NULL;
+  ibp__track_unprotect(r);
+  region_free(r);
+  arena_free(&gap_arena);
+}
+
+/* No write: faulting as soon as it is let go; the three paths into three
+ * chunks in the gap are caught against the early sum. */
+static void case_early(void) {
+  skip_unless_quiet();
+  ibp_tracked *r = early_r = early_region();
+  const size_t C = IBP__QUIET_CHUNK_PAGES;
+  CHECK(pipe(gap_pipe) == 0);
+  gap_pages[0] = 0 * C + 3; /* page % 3: the path (gap_store) */
+  gap_pages[1] = 1 * C + 6;
+  gap_pages[2] = 3 * C + 5;
+  atomic_store(&early_gap_armed, 1);
+  ibp__quiet_gap_hook = early_gap_writer;
+  ibp__track_hold_moves(r, 0);
+  wait_mode(r, IBP_TRACK_FAULTING);
+  ibp__quiet_gap_hook = NULL;
+  CHECK_EQ(gap_hook_calls, 1);
+  for (size_t i = 0; i < 3; i++)
+    gap_touch(gap_pages[i]);
+  gap_verify(r, 3);
+  close(gap_pipe[0]);
+  close(gap_pipe[1]);
+  early_end(r);
+}
+
+/* A store after the early sum that no copy's scan found: the move's last
+ * scan marks it, and the move sums anew (no chunk caught in the gap). */
+static void case_early_written(void) {
+  skip_unless_quiet();
+  ibp_tracked *r = early_region();
+  arena *a = &gap_arena;
+  arena_store(a, (2 * IBP__QUIET_CHUNK_PAGES + 1) * a->pg + 9, 0x11);
+  ibp__track_hold_moves(r, 0);
+  wait_mode(r, IBP_TRACK_FAULTING);
+  CHECK_EQ(atomic_load(&r->gap_writes), 0);
+  sync_all(r);
+  region_check(a, r);
+  arena_check_bytes(a);
+  early_end(r);
+}
+
+/* A chunk written after the early sum, refreshed (marks cleared, its page
+ * protected again), and written back to what the early sum holds in the
+ * gap: caught, as the move summed anew. */
+static void case_early_undone(void) {
+  skip_unless_quiet();
+  ibp_tracked *r = early_region();
+  arena *a = &gap_arena;
+  const size_t q = 2 * IBP__QUIET_CHUNK_PAGES + 4; /* q % 3 == 0: XOR */
+  gap_store(q, 100); /* where gap_writer writes it (gap_pages[0]) */
+  arena_touch(a, q * a->pg + 100, 1);
+  sync_all(r);
+  region_check(a, r);
+  gap_fresh(r);
+  ibp__quiet_gap_hook = gap_writer;
+  gap_move(r, IBP_TRACK_FAULTING, q, 0, 0); /* XOR again: as summed */
+  ibp__quiet_gap_hook = NULL;
+  gap_verify(r, 1);
+  early_end(r);
+}
+
 int main(int argc, char **argv) {
   main_thread = pthread_self();
   static const test_case cases[] = {
@@ -748,6 +856,9 @@ int main(int argc, char **argv) {
       {"gap_wait", case_gap_wait},
       {"gap_limits", case_gap_limits},
       {"gap_unarmable", case_gap_unarmable},
+      {"early", case_early},
+      {"early_written", case_early_written},
+      {"early_undone", case_early_undone},
   };
   return run_case(cases, sizeof cases / sizeof *cases, argc, argv);
 }
