@@ -300,7 +300,11 @@ static void in_gap(ibp_tracked *t) {
  * page written for the asynchronous descriptor until a scan finds it (a
  * copy's, a refresh's re-protection, at the latest the last scan: all bump
  * it), a device-side write or a dropped page is marked through
- * ibp__track_mark_dirty (bumps it).  When it moved, the early sum is
+ * ibp__track_mark_dirty (bumps it) -- when it is queued, though, and its
+ * bytes land later, unseen (or it was queued before the region was
+ * tracked): once its owner's wait saw them land (ibp__track_landed, before
+ * it reads the region), an early sum taken before is dropped
+ * (track_quiet_early_landed).  When it moved, the early sum is
  * dropped and the move sums and scans anew: a chunk written since it,
  * then refreshed (marks cleared) and written back in the gap would match
  * it -- the early sum would not merely mark more. */
@@ -466,6 +470,18 @@ void ibp__track_hold_moves(ibp_tracked *t, int held) {
    * IBP__QUIET_TICK_NS */
   if (e)
     ibp__syncwp_tick_now();
+}
+
+void ibp__track_landed(ibp_tracked *t) {
+  if (!atomic_load_explicit(&ibp__track_movable, memory_order_relaxed))
+    return; /* no entry summed early */
+  pthread_mutex_lock(&lock);
+  entry *e = find(t);
+  if (e) {
+    fingerprint_drop(&e->early); /* (a tick while held takes it again) */
+    e->early = (fingerprint){0};
+  }
+  pthread_mutex_unlock(&lock);
 }
 
 int ibp__quiet_now(ibp_tracked *t, int mode) {

@@ -379,6 +379,9 @@ int ibp__compress_region(ibp_region_rec *r, int dev) {
   if (ibp__dtoh_wait() != 0)
     return fail(r, "a device-to-host copy into pinned memory could not be "
                    "followed (e.g. under stream capture)");
+  /* landed now, unseen by write protection: an early sum taken before
+   * would hold older bytes than we read (track.h) */
+  ibp__track_landed(&s->track);
   /* the search looks at a bounded sample: its statistics on at most
    * SEARCH_STATS_BYTES of tensors unless the rule says sample=, its
    * measurements on SEARCH_EVAL_BYTES (docs/ARCHITECTURE.md, "Preparing a

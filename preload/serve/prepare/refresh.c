@@ -262,6 +262,8 @@ void ibp__refresh_region(ibp_region_rec *r) {
     for (uint64_t w = 0; w < words; w++)
       set[w] = set[w] ? take(s, w, set[w], tracked) : 0;
     if (ibp__dtoh_wait() == 0) {
+      if (tracked) /* landed: an early sum is older than our read */
+        ibp__track_landed(&s->track);
       for (uint64_t w = 0; w < words; w++)
         count += set[w] ? rewrite(r, s, w, &set[w], tmp) : 0;
       /* A kernel launched during the refresh may have read a tensor's old

@@ -842,6 +842,70 @@ static void case_early_undone(void) {
   early_end(r);
 }
 
+/* A device-side write lands by DMA, which write protection does not see:
+ * serve/dtoh.c marks its tensors when it is queued, before its bytes land
+ * -- or not at all when it was queued before the region was tracked (a
+ * copy into a candidate; the preparation waits for it, ibp__dtoh_wait,
+ * then reads the region).  An early sum taken before the bytes landed
+ * holds older bytes than the preparation read, and writes_seen did not
+ * move; a CPU write in the gap that puts those older bytes back would
+ * match it.  The preparation says when the bytes landed
+ * (ibp__track_landed): the move sums anew and catches the write.  The
+ * DMA here is a second mapping of the same memory. */
+static uint8_t *landed_page;
+
+static void landed_gap_writer(ibp_tracked *t) {
+  (void)t;
+  if (own_move() && landed_page) {
+    gap_hook_calls++;
+    memset(landed_page, 0, (size_t)sysconf(_SC_PAGESIZE)); /* as summed */
+  }
+}
+
+static void case_early_landed(void) {
+  skip_unless_quiet();
+  const size_t pg = (size_t)sysconf(_SC_PAGESIZE);
+  const size_t C = IBP__QUIET_CHUNK_PAGES, n = 2 * C, p = C + 5;
+  int fd = memfd_create("track_quiet_dma", MFD_CLOEXEC);
+  CHECK(fd >= 0);
+  CHECK(ftruncate(fd, (off_t)(n * pg)) == 0);
+  uint8_t *m = mmap(NULL, n * pg, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  uint8_t *dma = mmap(NULL, n * pg, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  CHECK(m != MAP_FAILED && dma != MAP_FAILED);
+  memset(m, 0, n * pg);
+  arena sh = {.mem = m, .npages = n, .pg = pg};
+  ibp_tracked *r = region_new(&sh, 0, n * pg, 512);
+  ibp__quiet_early_hook = early_seen;
+  ibp__track_hold_moves(r, 1);
+  if (ibp__track_protect(r) != 0 ||
+      strcmp(ibp__track_kind_name(r), "userfaultfd") != 0) {
+    printf("skipped: the scanning tracker cannot hold shared memory here\n");
+    exit(77);
+  }
+  for (int i = 0; i < 300 && !atomic_load(&early_taken); i++)
+    sleep_ms(10);
+  CHECK(atomic_load(&early_taken));
+  memset(dma + p * pg, 0x6b, pg); /* lands: no page of m written */
+  ibp__track_landed(r);           /* the preparation's ibp__dtoh_wait */
+  CHECK_EQ(atomic_load(&r->dirty_tensors), 0); /* it reads 0x6b */
+  landed_page = m + p * pg;
+  ibp__quiet_gap_hook = landed_gap_writer;
+  CHECK(ibp__quiet_now(r, IBP_TRACK_FAULTING) == 0);
+  ibp__quiet_gap_hook = NULL;
+  CHECK_EQ(gap_hook_calls, 1);
+  CHECK(ibp__track_sync(r, r->base, r->bytes) == 0);
+  const size_t R = r->tensor_bytes;
+  for (size_t i = p * pg / R; i < (p + 1) * pg / R; i++)
+    CHECK(dirty_bit(r, i)); /* 0x6b as read, zeros now */
+  ibp__quiet_early_hook = NULL;
+  ibp__track_hold_moves(r, 0);
+  ibp__track_unprotect(r);
+  region_free(r);
+  munmap(dma, n * pg);
+  munmap(m, n * pg);
+  close(fd);
+}
+
 int main(int argc, char **argv) {
   main_thread = pthread_self();
   static const test_case cases[] = {
@@ -859,6 +923,7 @@ int main(int argc, char **argv) {
       {"early", case_early},
       {"early_written", case_early_written},
       {"early_undone", case_early_undone},
+      {"early_landed", case_early_landed},
   };
   return run_case(cases, sizeof cases / sizeof *cases, argc, argv);
 }
