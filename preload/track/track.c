@@ -133,8 +133,10 @@ void ibp__track_unprotect(ibp_tracked *t) {
   /* userfaultfd: the pages stay registered (a neighbour may share an edge
    * page) and simply stop being scanned; a quiet region's leave the
    * synchronous descriptor */
-  if (kind(t) == IBP_TRACKER_KIND_UFFD)
+  if (kind(t) == IBP_TRACKER_KIND_UFFD) {
     ibp__quiet_remove(t);
+    ibp__uffd_forget(t);
+  }
   atomic_store(&t->protected_, 0);
 }
 

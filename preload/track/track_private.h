@@ -82,13 +82,17 @@ IBP_HIDDEN void ibp__uffd_after_fork_child(void);
 /* Scans the whole of t (marking what it finds): 0, or -1 after lost(t). */
 IBP_HIDDEN int ibp__uffd_scan_all(ibp_tracked *t);
 /* Takes t's pages off the asynchronous descriptor (their protection goes
- * with it): 0, or -1. */
+ * with it): 0, or -1 (nothing done when another region held shares a
+ * page). */
 IBP_HIDDEN int ibp__uffd_release(ibp_tracked *t);
 /* Registers t's pages with the asynchronous descriptor again and protects
  * them all: 0, or -1. */
 IBP_HIDDEN int ibp__uffd_adopt(ibp_tracked *t);
 /* t's memory can no longer be watched: every tensor dirty from now on. */
 IBP_HIDDEN void ibp__uffd_lost(ibp_tracked *t);
+/* t is no longer protected: a neighbour's protection of a shared edge page
+ * stops marking it (track.c, ibp__track_unprotect). */
+IBP_HIDDEN void ibp__uffd_forget(ibp_tracked *t);
 
 /* ---- track_quiet.c: quiet regions, scanning <-> faulting ------------------
  * A region the userfaultfd tracker protects is added; the tick of

@@ -51,7 +51,9 @@
  * region the userfaultfd tracker holds lies on their pages (a shared page
  * would leave the neighbour's descriptor too): every region it holds is in
  * the table, those that may not move too -- and every one when no region
- * moves (IBP_TRACK_QUIET=0), for ibp__quiet_dropped.
+ * moves (IBP_TRACK_QUIET=0), for ibp__quiet_dropped.  A neighbour
+ * protected after alone() but not yet in the table is in track_uffd.c's:
+ * it refuses the release, and the region is adopted again and stays put.
  * `lock` orders moves, re-protection and removal.
  */
 #include <pthread.h>

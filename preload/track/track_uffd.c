@@ -21,6 +21,17 @@
  *     tensors were not marked yet.
  *   - still_protected: a scan finds no written page in the range.
  *
+ * Regions need not be page-aligned, so two may share an edge page, whose
+ * written state the kernel keeps once for both.  Protecting such a page
+ * again (a neighbour's protect, re-protection or adopt) would drop a write
+ * into the other's part that its scan has not seen yet, so every region
+ * held is in `held` (under `lock`) and a page shared with one is never
+ * simply protected: PM_SCAN_WP_MATCHING protects it if written and says
+ * so, and then the tensors on it of every region there are marked.  While
+ * that runs `edge_seq` is odd, and a sync over an edge page that
+ * overlapped it scans again (as for `uffd_seq`).  Regions are assumed not
+ * to overlap: only edge pages are shared.
+ *
  * Every scan asks PM_SCAN_CHECK_WPASYNC: memory that is no longer ours
  * (mmap MAP_FIXED or mremap over the region, a forked child's copy) fails
  * the scan, and the region counts as written throughout (`lost`) -- unless
@@ -40,6 +51,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
@@ -74,6 +86,7 @@ typedef struct pm_scan {
 
 /* ---- the descriptors ----------------------------------------------------- */
 
+/* Orders registration, protection and the table `held` (below). */
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static _Atomic int availability;
 static int uffd = -1, pagemap = -1;
@@ -201,6 +214,104 @@ static int covered(uintptr_t lo, uintptr_t hi) {
   return 1;
 }
 
+static int scan_mark(ibp_tracked *t, uintptr_t lo, uintptr_t hi, uint64_t flags,
+                     uint64_t *calls, uint64_t *newly_out);
+
+/* ---- shared edge pages (the top of the file) ----------------------------- */
+
+typedef struct held_region {
+  ibp_tracked *t;
+  uintptr_t lo, hi; /* its pages */
+} held_region;
+
+static held_region *held; /* every region protected here, under lock */
+static size_t nheld, capheld;
+static _Atomic unsigned edge_seq; /* odd: a shared page consumed, unmarked */
+
+/* Under lock: room for one more region in `held`: 0, or -1. */
+static int held_reserve(void) {
+  if (nheld < capheld)
+    return 0;
+  size_t c = capheld ? 2 * capheld : 16;
+  held_region *v = realloc(held, c * sizeof *v);
+  if (!v)
+    return -1;
+  held = v;
+  capheld = c;
+  return 0;
+}
+
+/* Under lock: another region held lies on page p. */
+static int shared_page(const ibp_tracked *t, uintptr_t p) {
+  for (size_t i = 0; i < nheld; i++)
+    if (held[i].t != t && held[i].lo <= p && p < held[i].hi)
+      return 1;
+  return 0;
+}
+
+/* Under lock: another region held lies on t's pages [lo, hi). */
+static int shared_with(const ibp_tracked *t, uintptr_t lo, uintptr_t hi) {
+  for (size_t i = 0; i < nheld; i++)
+    if (held[i].t != t && held[i].lo < hi && lo < held[i].hi)
+      return 1;
+  return 0;
+}
+
+/* A write found in [lo, hi) of t: its tensors marked, as scan_mark does. */
+static void record(ibp_tracked *t, uintptr_t lo, uintptr_t hi) {
+  atomic_fetch_add(&t->writes_seen, 1);
+  ibp__geom g = ibp__geom_of(t);
+  uint64_t newly = ibp__mark_span(&g, lo, hi);
+  if (newly) {
+    atomic_fetch_add(&t->dirty_tensors, newly);
+    atomic_fetch_add_explicit(&t->write_faults, newly, memory_order_relaxed);
+    atomic_store_explicit(&t->last_write_ns, ibp__real_ns(),
+                          memory_order_relaxed);
+  }
+}
+
+/* Under lock, `edge_seq` odd: protects shared page p of t if written, and
+ * then marks the tensors on it of t and of every region held there. */
+static int consume_shared(ibp_tracked *t, uintptr_t p) {
+  const uintptr_t pg = ibp__page_size();
+  page_run v[1];
+  pm_scan a;
+  long n =
+      scan_once(&a, p, p + pg, PM_SCAN_WP_MATCHING_, PAGE_IS_WRITTEN_, v, 1);
+  if (n <= 0)
+    return n < 0 ? -1 : 0;
+  record(t, p, p + pg);
+  for (size_t i = 0; i < nheld; i++)
+    if (held[i].t != t && held[i].lo <= p && p < held[i].hi)
+      record(held[i].t, p, p + pg);
+  return 0;
+}
+
+/* Under lock: protects t's pages [lo, hi) again -- with `marking`, only
+ * the written ones, marking their tensors (scan_mark), else every page --
+ * and an edge page shared with another region held by consume_shared, so
+ * that neither loses a write there.  0, or -1. */
+static int protect_sharing(ibp_tracked *t, uintptr_t lo, uintptr_t hi,
+                           int marking, uint64_t *calls) {
+  const uintptr_t pg = ibp__page_size();
+  const int first = shared_page(t, lo);
+  const int last = hi - pg != lo && shared_page(t, hi - pg);
+  uintptr_t a = first ? lo + pg : lo, b = last ? hi - pg : hi;
+  int rc = 0;
+  if (first || last) {
+    atomic_fetch_add(&edge_seq, 1);
+    rc |= first ? consume_shared(t, lo) : 0;
+    rc |= last ? consume_shared(t, hi - pg) : 0;
+    atomic_fetch_add(&edge_seq, 1);
+    *calls += (uint64_t)(first + last);
+  }
+  uint64_t newly;
+  if (a < b)
+    rc |= marking ? scan_mark(t, a, b, PM_SCAN_WP_MATCHING_, calls, &newly)
+                  : wp_range(a, b);
+  return rc ? -1 : 0;
+}
+
 int ibp__uffd_protect(ibp_tracked *t) {
   if (!t->dirty || !t->bytes || !ibp__uffd_available())
     return -1;
@@ -209,9 +320,12 @@ int ibp__uffd_protect(ibp_tracked *t) {
   if (hi <= lo)
     return -1;
   int saved = errno;
+  uint64_t calls = 0;
   pthread_mutex_lock(&lock);
-  int ok = uffd >= 0 && register_range(lo, hi) == 0;
-  ok = ok && covered(lo, hi) && wp_range(lo, hi) == 0;
+  int ok = uffd >= 0 && held_reserve() == 0 && register_range(lo, hi) == 0;
+  ok = ok && covered(lo, hi) && protect_sharing(t, lo, hi, 0, &calls) == 0;
+  if (ok)
+    held[nheld++] = (held_region){t, lo, hi};
   pthread_mutex_unlock(&lock);
   errno = saved;
   if (!ok)
@@ -313,6 +427,13 @@ static int settled(ibp_tracked *t, uintptr_t hi, unsigned *seq) {
   }
 }
 
+/* [lo, hi) holds an edge page of t that another region may share. */
+static int on_edge(const ibp_tracked *t, uintptr_t lo, uintptr_t hi) {
+  const uintptr_t pg = ibp__page_size(), end = t->base + (uintptr_t)t->bytes;
+  return (lo < hi && (t->base & (pg - 1)) && lo <= t->base) ||
+         (lo < hi && (end & (pg - 1)) && end < hi);
+}
+
 int ibp__uffd_sync(ibp_tracked *t, uintptr_t a, size_t len) {
   if (!tracked(t))
     return lost(t);
@@ -324,9 +445,11 @@ int ibp__uffd_sync(ibp_tracked *t, uintptr_t a, size_t len) {
     return 0;
   int saved = errno, rc = 0;
   uint64_t calls = 0, newly;
+  const int edge = on_edge(t, lo, hi);
   for (;;) {
     unsigned s0 = atomic_load(&t->uffd_seq);
-    if (s0 & 1) {
+    unsigned e0 = edge ? atomic_load(&edge_seq) : 0;
+    if ((s0 | e0) & 1) {
       sched_yield(); /* a re-protection is marking what it consumed */
       continue;
     }
@@ -343,7 +466,8 @@ int ibp__uffd_sync(ibp_tracked *t, uintptr_t a, size_t len) {
       rc = lost(t); /* no move: the memory is no longer ours */
       break;
     }
-    if (atomic_load(&t->uffd_seq) != s0)
+    if (atomic_load(&t->uffd_seq) != s0 ||
+        (edge && atomic_load(&edge_seq) != e0))
       continue;
     /* a move begun since may have taken the pages and given them back
      * (an arm that failed) before this scan: what was written meanwhile
@@ -367,8 +491,11 @@ int ibp__uffd_reprotect(ibp_tracked *t) {
   uintptr_t lo, hi;
   pages_of(t, &lo, &hi);
   int saved = errno;
-  uint64_t calls = 0, newly;
-  int rc = scan_mark(t, lo, hi, PM_SCAN_WP_MATCHING_, &calls, &newly);
+  uint64_t calls = 0;
+  /* (track_quiet.c's lock is held: re-protections are one at a time) */
+  pthread_mutex_lock(&lock);
+  int rc = protect_sharing(t, lo, hi, 1, &calls);
+  pthread_mutex_unlock(&lock);
   atomic_fetch_add(&t->uffd_seq, 1);
   errno = saved;
   return rc == 0 ? 0 : lost(t);
@@ -407,7 +534,12 @@ int ibp__uffd_release(ibp_tracked *t) {
   int saved = errno;
   pthread_mutex_lock(&lock);
   struct uffdio_range r = {lo, hi - lo};
-  int rc = uffd >= 0 && ioctl(uffd, UFFDIO_UNREGISTER, &r) == 0 ? 0 : -1;
+  /* a neighbour protected since the move checked (its table gets it
+   * after us): its pages stay */
+  int rc = uffd >= 0 && !shared_with(t, lo, hi) &&
+                   ioctl(uffd, UFFDIO_UNREGISTER, &r) == 0
+               ? 0
+               : -1;
   pthread_mutex_unlock(&lock);
   errno = saved;
   return rc;
@@ -419,11 +551,23 @@ int ibp__uffd_adopt(ibp_tracked *t) {
   uintptr_t lo, hi;
   pages_of(t, &lo, &hi);
   int saved = errno;
+  uint64_t calls = 0;
   pthread_mutex_lock(&lock);
-  int ok = uffd >= 0 && register_range(lo, hi) == 0 && wp_range(lo, hi) == 0;
+  int ok = uffd >= 0 && register_range(lo, hi) == 0 &&
+           protect_sharing(t, lo, hi, 0, &calls) == 0;
   pthread_mutex_unlock(&lock);
   errno = saved;
   return ok ? 0 : -1;
+}
+
+void ibp__uffd_forget(ibp_tracked *t) {
+  pthread_mutex_lock(&lock);
+  for (size_t i = 0; i < nheld; i++)
+    if (held[i].t == t) {
+      held[i] = held[--nheld];
+      break;
+    }
+  pthread_mutex_unlock(&lock);
 }
 
 void ibp__uffd_lost(ibp_tracked *t) {
@@ -435,6 +579,8 @@ void ibp__uffd_after_fork_child(void) {
    * speak of the parent's address space */
   atomic_fetch_add(&epoch, 1);
   pthread_mutex_init(&lock, NULL);
+  nheld = 0;
+  atomic_store(&edge_seq, 0);
   if (uffd >= 0)
     close(uffd);
   if (pagemap >= 0)

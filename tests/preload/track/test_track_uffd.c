@@ -286,6 +286,123 @@ static void case_shared_reprotect(void) {
   arena_free(&a);
 }
 
+/* A write into [off, off+len) of the arena: a CPU store, read(2) from a
+ * pipe, or process_vm_writev. */
+enum { BY_STORE, BY_READ, BY_VM_WRITEV, BY_COUNT };
+
+static void write_by(arena *a, int by, size_t off, size_t len) {
+  uint8_t src[64];
+  CHECK(len <= sizeof src);
+  memset(src, 0x5a + by, len);
+  if (by == BY_STORE) {
+    memcpy(a->mem + off, src, len);
+  } else if (by == BY_READ) {
+    int fds[2];
+    CHECK(pipe(fds) == 0);
+    CHECK(write(fds[1], src, len) == (ssize_t)len);
+    CHECK(syscall(SYS_read, fds[0], a->mem + off, len) == (ssize_t)len);
+    close(fds[0]);
+    close(fds[1]);
+  } else {
+    struct iovec local = {src, len}, remote = {a->mem + off, len};
+    CHECK(process_vm_writev(getpid(), &local, 1, &remote, 1, 0) ==
+          (ssize_t)len);
+  }
+  memcpy(a->want + off, src, len);
+  arena_touch(a, off, len);
+}
+
+/* Each writer into each region's part of the shared page, then the other
+ * region's re-protection: the writer's region still finds it. */
+static void case_shared_writers(void) {
+  for (int by = 0; by < BY_COUNT; by++)
+    for (int side = 0; side < 2; side++) {
+      arena a;
+      arena_init(&a, 12);
+      size_t pg = a.pg;
+      ibp_tracked *r[2] = {protected_region(&a, 100, 5 * pg + 900, 500),
+                           protected_region(&a, 5 * pg + 1000, 5 * pg, 700)};
+      write_by(&a, by, side ? 5 * pg + 3000 : 5 * pg + 200, 40);
+      CHECK(ibp__track_reprotect(r[!side]) == 0);
+      region_check(&a, r[!side]); /* its tensors there too: the page's */
+      region_clear_dirty(r[!side]);
+      sync_all(r[side]);
+      region_check(&a, r[side]);
+      region_clear_dirty(r[side]); /* (as its refresh does) */
+      memset(a.released, 0, sizeof a.released);
+      CHECK(ibp__track_reprotect(r[side]) == 0);
+      region_check(&a, r[side]); /* consumed once: clean now */
+      arena_check_bytes(&a);
+      ibp__track_unprotect(r[0]);
+      ibp__track_unprotect(r[1]);
+      region_free(r[0]);
+      region_free(r[1]);
+      arena_free(&a);
+    }
+}
+
+/* A region protected beside one written on the page they share: the
+ * new one's protection does not drop the write from the other's record;
+ * once the neighbour is gone, a re-protection marks its own tensors only. */
+static void case_shared_protect(void) {
+  arena a;
+  arena_init(&a, 12);
+  size_t pg = a.pg;
+  ibp_tracked *r1 = protected_region(&a, 100, 5 * pg + 900, 500);
+  arena_store(&a, 5 * pg + 500, 4); /* r1's part of the page to share */
+  ibp_tracked *r2 = protected_region(&a, 5 * pg + 1000, 5 * pg, 700);
+  sync_all(r1);
+  region_check(&a, r1);
+  sync_all(r2);
+  region_check(&a, r2);
+  ibp__track_unprotect(r2);
+  region_clear_dirty(r1);
+  memset(a.released, 0, sizeof a.released);
+  arena_store(&a, 5 * pg + 600, 5);
+  CHECK(ibp__track_reprotect(r1) == 0);
+  region_check(&a, r1);
+  ibp__track_unprotect(r1);
+  region_free(r1);
+  region_free(r2);
+  arena_free(&a);
+}
+
+/* One thread re-protects r2 without pause while another stores into its
+ * neighbour r1's part of the page they share and syncs r1: every store is
+ * found, however the sync falls against the re-protection's consuming the
+ * page and marking r1 (`edge_seq`). */
+static _Atomic int edge_stop;
+
+static void *edge_reprotect(void *arg) {
+  while (!atomic_load(&edge_stop))
+    (void)ibp__track_reprotect(arg);
+  return NULL;
+}
+
+static void case_shared_race(void) {
+  arena a;
+  arena_init(&a, 12);
+  size_t pg = a.pg;
+  ibp_tracked *r1 = protected_region(&a, 100, 5 * pg + 900, 500);
+  ibp_tracked *r2 = protected_region(&a, 5 * pg + 1000, 5 * pg, 700);
+  const size_t at = 5 * pg + 500, tensor = (at - 100) / 500;
+  pthread_t th;
+  CHECK(pthread_create(&th, NULL, edge_reprotect, r2) == 0);
+  for (int i = 0; i < 100000; i++) {
+    region_clear_dirty(r1);
+    a.mem[at] = (uint8_t)i;
+    CHECK(ibp__track_sync(r1, r1->base + tensor * 500, 500) == 0);
+    CHECK(dirty_bit(r1, tensor));
+  }
+  atomic_store(&edge_stop, 1);
+  pthread_join(th, NULL);
+  ibp__track_unprotect(r1);
+  ibp__track_unprotect(r2);
+  region_free(r1);
+  region_free(r2);
+  arena_free(&a);
+}
+
 /* Writers store into random pages while a re-protecting thread consumes
  * the marks and a syncing thread reads them; no write is lost. */
 enum { RACE_PAGES = 256, RACE_WRITERS = 2 };
@@ -414,11 +531,19 @@ static void case_fallback(void) {
 
 int main(int argc, char **argv) {
   static const test_case cases[] = {
-      {"stores", case_stores},     {"span", case_span},
-      {"kernel", case_kernel},     {"reprotect", case_reprotect},
-      {"remap", case_remap},       {"remap_late", case_remap_late},
-      {"shared", case_shared},     {"shared_reprotect", case_shared_reprotect},
-      {"race", case_race},         {"fork", case_fork},
+      {"stores", case_stores},
+      {"span", case_span},
+      {"kernel", case_kernel},
+      {"reprotect", case_reprotect},
+      {"remap", case_remap},
+      {"remap_late", case_remap_late},
+      {"shared", case_shared},
+      {"shared_reprotect", case_shared_reprotect},
+      {"shared_writers", case_shared_writers},
+      {"shared_protect", case_shared_protect},
+      {"shared_race", case_shared_race},
+      {"race", case_race},
+      {"fork", case_fork},
       {"fallback", case_fallback},
   };
   if (!ibp__uffd_available()) {
