@@ -1491,18 +1491,22 @@ static void test_busy_twin(void) {
   ibp__choose_learn(&a.k, IBP_ROUTE_DRIVER, 0, 2200, 2200, 12000, 12000, a.now);
   run o = simulate(&b, CLOSE, CLOSE, 100, IBP_ROUTE_ZEROCOPY, 1);
   CHECK(o.settled == 0 && (o.first_explored < 0 || o.first_explore_at > 20));
-  /* one timed copy each: the smaller ratio (the driver at 0.25, 0.5) */
-  sim_init(&a);
-  sim_init(&b);
-  b.k.twin = a.route;
+  /* one timed copy each: the smaller ratio where they agree (the driver
+   * at 0.26 there, 0.25 here); nothing where they do not (0.5, 0.25) */
   const ibp_route_cost *d = &PRIOR[IBP_ROUTE_DRIVER];
-  ibp__choose_learn(&a.k, IBP_ROUTE_DRIVER, 0, d->cpu_ns, d->cpu_ns,
-                    0.5 * d->gpu_ns, d->gpu_ns, a.now);
-  ibp__choose_learn(&b.k, IBP_ROUTE_DRIVER, 0, d->cpu_ns, d->cpu_ns,
-                    0.25 * d->gpu_ns, d->gpu_ns, b.now);
   ibp_choice c;
-  (void)ibp__choose_decide(&b.k, PRIOR, 15u, TIMING_NS, 1, 1, b.now, &c);
-  CHECK(fabs(c.est_ns[IBP_ROUTE_DRIVER] - 0.25 * d->gpu_ns) < 1);
+  for (int pair = 0; pair < 2; pair++) {
+    const double twin_reads[] = {0.26, 0.5}, want[] = {0.25, 1.0};
+    sim_init(&a);
+    sim_init(&b);
+    b.k.twin = a.route;
+    ibp__choose_learn(&a.k, IBP_ROUTE_DRIVER, 0, d->cpu_ns, d->cpu_ns,
+                      twin_reads[pair] * d->gpu_ns, d->gpu_ns, a.now);
+    ibp__choose_learn(&b.k, IBP_ROUTE_DRIVER, 0, d->cpu_ns, d->cpu_ns,
+                      0.25 * d->gpu_ns, d->gpu_ns, b.now);
+    (void)ibp__choose_decide(&b.k, PRIOR, 15u, TIMING_NS, 1, 1, b.now, &c);
+    CHECK(fabs(c.est_ns[IBP_ROUTE_DRIVER] - want[pair] * d->gpu_ns) < 1);
+  }
   /* a two-stage route's first stage judged by the twin, its whole spans
    * not: its estimate stays its prior */
   sim_init(&a);
@@ -1513,6 +1517,90 @@ static void test_busy_twin(void) {
               st->gpu_ns);
   (void)ibp__choose_decide(&b.k, STAGED2, 15u, TIMING_NS, 1, 1, b.now, &c);
   CHECK(fabs(c.est_ns[IBP_ROUTE_STAGED] - ibp__choose_model_ns(st)) < 1);
+}
+
+/* A twin that keeps timing a route cheap where the class's own copies of
+ * it are dear (busy and idle copies of the size differ): the class's own
+ * readings stand -- explored no more than without the twin -- not the
+ * twin's each time the class's last sample ages (8 MiB copies 20 a second
+ * for two minutes; the driver 4 ms; the kernel's prior 5 ms, 3x that in
+ * the class's truth; the idle twin reads it at 0.5 every 0.5 s).  Where the
+ * twin is right (the kernel at 0.5 in the class too), the class takes the
+ * kernel. */
+static void test_twin_disagrees(void) {
+  static const ibp_route_cost P[IBP_ROUTES] = {
+      {.cpu_ns = 2500, .gpu_ns = 4e6, .engine = 1},
+      {.cpu_ns = 2800, .gpu_ns = 5e6}};
+  long explored[3], kernel[3];
+  for (int i = 0; i < 3; i++) { /* no twin; twin wrong; twin right */
+    const double truth_ratio = i < 2 ? 3.0 : 0.5;
+    ibp_route_cost t[IBP_ROUTES];
+    memcpy(t, P, sizeof t);
+    t[IBP_ROUTE_ZEROCOPY].gpu_ns = truth_ratio * P[IBP_ROUTE_ZEROCOPY].gpu_ns;
+    sim a, b;
+    sim_init(&a);
+    sim_init(&b);
+    if (i)
+      b.k.twin = a.route;
+    double next_twin = 0;
+    explored[i] = kernel[i] = 0;
+    for (long n = 0; n < 20 * 120; n++) {
+      if (b.now >= next_twin) {
+        ibp__choose_learn(&a.k, IBP_ROUTE_ZEROCOPY, 0, 2800, 2800,
+                          0.5 * P[IBP_ROUTE_ZEROCOPY].gpu_ns,
+                          P[IBP_ROUTE_ZEROCOPY].gpu_ns, b.now);
+        next_twin = b.now + 0.5e9;
+      }
+      const double t0 = b.now;
+      run o = simulate(&b, P, t, 1, IBP_ROUTE_DRIVER, 1);
+      explored[i] += o.explored;
+      kernel[i] += o.took[IBP_ROUTE_ZEROCOPY];
+      b.now = t0 + 50e6; /* the next copy 50 ms later */
+    }
+  }
+  CHECK(explored[1] <= explored[0] + 2);
+  CHECK(kernel[2] >= 20 * 120 * 9 / 10);
+  fprintf(stderr,
+          "twin disagrees: explored %ld (no twin %ld); twin right: "
+          "kernel %ld of %d\n",
+          explored[1], explored[0], kernel[2], 20 * 120);
+}
+
+/* A key libibp serves: a guessed route the twin timed at or over its
+ * prior is no hope -- explored at the share's pace, as without the twin --
+ * only one it found clearly cheaper (twin_hope). */
+static void test_twin_no_hope(void) {
+  static const ibp_route_cost P[IBP_ROUTES] = {
+      {.cpu_ns = 2500, .gpu_ns = 80000, .engine = 1},
+      {.cpu_ns = 2800, .gpu_ns = 50000},
+      {.cpu_ns = 4000,
+       .gpu_ns = 60000,
+       .sm_ns = 30000,
+       .pipelined = 1,
+       .engine = 1,
+       .guessed = 1,
+       .hope_gpu_ns = 30000,
+       .hope_sm_ns = 5000}};
+  ibp_route_cost t[IBP_ROUTES], closed[IBP_ROUTES];
+  memcpy(t, P, sizeof t);
+  t[IBP_ROUTE_STAGED].gpu_ns = 2.0 * P[IBP_ROUTE_STAGED].gpu_ns;
+  memcpy(closed, P, sizeof closed);
+  memset(&closed[IBP_ROUTE_STAGED], 0, sizeof closed[IBP_ROUTE_STAGED]);
+  const double reads[] = {1.0, 3.0};
+  for (int i = 0; i < 2; i++) {
+    sim a, b;
+    sim_init(&a);
+    sim_init(&b);
+    (void)simulate(&b, closed, t, 3000, IBP_ROUTE_ZEROCOPY, 1); /* served */
+    for (int n = 0; n < 2; n++)
+      ibp__choose_learn(&a.k, IBP_ROUTE_STAGED, 0, 4000, 4000,
+                        reads[i] * P[IBP_ROUTE_STAGED].gpu_ns,
+                        P[IBP_ROUTE_STAGED].gpu_ns, b.now);
+    b.k.twin = a.route;
+    b.k.explore_credit_ns = 0; /* just spent */
+    run o = simulate(&b, P, t, 200, IBP_ROUTE_ZEROCOPY, 1);
+    CHECK(o.first_explored < 0 || o.first_explore_at > 20);
+  }
 }
 
 /* Driver calls measured 4x their model (by any class: judged): an
@@ -2498,6 +2586,8 @@ int main(void) {
   test_staged_one_at_a_time();
   test_calls_shared();
   test_busy_twin();
+  test_twin_disagrees();
+  test_twin_no_hope();
   test_calls_dear_charged();
   test_unjudged_spaced();
   test_doubted_timed_again();
