@@ -144,7 +144,8 @@ if(TARGET ibp_preload AND NOT samples_gpu)
       ${CMAKE_CURRENT_BINARY_DIR}/libibp-learn $<TARGET_FILE:emb_gather>
       $<TARGET_FILE:kv_blocks>
       ${PROJECT_SOURCE_DIR}/profile/truth/h100-pcie5-calls4x.prof
-      $<TARGET_FILE:weight_stream>)
+      $<TARGET_FILE:weight_stream>
+      ${PROJECT_SOURCE_DIR}/profile/truth/a100-pcie4-calls4x.prof)
   set_tests_properties(preload_sample_learn PROPERTIES
     LABELS "sim;preload;samples" TIMEOUT 300 ENVIRONMENT "${samples_env}")
   # the gate learns what the driver's part of a batch call costs
