@@ -9,16 +9,16 @@
  *             (track_sync.c, synchronous write protection); a copy makes
  *             no system call for tracking.
  *
- * The tick (every IBP__QUIET_TICK_NS, on track_sync.c's thread) moves a
+ * The tick (every IBP__QUIET_TICK_NS, on a thread of its own) moves a
  * region to faulting once no scan found a write in it for IBP_TRACK_QUIET
  * milliseconds (and as long since its last move), and back to scanning
  * once faults come at IBP__QUIET_BUSY_FAULTS or more a tick: a
  * synchronous fault costs the writer about twenty times the in-kernel
  * one (bench/track_scan.sh).  No move while the region's owner holds them
  * (ibp__track_hold_moves: while it prepares the region); the tick sums the
- * region once meanwhile (its early fingerprint, below), and letting go
- * wakes the tick, which moves it at once when no write was seen since it
- * was protected.
+ * region once meanwhile (its early fingerprint, below; outside `lock`),
+ * and letting go wakes the tick, which moves it at once when no write was
+ * seen since it was protected.
  *
  * A range of memory belongs to one userfaultfd at a time, and leaving one
  * clears its write protection, so a move cannot arm the new mode before
