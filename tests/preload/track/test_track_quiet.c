@@ -1107,6 +1107,74 @@ static void case_fd_closed(void) {
   arena_free(&a);
 }
 
+/* An edge page shared by a region the userfaultfd tracker holds and one
+ * the mprotect tracker holds (its memory refused by userfaultfd, or
+ * IBP_TRACKER given per process before a fallback): the page is
+ * write-protected by both, each tracker catches each write there
+ * (the mprotect fault comes first, then the userfaultfd one), in either
+ * of the userfaultfd tracker's modes, and after each region's
+ * re-protection.  CPU stores and read(2) through the C library (announced
+ * to the mprotect tracker), into either region's part. */
+static void mixed_write(arena *a, ibp_tracked *ra, ibp_tracked *rb, size_t off,
+                        int via_read) {
+  if (via_read) {
+    int fds[2];
+    CHECK(pipe(fds) == 0);
+    CHECK(write(fds[1], "mixed", 5) == 5);
+    CHECK(read(fds[0], a->mem + off, 5) == 5);
+    memcpy(a->want + off, "mixed", 5);
+    arena_touch(a, off, 5);
+    close(fds[0]);
+    close(fds[1]);
+  } else {
+    arena_store(a, off, (uint8_t)(off * 3 + 1));
+  }
+  sync_all(ra);
+  CHECK(ibp__track_sync(rb, rb->base, rb->bytes) == 0);
+  region_check(a, ra);
+  region_check(a, rb);
+  arena_check_bytes(a);
+}
+
+/* Both regions refreshed: nothing dirty, every page protected again. */
+static void mixed_fresh(arena *a, ibp_tracked *ra, ibp_tracked *rb) {
+  region_clear_dirty(ra);
+  region_clear_dirty(rb);
+  memset(a->released, 0, sizeof a->released);
+  CHECK(ibp__track_reprotect(ra) == 0);
+  CHECK(ibp__track_reprotect(rb) == 0);
+}
+
+static void case_mixed_edge(void) {
+  skip_unless_quiet();
+  arena a;
+  arena_init(&a, 12);
+  const size_t pg = a.pg, edge = 6 * pg;
+  /* tensors of both on the edge page: ra's up to edge + 1000 */
+  ibp_tracked *ra = protected_region(&a, 0, edge + 1000, 200);
+  ibp_tracked *rb = region_new(&a, edge + 1100, 6 * pg - 1100, 500);
+  CHECK(ibp__prot_protect(rb) == 0);
+  atomic_store(&rb->kind, IBP_TRACKER_KIND_MPROTECT);
+  for (int faulting = 0; faulting < 2; faulting++) {
+    if (faulting)
+      quiet(ra); /* its end is not page-aligned: it moves all the same */
+    for (int via_read = 0; via_read < 2; via_read++) {
+      mixed_fresh(&a, ra, rb);
+      mixed_write(&a, ra, rb, edge + 40 + (size_t)via_read * 8, via_read);
+      mixed_fresh(&a, ra, rb);
+      mixed_write(&a, ra, rb, edge + 1300 + (size_t)via_read * 8, via_read);
+      mixed_write(&a, ra, rb, edge + 60, 0); /* the page writable now */
+    }
+    CHECK_EQ(atomic_load(&ra->mode),
+             faulting ? IBP_TRACK_FAULTING : IBP_TRACK_SCANNING);
+  }
+  ibp__track_unprotect(rb);
+  ibp__track_unprotect(ra);
+  region_free(ra);
+  region_free(rb);
+  arena_free(&a);
+}
+
 int main(int argc, char **argv) {
   main_thread = pthread_self();
   static const test_case cases[] = {
@@ -1129,6 +1197,7 @@ int main(int argc, char **argv) {
       {"early_failed", case_early_failed},
       {"early_aside", case_early_aside},
       {"fd_closed", case_fd_closed},
+      {"mixed_edge", case_mixed_edge},
   };
   return run_case(cases, sizeof cases / sizeof *cases, argc, argv);
 }
