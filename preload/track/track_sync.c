@@ -343,8 +343,8 @@ int ibp__syncwp_gone(void) {
 }
 
 int ibp__syncwp_start_thread(void) {
-  if (!ibp__syncwp_available())
-    return -1;
+  if (!ibp__syncwp_available() || atomic_load(&gone))
+    return -1; /* (gone: new regions keep scanning, none tries to move) */
   pthread_mutex_lock(&lock);
   int ok = thread_started || ibp__thread_start(fault_thread);
   thread_started |= ok;
