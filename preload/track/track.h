@@ -220,9 +220,10 @@ void ibp__track_hold_moves(ibp_tracked *t, int held);
  * wait returned): bytes write protection never sees, whose tensors were
  * marked when they were queued, or not at all before t was tracked.  An
  * early fingerprint taken before may hold older bytes than a reader after
- * this reads, with no write seen in between -- dropped, so the move sums
- * anew (track_quiet.c).  For its owner, after each such wait and before
- * it reads the region.  Any tracker, any time. */
+ * this reads, with no write seen in between -- dropped (one being summed
+ * is not kept), so the move sums anew (track_quiet.c).  For its owner,
+ * after each such wait and before it reads the region.  Any tracker, any
+ * time. */
 void ibp__track_landed(ibp_tracked *t);
 
 /* Stops tracking t (remove, degrade): its pages are writable again

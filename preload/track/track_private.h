@@ -95,10 +95,16 @@ IBP_HIDDEN void ibp__uffd_lost(ibp_tracked *t);
 IBP_HIDDEN void ibp__uffd_forget(ibp_tracked *t);
 
 /* ---- track_quiet.c: quiet regions, scanning <-> faulting ------------------
- * A region the userfaultfd tracker protects is added; the tick of
- * track_sync.c's thread moves it between the modes; reprotect and
+ * A region the userfaultfd tracker protects is added; the tick, on a
+ * thread of its own, moves it between the modes; reprotect and
  * still_protected go to the mode that holds it. */
 #define IBP__QUIET_TICK_NS 50000000ull /* 50 ms */
+/* The tick's period: IBP__QUIET_TICK_NS; tests make it longer, to show
+ * what does not wait for it. */
+extern IBP_HIDDEN _Atomic uint64_t ibp__quiet_tick_ns;
+/* Early fingerprints begun (each try), and used by a move (tests). */
+extern IBP_HIDDEN _Atomic uint64_t ibp__quiet_early_tries,
+    ibp__quiet_early_used;
 /* Faults in one tick that send a faulting region back to scanning. */
 #define IBP__QUIET_BUSY_FAULTS 32
 /* Pages per sum of a move's fingerprint (a write between the descriptors
@@ -137,10 +143,13 @@ extern IBP_HIDDEN void (*ibp__quiet_early_hook)(ibp_tracked *t);
 /* ---- track_sync.c: synchronous userfaultfd, the faulting mode ------------ */
 /* 1 when a userfaultfd serving kernel-mode faults works here (probed once). */
 IBP_HIDDEN int ibp__syncwp_available(void);
-/* Starts the fault thread (which runs the quiet tick): 0, or -1. */
+/* Starts the fault thread: 0, or -1. */
 IBP_HIDDEN int ibp__syncwp_start_thread(void);
-/* Wakes the fault thread to run the quiet tick now (a no-op without it). */
-IBP_HIDDEN void ibp__syncwp_tick_now(void);
+/* Nonzero once the application closed the descriptor (or its number now
+ * names another file): every region armed then counts as written
+ * throughout, nothing is armed again, and faulting regions go back to
+ * scanning (track_quiet.c's tick). */
+IBP_HIDDEN int ibp__syncwp_gone(void);
 /* Registers pages [lo, hi) of t and write-protects them: 0, or -1 with
  * nothing registered. */
 IBP_HIDDEN int ibp__syncwp_arm(ibp_tracked *t, uintptr_t lo, uintptr_t hi);

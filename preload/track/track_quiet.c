@@ -9,16 +9,16 @@
  *             (track_sync.c, synchronous write protection); a copy makes
  *             no system call for tracking.
  *
- * The tick (every IBP__QUIET_TICK_NS, on track_sync.c's thread) moves a
+ * The tick (every IBP__QUIET_TICK_NS, on a thread of its own) moves a
  * region to faulting once no scan found a write in it for IBP_TRACK_QUIET
  * milliseconds (and as long since its last move), and back to scanning
  * once faults come at IBP__QUIET_BUSY_FAULTS or more a tick: a
  * synchronous fault costs the writer about twenty times the in-kernel
  * one (bench/track_scan.sh).  No move while the region's owner holds them
  * (ibp__track_hold_moves: while it prepares the region); the tick sums the
- * region once meanwhile (its early fingerprint, below), and letting go
- * wakes the tick, which moves it at once when no write was seen since it
- * was protected.
+ * region once meanwhile (its early fingerprint, below; outside `lock`),
+ * and letting go wakes the tick, which moves it at once when no write was
+ * seen since it was protected.
  *
  * A range of memory belongs to one userfaultfd at a time, and leaving one
  * clears its write protection, so a move cannot arm the new mode before
@@ -56,17 +56,21 @@
  * it refuses the release, and the region is adopted again and stays put.
  * `lock` orders moves, re-protection and removal.
  */
+#include <errno.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <xxhash.h>
 
 #include "base/clock.h"
 #include "base/log.h"
+#include "base/thread.h"
 #include "track/track.h"
 #include "track/track_private.h"
 
@@ -80,7 +84,9 @@ typedef struct fingerprint {
 
 typedef struct entry {
   ibp_tracked *t;
+  uint64_t id;          /* unique: a removed entry's t may be added anew */
   uintptr_t lo, hi;     /* its pages */
+  uintptr_t end;        /* t->base + t->bytes */
   int movable;          /* its base is page-aligned */
   uint64_t moved_ns;    /* real time of its last move (or of its adding) */
   uint64_t faults_seen; /* sync_faults at the last tick */
@@ -88,6 +94,8 @@ typedef struct entry {
   int let_go;           /* its owner let go of its moves since the tick */
   fingerprint early;    /* summed while its moves were held (sum NULL: none) */
   uint64_t early_seen;  /* t->writes_seen before that sum began */
+  unsigned landed;      /* ibp__track_landed calls: a sum under way is stale */
+  int early_failed;     /* an early sum failed: no other until let go */
 } entry;
 
 _Atomic unsigned ibp__track_movable; /* entries that may move */
@@ -96,6 +104,9 @@ _Atomic unsigned ibp__track_held;    /* entries */
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static entry *table;
 static size_t held, cap;
+static uint64_t next_id = 1; /* under lock */
+
+_Atomic uint64_t ibp__quiet_early_tries, ibp__quiet_early_used;
 
 static uint64_t quiet_ns(void) {
   return (uint64_t)ibp__cfg.track_quiet_ms * 1000000ull;
@@ -104,6 +115,13 @@ static uint64_t quiet_ns(void) {
 static entry *find(const ibp_tracked *t) {
   for (size_t i = 0; i < held; i++)
     if (table[i].t == t)
+      return &table[i];
+  return NULL;
+}
+
+static entry *find_id(uint64_t id) {
+  for (size_t i = 0; i < held; i++)
+    if (table[i].id == id)
       return &table[i];
   return NULL;
 }
@@ -126,13 +144,86 @@ static int alone(const entry *e) {
   return 1;
 }
 
+/* ---- the tick's thread ----------------------------------------------------
+
+ * Its own, not track_sync.c's fault thread: a write into a faulting region
+ * waits for that thread, and a tick may sum a region or move one for tens
+ * of milliseconds.  Woken through a condition variable (tick_wake), not a
+ * descriptor: the application may close descriptors it did not open
+ * (close_range before exec, a daemon's loop), and one reused for its own
+ * file would then be ours to read and write. */
+_Atomic uint64_t ibp__quiet_tick_ns = IBP__QUIET_TICK_NS;
+
+static pthread_mutex_t tick_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t tick_cond; /* on CLOCK_MONOTONIC, once cond_ready */
+static int cond_ready, tick_started, tick_woken; /* under tick_lock */
+
+static struct timespec monotonic_in(uint64_t ns) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  ns += (uint64_t)ts.tv_nsec;
+  ts.tv_sec += (time_t)(ns / 1000000000u);
+  ts.tv_nsec = (long)(ns % 1000000000u);
+  return ts;
+}
+
+static void *tick_main(void *arg) {
+  (void)arg;
+  sigset_t all;
+  sigfillset(&all);
+  pthread_sigmask(SIG_BLOCK, &all, NULL);
+  for (;;) {
+    const struct timespec until =
+        monotonic_in(atomic_load(&ibp__quiet_tick_ns));
+    pthread_mutex_lock(&tick_lock);
+    int rc = 0;
+    while (!tick_woken && rc != ETIMEDOUT)
+      rc = pthread_cond_timedwait(&tick_cond, &tick_lock, &until);
+    tick_woken = 0;
+    pthread_mutex_unlock(&tick_lock);
+    ibp__quiet_tick(ibp__real_ns());
+  }
+  return NULL;
+}
+
+static int cond_init(void) {
+  pthread_condattr_t a;
+  if (pthread_condattr_init(&a) != 0)
+    return 0;
+  int ok = pthread_condattr_setclock(&a, CLOCK_MONOTONIC) == 0 &&
+           pthread_cond_init(&tick_cond, &a) == 0;
+  pthread_condattr_destroy(&a);
+  return ok;
+}
+
+/* Starts the tick's thread once: 0, or -1. */
+static int tick_start(void) {
+  pthread_mutex_lock(&tick_lock);
+  cond_ready = cond_ready || cond_init();
+  tick_started = tick_started || (cond_ready && ibp__thread_start(tick_main));
+  const int ok = tick_started;
+  pthread_mutex_unlock(&tick_lock);
+  return ok ? 0 : -1;
+}
+
+/* The tick now, then every ibp__quiet_tick_ns (a no-op without it). */
+static void tick_wake(void) {
+  pthread_mutex_lock(&tick_lock);
+  if (tick_started) {
+    tick_woken = 1;
+    pthread_cond_signal(&tick_cond);
+  }
+  pthread_mutex_unlock(&tick_lock);
+}
+
 void ibp__quiet_add(ibp_tracked *t) {
   uintptr_t lo, hi;
   atomic_store(&t->mode, IBP_TRACK_SCANNING);
   atomic_store(&t->last_write_ns, ibp__real_ns());
   /* held all the same when it never moves (scanning for good: no
    * IBP_TRACK_QUIET, or no fault thread): ibp__quiet_dropped */
-  const int moves = quiet_ns() && ibp__syncwp_start_thread() == 0;
+  const int moves =
+      quiet_ns() && ibp__syncwp_start_thread() == 0 && tick_start() == 0;
   const int movable = pages(t, &lo, &hi) && moves;
   pthread_mutex_lock(&lock);
   if (!find(t) && held == cap) {
@@ -145,8 +236,10 @@ void ibp__quiet_add(ibp_tracked *t) {
   }
   if (!find(t) && held < cap) {
     table[held++] = (entry){.t = t,
+                            .id = next_id++,
                             .lo = lo,
                             .hi = hi,
+                            .end = t->base + (uintptr_t)t->bytes,
                             .movable = movable,
                             .moved_ns = ibp__real_ns(),
                             .quiet_from = atomic_load(&t->writes_seen)};
@@ -191,7 +284,7 @@ static int chosen(const fingerprint *f, size_t k) {
 static int chunk_sum(const entry *e, fingerprint *f, size_t c,
                      XXH128_hash_t *out) {
   const uintptr_t pg = ibp__page_size();
-  const uintptr_t end = e->t->base + (uintptr_t)e->t->bytes;
+  const uintptr_t end = e->end; /* (e may be a copy: e->t not read) */
   struct iovec remote[IBP__QUIET_CHUNK_PAGES];
   size_t n = 0, bytes = 0;
   for (size_t k = c * IBP__QUIET_CHUNK_PAGES;
@@ -311,16 +404,69 @@ static void in_gap(ibp_tracked *t) {
  * then refreshed (marks cleared) and written back in the gap would match
  * it -- the early sum would not merely mark more. */
 
-/* Under lock, while e's moves are held: its early fingerprint, once. */
-static void take_early(entry *e) {
-  if (e->early.sum || !alone(e) ||
+/* The tick sums one region early at a time, on its own thread (a write
+ * into a faulting region waits for the fault thread, never for this) and
+ * outside `lock` (copies' moves, refreshes, madvise and the owner's
+ * hold_moves take it): what the sum needs of the entry is copied under
+ * `lock` first (writes_seen before the sum begins, as above), and the sum
+ * is kept only if, under `lock` again, the entry is still there (its id:
+ * a region removed may be added anew at the same address), still
+ * scanning, has not moved (move_seq) and no device write landed
+ * (`landed`) meanwhile.  A sum that failed (a page unreadable, no memory)
+ * is not tried again until the owner lets go (track_quiet_early_failed). */
+typedef struct early_job {
+  entry e; /* a copy: its id and pages (e.t is not read) */
+  unsigned move_seq, landed;
+  uint64_t seen;
+} early_job;
+
+/* Under lock, while e's moves are held: e wants its early sum now. */
+static int wants_early(const entry *e) {
+  return !e->early.sum && !e->early_failed && alone(e) &&
+         atomic_load(&e->t->mode) == IBP_TRACK_SCANNING &&
+         !(atomic_load(&e->t->move_seq) & 1);
+}
+
+/* Under lock: what the early sum of e needs. */
+static early_job early_begin(const entry *e) {
+  early_job j = {.e = *e};
+  j.e.early = (fingerprint){0};
+  j.move_seq = atomic_load(&e->t->move_seq);
+  j.landed = e->landed;
+  j.seen = atomic_load(&e->t->writes_seen); /* before it: above */
+  return j;
+}
+
+/* Under lock: the entry j was taken from, if the sum it began still holds
+ * for it (above). */
+static entry *early_still_good(const early_job *j) {
+  entry *e = find_id(j->e.id);
+  if (!e || e->early.sum || e->landed != j->landed ||
+      atomic_load(&e->t->move_seq) != j->move_seq ||
       atomic_load(&e->t->mode) != IBP_TRACK_SCANNING)
-    return;
-  e->early_seen = atomic_load(&e->t->writes_seen); /* before it: above */
-  if (fingerprint_take(e, 0, &e->early) != 0)
-    e->early = (fingerprint){0}; /* the next tick tries again */
-  else if (ibp__quiet_early_hook)
-    ibp__quiet_early_hook(e->t);
+    return NULL;
+  return e;
+}
+
+/* Not under lock: sums j's region, then keeps the sum if it still holds. */
+static void early_take(const early_job *j) {
+  fingerprint f;
+  atomic_fetch_add_explicit(&ibp__quiet_early_tries, 1, memory_order_relaxed);
+  const int rc = fingerprint_take(&j->e, 0, &f); /* (f dropped on failure) */
+  pthread_mutex_lock(&lock);
+  entry *failed = rc != 0 ? find_id(j->e.id) : NULL;
+  entry *e = rc == 0 ? early_still_good(j) : NULL;
+  if (failed)
+    failed->early_failed = 1; /* not every tick: until it is let go */
+  if (e) {
+    e->early = f;
+    e->early_seen = j->seen;
+    if (ibp__quiet_early_hook)
+      ibp__quiet_early_hook(e->t);
+  } else if (rc == 0) {
+    fingerprint_drop(&f);
+  }
+  pthread_mutex_unlock(&lock);
 }
 
 /* Under lock, for a move to faulting: its first sum into f, then one last
@@ -338,8 +484,12 @@ static int sum_then_scan(entry *e, fingerprint *f) {
     fingerprint_drop(f);
     return -1;
   }
-  if (!early || atomic_load(&e->t->writes_seen) == e->early_seen)
+  if (!early)
     return 0;
+  if (atomic_load(&e->t->writes_seen) == e->early_seen) {
+    atomic_fetch_add_explicit(&ibp__quiet_early_used, 1, memory_order_relaxed);
+    return 0;
+  }
   fingerprint_drop(f); /* written since: sum, then scan, now */
   return sum_then_scan(e, f);
 }
@@ -433,14 +583,19 @@ static int quiet_for_long(const entry *e, uint64_t now) {
 }
 
 void ibp__quiet_tick(uint64_t now) {
+  early_job job = {0};
   pthread_mutex_lock(&lock);
   for (size_t i = 0; i < held; i++) {
     entry *e = &table[i];
     ibp_tracked *t = e->t;
     if (!atomic_load(&t->protected_))
       continue;
-    if (atomic_load_explicit(&t->moves_held, memory_order_relaxed)) {
-      take_early(e); /* (held: its owner is preparing it, track.h) */
+    if (atomic_load(&t->mode) == IBP_TRACK_FAULTING && ibp__syncwp_gone()) {
+      to_scanning(e); /* its descriptor closed under it (track_sync.c) */
+      immovable(e);
+    } else if (atomic_load_explicit(&t->moves_held, memory_order_relaxed)) {
+      if (!job.e.id && wants_early(e)) /* (its owner prepares it: track.h) */
+        job = early_begin(e);
     } else if (atomic_load(&t->mode) == IBP_TRACK_SCANNING) {
       /* let go with no write seen while it was prepared: a quiet spell
        * as good as IBP_TRACK_QUIET ms, no need to wait for one */
@@ -456,6 +611,8 @@ void ibp__quiet_tick(uint64_t now) {
     e->let_go = 0;
   }
   pthread_mutex_unlock(&lock);
+  if (job.e.id)
+    early_take(&job);
 }
 
 void ibp__track_hold_moves(ibp_tracked *t, int held) {
@@ -464,14 +621,16 @@ void ibp__track_hold_moves(ibp_tracked *t, int held) {
     return;
   pthread_mutex_lock(&lock);
   entry *e = find(t);
-  if (e)
+  if (e) {
     e->let_go = 1;
+    e->early_failed = 0; /* the next preparation tries again */
+  }
   pthread_mutex_unlock(&lock);
-  /* the move on the fault thread, at its priority (the owner's may be
+  /* the move on the tick's thread, at its priority (the owner's may be
    * lowered: serve/prepare/pack.c), and now rather than in up to
    * IBP__QUIET_TICK_NS */
   if (e)
-    ibp__syncwp_tick_now();
+    tick_wake();
 }
 
 void ibp__track_landed(ibp_tracked *t) {
@@ -482,6 +641,7 @@ void ibp__track_landed(ibp_tracked *t) {
   if (e) {
     fingerprint_drop(&e->early); /* (a tick while held takes it again) */
     e->early = (fingerprint){0};
+    e->landed++; /* and a sum under way is not kept */
   }
   pthread_mutex_unlock(&lock);
 }
@@ -583,6 +743,9 @@ int ibp__quiet_still_protected(ibp_tracked *t, uintptr_t a, size_t len) {
 void ibp__quiet_after_fork_child(void) {
   pthread_mutex_init(&lock, NULL);
   held = 0;
+  /* the child has no tick thread: a new one, on a new condition */
+  pthread_mutex_init(&tick_lock, NULL);
+  cond_ready = tick_started = tick_woken = 0;
   atomic_store(&ibp__track_movable, 0);
   atomic_store(&ibp__track_held, 0);
   atomic_store(&unwaitable, 0);

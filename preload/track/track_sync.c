@@ -29,8 +29,14 @@
  * library's madvise marks them written once the call returned
  * (ibp__syncwp_dropped, hooks_libc.c).  A raw system call is not seen.
  *
- * The thread also runs track_quiet.c's tick between faults, and at once
- * when woken (ibp__syncwp_tick_now).
+ * The descriptor is a number the application may close (close_range
+ * before exec, a daemon closing what it did not open) and then reuse for a
+ * file of its own: the thread checks after every wait that the number
+ * still names our descriptor (POLLNVAL, fstat's device and inode) before
+ * it reads, and every other use checks first.  Once it does not, the
+ * descriptor is never used again (`gone`): the kernel has dropped its
+ * registrations with it, so every region armed counts as written
+ * throughout, and track_quiet.c's tick takes them back to scanning.
  *
  * Linux >= 5.7 (anonymous memory), 5.19 (shared memory); the constants
  * Debian 12's headers lack are defined here.
@@ -44,9 +50,9 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/eventfd.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -69,7 +75,10 @@ typedef struct ibp_sync_pages {
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static _Atomic int availability;
 static int fd = -1;
-static int wake_fd = -1; /* eventfd: ibp__syncwp_tick_now (-1: none) */
+static dev_t fd_dev; /* what fd names, as fstat saw it when opened */
+static ino_t fd_ino;
+static _Atomic int gone; /* fd no longer ours: never used again */
+static int gone_warned;
 static int thread_started;
 static ibp_tracked **table; /* regions armed, under lock */
 static size_t held, table_cap;
@@ -88,7 +97,17 @@ static int open_fd(uint64_t features) {
   return f;
 }
 
+/* fd still names the descriptor we opened (racy by nature: the number
+ * may be closed and reused between this and the call that follows). */
+static int fd_same(void) {
+  struct stat st;
+  return fd >= 0 && fstat(fd, &st) == 0 && st.st_dev == fd_dev &&
+         st.st_ino == fd_ino;
+}
+
 static int set_wp(uintptr_t lo, uintptr_t hi, int protect) {
+  if (atomic_load(&gone))
+    return -1;
   struct uffdio_writeprotect w = {.range = {lo, hi - lo},
                                   .mode = protect ? UFFDIO_WRITEPROTECT_MODE_WP
                                                   : 0};
@@ -98,7 +117,7 @@ static int set_wp(uintptr_t lo, uintptr_t hi, int protect) {
 static int register_range(uintptr_t lo, uintptr_t hi) {
   struct uffdio_register r = {.range = {lo, hi - lo},
                               .mode = UFFDIO_REGISTER_MODE_WP};
-  if (ioctl(fd, UFFDIO_REGISTER, &r) != 0)
+  if (atomic_load(&gone) || ioctl(fd, UFFDIO_REGISTER, &r) != 0)
     return -1;
   if (!(r.ioctls & (__u64)1 << _UFFDIO_WRITEPROTECT)) {
     struct uffdio_range u = {lo, hi - lo};
@@ -110,7 +129,27 @@ static int register_range(uintptr_t lo, uintptr_t hi) {
 
 static void unregister_range(uintptr_t lo, uintptr_t hi) {
   struct uffdio_range u = {lo, hi - lo};
-  ioctl(fd, UFFDIO_UNREGISTER, &u); /* also wakes the writers waiting */
+  if (!atomic_load(&gone))
+    ioctl(fd, UFFDIO_UNREGISTER, &u); /* also wakes the writers waiting */
+}
+
+/* Under lock: fd is ours still, or from now on `gone` (the top of the
+ * file) -- the regions armed, their registrations dropped with the
+ * descriptor, count as written throughout. */
+static int fd_ours(void) {
+  if (atomic_load(&gone) || fd < 0)
+    return 0; /* (none: a forked child's, before it probes again) */
+  if (fd_same())
+    return 1;
+  atomic_store(&gone, 1);
+  for (size_t i = 0; i < held; i++)
+    ibp__track_mark_dirty(table[i], table[i]->base, (size_t)table[i]->bytes);
+  ibp__warn_once(&gone_warned,
+                 "write tracking: the application closed libibp's "
+                 "userfaultfd descriptor %d; %zu faulting region(s) count "
+                 "as written and go back to scanning",
+                 fd, held);
+  return 0;
 }
 
 /* ---- the fault thread ---------------------------------------------------- */
@@ -158,8 +197,8 @@ static void on_remove(uintptr_t lo, uintptr_t hi) {
 
 void ibp__syncwp_dropped(uintptr_t a, size_t len) {
   const uintptr_t pg = ibp__page_size();
-  if (!len || fd < 0)
-    return;
+  if (!len || fd < 0 || atomic_load(&gone))
+    return; /* (gone: every region armed counts as written) */
   uintptr_t e = a + len < a ? UINTPTR_MAX : a + len;
   on_remove(a & ~(pg - 1),
             e > UINTPTR_MAX - pg ? e & ~(pg - 1) : (e + pg - 1) & ~(pg - 1));
@@ -172,7 +211,8 @@ static void on_fault(uintptr_t addr) {
   ibp_tracked *t = holder_of(a);
   if (!t) { /* disarmed since: its writers retry on plain memory */
     struct uffdio_range r = {a, pg};
-    ioctl(fd, UFFDIO_WAKE, &r);
+    if (!atomic_load(&gone))
+      ioctl(fd, UFFDIO_WAKE, &r);
     pthread_mutex_unlock(&lock);
     return;
   }
@@ -185,37 +225,37 @@ static void on_fault(uintptr_t addr) {
   ibp__clock_charge_us(1e-3 * IBP_TRACK_FAULT_NS);
 }
 
+/* Waits (up to a second) for fd: 1 when it has messages, 0 when not, -1
+ * when it is no longer ours (checked after the wait, before any read). */
+static int wait_fd(void) {
+  struct pollfd pfd = {.fd = fd, .events = POLLIN};
+  const int n = poll(&pfd, 1, 1000);
+  pthread_mutex_lock(&lock);
+  const int ours = fd_ours(); /* (POLLNVAL: closed, fstat fails too) */
+  pthread_mutex_unlock(&lock);
+  return !ours ? -1 : n > 0 && (pfd.revents & POLLIN);
+}
+
 static void *fault_thread(void *arg) {
   (void)arg;
   sigset_t all;
   sigfillset(&all);
   pthread_sigmask(SIG_BLOCK, &all, NULL);
-  const int f = fd;
-  uint64_t next_tick = ibp__real_ns() + IBP__QUIET_TICK_NS;
   for (;;) {
-    uint64_t now = ibp__real_ns();
-    if (now >= next_tick) {
-      ibp__quiet_tick(now);
-      next_tick = now + IBP__QUIET_TICK_NS;
-      continue;
-    }
-    struct pollfd pfd[2] = {{.fd = f, .events = POLLIN},
-                            {.fd = wake_fd, .events = POLLIN}};
-    int wait_ms = (int)((next_tick - now) / 1000000) + 1;
-    if (poll(pfd, 2, wait_ms) < 0 && errno != EINTR)
-      break;
-    uint64_t woken;
-    if ((pfd[1].revents & POLLIN) &&
-        syscall(SYS_read, wake_fd, &woken, sizeof woken) == (long)sizeof woken)
-      next_tick = now; /* the tick now, then every IBP__QUIET_TICK_NS */
-    if (!(pfd[0].revents & POLLIN))
+    const int ready = wait_fd();
+    if (ready < 0)
+      break; /* closed under us: the thread ends, no spin on POLLNVAL */
+    if (!ready)
       continue;
     struct uffd_msg m[16];
-    ssize_t got = syscall(SYS_read, f, m, sizeof m);
+    ssize_t got = syscall(SYS_read, fd, m, sizeof m);
     if (got < 0) {
-      if (errno == EAGAIN || errno == EINTR)
-        continue;
-      break;
+      pthread_mutex_lock(&lock);
+      const int ours = fd_ours(); /* EBADF: closed since the wait */
+      pthread_mutex_unlock(&lock);
+      if (!ours)
+        break;
+      continue;
     }
     for (size_t i = 0; i < (size_t)got / sizeof *m; i++) {
       if (m[i].event == UFFD_EVENT_PAGEFAULT)
@@ -252,12 +292,17 @@ static int start(void) {
   int ok = fd >= 0 && probe_one(0) == 0;
   if (ok)
     probe_one(1); /* shared memory may fail: such regions keep scanning */
+  struct stat st;
+  ok = ok && fstat(fd, &st) == 0;
   if (!ok && fd >= 0) {
     close(fd);
     fd = -1;
   }
-  if (ok) /* none: the tick comes every IBP__QUIET_TICK_NS all the same */
-    wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  if (ok) {
+    fd_dev = st.st_dev;
+    fd_ino = st.st_ino;
+    atomic_store(&gone, 0);
+  }
   ibp__log(IBP_LOG_INFO, "write tracking: quiet regions %s",
            ok ? "are held by synchronous userfaultfd write protection"
               : "keep scanning (no userfaultfd serving kernel-mode faults "
@@ -293,20 +338,18 @@ static void table_remove(const ibp_tracked *t) {
     }
 }
 
+int ibp__syncwp_gone(void) {
+  return atomic_load_explicit(&gone, memory_order_relaxed);
+}
+
 int ibp__syncwp_start_thread(void) {
-  if (!ibp__syncwp_available())
-    return -1;
+  if (!ibp__syncwp_available() || atomic_load(&gone))
+    return -1; /* (gone: new regions keep scanning, none tries to move) */
   pthread_mutex_lock(&lock);
   int ok = thread_started || ibp__thread_start(fault_thread);
   thread_started |= ok;
   pthread_mutex_unlock(&lock);
   return ok ? 0 : -1;
-}
-
-void ibp__syncwp_tick_now(void) {
-  const uint64_t one = 1;
-  if (wake_fd >= 0) /* (a full counter is a wake-up pending all the same) */
-    (void)!syscall(SYS_write, wake_fd, &one, sizeof one);
 }
 
 int ibp__syncwp_arm(ibp_tracked *t, uintptr_t lo, uintptr_t hi) {
@@ -324,7 +367,7 @@ int ibp__syncwp_arm(ibp_tracked *t, uintptr_t lo, uintptr_t hi) {
   p->count = count;
   int saved = errno;
   pthread_mutex_lock(&lock);
-  int ok = table_add(t) == 0;
+  int ok = fd_ours() && table_add(t) == 0;
   if (ok && register_range(lo, hi) != 0) {
     table_remove(t);
     ok = 0;
@@ -355,7 +398,7 @@ void ibp__syncwp_disarm(ibp_tracked *t) {
     return;
   int saved = errno;
   pthread_mutex_lock(&lock);
-  if (fd >= 0)
+  if (fd_ours())
     unregister_range(p->lo, p->hi);
   table_remove(t);
   atomic_store(&t->spages, NULL);
@@ -370,8 +413,9 @@ int ibp__syncwp_reprotect(ibp_tracked *t) {
   if (!p)
     return -1;
   const uintptr_t pg = ibp__page_size();
-  int rc = 0, saved = errno;
+  int saved = errno;
   pthread_mutex_lock(&lock);
+  int rc = fd_ours() ? 0 : -1;
   for (size_t w = 0; w < (p->count + 63) / 64 && rc == 0; w++) {
     uint64_t bits = atomic_load(&p->written[w]);
     while (bits && rc == 0) {
@@ -415,7 +459,7 @@ void ibp__syncwp_lift(ibp_tracked *t, uintptr_t a, size_t len) {
   int saved = errno;
   pthread_mutex_lock(&lock);
   ibp_sync_pages *p = atomic_load(&t->spages);
-  if (p && len) {
+  if (p && len && fd_ours()) { /* (gone: written already) */
     uintptr_t lo = a & ~(pg - 1), hi = (e + pg - 1) & ~(pg - 1);
     lo = lo < p->lo ? p->lo : lo;
     hi = hi > p->hi ? p->hi : hi;
@@ -432,12 +476,10 @@ void ibp__syncwp_after_fork_child(void) {
   for (size_t i = 0; i < held; i++)
     atomic_store(&table[i]->spages, NULL);
   held = 0;
-  if (fd >= 0)
-    close(fd);
+  if (fd >= 0 && !atomic_load(&gone))
+    close(fd); /* (gone: the number is the application's now) */
   fd = -1;
-  if (wake_fd >= 0)
-    close(wake_fd);
-  wake_fd = -1;
+  atomic_store(&gone, 0);
   thread_started = 0;
   atomic_store(&availability, IBP__PROBE_UNKNOWN);
 }

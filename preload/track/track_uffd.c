@@ -43,6 +43,14 @@
  * walks it (not VM_PFNMAP): protect checks that every page of the region
  * is reported write-protectable, else the mprotect tracker takes it.
  *
+ * The descriptors are numbers the application may close (close_range
+ * before exec, a daemon closing what it did not open) and reuse for files
+ * of its own.  Closing the userfaultfd drops its registrations: the next
+ * scan fails and the region is lost, as above.  The rarer calls (protect,
+ * reprotect, a move's) and a failed scan check first that both numbers
+ * still name our files (fstat's device and inode); once one does not,
+ * neither is used again (`gone`) and every region counts as written.
+ *
  * Linux >= 6.7; Debian 12's headers predate the constants, defined here.
  */
 #include <errno.h>
@@ -55,6 +63,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -90,8 +99,34 @@ typedef struct pm_scan {
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static _Atomic int availability;
 static int uffd = -1, pagemap = -1;
+/* What they name, as fstat saw it when opened (fds_ours). */
+static struct stat uffd_st, pagemap_st;
+static _Atomic int gone; /* closed or reused by the application */
+static int gone_warned;
 /* Regions protected in another epoch (before a fork) are not tracked. */
 static _Atomic unsigned epoch = 1;
+
+static int names(int fd, const struct stat *was) {
+  struct stat st;
+  return fd >= 0 && fstat(fd, &st) == 0 && st.st_dev == was->st_dev &&
+         st.st_ino == was->st_ino;
+}
+
+/* Both descriptors still name our files, else `gone` from now on (the top
+ * of the file).  Racy by nature: a number may be closed and reused between
+ * this and the call that follows. */
+static int fds_ours(void) {
+  if (atomic_load(&gone) || uffd < 0 || pagemap < 0)
+    return 0; /* (none: a forked child's, before it probes again) */
+  if (names(uffd, &uffd_st) && names(pagemap, &pagemap_st))
+    return 1;
+  atomic_store(&gone, 1);
+  ibp__warn_once(&gone_warned,
+                 "write tracking: the application closed libibp's "
+                 "userfaultfd or pagemap descriptor; regions it tracked "
+                 "count as written");
+  return 0;
+}
 
 static int open_uffd(void) {
   int fd =
@@ -166,7 +201,9 @@ static int start(void) {
   uffd = open_uffd();
   if (uffd >= 0)
     pagemap = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
-  int ok = uffd >= 0 && pagemap >= 0 && probe() == 0;
+  int ok = uffd >= 0 && pagemap >= 0 && probe() == 0 &&
+           fstat(uffd, &uffd_st) == 0 && fstat(pagemap, &pagemap_st) == 0;
+  atomic_store(&gone, 0);
   if (!ok) {
     if (uffd >= 0)
       close(uffd);
@@ -322,7 +359,7 @@ int ibp__uffd_protect(ibp_tracked *t) {
   int saved = errno;
   uint64_t calls = 0;
   pthread_mutex_lock(&lock);
-  int ok = uffd >= 0 && held_reserve() == 0 && register_range(lo, hi) == 0;
+  int ok = fds_ours() && held_reserve() == 0 && register_range(lo, hi) == 0;
   ok = ok && covered(lo, hi) && protect_sharing(t, lo, hi, 0, &calls) == 0;
   if (ok)
     held[nheld++] = (held_region){t, lo, hi};
@@ -340,6 +377,7 @@ int ibp__uffd_protect(ibp_tracked *t) {
 /* t's memory is no longer ours to watch: every tensor dirty from now on
  * (and serve/ demotes a region half dirty).  Returns -1. */
 static int lost(ibp_tracked *t) {
+  (void)fds_ours(); /* a scan failed: closed under us? then never again */
   unsigned e = atomic_exchange(&t->uffd_epoch, 0);
   ibp__track_mark_dirty(t, t->base, (size_t)t->bytes);
   if (e == atomic_load(&epoch))
@@ -388,7 +426,8 @@ static int scan_mark(ibp_tracked *t, uintptr_t lo, uintptr_t hi, uint64_t flags,
 
 static int tracked(const ibp_tracked *t) {
   unsigned e = atomic_load_explicit(&t->uffd_epoch, memory_order_relaxed);
-  return e != 0 && e == atomic_load_explicit(&epoch, memory_order_relaxed);
+  return e != 0 && e == atomic_load_explicit(&epoch, memory_order_relaxed) &&
+         !atomic_load_explicit(&gone, memory_order_relaxed);
 }
 
 /* [a, a+len) as t's pages. */
@@ -494,7 +533,7 @@ int ibp__uffd_reprotect(ibp_tracked *t) {
   uint64_t calls = 0;
   /* (track_quiet.c's lock is held: re-protections are one at a time) */
   pthread_mutex_lock(&lock);
-  int rc = protect_sharing(t, lo, hi, 1, &calls);
+  int rc = fds_ours() ? protect_sharing(t, lo, hi, 1, &calls) : -1;
   pthread_mutex_unlock(&lock);
   atomic_fetch_add(&t->uffd_seq, 1);
   errno = saved;
@@ -510,6 +549,8 @@ int ibp__uffd_still_protected(ibp_tracked *t, uintptr_t a, size_t len) {
   pm_scan s;
   int saved = errno;
   long n = lo < hi ? scan_once(&s, lo, hi, 0, PAGE_IS_WRITTEN_, v, 1) : 0;
+  if (n < 0)
+    (void)fds_ours();
   errno = saved;
   return n == 0;
 }
@@ -517,7 +558,7 @@ int ibp__uffd_still_protected(ibp_tracked *t, uintptr_t a, size_t len) {
 /* ---- quiet regions' moves (track_quiet.c) -------------------------------- */
 
 int ibp__uffd_scan_all(ibp_tracked *t) {
-  if (!tracked(t))
+  if (!tracked(t) || !fds_ours())
     return lost(t);
   uintptr_t lo, hi;
   pages_of(t, &lo, &hi);
@@ -536,7 +577,7 @@ int ibp__uffd_release(ibp_tracked *t) {
   struct uffdio_range r = {lo, hi - lo};
   /* a neighbour protected since the move checked (its table gets it
    * after us): its pages stay */
-  int rc = uffd >= 0 && !shared_with(t, lo, hi) &&
+  int rc = fds_ours() && !shared_with(t, lo, hi) &&
                    ioctl(uffd, UFFDIO_UNREGISTER, &r) == 0
                ? 0
                : -1;
@@ -553,7 +594,7 @@ int ibp__uffd_adopt(ibp_tracked *t) {
   int saved = errno;
   uint64_t calls = 0;
   pthread_mutex_lock(&lock);
-  int ok = uffd >= 0 && register_range(lo, hi) == 0 &&
+  int ok = fds_ours() && register_range(lo, hi) == 0 &&
            protect_sharing(t, lo, hi, 0, &calls) == 0;
   pthread_mutex_unlock(&lock);
   errno = saved;
@@ -581,10 +622,11 @@ void ibp__uffd_after_fork_child(void) {
   pthread_mutex_init(&lock, NULL);
   nheld = 0;
   atomic_store(&edge_seq, 0);
-  if (uffd >= 0)
-    close(uffd);
-  if (pagemap >= 0)
+  if (!atomic_load(&gone) && uffd >= 0)
+    close(uffd); /* (gone: the numbers may be the application's now) */
+  if (!atomic_load(&gone) && pagemap >= 0)
     close(pagemap);
   uffd = pagemap = -1;
+  atomic_store(&gone, 0);
   atomic_store(&availability, IBP__PROBE_UNKNOWN);
 }

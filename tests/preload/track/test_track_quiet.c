@@ -23,6 +23,7 @@
 #include <sys/uio.h>
 #include <time.h>
 
+#include "base/clock.h"
 #include "track_test.h"
 
 static void skip_unless_quiet(void) {
@@ -798,6 +799,7 @@ static void case_early(void) {
   wait_mode(r, IBP_TRACK_FAULTING);
   ibp__quiet_gap_hook = NULL;
   CHECK_EQ(gap_hook_calls, 1);
+  CHECK_EQ(atomic_load(&ibp__quiet_early_used), 1); /* the move's first sum */
   for (size_t i = 0; i < 3; i++)
     gap_touch(gap_pages[i]);
   gap_verify(r, 3);
@@ -816,6 +818,7 @@ static void case_early_written(void) {
   ibp__track_hold_moves(r, 0);
   wait_mode(r, IBP_TRACK_FAULTING);
   CHECK_EQ(atomic_load(&r->gap_writes), 0);
+  CHECK_EQ(atomic_load(&ibp__quiet_early_used), 0); /* summed anew */
   sync_all(r);
   region_check(a, r);
   arena_check_bytes(a);
@@ -906,6 +909,277 @@ static void case_early_landed(void) {
   close(fd);
 }
 
+/* The owner letting go wakes the tick (track_quiet.c, tick_wake): with
+ * the tick's period made 30 s, a region let go with no write seen still
+ * moves at once, from its early sum. */
+static void case_early_wake(void) {
+  skip_unless_quiet();
+  ibp_tracked *r = early_region();
+  atomic_store(&ibp__quiet_tick_ns, 30000000000ull);
+  sleep_ms(200); /* the wait under way (50 ms) is over: the next is 30 s */
+  const uint64_t t0 = ibp__real_ns();
+  ibp__track_hold_moves(r, 0);
+  for (int i = 0; i < 100 && atomic_load(&r->mode) != IBP_TRACK_FAULTING; i++)
+    sleep_ms(10);
+  CHECK_EQ(atomic_load(&r->mode), IBP_TRACK_FAULTING);
+  fprintf(stderr, "moved %.1f ms after letting go\n",
+          (double)(ibp__real_ns() - t0) / 1e6);
+  CHECK_EQ(atomic_load(&ibp__quiet_early_used), 1);
+  CHECK_EQ(atomic_load(&ibp__quiet_early_tries), 1);
+  arena_store(&gap_arena, 7 * gap_arena.pg + 1, 3); /* faults */
+  sync_all(r);
+  region_check(&gap_arena, r);
+  arena_check_bytes(&gap_arena);
+  early_end(r);
+}
+
+/* An early sum that fails (a page the application made unreadable) is
+ * not tried again every tick while the moves are held; the move when
+ * they are let go sums for itself. */
+static void case_early_failed(void) {
+  skip_unless_quiet();
+  arena *a = &gap_arena;
+  arena_init(a, 4 * IBP__QUIET_CHUNK_PAGES);
+  ibp_tracked *r = region_new(a, 0, a->npages * a->pg, 512);
+  ibp__quiet_early_hook = early_seen;
+  CHECK(ibp__track_protect(r) == 0);
+  CHECK(syscall(SYS_mprotect, a->mem + 5 * a->pg, a->pg, PROT_NONE) == 0);
+  ibp__track_hold_moves(r, 1);
+  sleep_ms(600); /* 12 ticks */
+  CHECK_EQ(atomic_load(&ibp__quiet_early_tries), 1);
+  CHECK(!atomic_load(&early_taken));
+  CHECK(syscall(SYS_mprotect, a->mem + 5 * a->pg, a->pg,
+                PROT_READ | PROT_WRITE) == 0);
+  sleep_ms(200);
+  CHECK_EQ(atomic_load(&ibp__quiet_early_tries), 1); /* until let go */
+  ibp__track_hold_moves(r, 0);
+  wait_mode(r, IBP_TRACK_FAULTING);
+  CHECK_EQ(atomic_load(&ibp__quiet_early_used), 0);
+  arena_store(a, 9 * a->pg + 1, 3);
+  sync_all(r);
+  region_check(a, r);
+  arena_check_bytes(a);
+  early_end(r);
+}
+
+/* A large region's early sum (256 MiB: tens of milliseconds at least)
+ * keeps neither the fault thread nor track_quiet.c's lock: stores into a
+ * faulting region (each a fault), and calls that take the lock (the C
+ * library's madvise announcing dropped pages), go on meanwhile: of those
+ * begun during the sum, most end in it too (a thread may wait for a core
+ * now and then).  Before, the first one begun during the sum waited for
+ * all of it, and none ended in it. */
+static _Atomic int aside_taken;
+static _Atomic uint64_t aside_taken_ns;
+
+static void aside_seen(ibp_tracked *t) {
+  (void)t;
+  atomic_store(&aside_taken_ns, ibp__real_ns());
+  atomic_store(&aside_taken, 1);
+}
+
+static void case_early_aside(void) {
+  skip_unless_quiet();
+  const size_t pg = (size_t)sysconf(_SC_PAGESIZE), big = 256u << 20;
+  arena a;
+  arena_init(&a, 1000);
+  ibp_tracked *r = protected_region(&a, 0, a.npages * pg, 512);
+  quiet(r);
+  uint8_t *m = mmap(NULL, big, PROT_READ | PROT_WRITE,
+                    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  uint8_t *other = mmap(NULL, pg, PROT_READ | PROT_WRITE,
+                        MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  CHECK(m != MAP_FAILED && other != MAP_FAILED);
+  memset(m, 0x5a, big);
+  arena ab = {.mem = m, .npages = big / pg, .pg = pg};
+  ibp_tracked *b = region_new(&ab, 0, big, 1u << 20);
+  ibp__quiet_early_hook = aside_seen;
+  ibp__track_hold_moves(b, 1);
+  const uint64_t t0 = ibp__real_ns();
+  CHECK(ibp__track_protect(b) == 0);
+  static uint64_t began[1000], ended[1000]; /* 0: before the sum began */
+  uint64_t worst = 0;
+  size_t p = 0;
+  while (!atomic_load(&aside_taken)) {
+    CHECK(p < a.npages); /* (2 ms a page: the sum took over 2 s) */
+    const int during = atomic_load(&ibp__quiet_early_tries) > 0;
+    const uint64_t s = ibp__real_ns();
+    arena_store(&a, p * pg + 3, 0x21);        /* a fault */
+    ibp__quiet_dropped((uintptr_t)other, pg); /* takes the lock */
+    const uint64_t e = ibp__real_ns();
+    worst = e - s > worst ? e - s : worst;
+    began[p] = during ? s : 0;
+    ended[p++] = during ? e : 0;
+    sleep_ms(2); /* under IBP__QUIET_BUSY_FAULTS a tick: r stays put */
+  }
+  const uint64_t done = atomic_load(&aside_taken_ns);
+  size_t begun = 0, inside = 0; /* begun during the sum; ended in it too */
+  for (size_t i = 0; i < p; i++) {
+    begun += began[i] && began[i] < done;
+    inside += began[i] && ended[i] < done;
+  }
+  fprintf(stderr,
+          "early sum within %.1f ms; of %zu stores, %zu begun in it, %zu "
+          "ended in it too; the slowest %.2f ms\n",
+          (double)(done - t0) / 1e6, p, begun, inside, (double)worst / 1e6);
+  CHECK(begun >= 1);
+  CHECK(inside * 2 >= begun);
+  sync_all(r);
+  region_check(&a, r);
+  arena_check_bytes(&a);
+  ibp__quiet_early_hook = NULL;
+  ibp__track_hold_moves(b, 0);
+  ibp__track_unprotect(b);
+  ibp__track_unprotect(r);
+  region_free(b);
+  region_free(r);
+  munmap(m, big);
+  munmap(other, pg);
+  arena_free(&a);
+}
+
+/* The application closes descriptors it did not open (close_range before
+ * exec, a daemon's loop): libibp's userfaultfds and pagemap.  Nothing it
+ * then does sees libibp: no thread spins on the closed numbers, a number
+ * reused for the application's pipe is neither read nor written, a store
+ * into the faulting region succeeds -- and is not lost: the region counts
+ * as written throughout and goes back to scanning. */
+static int closed_ours(void) {
+  int n = 0;
+  for (int fd = 3; fd < 1024; fd++) {
+    char path[64], link[256];
+    snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
+    ssize_t len = readlink(path, link, sizeof link - 1);
+    if (len <= 0)
+      continue;
+    link[len] = 0;
+    if (strstr(link, "userfaultfd") || strstr(link, "eventfd") ||
+        strstr(link, "pagemap")) {
+      CHECK(close(fd) == 0);
+      n++;
+    }
+  }
+  return n;
+}
+
+static double cpu_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+static void case_fd_closed(void) {
+  skip_unless_quiet();
+  arena a;
+  arena_init(&a, 4 * IBP__QUIET_CHUNK_PAGES);
+  const size_t pg = a.pg;
+  ibp_tracked *r = protected_region(&a, 0, a.npages * pg, 512);
+  quiet(r);
+  arena_store(&a, 2 * pg + 1, 9);
+  const int closed = closed_ours();
+  CHECK(closed >= 2); /* both userfaultfds, the pagemap file */
+  const double c0 = cpu_ms();
+  sleep_ms(300);
+  const double spent = cpu_ms() - c0;
+  fprintf(stderr, "%d closed; %.1f ms of CPU in 300 ms\n", closed, spent);
+  CHECK(spent < 60); /* no thread spinning on POLLNVAL */
+  int pipes[8][2], n = 0;
+  for (; n < 8; n++) { /* the closed numbers, reused */
+    CHECK(pipe(pipes[n]) == 0);
+    CHECK(write(pipes[n][1], "appdata!", 8) == 8);
+  }
+  arena_store(&a, 20 * pg + 5, 7); /* into the faulting region */
+  ibp__track_hold_moves(r, 1);
+  ibp__track_hold_moves(r, 0); /* wakes the tick */
+  sleep_ms(1500);
+  for (int i = 0; i < n; i++) { /* exactly what the application wrote */
+    char buf[16];
+    CHECK(fcntl(pipes[i][0], F_SETFL, O_NONBLOCK) == 0);
+    CHECK_EQ(read(pipes[i][0], buf, sizeof buf), 8);
+    CHECK(!memcmp(buf, "appdata!", 8));
+    close(pipes[i][0]);
+    close(pipes[i][1]);
+  }
+  wait_mode(r, IBP_TRACK_SCANNING);
+  arena_store(&a, 40 * pg + 5, 6);
+  (void)ibp__track_sync(r, r->base, r->bytes); /* -1: no longer tracked */
+  for (size_t p = 0; p < a.npages; p++)
+    a.released[p] = true; /* every tensor counts as written */
+  region_check(&a, r);
+  arena_check_bytes(&a);
+  ibp__track_unprotect(r);
+  region_free(r);
+  arena_free(&a);
+}
+
+/* An edge page shared by a region the userfaultfd tracker holds and one
+ * the mprotect tracker holds (its memory refused by userfaultfd, or
+ * IBP_TRACKER given per process before a fallback): the page is
+ * write-protected by both, each tracker catches each write there
+ * (the mprotect fault comes first, then the userfaultfd one), in either
+ * of the userfaultfd tracker's modes, and after each region's
+ * re-protection.  CPU stores and read(2) through the C library (announced
+ * to the mprotect tracker), into either region's part. */
+static void mixed_write(arena *a, ibp_tracked *ra, ibp_tracked *rb, size_t off,
+                        int via_read) {
+  if (via_read) {
+    int fds[2];
+    CHECK(pipe(fds) == 0);
+    CHECK(write(fds[1], "mixed", 5) == 5);
+    CHECK(read(fds[0], a->mem + off, 5) == 5);
+    memcpy(a->want + off, "mixed", 5);
+    arena_touch(a, off, 5);
+    close(fds[0]);
+    close(fds[1]);
+  } else {
+    arena_store(a, off, (uint8_t)(off * 3 + 1));
+  }
+  sync_all(ra);
+  CHECK(ibp__track_sync(rb, rb->base, rb->bytes) == 0);
+  region_check(a, ra);
+  region_check(a, rb);
+  arena_check_bytes(a);
+}
+
+/* Both regions refreshed: nothing dirty, every page protected again. */
+static void mixed_fresh(arena *a, ibp_tracked *ra, ibp_tracked *rb) {
+  region_clear_dirty(ra);
+  region_clear_dirty(rb);
+  memset(a->released, 0, sizeof a->released);
+  CHECK(ibp__track_reprotect(ra) == 0);
+  CHECK(ibp__track_reprotect(rb) == 0);
+}
+
+static void case_mixed_edge(void) {
+  skip_unless_quiet();
+  arena a;
+  arena_init(&a, 12);
+  const size_t pg = a.pg, edge = 6 * pg;
+  /* tensors of both on the edge page: ra's up to edge + 1000 */
+  ibp_tracked *ra = protected_region(&a, 0, edge + 1000, 200);
+  ibp_tracked *rb = region_new(&a, edge + 1100, 6 * pg - 1100, 500);
+  CHECK(ibp__prot_protect(rb) == 0);
+  atomic_store(&rb->kind, IBP_TRACKER_KIND_MPROTECT);
+  for (int faulting = 0; faulting < 2; faulting++) {
+    if (faulting)
+      quiet(ra); /* its end is not page-aligned: it moves all the same */
+    for (int via_read = 0; via_read < 2; via_read++) {
+      mixed_fresh(&a, ra, rb);
+      mixed_write(&a, ra, rb, edge + 40 + (size_t)via_read * 8, via_read);
+      mixed_fresh(&a, ra, rb);
+      mixed_write(&a, ra, rb, edge + 1300 + (size_t)via_read * 8, via_read);
+      mixed_write(&a, ra, rb, edge + 60, 0); /* the page writable now */
+    }
+    CHECK_EQ(atomic_load(&ra->mode),
+             faulting ? IBP_TRACK_FAULTING : IBP_TRACK_SCANNING);
+  }
+  ibp__track_unprotect(rb);
+  ibp__track_unprotect(ra);
+  region_free(ra);
+  region_free(rb);
+  arena_free(&a);
+}
+
 int main(int argc, char **argv) {
   main_thread = pthread_self();
   static const test_case cases[] = {
@@ -924,6 +1198,11 @@ int main(int argc, char **argv) {
       {"early_written", case_early_written},
       {"early_undone", case_early_undone},
       {"early_landed", case_early_landed},
+      {"early_wake", case_early_wake},
+      {"early_failed", case_early_failed},
+      {"early_aside", case_early_aside},
+      {"fd_closed", case_fd_closed},
+      {"mixed_edge", case_mixed_edge},
   };
   return run_case(cases, sizeof cases / sizeof *cases, argc, argv);
 }
