@@ -11,7 +11,10 @@
  * +-uniform[1, 2) instead, so that an even sample of half the region holds
  * the weights alone (core_stage_judged.sh).  `core_stage flat`: every
  * value's sign and exponent uniform, its 4 low mantissa bits 0 -- IBP
- * saves those, the stage nothing (core_stage_bytes.sh). */
+ * saves those, the stage nothing (core_stage_bytes.sh).  `core_stage
+ * quarter`: every tensor but each fourth flat (a cluster of its own, IBP
+ * saves on it, the stage nothing), so the stage codes a quarter of the
+ * region (core_stage_quarter.sh). */
 #include <cuda_runtime_api.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -50,9 +53,17 @@ static uint16_t flat(void) {
   return (uint16_t)((uint32_t)(uniform() * 4096.0f) << 4);
 }
 
+/* Value i's 16 bits as its mode makes them. */
+static uint16_t bits(size_t i, const char *mode) {
+  if (strcmp(mode, "flat") == 0)
+    return flat();
+  if (strcmp(mode, "quarter") == 0 && (i / 512) % 4)
+    return flat();
+  return bf16(value(i, strcmp(mode, "alternating") == 0));
+}
+
 int main(int argc, char **argv) {
-  const int alternating = argc > 1 && strcmp(argv[1], "alternating") == 0;
-  const int flat_values = argc > 1 && strcmp(argv[1], "flat") == 0;
+  const char *mode = argc > 1 ? argv[1] : "";
   uint16_t *host = NULL;
   void *dev = NULL;
   cudaEvent_t e0, e1;
@@ -63,7 +74,7 @@ int main(int argc, char **argv) {
     return 77;
   }
   for (size_t i = 0; i < BYTES / 2; i++)
-    host[i] = flat_values ? flat() : bf16(value(i, alternating));
+    host[i] = bits(i, mode);
   /* the first copy waits for the region (IBP_WAIT_READY=1), the second
    * is timed, the third reads libibp's timings */
   float ms = 0;
