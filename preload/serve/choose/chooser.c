@@ -477,6 +477,37 @@ static int mark_ms(const ibp_driver *d, const ibp_timing_sample *x,
   return 1;
 }
 
+/* A timed copy whose model holds the link this long (or longer) is first
+ * asked about at a quarter of its model: a copy of several MiB is made
+ * again and again only a few times (eight KV restores a stream), and the
+ * first reading of a route the model made several times too dear came too
+ * late to matter -- asked about at twice its model, the driver's first
+ * 8 MiB restore, 4x cheaper than the model on a link 4x as wide, was read
+ * 11 copies' time later, after two more restores had gone to the staged
+ * route at 3x its time (h100-pcie5, bench/ab line 12, 0.50 of the driver's
+ * time).  One question (cuEventElapsedTime answering not ready) costs a
+ * driver call, a small share of such a copy: then half as soon again each
+ * time until twice the model, as every other sample, so at most three
+ * more. */
+#define LOOK_EARLY_NS 100e3
+#define LOOK_FIRST 0.25
+#define LOOK_LAST 2.0
+
+/* Sets sample x's next moment to be asked about: look times its model's
+ * span (its calls at least) after its calls. */
+static void look_at(ibp_timing_sample *x, double look) {
+  const double gpu_model = x->gpu_model_ns + x->sm_model_ns;
+  x->look = look;
+  x->due_ns = x->t0_ns + x->cpu_ns +
+              look * (gpu_model > x->cpu_ns ? gpu_model : x->cpu_ns);
+}
+
+/* Sample x was asked about too early: asked again later. */
+static void look_later(ibp_timing_sample *x) {
+  if (x->look < LOOK_LAST)
+    look_at(x, 2 * x->look < LOOK_LAST ? 2 * x->look : LOOK_LAST);
+}
+
 /* Reads sample i if the GPU has run it (lock held; never waits). */
 static void read_sample(const ibp_driver *d, ibp_served_region *s,
                         ibp_device_slot *slot, ibp_chooser *ch, int i,
@@ -492,8 +523,10 @@ static void read_sample(const ibp_driver *d, ibp_served_region *s,
    * have waited for) */
   float ms = 0;
   CUresult q = d->cuEventElapsedTime(&ms, ev[0], ev[1]);
-  if (q == CUDA_ERROR_NOT_READY)
+  if (q == CUDA_ERROR_NOT_READY) {
+    look_later(x);
     return;
+  }
   if (q != CUDA_SUCCESS) {
     drop(ch, x);
     timing_failed(ch, x->cls, "cuEventElapsedTime", q);
@@ -505,15 +538,19 @@ static void read_sample(const ibp_driver *d, ibp_served_region *s,
   const CUevent *w = ev + IBP_TIMING_CALLER;
   if (x->caller && w[0] && w[1]) {
     q = d->cuEventElapsedTime(&whole_ms, w[0], w[1]);
-    if (q == CUDA_ERROR_NOT_READY)
+    if (q == CUDA_ERROR_NOT_READY) {
+      look_later(x);
       return;
+    }
     if (q != CUDA_SUCCESS)
       whole_ms = -1;
   }
   float mark = -1, whole_mark = -1;
   if (!mark_ms(d, x, ev, ev[1], &mark) ||
-      (whole_ms >= 0 && !mark_ms(d, x, ev, w[1], &whole_mark)))
+      (whole_ms >= 0 && !mark_ms(d, x, ev, w[1], &whole_mark))) {
+    look_later(x);
     return;
+  }
   /* a span libibp's own uploads shared the link with says nothing of the
    * route's GPU time (streams.h): dropped, an exploration's charge
    * standing -- but the calls, timed on the host, are what they are: a
@@ -608,8 +645,9 @@ static void read_sample(const ibp_driver *d, ibp_served_region *s,
 
 static void read_samples(const ibp_driver *d, ibp_served_region *s,
                          ibp_device_slot *slot, ibp_chooser *ch) {
-  /* a sample is queried only once the model says it ran (twice over): an
-   * event is never waited for, nor asked about much too early */
+  /* a sample is queried only once the model says it ran (twice over; a
+   * long one sooner, look_at): an event is never waited for, nor asked
+   * about much too early */
   const double now = ibp__clock_ns();
   int any = 0;
   for (int i = 0; i < IBP_TIMING_SAMPLES; i++)
@@ -836,7 +874,7 @@ void ibp__timing_end(ibp_device_slot *slot, ibp_chooser *ch, CUstream stream,
   x->state = SAMPLE_PENDING;
   changed(ch); /* a run opened while it was recording knows no due time */
   const double gpu_model = x->gpu_model_ns + x->sm_model_ns;
-  x->due_ns = x->t0_ns + cpu + 2 * (gpu_model > cpu ? gpu_model : cpu);
+  look_at(x, gpu_model >= LOOK_EARLY_NS ? LOOK_FIRST : LOOK_LAST);
   const unsigned cls = x->cls;
   if (!submitted || e != CUDA_SUCCESS)
     drop(ch, x);

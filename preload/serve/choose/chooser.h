@@ -38,8 +38,9 @@ typedef struct ibp_timing_sample {
                                start events' calls */
   unsigned others;          /* events recorded on other streams whose work
                                queued before it it may wait for (contention) */
-  double due_ns;            /* device clock: not queried before (the model's
-                               end, twice over) */
+  double due_ns;            /* device clock: not queried before (look) */
+  double look;              /* due_ns is t0_ns, the calls and this many
+                               times the model's span (chooser.c, look_at) */
   int explore;              /* an exploration (ibp__choose_settle) */
   double charged_ns;        /* ... what it was charged */
   double choice_ns;         /* ... the estimate of the choice it replaced */
