@@ -1664,14 +1664,15 @@ IBP_DEV void walk_units(Units &units, walk_state *ws, tensor_job *slots) {
     if (nc && n->from)
       take_carry(j, n);
     const uint64_t after = u + j->count;
-    if (after < u1) {
+    if (after < u1) { /* the slots move on by one: j's is nn's now */
       at = slot_after(at, 1);
+      tensor_job *const done = j;
       j = n;
       jc = nc;
       staged = prefetch;
       nc = nnc;
       n = nn;
-      nn = slots + slot_after(at, 2);
+      nn = done;
       other = cur;
       cur = cur ^ (ws->buffers - 1);
     }
