@@ -110,6 +110,9 @@ enum {
   MARK_WALK_SAVE,        /* the walk's state saved before the decode */
   MARK_FULL_END,         /* after a decode's full steps */
   MARK_BSTAGE_LAST,      /* a block's fetch's last request, after a span */
+  MARK_PLANES_PAIR,      /* a pass of a block decode's bit count, 1-byte
+                            chunks: two groups a lane */
+  MARK_PLANES_PAIR_END,  /* after them */
   MARK_COUNT
 };
 
@@ -498,8 +501,11 @@ IBP_DEV uint32_t blocks_bits(const decode_ctx &x, uint32_t lo, uint32_t hi) {
  * chunks): 8 bits per byte inside R (a tensor of R bytes) less the
  * fitting chunks' invariant bits, summed from the plan's bit planes
  * (docs/ARCHITECTURE.md "Large tensors"), lane l the l-th group of 32
- * chunks of each pass (chunks past R have none). */
-template <unsigned C>
+ * chunks of each pass (chunks past R have none).  PAIRS (1-byte chunks):
+ * first the passes of 64 groups all below hi, lane l groups 2l and 2l + 1
+ * (the range's window start takes the plain passes: with the pairs there
+ * too, ptxas spilled ibp_decompress_batch on sm_90, 4 bytes). */
+template <unsigned C, bool PAIRS = true>
 IBP_DEV uint32_t planes_bits(const decode_ctx &x, uint32_t lo, uint32_t hi,
                              uint32_t R) {
   const uint32_t k0 = lo * (16 / C), k1 = hi * (16 / C); /* chunks */
@@ -508,8 +514,35 @@ IBP_DEV uint32_t planes_bits(const decode_ctx &x, uint32_t lo, uint32_t hi,
   const uint8_t *pp = /* the groups of a pass, from chunk a on */
       ibp_dev_at(x.plan + (R + BLOCK - 1) / BLOCK * ((4 + x.S) * BLOCK),
                  k0 / 32, PW);
-  uint32_t gone = 0;
-  for (uint32_t a = k0; a < k1; a += 32 * 32, pp += 32 * PW) {
+  uint32_t gone = 0, a = k0;
+  if (C == 1 && PAIRS) {
+    /* passes whose 64 groups all lie below k1: lane l the groups 2l and
+     * 2l + 1 (64 fit bits from bit bit0 + a + 64l on: a moves on by whole
+     * words, so the shift stays), no clamp, no test */
+    const uint32_t sh = x.bit0 + a;
+    const uint32_t *fw = x.sw + ibp_dev_shr(sh, 5) + lane / 16;
+    const uint8_t *pl = pp + lane / 16 * PW;
+    const uint32_t pairs = (k1 - a) / (2 * 32 * 32);
+    uint32_t n[4] = {0, 0, 0, 0}; /* per plane: its fitting chunks */
+    IBP_NO_UNROLL
+    for (uint32_t i = pairs; i; i--, fw += 64, pl += 64 * PW) {
+      IBP_MARK(MARK_PLANES_PAIR);
+      const uint32_t w1 = fw[1];
+      const uint32_t f0 = ibp_dev_funnel_r(fw[0], w1, sh);
+      const uint32_t f1 = ibp_dev_funnel_r(w1, fw[2], sh);
+      uint32_t p[8];
+      load4(p, pl);
+      load4(p + 4, pl + PW);
+      IBP_UNROLL
+      for (int j = 0; j < 4; j++)
+        n[j] += ibp_dev_popc(f0 & p[j]) + ibp_dev_popc(f1 & p[4 + j]);
+    }
+    IBP_MARK(MARK_PLANES_PAIR_END);
+    gone = n[0] + 2 * n[1] + 4 * n[2] + 8 * n[3];
+    a += pairs * (2 * 32 * 32);
+    pp += (a - k0) / 32 * PW;
+  }
+  for (; a < k1; a += 32 * 32, pp += 32 * PW) {
     IBP_MARK(MARK_PLANES_STEP);
     /* (a lane past k1 reads the first lane's group) */
     const uint32_t at = a + lane < k1 ? lane : 0;
@@ -655,12 +688,15 @@ IBP_DEV ibp_dev_u128 block_out(const uint8_t *pl, const uint32_t *sw,
 }
 
 template <unsigned C, bool FULL, bool BLOCKWIDE, bool NB = false,
-          bool GROUPED = false>
+          bool GROUPED = false, bool LANE_FITS = GROUPED>
 IBP_DEV uint32_t decode_step(const decode_ctx &x, uint32_t g, uint32_t pos) {
   IBP_MARK(GROUPED     ? MARK_GROUP_TSTEP
            : BLOCKWIDE ? (FULL ? MARK_BSTEP_FULL : MARK_BSTEP_PART)
                        : (FULL ? MARK_STEP_FULL : MARK_STEP_PART));
-  const uint32_t b = g + ibp_dev_lane(), nb = x.nb, bit0 = x.bit0;
+  /* (a block decode's step with the lane's fit bits: g is the lane's
+   * block already) */
+  const uint32_t b = BLOCKWIDE && LANE_FITS ? g : g + ibp_dev_lane();
+  const uint32_t nb = x.nb, bit0 = x.bit0;
   const uint32_t *sw = x.sw;
   const unsigned S = x.S;
   const bool live = FULL || b < nb;
@@ -674,9 +710,9 @@ IBP_DEV uint32_t decode_step(const decode_ctx &x, uint32_t g, uint32_t pos) {
   uint32_t fit[4], pre[4], off[4];
   const uint32_t bits =
       block_prep<C, FULL, pairs>(pl,
-                                 NB        ? 0xFFFFu
-                                 : GROUPED ? lane_fits<C>(x.fw, bit0)
-                                           : block_fits<C>(sw, bit0, bl),
+                                 NB          ? 0xFFFFu
+                                 : LANE_FITS ? lane_fits<C>(x.fw, bit0)
+                                             : block_fits<C>(sw, bit0, bl),
                                  fit, pre, off);
   unsigned total;
   const uint32_t p = pos + ibp_dev_warp_exclusive_scan(live ? bits : 0, &total);
@@ -740,8 +776,25 @@ IBP_DEV uint32_t decode_blocks(const decode_ctx &x, uint32_t g, uint32_t pos) {
       g += 32;
     }
     const uint32_t lim = full_end < end ? full_end : end; /* one test a step */
-    for (; g + 32 <= lim; g += 32)
-      pos = decode_step<C, true, BLOCKWIDE, NB>(x, g, pos);
+    if (BLOCKWIDE && C == 1 && !NB) {
+      /* a block decode's full steps of 1-byte chunks: the lane's fit bits
+       * from a word pointer that moves on by whole words a step
+       * (lane_fits), the lane's block b the loop's counter (decode_step's
+       * g with LANE_FITS) */
+      const uint32_t lane = ibp_dev_lane();
+      decode_ctx y = x;
+      y.bit0 = x.bit0 + (g + lane) * (16 / C);
+      y.fw = x.sw + (y.bit0 >> 5);
+      uint32_t b = g + lane;
+      if (g + 32 <= lim) /* (lim - 32 then does not wrap) */
+        for (const uint32_t last = lim - 32 + lane; b <= last;
+             b += 32, y.fw += 16 / C)
+          pos = decode_step<C, true, BLOCKWIDE, NB, false, true>(y, b, pos);
+      g = b - lane;
+    } else {
+      for (; g + 32 <= lim; g += 32)
+        pos = decode_step<C, true, BLOCKWIDE, NB>(x, g, pos);
+    }
     IBP_MARK(MARK_FULL_END);
   }
   for (; g < end; g += 32) /* unaligned: all; else the last step, if any */
@@ -857,8 +910,8 @@ template <unsigned C> IBP_DEV void decode_group_steps(const tensor_job *j) {
   for (uint32_t t = 0; t < n; t++, x.dst += R) {
     IBP_MARK(MARK_GROUP_TENSOR);
     const uint32_t bit0 = ibp_dev_shfl(first, (int)t);
-    x.bit0 = bit0 + lane * (16 / C); /* the lane's (lane_fits) */
-    x.fw = x.sw + (x.bit0 >> 5);
+    x.bit0 = bit0 + lane * (16 / C);      /* the lane's (lane_fits) */
+    x.fw = x.sw + ibp_dev_shr(x.bit0, 5); /* (one shift and one LEA) */
     uint32_t pos = bit0 + R / C;
     uint32_t g = 0; /* (R >= SPAN: a step at least) */
     do {
@@ -1184,7 +1237,7 @@ template <unsigned C> IBP_DEV int block_round(const tensor_job *j) {
       uint32_t pos = 8 * fits_max + 8 * (uint32_t)(p0 & (PIECE - 1)) +
                      payload % 8 + before;
       if (g < b0) { /* the window starts in the warp's blocks */
-        pos += planes_bits<C>(y, g, b0, j->R);
+        pos += planes_bits<C, false>(y, g, b0, j->R);
         g = b0;
       }
       decode_blocks<C, true>(y, g, pos);
@@ -1611,14 +1664,15 @@ IBP_DEV void walk_units(Units &units, walk_state *ws, tensor_job *slots) {
     if (nc && n->from)
       take_carry(j, n);
     const uint64_t after = u + j->count;
-    if (after < u1) {
+    if (after < u1) { /* the slots move on by one: j's is nn's now */
       at = slot_after(at, 1);
+      tensor_job *const done = j;
       j = n;
       jc = nc;
       staged = prefetch;
       nc = nnc;
       n = nn;
-      nn = slots + slot_after(at, 2);
+      nn = done;
       other = cur;
       cur = cur ^ (ws->buffers - 1);
     }
