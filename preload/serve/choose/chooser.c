@@ -431,17 +431,10 @@ static void drop(ibp_chooser *ch, ibp_timing_sample *x) {
  * their events (others[0..n)) completed (one that completed after the
  * copy's end ran beside it, and one not completed yet still runs: neither
  * delayed its start), plus the route's set-up, which ran meanwhile --
- * docs/ARCHITECTURE.md "The gate", contention.  That wait explains a span
- * dearer than its model, never one cheaper: what it takes off stops at
- * model_ns (or the span, if less) -- another stream's decode on the SMs,
- * queued ahead and ending just before a staged copy's end, read its 4 MiB
- * windows as 8.9 us against 64 measured alone (a100-pcie4 under a link
- * twice as wide, 64 MiB weight copies, 1.255 -> 1.191 of the driver's
- * time). */
+ * docs/ARCHITECTURE.md "The gate", contention. */
 static double span_gpu_ns(const ibp_driver *d, const ibp_timing_sample *x,
                           const CUevent ev[2], const CUevent others[],
-                          unsigned n, float ms, float mark_ms,
-                          double model_ns) {
+                          unsigned n, float ms, float mark_ms) {
   double gpu = 1e6 * ms;
   if (mark_ms >= 0) {
     double lead = 0;
@@ -459,7 +452,6 @@ static double span_gpu_ns(const ibp_driver *d, const ibp_timing_sample *x,
     if (after_calls < gpu)
       gpu = after_calls > least ? after_calls : least;
   }
-  const double floor_ns = model_ns < gpu ? model_ns : gpu;
   for (unsigned j = 0; j < n; j++) {
     float after = 0;
     if (others[j] &&
@@ -467,7 +459,7 @@ static double span_gpu_ns(const ibp_driver *d, const ibp_timing_sample *x,
         after >= 0 && 1e6 * after + x->setup_ns < gpu)
       gpu = 1e6 * after + x->setup_ns;
   }
-  return gpu > floor_ns ? gpu : floor_ns;
+  return gpu;
 }
 
 /* The marker's time to event `end` of sample x (ms; -1: none or not
@@ -575,8 +567,7 @@ static void read_sample(const ibp_driver *d, ibp_served_region *s,
   /* less what the other streams queued beside it took of the link
    * (beside.h) */
   const double gpu = ibp__beside_less(
-      d, slot, ch, i, ev[1],
-      span_gpu_ns(d, x, ev, ev + 2, x->others, ms, mark, x->gpu_model_ns),
+      d, slot, ch, i, ev[1], span_gpu_ns(d, x, ev, ev + 2, x->others, ms, mark),
       x->gpu_model_ns);
   ibp_choose_class *k = &ch->cls[x->cls];
   /* a two-stage route's second stage, as modelled (its decode probe
@@ -592,9 +583,9 @@ static void read_sample(const ibp_driver *d, ibp_served_region *s,
    * what ran beside them included: what their overlap gave as the
    * application's streams ran them (beside.h, its limits) */
   const double whole_gpu =
-      whole_ms >= 0 ? span_gpu_ns(d, x, w, w + 2, x->caller_others, whole_ms,
-                                  whole_mark, gpu_all_model)
-                    : -1;
+      whole_ms >= 0
+          ? span_gpu_ns(d, x, w, w + 2, x->caller_others, whole_ms, whole_mark)
+          : -1;
   sample_free(ch, x);
   changed(ch);
   /* what it took as its estimate counts it: a serial route's terms added
