@@ -141,16 +141,24 @@ static double time_one(ibp_device_slot *slot, ibp_served_region *s,
   return ch->measured_ns[IBP_ROUTE_DRIVER] - before;
 }
 
-/* time_one by a chooser of its own; `then`: a second copy timed after it
- * alone, with the same spans, whose measure is returned instead. */
-static double timed_beside(double span_us, double mark_us, beside b, int then) {
-  ibp_device_slot *slot = calloc(1, sizeof *slot);
-  ibp_served_region *s = calloc(1, sizeof *s);
-  ibp_chooser *ch = slot ? ibp__chooser_of(slot) : NULL;
-  if (!ch || !s) {
+/* A device slot, its region and its chooser, fresh (exits on no memory). */
+static ibp_chooser *new_chooser(ibp_device_slot **slot, ibp_served_region **s) {
+  *slot = calloc(1, sizeof **slot);
+  *s = calloc(1, sizeof **s);
+  ibp_chooser *ch = *slot ? ibp__chooser_of(*slot) : NULL;
+  if (!ch || !*s) {
     fprintf(stderr, "test_chooser_mark: out of memory\n");
     exit(2);
   }
+  return ch;
+}
+
+/* time_one by a chooser of its own; `then`: a second copy timed after it
+ * alone, with the same spans, whose measure is returned instead. */
+static double timed_beside(double span_us, double mark_us, beside b, int then) {
+  ibp_device_slot *slot;
+  ibp_served_region *s;
+  ibp_chooser *ch = new_chooser(&slot, &s);
   beside_event = beside_start = NULL;
   double gpu = time_one(slot, s, ch, span_us, mark_us, b);
   if (then)
@@ -171,13 +179,9 @@ static double timed(double span_us, double mark_us) {
  * (chooser.c, look_at); not run yet then, asked again at half, not
  * before; read once it has run. */
 static void test_look_early(void) {
-  ibp_device_slot *slot = calloc(1, sizeof *slot);
-  ibp_served_region *s = calloc(1, sizeof *s);
-  ibp_chooser *ch = slot ? ibp__chooser_of(slot) : NULL;
-  if (!ch || !s) {
-    fprintf(stderr, "test_chooser_mark: out of memory\n");
-    exit(2);
-  }
+  ibp_device_slot *slot;
+  ibp_served_region *s;
+  ibp_chooser *ch = new_chooser(&slot, &s);
   const unsigned cls = ibp__choose_class_index(8u << 20, 0, IBP_CLASS_SINGLE);
   const double model_ns = 400e3;
   const ibp_route_cost model = {.cpu_ns = CALLS_NS, .gpu_ns = model_ns};
