@@ -108,6 +108,7 @@ typedef struct decision {
   CUstream link;  /* where go's work on the link runs (ibp__route_link_stream):
                      its span is timed there */
   double link_ns; /* ... and how long, as the class estimates it */
+  ibp_timing_queue queue; /* as the streams table queued it */
 } decision;
 
 /* Quiet runs (serve/choose/chooser.h): what copy x's priors depend on
@@ -267,8 +268,13 @@ static ibp_route choose(ibp_route_copy *x, decision *d, int count, int again) {
   }
   d->link = ibp__route_link_stream(go, x);
   d->link_ns = link_ns;
-  ibp__streams_queued(x->dev, c->stream, ibp__clock_ns(), est, link_ns,
-                      d->link != c->stream ? d->link : NULL);
+  d->queue =
+      (ibp_timing_queue){.known = 1,
+                         .ahead_ns = ibp__streams_queued(
+                             x->dev, c->stream, ibp__clock_ns(), est, link_ns,
+                             d->link != c->stream ? d->link : NULL),
+                         .link_ns = link_ns,
+                         .whole_ns = est};
   if (go == IBP_ROUTE_DRIVER)
     pass(x, IBP_PASSED_GATED);
   return go;
@@ -286,7 +292,8 @@ static void time_begin(ibp_route_copy *x, const decision *d, ibp_timing *t) {
   ibp__timing_begin(x->slot, d->ch, x->p, d->link, x->c->stream, d->cls,
                     &d->choice, &d->prior[d->go], 1e3 * x->p->runtime_call_us,
                     ibp__route_lead_ns(d->go, x->p),
-                    ibp__route_setup_ns(d->go, x->p), deferred, x->dev, t);
+                    ibp__route_setup_ns(d->go, x->p), deferred, x->dev,
+                    &d->queue, t);
   x->start = t->start;
   x->started = 0;
 }
@@ -669,6 +676,7 @@ static int explore_in_part(ibp_route_copy *x, decision *d, ibp_route go) {
   prepare(&px, ibp__stored_bytes(s, off, n));
   px.sync_ns = 0; /* paid with the copy's */
   decision pd = *d;
+  pd.queue.known = 0; /* queued whole */
   ibp__route_priors(&px, pd.prior);
   const double driver = ibp__choose_model_ns(&d->prior[IBP_ROUTE_DRIVER]);
   const double driver_part = ibp__choose_model_ns(&pd.prior[IBP_ROUTE_DRIVER]);

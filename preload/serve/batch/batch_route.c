@@ -68,7 +68,8 @@ void ibp__batch_time_begin(ibp_batch_timed *t, int dev, CUcontext ctx,
   t->choice.choice_ns *= copies ? copies : 1;
   ibp__timing_begin(run->slot, run->ch, p, stream, stream, t->cls, &t->choice,
                     &model, 0, ibp__route_lead_ns(IBP_ROUTE_BATCHED, p),
-                    ibp__route_setup_ns(IBP_ROUTE_BATCHED, p), 0, dev, &run->t);
+                    ibp__route_setup_ns(IBP_ROUTE_BATCHED, p), 0, dev, NULL,
+                    &run->t);
   t->rec = NULL;
 }
 
@@ -100,7 +101,7 @@ int ibp__batch_time_alone(const ibp_route_copy *y, unsigned cls,
   ibp_timing t;
   ibp__timing_begin(slot, ch, p, c->stream, c->stream, cls, x, &model, runtime,
                     ibp__route_lead_ns(IBP_ROUTE_DRIVER, p),
-                    ibp__route_setup_ns(IBP_ROUTE_DRIVER, p), 0, dev, &t);
+                    ibp__route_setup_ns(IBP_ROUTE_DRIVER, p), 0, dev, NULL, &t);
   if (t.index < 0)
     return 1; /* not timed: the caller goes on as for a copy alone */
   CUresult e = d->cuMemcpyHtoDAsync(c->dst, c->src, c->bytes, c->stream);
@@ -222,7 +223,8 @@ void ibp__call_time_begin(ibp_call_timing *t, const size_t *sizes, size_t count,
   t->est_ns = t->choice.est_ns[IBP_ROUTE_DRIVER] * (double)count;
   ibp__timing_begin(t->slot, t->ch, p, stream, stream, t->cls, &t->choice,
                     &model, 0, ibp__route_lead_ns(IBP_ROUTE_DRIVER, p),
-                    ibp__route_setup_ns(IBP_ROUTE_DRIVER, p), 0, t->dev, &t->t);
+                    ibp__route_setup_ns(IBP_ROUTE_DRIVER, p), 0, t->dev, NULL,
+                    &t->t);
   /* settled by its sample, or dropped with it */
   t->choice.explore = t->choice.probe = 0;
 }

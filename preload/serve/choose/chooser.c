@@ -430,11 +430,17 @@ static void drop(ibp_chooser *ch, ibp_timing_sample *x) {
  * streams' work queued ahead of it: it starts no earlier than the last of
  * their events (others[0..n)) completed (one that completed after the
  * copy's end ran beside it, and one not completed yet still runs: neither
- * delayed its start), plus the route's set-up, which ran meanwhile --
+ * delayed its start), plus the route's set-up, which ran meanwhile -- but
+ * where the streams table said how it was queued (x->queue), their share
+ * of the span is no more than theirs of the work queued, own_ns its own
+ * estimate there: where the link interleaves their chunks with the
+ * copy's, theirs end just before its own, and two streams' staged 4 MiB
+ * copies, 64 us each alone, read 8.9 us from the other stream's last
+ * window (a100-pcie4 under a link 2x as wide, bench/ab line 05) --
  * docs/ARCHITECTURE.md "The gate", contention. */
 static double span_gpu_ns(const ibp_driver *d, const ibp_timing_sample *x,
                           const CUevent ev[2], const CUevent others[],
-                          unsigned n, float ms, float mark_ms) {
+                          unsigned n, double own_ns, float ms, float mark_ms) {
   double gpu = 1e6 * ms;
   if (mark_ms >= 0) {
     double lead = 0;
@@ -452,14 +458,20 @@ static double span_gpu_ns(const ibp_driver *d, const ibp_timing_sample *x,
     if (after_calls < gpu)
       gpu = after_calls > least ? after_calls : least;
   }
+  double wait = 0; /* from the span's start to the last of them */
   for (unsigned j = 0; j < n; j++) {
     float after = 0;
     if (others[j] &&
         d->cuEventElapsedTime(&after, others[j], ev[1]) == CUDA_SUCCESS &&
-        after >= 0 && 1e6 * after + x->setup_ns < gpu)
-      gpu = 1e6 * after + x->setup_ns;
+        after >= 0 && gpu - 1e6 * after - x->setup_ns > wait)
+      wait = gpu - 1e6 * after - x->setup_ns;
   }
-  return gpu;
+  const ibp_timing_queue *q = &x->queue;
+  if (q->known && own_ns > 0) {
+    const double theirs = gpu * q->ahead_ns / (own_ns + q->ahead_ns);
+    wait = wait < theirs ? wait : theirs;
+  }
+  return gpu - wait;
 }
 
 /* The marker's time to event `end` of sample x (ms; -1: none or not
@@ -567,7 +579,8 @@ static void read_sample(const ibp_driver *d, ibp_served_region *s,
   /* less what the other streams queued beside it took of the link
    * (beside.h) */
   const double gpu = ibp__beside_less(
-      d, slot, ch, i, ev[1], span_gpu_ns(d, x, ev, ev + 2, x->others, ms, mark),
+      d, slot, ch, i, ev[1],
+      span_gpu_ns(d, x, ev, ev + 2, x->others, x->queue.link_ns, ms, mark),
       x->gpu_model_ns);
   ibp_choose_class *k = &ch->cls[x->cls];
   /* a two-stage route's second stage, as modelled (its decode probe
@@ -583,9 +596,9 @@ static void read_sample(const ibp_driver *d, ibp_served_region *s,
    * what ran beside them included: what their overlap gave as the
    * application's streams ran them (beside.h, its limits) */
   const double whole_gpu =
-      whole_ms >= 0
-          ? span_gpu_ns(d, x, w, w + 2, x->caller_others, whole_ms, whole_mark)
-          : -1;
+      whole_ms >= 0 ? span_gpu_ns(d, x, w, w + 2, x->caller_others,
+                                  x->queue.whole_ns, whole_ms, whole_mark)
+                    : -1;
   sample_free(ch, x);
   changed(ch);
   /* what it took as its estimate counts it: a serial route's terms added
@@ -756,7 +769,7 @@ void ibp__timing_begin(ibp_device_slot *slot, ibp_chooser *ch,
                        unsigned cls, const ibp_choice *c,
                        const ibp_route_cost *prior, double runtime_ns,
                        double lead_ns, double setup_ns, int deferred, int dev,
-                       ibp_timing *t) {
+                       const ibp_timing_queue *queue, ibp_timing *t) {
   const ibp_driver *d = ibp__driver();
   t->index = -1;
   t->start = NULL;
@@ -799,6 +812,8 @@ void ibp__timing_begin(ibp_device_slot *slot, ibp_chooser *ch,
                              .probe = c->probe,
                              .probe_base_ns = c->probe_base_ns,
                              .probe_setup_ns = c->probe_setup_ns};
+    if (queue)
+      x->queue = *queue;
     atomic_fetch_or_explicit(&ch->live, 1u << i, memory_order_relaxed);
     /* nothing is timed under capture */
     if (capturing || !sample_events(d, slot, ch, i, IBP_TIMING_EVENTS, cls)) {

@@ -28,6 +28,19 @@
 #include "serve/region.h"
 #include "stats/stats.h"
 
+/* A timed copy as the streams table queued it (ibp__streams_queued), in
+ * the estimates' units: the other streams' link work it waits for beyond
+ * its own stream's (ahead_ns), its own on the link (link_ns) and whole
+ * (whole_ns; a two-stage route's decodes too).  A span from its stream's
+ * last work holds the other streams' share of the link besides its own, in
+ * proportion to them however the link serves them (chooser.c,
+ * span_gpu_ns).  known = 0: not known (a batched launch or a call's part,
+ * queued after it is timed). */
+typedef struct ibp_timing_queue {
+  int known;
+  double ahead_ns, link_ns, whole_ns;
+} ibp_timing_queue;
+
 /* One timed copy, from its first event to its reading. */
 typedef struct ibp_timing_sample {
   int state; /* 0 free, 1 being recorded, 2 recorded: waiting for the GPU */
@@ -78,6 +91,7 @@ typedef struct ibp_timing_sample {
                              (ibp__streams_own_mark) */
   int probe;              /* a set-up probe (ibp_choice.probe) */
   double probe_base_ns, probe_setup_ns; /* ... its model's parts */
+  ibp_timing_queue queue;               /* as it was queued */
 } ibp_timing_sample;
 
 /* A quiet run: copies alike the one that opened it -- one class, one
@@ -239,7 +253,8 @@ typedef struct ibp_timing {
  * for waiting behind them.  Before the first event a marker is recorded on
  * the slot's stream that runs nothing (ibp_device_memory.mark): the host's
  * moment on the GPU's clock, so that a span whose stream ran dry before the
- * route's calls queued its work is not charged for those calls.  Leaves
+ * route's calls queued its work is not charged for those calls.  queue:
+ * as the streams table queued it (NULL: not known).  Leaves
  * t->index -1 when the copy is not timed (no free sample, capturing, an event
  * call failed). */
 void ibp__timing_begin(ibp_device_slot *slot, ibp_chooser *ch,
@@ -247,7 +262,7 @@ void ibp__timing_begin(ibp_device_slot *slot, ibp_chooser *ch,
                        unsigned cls, const ibp_choice *c,
                        const ibp_route_cost *prior, double runtime_ns,
                        double lead_ns, double setup_ns, int deferred, int dev,
-                       ibp_timing *t);
+                       const ibp_timing_queue *queue, ibp_timing *t);
 
 /* Ends the timing t after the copy's submission: records the second
  * event.  submitted = 0: the copy was not queued after all (the sample is

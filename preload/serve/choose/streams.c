@@ -156,16 +156,17 @@ static stream_end *entry(stream_end *row, CUstream s) {
   return e;
 }
 
-void ibp__streams_queued(int dev, CUstream s, double now_ns, double est_ns,
-                         double link_ns, CUstream link_stream) {
+double ibp__streams_queued(int dev, CUstream s, double now_ns, double est_ns,
+                           double link_ns, CUstream link_stream) {
   if (!valid(dev))
-    return;
+    return 0;
   pthread_mutex_lock(&lock);
   stream_end *row = table[dev];
   stream_end *e = entry(row, s);
   /* back to back: after what the stream runs, and after the work queued
    * on the link, which every stream's copies share */
-  double start = e->end_ns > now_ns ? e->end_ns : now_ns;
+  const double own = e->end_ns > now_ns ? e->end_ns : now_ns;
+  double start = own;
   if (link_ns > 0 && link_end[dev] > start)
     start = link_end[dev];
   e->end_ns = start + est_ns;
@@ -179,6 +180,7 @@ void ibp__streams_queued(int dev, CUstream s, double now_ns, double est_ns,
     l->own = 1;
   }
   pthread_mutex_unlock(&lock);
+  return start - own;
 }
 
 void ibp__streams_after_fork_child(void) {

@@ -32,9 +32,11 @@ double ibp__streams_link_ahead_ns(int dev, double now_ns);
  * > 0: how long it holds the link or the copy engine), after the link's
  * queued work, which every stream shares.  link_stream: the stream that
  * runs its link part, where not s (the staged path's copy stream), NULL
- * otherwise. */
-void ibp__streams_queued(int dev, CUstream s, double now_ns, double est_ns,
-                         double link_ns, CUstream link_stream);
+ * otherwise.  Returns how long, by the estimates, it waits for the other
+ * streams' link work beyond what s runs (0: none) -- what a span timed
+ * from s's last work holds besides its own (chooser.h, ibp_timing_queue). */
+double ibp__streams_queued(int dev, CUstream s, double now_ns, double est_ns,
+                           double link_ns, CUstream link_stream);
 
 /* At now_ns: records ev[0..] (created) on device dev's streams other
  * than s and `also` whose work libibp queued last holds the link and still

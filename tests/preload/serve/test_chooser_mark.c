@@ -8,12 +8,15 @@
  * no later than the start event plus them.  Two streams sharing the link
  * (docs/ARCHITECTURE.md "The gate", contention): a copy queued behind
  * another stream's transfer is read from that transfer's end, not as the
- * route being dear; one whose neighbour ended after it ran beside it.  A copy
- * another stream queued after the span began (serve/choose/beside.h) that
- * completed inside it took its link time there: the span is read less it, never
- * below the model; one that completed after it, or on the span's own stream, is
- * not.  Here a record costs 0.5 us, the route's calls 2 us (all before its GPU
- * work) and the copy 8 us on the GPU. */
+ * route being dear -- but where the streams table says how much of it was
+ * queued ahead, the span less no more than that share of it (their chunks
+ * may alternate on the link); one whose neighbour ended after it ran beside
+ * it.  A copy another stream queued after the span began
+ * (serve/choose/beside.h) that completed inside it took its link time
+ * there: the span is read less it, never below the model; one that
+ * completed after it, or on the span's own stream, is not.  Here a record costs
+ * 0.5 us, the route's calls 2 us (all before its GPU work) and the copy 8 us on
+ * the GPU. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -48,6 +51,8 @@ static const ibp_profile prof = {.driver_call_us = 0.5};
 static uintptr_t next_event = 0x1000;
 static CUevent marker, beside_start, beside_event;
 static int queueing_beside;
+/* the timed copy as the streams table queued it (known = 0: not known) */
+static ibp_timing_queue queued;
 static float span_ms, mark_ms, other_ms, beside_ms, beside_ran_ms;
 
 static CUresult create_event(CUevent *e, unsigned f) {
@@ -111,7 +116,7 @@ static double time_one(ibp_device_slot *slot, ibp_served_region *s,
   ibp_timing t;
   marker = NULL;
   ibp__timing_begin(slot, ch, &prof, STREAM, STREAM, cls, &c, &model, 0,
-                    CALLS_NS, 0, 0, 0, &t);
+                    CALLS_NS, 0, 0, 0, &queued, &t);
   CHECK(t.index >= 0 && marker != NULL && slot->mem.mark == MARK_STREAM);
   now_ns += CALLS_NS; /* the route's calls */
   ibp__timing_end(slot, ch, STREAM, &t, 1);
@@ -194,7 +199,7 @@ static void test_look_early(void) {
   c.timed = 1;
   ibp_timing t;
   ibp__timing_begin(slot, ch, &prof, STREAM, STREAM, cls, &c, &model, 0,
-                    CALLS_NS, 0, 0, 0, &t);
+                    CALLS_NS, 0, 0, 0, &queued, &t);
   now_ns += CALLS_NS;
   ibp__timing_end(slot, ch, STREAM, &t, 1);
   const double end = now_ns;
@@ -249,6 +254,23 @@ int main(void) {
   other_ms = (float)(copy_us / 1e3);
   gpu = timed(12 + copy_us, rec_us + calls_us + 12 + copy_us);
   CHECK(fabs(gpu - COPY_NS) < 20);
+  /* ... the same where the streams table queued it behind 12 us of it */
+  queued = (ibp_timing_queue){1, 12e3, COPY_NS, COPY_NS};
+  gpu = timed(12 + copy_us, rec_us + calls_us + 12 + copy_us);
+  CHECK(fabs(gpu - COPY_NS) < 20);
+  /* ... queued behind 5 us of it, which ended 1 us before the copy: their
+   * chunks alternated on the link, and it took 5 us of the span, not 12
+   * (read from its end: 1 us) */
+  queued = (ibp_timing_queue){1, 5e3, COPY_NS, COPY_NS};
+  other_ms = 1e-3f;
+  gpu = timed(5 + copy_us, rec_us + calls_us + 5 + copy_us);
+  CHECK(fabs(gpu - COPY_NS) < 20);
+  /* ... the estimates twice what ran (a link 2x as wide): its share
+   * alike */
+  queued = (ibp_timing_queue){1, 10e3, 2 * COPY_NS, 2 * COPY_NS};
+  gpu = timed(5 + copy_us, rec_us + calls_us + 5 + copy_us);
+  CHECK(fabs(gpu - COPY_NS) < 20);
+  queued.known = 0;
   /* the other transfer ended 3 us after the copy: it ran beside it, and
    * the span stands */
   other_ms = -0.003f;

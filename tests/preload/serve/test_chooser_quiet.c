@@ -75,7 +75,7 @@ static void time_it(world *w, unsigned cls, const ibp_choice *c,
   }
   ibp_timing t;
   ibp__timing_begin(w->slot, w->ch, &prof, STREAM, STREAM, cls, c,
-                    &prior[c->route], 0, 0, 0, 0, 0, &t);
+                    &prior[c->route], 0, 0, 0, 0, 0, NULL, &t);
   ibp__timing_end(w->slot, w->ch, STREAM, &t, 1);
 }
 

@@ -63,7 +63,7 @@ static const ibp_choose_class *explore_batch(double held_ns, ibp_chooser **out,
   const double credit = ch->cls[cls].explore_credit_ns;
   ibp_timing t;
   ibp__timing_begin(slot, ch, &prof, STREAM, STREAM, cls, &c, &model, 0, 0, 0,
-                    0, 0, &t);
+                    0, 0, NULL, &t);
   ibp__timing_end(slot, ch, STREAM, &t, 1);
   /* a decision after it ran reads it */
   now_ns += 1e6;
