@@ -287,6 +287,15 @@ static int corrected(const ibp_choose_route *q, uint32_t copies,
   return used(q, 0, copies, now_ns) != 1.0 || used(q, 1, copies, now_ns) != 1.0;
 }
 
+/* Whether the class judged route r on its own timed copies -- a two-stage
+ * route in its whole spans too. */
+static int own_judged(const ibp_choose_class *k,
+                      const ibp_route_cost prior[IBP_ROUTES], int r,
+                      double now_ns) {
+  return judged(&k->route[r], prior[r].copies, now_ns) &&
+         (prior[r].sm_ns <= 0 || whole_judged(&k->route[r], now_ns));
+}
+
 /* Whether the class's measurements moved either route off its prior: only
  * then does the last choice stay while nearly as good (hysteresis) --
  * where the model stands, each copy takes the model's choice for it (its
@@ -819,10 +828,14 @@ static void assess(const ibp_choose_class *k,
   inherit(k, prior, timable, now_ns, est, cpu);
   ibp_route go = smallest(est);
   /* hysteresis: the last choice stays while nearly as good, once the class
-   * has measurements to stand on */
+   * has measurements to stand on -- nearer where it timed both itself */
   const int last = k->last;
+  const double band = last >= 0 && own_judged(k, prior, last, now_ns) &&
+                              own_judged(k, prior, go, now_ns)
+                          ? IBP_CHOOSE_HYSTERESIS_OWN
+                          : IBP_CHOOSE_HYSTERESIS;
   if (last >= 0 && last != (int)go && est[last] > 0 &&
-      est[last] <= est[go] * (1.0 + IBP_CHOOSE_HYSTERESIS) &&
+      est[last] <= est[go] * (1.0 + band) &&
       measured(k, prior, last, go, now_ns))
     go = (ibp_route)last;
   a->go = go;

@@ -69,13 +69,17 @@ typedef enum ibp_class_mode {
 /* A ratio within this much of 1 counts as 1: the model is right there. */
 #define IBP_CHOOSE_DEAD_BAND 0.06
 /* Another route replaces the class's last choice only when its estimate is
- * smaller by this share.  Not 2 % (issue R's bound on what the gate may
- * lose): KV restores whose staged span measured 3.8 % dearer than the
- * driver's copy then left it (a100-pcie4 under a link 1.5x as wide, 0.973
- * -> 0.998 of the driver's time), but weight streams flapped into batched
- * launches estimated a little cheaper and far dearer as they ran
- * (a100-pcie4 at truth = prior, bench/ab line 03: 1.123 -> 1.089). */
+ * smaller by this share -- IBP_CHOOSE_HYSTERESIS_OWN where the class timed
+ * both itself (each judged on its own copies, a two-stage route in its
+ * whole spans too): issue R's bound on what the gate may lose is 2 %, and
+ * KV restores whose staged span measured 3.8 % dearer than the driver's
+ * copy kept it at 5 % (a100-pcie4 under a link 1.5x as wide, 0.973 of the
+ * driver's time).  Not 2 % throughout: weight streams flapped into batched
+ * launches whose estimate stood on another class's copies, a little
+ * cheaper and far dearer as they ran (a100-pcie4 at truth = prior, bench/ab
+ * line 03: 1.123 -> 1.089). */
 #define IBP_CHOOSE_HYSTERESIS 0.05
+#define IBP_CHOOSE_HYSTERESIS_OWN 0.02
 /* Exploration may cost at most this share of the class's copies'
  * estimated time; timing the chosen route at most this share (beyond the
  * class's first copy, timed at once). */

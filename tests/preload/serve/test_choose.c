@@ -478,7 +478,7 @@ static void test_timing_paused(void) {
 }
 
 /* An alternative measured a little better than the choice, within the
- * hysteresis (the kernel modelled 2x dearer than the driver, really 3 %
+ * hysteresis (the kernel modelled 2x dearer than the driver, really 1.5 %
  * cheaper, after a while 1.5x dearer): it stays the alternative, and is
  * explored again every few copies -- backing off is for a route that
  * measures worse. */
@@ -495,7 +495,7 @@ static void test_backoff_only_worse(void) {
   truth[IBP_ROUTE_ZEROCOPY].gpu_ns = 120000;
   simulate(&m, prior, truth, 2000, IBP_ROUTE_DRIVER, 1);
   CHECK(m.k.route[IBP_ROUTE_ZEROCOPY].backoff >= 3);
-  truth[IBP_ROUTE_ZEROCOPY].gpu_ns = 77600;
+  truth[IBP_ROUTE_ZEROCOPY].gpu_ns = 78500;
   run o = simulate(&m, prior, truth, 6000, IBP_ROUTE_DRIVER, 1);
   CHECK(o.explored >= 100);
   fprintf(stderr, "a nearly equal alternative: explored %ld times\n",
@@ -633,6 +633,32 @@ static void test_hysteresis(void) {
     m.now += 120000;
   }
   CHECK(changes <= 1);
+}
+
+/* Two routes the class timed itself, the last choice measured 3 % dearer
+ * than the other: it is left -- within the 5 % hysteresis, beyond the
+ * 2 % of routes both judged on the class's own copies
+ * (IBP_CHOOSE_HYSTERESIS_OWN; KV restores staged 3.8 % dearer than the
+ * driver's copy, a100-pcie4 under a link 1.5x as wide).  While the other
+ * stands on its prior, the last choice stays. */
+static void test_hysteresis_own(void) {
+  const ibp_route_cost prior[IBP_ROUTES] = {
+      {.cpu_ns = 2500, .gpu_ns = 80000, .engine = 1},
+      {.cpu_ns = 2800, .gpu_ns = 54800}};
+  sim m;
+  sim_init(&m);
+  for (int i = 0; i < 4; i++)
+    ibp__choose_learn(&m.k, IBP_ROUTE_ZEROCOPY, 0, 2800, 2800, 82200, 54800,
+                      m.now);
+  m.k.last = IBP_ROUTE_ZEROCOPY;
+  ibp_choice c;
+  ibp__choose_decide(&m.k, prior, 0u, TIMING_NS, 1, 0, m.now, &c);
+  CHECK(c.chosen == IBP_ROUTE_ZEROCOPY);
+  for (int i = 0; i < 4; i++)
+    ibp__choose_learn(&m.k, IBP_ROUTE_DRIVER, 0, 2500, 2500, 80000, 80000,
+                      m.now);
+  ibp__choose_decide(&m.k, prior, 0u, TIMING_NS, 1, 0, m.now, &c);
+  CHECK(c.chosen == IBP_ROUTE_DRIVER);
 }
 
 /* Ratios are bounded: a route measured 1000x dearer (or cheaper) than
@@ -2594,6 +2620,7 @@ int main(void) {
   test_dead_band();
   test_model_varies();
   test_hysteresis();
+  test_hysteresis_own();
   test_whole_no_band();
   test_bounds();
   test_exploration_costly();
