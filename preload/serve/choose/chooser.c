@@ -430,17 +430,23 @@ static void drop(ibp_chooser *ch, ibp_timing_sample *x) {
  * streams' work queued ahead of it: it starts no earlier than the last of
  * their events (others[0..n)) completed (one that completed after the
  * copy's end ran beside it, and one not completed yet still runs: neither
- * delayed its start), plus the route's set-up, which ran meanwhile -- but
- * where the streams table said how it was queued (x->queue), their share
- * of the span is no more than theirs of the work queued, own_ns its own
- * estimate there: where the link interleaves their chunks with the
- * copy's, theirs end just before its own, and two streams' staged 4 MiB
- * copies, 64 us each alone, read 8.9 us from the other stream's last
- * window (a100-pcie4 under a link 2x as wide, bench/ab line 05) --
- * docs/ARCHITECTURE.md "The gate", contention. */
+ * delayed its start), plus the route's set-up, which ran meanwhile.  But
+ * work that leaves gaps on the link (`gapped`: a staged copy's windows,
+ * waiting for their decodes) takes turns with the copy there instead, and
+ * ends just before it: where the streams table said how the copy was
+ * queued (x->queue), such work's share of the span is no more than its
+ * share of the work queued, own_ns the copy's own estimate there -- two
+ * streams' staged 4 MiB copies, 64 us each alone, read 8.9 us from the
+ * other stream's last window (a100-pcie4 under a link 2x as wide, bench/ab
+ * line 05).  Not for a copy held whole (a driver's copy): behind one, the
+ * table's share was too small (the other stream's earlier copies,
+ * queued on the link as their stream ran, were ahead too: staged windows
+ * of gen_bf16 read 2.7x their model, h100-pcie5 under decodes 3x faster)
+ * -- docs/ARCHITECTURE.md "The gate", contention. */
 static double span_gpu_ns(const ibp_driver *d, const ibp_timing_sample *x,
                           const CUevent ev[2], const CUevent others[],
-                          unsigned n, double own_ns, float ms, float mark_ms) {
+                          unsigned n, unsigned gapped, double own_ns, float ms,
+                          float mark_ms) {
   double gpu = 1e6 * ms;
   if (mark_ms >= 0) {
     double lead = 0;
@@ -458,20 +464,22 @@ static double span_gpu_ns(const ibp_driver *d, const ibp_timing_sample *x,
     if (after_calls < gpu)
       gpu = after_calls > least ? after_calls : least;
   }
-  double wait = 0; /* from the span's start to the last of them */
+  /* from the span's start to the last of them: held whole, and gapped */
+  double wait = 0, turns = 0;
   for (unsigned j = 0; j < n; j++) {
     float after = 0;
+    double *w = gapped >> j & 1 ? &turns : &wait;
     if (others[j] &&
         d->cuEventElapsedTime(&after, others[j], ev[1]) == CUDA_SUCCESS &&
-        after >= 0 && gpu - 1e6 * after - x->setup_ns > wait)
-      wait = gpu - 1e6 * after - x->setup_ns;
+        after >= 0 && gpu - 1e6 * after - x->setup_ns > *w)
+      *w = gpu - 1e6 * after - x->setup_ns;
   }
   const ibp_timing_queue *q = &x->queue;
   if (q->known && own_ns > 0) {
     const double theirs = gpu * q->ahead_ns / (own_ns + q->ahead_ns);
-    wait = wait < theirs ? wait : theirs;
+    turns = turns < theirs ? turns : theirs;
   }
-  return gpu - wait;
+  return gpu - (wait > turns ? wait : turns);
 }
 
 /* The marker's time to event `end` of sample x (ms; -1: none or not
@@ -578,10 +586,11 @@ static void read_sample(const ibp_driver *d, ibp_served_region *s,
   }
   /* less what the other streams queued beside it took of the link
    * (beside.h) */
-  const double gpu = ibp__beside_less(
-      d, slot, ch, i, ev[1],
-      span_gpu_ns(d, x, ev, ev + 2, x->others, x->queue.link_ns, ms, mark),
-      x->gpu_model_ns);
+  const double gpu = ibp__beside_less(d, slot, ch, i, ev[1],
+                                      span_gpu_ns(d, x, ev, ev + 2, x->others,
+                                                  x->others_gapped,
+                                                  x->queue.link_ns, ms, mark),
+                                      x->gpu_model_ns);
   ibp_choose_class *k = &ch->cls[x->cls];
   /* a two-stage route's second stage, as modelled (its decode probe
    * corrects it) */
@@ -596,9 +605,10 @@ static void read_sample(const ibp_driver *d, ibp_served_region *s,
    * what ran beside them included: what their overlap gave as the
    * application's streams ran them (beside.h, its limits) */
   const double whole_gpu =
-      whole_ms >= 0 ? span_gpu_ns(d, x, w, w + 2, x->caller_others,
-                                  x->queue.whole_ns, whole_ms, whole_mark)
-                    : -1;
+      whole_ms >= 0
+          ? span_gpu_ns(d, x, w, w + 2, x->caller_others, x->caller_gapped,
+                        x->queue.whole_ns, whole_ms, whole_mark)
+          : -1;
   sample_free(ch, x);
   changed(ch);
   /* what it took as its estimate counts it: a serial route's terms added
@@ -834,14 +844,16 @@ void ibp__timing_begin(ibp_device_slot *slot, ibp_chooser *ch,
   /* the other streams' first: an event of theirs that completes before the
    * copy's start event says nothing more than it */
   CUstreamCaptureMode mode = relaxed(d);
-  const unsigned recorded = ibp__streams_mark_others(
-      dev, stream, caller, 1, ibp__clock_ns(), ev + 2, IBP_TIMING_OTHERS);
+  unsigned gapped = 0, whole_gapped = 0;
+  const unsigned recorded =
+      ibp__streams_mark_others(dev, stream, caller, 1, ibp__clock_ns(), ev + 2,
+                               IBP_TIMING_OTHERS, &gapped);
   unsigned whole = 0;
   CUresult e = CUDA_SUCCESS;
   if (deferred) /* the whole span on the caller's stream as well */
     whole = ibp__streams_mark_others(dev, caller, stream, 0, ibp__clock_ns(),
                                      ev + IBP_TIMING_CALLER + 2,
-                                     IBP_TIMING_CALLER_OTHERS);
+                                     IBP_TIMING_CALLER_OTHERS, &whole_gapped);
   /* the host's moment on the GPU's clock, last before the start events */
   const CUstream mark = slot->mem.mark;
   if (mark)
@@ -860,6 +872,8 @@ void ibp__timing_begin(ibp_device_slot *slot, ibp_chooser *ch,
     return;
   }
   ch->sample[i].others = recorded; /* the sample is this thread's */
+  ch->sample[i].others_gapped = gapped;
+  ch->sample[i].caller_gapped = whole_gapped;
   ch->sample[i].caller = deferred ? caller : NULL;
   ch->sample[i].caller_others = whole;
   ch->sample[i].t0_ns = ibp__clock_ns();

@@ -31,11 +31,11 @@
 /* A timed copy as the streams table queued it (ibp__streams_queued), in
  * the estimates' units: the other streams' link work it waits for beyond
  * its own stream's (ahead_ns), its own on the link (link_ns) and whole
- * (whole_ns; a two-stage route's decodes too).  A span from its stream's
- * last work holds the other streams' share of the link besides its own, in
- * proportion to them however the link serves them (chooser.c,
- * span_gpu_ns).  known = 0: not known (a batched launch or a call's part,
- * queued after it is timed). */
+ * (whole_ns; a two-stage route's decodes too).  Where that work took turns
+ * with it on the link, the span from its stream's last work holds their
+ * share besides its own, in proportion (chooser.c, span_gpu_ns).
+ * known = 0: not known (a batched launch or a call's part, queued after it
+ * is timed). */
 typedef struct ibp_timing_queue {
   int known;
   double ahead_ns, link_ns, whole_ns;
@@ -51,6 +51,8 @@ typedef struct ibp_timing_sample {
                                start events' calls */
   unsigned others;          /* events recorded on other streams whose work
                                queued before it it may wait for (contention) */
+  unsigned others_gapped;   /* ... those whose work leaves gaps on the link
+                               (ibp__streams_mark_others) */
   double due_ns;            /* device clock: not queried before (look) */
   double look;              /* due_ns is t0_ns, the calls and this many
                                times the model's span (chooser.c, look_at) */
@@ -86,6 +88,7 @@ typedef struct ibp_timing_sample {
                       span holds both stages (events
                       IBP_TIMING_CALLER..) */
   unsigned caller_others; /* its other streams' events */
+  unsigned caller_gapped; /* ... those whose work leaves gaps on the link */
   int dev;                /* its device */
   uint64_t own_mark;      /* libibp's own uploads there at its start
                              (ibp__streams_own_mark) */

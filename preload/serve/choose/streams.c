@@ -91,8 +91,9 @@ double ibp__streams_link_ahead_ns(int dev, double now_ns) {
 
 unsigned ibp__streams_mark_others(int dev, CUstream s, CUstream also,
                                   int link_only, double now_ns, CUevent ev[],
-                                  unsigned max) {
+                                  unsigned max, unsigned *gapped) {
   const ibp_driver *d = ibp__driver();
+  *gapped = 0;
   if (!valid(dev) || !d || !max)
     return 0;
   stream_end pick[STREAMS];
@@ -116,8 +117,12 @@ unsigned ibp__streams_mark_others(int dev, CUstream s, CUstream also,
     CUstreamCaptureStatus cs = CU_STREAM_CAPTURE_STATUS_NONE;
     if (d->cuStreamIsCapturing(pick[k].stream, &cs) == CUDA_SUCCESS &&
         cs == CU_STREAM_CAPTURE_STATUS_NONE &&
-        d->cuEventRecord(ev[recorded], pick[k].stream) == CUDA_SUCCESS)
+        d->cuEventRecord(ev[recorded], pick[k].stream) == CUDA_SUCCESS) {
+      /* a staged copy's windows, or its decodes on its caller's stream */
+      if (pick[k].own || !pick[k].link)
+        *gapped |= 1u << recorded;
       recorded++;
+    }
   }
   pthread_mutex_unlock(&lock);
   return recorded;

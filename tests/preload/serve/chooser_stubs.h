@@ -63,17 +63,19 @@ void ibp__log(ibp_log_level level, const char *fmt, ...) {
 
 /* Another stream's work on the link, where a test sets other_busy: the
  * first event ibp__streams_mark_others records for a copy's span is its
- * (other_event). */
-static int other_busy;
+ * (other_event); other_gapped: a staged copy's windows. */
+static int other_busy, other_gapped;
 static CUevent other_event;
 
 unsigned ibp__streams_mark_others(int dev, CUstream s, CUstream also,
                                   int link_only, double now, CUevent ev[],
-                                  unsigned max) {
+                                  unsigned max, unsigned *gapped) {
   (void)dev, (void)s, (void)also, (void)now;
+  *gapped = 0;
   if (!other_busy || !link_only || !max)
     return 0;
   other_event = ev[0];
+  *gapped = other_gapped != 0;
   return 1;
 }
 
