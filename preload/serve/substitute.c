@@ -273,8 +273,7 @@ static ibp_route choose(ibp_route_copy *x, decision *d, int count, int again) {
                          .ahead_ns = ibp__streams_queued(
                              x->dev, c->stream, ibp__clock_ns(), est, link_ns,
                              d->link != c->stream ? d->link : NULL),
-                         .link_ns = link_ns,
-                         .whole_ns = est};
+                         .link_ns = link_ns};
   if (go == IBP_ROUTE_DRIVER)
     pass(x, IBP_PASSED_GATED);
   return go;

@@ -603,12 +603,18 @@ static void read_sample(const ibp_driver *d, ibp_served_region *s,
   const double gpu_all_model = ibp__choose_gpu_ns(&model, 1);
   /* the two stages as they ran on the caller's stream, where timed --
    * what ran beside them included: what their overlap gave as the
-   * application's streams ran them (beside.h, its limits) */
-  const double whole_gpu =
-      whole_ms >= 0
-          ? span_gpu_ns(d, x, w, w + 2, x->caller_others, x->caller_gapped,
-                        x->queue.whole_ns, whole_ms, whole_mark)
-          : -1;
+   * application's streams ran them (beside.h, its limits) -- and no
+   * shorter than its first stage as read (the span holds it): the other
+   * streams' work queued ahead of it, read from its end, may have taken
+   * turns with its windows, and its share of the whole is not known (the
+   * other streams' decodes; their windows on the staged path's copy
+   * stream, which its own wait for) */
+  double whole_gpu = whole_ms >= 0
+                         ? span_gpu_ns(d, x, w, w + 2, x->caller_others, 0, 0,
+                                       whole_ms, whole_mark)
+                         : -1;
+  if (whole_gpu >= 0 && whole_gpu < gpu)
+    whole_gpu = gpu;
   sample_free(ch, x);
   changed(ch);
   /* what it took as its estimate counts it: a serial route's terms added
@@ -844,7 +850,7 @@ void ibp__timing_begin(ibp_device_slot *slot, ibp_chooser *ch,
   /* the other streams' first: an event of theirs that completes before the
    * copy's start event says nothing more than it */
   CUstreamCaptureMode mode = relaxed(d);
-  unsigned gapped = 0, whole_gapped = 0;
+  unsigned gapped = 0, whole_gapped = 0; /* the whole span's: not used */
   const unsigned recorded =
       ibp__streams_mark_others(dev, stream, caller, 1, ibp__clock_ns(), ev + 2,
                                IBP_TIMING_OTHERS, &gapped);
@@ -873,7 +879,6 @@ void ibp__timing_begin(ibp_device_slot *slot, ibp_chooser *ch,
   }
   ch->sample[i].others = recorded; /* the sample is this thread's */
   ch->sample[i].others_gapped = gapped;
-  ch->sample[i].caller_gapped = whole_gapped;
   ch->sample[i].caller = deferred ? caller : NULL;
   ch->sample[i].caller_others = whole;
   ch->sample[i].t0_ns = ibp__clock_ns();

@@ -30,15 +30,14 @@
 
 /* A timed copy as the streams table queued it (ibp__streams_queued), in
  * the estimates' units: the other streams' link work it waits for beyond
- * its own stream's (ahead_ns), its own on the link (link_ns) and whole
- * (whole_ns; a two-stage route's decodes too).  Where that work took turns
- * with it on the link, the span from its stream's last work holds their
- * share besides its own, in proportion (chooser.c, span_gpu_ns).
- * known = 0: not known (a batched launch or a call's part, queued after it
- * is timed). */
+ * its own stream's (ahead_ns), and its own there (link_ns).  Where that
+ * work took turns with it on the link, its span on the link, from its
+ * stream's last work, holds their share besides its own, in proportion
+ * (chooser.c, span_gpu_ns).  known = 0: not known (a batched launch or a
+ * call's part, queued after it is timed). */
 typedef struct ibp_timing_queue {
   int known;
-  double ahead_ns, link_ns, whole_ns;
+  double ahead_ns, link_ns;
 } ibp_timing_queue;
 
 /* One timed copy, from its first event to its reading. */
@@ -88,7 +87,6 @@ typedef struct ibp_timing_sample {
                       span holds both stages (events
                       IBP_TIMING_CALLER..) */
   unsigned caller_others; /* its other streams' events */
-  unsigned caller_gapped; /* ... those whose work leaves gaps on the link */
   int dev;                /* its device */
   uint64_t own_mark;      /* libibp's own uploads there at its start
                              (ibp__streams_own_mark) */

@@ -41,6 +41,7 @@ static int failures;
 #define STREAM ((CUstream)0x10)
 #define MARK_STREAM ((CUstream)0x20)
 #define OTHER_STREAM ((CUstream)0x30)
+#define CALLER_STREAM ((CUstream)0x40)
 #define RECORD_NS 500.0
 #define CALLS_NS 2000.0
 #define COPY_NS 8000.0
@@ -67,9 +68,14 @@ static CUresult create_stream(CUstream *s, unsigned f) {
   return CUDA_SUCCESS;
 }
 
+static CUevent caller_end; /* test_whole_holds_windows */
+static float whole_ms;
+
 static CUresult record_event(CUevent e, CUstream s) {
   if (s == MARK_STREAM)
     marker = e;
+  if (s == CALLER_STREAM) /* a staged copy's whole span: its last */
+    caller_end = e;
   if (queueing_beside == 1) /* the events around a copy beside the timed one */
     beside_start = e;
   else if (queueing_beside == 2)
@@ -85,6 +91,7 @@ static CUresult elapsed_of(float *ms, CUevent a, CUevent b) {
   if (not_ready)
     return CUDA_ERROR_NOT_READY;
   *ms = a == marker                                   ? mark_ms
+        : b && b == caller_end                        ? whole_ms
         : other_busy && a == other_event              ? other_ms
         : a && a == beside_event                      ? beside_ms
         : a && a == beside_start && b == beside_event ? beside_ran_ms
@@ -224,6 +231,44 @@ static void test_look_early(void) {
   free(s);
 }
 
+/* A staged copy timed on its copy stream (its windows) and on its
+ * caller's (the whole, its decodes too): a whole span read shorter than
+ * its windows' -- the other streams' work queued ahead, read from its end,
+ * may have taken turns with the windows -- is read as long as them (the
+ * whole holds them): its ratio over the two stages 1, not 0.75. */
+static void test_whole_holds_windows(void) {
+  ibp_device_slot *slot;
+  ibp_served_region *s;
+  ibp_chooser *ch = new_chooser(&slot, &s);
+  const unsigned cls = ibp__choose_class_index(65536, 1, IBP_CLASS_SINGLE);
+  const ibp_route_cost model = {.cpu_ns = CALLS_NS, .gpu_ns = COPY_NS};
+  ibp_route_cost prior[IBP_ROUTES];
+  memset(prior, 0, sizeof prior);
+  prior[IBP_ROUTE_STAGED] = model;
+  ibp_choice c, look;
+  memset(&c, 0, sizeof c);
+  c.route = c.chosen = IBP_ROUTE_STAGED;
+  c.timed = 1;
+  ibp_timing t;
+  ibp__timing_begin(slot, ch, &prof, STREAM, CALLER_STREAM, cls, &c, &model, 0,
+                    CALLS_NS, 0, 1, 0, NULL, &t);
+  CHECK(t.index >= 0);
+  now_ns += CALLS_NS;
+  ibp__timing_end(slot, ch, STREAM, &t, 1);
+  span_ms = (float)(COPY_NS / 1e6);
+  whole_ms = (float)(0.75 * COPY_NS / 1e6);
+  mark_ms = 1.0f; /* the streams busy: read by their spans */
+  now_ns += 1e6;
+  ibp__chooser_decide(s, slot, ch, &prof, cls, prior, 0, 0, &look);
+  const ibp_choose_route *q = &ch->cls[cls].route[IBP_ROUTE_STAGED];
+  CHECK(ch->timed[IBP_ROUTE_STAGED] == 1 && q->wholes == 1);
+  CHECK(fabs(q->whole_seen[0] - 1.0) < 1e-3);
+  ibp__chooser_free(ch);
+  free(slot);
+  free(s);
+  caller_end = NULL;
+}
+
 int main(void) {
   stub_driver_init();
   drv.cuEventCreate = create_event;
@@ -257,7 +302,7 @@ int main(void) {
   /* ... the same where the streams table queued it behind 5 us of it
    * only: a copy held whole, it ran ahead of the copy, whatever the table
    * guessed */
-  queued = (ibp_timing_queue){1, 5e3, COPY_NS, COPY_NS};
+  queued = (ibp_timing_queue){1, 5e3, COPY_NS};
   gpu = timed(12 + copy_us, rec_us + calls_us + 12 + copy_us);
   CHECK(fabs(gpu - COPY_NS) < 20);
   /* ... a staged copy's windows, queued 5 us ahead, ending 1 us before
@@ -269,7 +314,7 @@ int main(void) {
   CHECK(fabs(gpu - COPY_NS) < 20);
   /* ... the estimates twice what ran (a link 2x as wide): their share
    * alike */
-  queued = (ibp_timing_queue){1, 10e3, 2 * COPY_NS, 2 * COPY_NS};
+  queued = (ibp_timing_queue){1, 10e3, 2 * COPY_NS};
   gpu = timed(5 + copy_us, rec_us + calls_us + 5 + copy_us);
   CHECK(fabs(gpu - COPY_NS) < 20);
   /* ... the table not known (a batched launch): read from their end */
@@ -321,6 +366,7 @@ int main(void) {
                      (beside){OTHER_STREAM, 6, 4, 0}, 1);
   CHECK(fabs(gpu - COPY_NS - 6000) < 20);
   test_look_early();
+  test_whole_holds_windows();
   if (failures)
     fprintf(stderr, "test_chooser_mark: %d failures\n", failures);
   else
