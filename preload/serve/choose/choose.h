@@ -75,9 +75,9 @@ typedef enum ibp_class_mode {
  * KV restores whose staged span measured 3.8 % dearer than the driver's
  * copy kept it at 5 % (a100-pcie4 under a link 1.5x as wide, 0.973 of the
  * driver's time).  Not 2 % throughout: weight streams flapped into batched
- * launches whose estimate stood on another class's copies, a little
- * cheaper and far dearer as they ran (a100-pcie4 at truth = prior, bench/ab
- * line 03: 1.123 -> 1.089). */
+ * launches estimated a little cheaper and far dearer as they ran
+ * (a100-pcie4 at truth = prior, bench/ab line 03: 1.123 -> 1.089; 1.123
+ * with the narrow band only where both are judged so). */
 #define IBP_CHOOSE_HYSTERESIS 0.05
 #define IBP_CHOOSE_HYSTERESIS_OWN 0.02
 /* Exploration may cost at most this share of the class's copies'
