@@ -675,7 +675,6 @@ static int explore_in_part(ibp_route_copy *x, decision *d, ibp_route go) {
   prepare(&px, ibp__stored_bytes(s, off, n));
   px.sync_ns = 0; /* paid with the copy's */
   decision pd = *d;
-  pd.queue.known = 0; /* queued whole */
   ibp__route_priors(&px, pd.prior);
   const double driver = ibp__choose_model_ns(&d->prior[IBP_ROUTE_DRIVER]);
   const double driver_part = ibp__choose_model_ns(&pd.prior[IBP_ROUTE_DRIVER]);
@@ -684,6 +683,9 @@ static int explore_in_part(ibp_route_copy *x, decision *d, ibp_route go) {
       driver_part <= 0 || driver_part >= driver)
     return -1;
   pd.choice.choice_ns *= driver_part / driver;
+  /* queued as the whole copy, behind the same work: its own link part
+   * the part's share */
+  pd.queue.link_ns *= model / ibp__choose_model_ns(&d->prior[go]);
   const ibp_driver *drv = ibp__driver();
   /* the rest's copy beside the part's decodes: after the caller's earlier
    * work, marked before the part is queued */

@@ -287,13 +287,15 @@ static int corrected(const ibp_choose_route *q, uint32_t copies,
   return used(q, 0, copies, now_ns) != 1.0 || used(q, 1, copies, now_ns) != 1.0;
 }
 
-/* Whether the class judged route r on its own timed copies -- a two-stage
- * route in its whole spans too. */
+/* Whether the class judged route r on its own timed copies (not on its
+ * twin's, nor on what it inherits) -- a two-stage route's whole spans
+ * apart: they are learnt only from the class's choice, never from an
+ * exploration, and required, the narrow band would hold against a
+ * two-stage route only while it is not the choice. */
 static int own_judged(const ibp_choose_class *k,
                       const ibp_route_cost prior[IBP_ROUTES], int r,
                       double now_ns) {
-  return judged(&k->route[r], prior[r].copies, now_ns) &&
-         (prior[r].sm_ns <= 0 || whole_judged(&k->route[r], now_ns));
+  return judged(&k->route[r], prior[r].copies, now_ns);
 }
 
 /* Whether the class's measurements moved either route off its prior: only

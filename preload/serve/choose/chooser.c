@@ -603,18 +603,19 @@ static void read_sample(const ibp_driver *d, ibp_served_region *s,
   const double gpu_all_model = ibp__choose_gpu_ns(&model, 1);
   /* the two stages as they ran on the caller's stream, where timed --
    * what ran beside them included: what their overlap gave as the
-   * application's streams ran them (beside.h, its limits) -- and no
-   * shorter than its first stage as read (the span holds it): the other
-   * streams' work queued ahead of it, read from its end, may have taken
-   * turns with its windows, and its share of the whole is not known (the
-   * other streams' decodes; their windows on the staged path's copy
-   * stream, which its own wait for) */
-  double whole_gpu = whole_ms >= 0
-                         ? span_gpu_ns(d, x, w, w + 2, x->caller_others, 0, 0,
-                                       whole_ms, whole_mark)
-                         : -1;
-  if (whole_gpu >= 0 && whole_gpu < gpu)
-    whole_gpu = gpu;
+   * application's streams ran them (beside.h, its limits) -- its others
+   * read from their end, but cut no shorter than its first stage as read,
+   * where it was not so already: that work may have taken turns with its
+   * windows, and its share of the whole is not known (the other streams'
+   * decodes; their windows ahead on the staged path's copy stream) */
+  double whole_gpu = -1;
+  if (whole_ms >= 0) {
+    const double uncut = span_gpu_ns(d, x, w, w, 0, 0, 0, whole_ms, whole_mark);
+    const double floor = uncut < gpu ? uncut : gpu;
+    whole_gpu = span_gpu_ns(d, x, w, w + 2, x->caller_others, 0, 0, whole_ms,
+                            whole_mark);
+    whole_gpu = whole_gpu > floor ? whole_gpu : floor;
+  }
   sample_free(ch, x);
   changed(ch);
   /* what it took as its estimate counts it: a serial route's terms added

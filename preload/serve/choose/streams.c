@@ -161,12 +161,26 @@ static stream_end *entry(stream_end *row, CUstream s) {
   return e;
 }
 
+/* When stream s's work in row ends (0: none remembered; lock held). */
+static double end_of(const stream_end *row, CUstream s) {
+  for (int i = 0; i < STREAMS; i++)
+    if (row[i].end_ns > 0 && row[i].stream == s)
+      return row[i].end_ns;
+  return 0;
+}
+
 double ibp__streams_queued(int dev, CUstream s, double now_ns, double est_ns,
                            double link_ns, CUstream link_stream) {
   if (!valid(dev))
     return 0;
   pthread_mutex_lock(&lock);
   stream_end *row = table[dev];
+  /* where its link part waits from: its link stream's last work, which
+   * does not wait for s's (a staged copy's windows, s's decodes apart) */
+  const double on_link = link_stream ? end_of(row, link_stream) : 0;
+  const double link_own = on_link > now_ns ? on_link : now_ns;
+  const double link_ahead =
+      link_ns > 0 && link_end[dev] > link_own ? link_end[dev] - link_own : 0;
   stream_end *e = entry(row, s);
   /* back to back: after what the stream runs, and after the work queued
    * on the link, which every stream's copies share */
@@ -185,7 +199,7 @@ double ibp__streams_queued(int dev, CUstream s, double now_ns, double est_ns,
     l->own = 1;
   }
   pthread_mutex_unlock(&lock);
-  return start - own;
+  return link_stream ? link_ahead : start - own;
 }
 
 void ibp__streams_after_fork_child(void) {

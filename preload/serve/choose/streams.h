@@ -32,9 +32,11 @@ double ibp__streams_link_ahead_ns(int dev, double now_ns);
  * > 0: how long it holds the link or the copy engine), after the link's
  * queued work, which every stream shares.  link_stream: the stream that
  * runs its link part, where not s (the staged path's copy stream), NULL
- * otherwise.  Returns how long, by the estimates, it waits for the other
- * streams' link work beyond what s runs (0: none) -- what a span timed
- * from s's last work holds besides its own (chooser.h, ibp_timing_queue). */
+ * otherwise.  Returns how long, by the estimates, its link part waits for
+ * the other streams' link work beyond what its own stream runs there (s,
+ * or link_stream: a staged copy's windows wait for the copy stream's last
+ * windows, not for s's decodes; 0: none) -- what its span there holds
+ * besides its own (chooser.h, ibp_timing_queue). */
 double ibp__streams_queued(int dev, CUstream s, double now_ns, double est_ns,
                            double link_ns, CUstream link_stream);
 

@@ -61,22 +61,30 @@ void ibp__log(ibp_log_level level, const char *fmt, ...) {
   (void)level, (void)fmt;
 }
 
-/* Another stream's work on the link, where a test sets other_busy: the
- * first event ibp__streams_mark_others records for a copy's span is its
- * (other_event); other_gapped: a staged copy's windows. */
+/* Other streams' work, where a test sets other_busy: OTHER_LINK, the
+ * first event ibp__streams_mark_others records for a copy's span on the
+ * link is its (other_event; other_gapped: a staged copy's windows);
+ * OTHER_TWO, a second one, a staged copy's windows (other2_event);
+ * OTHER_CALLER, the first event for a staged copy's whole span on its
+ * caller's stream is its instead (other_event). */
+enum { OTHER_LINK = 1, OTHER_TWO = 2, OTHER_CALLER = 4 };
 static int other_busy, other_gapped;
-static CUevent other_event;
+static CUevent other_event, other2_event;
 
 unsigned ibp__streams_mark_others(int dev, CUstream s, CUstream also,
                                   int link_only, double now, CUevent ev[],
                                   unsigned max, unsigned *gapped) {
   (void)dev, (void)s, (void)also, (void)now;
   *gapped = 0;
-  if (!other_busy || !link_only || !max)
+  if (!max || !(other_busy & (link_only ? OTHER_LINK : OTHER_CALLER)))
     return 0;
   other_event = ev[0];
-  *gapped = other_gapped != 0;
-  return 1;
+  *gapped = link_only && other_gapped;
+  if (!link_only || !(other_busy & OTHER_TWO) || max < 2)
+    return 1;
+  other2_event = ev[1];
+  *gapped |= 2u;
+  return 2;
 }
 
 /* no upload of libibp's own ever shares the link here */

@@ -54,7 +54,7 @@ static CUevent marker, beside_start, beside_event;
 static int queueing_beside;
 /* the timed copy as the streams table queued it (known = 0: not known) */
 static ibp_timing_queue queued;
-static float span_ms, mark_ms, other_ms, beside_ms, beside_ran_ms;
+static float span_ms, mark_ms, other_ms, other2_ms, beside_ms, beside_ran_ms;
 
 static CUresult create_event(CUevent *e, unsigned f) {
   (void)f;
@@ -91,8 +91,9 @@ static CUresult elapsed_of(float *ms, CUevent a, CUevent b) {
   if (not_ready)
     return CUDA_ERROR_NOT_READY;
   *ms = a == marker                                   ? mark_ms
-        : b && b == caller_end                        ? whole_ms
         : other_busy && a == other_event              ? other_ms
+        : other_busy && a == other2_event             ? other2_ms
+        : b && b == caller_end                        ? whole_ms
         : a && a == beside_event                      ? beside_ms
         : a && a == beside_start && b == beside_event ? beside_ran_ms
                                                       : span_ms;
@@ -231,12 +232,11 @@ static void test_look_early(void) {
   free(s);
 }
 
-/* A staged copy timed on its copy stream (its windows) and on its
- * caller's (the whole, its decodes too): a whole span read shorter than
- * its windows' -- the other streams' work queued ahead, read from its end,
- * may have taken turns with the windows -- is read as long as them (the
- * whole holds them): its ratio over the two stages 1, not 0.75. */
-static void test_whole_holds_windows(void) {
+/* A staged copy timed on its copy stream (its windows, 8 us) and on its
+ * caller's (the whole, its decodes too), read as the whole's ratio over
+ * its windows: `whole_us` its whole span, another stream's work on the
+ * caller's ending `other_us` before it (< 0: none). */
+static double whole_ratio(double whole_us, double other_us) {
   ibp_device_slot *slot;
   ibp_served_region *s;
   ibp_chooser *ch = new_chooser(&slot, &s);
@@ -249,6 +249,7 @@ static void test_whole_holds_windows(void) {
   memset(&c, 0, sizeof c);
   c.route = c.chosen = IBP_ROUTE_STAGED;
   c.timed = 1;
+  other_busy = other_us >= 0 ? OTHER_CALLER : 0;
   ibp_timing t;
   ibp__timing_begin(slot, ch, &prof, STREAM, CALLER_STREAM, cls, &c, &model, 0,
                     CALLS_NS, 0, 1, 0, NULL, &t);
@@ -256,17 +257,32 @@ static void test_whole_holds_windows(void) {
   now_ns += CALLS_NS;
   ibp__timing_end(slot, ch, STREAM, &t, 1);
   span_ms = (float)(COPY_NS / 1e6);
-  whole_ms = (float)(0.75 * COPY_NS / 1e6);
+  whole_ms = (float)(whole_us / 1e3);
+  other_ms = (float)(other_us / 1e3);
   mark_ms = 1.0f; /* the streams busy: read by their spans */
   now_ns += 1e6;
   ibp__chooser_decide(s, slot, ch, &prof, cls, prior, 0, 0, &look);
   const ibp_choose_route *q = &ch->cls[cls].route[IBP_ROUTE_STAGED];
   CHECK(ch->timed[IBP_ROUTE_STAGED] == 1 && q->wholes == 1);
-  CHECK(fabs(q->whole_seen[0] - 1.0) < 1e-3);
+  const double ratio = q->wholes == 1 ? q->whole_seen[0] : -1;
   ibp__chooser_free(ch);
   free(slot);
   free(s);
   caller_end = NULL;
+  other_busy = 0;
+  return ratio;
+}
+
+/* The whole span read from the end of the other streams' work on the
+ * caller's stream, but cut no shorter than its windows as read: a whole
+ * of 12 us whose other stream's work ended 2 us before it reads 8 (its
+ * windows), not 2 -- that work may have taken turns with the windows.  A
+ * whole shorter than its windows with nothing cut (its windows started
+ * before the caller's stream ran dry) keeps its reading: 6 us, 0.75. */
+static void test_whole_holds_windows(void) {
+  CHECK(fabs(whole_ratio(12, 2) - 1.0) < 1e-3);
+  CHECK(fabs(whole_ratio(12, -1) - 1.5) < 1e-3);
+  CHECK(fabs(whole_ratio(6, -1) - 0.75) < 1e-3);
 }
 
 int main(void) {
@@ -317,12 +333,33 @@ int main(void) {
   queued = (ibp_timing_queue){1, 10e3, 2 * COPY_NS};
   gpu = timed(5 + copy_us, rec_us + calls_us + 5 + copy_us);
   CHECK(fabs(gpu - COPY_NS) < 20);
+  /* ... ending 3 us after the copy: they delayed nothing, whatever
+   * their share */
+  queued = (ibp_timing_queue){1, 5e3, COPY_NS};
+  other_ms = -0.003f;
+  gpu = timed(copy_us + 3, rec_us + calls_us + copy_us + 3);
+  CHECK(fabs(gpu - COPY_NS - 3000) < 20);
+  /* ... the table's estimates nothing (0 and 0): as the events say */
+  queued = (ibp_timing_queue){1, 0, 0};
+  gpu = timed(copy_us + 3, rec_us + calls_us + copy_us + 3);
+  CHECK(fabs(gpu - COPY_NS - 3000) < 20);
+  other_ms = (float)(copy_us / 1e3);
   /* ... the table not known (a batched launch): read from their end */
   queued.known = 0;
-  other_ms = (float)(copy_us / 1e3);
   gpu = timed(12 + copy_us, rec_us + calls_us + 12 + copy_us);
   CHECK(fabs(gpu - COPY_NS) < 20);
+  /* a driver's copy ahead, ending 8 us before the copy, and a staged
+   * copy's windows queued 5 us ahead, ending 1 us before it: the copy's
+   * 8 us -- the latest of the two cuts, the windows' no more than their
+   * share (not their sum, nor both read as held whole) */
   other_gapped = 0;
+  other_busy = OTHER_LINK | OTHER_TWO;
+  queued = (ibp_timing_queue){1, 5e3, COPY_NS};
+  other2_ms = 1e-3f;
+  gpu = timed(12 + copy_us, rec_us + calls_us + 12 + copy_us);
+  CHECK(fabs(gpu - COPY_NS) < 20);
+  other_busy = OTHER_LINK;
+  queued.known = 0;
   /* the other transfer ended 3 us after the copy: it ran beside it, and
    * the span stands */
   other_ms = -0.003f;

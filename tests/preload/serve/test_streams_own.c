@@ -3,8 +3,14 @@
  * ibp__streams_own_*): a span is clear of them only when none runs and
  * none ended after the span's start, on the device's clock, and only on
  * the device they ran on; a forked child forgets the ones its parent was
- * running.
+ * running.  And what a copy is queued behind on the link
+ * (ibp__streams_queued): the other streams' link work beyond its own
+ * stream's there -- a staged copy's windows wait for its copy stream's
+ * last windows, not for its caller's decodes -- and which of the other
+ * streams' events mark work that takes turns on the link
+ * (ibp__streams_mark_others: a staged copy's windows).
  */
+#include <stdint.h>
 #include <stdio.h>
 
 #include "base/clock.h"
@@ -18,8 +24,23 @@ double ibp__clock_ns(void) {
   return clock_now;
 }
 
+/* events record the stream they were recorded on */
+static CUresult record(CUevent e, CUstream s) {
+  *(CUstream *)e = s;
+  return CUDA_SUCCESS;
+}
+
+static CUresult not_capturing(CUstream s, CUstreamCaptureStatus *cs) {
+  (void)s;
+  *cs = CU_STREAM_CAPTURE_STATUS_NONE;
+  return CUDA_SUCCESS;
+}
+
+static ibp_driver drv = {.cuEventRecord = record,
+                         .cuStreamIsCapturing = not_capturing};
+
 const ibp_driver *ibp__driver(void) {
-  return NULL;
+  return &drv;
 }
 
 #define CHECK(c)                                                               \
@@ -30,7 +51,41 @@ const ibp_driver *ibp__driver(void) {
     }                                                                          \
   } while (0)
 
+#define S(n) ((CUstream)(uintptr_t)(0x100 * (n)))
+
+/* Driver's copies (held whole) and staged copies, each on a device of its
+ * own, then both on a third. */
+static void test_queued(void) {
+  /* two streams' driver copies of 10 us: the second behind the first */
+  clock_now = 0;
+  CHECK(ibp__streams_queued(1, S(1), 0, 10, 10, NULL) == 0);
+  CHECK(ibp__streams_queued(1, S(2), 0, 10, 10, NULL) == 10);
+  CHECK(ibp__streams_queued(1, S(1), 0, 10, 10, NULL) == 10);
+  /* staged copies of 150 us, 64 on the link (their decodes the longer
+   * part): the first stream's second copy waits for the second stream's
+   * windows, 64 us -- not 0, as measured from its own decodes' end */
+  CHECK(ibp__streams_queued(2, S(1), 0, 150, 64, S(11)) == 0);
+  CHECK(ibp__streams_queued(2, S(2), 0, 150, 64, S(12)) == 64);
+  CHECK(ibp__streams_queued(2, S(1), 0, 150, 64, S(11)) == 64);
+  /* a driver's copy on S(1), a staged copy on S(2): a copy on S(3) is
+   * timed beside both -- the staged one's windows take turns on the
+   * link, the driver's copy is held whole */
+  CHECK(ibp__streams_queued(3, S(1), 0, 10, 10, NULL) == 0);
+  CHECK(ibp__streams_queued(3, S(2), 0, 150, 64, S(12)) == 10);
+  CUstream on[3] = {0};
+  CUevent ev[3] = {(CUevent)&on[0], (CUevent)&on[1], (CUevent)&on[2]};
+  unsigned gapped = ~0u;
+  const unsigned n =
+      ibp__streams_mark_others(3, S(3), NULL, 1, 1, ev, 3, &gapped);
+  CHECK(n == 2);
+  for (unsigned k = 0; k < n; k++)
+    CHECK((gapped >> k & 1) == (on[k] == S(12)));
+  CHECK(gapped >> n == 0);
+  CHECK((on[0] == S(12) && on[1] == S(1)) || (on[0] == S(1) && on[1] == S(12)));
+}
+
 int main(void) {
+  test_queued();
   CHECK(ibp__streams_own_clear(0, 0));
   CHECK(!ibp__streams_own_clear(-1, 0)); /* no such device */
   clock_now = 100;
