@@ -422,6 +422,12 @@ template <unsigned C> struct max_stages {
   static const unsigned value = C == 1 ? 3 : C == 2 ? 4 : 5;
 };
 
+/* The plan's S for C-byte chunks: 1-byte chunks' plans always have
+ * max_stages (ibp_kernels_plan_stages), a constant to the compiler. */
+template <unsigned C> IBP_DEV unsigned plan_stages(unsigned S) {
+  return C == 1 ? max_stages<C>::value : S;
+}
+
 /* Word i of a block from the 32 stream bits x at its first payload bit,
  * before the deposit: each chunk's bits moved to the chunk's first bit
  * (pre: 2-byte chunks, per byte the bits the chunks before it in the word
@@ -476,7 +482,7 @@ IBP_DEV uint32_t blocks_bits(const decode_ctx &x, uint32_t lo, uint32_t hi) {
     const uint32_t b = g + ibp_dev_lane();
     uint32_t n = 0;
     if (b < hi) {
-      const uint8_t *pl = x.plan + b * ((4 + x.S) * BLOCK);
+      const uint8_t *pl = x.plan + b * ((4 + plan_stages<C>(x.S)) * BLOCK);
       const uint32_t f = NB ? 0xFFFFu : block_fits<C>(x.sw, x.bit0, b);
       if (C >= 4) {
         n = byte_sum(word_bits<C>(pl, f));
@@ -512,7 +518,8 @@ IBP_DEV uint32_t planes_bits(const decode_ctx &x, uint32_t lo, uint32_t hi,
   const uint32_t PW = IBP_PLAN_PLANE_WORDS(C) * 4;       /* bytes a group */
   const uint32_t lane = 32 * ibp_dev_lane();
   const uint8_t *pp = /* the groups of a pass, from chunk a on */
-      ibp_dev_at(x.plan + (R + BLOCK - 1) / BLOCK * ((4 + x.S) * BLOCK),
+      ibp_dev_at(x.plan + (R + BLOCK - 1) / BLOCK *
+                              ((4 + plan_stages<C>(x.S)) * BLOCK),
                  k0 / 32, PW);
   uint32_t gone = 0, a = k0;
   if (C == 1 && PAIRS) {
@@ -698,7 +705,7 @@ IBP_DEV uint32_t decode_step(const decode_ctx &x, uint32_t g, uint32_t pos) {
   const uint32_t b = BLOCKWIDE && LANE_FITS ? g : g + ibp_dev_lane();
   const uint32_t nb = x.nb, bit0 = x.bit0;
   const uint32_t *sw = x.sw;
-  const unsigned S = x.S;
+  const unsigned S = plan_stages<C>(x.S);
   const bool live = FULL || b < nb;
   const uint32_t bl = live ? b : g; /* dead lanes read a live block */
   const uint8_t *pl = BLOCKWIDE || GROUPED
@@ -1001,7 +1008,7 @@ template <unsigned C> IBP_DEV void decode_group(const tensor_job *j) {
   const uint8_t *plan = j->plan;
   uint8_t *dst = j->dst;
   const uint32_t pay = j->R / C;
-  const unsigned S = j->S;
+  const unsigned S = plan_stages<C>(j->S);
   uint32_t carry = 0;
   for (uint32_t g = 0; g < nb; g += 32) {
     IBP_MARK(MARK_GROUP_STEP);
