@@ -113,6 +113,10 @@ enum {
   MARK_PLANES_PAIR,      /* a pass of a block decode's bit count, 1-byte
                             chunks: two groups a lane */
   MARK_PLANES_PAIR_END,  /* after them */
+  MARK_GROUP_PAIRS,      /* a group of tensors of whole 1024-byte steps,
+                            1-byte chunks: its set-up for steps of two
+                            blocks a lane */
+  MARK_GROUP_TSTEP2,     /* ... a full step of a tensor of it (1024 bytes) */
   MARK_COUNT
 };
 
@@ -749,6 +753,40 @@ IBP_DEV uint32_t decode_step(const decode_ctx &x, uint32_t g, uint32_t pos) {
   return pos + total;
 }
 
+/* A group's tensor's full step of two blocks a lane, 1-byte chunks: lane
+ * l decodes blocks b and b + 1 (b = g + 2l: 64 blocks, 1024 bytes), its 32
+ * fit bits from x.fw (lane_fits' word, x.bit0 mod 32 their shift), one
+ * warp scan for both (half the scans, fit-bit reads and loop tests of
+ * decode_step's GROUPED); returns the bit after the warp's blocks.  The
+ * pair's payload bits come from its 32 chunks' bit planes (the plan's
+ * group b / 2, docs/ARCHITECTURE.md "Large tensors"), so that block b +
+ * 1's set-up waits until block b is out: with both blocks' set-ups before
+ * the scan ptxas spilled on sm_86, sm_90 and sm_100. */
+template <unsigned C>
+IBP_DEV uint32_t decode_step_pair(const decode_ctx &x, uint32_t b,
+                                  uint32_t pos) {
+  IBP_MARK(MARK_GROUP_TSTEP2);
+  const unsigned S = plan_stages<C>(x.S);
+  const uint32_t stride = (4 + S) * BLOCK;
+  const uint8_t *pa = ibp_dev_at(x.plan, b, stride), *pb = pa + stride;
+  const uint32_t f = ibp_dev_funnel_r(x.fw[0], x.fw[1], x.bit0);
+  uint32_t pl[4]; /* (the planes follow the x.nb blocks) */
+  load4(pl, ibp_dev_at(x.plan, x.nb * (stride / 8) + b, 8));
+  uint32_t gone = 0;
+  IBP_UNROLL
+  for (int i = 3; i >= 0; i--)
+    gone = 2 * gone + ibp_dev_popc(f & pl[i]);
+  uint32_t fit[4], pre[4], off[4];
+  const uint32_t na = block_prep<C, true>(pa, f, fit, pre, off);
+  unsigned total;
+  const uint32_t p = pos + ibp_dev_warp_exclusive_scan(256 - gone, &total);
+  uint8_t *d = x.dst + BLOCK * b;
+  ibp_dev_st16(d, block_out<C>(pa, x.sw, p, S, fit, pre, off));
+  block_prep<C, true>(pb, f >> 16, fit, pre, off);
+  ibp_dev_st16(d + BLOCK, block_out<C>(pb, x.sw, p + na, S, fit, pre, off));
+  return pos + total;
+}
+
 /* The SASS count (bench/kernel_sass.sh) builds the kernels with one chunk
  * width only, so that the fatbin holds one decode loop. */
 #ifdef IBP_KERNEL_ONLY_WIDTH
@@ -914,6 +952,22 @@ template <unsigned C> IBP_DEV void decode_group_steps(const tensor_job *j) {
   decode_ctx x = {
       j->plan, j->dst, (const uint32_t *)job_stage(j), 0, R, 0, R / BLOCK, j->S,
       true,    nullptr};
+  if (C == 1 && R % (2 * SPAN) == 0) { /* two blocks a lane */
+    IBP_MARK(MARK_GROUP_PAIRS);
+    for (uint32_t t = 0; t < n; t++, x.dst += R) {
+      IBP_MARK(MARK_GROUP_TENSOR);
+      const uint32_t bit0 = ibp_dev_shfl(first, (int)t);
+      x.bit0 = bit0 + lane * 32; /* the lane's 32 fit bits */
+      x.fw = x.sw + ibp_dev_shr(x.bit0, 5);
+      uint32_t pos = bit0 + R / C;
+      /* (the lane's first block b: b < R / 16 as the step's first is) */
+      for (uint32_t b = 2 * lane; b < R / BLOCK; b += 64, x.fw += 32)
+        pos = decode_step_pair<C>(x, b, pos);
+      IBP_MARK(MARK_GROUP_TENSOR_END);
+    }
+    IBP_MARK(MARK_GROUP_END);
+    return;
+  }
   for (uint32_t t = 0; t < n; t++, x.dst += R) {
     IBP_MARK(MARK_GROUP_TENSOR);
     const uint32_t bit0 = ibp_dev_shfl(first, (int)t);
