@@ -117,6 +117,7 @@ enum {
                             1-byte chunks: its set-up for steps of two
                             blocks a lane */
   MARK_GROUP_TSTEP2,     /* ... a full step of a tensor of it (1024 bytes) */
+  MARK_WALK_FIRST,       /* a walk's first unit looked up: its set-up */
   MARK_COUNT
 };
 
@@ -1649,6 +1650,7 @@ IBP_DEV void walk_units(Units &units, walk_state *ws, tensor_job *slots) {
              *nn = slots + slot_after(at, 2);
   int jc = unit_of(units, u, u1 - u, ws->stage_bytes, walk_stage(ws, 0), j),
       nc = 0, staged = 0;
+  IBP_MARK(MARK_WALK_FIRST);
   while (u < u1) {
     IBP_MARK(MARK_UNIT);
     if (!jc) {
