@@ -23,7 +23,8 @@
 #    (tests/sim/kernels/count_marks, from the build directory) and reports
 #    how often each warp passed each mark.  P is the path tensors of R
 #    bytes take (warp: a warp per tensor; block: R >= 16 KiB) and L its
-#    full decode step's instructions / 512.  Then the same for regions
+#    full decode step's instructions / 512 (a step of two blocks a lane,
+#    MARK_GROUP_TSTEP2: / 1024).  Then the same for regions
 #    with the exponent stage (R in 1024 and 4096; the block path has no
 #    stage, so none of 16 KiB or more):
 #      stage=exp dtype=bf16 size=R width=W instructions_per_byte_all_in=X path=warp loop_instructions_per_byte=L

@@ -90,6 +90,8 @@ static unsigned bit_length(unsigned v) {
 
 unsigned ibp_kernels_plan_stages(const uint8_t *mask, uint32_t stride,
                                  uint32_t K, uint32_t R, uint32_t c) {
+  if (c == 1) /* (ibp_kernels.h) */
+    return 3;
   const unsigned seg = segment_bits(c);
   unsigned most = 0;
   for (uint32_t k = 0; k < (K ? K : 1); k++)

@@ -113,6 +113,11 @@ enum {
   MARK_PLANES_PAIR,      /* a pass of a block decode's bit count, 1-byte
                             chunks: two groups a lane */
   MARK_PLANES_PAIR_END,  /* after them */
+  MARK_GROUP_PAIRS,      /* a group of tensors of whole 1024-byte steps,
+                            1-byte chunks: its set-up for steps of two
+                            blocks a lane */
+  MARK_GROUP_TSTEP2,     /* ... a full step of a tensor of it (1024 bytes) */
+  MARK_WALK_FIRST,       /* a walk's first unit looked up: its set-up */
   MARK_COUNT
 };
 
@@ -422,6 +427,12 @@ template <unsigned C> struct max_stages {
   static const unsigned value = C == 1 ? 3 : C == 2 ? 4 : 5;
 };
 
+/* The plan's S for C-byte chunks: 1-byte chunks' plans always have
+ * max_stages (ibp_kernels_plan_stages), a constant to the compiler. */
+template <unsigned C> IBP_DEV unsigned plan_stages(unsigned S) {
+  return C == 1 ? max_stages<C>::value : S;
+}
+
 /* Word i of a block from the 32 stream bits x at its first payload bit,
  * before the deposit: each chunk's bits moved to the chunk's first bit
  * (pre: 2-byte chunks, per byte the bits the chunks before it in the word
@@ -476,7 +487,7 @@ IBP_DEV uint32_t blocks_bits(const decode_ctx &x, uint32_t lo, uint32_t hi) {
     const uint32_t b = g + ibp_dev_lane();
     uint32_t n = 0;
     if (b < hi) {
-      const uint8_t *pl = x.plan + b * ((4 + x.S) * BLOCK);
+      const uint8_t *pl = x.plan + b * ((4 + plan_stages<C>(x.S)) * BLOCK);
       const uint32_t f = NB ? 0xFFFFu : block_fits<C>(x.sw, x.bit0, b);
       if (C >= 4) {
         n = byte_sum(word_bits<C>(pl, f));
@@ -512,7 +523,8 @@ IBP_DEV uint32_t planes_bits(const decode_ctx &x, uint32_t lo, uint32_t hi,
   const uint32_t PW = IBP_PLAN_PLANE_WORDS(C) * 4;       /* bytes a group */
   const uint32_t lane = 32 * ibp_dev_lane();
   const uint8_t *pp = /* the groups of a pass, from chunk a on */
-      ibp_dev_at(x.plan + (R + BLOCK - 1) / BLOCK * ((4 + x.S) * BLOCK),
+      ibp_dev_at(x.plan + (R + BLOCK - 1) / BLOCK *
+                              ((4 + plan_stages<C>(x.S)) * BLOCK),
                  k0 / 32, PW);
   uint32_t gone = 0, a = k0;
   if (C == 1 && PAIRS) {
@@ -698,7 +710,7 @@ IBP_DEV uint32_t decode_step(const decode_ctx &x, uint32_t g, uint32_t pos) {
   const uint32_t b = BLOCKWIDE && LANE_FITS ? g : g + ibp_dev_lane();
   const uint32_t nb = x.nb, bit0 = x.bit0;
   const uint32_t *sw = x.sw;
-  const unsigned S = x.S;
+  const unsigned S = plan_stages<C>(x.S);
   const bool live = FULL || b < nb;
   const uint32_t bl = live ? b : g; /* dead lanes read a live block */
   const uint8_t *pl = BLOCKWIDE || GROUPED
@@ -739,6 +751,40 @@ IBP_DEV uint32_t decode_step(const decode_ctx &x, uint32_t g, uint32_t pos) {
       }
     }
   }
+  return pos + total;
+}
+
+/* A group's tensor's full step of two blocks a lane, 1-byte chunks: lane
+ * l decodes blocks b and b + 1 (b = g + 2l: 64 blocks, 1024 bytes), its 32
+ * fit bits from x.fw (lane_fits' word, x.bit0 mod 32 their shift), one
+ * warp scan for both (half the scans, fit-bit reads and loop tests of
+ * decode_step's GROUPED); returns the bit after the warp's blocks.  The
+ * pair's payload bits come from its 32 chunks' bit planes (the plan's
+ * group b / 2, docs/ARCHITECTURE.md "Large tensors"), so that block b +
+ * 1's set-up waits until block b is out: with both blocks' set-ups before
+ * the scan ptxas spilled on sm_86, sm_90 and sm_100. */
+template <unsigned C>
+IBP_DEV uint32_t decode_step_pair(const decode_ctx &x, uint32_t b,
+                                  uint32_t pos) {
+  IBP_MARK(MARK_GROUP_TSTEP2);
+  const unsigned S = plan_stages<C>(x.S);
+  const uint32_t stride = (4 + S) * BLOCK;
+  const uint8_t *pa = ibp_dev_at(x.plan, b, stride), *pb = pa + stride;
+  const uint32_t f = ibp_dev_funnel_r(x.fw[0], x.fw[1], x.bit0);
+  uint32_t pl[4]; /* (the planes follow the x.nb blocks) */
+  load4(pl, ibp_dev_at(x.plan, x.nb * (stride / 8) + b, 8));
+  uint32_t gone = 0;
+  IBP_UNROLL
+  for (int i = 3; i >= 0; i--)
+    gone = 2 * gone + ibp_dev_popc(f & pl[i]);
+  uint32_t fit[4], pre[4], off[4];
+  const uint32_t na = block_prep<C, true>(pa, f, fit, pre, off);
+  unsigned total;
+  const uint32_t p = pos + ibp_dev_warp_exclusive_scan(256 - gone, &total);
+  uint8_t *d = x.dst + BLOCK * b;
+  ibp_dev_st16(d, block_out<C>(pa, x.sw, p, S, fit, pre, off));
+  block_prep<C, true>(pb, f >> 16, fit, pre, off);
+  ibp_dev_st16(d + BLOCK, block_out<C>(pb, x.sw, p + na, S, fit, pre, off));
   return pos + total;
 }
 
@@ -907,6 +953,22 @@ template <unsigned C> IBP_DEV void decode_group_steps(const tensor_job *j) {
   decode_ctx x = {
       j->plan, j->dst, (const uint32_t *)job_stage(j), 0, R, 0, R / BLOCK, j->S,
       true,    nullptr};
+  if (C == 1 && R % (2 * SPAN) == 0) { /* two blocks a lane */
+    IBP_MARK(MARK_GROUP_PAIRS);
+    for (uint32_t t = 0; t < n; t++, x.dst += R) {
+      IBP_MARK(MARK_GROUP_TENSOR);
+      const uint32_t bit0 = ibp_dev_shfl(first, (int)t);
+      x.bit0 = bit0 + lane * 32; /* the lane's 32 fit bits */
+      x.fw = x.sw + ibp_dev_shr(x.bit0, 5);
+      uint32_t pos = bit0 + R / C;
+      /* (the lane's first block b: b < R / 16 as the step's first is) */
+      for (uint32_t b = 2 * lane; b < R / BLOCK; b += 64, x.fw += 32)
+        pos = decode_step_pair<C>(x, b, pos);
+      IBP_MARK(MARK_GROUP_TENSOR_END);
+    }
+    IBP_MARK(MARK_GROUP_END);
+    return;
+  }
   for (uint32_t t = 0; t < n; t++, x.dst += R) {
     IBP_MARK(MARK_GROUP_TENSOR);
     const uint32_t bit0 = ibp_dev_shfl(first, (int)t);
@@ -1001,7 +1063,7 @@ template <unsigned C> IBP_DEV void decode_group(const tensor_job *j) {
   const uint8_t *plan = j->plan;
   uint8_t *dst = j->dst;
   const uint32_t pay = j->R / C;
-  const unsigned S = j->S;
+  const unsigned S = plan_stages<C>(j->S);
   uint32_t carry = 0;
   for (uint32_t g = 0; g < nb; g += 32) {
     IBP_MARK(MARK_GROUP_STEP);
@@ -1588,6 +1650,7 @@ IBP_DEV void walk_units(Units &units, walk_state *ws, tensor_job *slots) {
              *nn = slots + slot_after(at, 2);
   int jc = unit_of(units, u, u1 - u, ws->stage_bytes, walk_stage(ws, 0), j),
       nc = 0, staged = 0;
+  IBP_MARK(MARK_WALK_FIRST);
   while (u < u1) {
     IBP_MARK(MARK_UNIT);
     if (!jc) {

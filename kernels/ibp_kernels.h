@@ -343,7 +343,8 @@ typedef struct ibp_gather_args {
  *           take the bit 2^s below them in stage s of the deposit (Hacker's
  *           Delight's "expand", stages S-1 down to 0), per chunk (per
  *           32-bit word for chunks of 8 bytes)
- * S (0..5) is the fewest stages that deposit every word of every pair.
+ * S (0..5) is the fewest stages that deposit every word of every pair
+ * (1-byte chunks: always 3, ibp_kernels_plan_stages).
  * After the blocks, the chunks' invariant bits as bit planes: per 32
  * chunks of the tensor (chunk k in group k / 32, at bit k % 32) the words
  * of IBP_PLAN_PLANE_WORDS(c), word j bit j of each chunk's invariant bits
@@ -357,7 +358,9 @@ typedef struct ibp_gather_args {
 #define IBP_PLAN_PLANE_WORDS(c) ((c) == 1 ? 4u : 8u)
 
 /* S for K pairs: Masks at mask + k * stride (k < K), R bytes each, chunk
- * width c. */
+ * width c: the fewest stages that deposit every word, but for 1-byte
+ * chunks always 3, their most (the kernel takes it as a constant there:
+ * no test of S in the deposit, the plan's stride known). */
 unsigned ibp_kernels_plan_stages(const uint8_t *mask, uint32_t stride,
                                  uint32_t K, uint32_t R, uint32_t c);
 

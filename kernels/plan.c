@@ -92,7 +92,8 @@ int ibp_kernels_plan_decompress_warps(ibp_decompress_args *a,
   const uint32_t k = a->clusters > 1 ? a->clusters : 1;
   if (k > 1 && (!a->cluster_ids || k > 256))
     return -1;
-  if (!a->plan || a->plan_stages > IBP_PLAN_MAX_STAGES)
+  if (!a->plan || a->plan_stages > IBP_PLAN_MAX_STAGES ||
+      (c == 1 && a->plan_stages != 3)) /* (ibp_kernels_plan_stages) */
     return -1;
   a->plan_stride = (uint32_t)ibp_kernels_plan_bytes(R, 1, a->plan_stages);
   const uint64_t staging = warp_bytes(a->stage_buffers, a->stage_bytes) * warps;

@@ -201,11 +201,16 @@ def combine(regions_path, hits_path, detail):
             parts.append((n, m, p))
         block = int(f["size"]) >= BLOCK_R
         # the loop the copy ran most: a full step of its path, or a group's
+        # (MARK_GROUP_TSTEP2: two blocks a lane, 1024 bytes a step)
         steps = ["MARK_BSTEP_FULL"] if block else ["MARK_STEP_FULL",
                                                    "MARK_GROUP_STEP",
-                                                   "MARK_GROUP_TSTEP"]
+                                                   "MARK_GROUP_TSTEP",
+                                                   "MARK_GROUP_TSTEP2"]
         steps = [ids[n] for n in steps if n in ids]
-        loop = ins.get(max(steps, key=lambda m: hits.get(m, 0)), 0)
+        most = max(steps, key=lambda m: hits.get(m, 0))
+        loop = ins.get(most, 0)
+        if most == ids.get("MARK_GROUP_TSTEP2"):
+            loop /= 2.0  # per 512 bytes, as the others
         stage = ("stage=%s dtype=%s " % (f["stage"], f["dtype"])
                  if "stage" in f else "")
         print("%ssize=%s width=%s instructions_per_byte_all_in=%.3f path=%s "

@@ -67,7 +67,8 @@ static void check_mask(rng *r, uint32_t R, uint32_t c, const uint8_t *mask,
   CHECK(S <= IBP_PLAN_MAX_STAGES && S <= (c == 1 ? 3u : c == 2 ? 4u : 5u));
   CHECK(ibp_kernels_plan_bytes(R, 1, S) <= sizeof plan);
   CHECK(ibp_kernels_decode_plan(mask, bitval, R, 1, R, c, S, plan) == 0);
-  if (S > 0) /* the fewest stages */
+  CHECK(c != 1 || S == 3); /* 1-byte chunks: always their most */
+  if (S > 0 && c != 1)     /* the fewest stages */
     CHECK(ibp_kernels_decode_plan(mask, bitval, R, 1, R, c, S - 1, plan) == -1);
   CHECK(ibp_kernels_decode_plan(mask, bitval, R, 1, R, c, S, plan) == 0);
   /* the bit planes after the blocks: chunk k's invariant bits inside R */
