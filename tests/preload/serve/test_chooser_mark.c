@@ -187,6 +187,17 @@ static double timed(double span_us, double mark_us) {
   return timed_beside(span_us, mark_us, (beside){0}, 0);
 }
 
+/* The priors of a copy only route r can take (its model) and the choice
+ * of r, timed. */
+static void timed_choice(ibp_route r, const ibp_route_cost *model,
+                         ibp_route_cost prior[IBP_ROUTES], ibp_choice *c) {
+  memset(prior, 0, IBP_ROUTES * sizeof *prior);
+  prior[r] = *model;
+  memset(c, 0, sizeof *c);
+  c->route = c->chosen = r;
+  c->timed = 1;
+}
+
 /* A copy whose model holds the link 400 us (a KV restore of several MiB),
  * really 100 us: asked about at a quarter of its model, not at twice it
  * (chooser.c, look_at); not run yet then, asked again at half, not
@@ -199,12 +210,8 @@ static void test_look_early(void) {
   const double model_ns = 400e3;
   const ibp_route_cost model = {.cpu_ns = CALLS_NS, .gpu_ns = model_ns};
   ibp_route_cost prior[IBP_ROUTES];
-  memset(prior, 0, sizeof prior);
-  prior[IBP_ROUTE_DRIVER] = model;
   ibp_choice c, look;
-  memset(&c, 0, sizeof c);
-  c.route = c.chosen = IBP_ROUTE_DRIVER;
-  c.timed = 1;
+  timed_choice(IBP_ROUTE_DRIVER, &model, prior, &c);
   ibp_timing t;
   ibp__timing_begin(slot, ch, &prof, STREAM, STREAM, cls, &c, &model, 0,
                     CALLS_NS, 0, 0, 0, &queued, &t);
@@ -243,12 +250,8 @@ static double whole_ratio(double whole_us, double other_us) {
   const unsigned cls = ibp__choose_class_index(65536, 1, IBP_CLASS_SINGLE);
   const ibp_route_cost model = {.cpu_ns = CALLS_NS, .gpu_ns = COPY_NS};
   ibp_route_cost prior[IBP_ROUTES];
-  memset(prior, 0, sizeof prior);
-  prior[IBP_ROUTE_STAGED] = model;
   ibp_choice c, look;
-  memset(&c, 0, sizeof c);
-  c.route = c.chosen = IBP_ROUTE_STAGED;
-  c.timed = 1;
+  timed_choice(IBP_ROUTE_STAGED, &model, prior, &c);
   other_busy = other_us >= 0 ? OTHER_CALLER : 0;
   ibp_timing t;
   ibp__timing_begin(slot, ch, &prof, STREAM, CALLER_STREAM, cls, &c, &model, 0,
