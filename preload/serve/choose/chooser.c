@@ -851,7 +851,7 @@ void ibp__timing_begin(ibp_device_slot *slot, ibp_chooser *ch,
   /* the other streams' first: an event of theirs that completes before the
    * copy's start event says nothing more than it */
   CUstreamCaptureMode mode = relaxed(d);
-  unsigned gapped = 0, whole_gapped = 0; /* the whole span's: not used */
+  unsigned gapped = 0;
   const unsigned recorded =
       ibp__streams_mark_others(dev, stream, caller, 1, ibp__clock_ns(), ev + 2,
                                IBP_TIMING_OTHERS, &gapped);
@@ -860,7 +860,7 @@ void ibp__timing_begin(ibp_device_slot *slot, ibp_chooser *ch,
   if (deferred) /* the whole span on the caller's stream as well */
     whole = ibp__streams_mark_others(dev, caller, stream, 0, ibp__clock_ns(),
                                      ev + IBP_TIMING_CALLER + 2,
-                                     IBP_TIMING_CALLER_OTHERS, &whole_gapped);
+                                     IBP_TIMING_CALLER_OTHERS, NULL);
   /* the host's moment on the GPU's clock, last before the start events */
   const CUstream mark = slot->mem.mark;
   if (mark)

@@ -93,7 +93,8 @@ unsigned ibp__streams_mark_others(int dev, CUstream s, CUstream also,
                                   int link_only, double now_ns, CUevent ev[],
                                   unsigned max, unsigned *gapped) {
   const ibp_driver *d = ibp__driver();
-  *gapped = 0;
+  if (gapped)
+    *gapped = 0;
   if (!valid(dev) || !d || !max)
     return 0;
   stream_end pick[STREAMS];
@@ -119,7 +120,7 @@ unsigned ibp__streams_mark_others(int dev, CUstream s, CUstream also,
         cs == CU_STREAM_CAPTURE_STATUS_NONE &&
         d->cuEventRecord(ev[recorded], pick[k].stream) == CUDA_SUCCESS) {
       /* a staged copy's windows, or its decodes on its caller's stream */
-      if (pick[k].own || !pick[k].link)
+      if (gapped && (pick[k].own || !pick[k].link))
         *gapped |= 1u << recorded;
       recorded++;
     }
@@ -147,26 +148,26 @@ void ibp__streams_forget_device(int dev) {
   pthread_mutex_unlock(&lock);
 }
 
-/* Stream s's entry in row (lock held): its own, or the one whose work
- * ends first, made its. */
-static stream_end *entry(stream_end *row, CUstream s) {
+/* Stream s's entry in row, NULL where none (lock held). */
+static stream_end *found(stream_end *row, CUstream s) {
   for (int i = 0; i < STREAMS; i++)
     if (row[i].end_ns > 0 && row[i].stream == s)
       return &row[i];
-  stream_end *e = &row[0];
+  return NULL;
+}
+
+/* Stream s's entry in row (lock held): its own, or the one whose work
+ * ends first, made its. */
+static stream_end *entry(stream_end *row, CUstream s) {
+  stream_end *e = found(row, s);
+  if (e)
+    return e;
+  e = &row[0];
   for (int i = 1; i < STREAMS; i++)
     if (row[i].end_ns < e->end_ns)
       e = &row[i];
   *e = (stream_end){s, 0, 0, 0};
   return e;
-}
-
-/* When stream s's work in row ends (0: none remembered; lock held). */
-static double end_of(const stream_end *row, CUstream s) {
-  for (int i = 0; i < STREAMS; i++)
-    if (row[i].end_ns > 0 && row[i].stream == s)
-      return row[i].end_ns;
-  return 0;
 }
 
 double ibp__streams_queued(int dev, CUstream s, double now_ns, double est_ns,
@@ -177,7 +178,8 @@ double ibp__streams_queued(int dev, CUstream s, double now_ns, double est_ns,
   stream_end *row = table[dev];
   /* where its link part waits from: its link stream's last work, which
    * does not wait for s's (a staged copy's windows, s's decodes apart) */
-  const double on_link = link_stream ? end_of(row, link_stream) : 0;
+  const stream_end *l_was = link_stream ? found(row, link_stream) : NULL;
+  const double on_link = l_was ? l_was->end_ns : 0;
   const double link_own = on_link > now_ns ? on_link : now_ns;
   const double link_ahead =
       link_ns > 0 && link_end[dev] > link_own ? link_end[dev] - link_own : 0;

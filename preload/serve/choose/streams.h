@@ -51,10 +51,10 @@ double ibp__streams_queued(int dev, CUstream s, double now_ns, double est_ns,
  * would order other streams' work, or land on this thread's own) and a
  * capturing stream.  Under the table's lock, so that a stream being
  * destroyed (ibp__streams_forget) is not recorded on.  Returns how many
- * were recorded; bit k of *gapped: ev[k]'s work leaves the link idle
- * between its parts (a staged copy's windows, which wait for their decodes
- * and its buffers) -- another stream's copy may take turns with it there,
- * rather than wait for it to end. */
+ * were recorded; bit k of *gapped (gapped may be NULL): ev[k]'s work leaves the
+ * link idle between its parts (a staged copy's windows, which wait for their
+ * decodes and its buffers) -- another stream's copy may take turns with it
+ * there, rather than wait for it to end. */
 unsigned ibp__streams_mark_others(int dev, CUstream s, CUstream also,
                                   int link_only, double now_ns, CUevent ev[],
                                   unsigned max, unsigned *gapped);

@@ -75,6 +75,8 @@ unsigned ibp__streams_mark_others(int dev, CUstream s, CUstream also,
                                   int link_only, double now, CUevent ev[],
                                   unsigned max, unsigned *gapped) {
   (void)dev, (void)s, (void)also, (void)now;
+  unsigned none;
+  gapped = gapped ? gapped : &none; /* may be NULL (streams.h) */
   *gapped = 0;
   if (!max || !(other_busy & (link_only ? OTHER_LINK : OTHER_CALLER)))
     return 0;
