@@ -636,6 +636,42 @@ static void test_hysteresis(void) {
   CHECK(changes <= 1);
 }
 
+/* The band's limit, pinned: priors 3.4 % apart favouring each route in
+ * turn, both routes judged on the class's own copies -- beyond the 2 % band
+ * (IBP_CHOOSE_HYSTERESIS_OWN), so each copy takes the route its own
+ * estimate favours (docs/ARCHITECTURE.md "The gate", the band's limit):
+ * a change of route at nearly every copy, and never the dearer one. */
+static void test_hysteresis_beyond(void) {
+  static const ibp_route_cost kernel_far[IBP_ROUTES] = {
+      {.cpu_ns = 2500, .gpu_ns = 80000, .engine = 1},
+      {.cpu_ns = 2800, .gpu_ns = 77000}};
+  static const ibp_route_cost driver_far[IBP_ROUTES] = {
+      {.cpu_ns = 2500, .gpu_ns = 77300, .engine = 1},
+      {.cpu_ns = 2800, .gpu_ns = 80000}};
+  sim m;
+  sim_init(&m);
+  for (int i = 0; i < 4; i++) {
+    ibp__choose_learn(&m.k, IBP_ROUTE_DRIVER, 0, 2500, 2500, 120000, 80000,
+                      m.now);
+    ibp__choose_learn(&m.k, IBP_ROUTE_ZEROCOPY, 0, 2800, 2800, 120000, 80000,
+                      m.now);
+  }
+  long changes = 0, dearer = 0;
+  int last = -1;
+  for (long i = 0; i < 1000; i++) {
+    const ibp_route_cost *p = i % 2 ? kernel_far : driver_far;
+    const ibp_route cheaper = i % 2 ? IBP_ROUTE_ZEROCOPY : IBP_ROUTE_DRIVER;
+    ibp_choice c;
+    ibp__choose_decide(&m.k, p, 0u, TIMING_NS, 1, 0, m.now, &c);
+    changes += last >= 0 && m.k.last != last;
+    last = m.k.last;
+    dearer += c.chosen != cheaper;
+    m.now += 120000;
+  }
+  CHECK(changes >= 990);
+  CHECK(dearer == 0);
+}
+
 /* Two routes the class timed itself, the last choice measured 4.5 %
  * dearer than the other: it is left -- within the 5 % hysteresis, beyond the
  * 2 % of routes both judged on the class's own copies
@@ -2621,6 +2657,7 @@ int main(void) {
   test_dead_band();
   test_model_varies();
   test_hysteresis();
+  test_hysteresis_beyond();
   test_hysteresis_own();
   test_whole_no_band();
   test_bounds();
