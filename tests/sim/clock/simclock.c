@@ -1,6 +1,7 @@
 /* The simulated GPU's virtual clock (simclock.h). */
 #include "simclock.h"
 
+#include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -12,6 +13,9 @@
 /* Busy intervals kept per link; the oldest are merged into `floor` (no
  * reservation starts before it) when the list is full. */
 #define LINK_INTERVALS 128
+/* Steps kept per SM timeline; the oldest are dropped into its `floor`
+ * when the list is full. */
+#define SM_STEPS 128
 
 static ibp_profile profile;
 static pthread_once_t profile_once = PTHREAD_ONCE_INIT;
@@ -182,12 +186,153 @@ double simclock_link_reserve(simclock_link link, double ready, double dur) {
   return t;
 }
 
+/* ---- the SMs ------------------------------------------------------------- */
+
+/* From `t` on (to the next step) `used` SMs are reserved. */
+typedef struct step {
+  double t;
+  unsigned used;
+} step;
+
+/* A piecewise-constant count of reserved SMs: none before the first step
+ * and from the last on (the last step's `used` is 0). */
+typedef struct sm_timeline {
+  pthread_mutex_t m;
+  double floor;
+  size_t n;
+  step steps[SM_STEPS]; /* t strictly increasing */
+} sm_timeline;
+
+static sm_timeline sm_lines[SIMCLOCK_DEVICES];
+static pthread_once_t sm_once = PTHREAD_ONCE_INIT;
+
+static void sm_init(void) {
+  for (int i = 0; i < SIMCLOCK_DEVICES; i++)
+    pthread_mutex_init(&sm_lines[i].m, NULL);
+}
+
+/* The number of steps at or before t (binary search). */
+static size_t steps_upto(const sm_timeline *l, double t) {
+  size_t lo = 0, hi = l->n;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (l->steps[mid].t <= t)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return lo;
+}
+
+/* Inserts a step at `at`, t, with `used`. */
+static void step_insert(sm_timeline *l, size_t at, double t, unsigned used) {
+  memmove(l->steps + at + 1, l->steps + at, (l->n - at) * sizeof *l->steps);
+  l->steps[at] = (step){t, used};
+  l->n++;
+}
+
+/* The index of a step that starts at t (one inserted if none does). */
+static size_t step_at(sm_timeline *l, double t) {
+  size_t k = steps_upto(l, t);
+  if (k > 0 && l->steps[k - 1].t == t)
+    return k - 1;
+  step_insert(l, k, t, k > 0 ? l->steps[k - 1].used : 0);
+  return k;
+}
+
+/* Room for the two steps a reservation adds: the oldest steps go, and no
+ * reservation starts before the time they covered. */
+static void sm_make_room(sm_timeline *l) {
+  while (l->n + 2 > SM_STEPS) {
+    l->floor = l->steps[1].t;
+    memmove(l->steps, l->steps + 1, (l->n - 1) * sizeof *l->steps);
+    l->n--;
+  }
+}
+
+/* Drops the steps in [lo, hi) that change nothing. */
+static void sm_merge(sm_timeline *l, size_t lo, size_t hi) {
+  size_t w = lo;
+  for (size_t r = lo; r < l->n; r++) {
+    unsigned before = w > 0 ? l->steps[w - 1].used : 0;
+    if (r < hi && l->steps[r].used == before)
+      continue;
+    l->steps[w++] = l->steps[r];
+  }
+  l->n = w;
+}
+
+/* The kernel's work, want x dur SM-ns, done in the SMs it gets stretch by
+ * stretch (a stretch: from one step to the next); each stretch it runs in
+ * has its SMs added.  The last step leaves every SM free, so the work
+ * always ends.  Returns the end. */
+static double sm_fill(sm_timeline *l, double t, unsigned total, unsigned want,
+                      double dur) {
+  double left = (double)want * dur;
+  size_t k = step_at(l, t), first = k;
+  for (;; k++) {
+    unsigned used = l->steps[k].used;
+    unsigned got = used >= total         ? 0
+                   : total - used < want ? total - used
+                                         : want;
+    double next = k + 1 < l->n ? l->steps[k + 1].t : INFINITY;
+    if (got == 0) {
+      t = next;
+      continue;
+    }
+    if (next < INFINITY && left > got * (next - t)) {
+      left -= got * (next - t);
+      l->steps[k].used = used + got;
+      t = next;
+      continue;
+    }
+    double end = t + left / got;
+    if (end > next) /* rounding */
+      end = next;
+    if (end > t) {
+      if (end < next)
+        step_insert(l, k + 1, end, used);
+      l->steps[k].used = used + got;
+    }
+    t = end;
+    break;
+  }
+  sm_merge(l, first, k + 2);
+  return t;
+}
+
+double simclock_sms_reserve(unsigned device, double ready, unsigned total,
+                            unsigned want, double dur) {
+  if (!(dur > 0))
+    return ready;
+  if (!(dur < INFINITY))
+    return ready + dur;
+  total = total ? total : 1;
+  want = want == 0 ? 1 : want > total ? total : want;
+  pthread_once(&sm_once, sm_init);
+  sm_timeline *l =
+      &sm_lines[device < SIMCLOCK_DEVICES ? device : SIMCLOCK_DEVICES - 1];
+  pthread_mutex_lock(&l->m);
+  sm_make_room(l);
+  double end =
+      sm_fill(l, ready > l->floor ? ready : l->floor, total, want, dur);
+  pthread_mutex_unlock(&l->m);
+  return end;
+}
+
 void simclock_reset(void) {
   for (int i = 0; i < SIMCLOCK_LINKS; i++) {
     pthread_mutex_lock(&links[i].m);
     links[i].floor = 0;
     links[i].n = 0;
     pthread_mutex_unlock(&links[i].m);
+  }
+  pthread_once(&sm_once, sm_init);
+  for (int i = 0; i < SIMCLOCK_DEVICES; i++) {
+    pthread_mutex_lock(&sm_lines[i].m);
+    sm_lines[i].floor = 0;
+    sm_lines[i].n = 0;
+    pthread_mutex_unlock(&sm_lines[i].m);
   }
   atomic_store(&frontier, 0);
   host_ns = 0;

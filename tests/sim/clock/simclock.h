@@ -11,6 +11,8 @@
  * direction: a transfer takes the free time after it is ready, gap after
  * gap, until it has had its duration, so streams share its bandwidth and
  * its busy time does not depend on the order their workers run in.
+ * Each device's SMs have a timeline too: a kernel gets the SMs that
+ * kernels reserved before it left free, and runs slower on fewer.
  *
  * The profile comes from SIMCUDA_PROFILE (a built-in name or a file,
  * profile/profile.h: the simulated GPU's truth, which libibp's model,
@@ -51,7 +53,21 @@ void simclock_reach(double t);
  * more pieces); returns when the last piece ends. */
 double simclock_link_reserve(simclock_link link, double ready, double dur);
 
-/* Forgets the link timelines and the threads' starting point (tests). */
+/* Devices with an SM timeline of their own; a higher device shares the
+ * last one. */
+#define SIMCLOCK_DEVICES 8
+
+/* Reserves SMs of `device` (one of `total`) for a kernel that takes `dur`
+ * ns on `want` SMs: want x dur SM-ns of work.  From `ready` on, in each
+ * stretch of the timeline it gets min(want, what earlier reservations
+ * left free) SMs and progresses at that over `want` of its full rate,
+ * until its work is done; returns when it is.  Degenerate input: `want` 0
+ * counts as 1, above `total` as `total` (`total` 0 as 1); `dur` <= 0
+ * reserves nothing and returns `ready`. */
+double simclock_sms_reserve(unsigned device, double ready, unsigned total,
+                            unsigned want, double dur);
+
+/* Forgets the link and SM timelines and the threads' starting point (tests). */
 void simclock_reset(void);
 
 #ifdef __cplusplus
