@@ -444,19 +444,21 @@ SCU_HIDDEN void scu_vclock_submit(scu_op *op);
 /* When op may start on s: after its submission, s's previous operation and
  * its dependencies (which have completed). */
 SCU_HIDDEN double scu_vclock_start(scu_stream *s, const scu_op *op);
-/* When op, started at `start` and executed, ends (copies by bytes and
- * setup on the link, kernels by the host reads the emulator counted,
- * host functions by their real duration `host_ns`). */
-SCU_HIDDEN double scu_vclock_end(const scu_op *op, double start,
-                                 double host_ns);
+/* When op, queued on s, started at `start` and executed, ends (copies by
+ * bytes and setup on the link, kernels on the SMs of s's device and by the
+ * host reads the emulator counted, host functions by their real duration
+ * `host_ns`). */
+SCU_HIDDEN double scu_vclock_end(const scu_stream *s, const scu_op *op,
+                                 double start, double host_ns);
 /* Records that s completed seq at virtual time `end` (s->m held). */
 SCU_HIDDEN void scu_vclock_complete(scu_stream *s, uint64_t seq, double end);
 /* The virtual end of s's operation seq, which has completed (s->m held). */
 SCU_HIDDEN double scu_vclock_end_of(const scu_stream *s, uint64_t seq);
 
-/* ---- turns on the link (simcuda_turns.c) -------------------------------- */
+/* ---- turns on the link and the SMs (simcuda_turns.c) ------------------- */
 
-/* op, being queued on s, takes the next turn if it may use the link. */
+/* op, being queued on s, takes the next turn if it may use the link or
+ * the SMs. */
 SCU_HIDDEN void scu_turn_take(scu_stream *s, scu_op *op);
 /* Waits until every earlier turn has passed (or waits on a host thread). */
 SCU_HIDDEN void scu_turn_wait(const scu_op *op);

@@ -244,7 +244,7 @@ static void run_head(scu_stream *s, scu_op *op, CUresult prior) {
   double start = scu_vclock_start(s, op);
   uint64_t host0 = scu_now_ns();
   CUresult r = execute(s, op, prior, start);
-  double end = scu_vclock_end(op, start, (double)(scu_now_ns() - host0));
+  double end = scu_vclock_end(s, op, start, (double)(scu_now_ns() - host0));
   if (r != CUDA_SUCCESS) /* visible before anyone sees the op complete */
     scu_ctx_set_sticky(s->ctx, r);
   pthread_mutex_lock(&s->m);

@@ -1,13 +1,15 @@
 /*
- * The order in which operations take the PCIe link (docs/PROFILE.md, "The
- * virtual clock").  The link's timeline gives a transfer the free time
- * after it is ready, so when two streams' transfers overlap, the one
- * reserved first gets the earlier gap.  Stream workers reach their
- * reservations in whatever order the host schedules them; to keep every
- * modelled time independent of that, each operation that may use the link
- * takes a turn when it is queued and reserves only once every earlier
- * turn has passed: the link is taken in the order the operations were
- * submitted.
+ * The order in which operations take the PCIe link and the SMs
+ * (docs/PROFILE.md, "The virtual clock").  The link's timeline gives a
+ * transfer the free time after it is ready, and a device's SM timeline
+ * gives a kernel the SMs earlier kernels left free, so when two streams'
+ * work overlaps, the one reserved first gets the earlier share.  Stream
+ * workers reach their reservations in whatever order the host schedules
+ * them; to keep every modelled time independent of that, each operation
+ * that may use the link or the SMs (every launch, every host<->device
+ * copy) takes a turn when it is queued and reserves only once every
+ * earlier turn has passed: they are taken in the order the operations
+ * were submitted.
  *
  * An earlier turn whose stream waits on a host thread (a host function,
  * callback or inline operation, scu_stream_host_bound) is not waited for:
@@ -36,7 +38,7 @@ static turn ring[TURNS];
 
 static bool may_use_link(const scu_op *op) {
   switch (op->kind) {
-  case SCU_OP_LAUNCH: /* its host reads are counted as it runs */
+  case SCU_OP_LAUNCH: /* its SMs; its host reads are counted as it runs */
     return true;
   case SCU_OP_COPY:
   case SCU_OP_COPY2D:

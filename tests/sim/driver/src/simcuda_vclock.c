@@ -22,8 +22,14 @@
  *   kernels      ibp_profile_kernel_us (ibp_profile_decode_staged_us for
  *                the decompress kernels, the exponent stage's term over
  *                what they decode through it) from the sectors the
- *                emulator counted and the bytes the kernel writes; its
- *                host reads occupy the host-to-device link.
+ *                emulator counted and the bytes the kernel writes, on its
+ *                SMs (launch_sms): the time it takes alone.  Kernels share
+ *                their device's SMs: from its start a kernel gets what
+ *                the kernels before it left free (at most its own), and
+ *                runs slower on fewer, until it has had its SM time
+ *                (simclock_sms_reserve; reserved in the order of
+ *                submission, simcuda_turns.c).  Its host reads occupy the
+ *                host-to-device link; it ends when both are done.
  *                SIMCUDA_DECODE_SCALE=f (tests) makes the decompress
  *                kernels take f times the model's time: data that decodes
  *                slower than the profile's rate
@@ -124,8 +130,6 @@ static unsigned launch_sms(const ibp_profile *p, const simt_launch *l,
                                    : (unsigned)p->sms;
 }
 
-/* The model's kernel time, with its host reads placed on the link: they
- * start after the launch latency and one round trip. */
 static double decode_factor = 1.0;
 static pthread_once_t decode_once = PTHREAD_ONCE_INIT;
 
@@ -145,7 +149,11 @@ static double decode_scale(void) {
   return decode_factor;
 }
 
-static double launch_end(const ibp_profile *p, const scu_op *op, double start) {
+/* The model's kernel time on its SMs, shared with the device's other
+ * kernels, with its host reads placed on the link: they start after the
+ * launch latency and one round trip. */
+static double launch_end(const ibp_profile *p, const scu_op *op,
+                         unsigned device, double start) {
   const simt_launch *l = &op->u.launch.l;
   unsigned sms = launch_sms(p, l, op->u.launch.decodes);
   uint64_t host = op->u.launch.pcie.sectors * 32; /* simt's sectors */
@@ -162,19 +170,22 @@ static double launch_end(const ibp_profile *p, const scu_op *op, double start) {
                                           p, host, out, op->u.launch.units,
                                           stage_bytes, stage_units, sms)
                    : ibp_profile_kernel_us(p, host, out, sms));
+  scu_turn_wait(op);
+  double sms_end =
+      simclock_sms_reserve(device, start, (unsigned)p->sms, sms, alone);
   if (!host)
-    return start + alone;
+    return sms_end;
   double reads_ready =
       start + us_to_ns(p->launch_latency_us) + us_to_ns(p->sm_read_rtt_us);
   double reads = (double)host / (dec ? ibp_profile_decode_read_gbps(p, sms)
                                      : ibp_profile_sm_read_gbps(p, sms));
-  scu_turn_wait(op);
   double reads_end =
       simclock_link_reserve(SIMCLOCK_LINK_H2D, reads_ready, reads);
-  return reads_end > start + alone ? reads_end : start + alone;
+  return reads_end > sms_end ? reads_end : sms_end;
 }
 
-double scu_vclock_end(const scu_op *op, double start, double host_ns) {
+double scu_vclock_end(const scu_stream *s, const scu_op *op, double start,
+                      double host_ns) {
   const ibp_profile *p = simclock_profile();
   switch (op->kind) {
   case SCU_OP_COPY:
@@ -189,7 +200,7 @@ double scu_vclock_end(const scu_op *op, double start, double host_ns) {
            (double)(op->u.set.width * op->u.set.elem * op->u.set.height) /
                p->dram_gbps;
   case SCU_OP_LAUNCH:
-    return launch_end(p, op, start);
+    return launch_end(p, op, (unsigned)s->ctx->device, start);
   case SCU_OP_HOSTFN:
   case SCU_OP_CALLBACK:
     return start + host_ns;

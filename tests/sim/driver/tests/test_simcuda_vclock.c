@@ -5,7 +5,8 @@
  * memory, two streams
  * sharing the link (taken in the order of submission), queries answered
  * in virtual time, a synchronous copy and the host clock it leaves, and
- * the events that measure them.  All times in microseconds; a copy of
+ * the events that measure them, and two streams' kernels sharing the
+ * SMs.  All times in microseconds; a copy of
  * 1e6 bytes at 10 GB/s takes 100 us.
  *
  * Charged on the calling thread: event record 0.5, copy 2, launch 3.
@@ -168,16 +169,62 @@ static void test_sync_copy(CUstream s2, void *host, CUdeviceptr dev, CUevent e0,
   NEAR(elapsed(e0, e1), 103.5);
 }
 
+/* Launches `blocks1` blocks of fill on s1, then `blocks2` on s2 (blocks of
+ * 32 threads: a block an SM, up to 16), and returns when s2's kernel ends,
+ * us after e0; *first: when s1's does.  blocks1 up to N / 128 (dev holds
+ * 2N bytes). */
+static double two_kernels(CUfunction fill, CUstream s1, CUstream s2,
+                          CUdeviceptr dev, unsigned blocks1, unsigned blocks2,
+                          CUevent e0, CUevent ea, CUevent eb, double *first) {
+  sim_fill_args a1 = {(uint32_t *)(uintptr_t)dev, 1, blocks1 * 32};
+  sim_fill_args a2 = {(uint32_t *)(uintptr_t)(dev + N), 2, blocks2 * 32};
+  void *p1[] = {&a1}, *p2[] = {&a2};
+  OK(A.EventRecord(e0, s1));
+  OK(A.LaunchKernel(fill, blocks1, 1, 1, 32, 1, 1, 0, s1, p1, NULL));
+  OK(A.LaunchKernel(fill, blocks2, 1, 1, 32, 1, 1, 0, s2, p2, NULL));
+  OK(A.EventRecord(ea, s1));
+  OK(A.EventRecord(eb, s2));
+  OK(A.EventSynchronize(ea));
+  OK(A.EventSynchronize(eb));
+  *first = elapsed(e0, ea);
+  return elapsed(e0, eb);
+}
+
+/* Two streams' kernels share the device's 16 SMs.  fill reads no host
+ * memory and writes nothing the model counts: alone it takes the launch
+ * latency, 4 us, on its blocks' SMs.  s1's starts at h+3.5 (3 us launch
+ * call after e0's 0.5) and ends at h+7.5, 7 us after e0; s2's starts at
+ * h+6.5, 3 us later.  Both want all 16: s2's gets none until h+7.5, then
+ * all for 4 us: 11 (alone it would end at 10).  s1's kernel has 8192
+ * blocks (still 16 SMs): its worker takes far longer to emulate it than
+ * s2's takes for 16, so s2's reaches the SMs first in real time, yet
+ * takes them second (in turn: simcuda_turns.c).  Each wanting 8: side by
+ * side, 7 and 10.  12 and 8: s2's gets 4 SMs to h+7.5 (4 SM-us of its
+ * 32), then its 8 for the 28 left, 3.5 us: 10.5. */
+static void test_shared_sms(CUfunction fill, CUstream s1, CUstream s2,
+                            CUdeviceptr dev, CUevent e0, CUevent ea,
+                            CUevent eb) {
+  double first = 0;
+  NEAR(two_kernels(fill, s1, s2, dev, 8192, 16, e0, ea, eb, &first), 11.0);
+  NEAR(first, 7.0);
+  NEAR(two_kernels(fill, s1, s2, dev, 8, 8, e0, ea, eb, &first), 10.0);
+  NEAR(first, 7.0);
+  NEAR(two_kernels(fill, s1, s2, dev, 12, 8, e0, ea, eb, &first), 10.5);
+  NEAR(first, 7.0);
+}
+
 int main(void) {
   t_open();
   t_load(&A, 0);
   t_start(&A);
   CUlibrary lib;
   CUkernel k;
-  CUfunction copy;
+  CUfunction copy, fill;
   OK(A.LibraryLoadData(&lib, t_fatbin, NULL, NULL, 0, NULL, NULL, 0));
   OK(A.LibraryGetKernel(&k, lib, "sim_copy_host_u32"));
   OK(A.KernelGetFunction(&copy, k));
+  OK(A.LibraryGetKernel(&k, lib, "sim_fill_u32"));
+  OK(A.KernelGetFunction(&fill, k));
   void *host = NULL;
   CUdeviceptr dev = 0;
   OK(A.MemHostAlloc(&host, N, 0));
@@ -200,5 +247,6 @@ int main(void) {
   test_query(s1, host, dev, e0, e1);
   test_kernel(copy, s1, host, dev, e0, e1);
   test_sync_copy(s2, host, dev, e0, e1);
+  test_shared_sms(fill, s1, s2, dev, e0, e1, e2);
   return t_finish("test_simcuda_vclock");
 }
