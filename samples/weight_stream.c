@@ -4,6 +4,8 @@
  * the GPU layer by layer with cudaMemcpyAsync, alternating between two
  * streams, into one device buffer per layer.  After each pass the device
  * buffers are copied back and compared byte for byte with the host buffer.
+ * With --repeat N each layer's copy is made N times back to back on its
+ * stream into its buffer, as NVIDIA's bandwidthTest copies one buffer.
  *
  * Output (stdout): "weight_stream: ok bytes=... copies=... checksum=0x..."
  * (bytes and copies over all passes; the checksum is FNV-1a of every byte
@@ -32,7 +34,7 @@ static const char synopsis[] =
     "(splitmix64 seeded from --seed and the row, Box-Muller).\n";
 
 typedef struct args {
-  uint64_t size, layers, epochs, warmup, seed, touch, corrupt;
+  uint64_t size, layers, epochs, warmup, seed, touch, corrupt, repeat;
   const char *dtype, *data, *save, *pin;
   int reg, quiet;
 } args;
@@ -51,6 +53,7 @@ static void parse(int argc, char **argv, args *a) {
   *a = (args){.size = 256u << 20,
               .layers = 32,
               .epochs = 4,
+              .repeat = 1,
               .seed = 1,
               .dtype = "bf16",
               .pin = "hostalloc",
@@ -61,6 +64,10 @@ static void parse(int argc, char **argv, args *a) {
       {"layers", SAMPLE_OPT_U64, &a->layers, "N", "layers (default 32)", 0},
       {"epochs", SAMPLE_OPT_U64, &a->epochs, "N",
        "passes over all layers (default 4)", 0},
+      {"repeat", SAMPLE_OPT_U64, &a->repeat, "N",
+       "copies of each layer a pass, back to back on its stream into its "
+       "buffer (default 1; bandwidthTest copies one buffer so)",
+       0},
       {"warmup", SAMPLE_OPT_U64, &a->warmup, "N",
        "the first N passes are not timed (default 0)", 0},
       {"dtype", SAMPLE_OPT_STR, &a->dtype, "bf16|f32",
@@ -105,6 +112,8 @@ static void setup(run *r) {
                        max_layers, r->bytes, ALIGN);
   if (a->epochs == 0)
     sample_usage_error("--epochs must be at least 1");
+  if (a->repeat == 0 || a->repeat > 1000000)
+    sample_usage_error("--repeat must be from 1 to 1000000");
   if (a->warmup >= a->epochs)
     sample_usage_error("--warmup must be below --epochs");
   if (a->corrupt != UINT64_MAX && a->corrupt >= r->bytes)
@@ -142,14 +151,16 @@ static void scrub(run *r) {
   CK(cudaDeviceSynchronize());
 }
 
-/* One pass: every layer, streams alternating.  Returns its seconds. */
+/* One pass: every layer (--repeat times), streams alternating.  Returns
+ * its seconds. */
 static double copy_pass(run *r) {
   sample_timer t;
   sample_timer_begin(&t, r->stream, 2);
   for (size_t i = 0; i < r->a.layers; i++)
-    CK(cudaMemcpyAsync(r->dev[i], r->host + r->off[i],
-                       r->off[i + 1] - r->off[i], cudaMemcpyHostToDevice,
-                       r->stream[i % 2]));
+    for (uint64_t k = 0; k < r->a.repeat; k++)
+      CK(cudaMemcpyAsync(r->dev[i], r->host + r->off[i],
+                         r->off[i + 1] - r->off[i], cudaMemcpyHostToDevice,
+                         r->stream[i % 2]));
   return sample_timer_end(&t, r->stream, 2);
 }
 
@@ -190,13 +201,14 @@ static void touch(run *r, uint64_t *state) {
 
 static void report(const run *r, uint64_t fnv, double seconds) {
   const args *a = &r->a;
-  uint64_t total = (uint64_t)r->bytes * a->epochs;
+  uint64_t total = (uint64_t)r->bytes * a->epochs * a->repeat;
   int q = a->quiet;
-  sample_print_ok(total, a->layers * a->epochs, fnv);
+  sample_print_ok(total, a->layers * a->epochs * a->repeat, fnv);
   sample_print_kv(q, "buffer_bytes", "%zu", r->bytes);
   sample_print_kv(q, "layers", "%llu", (unsigned long long)a->layers);
   sample_print_kv(q, "epochs", "%llu", (unsigned long long)a->epochs);
   sample_print_kv(q, "warmup", "%llu", (unsigned long long)a->warmup);
+  sample_print_kv(q, "repeat", "%llu", (unsigned long long)a->repeat);
   sample_print_kv(q, "data", "%s", a->data ? a->data : "generated");
   if (!a->data) {
     sample_print_kv(q, "dtype", "%s", a->dtype);
@@ -205,8 +217,8 @@ static void report(const run *r, uint64_t fnv, double seconds) {
   sample_print_kv(q, "pin", "%s", sample_pin_name(r->pin));
   sample_print_kv(q, "touch", "%llu", (unsigned long long)a->touch);
   sample_print_device(q);
-  sample_print_throughput(q, (uint64_t)r->bytes * (a->epochs - a->warmup),
-                          seconds);
+  sample_print_throughput(
+      q, (uint64_t)r->bytes * (a->epochs - a->warmup) * a->repeat, seconds);
 }
 
 int main(int argc, char **argv) {

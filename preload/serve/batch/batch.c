@@ -139,6 +139,8 @@ typedef struct batch {
   double deadline_ns;
   CUdeviceptr dst_lo, dst_hi; /* the allocation of the last copy's dst */
   CUdeviceptr env_lo, env_hi; /* the held copies' destinations span this */
+  CUdeviceptr last_dst;       /* the last copy offered, held or not */
+  uint64_t last_bytes;
   gate_answer answer;
   ibp_batch_timed timed; /* the launch is timed for the chooser */
   unsigned exploring;    /* 1 + the class whose exploration of the batched
@@ -1007,7 +1009,18 @@ static int hold_locked(batch *b, ibp_route_copy *x, uint64_t pcie) {
   /* with the copies a quiet run left to the driver since the last offer
    * (serve/choose/chooser.h): offered in effect, each alone */
   b->runs.own_ns += x->skipped_own_ns;
-  const int ended = run_ordered(b);
+  /* a copy onto a held copy's destination ends the run too, and joins
+   * none of the held copies: their batch launches before it (make_way);
+   * so does one onto the last copy's, held or gone alone -- a buffer
+   * copied again and again (bandwidthTest) was held for a batch of 16,
+   * then of 2, launched alone each time */
+  const int after_held = b->count && overlaps(b, c->dst, c->bytes);
+  const int on_last = b->last_bytes && c->dst < b->last_dst + b->last_bytes &&
+                      b->last_dst < c->dst + c->bytes;
+  b->last_dst = c->dst;
+  b->last_bytes = c->bytes;
+  const int ended = run_ordered(b) | after_held | on_last;
+  const uint64_t before = after_held ? 0 : b->count; /* held with it */
   /* the choice: this copy in a batch of the copies expected, at least
    * those held; rounded down to a power of two, so that the answer can be
    * kept -- or alone (substitute.c: kernel or driver, whichever is
@@ -1019,11 +1032,11 @@ static int hold_locked(batch *b, ibp_route_copy *x, uint64_t pcie) {
   uint32_t n = expect >= MAX_JOBS ? MAX_JOBS
                : expect < 1       ? 1
                                   : (uint32_t)expect;
-  if (b->count + c->arrive > n) /* those held and those arriving with it */
-    n = b->count + c->arrive > MAX_JOBS ? MAX_JOBS
-                                        : (uint32_t)(b->count + c->arrive);
-  if (b->count + 1 > n)
-    n = b->count + 1;
+  if (before + c->arrive > n) /* those held and those arriving with it */
+    n = before + c->arrive > MAX_JOBS ? MAX_JOBS
+                                      : (uint32_t)(before + c->arrive);
+  if (before + 1 > n)
+    n = (uint32_t)before + 1;
   n = 1u << (31 - __builtin_clz(n));
   /* the tracker's scan at the flush: what it took at the region's last
    * batched launch (userfaultfd; nothing for mprotect) */
