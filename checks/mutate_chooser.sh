@@ -4,7 +4,9 @@
 # constant, a removed statement) to a copy of the chooser's files, builds
 # tests/preload/serve/test_choose.c against it and runs it -- and for a
 # mutant of chooser.c or beside.c (timing, contention, spans) the three
-# tests that link them, tests/preload/serve/test_chooser_{mark,serial,quiet}.c, which need
+# tests that link them, tests/preload/serve/test_chooser_{mark,serial,quiet}.c,
+# and for one of streams.c (the streams table: busy per stream, what a copy
+# is queued behind) tests/preload/serve/test_streams_own.c -- these need
 # CUDA's headers (CUDA_INCLUDE, default /usr/local/cuda/include; without
 # them those mutants are skipped, and said so): a mutant a test fails on
 # (or that runs past its time) is killed.  Run from the
@@ -37,7 +39,8 @@ trap 'rm -rf "$tmp"' EXIT INT TERM
 # from
 files="preload/serve/choose/choose.c preload/serve/choose/choose.h
 preload/stats/routes.def tests/preload/serve/test_choose.c
-preload/serve/choose/chooser.c preload/serve/choose/beside.c"
+preload/serve/choose/chooser.c preload/serve/choose/beside.c
+preload/serve/choose/streams.c"
 for f in $files; do
   mkdir -p "$tmp/tree/$(dirname "$f")"
   cp "$f" "$tmp/tree/$f"
@@ -64,6 +67,15 @@ build_and_run_chooser() { # $1: the tree; 0 when every test passes
   done
 }
 
+# streams.c's test, its copy in $1
+build_and_run_streams() { # $1: the tree; 0 when the test passes
+  "$cc" -std=c11 -O1 -w -I"$repo" -I"$repo/preload" -I"$repo/kernels" \
+    -I"$repo/include" -isystem "$cuda" -o "$tmp/test_streams" \
+    "$repo/tests/preload/serve/test_streams_own.c" \
+    "$1/preload/serve/choose/streams.c" -lpthread 2>"$tmp/cc.err" || return 3
+  timeout 60 "$tmp/test_streams" >/dev/null 2>&1
+}
+
 if ! build_and_run "$tmp/tree"; then
   echo "mutate_chooser: the unmutated test fails (or does not build): $(cat "$tmp/cc.err")" >&2
   exit 2
@@ -74,6 +86,9 @@ if [ ! -f "$cuda/cuda.h" ]; then
   echo "mutate_chooser: no $cuda/cuda.h (CUDA_INCLUDE): chooser.c's mutants skipped" >&2
 elif ! build_and_run_chooser "$tmp/tree"; then
   echo "mutate_chooser: the unmutated chooser tests fail (or do not build): $(cat "$tmp/cc.err")" >&2
+  exit 2
+elif ! build_and_run_streams "$tmp/tree"; then
+  echo "mutate_chooser: the unmutated streams test fails (or does not build): $(cat "$tmp/cc.err")" >&2
   exit 2
 fi
 
@@ -88,6 +103,10 @@ while IFS='	' read -r file old new what; do
     */chooser.c | */beside.c)
       [ "$chooser" = 1 ] || continue
       run=build_and_run_chooser
+      ;;
+    */streams.c)
+      [ "$chooser" = 1 ] || continue
+      run=build_and_run_streams
       ;;
   esac
   n=$((n + 1))

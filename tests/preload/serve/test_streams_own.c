@@ -82,10 +82,45 @@ static void test_queued(void) {
     CHECK((gapped >> k & 1) == (on[k] == S(12)));
   CHECK(gapped >> n == 0);
   CHECK((on[0] == S(12) && on[1] == S(1)) || (on[0] == S(1) && on[1] == S(12)));
+  /* all but libibp's own streams: the staged copy's caller, whose decodes
+   * leave the link gaps (gapped), and the driver's copy (held whole) */
+  gapped = ~0u;
+  const unsigned m =
+      ibp__streams_mark_others(3, S(3), NULL, 0, 1, ev, 3, &gapped);
+  CHECK(m == 2);
+  for (unsigned k = 0; k < m; k++)
+    CHECK((gapped >> k & 1) == (on[k] == S(2)));
+  CHECK((on[0] == S(2) && on[1] == S(1)) || (on[0] == S(1) && on[1] == S(2)));
+  /* device 1 again: S(2)'s copy ended at 20, where the link let it
+   * start (10), not where its stream was free (0): its next copy, behind
+   * S(1)'s second (the link's work until 30), is queued 10 us beyond it */
+  CHECK(ibp__streams_queued(1, S(2), 0, 10, 10, NULL) == 10);
+}
+
+/* Busy per stream: a stream is busy only while its own work runs, and
+ * then with the other streams whose work runs too -- libibp's own copy
+ * streams not counted (their decodes are their callers'). */
+static void test_busy(void) {
+  clock_now = 0;
+  CHECK(ibp__streams_queued(4, S(1), 0, 10, 10, NULL) == 0); /* ends 10 */
+  CHECK(ibp__streams_busy(4, S(1), 5) == 1);
+  CHECK(ibp__streams_busy(4, S(2), 5) == 0); /* S(1)'s work is not S(2)'s */
+  CHECK(ibp__streams_queued(4, S(2), 0, 10, 10, NULL) == 10); /* ends 20 */
+  CHECK(ibp__streams_busy(4, S(1), 5) == 2);
+  CHECK(ibp__streams_busy(4, S(2), 5) == 2);
+  CHECK(ibp__streams_busy(4, S(3), 5) == 0);
+  /* a staged copy on S(3), its windows on libibp's stream S(13) */
+  CHECK(ibp__streams_queued(4, S(3), 0, 150, 64, S(13)) == 20);
+  CHECK(ibp__streams_busy(4, S(1), 5) == 3);   /* S(2), S(3): not S(13) */
+  CHECK(ibp__streams_busy(4, S(1), 15) == 0);  /* S(1)'s work ended at 10 */
+  CHECK(ibp__streams_busy(4, S(3), 15) == 2);  /* and S(2)'s */
+  CHECK(ibp__streams_busy(4, S(3), 1000) == 0);
+  CHECK(ibp__streams_busy(-1, S(3), 5) == 0);
 }
 
 int main(void) {
   test_queued();
+  test_busy();
   CHECK(ibp__streams_own_clear(0, 0));
   CHECK(!ibp__streams_own_clear(-1, 0)); /* no such device */
   clock_now = 100;
