@@ -1,7 +1,8 @@
 /* What serve/choose/chooser.c calls, for tests that link it alone: a clock
  * the test moves (now_ns), a driver whose events time ELAPSED_MS (4 us
  * unless the test sets it) and are never captured, no other stream's
- * events (unless other_busy), no upload of libibp's own on the link.  Included
+ * events (unless other_busy), no upload of libibp's own on the link (unless
+ * own_upload).  Included
  * once, by the test's main file. */
 #ifndef IBP_TEST_CHOOSER_STUBS_H
 #define IBP_TEST_CHOOSER_STUBS_H
@@ -89,10 +90,12 @@ unsigned ibp__streams_mark_others(int dev, CUstream s, CUstream also,
   return 2;
 }
 
-/* no upload of libibp's own ever shares the link here */
+/* an upload of libibp's own shares the link only where a test sets
+ * own_upload */
+static int own_upload;
 int ibp__streams_own_clear(int dev, double since_ns) {
   (void)dev, (void)since_ns;
-  return 1;
+  return !own_upload;
 }
 
 #endif /* IBP_TEST_CHOOSER_STUBS_H */
