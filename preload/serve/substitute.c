@@ -30,9 +30,6 @@
 #include "serve/worker.h"
 
 #define FAILURES_BEFORE_DEGRADE 3
-/* Over the stored bytes, what a copy's first and last partial sectors
- * add to its PCIe reads, on average (bench/README.md, bench_pcie). */
-#define SECTOR_SLACK 32
 
 /* c passed to the driver for `reason` (IBP_PASSED_*, stats/reasons.def);
  * a part of a split copy is counted with it (split_compact).  A copy the
@@ -90,7 +87,7 @@ static void prepare(ibp_route_copy *x, uint64_t pcie) {
    * the partial sectors at the streams' ends */
   x->g = (ibp_gate_copy){
       c->bytes,
-      pcie + SECTOR_SLACK,
+      pcie + IBP_ROUTE_SECTOR_SLACK,
       ibp_kernels_decode_sms(x->plan.grid, x->plan.block, (unsigned)x->p->sms),
       ibp__gate_units(a->tensor_bytes, a->tensors, off, c->bytes),
       a->tensor_bytes,
@@ -201,15 +198,14 @@ static void quiet_open(ibp_route_copy *x, const decision *d) {
   ibp__chooser_quiet_open(d->ch, d->cls, &d->choice, x, quiet_key(x));
 }
 
-/* Every route of a single copy is timed alike: two events around its
- * submission on the stream its work on the link runs on -- the caller's,
- * or for the staged path libibp's copy stream, whose window copies are
- * the route's first stage (its decodes, on the caller's stream after them,
- * are the decode probe's, serve/staged/staged.c) -- the span started no
- * earlier than the other streams' work on the link it may have waited for
- * (docs/ARCHITECTURE.md "The gate"). */
-#define TIMABLE                                                                \
-  (1u << IBP_ROUTE_DRIVER | 1u << IBP_ROUTE_ZEROCOPY | 1u << IBP_ROUTE_STAGED)
+/* Every route of a single copy (serve/route/table.h, ibp__route_timable)
+ * is timed alike: two events around its submission on the stream its work
+ * on the link runs on -- the caller's, or for the staged path libibp's
+ * copy stream, whose window copies are the route's first stage (its
+ * decodes, on the caller's stream after them, are the decode probe's,
+ * serve/staged/staged.c) -- the span started no earlier than the other
+ * streams' work on the link it may have waited for (docs/ARCHITECTURE.md
+ * "The gate"). */
 
 /* The route for copy x (prepared): the chooser (serve/choose/chooser.h)
  * weighs the priors of the routes that can serve it (serve/route/table.h)
@@ -238,12 +234,13 @@ static ibp_route choose(ibp_route_copy *x, decision *d, int count, int again) {
     ibp__route_priors(x, d->prior);
   }
   const ibp_route go =
-      ibp__chooser_decide(x->s, x->slot, d->ch, x->p, d->cls, d->prior, TIMABLE,
+      ibp__chooser_decide(x->s, x->slot, d->ch, x->p, d->cls, d->prior,
+                          ibp__route_timable(),
                           !count, &d->choice);
   /* explored alone by its batched class: measured, or it says nothing
    * (a single class decides a copy of a held key only so: timed on its
    * own credit, a driver far cheaper than modelled took it 8 of them) */
-  if (x->time_alone && (TIMABLE >> go & 1))
+  if (x->time_alone && (ibp__route_timable() >> go & 1))
     d->choice.timed = 1;
   const double est = d->choice.est_ns[go];
   const ibp_route_cost *m = &d->prior[go];
@@ -592,13 +589,6 @@ static int locate(ibp_route_copy *x, CUdeviceptr *alloc, size_t *alloc_bytes) {
   return x->p ? -1 : IBP_PASSED_NO_PROFILE;
 }
 
-/* The bytes copy x read over PCIe served by GPU route go: the staged
- * path's windows and raw reads, else the kernel's host reads. */
-static uint64_t pcie_of(const ibp_route_copy *x, ibp_route go) {
-  return go == IBP_ROUTE_STAGED ? x->sp.gate.ce_bytes + x->sp.gate.host_bytes
-                                : x->g.host_bytes - SECTOR_SLACK;
-}
-
 /* What copy x served by GPU route go (decided as *d) counts: the route
  * ran, the bytes it was asked for and read over PCIe (`pcie`), the time
  * the model says it saved; a part of a compact region's split is counted
@@ -730,7 +720,7 @@ static int explore_in_part(ibp_route_copy *x, decision *d, ibp_route go) {
     return driver_copy(x, d, 0); /* it rewrites dst with the right bytes */
   }
   ibp__count(&s->counters, copies_explored_part, 1);
-  count_served(x, d, go, pcie_of(&px, go) + c->bytes - n, 0);
+  count_served(x, d, go, ibp__route_pcie_bytes(go, &px) + c->bytes - n, 0);
   return 0;
 }
 
@@ -812,7 +802,7 @@ static int submit_by(ibp_route_copy *x, decision *d, ibp_route go) {
     failed(x, "synchronizing the copy", e);
     return driver_copy(x, d, 0); /* it rewrites dst with the right bytes */
   }
-  count_served(x, d, go, pcie_of(x, go), saved_ns);
+  count_served(x, d, go, ibp__route_pcie_bytes(go, x), saved_ns);
   return 0;
 }
 
@@ -964,7 +954,7 @@ static int serve_region(ibp_route_copy *x, int hold_more) {
    * found (a tensor written since is read raw) */
   ibp_route go = d.go;
   const ibp_route_cost again =
-      go == IBP_ROUTE_STAGED ? ibp__route(go)->prior(x) : d.prior[go];
+      ibp__route(go)->replans ? ibp__route(go)->prior(x) : d.prior[go];
   if (again.cpu_ns <= 0 && again.gpu_ns <= 0) {
     time_untimed(&d);
     go = ibp__route_next(d.choice.est_ns, go);

@@ -30,6 +30,10 @@
 #include "serve/staged/staged.h"
 
 /* One copy as the routes see it. */
+/* Over the stored bytes, what a copy's first and last partial sectors
+ * add to a kernel's PCIe reads, on average (bench/README.md, bench_pcie). */
+#define IBP_ROUTE_SECTOR_SLACK 32
+
 typedef struct ibp_route_copy {
   const ibp_copy *c;
   ibp_region_rec *r;
@@ -144,6 +148,13 @@ typedef struct ibp_route_ops {
    * copy's own stream, the start recorded before the submission.  Called
    * only for the route decided. */
   CUstream (*link_stream)(ibp_route_copy *x);
+  /* The bytes it read over PCIe serving x (the statistics).  NULL: none
+   * of libibp's (the driver's copy). */
+  uint64_t (*pcie_bytes)(const ibp_route_copy *x);
+  /* Its prior is a plan of the copy's bytes as the tracker last saw them
+   * (a tensor written since is read raw): made again once the copy's sync
+   * has run, before it is submitted (serve/substitute.c). */
+  int replans;
 } ibp_route_ops;
 
 #endif /* IBP_PRELOAD_ROUTE_H */

@@ -116,10 +116,17 @@ static CUstream link_stream(ibp_route_copy *x) {
              : NULL;
 }
 
+/* its windows and the tensors its decodes read raw from the host */
+static uint64_t pcie_bytes(const ibp_route_copy *x) {
+  return x->sp.gate.ce_bytes + x->sp.gate.host_bytes;
+}
+
 const ibp_route_ops ibp__route_staged = {.what = "staged copy",
                                          .feasible = feasible,
                                          .prior = prior,
                                          .lead_ns = lead_ns,
                                          .setup_ns = setup_ns,
                                          .submit = submit,
-                                         .link_stream = link_stream};
+                                         .link_stream = link_stream,
+                                         .pcie_bytes = pcie_bytes,
+                                         .replans = 1};

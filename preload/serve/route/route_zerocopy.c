@@ -50,10 +50,16 @@ static double setup_ns(const ibp_profile *p) {
   return 1e3 * p->launch_latency_us;
 }
 
+/* the kernel's host reads: the stored bytes (its sectors' slack apart) */
+static uint64_t pcie_bytes(const ibp_route_copy *x) {
+  return x->g.host_bytes - IBP_ROUTE_SECTOR_SLACK;
+}
+
 const ibp_route_ops ibp__route_zerocopy = {.what = "kernel launch",
                                            .feasible = feasible,
                                            .prior = prior,
                                            .lead_ns = lead_ns,
                                            .setup_ns = setup_ns,
                                            .submit = submit,
-                                           .link_stream = NULL};
+                                           .link_stream = NULL,
+                                           .pcie_bytes = pcie_bytes};

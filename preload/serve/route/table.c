@@ -47,10 +47,23 @@ void ibp__route_priors(ibp_route_copy *x, ibp_route_cost prior[IBP_ROUTES]) {
    * "Compact regions"): a single copy of it is a GPU route's wherever one
    * can serve it, the driver's copy reading the pages only where none
    * can */
-  if (x->compact && x->mode == IBP_CLASS_SINGLE &&
-      (open_(&prior[IBP_ROUTE_ZEROCOPY]) || open_(&prior[IBP_ROUTE_STAGED])))
+  int gpu_route = 0;
+  for (int r = 0; r < IBP_ROUTES; r++)
+    gpu_route |= r != IBP_ROUTE_DRIVER && open_(&prior[r]);
+  if (x->compact && x->mode == IBP_CLASS_SINGLE && gpu_route)
     memset(&prior[IBP_ROUTE_DRIVER], 0, sizeof *prior);
   ibp__gate_flag_guesses(x->dev, x->g.stage, prior);
+}
+
+unsigned ibp__route_timable(void) {
+  unsigned mask = 0;
+  for (int r = 0; r < IBP_ROUTES; r++)
+    mask |= table[r]->submit ? 1u << r : 0;
+  return mask;
+}
+
+uint64_t ibp__route_pcie_bytes(ibp_route r, const ibp_route_copy *x) {
+  return table[r]->pcie_bytes ? table[r]->pcie_bytes(x) : 0;
 }
 
 double ibp__route_lead_ns(ibp_route r, const ibp_profile *p) {

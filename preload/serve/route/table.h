@@ -22,6 +22,13 @@ void ibp__route_priors(ibp_route_copy *x, ibp_route_cost prior[IBP_ROUTES]);
 /* Route r's lead on profile p, ns (ibp_route_ops.lead_ns). */
 double ibp__route_lead_ns(ibp_route r, const ibp_profile *p);
 
+/* The routes a single copy's own decision may time (a bit per route):
+ * those submitted by their own file (ibp_route_ops.submit). */
+unsigned ibp__route_timable(void);
+
+/* What route r read over PCIe serving x (0: the driver's copy). */
+uint64_t ibp__route_pcie_bytes(ibp_route r, const ibp_route_copy *x);
+
 /* The stream route r's work on the link runs on for copy x (decided for
  * r): its link_stream, else the copy's own. */
 CUstream ibp__route_link_stream(ibp_route r, ibp_route_copy *x);
