@@ -19,6 +19,8 @@ typedef struct stream_end {
                     decode in device memory) */
   int own;       /* libibp's own (a staged copy stream): its copies' decodes
                     run on their caller's stream, counted there */
+  pthread_t thread; /* CU_STREAM_PER_THREAD: the thread whose stream it is
+                       (each thread has its own) */
 } stream_end;
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
@@ -33,6 +35,13 @@ static double own_end_ns[IBP_MAX_DEVICES];
 
 static int valid(int dev) {
   return dev >= 0 && dev < IBP_MAX_DEVICES;
+}
+
+/* Whether e is the calling thread's stream s: the per-thread default
+ * stream is a stream of each thread, the same handle. */
+static int is(const stream_end *e, CUstream s) {
+  return e->stream == s &&
+         (s != CU_STREAM_PER_THREAD || pthread_equal(e->thread, pthread_self()));
 }
 
 void ibp__streams_own_begin(int dev) {
@@ -71,7 +80,7 @@ unsigned ibp__streams_busy(int dev, CUstream s, double now_ns) {
   pthread_mutex_lock(&lock);
   for (int i = 0; i < STREAMS; i++) {
     const stream_end *e = &table[dev][i];
-    if (e->end_ns > now_ns && e->stream == s)
+    if (e->end_ns > now_ns && is(e, s))
       self = 1;
     else if (e->end_ns > now_ns && !e->own)
       busy++;
@@ -151,7 +160,7 @@ void ibp__streams_forget_device(int dev) {
 /* Stream s's entry in row, NULL where none (lock held). */
 static stream_end *found(stream_end *row, CUstream s) {
   for (int i = 0; i < STREAMS; i++)
-    if (row[i].end_ns > 0 && row[i].stream == s)
+    if (row[i].end_ns > 0 && is(&row[i], s))
       return &row[i];
   return NULL;
 }
@@ -166,7 +175,7 @@ static stream_end *entry(stream_end *row, CUstream s) {
   for (int i = 1; i < STREAMS; i++)
     if (row[i].end_ns < e->end_ns)
       e = &row[i];
-  *e = (stream_end){s, 0, 0, 0};
+  *e = (stream_end){.stream = s, .thread = pthread_self()};
   return e;
 }
 

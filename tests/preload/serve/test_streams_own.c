@@ -10,6 +10,7 @@
  * streams' events mark work that takes turns on the link
  * (ibp__streams_mark_others: a staged copy's windows).
  */
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -118,9 +119,32 @@ static void test_busy(void) {
   CHECK(ibp__streams_busy(-1, S(3), 5) == 0);
 }
 
+static void *queue_per_thread(void *arg) {
+  (void)arg;
+  CHECK(ibp__streams_queued(5, CU_STREAM_PER_THREAD, 0, 10, 10, NULL) == 0);
+  CHECK(ibp__streams_busy(5, CU_STREAM_PER_THREAD, 5) == 1);
+  return NULL;
+}
+
+/* The per-thread default stream is each thread's own: another thread's
+ * work there leaves this thread's idle (counted as another stream's). */
+static void test_per_thread(void) {
+  clock_now = 0;
+  pthread_t t;
+  if (pthread_create(&t, NULL, queue_per_thread, NULL) != 0) {
+    CHECK(!"pthread_create");
+    return;
+  }
+  pthread_join(t, NULL);
+  CHECK(ibp__streams_busy(5, CU_STREAM_PER_THREAD, 5) == 0);
+  CHECK(ibp__streams_queued(5, CU_STREAM_PER_THREAD, 0, 10, 10, NULL) == 10);
+  CHECK(ibp__streams_busy(5, CU_STREAM_PER_THREAD, 5) == 2);
+}
+
 int main(void) {
   test_queued();
   test_busy();
+  test_per_thread();
   CHECK(ibp__streams_own_clear(0, 0));
   CHECK(!ibp__streams_own_clear(-1, 0)); /* no such device */
   clock_now = 100;
