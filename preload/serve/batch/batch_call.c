@@ -5,7 +5,6 @@
 
 #include "base/base.h"
 #include "base/driver.h"
-#include "base/log.h"
 #include "serve/batch/batch.h"
 #include "serve/choose/choose.h"
 #include "serve/substitute.h"
@@ -255,9 +254,12 @@ int ibp__serve_2d(const CUDA_MEMCPY2D *p, CUstream s, int sync) {
       ibp__batch_order(s);
     for (; y < p->Height; y++) {
       row(p, y, &c.src, &c.dst);
+      /* a row the driver refuses: its 2D copy, whole, after what is
+       * queued (the rows again, same bytes), says why -- the application
+       * sees its error, not a success with a row missing */
       if (d->cuMemcpyHtoDAsync(c.dst, c.src, c.bytes, s) != CUDA_SUCCESS &&
           d->cuMemcpyHtoD(c.dst, c.src, c.bytes) != CUDA_SUCCESS)
-        ibp__log(IBP_LOG_ERROR, "a row of a 2D copy could not be made");
+        return 1;
     }
     break;
   }
