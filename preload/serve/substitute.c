@@ -708,7 +708,7 @@ static int explore_in_part(ibp_route_copy *x, decision *d, ibp_route go) {
   }
   if (before)
     drv->cuEventDestroy(before);
-  if (rc == IBP_SUBMIT_NOT_NOW) {
+  if (rc == IBP_SUBMIT_NOT_NOW || rc == IBP_SUBMIT_CUT) {
     pass(x, IBP_PASSED_STAGED_BUSY);
     return driver_copy(x, d, 0);
   }
@@ -793,6 +793,10 @@ static int submit_by(ibp_route_copy *x, decision *d, ibp_route go) {
   atomic_fetch_sub(&s->refresh.launching, 1);
   if (go == IBP_ROUTE_DRIVER)
     return driver_copy(x, d, 0);
+  if (rc == IBP_SUBMIT_CUT) { /* the driver's copy rewrites them all */
+    pass(x, IBP_PASSED_STAGED_BUSY);
+    return driver_copy(x, d, 0);
+  }
   if (rc != IBP_SUBMIT_QUEUED) {
     failed(x, ibp__route(go)->what, e);
     return driver_copy(x, d, 0);

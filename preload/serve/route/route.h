@@ -110,9 +110,13 @@ enum {
   IBP_SUBMIT_NOT_NOW = 1, /* nothing was queued: it cannot take the copy now
                              (the staged ring has no free buffer); the next
                              route by the decision's estimates takes it */
-  IBP_SUBMIT_FAILED = -1  /* failed (*err); work queued before the failure
+  IBP_SUBMIT_FAILED = -1, /* failed (*err); work queued before the failure
                              wrote correct bytes, and the application's own
                              copy, queued after it, rewrites them all */
+  IBP_SUBMIT_CUT = 2      /* a part queued, then it could not take the rest
+                             now (no staged buffer free of other streams'
+                             work): as a failure, but none -- it is no
+                             reason to give the region up */
 };
 
 typedef struct ibp_route_ops {
