@@ -235,8 +235,7 @@ static ibp_route choose(ibp_route_copy *x, decision *d, int count, int again) {
   }
   const ibp_route go =
       ibp__chooser_decide(x->s, x->slot, d->ch, x->p, d->cls, d->prior,
-                          ibp__route_timable(),
-                          !count, &d->choice);
+                          ibp__route_timable(), !count, &d->choice);
   /* explored alone by its batched class: measured, or it says nothing
    * (a single class decides a copy of a held key only so: timed on its
    * own credit, a driver far cheaper than modelled took it 8 of them) */

@@ -44,47 +44,47 @@ print(*(r.get(k, {}).get("copies", 0)
         for k in ("driver", "zerocopy", "staged", "batched")))' "$json"
 }
 
-args="--data $data --layers 1 --epochs 24 --warmup 1"
-set -- $args
-IBP_DISABLE=1 LD_PRELOAD=$lib run "$ws" "$@"
-base=$(head -n 1 "$TMP_OUT")
-echo "$base" | grep -Eq "$(result_regex weight_stream)" ||
-  fail "the disabled run: $base $(cat "$TMP_ERR")"
+# disabled ARGS...: the run without libibp; its result line in $base
+disabled() {
+  IBP_DISABLE=1 LD_PRELOAD=$lib run "$ws" "$@"
+  base=$(head -n 1 "$TMP_OUT")
+  echo "$base" | grep -Eq "$(result_regex weight_stream)" ||
+    fail "the disabled run ($*): $base $(cat "$TMP_ERR")"
+}
 
+# with PROFILE BATCH ARGS...: the run with libibp (its statistics in
+# $json), its result line the disabled run's
+with() {
+  _profile=$1 _batch=$2
+  shift 2
+  rm -f "$json"
+  IBP_BATCH=$_batch IBP_PROFILE=$_profile \
+    IBP_REGIONS=min=1M,tensor=4096,name=w IBP_WAIT_READY=1 \
+    IBP_STATS=$json LD_PRELOAD=$lib run "$ws" "$@"
+  [ "$rc" -eq 0 ] && [ "$(head -n 1 "$TMP_OUT")" = "$base" ] ||
+    fail "$_profile IBP_BATCH=$_batch ($*): exit $rc, $(head -n 1 "$TMP_OUT")"
+  checks=$((checks + 1))
+}
+
+args="--data $data --layers 1 --epochs 24 --warmup 1"
+disabled $args
 for profile in a100-pcie4 h100-pcie5; do
   for batch in 1 0; do
-    rm -f "$json"
-    IBP_BATCH=$batch IBP_PROFILE=$profile \
-      IBP_REGIONS=min=1M,tensor=4096,name=w IBP_WAIT_READY=1 \
-      IBP_STATS=$json LD_PRELOAD=$lib run "$ws" "$@"
-    [ "$rc" -eq 0 ] && [ "$(head -n 1 "$TMP_OUT")" = "$base" ] ||
-      fail "$profile IBP_BATCH=$batch: exit $rc, $(head -n 1 "$TMP_OUT")"
-    checks=$((checks + 1))
+    with $profile $batch $args
     set -- $(served 2>/dev/null || echo -1 -1 -1 -1)
     echo "$profile IBP_BATCH=$batch: served $1, batched $2 in $3 launches"
     [ "$1" -eq 24 ] && [ "$4" -eq 0 ] && [ "$2" -eq "$3" ] &&
       { [ "$batch" = 1 ] || [ "$2" -eq 0 ]; } ||
       fail "$profile IBP_BATCH=$batch: $(cat "$json")"
-    set -- $args
   done
 done
 
 # bandwidthTest's loop
 args="--data $data --layers 1 --repeat 16 --epochs 4 --warmup 1"
-set -- $args
-IBP_DISABLE=1 LD_PRELOAD=$lib run "$ws" "$@"
-base=$(head -n 1 "$TMP_OUT")
-echo "$base" | grep -Eq "$(result_regex weight_stream)" ||
-  fail "the disabled run (--repeat): $base $(cat "$TMP_ERR")"
+disabled $args
 for profile in a100-pcie4 h100-pcie5; do
   for batch in 0 1; do
-    rm -f "$json"
-    IBP_BATCH=$batch IBP_PROFILE=$profile \
-      IBP_REGIONS=min=1M,tensor=4096,name=w IBP_WAIT_READY=1 \
-      IBP_STATS=$json LD_PRELOAD=$lib run "$ws" "$@"
-    [ "$rc" -eq 0 ] && [ "$(head -n 1 "$TMP_OUT")" = "$base" ] ||
-      fail "$profile --repeat IBP_BATCH=$batch: exit $rc, $(head -n 1 "$TMP_OUT")"
-    checks=$((checks + 1))
+    with $profile $batch $args
     set -- $(served 2>/dev/null || echo -1 -1 -1 -1)
     held=$2 passed=$4
     set -- $(routes 2>/dev/null || echo -1 -1 -1 -1)
@@ -100,7 +100,6 @@ for profile in a100-pcie4 h100-pcie5; do
         fail "$profile --repeat: held $held, passed $passed," \
           "zero-copy $2 staged $3 (alone: $alone_zc, $alone_st): $(cat "$json")"
     fi
-    set -- $args
   done
 done
 finish

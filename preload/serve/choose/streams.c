@@ -14,11 +14,11 @@
 
 typedef struct stream_end {
   CUstream stream;
-  double end_ns; /* 0: a free entry */
-  int link;      /* its last work holds the link or the copy engine (not a
-                    decode in device memory) */
-  int own;       /* libibp's own (a staged copy stream): its copies' decodes
-                    run on their caller's stream, counted there */
+  double end_ns;    /* 0: a free entry */
+  int link;         /* its last work holds the link or the copy engine (not a
+                       decode in device memory) */
+  int own;          /* libibp's own (a staged copy stream): its copies' decodes
+                       run on their caller's stream, counted there */
   pthread_t thread; /* CU_STREAM_PER_THREAD: the thread whose stream it is
                        (each thread has its own) */
 } stream_end;
@@ -40,8 +40,8 @@ static int valid(int dev) {
 /* Whether e is the calling thread's stream s: the per-thread default
  * stream is a stream of each thread, the same handle. */
 static int is(const stream_end *e, CUstream s) {
-  return e->stream == s &&
-         (s != CU_STREAM_PER_THREAD || pthread_equal(e->thread, pthread_self()));
+  return e->stream == s && (s != CU_STREAM_PER_THREAD ||
+                            pthread_equal(e->thread, pthread_self()));
 }
 
 void ibp__streams_own_begin(int dev) {

@@ -610,6 +610,17 @@ static void test_model_varies(void) {
   CHECK(wrong == 0);
 }
 
+/* The driver and the kernel both measured 1.5x their priors (80 us):
+ * moved off the model, each judged on the class's own copies. */
+static void both_measured_off(sim *m) {
+  for (int i = 0; i < 4; i++) {
+    ibp__choose_learn(&m->k, IBP_ROUTE_DRIVER, 0, 2500, 2500, 120000, 80000,
+                      m->now);
+    ibp__choose_learn(&m->k, IBP_ROUTE_ZEROCOPY, 0, 2800, 2800, 120000, 80000,
+                      m->now);
+  }
+}
+
 /* Measured, two routes within the hysteresis of each other and the prior
  * favouring each in turn: the class keeps its last choice instead of
  * changing route at every copy. */
@@ -617,13 +628,7 @@ static void test_hysteresis(void) {
   const ibp_route_cost *a = KERNEL_AHEAD, *b = DRIVER_AHEAD;
   sim m;
   sim_init(&m);
-  /* both measured 1.5x their priors: moved off the model */
-  for (int i = 0; i < 4; i++) {
-    ibp__choose_learn(&m.k, IBP_ROUTE_DRIVER, 0, 2500, 2500, 120000, 80000,
-                      m.now);
-    ibp__choose_learn(&m.k, IBP_ROUTE_ZEROCOPY, 0, 2800, 2800, 120000, 80000,
-                      m.now);
-  }
+  both_measured_off(&m);
   long changes = 0;
   int last = -1;
   for (long i = 0; i < 1000; i++) {
@@ -650,12 +655,7 @@ static void test_hysteresis_beyond(void) {
       {.cpu_ns = 2800, .gpu_ns = 80000}};
   sim m;
   sim_init(&m);
-  for (int i = 0; i < 4; i++) {
-    ibp__choose_learn(&m.k, IBP_ROUTE_DRIVER, 0, 2500, 2500, 120000, 80000,
-                      m.now);
-    ibp__choose_learn(&m.k, IBP_ROUTE_ZEROCOPY, 0, 2800, 2800, 120000, 80000,
-                      m.now);
-  }
+  both_measured_off(&m);
   long changes = 0, dearer = 0;
   int last = -1;
   for (long i = 0; i < 1000; i++) {
@@ -1770,9 +1770,8 @@ static void test_doubted_timed_again(void) {
   static const struct {
     double cpu, gpu;
     int doubt;
-  } first[] = {{1, 1, 0},   {1, 3, 1},    {1, 0.5, 1},  {4, 1, 1},
-               {1, 0.9, 1}, {1, 1.1, 1},  {1, 0.96, 0}, {1.04, 1, 0},
-               {0.9, 1, 1}};
+  } first[] = {{1, 1, 0},   {1, 3, 1},    {1, 0.5, 1},  {4, 1, 1},  {1, 0.9, 1},
+               {1, 1.1, 1}, {1, 0.96, 0}, {1.04, 1, 0}, {0.9, 1, 1}};
   for (int big = 0; big < 2; big++)
     for (size_t f = 0; f < sizeof first / sizeof first[0]; f++) {
       const double gpu = big ? 300000 : 50000;

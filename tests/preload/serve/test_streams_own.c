@@ -112,9 +112,9 @@ static void test_busy(void) {
   CHECK(ibp__streams_busy(4, S(3), 5) == 0);
   /* a staged copy on S(3), its windows on libibp's stream S(13) */
   CHECK(ibp__streams_queued(4, S(3), 0, 150, 64, S(13)) == 20);
-  CHECK(ibp__streams_busy(4, S(1), 5) == 3);   /* S(2), S(3): not S(13) */
-  CHECK(ibp__streams_busy(4, S(1), 15) == 0);  /* S(1)'s work ended at 10 */
-  CHECK(ibp__streams_busy(4, S(3), 15) == 2);  /* and S(2)'s */
+  CHECK(ibp__streams_busy(4, S(1), 5) == 3);  /* S(2), S(3): not S(13) */
+  CHECK(ibp__streams_busy(4, S(1), 15) == 0); /* S(1)'s work ended at 10 */
+  CHECK(ibp__streams_busy(4, S(3), 15) == 2); /* and S(2)'s */
   CHECK(ibp__streams_busy(4, S(3), 1000) == 0);
   CHECK(ibp__streams_busy(-1, S(3), 5) == 0);
 }
