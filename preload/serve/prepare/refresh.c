@@ -54,7 +54,6 @@
 #include "serve/dtoh.h"
 #include "serve/prepare/pack.h"
 #include "serve/region.h"
-#include "serve/worker.h"
 
 #define REFRESH_SHARE 32 /* refresh once 1/32 more of the tensors are dirty */
 
