@@ -783,7 +783,9 @@ static int submit_by(ibp_route_copy *x, decision *d, ibp_route go) {
     else
       rc = ibp__route(go)->submit(x, &e);
   }
-  beside_end(x, d, beside, beside_gen, rc == IBP_SUBMIT_QUEUED && go == d->go);
+  /* a cut copy's first chunks ran beside the others' timed copies too */
+  beside_end(x, d, beside, beside_gen,
+             (rc == IBP_SUBMIT_QUEUED || rc == IBP_SUBMIT_CUT) && go == d->go);
   t.aside_ns = x->aside_ns;
   ibp__timing_end(x->slot, d->ch, d->link, &t,
                   rc == IBP_SUBMIT_QUEUED && go != IBP_ROUTE_DRIVER &&

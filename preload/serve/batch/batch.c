@@ -862,7 +862,7 @@ static void answer(gate_answer *a, const batch *b, const ibp_route_copy *x,
                      .scan_ns = scan_ns};
   a->g = (ibp_gate_copy){
       c->bytes,
-      pcie + 32,
+      pcie + IBP_ROUTE_SECTOR_SLACK,
       ibp_kernels_decode_sms(pl->grid, pl->block, (unsigned)x->p->sms),
       ibp__gate_units(s->geometry.tensor_bytes, s->geometry.tensors,
                       (uintptr_t)c->src - x->r->base, c->bytes),
@@ -1119,9 +1119,9 @@ static int hold_locked(batch *b, ibp_route_copy *x, uint64_t pcie) {
    * were half as fast (kv_blocks: 8 % of a 17-step run) */
   if (!b->count)
     b->exploring = 0;
-  if (go != IBP_ROUTE_BATCHED && !q.explore && b->exploring == cls + 1 &&
-      b->exploring_ch == ch && b->timed.rec == r && b->timed.cls == cls &&
-      b->count < b->exploring_copies) {
+  if (go != IBP_ROUTE_BATCHED && !q.explore && !after_held &&
+      b->exploring == cls + 1 && b->exploring_ch == ch && b->timed.rec == r &&
+      b->timed.cls == cls && b->count < b->exploring_copies) {
     go = IBP_ROUTE_BATCHED;
     q.timed = 0;   /* the exploration's launch is timed, whole */
     if (q.probe) { /* a set-up probe of the driver's: not made */

@@ -166,14 +166,14 @@ static stream_end *found(stream_end *row, CUstream s) {
 }
 
 /* Stream s's entry in row (lock held): its own, or the one whose work
- * ends first, made its. */
-static stream_end *entry(stream_end *row, CUstream s) {
+ * ends first, made its -- never `keep` (an entry just written). */
+static stream_end *entry(stream_end *row, CUstream s, const stream_end *keep) {
   stream_end *e = found(row, s);
   if (e)
     return e;
-  e = &row[0];
-  for (int i = 1; i < STREAMS; i++)
-    if (row[i].end_ns < e->end_ns)
+  e = NULL;
+  for (int i = 0; i < STREAMS; i++)
+    if (&row[i] != keep && (!e || row[i].end_ns < e->end_ns))
       e = &row[i];
   *e = (stream_end){.stream = s, .thread = pthread_self()};
   return e;
@@ -192,7 +192,7 @@ double ibp__streams_queued(int dev, CUstream s, double now_ns, double est_ns,
   const double link_own = on_link > now_ns ? on_link : now_ns;
   const double link_ahead =
       link_ns > 0 && link_end[dev] > link_own ? link_end[dev] - link_own : 0;
-  stream_end *e = entry(row, s);
+  stream_end *e = entry(row, s, NULL);
   /* back to back: after what the stream runs, and after the work queued
    * on the link, which every stream's copies share */
   const double own = e->end_ns > now_ns ? e->end_ns : now_ns;
@@ -204,7 +204,7 @@ double ibp__streams_queued(int dev, CUstream s, double now_ns, double est_ns,
   if (link_ns > 0)
     link_end[dev] = start + link_ns;
   if (link_ns > 0 && link_stream) {
-    stream_end *l = entry(row, link_stream);
+    stream_end *l = entry(row, link_stream, e);
     l->end_ns = start + link_ns;
     l->link = 1;
     l->own = 1;

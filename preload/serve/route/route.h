@@ -29,11 +29,11 @@
 #include "serve/region.h"
 #include "serve/staged/staged.h"
 
-/* One copy as the routes see it. */
 /* Over the stored bytes, what a copy's first and last partial sectors
  * add to a kernel's PCIe reads, on average (bench/README.md, bench_pcie). */
 #define IBP_ROUTE_SECTOR_SLACK 32
 
+/* One copy as the routes see it. */
 typedef struct ibp_route_copy {
   const ibp_copy *c;
   ibp_region_rec *r;

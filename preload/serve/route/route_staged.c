@@ -95,7 +95,7 @@ static int submit(ibp_route_copy *x, CUresult *err) {
   const int rc = ibp__staged_copy(x->s, x->ctx, x->c, &sx, err);
   if (rc == 1) /* no buffer free of other streams' work */
     return IBP_SUBMIT_NOT_NOW;
-  if (rc < 0 && *err == CUDA_ERROR_NOT_READY) /* ... for a later chunk */
+  if (rc == 2) /* ... for a later chunk */
     return IBP_SUBMIT_CUT;
   if (rc < 0) {
     if (*err == CUDA_SUCCESS)

@@ -715,10 +715,8 @@ int ibp__staged_copy(const ibp_served_region *s, CUcontext ctx,
       next_chunk(s, t, t1, g->bytes, x->sp->share, dirty_seen, &k);
       t = k.t1;
       rc = stage_chunk(d, s, g, c, &who, x, &k, t == t1, err);
-      if (rc == 1 && !first) { /* earlier chunks' buffers were free */
-        rc = -1;
-        *err = CUDA_ERROR_NOT_READY;
-      }
+      if (rc == 1 && !first) /* earlier chunks' buffers were free */
+        rc = 2;
       if (rc != 0)
         break;
     }

@@ -67,9 +67,9 @@ typedef struct ibp_staged_args {
  * buffer of the ring and the kernel launched on c->stream with the chunk's
  * range and at most IBP_MAX_SMS blocks.  Returns 0 when served; 1 when
  * nothing was queued (no buffer free of other streams' work: the caller
- * takes another path); -1 on a failure (*err): the chunks launched before
- * it wrote correct bytes, and the caller's own copy, queued after them,
- * rewrites them all. */
+ * takes another path); 2 when a later chunk found none (cut: the chunks
+ * before it wrote correct bytes, the caller's own copy, queued after them,
+ * rewrites them all -- no failure); -1 on a failure (*err), likewise. */
 int ibp__staged_copy(const ibp_served_region *s, CUcontext ctx,
                      const ibp_copy *c, const ibp_staged_args *x,
                      CUresult *err);

@@ -119,6 +119,19 @@ static void test_busy(void) {
   CHECK(ibp__streams_busy(-1, S(3), 5) == 0);
 }
 
+/* A full table: a staged copy's copy stream takes another stream's entry,
+ * never its caller's just written (the one ending first then). */
+static void test_full_table(void) {
+  clock_now = 0;
+  for (int k = 1; k <= 16; k++) /* 1000 us each, 10 on the link */
+    ibp__streams_queued(6, S(k), 0, 1000, 10, NULL);
+  /* S(20) takes S(1)'s entry, ends at 160 + 100; its copy stream S(30)
+   * takes S(2)'s */
+  CHECK(ibp__streams_queued(6, S(20), 0, 100, 10, S(30)) == 160);
+  CHECK(ibp__streams_busy(6, S(20), 200) >= 1);
+  CHECK(ibp__streams_busy(6, S(2), 200) == 0);
+}
+
 static void *queue_per_thread(void *arg) {
   (void)arg;
   CHECK(ibp__streams_queued(5, CU_STREAM_PER_THREAD, 0, 10, 10, NULL) == 0);
@@ -145,6 +158,7 @@ int main(void) {
   test_queued();
   test_busy();
   test_per_thread();
+  test_full_table();
   CHECK(ibp__streams_own_clear(0, 0));
   CHECK(!ibp__streams_own_clear(-1, 0)); /* no such device */
   clock_now = 100;

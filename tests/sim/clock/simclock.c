@@ -305,10 +305,12 @@ double simclock_sms_reserve(unsigned device, double ready, unsigned total,
                             unsigned want, double dur) {
   if (!(dur > 0))
     return ready;
-  if (!(dur < INFINITY))
-    return ready + dur;
   total = total ? total : 1;
   want = want == 0 ? 1 : want > total ? total : want;
+  /* work that does not fit a double never ends: it holds no SMs (a step
+   * left in use forever would starve every later kernel) */
+  if (!((double)want * dur < INFINITY))
+    return ready + dur;
   pthread_once(&sm_once, sm_init);
   sm_timeline *l =
       &sm_lines[device < SIMCLOCK_DEVICES ? device : SIMCLOCK_DEVICES - 1];

@@ -124,6 +124,11 @@ static void sms_degenerate(void) {
   simclock_reset();
   CHECK(simclock_sms_reserve(0, 0, 0, 4, 100) == 100);
   CHECK(simclock_sms_reserve(0, 0, 0, 0, 100) == 200);
+  /* work past a double (want x dur overflows) holds no SMs: the next
+   * kernel runs at once */
+  simclock_reset();
+  CHECK(sms(0, SMS, 1e308) == 1e308);
+  CHECK(sms(0, SMS, 100) == 100);
 }
 
 /* Devices have SMs of their own; reset forgets every reservation. */
