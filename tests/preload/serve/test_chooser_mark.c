@@ -241,6 +241,32 @@ static void test_look_early(void) {
   free(s);
 }
 
+/* The model of time_staged's copies: 2 us of calls, 8 us on the GPU. */
+static const ibp_route_cost STAGED_MODEL = {.cpu_ns = CALLS_NS,
+                                            .gpu_ns = COPY_NS};
+
+/* A staged copy chosen as c (its priors `prior`) timed by ch: its windows'
+ * span 8 us on its copy stream, its whole `whole_us` on its caller's,
+ * read back by the class's next decision. */
+static void time_staged(ibp_device_slot *slot, ibp_served_region *s,
+                        ibp_chooser *ch, unsigned cls, const ibp_choice *c,
+                        const ibp_route_cost prior[IBP_ROUTES],
+                        double whole_us) {
+  ibp_timing t;
+  ibp_choice look;
+  ibp__timing_begin(slot, ch, &prof, STREAM, CALLER_STREAM, cls, c,
+                    &STAGED_MODEL, 0, CALLS_NS, 0, 1, 0, NULL, &t);
+  CHECK(t.index >= 0);
+  now_ns += CALLS_NS;
+  ibp__timing_end(slot, ch, STREAM, &t, 1);
+  span_ms = (float)(COPY_NS / 1e6);
+  whole_ms = (float)(whole_us / 1e3);
+  mark_ms = 1.0f; /* the streams busy: read by their spans */
+  now_ns += 1e6;
+  ibp__chooser_decide(s, slot, ch, &prof, cls, prior, 0, 0, &look);
+  caller_end = NULL;
+}
+
 /* A staged copy timed on its copy stream (its windows, 8 us) and on its
  * caller's (the whole, its decodes too), read as the whole's ratio over
  * its windows: `whole_us` its whole span, another stream's work on the
@@ -250,30 +276,18 @@ static double whole_ratio(double whole_us, double other_us) {
   ibp_served_region *s;
   ibp_chooser *ch = new_chooser(&slot, &s);
   const unsigned cls = ibp__choose_class_index(65536, 1, IBP_CLASS_SINGLE);
-  const ibp_route_cost model = {.cpu_ns = CALLS_NS, .gpu_ns = COPY_NS};
   ibp_route_cost prior[IBP_ROUTES];
-  ibp_choice c, look;
-  timed_choice(IBP_ROUTE_STAGED, &model, prior, &c);
+  ibp_choice c;
+  timed_choice(IBP_ROUTE_STAGED, &STAGED_MODEL, prior, &c);
   other_busy = other_us >= 0 ? OTHER_CALLER : 0;
-  ibp_timing t;
-  ibp__timing_begin(slot, ch, &prof, STREAM, CALLER_STREAM, cls, &c, &model, 0,
-                    CALLS_NS, 0, 1, 0, NULL, &t);
-  CHECK(t.index >= 0);
-  now_ns += CALLS_NS;
-  ibp__timing_end(slot, ch, STREAM, &t, 1);
-  span_ms = (float)(COPY_NS / 1e6);
-  whole_ms = (float)(whole_us / 1e3);
   other_ms = (float)(other_us / 1e3);
-  mark_ms = 1.0f; /* the streams busy: read by their spans */
-  now_ns += 1e6;
-  ibp__chooser_decide(s, slot, ch, &prof, cls, prior, 0, 0, &look);
+  time_staged(slot, s, ch, cls, &c, prior, whole_us);
   const ibp_choose_route *q = &ch->cls[cls].route[IBP_ROUTE_STAGED];
   CHECK(ch->timed[IBP_ROUTE_STAGED] == 1 && q->wholes == 1);
   const double ratio = q->wholes == 1 ? q->whole_seen[0] : -1;
   ibp__chooser_free(ch);
   free(slot);
   free(s);
-  caller_end = NULL;
   other_busy = 0;
   return ratio;
 }
@@ -310,31 +324,19 @@ static double explored_whole(double whole_us) {
   ibp_served_region *s;
   ibp_chooser *ch = new_chooser(&slot, &s);
   const unsigned cls = ibp__choose_class_index(65536, 1, IBP_CLASS_SINGLE);
-  const ibp_route_cost model = {.cpu_ns = CALLS_NS, .gpu_ns = COPY_NS};
   ibp_route_cost prior[IBP_ROUTES];
-  ibp_choice c, look;
-  timed_choice(IBP_ROUTE_STAGED, &model, prior, &c);
+  ibp_choice c;
+  timed_choice(IBP_ROUTE_STAGED, &STAGED_MODEL, prior, &c);
   c.explore = 1;
   c.chosen = IBP_ROUTE_DRIVER;
   c.choice_ns = 1000;
-  ibp_timing t;
-  ibp__timing_begin(slot, ch, &prof, STREAM, CALLER_STREAM, cls, &c, &model, 0,
-                    CALLS_NS, 0, 1, 0, NULL, &t);
-  CHECK(t.index >= 0);
-  now_ns += CALLS_NS;
-  ibp__timing_end(slot, ch, STREAM, &t, 1);
-  span_ms = (float)(COPY_NS / 1e6);
-  whole_ms = (float)(whole_us / 1e3);
-  mark_ms = 1.0f;
-  now_ns += 1e6;
-  ibp__chooser_decide(s, slot, ch, &prof, cls, prior, 0, 0, &look);
+  time_staged(slot, s, ch, cls, &c, prior, whole_us);
   CHECK(ch->timed[IBP_ROUTE_STAGED] == 1);
   CHECK(ch->cls[cls].route[IBP_ROUTE_STAGED].wholes == 0);
   const double charged = ch->cls[cls].explore_ns;
   ibp__chooser_free(ch);
   free(slot);
   free(s);
-  caller_end = NULL;
   return charged;
 }
 
