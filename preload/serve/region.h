@@ -103,7 +103,10 @@ typedef struct ibp_refresh {
   uint64_t fill_started_ns;     /* worker only: when compression began */
   _Atomic int launching;        /* copies between deciding and launching */
   _Atomic uint64_t runs;        /* refresh jobs run */
-  _Atomic uint64_t dirty_floor; /* dirty_tensors after the last refresh */
+  _Atomic uint64_t work;        /* ... weighed: one per 32nd of the region
+                                   each took up, at least one (refresh.c) */
+  _Atomic uint64_t dirty_floor; /* dirty tensors the last refresh could not
+                                   help: stored raw, or no room */
   /* Worker only: each tensor's room in the shadow (bytes; a stream that no
    * longer fits moves to the spill room after the packed streams, from
    * spill_top on). */

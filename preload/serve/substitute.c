@@ -399,33 +399,45 @@ static void make_ready(ibp_region_rec *r, ibp_served_region *s, CUcontext ctx,
 }
 
 /* Dirty tensors are served raw by the kernel until refresh.c recompresses
- * them.  A region half dirty regardless, or recompressed more often than
- * every 4th copy, is rewritten faster than it is copied, and the driver's
- * own copy is the better deal: demote it (and stop tracking its writes). */
+ * them (the gate weighs their bytes, copy by copy).  A region whose
+ * refreshes -- 8 or more, each weighing a 32nd of the region it took up
+ * (refresh.c) -- outweigh a quarter of its copies, or half of whose tensors
+ * stay raw after one (they no longer compress), is rewritten faster than
+ * it is copied, and the driver's own copy is the better deal: demote it
+ * (and stop tracking its writes).  One burst of writes, however wide, is
+ * recompressed (a gap in the tracking marks whole chunks: track_quiet.c). */
 static int rewritten(ibp_region_rec *r, ibp_served_region *s) {
-  uint64_t dirty =
-      atomic_load_explicit(&s->track.dirty_tensors, memory_order_relaxed);
-  uint64_t refreshes =
-      atomic_load_explicit(&s->refresh.runs, memory_order_relaxed);
-  uint64_t served =
-      atomic_load_explicit(&s->counters.copies_served, memory_order_relaxed);
-  /* half of it dirty, or recompressed more often than every 4th copy */
-  int too_often = refreshes >= 8 && refreshes * 4 > served;
-  if (!too_often && (dirty == 0 || 2 * dirty < s->geometry.tensors)) {
+  const ibp_refresh *f = &s->refresh;
+  const ibp_counters *k = &s->counters;
+  const uint64_t runs = atomic_load_explicit(&f->runs, memory_order_relaxed);
+  const uint64_t work = atomic_load_explicit(&f->work, memory_order_relaxed);
+  const uint64_t raw =
+      atomic_load_explicit(&f->dirty_floor, memory_order_relaxed);
+  /* every copy from it, whatever ran it */
+  const uint64_t copies =
+      atomic_load_explicit(&k->copies_served, memory_order_relaxed) +
+      atomic_load_explicit(&k->copies_passthrough, memory_order_relaxed) +
+      atomic_load_explicit(&k->copies_gated, memory_order_relaxed) +
+      atomic_load_explicit(&k->copies_fallback, memory_order_relaxed);
+  const int too_often = runs >= 8 && work * 4 > copies;
+  if (!too_often && 2 * raw < s->geometry.tensors) {
     if (ibp__refresh_due(r))
       ibp__worker_refresh(r);
     return 0;
   }
+  const uint64_t dirty =
+      atomic_load_explicit(&s->track.dirty_tensors, memory_order_relaxed);
   if (ibp__compact_pin(r, "rewritten faster than copied")) {
     /* pinned, and demoted like any other */
   } else if (ibp_region_transition(r, IBP_REGION_READY, IBP_REGION_DEGRADED)) {
     ibp__track_unprotect(&s->track);
     ibp__log(IBP_LOG_INFO,
              "region '%s': rewritten faster than copied (%llu of %llu "
-             "tensors dirty, %llu recompressions); demoted to pass-through",
+             "tensors dirty, %llu of them raw; %llu recompressions for %llu "
+             "copies); demoted to pass-through",
              r->name, (unsigned long long)dirty,
-             (unsigned long long)s->geometry.tensors,
-             (unsigned long long)refreshes);
+             (unsigned long long)s->geometry.tensors, (unsigned long long)raw,
+             (unsigned long long)runs, (unsigned long long)copies);
   }
   return 1;
 }

@@ -375,7 +375,8 @@ int ibp__uffd_protect(ibp_tracked *t) {
 }
 
 /* t's memory is no longer ours to watch: every tensor dirty from now on
- * (and serve/ demotes a region half dirty).  Returns -1. */
+ * (and serve/ demotes a region half dirty once a refresh cannot protect
+ * its pages again: serve/prepare/refresh.c).  Returns -1. */
 static int lost(ibp_tracked *t) {
   (void)fds_ours(); /* a scan failed: closed under us? then never again */
   unsigned e = atomic_exchange(&t->uffd_epoch, 0);

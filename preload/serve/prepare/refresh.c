@@ -35,8 +35,13 @@
  *      have read an old offset or length and must not outlive busy (a
  *      failure: all rewritten tensors dirty again).  Then clear busy and
  *      `refreshing`.
- * A region recompressed more often than every 4th copy, or half dirty
- * regardless, is demoted (substitute.c).
+ * Each run weighs one for every 32nd of the region it took up (at least
+ * one: ibp_refresh.work), and what it left dirty that no refresh can help
+ * -- tensors stored raw, or whose stream no longer compresses or fits --
+ * is the floor the next one counts from (ibp__refresh_due); all that is
+ * dirty when the region's pages can no longer be protected again.  A region
+ * refreshed 8 times or more whose work outweighs a quarter of its copies,
+ * or half of whose tensors stay raw, is demoted (substitute.c).
  *
  * Here `s` is the served region (serve/region.h): its layout is rewritten,
  * its refresh state drives the protocol, its track.dirty bits are taken. */
@@ -59,8 +64,8 @@
 
 int ibp__refresh_due(ibp_region_rec *r) {
   ibp_served_region *s = ibp__served(r);
-  /* counted from what the last refresh left dirty (tensors stored raw, or
-   * whose stream found no room): those it cannot help */
+  /* counted from what the last refresh left dirty that it cannot help
+   * (tensors stored raw, or whose stream no longer compresses or fits) */
   uint64_t dirty =
       atomic_load_explicit(&s->track.dirty_tensors, memory_order_relaxed);
   uint64_t floor =
@@ -135,9 +140,10 @@ static int place(ibp_served_region *s, uint64_t i, size_t len) {
 }
 
 /* Step 4 for word w: rewrites the streams of `keep` (which stays the set
- * rewritten); returns how many. */
+ * rewritten); returns how many, and adds those that stay raw (no longer
+ * compress, or find no room) to *raw. */
 static uint64_t rewrite(ibp_region_rec *r, ibp_served_region *s, uint64_t w,
-                        uint32_t *keep, uint8_t *tmp) {
+                        uint32_t *keep, uint8_t *tmp, uint64_t *raw) {
   ibp_layout *l = &s->layout;
   const uint32_t R = s->geometry.tensor_bytes;
   uint32_t back = 0;
@@ -164,6 +170,7 @@ static uint64_t rewrite(ibp_region_rec *r, ibp_served_region *s, uint64_t w,
     atomic_fetch_add(&s->track.dirty_tensors,
                      set_bits(s->track.dirty, w, back));
   *keep &= ~back;
+  *raw += (uint64_t)__builtin_popcount(back);
   return (uint64_t)__builtin_popcount(*keep);
 }
 
@@ -200,16 +207,34 @@ static int upload(const ibp_driver *d, ibp_served_region *s) {
 }
 
 /* The snapshot S: dirty tensors stored compressed (raw ones stay dirty:
- * they have no place in the shadow). */
+ * they have no place in the shadow); returns how many. */
 static uint64_t snapshot(ibp_served_region *s, uint32_t *set, uint64_t words) {
-  uint64_t any = 0;
+  uint64_t count = 0;
   for (uint64_t w = 0; w < words; w++) {
     uint32_t f;
     memcpy(&f, s->layout.flags + 4 * w, 4); /* padded to whole words */
     set[w] = atomic_load(&s->track.dirty[w]) & f;
-    any |= set[w];
+    count += (uint64_t)__builtin_popcount(set[w]);
   }
-  return any;
+  return count;
+}
+
+/* Dirty tensors stored raw: no refresh can help them. */
+static uint64_t dirty_raw(ibp_served_region *s, uint64_t words) {
+  uint64_t count = 0;
+  for (uint64_t w = 0; w < words; w++) {
+    uint32_t f;
+    memcpy(&f, s->layout.flags + 4 * w, 4);
+    count += (uint64_t)__builtin_popcount(atomic_load(&s->track.dirty[w]) & ~f);
+  }
+  return count;
+}
+
+/* What a refresh of `tried` of n tensors weighs in ibp_refresh.work: one
+ * per REFRESH_SHARE-th of the region, at least one. */
+static uint64_t work_of(uint64_t tried, uint64_t n) {
+  const uint64_t w = n ? tried * REFRESH_SHARE / n : 0;
+  return w ? w : 1;
 }
 
 /* The places start as the packed streams (first refresh). */
@@ -242,17 +267,25 @@ void ibp__refresh_region(ibp_region_rec *r) {
   uint32_t *set = calloc(words ? words : 1, sizeof *set);
   /* a stream (R + 16 bytes) and a scratch tensor (pack.h) */
   uint8_t *tmp = malloc(2 * (size_t)s->geometry.tensor_bytes + 16);
-  uint64_t count = 0;
+  uint64_t count = 0, tried = 0, raw = 0;
   /* a region being released (pinned_released waits for this job) or
    * demoted is left alone */
   if (!d || !set || !tmp || !f->busy || atomic_load(&r->removed) ||
-      ibp_region_state_get(r) != IBP_REGION_READY || !init_room(s) ||
-      (tracked && ibp__track_reprotect(&s->track) != 0))
+      ibp_region_state_get(r) != IBP_REGION_READY || !init_room(s))
     goto out;
+  if (tracked && ibp__track_reprotect(&s->track) != 0) {
+    /* its writes can no longer be watched (remapped): no refresh can help
+     * what is dirty, and substitute.c demotes it when that is half */
+    atomic_store(&f->dirty_floor, atomic_load(&s->track.dirty_tensors));
+    goto out;
+  }
   if (tracked)
     ibp__track_quiesce();
-  if (!snapshot(s, set, words))
+  if ((tried = snapshot(s, set, words)) == 0) {
+    /* only raw tensors dirty: nothing to do until more are written */
+    atomic_store(&f->dirty_floor, dirty_raw(s, words));
     goto out;
+  }
   atomic_store(&f->refreshing, 1);
   for (uint64_t w = 0; w < words; w++)
     if (set[w])
@@ -264,13 +297,13 @@ void ibp__refresh_region(ibp_region_rec *r) {
       if (tracked) /* landed: an early sum is older than our read */
         ibp__track_landed(&s->track);
       for (uint64_t w = 0; w < words; w++)
-        count += set[w] ? rewrite(r, s, w, &set[w], tmp) : 0;
+        count += set[w] ? rewrite(r, s, w, &set[w], tmp, &raw) : 0;
       /* A kernel launched during the refresh may have read a tensor's old
        * offset or length before the upload and find it no longer busy
        * after: all such kernels finish before busy is cleared. */
       if (count && (upload(d, s) != 0 || wait_kernels(d, s) != 0)) {
         all_dirty_again(s, set, words);
-        count = 0;
+        count = raw = 0; /* a failure, not raw tensors: the next may help */
       }
     } else { /* cannot know what landed: all dirty again */
       all_dirty_again(s, set, words);
@@ -280,7 +313,9 @@ void ibp__refresh_region(ibp_region_rec *r) {
     atomic_store(&f->busy[w], 0);
   atomic_store(&f->refreshing, 0);
   atomic_fetch_add(&f->runs, 1);
-  atomic_store(&f->dirty_floor, atomic_load(&s->track.dirty_tensors));
+  atomic_fetch_add(&f->work, work_of(tried, n));
+  /* tensors written meanwhile are not the floor: the next refresh helps */
+  atomic_store(&f->dirty_floor, dirty_raw(s, words) + raw);
   ibp__count(&s->counters, tensors_recompressed, count);
   ibp__log(IBP_LOG_DEBUG, "region '%s': %llu tensors recompressed", r->name,
            (unsigned long long)count);
