@@ -107,6 +107,11 @@ typedef struct ibp_refresh {
                                    each took up, at least one (refresh.c) */
   _Atomic uint64_t dirty_floor; /* dirty tensors the last refresh could not
                                    help: stored raw, or no room */
+  _Atomic uint64_t stuck;       /* of those, the ones once compressed, or all
+                                   dirty once the pages could not be
+                                   protected again (refresh.c) */
+  unsigned refused;             /* worker only: refreshes in a row whose
+                                   pages could not be protected again */
   /* Worker only: each tensor's room in the shadow (bytes; a stream that no
    * longer fits moves to the spill room after the packed streams, from
    * spill_top on). */
@@ -189,20 +194,27 @@ typedef struct ibp_device_slot {
   const uint32_t *busy; /* device address of refresh.busy */
   /* the staged decode as measured (serve/staged/staged.c, under its lock): a
    * chunk's kernel timed between mem.probe's events, against the model's
-   * time for it (probe_model_us, while probe_pending; one per 100 ms at
-   * most); decode_scale is the smallest of the last
+   * time for it (probe_model_us, while probe_pending; no sooner than
+   * probe_after_ns); decode_scale is the smallest of the last
    * IBP_DECODE_PROBES measured times over the model's, each less the
    * launch's latency, which the data does not change (probe_fixed_us; each
    * within [1/16, 16]: a decode slowed once by another kernel on the SMs does
    * not switch the path off; 0: not measured yet), and scales the model's
-   * staged decodes of this region on this device */
+   * staged decodes of this region on this device.  Like the chooser's
+   * timed copies (serve/choose/choose.h): a reading counts for
+   * IBP_CHOOSE_AGE_NS -- once the newest is older, the model's decode
+   * stands again -- and a failing event call pauses the timing for
+   * IBP_CHOOSE_PAUSE_NS, twice as long after each failure in a row */
   int probe_pending;
   double probe_model_us;
   double probe_fixed_us; /* ... of which the launch's latency */
   double probe_after_ns; /* device clock: no probe before */
+  double probe_pause_ns; /* the next failure's pause (0: the first's) */
   double probe_seen[IBP_DECODE_PROBES];
+  double probe_seen_ns[IBP_DECODE_PROBES]; /* ... when each was read */
   unsigned probes;
   _Atomic double decode_scale;
+  _Atomic double decode_scale_ns; /* when its newest reading was read */
   /* the chooser of this region on this device (serve/choose/chooser.h):
    * its estimates and timed copies; NULL until the first decision */
   struct ibp_chooser *_Atomic chooser;

@@ -402,17 +402,17 @@ static void make_ready(ibp_region_rec *r, ibp_served_region *s, CUcontext ctx,
  * them (the gate weighs their bytes, copy by copy).  A region whose
  * refreshes -- 8 or more, each weighing a 32nd of the region it took up
  * (refresh.c) -- outweigh a quarter of its copies, or half of whose tensors
- * stay raw after one (they no longer compress), is rewritten faster than
- * it is copied, and the driver's own copy is the better deal: demote it
- * (and stop tracking its writes).  One burst of writes, however wide, is
- * recompressed (a gap in the tracking marks whole chunks: track_quiet.c). */
+ * are stuck raw (their new bytes no longer compress, or its pages can no
+ * longer be protected), is rewritten faster than it is copied, and the
+ * driver's own copy is the better deal: demote it (and stop tracking its
+ * writes).  One burst of writes, however wide, is recompressed (a gap in
+ * the tracking marks whole chunks: track_quiet.c). */
 static int rewritten(ibp_region_rec *r, ibp_served_region *s) {
   const ibp_refresh *f = &s->refresh;
   const ibp_counters *k = &s->counters;
   const uint64_t runs = atomic_load_explicit(&f->runs, memory_order_relaxed);
   const uint64_t work = atomic_load_explicit(&f->work, memory_order_relaxed);
-  const uint64_t raw =
-      atomic_load_explicit(&f->dirty_floor, memory_order_relaxed);
+  const uint64_t stuck = atomic_load_explicit(&f->stuck, memory_order_relaxed);
   /* every copy from it, whatever ran it */
   const uint64_t copies =
       atomic_load_explicit(&k->copies_served, memory_order_relaxed) +
@@ -420,7 +420,7 @@ static int rewritten(ibp_region_rec *r, ibp_served_region *s) {
       atomic_load_explicit(&k->copies_gated, memory_order_relaxed) +
       atomic_load_explicit(&k->copies_fallback, memory_order_relaxed);
   const int too_often = runs >= 8 && work * 4 > copies;
-  if (!too_often && 2 * raw < s->geometry.tensors) {
+  if (!too_often && 2 * stuck < s->geometry.tensors) {
     if (ibp__refresh_due(r))
       ibp__worker_refresh(r);
     return 0;
@@ -433,10 +433,10 @@ static int rewritten(ibp_region_rec *r, ibp_served_region *s) {
     ibp__track_unprotect(&s->track);
     ibp__log(IBP_LOG_INFO,
              "region '%s': rewritten faster than copied (%llu of %llu "
-             "tensors dirty, %llu of them raw; %llu recompressions for %llu "
+             "tensors dirty, %llu stuck raw; %llu recompressions for %llu "
              "copies); demoted to pass-through",
              r->name, (unsigned long long)dirty,
-             (unsigned long long)s->geometry.tensors, (unsigned long long)raw,
+             (unsigned long long)s->geometry.tensors, (unsigned long long)stuck,
              (unsigned long long)runs, (unsigned long long)copies);
   }
   return 1;

@@ -38,10 +38,11 @@
  * Each run weighs one for every 32nd of the region it took up (at least
  * one: ibp_refresh.work), and what it left dirty that no refresh can help
  * -- tensors stored raw, or whose stream no longer compresses or fits --
- * is the floor the next one counts from (ibp__refresh_due); all that is
- * dirty when the region's pages can no longer be protected again.  A region
+ * is the floor the next one counts from (ibp__refresh_due).  A region
  * refreshed 8 times or more whose work outweighs a quarter of its copies,
- * or half of whose tensors stay raw, is demoted (substitute.c).
+ * or half of whose tensors are stuck -- their new bytes no longer compress
+ * or fit, or its pages could not be protected again REFUSED_MAX times in a
+ * row -- is demoted (substitute.c).
  *
  * Here `s` is the served region (serve/region.h): its layout is rewritten,
  * its refresh state drives the protocol, its track.dirty bits are taken. */
@@ -61,6 +62,10 @@
 #include "serve/region.h"
 
 #define REFRESH_SHARE 32 /* refresh once 1/32 more of the tensors are dirty */
+/* Refreshes whose pages could not be protected again, in a row, before
+ * what is dirty counts as stuck (the region's writes can no longer be
+ * watched, or a write is always in flight). */
+#define REFUSED_MAX 8
 
 int ibp__refresh_due(ibp_region_rec *r) {
   ibp_served_region *s = ibp__served(r);
@@ -274,11 +279,14 @@ void ibp__refresh_region(ibp_region_rec *r) {
       ibp_region_state_get(r) != IBP_REGION_READY || !init_room(s))
     goto out;
   if (tracked && ibp__track_reprotect(&s->track) != 0) {
-    /* its writes can no longer be watched (remapped): no refresh can help
-     * what is dirty, and substitute.c demotes it when that is half */
-    atomic_store(&f->dirty_floor, atomic_load(&s->track.dirty_tensors));
+    /* refused (a hooked call writing now: later) or lost (remapped): after
+     * REFUSED_MAX refusals in a row no refresh can help what is dirty, and
+     * substitute.c demotes it when that is half */
+    if (++f->refused >= REFUSED_MAX)
+      atomic_store(&f->stuck, atomic_load(&s->track.dirty_tensors));
     goto out;
   }
+  f->refused = 0;
   if (tracked)
     ibp__track_quiesce();
   if ((tried = snapshot(s, set, words)) == 0) {
@@ -312,10 +320,11 @@ void ibp__refresh_region(ibp_region_rec *r) {
   for (uint64_t w = 0; w < words; w++)
     atomic_store(&f->busy[w], 0);
   atomic_store(&f->refreshing, 0);
+  atomic_fetch_add(&f->work, work_of(tried, n)); /* before runs: read after */
   atomic_fetch_add(&f->runs, 1);
-  atomic_fetch_add(&f->work, work_of(tried, n));
   /* tensors written meanwhile are not the floor: the next refresh helps */
   atomic_store(&f->dirty_floor, dirty_raw(s, words) + raw);
+  atomic_store(&f->stuck, raw);
   ibp__count(&s->counters, tensors_recompressed, count);
   ibp__log(IBP_LOG_DEBUG, "region '%s': %llu tensors recompressed", r->name,
            (unsigned long long)count);

@@ -328,11 +328,23 @@ static void copy_tensors(const ibp_served_region *s, uint64_t off, uint64_t len,
  * itself: the ratio stays 1. */
 
 /* The measured over the model's decode time of slot's region (1 until
- * measured). */
+ * measured, and again once its newest reading aged: IBP_CHOOSE_AGE_NS). */
 static double decode_scale(const ibp_device_slot *slot) {
   const double f =
       atomic_load_explicit(&slot->decode_scale, memory_order_relaxed);
-  return f > 0 ? f : 1.0;
+  const double at =
+      atomic_load_explicit(&slot->decode_scale_ns, memory_order_relaxed);
+  return f > 0 && ibp__clock_ns() <= at + IBP_CHOOSE_AGE_NS ? f : 1.0;
+}
+
+/* An event call of the probe failed: no probe for a pause, twice as long
+ * after each failure in a row (as the chooser pauses a class's timing). */
+static void probe_pause(ibp_device_slot *slot) {
+  const double pause =
+      slot->probe_pause_ns > 0 ? slot->probe_pause_ns : IBP_CHOOSE_PAUSE_NS;
+  slot->probe_after_ns = ibp__clock_ns() + pause;
+  slot->probe_pause_ns =
+      2 * pause < IBP_CHOOSE_PAUSE_MAX_NS ? 2 * pause : IBP_CHOOSE_PAUSE_MAX_NS;
 }
 
 /* A decode's time in the model, scaled: its decode part by `scale` (the
@@ -373,8 +385,11 @@ static void probe_read(const ibp_driver *d, ibp_served_region *s,
   slot->probe_pending = 0;
   float ms = 0;
   if (q != CUDA_SUCCESS || !d->cuEventElapsedTime ||
-      d->cuEventElapsedTime(&ms, ev[0], ev[1]) != CUDA_SUCCESS)
+      d->cuEventElapsedTime(&ms, ev[0], ev[1]) != CUDA_SUCCESS) {
+    probe_pause(slot);
     return;
+  }
+  slot->probe_pause_ns = 0; /* timing works again */
   /* the span from the record before the launch to the one after it: the
    * launch's latency and the decode, as the model's time has them; the
    * ratio is the decode's alone where it ran slower (decode_ratio) -- with
@@ -390,13 +405,17 @@ static void probe_read(const ibp_driver *d, ibp_served_region *s,
   ibp__count(&s->counters, staged_decode_seconds, (uint64_t)(1e3 * took));
   ibp__count(&s->counters, staged_decode_model_seconds,
              (uint64_t)(1e3 * slot->probe_model_us));
+  const double now = ibp__clock_ns();
+  slot->probe_seen_ns[slot->probes % IBP_DECODE_PROBES] = now;
   slot->probe_seen[slot->probes++ % IBP_DECODE_PROBES] = ratio;
   const unsigned n =
       slot->probes < IBP_DECODE_PROBES ? slot->probes : IBP_DECODE_PROBES;
   double least = ratio;
   for (unsigned i = 0; i < n; i++)
-    least = slot->probe_seen[i] < least ? slot->probe_seen[i] : least;
+    if (slot->probe_seen_ns[i] >= now - IBP_CHOOSE_AGE_NS)
+      least = slot->probe_seen[i] < least ? slot->probe_seen[i] : least;
   atomic_store(&slot->decode_scale, least);
+  atomic_store(&slot->decode_scale_ns, now);
 }
 
 /* Whether the slot may time a decode now: none pending, the last long
@@ -416,6 +435,8 @@ static int probe_wanted(const ibp_driver *d, ibp_device_slot *slot,
   for (int k = 0; k < 2; k++)
     if (!ev[k] && d->cuEventCreate(&ev[k], CU_EVENT_DEFAULT) != CUDA_SUCCESS)
       ev[k] = NULL;
+  if (!ev[0] || !ev[1])
+    probe_pause(slot);
   return ev[0] && ev[1];
 }
 
@@ -655,8 +676,11 @@ static int stage_chunk(const ibp_driver *d, const ibp_served_region *s, ring *g,
    * as the route's, they made staged copies look 16 % dearer (a100-pcie4
    * under driver calls 4x dearer: 28.8 against 24.8 us) */
   double aside = prof ? ibp__clock_ns() : 0;
-  const int timed = probe_wanted(d, x->slot, model_us) &&
-                    d->cuEventRecord(probe[0], c->stream) == CUDA_SUCCESS;
+  const int wanted = probe_wanted(d, x->slot, model_us);
+  const int timed =
+      wanted && d->cuEventRecord(probe[0], c->stream) == CUDA_SUCCESS;
+  if (wanted && !timed)
+    probe_pause(x->slot);
   aside = prof ? ibp__clock_ns() - aside : 0;
   if ((*err = d->cuLaunchKernel(x->fn, p.grid, 1, 1, p.block, 1, 1,
                                 p.dynamic_shared, c->stream, params, NULL))) {
@@ -672,6 +696,8 @@ static int stage_chunk(const ibp_driver *d, const ibp_served_region *s, ring *g,
     x->slot->probe_after_ns =
         ibp__clock_ns() +
         (prof ? 1e3 * PROBE_CALLS * prof->driver_call_us / PROBE_SHARE : 0);
+  } else if (timed) {
+    probe_pause(x->slot);
   }
   if (x->aside_ns)
     *x->aside_ns += aside + (timed ? ibp__clock_ns() - second : 0);

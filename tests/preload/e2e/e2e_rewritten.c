@@ -9,9 +9,11 @@
  *            that a gap in the tracking marks whole chunks of), then copied
  *            in pieces again and again: recompressed, served, never demoted
  *            -- however much of it one burst made dirty;
- *   staging  every tensor rewritten before each of its copies (a data
- *            loader's pinned batch): demoted once its refreshes outweigh
- *            its copies;
+ *   staging  every tensor rewritten before it is copied, in 16 pieces (a
+ *            data loader's pinned batch): demoted once its refreshes,
+ *            each weighing the 32nds of the region it took up, outweigh a
+ *            quarter of its copies -- refreshes counted one each would
+ *            not;
  *   raw      every tensor rewritten once with random bytes, then copied
  *            again and again: the refresh cannot compress it, and it is
  *            demoted.
@@ -31,6 +33,7 @@
 
 #define DEV_BYTES ((size_t)8 << 20)
 #define PIECES 4
+#define STAGING_PIECES 16
 
 enum { BURST, STAGING, RAW, NREGIONS };
 
@@ -99,7 +102,7 @@ int main(int argc, char **argv) {
   for (unsigned long i = 0; i < rounds && !e2e_failures(); i++) {
     rewrite(&regions[STAGING], &rng, 0);
     for (int g = 0; g < NREGIONS; g++)
-      copy_all(&b, &regions[g], g == STAGING ? 1 : PIECES);
+      copy_all(&b, &regions[g], g == STAGING ? STAGING_PIECES : PIECES);
     pause_ms(10); /* the worker recompresses meanwhile */
   }
   for (int g = 0; g < NREGIONS; g++) {
