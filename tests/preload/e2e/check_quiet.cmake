@@ -5,15 +5,11 @@
 #
 #   cmake -DSTATS=<file> -DREGIONS=quiet|scanning -P check_quiet.cmake
 cmake_minimum_required(VERSION 3.25)
+include(${CMAKE_CURRENT_LIST_DIR}/regions_named.cmake)
 
 file(READ "${STATS}" json)
-string(JSON count LENGTH "${json}" regions)
-math(EXPR last "${count} - 1")
-foreach(i RANGE ${last})
-  string(JSON name GET "${json}" regions ${i} name)
-  if(NOT name STREQUAL "quiet")
-    continue()
-  endif()
+e2e_regions_named("${json}" quiet found)
+foreach(i IN LISTS found)
   foreach(key tracker mode scan_calls sync_faults mode_switches)
     string(JSON ${key} GET "${json}" regions ${i} ${key})
   endforeach()

@@ -8,12 +8,12 @@
 # raw stay dirty: e2e_fill makes 2 % of them random, in new places); one ending
 # in "-" must be degraded (demoted to pass-through).
 cmake_minimum_required(VERSION 3.25)
+include(${CMAKE_CURRENT_LIST_DIR}/regions_named.cmake)
 
 if(NOT STATS OR NOT EXISTS "${STATS}")
   message(FATAL_ERROR "check_rewritten: libibp wrote no report to '${STATS}'")
 endif()
 file(READ "${STATS}" json)
-string(JSON count LENGTH "${json}" regions)
 string(REPLACE "," ";" names "${REGIONS}")
 foreach(want IN LISTS names)
   string(REGEX MATCH "[+-]$" kept "${want}")
@@ -21,36 +21,29 @@ foreach(want IN LISTS names)
   if(NOT kept)
     message(FATAL_ERROR "check_rewritten: '${want}' ends in neither + nor -")
   endif()
-  set(found FALSE)
-  if(count GREATER 0)
-    math(EXPR last "${count} - 1")
-    foreach(i RANGE ${last})
-      string(JSON name GET "${json}" regions ${i} name)
-      if(NOT name STREQUAL want)
-        continue()
-      endif()
-      set(found TRUE)
-      string(JSON state GET "${json}" regions ${i} state)
-      string(JSON recompressed GET "${json}" regions ${i} tensors_recompressed)
-      string(JSON dirty GET "${json}" regions ${i} dirty_tensors)
-      string(JSON tensors GET "${json}" regions ${i} tensors)
-      math(EXPR dirty16 "${dirty} * 16")
-      if(kept STREQUAL "+" AND (NOT state STREQUAL "ready" OR
-                                NOT recompressed GREATER 0 OR
-                                dirty16 GREATER tensors))
-        message(FATAL_ERROR "check_rewritten: region '${want}' is ${state}, "
-          "${recompressed} tensors recompressed, ${dirty} of ${tensors} "
-          "dirty (want ready, some recompressed, at most a 16th dirty)")
-      endif()
-      if(kept STREQUAL "-" AND NOT state STREQUAL "degraded")
-        message(FATAL_ERROR "check_rewritten: region '${want}' is ${state} "
-          "(want degraded: rewritten faster than copied)")
-      endif()
-      message(STATUS "check_rewritten: region '${want}': ${state}, "
-        "${recompressed} recompressed, ${dirty} of ${tensors} dirty")
+  e2e_regions_named("${json}" "${want}" found)
+  foreach(i IN LISTS found)
+    foreach(key state tensors_recompressed dirty_tensors tensors)
+      string(JSON ${key} GET "${json}" regions ${i} ${key})
     endforeach()
-  endif()
-  if(NOT found)
+    set(recompressed ${tensors_recompressed})
+    set(dirty ${dirty_tensors})
+    math(EXPR dirty16 "${dirty} * 16")
+    if(kept STREQUAL "+" AND (NOT state STREQUAL "ready" OR
+                              NOT recompressed GREATER 0 OR
+                              dirty16 GREATER tensors))
+      message(FATAL_ERROR "check_rewritten: region '${want}' is ${state}, "
+        "${recompressed} tensors recompressed, ${dirty} of ${tensors} "
+        "dirty (want ready, some recompressed, at most a 16th dirty)")
+    endif()
+    if(kept STREQUAL "-" AND NOT state STREQUAL "degraded")
+      message(FATAL_ERROR "check_rewritten: region '${want}' is ${state} "
+        "(want degraded: rewritten faster than copied)")
+    endif()
+    message(STATUS "check_rewritten: region '${want}': ${state}, "
+      "${recompressed} recompressed, ${dirty} of ${tensors} dirty")
+  endforeach()
+  if(found STREQUAL "")
     message(FATAL_ERROR "check_rewritten: region '${want}' is not in the report")
   endif()
 endforeach()
