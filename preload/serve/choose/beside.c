@@ -2,6 +2,8 @@
  * (serve/choose/beside.h). */
 #include "serve/choose/beside.h"
 
+#include "serve/choose/streams.h"
+
 enum { SAMPLE_FREE = 0 }; /* chooser.c's */
 
 /* The samples of ch that a copy on `stream` may run beside (lock held):
@@ -10,7 +12,9 @@ static uint32_t beside_of(const ibp_chooser *ch, CUstream stream) {
   uint32_t mask = 0;
   for (int i = 0; i < IBP_TIMING_SAMPLES; i++) {
     const ibp_timing_sample *x = &ch->sample[i];
-    if (x->state != SAMPLE_FREE && x->stream != stream && x->caller != stream)
+    if (x->state != SAMPLE_FREE &&
+        !ibp__stream_same(x->stream, x->thread, stream) &&
+        !ibp__stream_same(x->caller, x->thread, stream))
       mask |= 1u << i;
   }
   return mask;

@@ -286,9 +286,11 @@ static uint32_t open_run(ibp_chooser *ch, unsigned cls, const ibp_choice *c,
     if (ch->nopen == IBP_QUIET_OPEN)
       quiet_close(ch, 0);
     ibp_quiet_run *q = &ch->quiet[cls];
-    const uint32_t unreported = q->stream == stream ? q->unreported : 0;
+    const uint32_t unreported =
+        ibp__stream_same(q->stream, q->thread, stream) ? q->unreported : 0;
     *q = (ibp_quiet_run){.key = key,
                          .stream = stream,
+                         .thread = pthread_self(),
                          .route = c->route,
                          .left = n,
                          .unreported = unreported,
@@ -345,7 +347,8 @@ int ibp__chooser_quiet_take(ibp_chooser *ch, unsigned cls, uint64_t key,
   pthread_mutex_lock(&ch->lock);
   ibp_quiet_run *q = &ch->quiet[cls];
   const int take = q->left && !q->stale && q->key == key &&
-                   q->stream == stream && q->learnt == ch->learnt &&
+                   ibp__stream_same(q->stream, q->thread, stream) &&
+                   q->learnt == ch->learnt &&
                    (!q->order || q->order == order) &&
                    ibp__clock_ns() < q->until_ns;
   if (take) {
@@ -368,7 +371,7 @@ void ibp__chooser_quiet_report(ibp_chooser *ch, unsigned cls, CUstream stream,
     return;
   pthread_mutex_lock(&ch->lock);
   ibp_quiet_run *q = &ch->quiet[cls];
-  if (q->stream == stream && q->unreported) {
+  if (ibp__stream_same(q->stream, q->thread, stream) && q->unreported) {
     x->skipped = q->unreported;
     x->skipped_own_ns = q->unreported * q->own_ns;
     q->unreported = 0;
@@ -807,6 +810,7 @@ void ibp__timing_begin(ibp_device_slot *slot, ibp_chooser *ch,
     double cpu = prior->cpu_ns - runtime_ns - prior->own_ns;
     *x = (ibp_timing_sample){.state = SAMPLE_RECORDING,
                              .stream = stream,
+                             .thread = pthread_self(),
                              .cls = cls,
                              .route = c->route,
                              .explore = c->explore,

@@ -80,12 +80,14 @@ typedef struct ibp_timing_sample {
   double held_ns;           /* ... the model's CPU time of holding its
                                copies (their calls and holds), beside the
                                calls its span holds */
-  int engine;      /* a copy-engine route: its calls are every route's calls */
-  uint32_t copies; /* the copies its launch carried (0: one) */
-  CUstream stream; /* where its span is timed (ev[0], ev[1]) */
-  CUstream caller; /* timed on another stream: the caller's, whose
-                      span holds both stages (events
-                      IBP_TIMING_CALLER..) */
+  int engine;       /* a copy-engine route: its calls are every route's calls */
+  uint32_t copies;  /* the copies its launch carried (0: one) */
+  CUstream stream;  /* where its span is timed (ev[0], ev[1]) */
+  CUstream caller;  /* timed on another stream: the caller's, whose
+                       span holds both stages (events
+                       IBP_TIMING_CALLER..) */
+  pthread_t thread; /* that named them (CU_STREAM_PER_THREAD is its own:
+                       ibp__stream_same) */
   unsigned caller_others; /* its other streams' events */
   int dev;                /* its device */
   uint64_t own_mark;      /* libibp's own uploads there at its start
@@ -105,6 +107,7 @@ typedef struct ibp_timing_sample {
 typedef struct ibp_quiet_run {
   uint64_t key;
   CUstream stream;
+  pthread_t thread;    /* that named it (ibp__stream_same) */
   ibp_route route;     /* the copies' (the driver's; a hold run: batched) */
   uint32_t left;       /* copies it may still take */
   uint32_t taken;      /* taken, not yet counted in the classes */

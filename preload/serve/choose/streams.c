@@ -37,11 +37,9 @@ static int valid(int dev) {
   return dev >= 0 && dev < IBP_MAX_DEVICES;
 }
 
-/* Whether e is the calling thread's stream s: the per-thread default
- * stream is a stream of each thread, the same handle. */
+/* Whether e is the calling thread's stream s. */
 static int is(const stream_end *e, CUstream s) {
-  return e->stream == s && (s != CU_STREAM_PER_THREAD ||
-                            pthread_equal(e->thread, pthread_self()));
+  return ibp__stream_same(e->stream, e->thread, s);
 }
 
 void ibp__streams_own_begin(int dev) {

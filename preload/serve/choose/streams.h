@@ -15,6 +15,15 @@
 #define IBP_PRELOAD_STREAMS_H
 
 #include <cuda.h>
+#include <pthread.h>
+
+/* Whether stream s as thread t named it is the calling thread's stream
+ * `here`: the per-thread default stream is another stream in each thread,
+ * under one handle (CU_STREAM_PER_THREAD). */
+static inline int ibp__stream_same(CUstream s, pthread_t t, CUstream here) {
+  return s == here &&
+         (here != CU_STREAM_PER_THREAD || pthread_equal(t, pthread_self()));
+}
 
 /* At now_ns on device dev's clock: 0 when stream s runs nothing libibp
  * queued on it, else how many of the device's streams do, s included

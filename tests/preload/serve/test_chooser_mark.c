@@ -18,6 +18,7 @@
  * 0.5 us, the route's calls 2 us (all before its GPU work) and the copy 8 us on
  * the GPU. */
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -200,6 +201,42 @@ static void timed_choice(ibp_route r, const ibp_route_cost *model,
   c->timed = 1;
 }
 
+/* A span timed on the per-thread default stream is that thread's: a copy
+ * on another thread's per-thread stream (the same handle) may run beside
+ * it, one on its own may not. */
+static int wanted_there;
+
+static void *ask_there(void *ch) {
+  wanted_there = ibp__beside_wanted(ch, CU_STREAM_PER_THREAD);
+  return NULL;
+}
+
+static void test_beside_per_thread(void) {
+  ibp_device_slot *slot;
+  ibp_served_region *s;
+  ibp_chooser *ch = new_chooser(&slot, &s);
+  const unsigned cls = ibp__choose_class_index(65536, 0, IBP_CLASS_SINGLE);
+  const ibp_route_cost model = {.cpu_ns = CALLS_NS, .gpu_ns = COPY_NS};
+  ibp_choice c;
+  memset(&c, 0, sizeof c);
+  c.route = c.chosen = IBP_ROUTE_DRIVER;
+  c.timed = 1;
+  ibp_timing t;
+  ibp__timing_begin(slot, ch, &prof, CU_STREAM_PER_THREAD, CU_STREAM_PER_THREAD,
+                    cls, &c, &model, 0, lead_model_ns, 0, 0, 0, &queued, &t);
+  CHECK(t.index >= 0);
+  ibp__timing_end(slot, ch, CU_STREAM_PER_THREAD, &t, 1);
+  CHECK(!ibp__beside_wanted(ch, CU_STREAM_PER_THREAD));
+  pthread_t th;
+  wanted_there = -1;
+  CHECK(pthread_create(&th, NULL, ask_there, ch) == 0 &&
+        pthread_join(th, NULL) == 0);
+  CHECK(wanted_there == 1);
+  ibp__chooser_free(ch);
+  free(slot);
+  free(s);
+}
+
 /* A copy whose model holds the link 400 us (a KV restore of several MiB),
  * really 100 us: asked about at a quarter of its model, not at twice it
  * (chooser.c, look_at); not run yet then, asked again at half, not
@@ -370,6 +407,7 @@ int main(void) {
   drv.cuStreamCreate = create_stream;
   test_own_upload();
   test_explored_whole();
+  test_beside_per_thread();
   const double rec_us = RECORD_NS / 1e3, calls_us = CALLS_NS / 1e3,
                copy_us = COPY_NS / 1e3;
   /* idle: the start event as its record ends, the copy after the calls */

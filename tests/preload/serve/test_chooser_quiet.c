@@ -10,10 +10,13 @@
  * copies are held by hold runs.  Every copy a run takes must be one the
  * full decision takes the same way, untimed and unexplored, and at the end
  * every class must have counted the same copies and hold the same credits.
+ * Then runs against ordering marks, and against threads' per-thread
+ * default streams (one handle, a stream of each thread).
  *
  *   test_chooser_quiet PATTERN [timed] [rows]   (every PATTERN-th copy busy)
  */
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -138,6 +141,33 @@ static int differ(double a, double b) {
   return fabs(a - b) > 1e-6 * (1 + fabs(a));
 }
 
+/* Decides copies of class C on `stream` until a quiet run of at least 2
+ * copies opens (order_mark: its stream's ordering mark, 0 none); 1 when
+ * one did. */
+static int open_quiet(world *w, unsigned C, CUstream stream,
+                      uint64_t order_mark) {
+  const ibp_copy cp = {.bytes = 65536, .stream = stream};
+  ibp_route_copy x = {.c = &cp,
+                      .batch_cls = IBP_CHOOSE_CLASSES,
+                      .alone = -1,
+                      .order_mark = order_mark};
+  const int timed = timed_copies;
+  timed_copies = 0; /* no span read between: its runs promise most */
+  int opened = 0;
+  for (int i = 0; i < 100 && !opened; i++, now_ns += 7000) {
+    ibp_choice c;
+    ibp__chooser_decide(w->s, w->slot, w->ch, &prof, C, single, TIMABLE, 0, &c);
+    if (c.timed) {
+      time_it(w, C, &c, single);
+      continue;
+    }
+    opened = c.route == IBP_ROUTE_DRIVER &&
+             ibp__chooser_quiet_open(w->ch, C, &c, &x, KEY) >= 2;
+  }
+  timed_copies = timed;
+  return opened;
+}
+
 /* A run opened by a copy of its stream's run of copies (order_mark > 0)
  * takes copies only while the stream's ordering mark stays (its copies
  * are counted in the stream's run they came in: batch.h); one opened
@@ -145,35 +175,62 @@ static int differ(double a, double b) {
 static int order_marks(unsigned C) {
   world w;
   world_init(&w);
-  static const ibp_copy cp = {.bytes = 65536, .stream = STREAM};
-  ibp_route_copy x = {.c = &cp, .batch_cls = IBP_CHOOSE_CLASSES, .alone = -1};
   int bad = 0;
-  const int timed = timed_copies;
-  timed_copies = 0; /* no span read between: its runs promise most */
   for (int mark = 0; mark < 2; mark++) {
-    ibp_choice c;
     double est;
-    int opened = 0;
-    for (int i = 0; i < 100 && !opened; i++, now_ns += 7000) {
-      ibp__chooser_decide(w.s, w.slot, w.ch, &prof, C, single, TIMABLE, 0, &c);
-      if (c.timed) {
-        time_it(&w, C, &c, single);
-        continue;
-      }
-      x.order_mark = mark ? 5 : 0;
-      opened = c.route == IBP_ROUTE_DRIVER &&
-               ibp__chooser_quiet_open(w.ch, C, &c, &x, KEY) >= 2;
-    }
-    bad |= !opened;
+    bad |= !open_quiet(&w, C, STREAM, mark ? 5 : 0);
     bad |= !ibp__chooser_quiet_take(w.ch, C, KEY, STREAM, 5, &est);
     /* an ordering point: the mark moved */
     bad |= ibp__chooser_quiet_take(w.ch, C, KEY, STREAM, 6, &est) == mark;
   }
-  timed_copies = timed;
   world_free(&w);
   if (bad)
     printf("a quiet run took a copy past its stream's ordering point, or "
            "one opened without a mark did not\n");
+  return bad;
+}
+
+/* Another thread's take from w's class C on `stream` (a thread of its
+ * own: the per-thread default stream is another stream there). */
+typedef struct take_args {
+  world *w;
+  unsigned C;
+  CUstream stream;
+  int took;
+} take_args;
+
+static void *take_there(void *arg) {
+  take_args *a = arg;
+  double est;
+  a->took = ibp__chooser_quiet_take(a->w->ch, a->C, KEY, a->stream, 0, &est);
+  return NULL;
+}
+
+/* A run opened on the per-thread default stream is that thread's: another
+ * thread's copy on its own per-thread stream (the same handle) does not
+ * take from it; one opened on the legacy stream, every thread's, does. */
+static int per_thread(unsigned C) {
+  int bad = 0;
+  static const CUstream streams[2] = {CU_STREAM_PER_THREAD, CU_STREAM_LEGACY};
+  for (int k = 0; k < 2; k++) {
+    world w;
+    world_init(&w);
+    double est;
+    bad |= !open_quiet(&w, C, streams[k], 0);
+    bad |= !ibp__chooser_quiet_take(w.ch, C, KEY, streams[k], 0, &est);
+    take_args a = {&w, C, streams[k], -1};
+    pthread_t t;
+    if (pthread_create(&t, NULL, take_there, &a) != 0 ||
+        pthread_join(t, NULL) != 0) {
+      fprintf(stderr, "test_chooser_quiet: no thread\n");
+      exit(2);
+    }
+    bad |= a.took != (streams[k] == CU_STREAM_LEGACY);
+    world_free(&w);
+  }
+  if (bad)
+    printf("a quiet run on one thread's per-thread stream took another "
+           "thread's copy, or one on the legacy stream did not\n");
   return bad;
 }
 
@@ -252,6 +309,6 @@ int main(int argc, char **argv) {
     printf("too few copies taken by runs\n");
   world_free(&run);
   world_free(&full);
-  const int marks = order_marks(C1);
-  return wrong || classes || few || marks ? 1 : 0;
+  const int marks = order_marks(C1), threads = per_thread(C1);
+  return wrong || classes || few || marks || threads ? 1 : 0;
 }
