@@ -39,6 +39,7 @@ trap 'rm -rf "$tmp"' EXIT INT TERM
 # from
 files="preload/serve/choose/choose.c preload/serve/choose/choose.h
 preload/stats/routes.def tests/preload/serve/test_choose.c
+tests/preload/serve/check.h
 preload/serve/choose/chooser.c preload/serve/choose/beside.c
 preload/serve/choose/streams.c"
 for f in $files; do

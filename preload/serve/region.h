@@ -30,6 +30,7 @@
 
 #include "kernels/ibp_kernels.h"
 #include "registry/registry.h"
+#include "serve/staged/decode_probe.h"
 #include "stats/stats.h"
 #include "track/track.h"
 
@@ -171,9 +172,6 @@ typedef struct ibp_device_memory {
   int mark_failed;
 } ibp_device_memory;
 
-/* The staged decode's last measurements kept (ibp_device_slot) */
-#define IBP_DECODE_PROBES 3
-
 /* One device.  Protocol: a thread moves state ABSENT -> UPLOADING with
  * ibp__device_transition, fills the rest, then moves it to READY
  * (release); readers read the rest only after seeing READY (acquire). */
@@ -192,29 +190,17 @@ typedef struct ibp_device_slot {
   ibp_kernel_plan staged_plan;
   ibp_decompress_args staged_args;
   const uint32_t *busy; /* device address of refresh.busy */
-  /* the staged decode as measured (serve/staged/staged.c, under its lock): a
-   * chunk's kernel timed between mem.probe's events, against the model's
-   * time for it (probe_model_us, while probe_pending; no sooner than
-   * probe_after_ns); decode_scale is the smallest of the last
-   * IBP_DECODE_PROBES measured times over the model's, each less the
-   * launch's latency, which the data does not change (probe_fixed_us; each
-   * within [1/16, 16]: a decode slowed once by another kernel on the SMs does
-   * not switch the path off; 0: not measured yet), and scales the model's
-   * staged decodes of this region on this device.  Like the chooser's
-   * timed copies (serve/choose/choose.h): a reading counts for
-   * IBP_CHOOSE_AGE_NS -- once the newest is older, the model's decode
-   * stands again -- and a failing event call pauses the timing for
-   * IBP_CHOOSE_PAUSE_NS, twice as long after each failure in a row */
+  /* the staged decode as measured (serve/staged/staged.c, under its lock):
+   * a chunk's kernel timed between mem.probe's events, against the model's
+   * time for it (probe_model_us, while probe_pending; of which the launch's
+   * latency probe_fixed_us), its readings kept, aged and paused as the
+   * chooser's timed copies are (serve/staged/decode_probe.h): their
+   * smallest scales the model's staged decodes of this region on this
+   * device */
   int probe_pending;
   double probe_model_us;
-  double probe_fixed_us; /* ... of which the launch's latency */
-  double probe_after_ns; /* device clock: no probe before */
-  double probe_pause_ns; /* the next failure's pause (0: the first's) */
-  double probe_seen[IBP_DECODE_PROBES];
-  double probe_seen_ns[IBP_DECODE_PROBES]; /* ... when each was read */
-  unsigned probes;
-  _Atomic double decode_scale;
-  _Atomic double decode_scale_ns; /* when its newest reading was read */
+  double probe_fixed_us;
+  ibp_decode_probe decode;
   /* the chooser of this region on this device (serve/choose/chooser.h):
    * its estimates and timed copies; NULL until the first decision */
   struct ibp_chooser *_Atomic chooser;

@@ -327,26 +327,6 @@ static void copy_tensors(const ibp_served_region *s, uint64_t off, uint64_t len,
  * device from then on.  On the simulated GPU the events measure the model
  * itself: the ratio stays 1. */
 
-/* The measured over the model's decode time of slot's region (1 until
- * measured, and again once its newest reading aged: IBP_CHOOSE_AGE_NS). */
-static double decode_scale(const ibp_device_slot *slot) {
-  const double f =
-      atomic_load_explicit(&slot->decode_scale, memory_order_relaxed);
-  const double at =
-      atomic_load_explicit(&slot->decode_scale_ns, memory_order_relaxed);
-  return f > 0 && ibp__clock_ns() <= at + IBP_CHOOSE_AGE_NS ? f : 1.0;
-}
-
-/* An event call of the probe failed: no probe for a pause, twice as long
- * after each failure in a row (as the chooser pauses a class's timing). */
-static void probe_pause(ibp_device_slot *slot) {
-  const double pause =
-      slot->probe_pause_ns > 0 ? slot->probe_pause_ns : IBP_CHOOSE_PAUSE_NS;
-  slot->probe_after_ns = ibp__clock_ns() + pause;
-  slot->probe_pause_ns =
-      2 * pause < IBP_CHOOSE_PAUSE_MAX_NS ? 2 * pause : IBP_CHOOSE_PAUSE_MAX_NS;
-}
-
 /* A decode's time in the model, scaled: its decode part by `scale` (the
  * measured over the model's), the launch's latency as it is. */
 static double scaled_decode_us(const ibp_profile *p, double model_us,
@@ -354,19 +334,6 @@ static double scaled_decode_us(const ibp_profile *p, double model_us,
   const double fixed =
       p->launch_latency_us < model_us ? p->launch_latency_us : model_us;
   return fixed + scale * (model_us - fixed);
-}
-
-/* The measured decode over the model's: where it took longer than the
- * model, both less the launch's latency `fixed` (which the data does not
- * change); else as measured -- continuous at the model, and never read
- * cheaper than it ran (a GPU whose launches start sooner than the profile's
- * latency would read a decode at its model as a fraction of it).  A decode
- * the model gives little more than its latency is read whole (the
- * difference would be noise). */
-static double decode_ratio(double took, double model_us, double fixed) {
-  if (took > model_us && fixed > 0 && model_us >= 2 * fixed)
-    return (took - fixed) / (model_us - fixed);
-  return took / model_us;
 }
 
 /* Takes the last timed decode's result when the GPU has run it (lock
@@ -386,42 +353,30 @@ static void probe_read(const ibp_driver *d, ibp_served_region *s,
   float ms = 0;
   if (q != CUDA_SUCCESS || !d->cuEventElapsedTime ||
       d->cuEventElapsedTime(&ms, ev[0], ev[1]) != CUDA_SUCCESS) {
-    probe_pause(slot);
+    ibp__probe_failed(&slot->decode, ibp__clock_ns());
     return;
   }
-  slot->probe_pause_ns = 0; /* timing works again */
   /* the span from the record before the launch to the one after it: the
    * launch's latency and the decode, as the model's time has them; the
-   * ratio is the decode's alone where it ran slower (decode_ratio) -- with
+   * ratio is the decode's alone where it ran slower (decode_probe.c) -- with
    * the latency in it, decodes 4x slower than modelled read 3.07x on
    * a100-pcie4's 13.6 us chunks -- and scales the decode alone
    * (scaled_decode_us) */
   const double took = 1e3 * ms;
   if (took <= 0 || slot->probe_model_us <= 0)
     return;
-  double ratio = decode_ratio(took, slot->probe_model_us, slot->probe_fixed_us);
-  ratio = ratio > 16 ? 16 : ratio < 1.0 / 16 ? 1.0 / 16 : ratio;
+  (void)ibp__probe_read(&slot->decode, took, slot->probe_model_us,
+                        slot->probe_fixed_us, ibp__clock_ns());
   ibp__count(&s->counters, staged_decodes_timed, 1);
   ibp__count(&s->counters, staged_decode_seconds, (uint64_t)(1e3 * took));
   ibp__count(&s->counters, staged_decode_model_seconds,
              (uint64_t)(1e3 * slot->probe_model_us));
-  const double now = ibp__clock_ns();
-  slot->probe_seen_ns[slot->probes % IBP_DECODE_PROBES] = now;
-  slot->probe_seen[slot->probes++ % IBP_DECODE_PROBES] = ratio;
-  const unsigned n =
-      slot->probes < IBP_DECODE_PROBES ? slot->probes : IBP_DECODE_PROBES;
-  double least = ratio;
-  for (unsigned i = 0; i < n; i++)
-    if (slot->probe_seen_ns[i] >= now - IBP_CHOOSE_AGE_NS)
-      least = slot->probe_seen[i] < least ? slot->probe_seen[i] : least;
-  atomic_store(&slot->decode_scale, least);
-  atomic_store(&slot->decode_scale_ns, now);
 }
 
 /* Whether the slot may time a decode now: none pending, the last long
  * enough ago (checked before the chunk's model time is worked out). */
 static int probe_due(const ibp_device_slot *slot) {
-  return !slot->probe_pending && ibp__clock_ns() >= slot->probe_after_ns;
+  return !slot->probe_pending && ibp__probe_due(&slot->decode, ibp__clock_ns());
 }
 
 /* Whether a due decode model_us long is timed: the model makes it long
@@ -436,7 +391,7 @@ static int probe_wanted(const ibp_driver *d, ibp_device_slot *slot,
     if (!ev[k] && d->cuEventCreate(&ev[k], CU_EVENT_DEFAULT) != CUDA_SUCCESS)
       ev[k] = NULL;
   if (!ev[0] || !ev[1])
-    probe_pause(slot);
+    ibp__probe_failed(&slot->decode, ibp__clock_ns());
   return ev[0] && ev[1];
 }
 
@@ -445,7 +400,7 @@ static int probe_wanted(const ibp_driver *d, ibp_device_slot *slot,
  * by the ratio of the copy engine's rate to the decode's (in stream bytes,
  * on the device's profile): 1 - C / D, within [0.4, 0.75]. */
 static double chunk_share(const ibp_served_region *s, int dev, uint64_t t0,
-                          uint64_t t1) {
+                          uint64_t t1, double scale) {
   const ibp_profile *p = ibp__gate_profile(dev);
   const double out = (double)(t1 - t0) * s->geometry.tensor_bytes;
   const double stored = (double)(s->layout.prefix[t1] - s->layout.prefix[t0]);
@@ -460,7 +415,7 @@ static double chunk_share(const ibp_served_region *s, int dev, uint64_t t0,
   if (s->dev[dev].args.stages && p->stage_decode_gbps_per_sm > 0)
     ns += R / p->stage_decode_gbps_per_sm + 1e3 * p->stage_tensor_us;
   double per_sm = R / ns;
-  double decode = per_sm * sms * stored / out / decode_scale(&s->dev[dev]);
+  double decode = per_sm * sms * stored / out / scale;
   double share = 1.0 - p->ce_h2d_gbps / decode;
   return share < 0.4 ? 0.4 : share > 0.75 ? 0.75 : share;
 }
@@ -529,15 +484,15 @@ int ibp__staged_plan(ibp_served_region *s, ibp_device_slot *slot, CUcontext ctx,
   const ibp_profile *p = ibp__gate_profile(dev);
   if (g && usable)
     probe_read(d, s, slot);
+  const double scale = ibp__probe_scale(&slot->decode, ibp__clock_ns());
   leave(d, &mode);
   if (!usable || !p)
     return -1;
-  const double scale = decode_scale(slot);
   const int dirty_seen =
       s->track.dirty &&
       atomic_load_explicit(&s->track.dirty_tensors, memory_order_relaxed);
   ibp_gate_staged gs = {c->bytes, 0, tail, 0, 0, 0, 0, 0, 0};
-  const double share = chunk_share(s, dev, t0, t1);
+  const double share = chunk_share(s, dev, t0, t1, scale);
   double copied = 0;   /* when the copy engine ends chunk k's window */
   double decoded = 0;  /* the decodes alone */
   unsigned widest = 1; /* the most SMs a chunk's decode is worth */
@@ -680,7 +635,7 @@ static int stage_chunk(const ibp_driver *d, const ibp_served_region *s, ring *g,
   const int timed =
       wanted && d->cuEventRecord(probe[0], c->stream) == CUDA_SUCCESS;
   if (wanted && !timed)
-    probe_pause(x->slot);
+    ibp__probe_failed(&x->slot->decode, ibp__clock_ns());
   aside = prof ? ibp__clock_ns() - aside : 0;
   if ((*err = d->cuLaunchKernel(x->fn, p.grid, 1, 1, p.block, 1, 1,
                                 p.dynamic_shared, c->stream, params, NULL))) {
@@ -693,11 +648,11 @@ static int stage_chunk(const ibp_driver *d, const ibp_served_region *s, ring *g,
     x->slot->probe_pending = 1;
     x->slot->probe_model_us = model_us;
     x->slot->probe_fixed_us = prof ? prof->launch_latency_us : 0;
-    x->slot->probe_after_ns =
-        ibp__clock_ns() +
-        (prof ? 1e3 * PROBE_CALLS * prof->driver_call_us / PROBE_SHARE : 0);
+    ibp__probe_timed(
+        &x->slot->decode, ibp__clock_ns(),
+        prof ? 1e3 * PROBE_CALLS * prof->driver_call_us / PROBE_SHARE : 0);
   } else if (timed) {
-    probe_pause(x->slot);
+    ibp__probe_failed(&x->slot->decode, ibp__clock_ns());
   }
   if (x->aside_ns)
     *x->aside_ns += aside + (timed ? ibp__clock_ns() - second : 0);

@@ -36,9 +36,9 @@ typedef struct ibp_staged_plan {
  * Returns 0 and fills *out when the path can serve it: staging enabled
  * (and not failed in ctx: its ring is made by the first staged copy), no
  * refresh running, every tensor of the copy placed.  The decodes are the
- * model's, scaled by what the slot's last measured decode took against
- * the model (decode_scale): a region whose data decodes slower than the
- * profile's rate is planned as it runs. */
+ * model's, scaled by the smallest of the slot's recent measured decodes
+ * against the model (decode_probe.h): a region whose data decodes
+ * slower than the profile's rate is planned as it runs. */
 int ibp__staged_plan(ibp_served_region *s, ibp_device_slot *slot, CUcontext ctx,
                      int dev, const ibp_copy *c, unsigned busy,
                      const ibp_decompress_args *a, ibp_staged_plan *out);

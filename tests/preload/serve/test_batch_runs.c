@@ -4,17 +4,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "check.h"
 #include "serve/batch/batch_runs.h"
-
-static int failures;
-
-#define CHECK(c)                                                               \
-  do {                                                                         \
-    if (!(c)) {                                                                \
-      fprintf(stderr, "%s:%d: CHECK(%s) failed\n", __FILE__, __LINE__, #c);    \
-      failures++;                                                              \
-    }                                                                          \
-  } while (0)
 
 #define DEADLINE_NS 200e3
 #define HELD_NS 2e3

@@ -31,17 +31,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "check.h"
 #include "serve/choose/choose.h"
-
-static int failures;
-
-#define CHECK(c)                                                               \
-  do {                                                                         \
-    if (!(c)) {                                                                \
-      fprintf(stderr, "%s:%d: CHECK(%s) failed\n", __FILE__, __LINE__, #c);    \
-      failures++;                                                              \
-    }                                                                          \
-  } while (0)
 
 /* What timing a copy costs here (ns). */
 #define TIMING_NS 2000.0

@@ -23,21 +23,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "check.h"
 #include "serve/choose/beside.h"
 #include "serve/choose/chooser.h"
 #include "serve/route/route.h"
 
 #include "chooser_stubs.h"
-
-static int failures;
-
-#define CHECK(c)                                                               \
-  do {                                                                         \
-    if (!(c)) {                                                                \
-      fprintf(stderr, "%s:%d: CHECK(%s) failed\n", __FILE__, __LINE__, #c);    \
-      failures++;                                                              \
-    }                                                                          \
-  } while (0)
 
 #define STREAM ((CUstream)0x10)
 #define MARK_STREAM ((CUstream)0x20)
@@ -203,7 +194,8 @@ static void timed_choice(ibp_route r, const ibp_route_cost *model,
 
 /* A span timed on the per-thread default stream is that thread's: a copy
  * on another thread's per-thread stream (the same handle) may run beside
- * it, one on its own may not. */
+ * it, one on its own may not -- whether the span is on it, or on a copy
+ * stream of libibp's for it (the staged path's: `caller`, deferred). */
 static int wanted_there;
 
 static void *ask_there(void *ch) {
@@ -211,7 +203,7 @@ static void *ask_there(void *ch) {
   return NULL;
 }
 
-static void test_beside_per_thread(void) {
+static void beside_per_thread(CUstream stream, int deferred) {
   ibp_device_slot *slot;
   ibp_served_region *s;
   ibp_chooser *ch = new_chooser(&slot, &s);
@@ -222,10 +214,10 @@ static void test_beside_per_thread(void) {
   c.route = c.chosen = IBP_ROUTE_DRIVER;
   c.timed = 1;
   ibp_timing t;
-  ibp__timing_begin(slot, ch, &prof, CU_STREAM_PER_THREAD, CU_STREAM_PER_THREAD,
-                    cls, &c, &model, 0, lead_model_ns, 0, 0, 0, &queued, &t);
+  ibp__timing_begin(slot, ch, &prof, stream, CU_STREAM_PER_THREAD, cls, &c,
+                    &model, 0, lead_model_ns, 0, deferred, 0, &queued, &t);
   CHECK(t.index >= 0);
-  ibp__timing_end(slot, ch, CU_STREAM_PER_THREAD, &t, 1);
+  ibp__timing_end(slot, ch, stream, &t, 1);
   CHECK(!ibp__beside_wanted(ch, CU_STREAM_PER_THREAD));
   pthread_t th;
   wanted_there = -1;
@@ -235,6 +227,11 @@ static void test_beside_per_thread(void) {
   ibp__chooser_free(ch);
   free(slot);
   free(s);
+}
+
+static void test_beside_per_thread(void) {
+  beside_per_thread(CU_STREAM_PER_THREAD, 0);
+  beside_per_thread(OTHER_STREAM, 1);
 }
 
 /* A copy whose model holds the link 400 us (a KV restore of several MiB),

@@ -12,20 +12,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "check.h"
 #include "serve/choose/chooser.h"
 #include "serve/route/route.h"
 
 #include "chooser_stubs.h"
-
-static int failures;
-
-#define CHECK(c)                                                               \
-  do {                                                                         \
-    if (!(c)) {                                                                \
-      fprintf(stderr, "%s:%d: CHECK(%s) failed\n", __FILE__, __LINE__, #c);    \
-      failures++;                                                              \
-    }                                                                          \
-  } while (0)
 
 #define STREAM ((CUstream)0x10)
 #define COPIES 16

@@ -8,22 +8,13 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "check.h"
 #include "serve/route/batch_model.h"
 #include "serve/route/route.h"
 #include "serve/route/route_batched.h"
 
 /* the route's row of the table (serve/route/table.c) */
 extern const ibp_route_ops ibp__route_batched;
-
-static int failures;
-
-#define CHECK(c)                                                               \
-  do {                                                                         \
-    if (!(c)) {                                                                \
-      fprintf(stderr, "%s:%d: CHECK(%s) failed\n", __FILE__, __LINE__, #c);    \
-      failures++;                                                              \
-    }                                                                          \
-  } while (0)
 
 /* The model's cost of one copy in a batch of n, ns, before the margin. */
 static double per_copy(const ibp_profile *p, const ibp_gate_copy *g, double n,
