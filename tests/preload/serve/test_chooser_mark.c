@@ -102,6 +102,22 @@ typedef struct beside {
   double link_us, before_end_us, ran_us;
 } beside;
 
+/* Begins timing one driver copy of 64 KiB by ch on `stream` (where
+ * deferred, the whole span on its caller's stream `caller` too), its model
+ * CALLS_NS of calls and COPY_NS on the GPU. */
+static void begin_driver(ibp_device_slot *slot, ibp_chooser *ch,
+                         CUstream stream, CUstream caller, int deferred,
+                         ibp_timing *t) {
+  const unsigned cls = ibp__choose_class_index(65536, 0, IBP_CLASS_SINGLE);
+  const ibp_route_cost model = {.cpu_ns = CALLS_NS, .gpu_ns = COPY_NS};
+  ibp_choice c;
+  memset(&c, 0, sizeof c);
+  c.route = c.chosen = IBP_ROUTE_DRIVER;
+  c.timed = 1;
+  ibp__timing_begin(slot, ch, &prof, stream, caller, cls, &c, &model, 0,
+                    lead_model_ns, 0, deferred, 0, &queued, t);
+}
+
 /* One driver copy timed by ch, its span `span_us` and the marker's time
  * to its end `mark_us`, with a copy beside it (b), read back: the GPU
  * time measured (ns). */
@@ -111,14 +127,9 @@ static double time_one(ibp_device_slot *slot, ibp_served_region *s,
   const double before = ch->measured_ns[IBP_ROUTE_DRIVER];
   const unsigned cls = ibp__choose_class_index(65536, 0, IBP_CLASS_SINGLE);
   const ibp_route_cost model = {.cpu_ns = CALLS_NS, .gpu_ns = COPY_NS};
-  ibp_choice c;
-  memset(&c, 0, sizeof c);
-  c.route = c.chosen = IBP_ROUTE_DRIVER;
-  c.timed = 1;
   ibp_timing t;
   marker = NULL;
-  ibp__timing_begin(slot, ch, &prof, STREAM, STREAM, cls, &c, &model, 0,
-                    lead_model_ns, 0, 0, 0, &queued, &t);
+  begin_driver(slot, ch, STREAM, STREAM, 0, &t);
   CHECK(t.index >= 0 && marker != NULL && slot->mem.mark == MARK_STREAM);
   now_ns += CALLS_NS; /* the route's calls */
   ibp__timing_end(slot, ch, STREAM, &t, 1);
@@ -207,15 +218,8 @@ static void beside_per_thread(CUstream stream, int deferred) {
   ibp_device_slot *slot;
   ibp_served_region *s;
   ibp_chooser *ch = new_chooser(&slot, &s);
-  const unsigned cls = ibp__choose_class_index(65536, 0, IBP_CLASS_SINGLE);
-  const ibp_route_cost model = {.cpu_ns = CALLS_NS, .gpu_ns = COPY_NS};
-  ibp_choice c;
-  memset(&c, 0, sizeof c);
-  c.route = c.chosen = IBP_ROUTE_DRIVER;
-  c.timed = 1;
   ibp_timing t;
-  ibp__timing_begin(slot, ch, &prof, stream, CU_STREAM_PER_THREAD, cls, &c,
-                    &model, 0, lead_model_ns, 0, deferred, 0, &queued, &t);
+  begin_driver(slot, ch, stream, CU_STREAM_PER_THREAD, deferred, &t);
   CHECK(t.index >= 0);
   ibp__timing_end(slot, ch, stream, &t, 1);
   CHECK(!ibp__beside_wanted(ch, CU_STREAM_PER_THREAD));
