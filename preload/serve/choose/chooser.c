@@ -605,18 +605,27 @@ static void read_sample(const ibp_driver *d, ibp_served_region *s,
   const double gpu_all = ibp__choose_gpu_ns(&stages, 1);
   const double gpu_all_model = ibp__choose_gpu_ns(&model, 1);
   /* the two stages as they ran on the caller's stream, where timed --
-   * what ran beside them included: what their overlap gave as the
-   * application's streams ran them (beside.h, its limits) -- its others
-   * read from their end, but cut no shorter than its first stage as read,
-   * where it was not so already: that work may have taken turns with its
-   * windows, and its share of the whole is not known (the other streams'
-   * decodes; their windows ahead on the staged path's copy stream) */
+   * what ran beside them on the SMs included: what their overlap gave
+   * as the application's streams ran them (beside.h, its limits) -- less
+   * the larger of two cuts, never both (they may be one wait): its others
+   * read from their end, and what its first stage's reading was cut for
+   * the link the other streams took (turns, copies beside it), which held
+   * the whole up as long.  Uncut, two streams' staged 4 MiB copies taking
+   * turns on the link read their wholes at 1.4-2x their stages, and the
+   * driver kept a weight stream that staged ran 1.15x faster (a100-pcie4
+   * under a link 2x as wide and decodes half as fast, bench/ab line 15).
+   * Cut no shorter than its first stage as read, where it was not so
+   * already: its share of the whole is not known further (the other
+   * streams' decodes; their windows ahead on the copy stream). */
   double whole_gpu = -1;
   if (whole_ms >= 0) {
     const double uncut = span_gpu_ns(d, x, w, w, 0, 0, 0, whole_ms, whole_mark);
     const double floor = uncut < gpu ? uncut : gpu;
+    const double first = span_gpu_ns(d, x, ev, ev, 0, 0, 0, ms, mark);
+    const double shared = uncut - (first > gpu ? first - gpu : 0);
     whole_gpu = span_gpu_ns(d, x, w, w + 2, x->caller_others, 0, 0, whole_ms,
                             whole_mark);
+    whole_gpu = whole_gpu < shared ? whole_gpu : shared;
     whole_gpu = whole_gpu > floor ? whole_gpu : floor;
   }
   sample_free(ch, x);

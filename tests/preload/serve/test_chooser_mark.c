@@ -118,6 +118,25 @@ static void begin_driver(ibp_device_slot *slot, ibp_chooser *ch,
                     lead_model_ns, 0, deferred, 0, &queued, t);
 }
 
+/* Copy b queued beside what ch times (nothing where b.stream is not
+ * set). */
+static void queue_beside(ibp_device_slot *slot, ibp_chooser *ch, beside b) {
+  if (!b.stream)
+    return;
+  beside_event = beside_start = NULL;
+  CHECK(ibp__beside_wanted(ch, b.stream) == (b.stream == OTHER_STREAM));
+  queueing_beside = 1;
+  unsigned gen = 0;
+  const int j = ibp__beside_begin(slot, ch, b.stream, 1e3 * b.link_us, &gen);
+  queueing_beside = 2;
+  ibp__beside_end(slot, ch, j, gen, b.stream, 1);
+  queueing_beside = 0;
+  CHECK((j >= 0) == (b.stream == OTHER_STREAM));
+  CHECK((b.stream == OTHER_STREAM) == (beside_event != NULL));
+  beside_ms = (float)(b.before_end_us / 1e3);
+  beside_ran_ms = (float)((b.ran_us > 0 ? b.ran_us : b.link_us) / 1e3);
+}
+
 /* One driver copy timed by ch, its span `span_us` and the marker's time
  * to its end `mark_us`, with a copy beside it (b), read back: the GPU
  * time measured (ns). */
@@ -133,20 +152,7 @@ static double time_one(ibp_device_slot *slot, ibp_served_region *s,
   CHECK(t.index >= 0 && marker != NULL && slot->mem.mark == MARK_STREAM);
   now_ns += CALLS_NS; /* the route's calls */
   ibp__timing_end(slot, ch, STREAM, &t, 1);
-  if (b.stream) {
-    beside_event = beside_start = NULL;
-    CHECK(ibp__beside_wanted(ch, b.stream) == (b.stream == OTHER_STREAM));
-    queueing_beside = 1;
-    unsigned gen = 0;
-    const int j = ibp__beside_begin(slot, ch, b.stream, 1e3 * b.link_us, &gen);
-    queueing_beside = 2;
-    ibp__beside_end(slot, ch, j, gen, b.stream, 1);
-    queueing_beside = 0;
-    CHECK((j >= 0) == (b.stream == OTHER_STREAM));
-    CHECK((b.stream == OTHER_STREAM) == (beside_event != NULL));
-    beside_ms = (float)(b.before_end_us / 1e3);
-    beside_ran_ms = (float)((b.ran_us > 0 ? b.ran_us : b.link_us) / 1e3);
-  }
+  queue_beside(slot, ch, b);
   span_ms = (float)(span_us / 1e3);
   mark_ms = (float)(mark_us / 1e3);
   now_ns += 1e6; /* a decision after it ran reads it */
@@ -284,12 +290,12 @@ static const ibp_route_cost STAGED_MODEL = {.cpu_ns = CALLS_NS,
                                             .gpu_ns = COPY_NS};
 
 /* A staged copy chosen as c (its priors `prior`) timed by ch: its windows'
- * span 8 us on its copy stream, its whole `whole_us` on its caller's,
- * read back by the class's next decision. */
+ * span `windows_us` on its copy stream, copy b beside it, its whole
+ * `whole_us` on its caller's, read back by the class's next decision. */
 static void time_staged(ibp_device_slot *slot, ibp_served_region *s,
                         ibp_chooser *ch, unsigned cls, const ibp_choice *c,
                         const ibp_route_cost prior[IBP_ROUTES],
-                        double whole_us) {
+                        double windows_us, beside b, double whole_us) {
   ibp_timing t;
   ibp_choice look;
   ibp__timing_begin(slot, ch, &prof, STREAM, CALLER_STREAM, cls, c,
@@ -297,7 +303,8 @@ static void time_staged(ibp_device_slot *slot, ibp_served_region *s,
   CHECK(t.index >= 0);
   now_ns += CALLS_NS;
   ibp__timing_end(slot, ch, STREAM, &t, 1);
-  span_ms = (float)(COPY_NS / 1e6);
+  queue_beside(slot, ch, b);
+  span_ms = (float)(windows_us / 1e3);
   whole_ms = (float)(whole_us / 1e3);
   mark_ms = 1.0f; /* the streams busy: read by their spans */
   now_ns += 1e6;
@@ -305,11 +312,13 @@ static void time_staged(ibp_device_slot *slot, ibp_served_region *s,
   caller_end = NULL;
 }
 
-/* A staged copy timed on its copy stream (its windows, 8 us) and on its
- * caller's (the whole, its decodes too), read as the whole's ratio over
- * its windows: `whole_us` its whole span, another stream's work on the
- * caller's ending `other_us` before it (< 0: none). */
-static double whole_ratio(double whole_us, double other_us) {
+/* A staged copy timed on its copy stream (its windows, `windows_us`, copy
+ * b beside them) and on its caller's (the whole, its decodes too), read as
+ * the whole's ratio over its windows as read: `whole_us` its whole span,
+ * another stream's work on the caller's ending `other_us` before it (< 0:
+ * none). */
+static double whole_ratio_beside(double windows_us, beside b, double whole_us,
+                                 double other_us) {
   ibp_device_slot *slot;
   ibp_served_region *s;
   ibp_chooser *ch = new_chooser(&slot, &s);
@@ -319,7 +328,7 @@ static double whole_ratio(double whole_us, double other_us) {
   timed_choice(IBP_ROUTE_STAGED, &STAGED_MODEL, prior, &c);
   other_busy = other_us >= 0 ? OTHER_CALLER : 0;
   other_ms = (float)(other_us / 1e3);
-  time_staged(slot, s, ch, cls, &c, prior, whole_us);
+  time_staged(slot, s, ch, cls, &c, prior, windows_us, b, whole_us);
   const ibp_choose_route *q = &ch->cls[cls].route[IBP_ROUTE_STAGED];
   CHECK(ch->timed[IBP_ROUTE_STAGED] == 1 && q->wholes == 1);
   const double ratio = q->wholes == 1 ? q->whole_seen[0] : -1;
@@ -352,6 +361,10 @@ static void test_own_upload(void) {
   free(s);
 }
 
+static double whole_ratio(double whole_us, double other_us) {
+  return whole_ratio_beside(COPY_NS / 1e3, (beside){0}, whole_us, other_us);
+}
+
 /* An explored staged copy (standing in for the driver's, estimated at
  * 1 us), its windows 8 us, its whole span `whole_us`: what the
  * exploration is charged over the choice (the class's explore_ns).  Its
@@ -368,7 +381,8 @@ static double explored_whole(double whole_us) {
   c.explore = 1;
   c.chosen = IBP_ROUTE_DRIVER;
   c.choice_ns = 1000;
-  time_staged(slot, s, ch, cls, &c, prior, whole_us);
+  time_staged(slot, s, ch, cls, &c, prior, COPY_NS / 1e3, (beside){0},
+              whole_us);
   CHECK(ch->timed[IBP_ROUTE_STAGED] == 1);
   CHECK(ch->cls[cls].route[IBP_ROUTE_STAGED].wholes == 0);
   const double charged = ch->cls[cls].explore_ns;
@@ -398,6 +412,22 @@ static void test_whole_holds_windows(void) {
   CHECK(fabs(whole_ratio(12, 2) - 1.0) < 1e-3);
   CHECK(fabs(whole_ratio(12, -1) - 1.5) < 1e-3);
   CHECK(fabs(whole_ratio(6, -1) - 0.75) < 1e-3);
+}
+
+/* The whole less what its windows' reading was cut for the link another
+ * stream's copy took (beside it): that copy held the whole up as long.
+ * Windows of 12 us beside a 4 us copy read 8 (their model); a whole of
+ * 20 us then reads 16 -- 2x the windows, not 2.5x (two streams' staged
+ * weight copies taking turns on the link read 1.4-2x, and the driver kept
+ * copies staging ran 1.15x faster).  Beside nothing, the whole is read
+ * uncut; and with work ahead read from its end as well, the larger cut
+ * alone (never both: they may be one wait). */
+static void test_whole_less_link_shared(void) {
+  const beside b = {OTHER_STREAM, 4, 1, 0};
+  CHECK(fabs(whole_ratio_beside(12, b, 20, -1) - 2.0) < 1e-3);
+  CHECK(fabs(whole_ratio_beside(12, (beside){0}, 20, -1) - 20.0 / 12) < 1e-3);
+  CHECK(fabs(whole_ratio_beside(12, b, 20, 14) - 1.75) < 1e-3);
+  CHECK(fabs(whole_ratio_beside(12, b, 20, 17) - 2.0) < 1e-3);
 }
 
 int main(void) {
@@ -529,6 +559,7 @@ int main(void) {
   CHECK(fabs(gpu - COPY_NS - 6000) < 20);
   test_look_early();
   test_whole_holds_windows();
+  test_whole_less_link_shared();
   if (failures)
     fprintf(stderr, "test_chooser_mark: %d failures\n", failures);
   else
