@@ -255,6 +255,29 @@ static double whole(const ibp_choose_route *q, double now_ns) {
   return fresh < IBP_CHOOSE_MIN_SAMPLES ? 1.0 : m;
 }
 
+/* Route r (cost c) as the class's own fresh timed copies read it while
+ * it is not judged (one copy): its prior at their ratios, a two-stage
+ * route's at its whole span too; 0 where it has no such copy (or no whole
+ * span). */
+static double once_seen(const ibp_choose_class *k, const ibp_route_cost *c,
+                        int r, double now_ns) {
+  const ibp_choose_route *q = &k->route[r];
+  uint32_t n = 0;
+  const double cr = fresh_ratio(q, 0, c->copies, now_ns, &n);
+  const double gr = fresh_ratio(q, 1, c->copies, now_ns, &n);
+  if (!n)
+    return 0;
+  double w = 1.0;
+  if (c->sm_ns > 0) {
+    double seen[IBP_CHOOSE_WINDOW];
+    const uint32_t m = fresh_wholes(q, now_ns, seen);
+    if (!m)
+      return 0;
+    w = middle(seen, m);
+  }
+  return joined(c, cpu_ns(c, cr), ibp__choose_gpu_ns(c, gr) * w, cr);
+}
+
 /* Whether route q's whole spans are enough to be judged. */
 static int whole_judged(const ibp_choose_route *q, double now_ns) {
   double seen[IBP_CHOOSE_WINDOW];
@@ -861,8 +884,20 @@ static void assess(const ibp_choose_class *k,
     const int go_known =
         judged(&k->route[go], prior[go].copies, now_ns) &&
         (prior[go].sm_ns <= 0 || whole_judged(&k->route[go], now_ns));
-    if (link < 1.0 && go_known && est[IBP_ROUTE_DRIVER] > 0)
-      hope[IBP_ROUTE_DRIVER] = scaled(&prior[IBP_ROUTE_DRIVER], seen_cr, link);
+    /* ... or, before, where the choice's own first timed copy read it
+     * dearer than that hope by more than the driver's doubt: a KV prefix
+     * restore staged on the prior under a link 4x as wide read 327 us,
+     * its windows 0.26x their model, the driver's copy 155 -- judged only
+     * at the third staged copy, 0.84 of A in a six-step run
+     * (a100-pcie4, bench/ab line 12) */
+    const double once = go_known || go == IBP_ROUTE_DRIVER
+                            ? 0
+                            : once_seen(k, &prior[go], go, now_ns);
+    const double driver_hope = scaled(&prior[IBP_ROUTE_DRIVER], seen_cr, link);
+    if (link < 1.0 && est[IBP_ROUTE_DRIVER] > 0 &&
+        (go_known ||
+         (once > 0 && driver_hope * (1.0 + IBP_CHOOSE_DRIVER_DOUBT) < once)))
+      hope[IBP_ROUTE_DRIVER] = driver_hope;
   }
   /* a route the class's twin timed, where the class has not: that
    * reading, to find out early (hopeful) */
