@@ -890,7 +890,7 @@ static void assess(const ibp_choose_class *k,
      * its windows 0.26x their model, the driver's copy 155 -- judged only
      * at the third staged copy, 0.84 of A in a six-step run
      * (a100-pcie4, bench/ab line 12) */
-    const double once = go_known || go == IBP_ROUTE_DRIVER
+    const double once = go_known || go == IBP_ROUTE_DRIVER || link >= 1.0
                             ? 0
                             : once_seen(k, &prior[go], go, now_ns);
     const double driver_hope = scaled(&prior[IBP_ROUTE_DRIVER], seen_cr, link);
