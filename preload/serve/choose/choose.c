@@ -1423,6 +1423,14 @@ void ibp__choose_learn_whole(ibp_choose_class *k, ibp_route r, double ratio,
   q->wholes++;
 }
 
+void ibp__choose_learn_whole_bound(ibp_choose_class *k, ibp_route r,
+                                   double ratio, double now_ns) {
+  if ((unsigned)r >= IBP_ROUTES || whole_judged(&k->route[r], now_ns) ||
+      bounded(ratio) >= whole(&k->route[r], now_ns))
+    return;
+  ibp__choose_learn_whole(k, r, ratio, now_ns);
+}
+
 void ibp__choose_settle(ibp_choose_class *k, ibp_route r, double charged_ns,
                         double excess_ns, int worse) {
   if ((unsigned)r >= IBP_ROUTES)

@@ -442,6 +442,16 @@ void ibp__choose_learn_calls(ibp_choose_route *calls, double cpu_ns,
 void ibp__choose_learn_whole(ibp_choose_class *k, ibp_route r, double ratio,
                              double now_ns);
 
+/* An explored copy of two-stage route r read its whole span at `ratio`
+ * (as ibp__choose_learn_whole's): alone among other routes' copies, its
+ * latency -- no less than what it adds to a stream of its like, so a
+ * bound, learnt only where the route's wholes are not judged and read it
+ * dearer (a route that lost its class before its wholes were judged is
+ * explored, never chosen: without it its estimate stayed at the model's
+ * joining, decodes 2x dearer than they ran, for good). */
+void ibp__choose_learn_whole_bound(ibp_choose_class *k, ibp_route r,
+                                   double ratio, double now_ns);
+
 /* An exploration of route r charged charged_ns (ibp_choice.charged_ns)
  * turned out to cost excess_ns more than the class's choice would have
  * (measured, the timing included; < 0: never measured, the charge

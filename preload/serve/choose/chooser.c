@@ -531,6 +531,45 @@ static void look_later(ibp_timing_sample *x) {
     look_at(x, 2 * x->look < LOOK_LAST ? 2 * x->look : LOOK_LAST);
 }
 
+/* Sample x's whole span (w[0..1], its others' events after them;
+ * whole_ms, whole_mark; its first stage ev[0..1], ms, mark, read as
+ * `gpu`): the two stages as they ran on the caller's stream -- what ran beside
+ * them on the SMs included: what their overlap gave as the application's
+ * streams ran them (beside.h, its limits) -- less the larger of two cuts, never
+ * both (they may be one wait): its others read from their end, and what its
+ * first stage's reading was cut for the link the other streams took (turns,
+ * copies beside it), which held the whole up as long -- where the windows set
+ * its pace: decodes modelled as long take as long whatever the
+ * windows waited.  Uncut, two streams' staged 4 MiB copies taking turns
+ * on the link read their wholes at 1.4-2x their stages, and the driver
+ * kept a weight stream that staged ran 1.15x faster (a100-pcie4 under a
+ * link 2x as wide and decodes half as fast, bench/ab line 15).  Cut no
+ * shorter than its first stage as read, nor than its decodes' model,
+ * where it was not so already: its windows may have waited before the
+ * whole began (an exploration's windows read 54.7 us uncut, 8.3 cut, in a
+ * whole of 36.9: read 8.3 against decodes of 20), and its share is not
+ * known further (the other streams' decodes; their windows ahead on the
+ * copy stream).  Not its decodes as they ran after its windows' end:
+ * there the other streams' decodes shared the SMs (99 us against 68 alone,
+ * line 15 above).  -1 where it was not timed. */
+static double whole_gpu_ns(const ibp_driver *d, const ibp_timing_sample *x,
+                           const CUevent ev[2], const CUevent *w, float ms,
+                           float mark, float whole_ms, float whole_mark,
+                           double gpu) {
+  if (whole_ms < 0)
+    return -1;
+  const double uncut = span_gpu_ns(d, x, w, w, 0, 0, 0, whole_ms, whole_mark);
+  const double first = span_gpu_ns(d, x, ev, ev, 0, 0, 0, ms, mark);
+  const double sm = x->sm_model_ns;
+  const double pace = gpu > sm ? gpu : sm;
+  const double link_cut = first > pace ? first - pace : 0;
+  double whole =
+      span_gpu_ns(d, x, w, w + 2, x->caller_others, 0, 0, whole_ms, whole_mark);
+  whole = whole < uncut - link_cut ? whole : uncut - link_cut;
+  const double floor = pace < uncut ? pace : uncut;
+  return whole > floor ? whole : floor;
+}
+
 /* Reads sample i if the GPU has run it (lock held; never waits). */
 static void read_sample(const ibp_driver *d, ibp_served_region *s,
                         ibp_device_slot *slot, ibp_chooser *ch, int i,
@@ -604,30 +643,8 @@ static void read_sample(const ibp_driver *d, ibp_served_region *s,
                                 .pipelined = x->pipelined};
   const double gpu_all = ibp__choose_gpu_ns(&stages, 1);
   const double gpu_all_model = ibp__choose_gpu_ns(&model, 1);
-  /* the two stages as they ran on the caller's stream, where timed --
-   * what ran beside them on the SMs included: what their overlap gave
-   * as the application's streams ran them (beside.h, its limits) -- less
-   * the larger of two cuts, never both (they may be one wait): its others
-   * read from their end, and what its first stage's reading was cut for
-   * the link the other streams took (turns, copies beside it), which held
-   * the whole up as long.  Uncut, two streams' staged 4 MiB copies taking
-   * turns on the link read their wholes at 1.4-2x their stages, and the
-   * driver kept a weight stream that staged ran 1.15x faster (a100-pcie4
-   * under a link 2x as wide and decodes half as fast, bench/ab line 15).
-   * Cut no shorter than its first stage as read, where it was not so
-   * already: its share of the whole is not known further (the other
-   * streams' decodes; their windows ahead on the copy stream). */
-  double whole_gpu = -1;
-  if (whole_ms >= 0) {
-    const double uncut = span_gpu_ns(d, x, w, w, 0, 0, 0, whole_ms, whole_mark);
-    const double floor = uncut < gpu ? uncut : gpu;
-    const double first = span_gpu_ns(d, x, ev, ev, 0, 0, 0, ms, mark);
-    const double shared = uncut - (first > gpu ? first - gpu : 0);
-    whole_gpu = span_gpu_ns(d, x, w, w + 2, x->caller_others, 0, 0, whole_ms,
-                            whole_mark);
-    whole_gpu = whole_gpu < shared ? whole_gpu : shared;
-    whole_gpu = whole_gpu > floor ? whole_gpu : floor;
-  }
+  const double whole_gpu =
+      whole_gpu_ns(d, x, ev, w, ms, mark, whole_ms, whole_mark, gpu);
   sample_free(ch, x);
   changed(ch);
   /* what it took as its estimate counts it: a serial route's terms added
@@ -677,11 +694,14 @@ static void read_sample(const ibp_driver *d, ibp_served_region *s,
     ibp__choose_learn_calls(&ch->calls, x->cpu_ns, x->cpu_model_ns, now);
   /* the two stages together as they ran, against the model's joining of
    * them (its first stage as just measured): what the stages' overlap
-   * really gave -- only for the class's own choice, whose copies ran back
-   * to back with their like (an exploration among other routes' copies
-   * measures its latency, not what it adds to a stream of its own) */
+   * really gave -- for the class's own choice, whose copies ran back to
+   * back with their like; an exploration among other routes' copies
+   * measures its latency, no less than what it adds to a stream of its
+   * own: a bound (ibp__choose_learn_whole_bound) */
   if (whole_gpu >= 0 && !x->explore && gpu_all > 0)
     ibp__choose_learn_whole(k, x->route, whole_gpu / gpu_all, now);
+  else if (whole_gpu >= 0 && gpu_all > 0)
+    ibp__choose_learn_whole_bound(k, x->route, whole_gpu / gpu_all, now);
   ibp__count(&s->counters, copies_timed, 1);
 }
 
