@@ -278,6 +278,14 @@ static double once_seen(const ibp_choose_class *k, const ibp_route_cost *c,
   return joined(c, cpu_ns(c, cr), ibp__choose_gpu_ns(c, gr) * w, cr);
 }
 
+/* Whether route q's fresh whole spans, not enough to be judged, read it
+ * off its model's joining. */
+static int whole_doubted(const ibp_choose_route *q, double now_ns) {
+  double seen[IBP_CHOOSE_WINDOW];
+  const uint32_t m = fresh_wholes(q, now_ns, seen);
+  return m && m < IBP_CHOOSE_MIN_SAMPLES && off_band(middle(seen, m));
+}
+
 /* Whether route q's whole spans are enough to be judged. */
 static int whole_judged(const ibp_choose_route *q, double now_ns) {
   double seen[IBP_CHOOSE_WINDOW];
@@ -1014,8 +1022,17 @@ static void assess(const ibp_choose_class *k,
   }
   a->early = early;
   a->cost = cost;
+  /* a two-stage choice whose whole spans are not judged is a bet on its
+   * model's joining of the stages: timed as a choice not judged, soon
+   * where its one whole read off the model (the staged path's windows
+   * judged, its one whole 1.33x, the next timed 100 copies later: 4 KiB
+   * weights staged at 0.962 of the driver's time, 0.994 so -- h100-pcie5
+   * under a random truth, docs/ARCHITECTURE.md "The gate") */
+  a->go_whole_open =
+      prior[go].sm_ns > 0 && !whole_judged(&k->route[go], now_ns);
   a->go_doubted =
-      !a->go_judged && doubted(&k->route[go], prior[go].copies, now_ns);
+      (!a->go_judged && doubted(&k->route[go], prior[go].copies, now_ns)) ||
+      (a->go_whole_open && whole_doubted(&k->route[go], now_ns));
   if (!a->probe && probe_paired(k, prior, est, timable, go, now_ns))
     a->probe = IBP_PROBE_PAIRED;
   a->choice_ns = est[go];
@@ -1182,11 +1199,12 @@ static int spend(const ibp_choose_class *k, const ibp_choose_assessed *a,
   } else if ((timable >> go & 1) && timing_credit >= timing_ns) {
     outcome = TIMED;
     timing_credit -= timing_ns;
-  } else if ((timable >> go & 1) && !a->go_judged &&
+  } else if ((timable >> go & 1) && (!a->go_judged || a->go_whole_open) &&
              (copies >= k->unjudged_next ||
               (a->go_doubted && copies >= k->unjudged_doubted_next))) {
     /* a choice the class has not measured (yet, or any more: its
-     * samples aged) is a bet on its prior: timed whatever the credit --
+     * samples aged; a two-stage one, not in its whole spans) is a bet on
+     * its prior: timed whatever the credit --
      * the class's first copy, then one in IBP_CHOOSE_UNJUDGED_EVERY until
      * judged (the caller moves unjudged_next) */
     outcome = UNJUDGED;
@@ -1425,8 +1443,9 @@ void ibp__choose_learn_whole(ibp_choose_class *k, ibp_route r, double ratio,
 
 void ibp__choose_learn_whole_bound(ibp_choose_class *k, ibp_route r,
                                    double ratio, double now_ns) {
+  /* not judged, its wholes read as the model's joining (whole()) */
   if ((unsigned)r >= IBP_ROUTES || whole_judged(&k->route[r], now_ns) ||
-      bounded(ratio) >= whole(&k->route[r], now_ns))
+      bounded(ratio) >= 1.0)
     return;
   ibp__choose_learn_whole(k, r, ratio, now_ns);
 }

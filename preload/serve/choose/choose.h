@@ -302,9 +302,10 @@ typedef struct ibp_choose_assessed {
       oldest_ns; /* the oldest sample it counted (it stands until that ages) */
   double model[IBP_ROUTES], est[IBP_ROUTES], cpu[IBP_ROUTES];
   int modelled, go, alt, early, go_judged;
-  int go_doubted; /* go not judged, its one timing off its model */
-  int probe;      /* the choice's copy probes its set-up (IBP_PROBE_HALVED:
-                     before alt is explored; IBP_PROBE_PAIRED: as it is timed) */
+  int go_doubted;    /* go not judged, its one timing off its model */
+  int go_whole_open; /* go a two-stage route whose wholes are not judged */
+  int probe;         /* the choice's copy probes its set-up (IBP_PROBE_HALVED:
+                        before alt is explored; IBP_PROBE_PAIRED: as it is timed) */
   double cost, choice_ns;
 } ibp_choose_assessed;
 
@@ -443,12 +444,13 @@ void ibp__choose_learn_whole(ibp_choose_class *k, ibp_route r, double ratio,
                              double now_ns);
 
 /* An explored copy of two-stage route r read its whole span at `ratio`
- * (as ibp__choose_learn_whole's): alone among other routes' copies, its
- * latency -- no less than what it adds to a stream of its like, so a
- * bound, learnt only where the route's wholes are not judged and read it
- * dearer (a route that lost its class before its wholes were judged is
- * explored, never chosen: without it its estimate stayed at the model's
- * joining, decodes 2x dearer than they ran, for good). */
+ * (as ibp__choose_learn_whole's), its first stage begun within it: alone
+ * among other routes' copies, its latency -- no less than what it adds to
+ * a stream of its like, so a bound, learnt only where the route's wholes
+ * are not judged (read as the model's joining) and it reads less (a route
+ * that lost its class before its wholes were judged is explored, never
+ * chosen: without it its estimate stayed at the model's joining, decodes
+ * 2x dearer than they ran, for good). */
 void ibp__choose_learn_whole_bound(ibp_choose_class *k, ibp_route r,
                                    double ratio, double now_ns);
 

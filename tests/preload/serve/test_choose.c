@@ -1158,7 +1158,7 @@ static void test_whole_median(void) {
  * wholes only while they are not judged, and only where it reads less
  * than them: with none, 0.6 is learnt, 1.2 is not (the model, 1, stands);
  * after one spike of 1.8, 0.6 makes the two the route is judged on (the
- * smaller); after two of 1.2, judged, nothing is. */
+ * smaller); after two of 1.2, judged, nothing is -- until they age. */
 static void test_whole_bound(void) {
   ibp_route_cost gpu_bound = STAGED2[IBP_ROUTE_STAGED];
   gpu_bound.cpu_ns = 2000;
@@ -1181,6 +1181,13 @@ static void test_whole_bound(void) {
   ibp__choose_learn_whole(&s.k, IBP_ROUTE_STAGED, 1.2, s.now);
   ibp__choose_learn_whole_bound(&s.k, IBP_ROUTE_STAGED, 0.6, s.now);
   CHECK(q->wholes == 2);
+  /* aged, they are not judged: the bound is learnt again -- but not one
+   * that reads as the model's joining */
+  s.now += 1.5 * IBP_CHOOSE_AGE_NS;
+  ibp__choose_learn_whole_bound(&s.k, IBP_ROUTE_STAGED, 1.0, s.now);
+  CHECK(q->wholes == 2);
+  ibp__choose_learn_whole_bound(&s.k, IBP_ROUTE_STAGED, 0.6, s.now);
+  CHECK(q->wholes == 3);
 }
 
 /* An exploration is charged on what the class measured of the route
@@ -1875,6 +1882,49 @@ static void test_doubted_timed_again(void) {
       CHECK(second == (big ? (first[f].doubt ? 1 : 3)
                            : (first[f].doubt ? 4 : IBP_CHOOSE_UNJUDGED_EVERY)));
     }
+}
+
+/* A two-stage choice whose windows are judged but whose whole spans are
+ * not is timed as an unjudged one: its first copy at once, the second --
+ * where that first whole read off the model's joining -- as soon as that
+ * costs the exploration share (50 us copies: after 4), else at the
+ * unjudged spacing (the staged path's windows judged, its one whole
+ * 1.33x, its next timed 100 copies later: 4 KiB weights staged at 0.962
+ * of the driver's time, 0.994 so, h100-pcie5 under a random truth). */
+static void test_whole_open_timed(void) {
+  static const struct {
+    double whole;
+    int doubt;
+  } first[] = {{1.33, 1}, {0.8, 1}, {1.0, 0}, {1.03, 0}};
+  for (size_t f = 0; f < sizeof first / sizeof first[0]; f++) {
+    const ibp_route_cost prior[IBP_ROUTES] = {
+        [IBP_ROUTE_STAGED] = {.cpu_ns = 2500,
+                              .gpu_ns = 50000,
+                              .sm_ns = 40000,
+                              .pipelined = 1,
+                              .engine = 1}};
+    sim m;
+    sim_init(&m);
+    learn_twice(&m, IBP_ROUTE_STAGED, 0, 2500, 2500, 50000, 50000);
+    long second = -1;
+    for (long i = 0; i < 40 && second < 0; i++) {
+      ibp_choice c;
+      ibp__choose_decide(&m.k, prior, 1u << IBP_ROUTE_STAGED, TIMING_NS, 1, 0,
+                         m.now, &c);
+      CHECK(c.route == IBP_ROUTE_STAGED && !c.explore);
+      if (!c.timed)
+        continue;
+      if (i)
+        second = i;
+      else /* its first copy, timed at once */
+        ibp__choose_learn_whole(&m.k, IBP_ROUTE_STAGED, first[f].whole, m.now);
+      m.now += 50000;
+    }
+    fprintf(stderr, "staged's first whole %.2fx: second timed at %ld\n",
+            first[f].whole, second);
+    CHECK(first[f].doubt ? second == 4
+                         : second > 4 && second <= IBP_CHOOSE_UNJUDGED_EVERY);
+  }
 }
 
 /* A prior whose decode terms are a guess (ibp_route_cost.guessed: never
@@ -2754,6 +2804,7 @@ int main(void) {
   test_twin_no_hope();
   test_calls_dear_charged();
   test_unjudged_spaced();
+  test_whole_open_timed();
   test_doubted_timed_again();
   test_staged_overlap_less();
   test_one_sample_not_enough();

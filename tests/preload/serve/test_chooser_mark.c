@@ -62,14 +62,20 @@ static CUresult create_stream(CUstream *s, unsigned f) {
   return CUDA_SUCCESS;
 }
 
-static CUevent caller_end; /* test_whole_holds_windows */
+static CUevent caller_end;   /* test_whole_holds_windows */
+static CUevent caller_start; /* ... and its first */
 static float whole_ms;
+/* from the whole span's start to its windows' (< 0: they began before) */
+static float windows_after_ms;
 
 static CUresult record_event(CUevent e, CUstream s) {
   if (s == MARK_STREAM)
     marker = e;
-  if (s == CALLER_STREAM) /* a staged copy's whole span: its last */
+  if (s == CALLER_STREAM) { /* a staged copy's whole span: its last */
+    if (!caller_start)
+      caller_start = e;
     caller_end = e;
+  }
   if (queueing_beside == 1) /* the events around a copy beside the timed one */
     beside_start = e;
   else if (queueing_beside == 2)
@@ -87,6 +93,7 @@ static CUresult elapsed_of(float *ms, CUevent a, CUevent b) {
   *ms = a == marker                                   ? mark_ms
         : other_busy && a == other_event              ? other_ms
         : other_busy && a == other2_event             ? other2_ms
+        : a && a == caller_start && b != caller_end   ? windows_after_ms
         : b && b == caller_end                        ? whole_ms
         : a && a == beside_event                      ? beside_ms
         : a && a == beside_start && b == beside_event ? beside_ran_ms
@@ -298,6 +305,7 @@ static void time_staged(ibp_device_slot *slot, ibp_served_region *s,
                         double windows_us, beside b, double whole_us) {
   ibp_timing t;
   ibp_choice look;
+  caller_start = NULL;
   ibp__timing_begin(slot, ch, &prof, STREAM, CALLER_STREAM, cls, c,
                     &prior[c->route], 0, CALLS_NS, 0, 1, 0, NULL, &t);
   CHECK(t.index >= 0);
@@ -370,30 +378,32 @@ static double whole_ratio(double whole_us, double other_us) {
 }
 
 /* An explored staged copy (standing in for the driver's, estimated at
- * 1 us), its windows 8 us, its whole span `whole_us`: what the
- * exploration is charged over the choice (the class's explore_ns).  Its
- * whole is learnt only as a bound, where it read less than the model's
- * joining: an exploration among other routes' copies measures its
- * latency, no less than what it adds to a stream of its own. */
-static double explored_whole(double whole_us) {
+ * 1 us), its windows 8 us, its decodes modelled decodes_us, its whole span
+ * `whole_us`: what the exploration is charged over the choice (the
+ * class's explore_ns); the route's wholes after it in *wholes, the first
+ * in *seen.  Its whole is learnt only as a bound, where it read less than
+ * the model's joining and its windows began within it: an exploration
+ * among other routes' copies measures its latency, no less than what it
+ * adds to a stream of its own. */
+static double explored_whole(double whole_us, uint32_t *wholes, double *seen) {
   ibp_device_slot *slot;
   ibp_served_region *s;
   ibp_chooser *ch = new_chooser(&slot, &s);
   const unsigned cls = ibp__choose_class_index(65536, 1, IBP_CLASS_SINGLE);
-  ibp_route_cost prior[IBP_ROUTES];
+  ibp_route_cost prior[IBP_ROUTES], model = STAGED_MODEL;
+  model.sm_ns = 1e3 * decodes_us;
+  model.pipelined = 1;
   ibp_choice c;
-  timed_choice(IBP_ROUTE_STAGED, &STAGED_MODEL, prior, &c);
+  timed_choice(IBP_ROUTE_STAGED, &model, prior, &c);
   c.explore = 1;
   c.chosen = IBP_ROUTE_DRIVER;
   c.choice_ns = 1000;
   time_staged(slot, s, ch, cls, &c, prior, COPY_NS / 1e3, (beside){0},
               whole_us);
   CHECK(ch->timed[IBP_ROUTE_STAGED] == 1);
-  /* read no dearer than modelled: a bound on the route's wholes */
   const ibp_choose_route *q = &ch->cls[cls].route[IBP_ROUTE_STAGED];
-  CHECK(q->wholes == (whole_us < COPY_NS / 1e3));
-  CHECK(q->wholes == 0 ||
-        fabs(q->whole_seen[0] * COPY_NS / 1e3 - whole_us) < 1e-3);
+  *wholes = q->wholes;
+  *seen = q->wholes ? q->whole_seen[0] : -1;
   const double charged = ch->cls[cls].explore_ns;
   ibp__chooser_free(ch);
   free(slot);
@@ -403,14 +413,27 @@ static double explored_whole(double whole_us) {
 
 /* Charged for its whole span where that is longer than its windows' (an
  * explored staged copy whose decodes ran 3.8x their model took 834 us
- * against its windows' 243, and was charged nothing); one of 6 us bounds
- * the route's wholes at 0.75. */
+ * against its windows' 243, and was charged nothing), neither learnt (as
+ * modelled, or dearer).  With decodes modelled at 16 us, a whole of 12
+ * bounds the route's wholes at 0.75 -- not where its windows began 5 us
+ * before it (then it held little more than its decodes). */
 static void test_explored_whole(void) {
   const double copy_us = COPY_NS / 1e3;
-  const double windows = explored_whole(copy_us);
-  const double whole = explored_whole(3 * copy_us);
+  uint32_t n;
+  double seen;
+  const double windows = explored_whole(copy_us, &n, &seen);
+  CHECK(n == 0);
+  const double whole = explored_whole(3 * copy_us, &n, &seen);
+  CHECK(n == 0);
   CHECK(whole - windows > 1.9 * COPY_NS && whole - windows < 2.1 * COPY_NS);
-  (void)explored_whole(0.75 * copy_us);
+  decodes_us = 2 * copy_us;
+  (void)explored_whole(1.5 * copy_us, &n, &seen);
+  CHECK(n == 1 && fabs(seen - 0.75) < 1e-3);
+  windows_after_ms = -0.005f;
+  (void)explored_whole(1.5 * copy_us, &n, &seen);
+  CHECK(n == 0);
+  windows_after_ms = 0;
+  decodes_us = 0;
 }
 
 /* The whole span read from the end of the other streams' work on the
@@ -459,6 +482,11 @@ static void test_whole_cut_to_pace(void) {
   CHECK(fabs(whole_ratio_beside(30, far, 20, -1) - 1.0) < 1e-3);
   decodes_us = 0;
   CHECK(fabs(whole_ratio_beside(30, far, 20, -1) - 1.0) < 1e-3);
+  /* windows slower than the decodes: windows of 20 us beside a 4 us copy
+   * read 16, decodes of 10 -- the whole of 30 is held up 4 us (26) */
+  decodes_us = 10;
+  CHECK(fabs(whole_ratio_beside(20, near, 30, -1) - 26.0 / 16) < 1e-3);
+  decodes_us = 0;
 }
 
 int main(void) {
