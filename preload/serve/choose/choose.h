@@ -443,14 +443,14 @@ void ibp__choose_learn_calls(ibp_choose_route *calls, double cpu_ns,
 void ibp__choose_learn_whole(ibp_choose_class *k, ibp_route r, double ratio,
                              double now_ns);
 
-/* An explored copy of two-stage route r read its whole span at `ratio`
- * (as ibp__choose_learn_whole's), its first stage begun within it: alone
- * among other routes' copies, its latency -- no less than what it adds to
- * a stream of its like, so a bound, learnt only where the route's wholes
- * are not judged (read as the model's joining) and it reads less (a route
- * that lost its class before its wholes were judged is explored, never
- * chosen: without it its estimate stayed at the model's joining, decodes
- * 2x dearer than they ran, for good). */
+/* An explored copy of two-stage route r read its latency at `ratio` of
+ * the model's joining of its stages (its whole span, or from its first
+ * stage's start where that began before it): alone among other routes'
+ * copies, no less than what it adds to a stream of its like, so a bound, learnt
+ * only where the route's wholes are not judged (read as the model's joining)
+ * and it reads less (a route that lost its class before its wholes were judged
+ * is explored, never chosen: without it its estimate stayed at the model's
+ * joining, decodes 2x dearer than they ran, for good). */
 void ibp__choose_learn_whole_bound(ibp_choose_class *k, ibp_route r,
                                    double ratio, double now_ns);
 

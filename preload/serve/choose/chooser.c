@@ -570,16 +570,25 @@ static double whole_gpu_ns(const ibp_driver *d, const ibp_timing_sample *x,
   return whole > floor ? whole : floor;
 }
 
-/* Whether a sample's first stage (ev[0]) began no earlier than its whole
- * span (w[0]): only then is an explored copy's whole its latency --
- * windows run before it (the copy stream waits only for its staging
- * buffers, beside the caller's earlier copies) leave the whole its
- * decodes alone, and a bound read so put the staged path below its own
- * link time (a simulated class 1.07-1.24x the best route's time). */
-static int began_within(const ibp_driver *d, const CUevent *ev,
-                        const CUevent *w) {
+/* An explored sample's latency (ns; -1: not known): its whole span as
+ * read (whole_gpu) where its first stage (ev[0]) began within it (w[0]
+ * first) -- else from its first stage's start to the whole's end (w[1]),
+ * uncut: the copy stream waits only for its staging buffers, so behind
+ * the caller's earlier copies its windows run before the whole begins,
+ * which then holds little more than its decodes (read so, a bound put the
+ * staged path below its own link time: a simulated class 1.07-1.24x the
+ * best route's time), and a busy stream's class would never learn one
+ * (its explorations all begin so). */
+static double explored_latency_ns(const ibp_driver *d, const CUevent *ev,
+                                  const CUevent *w, double whole_gpu) {
   float ms = -1;
-  return d->cuEventElapsedTime(&ms, w[0], ev[0]) == CUDA_SUCCESS && ms >= 0;
+  if (d->cuEventElapsedTime(&ms, w[0], ev[0]) != CUDA_SUCCESS)
+    return -1;
+  if (ms >= 0)
+    return whole_gpu;
+  if (d->cuEventElapsedTime(&ms, ev[0], w[1]) != CUDA_SUCCESS || ms < 0)
+    return -1;
+  return 1e6 * ms;
 }
 
 /* Reads sample i if the GPU has run it (lock held; never waits). */
@@ -708,13 +717,15 @@ static void read_sample(const ibp_driver *d, ibp_served_region *s,
    * them (its first stage as just measured): what the stages' overlap
    * really gave -- for the class's own choice, whose copies ran back to
    * back with their like; an exploration among other routes' copies
-   * measures its latency (its windows begun within it), no less than
-   * what it adds to a stream of its own: a bound
-   * (ibp__choose_learn_whole_bound) */
+   * measures its latency, no less than what it adds to a stream of its
+   * own: a bound (ibp__choose_learn_whole_bound) */
   if (whole_gpu >= 0 && !x->explore && gpu_all > 0)
     ibp__choose_learn_whole(k, x->route, whole_gpu / gpu_all, now);
-  else if (whole_gpu >= 0 && gpu_all > 0 && began_within(d, ev, w))
-    ibp__choose_learn_whole_bound(k, x->route, whole_gpu / gpu_all, now);
+  else if (whole_gpu >= 0 && gpu_all > 0) {
+    const double latency = explored_latency_ns(d, ev, w, whole_gpu);
+    if (latency >= 0)
+      ibp__choose_learn_whole_bound(k, x->route, latency / gpu_all, now);
+  }
   ibp__count(&s->counters, copies_timed, 1);
 }
 

@@ -62,8 +62,9 @@ static CUresult create_stream(CUstream *s, unsigned f) {
   return CUDA_SUCCESS;
 }
 
-static CUevent caller_end;   /* test_whole_holds_windows */
-static CUevent caller_start; /* ... and its first */
+static CUevent caller_end;                 /* test_whole_holds_windows */
+static CUevent caller_start;               /* ... and its first */
+static CUevent windows_start, windows_end; /* its copy stream's */
 static float whole_ms;
 /* from the whole span's start to its windows' (< 0: they began before) */
 static float windows_after_ms;
@@ -76,6 +77,8 @@ static CUresult record_event(CUevent e, CUstream s) {
       caller_start = e;
     caller_end = e;
   }
+  if (s == STREAM)
+    windows_end = e;
   if (queueing_beside == 1) /* the events around a copy beside the timed one */
     beside_start = e;
   else if (queueing_beside == 2)
@@ -90,14 +93,17 @@ static CUresult elapsed_of(float *ms, CUevent a, CUevent b) {
   queries++;
   if (not_ready)
     return CUDA_ERROR_NOT_READY;
-  *ms = a == marker                                   ? mark_ms
-        : other_busy && a == other_event              ? other_ms
-        : other_busy && a == other2_event             ? other2_ms
-        : a && a == caller_start && b != caller_end   ? windows_after_ms
-        : b && b == caller_end                        ? whole_ms
-        : a && a == beside_event                      ? beside_ms
-        : a && a == beside_start && b == beside_event ? beside_ran_ms
-                                                      : span_ms;
+  *ms =
+      a == marker                                    ? mark_ms
+      : other_busy && a == other_event               ? other_ms
+      : other_busy && a == other2_event              ? other2_ms
+      : a && a == caller_start && b == windows_start ? windows_after_ms
+      : a && a == caller_start && b == windows_end ? windows_after_ms + span_ms
+      : a && a == windows_start && b == caller_end ? whole_ms - windows_after_ms
+      : b && b == caller_end                       ? whole_ms
+      : a && a == beside_event                     ? beside_ms
+      : a && a == beside_start && b == beside_event ? beside_ran_ms
+                                                    : span_ms;
   return CUDA_SUCCESS;
 }
 
@@ -308,7 +314,10 @@ static void time_staged(ibp_device_slot *slot, ibp_served_region *s,
   caller_start = NULL;
   ibp__timing_begin(slot, ch, &prof, STREAM, CALLER_STREAM, cls, c,
                     &prior[c->route], 0, CALLS_NS, 0, 1, 0, NULL, &t);
-  CHECK(t.index >= 0);
+  CHECK(t.index >= 0 && t.start != NULL);
+  /* its windows' start, as the staged path records it */
+  windows_start = t.start;
+  record_event(t.start, STREAM);
   now_ns += CALLS_NS;
   ibp__timing_end(slot, ch, STREAM, &t, 1);
   queue_beside(slot, ch, b);
@@ -415,8 +424,9 @@ static double explored_whole(double whole_us, uint32_t *wholes, double *seen) {
  * explored staged copy whose decodes ran 3.8x their model took 834 us
  * against its windows' 243, and was charged nothing), neither learnt (as
  * modelled, or dearer).  With decodes modelled at 16 us, a whole of 12
- * bounds the route's wholes at 0.75 -- not where its windows began 5 us
- * before it (then it held little more than its decodes). */
+ * bounds the route's wholes at 0.75; where its windows began before it
+ * (then it held little more than its decodes), read from their start: 2 us
+ * before, 14 us, 0.875; 5 us before, 17, no bound. */
 static void test_explored_whole(void) {
   const double copy_us = COPY_NS / 1e3;
   uint32_t n;
@@ -432,6 +442,9 @@ static void test_explored_whole(void) {
   windows_after_ms = -0.005f;
   (void)explored_whole(1.5 * copy_us, &n, &seen);
   CHECK(n == 0);
+  windows_after_ms = -0.002f;
+  (void)explored_whole(1.5 * copy_us, &n, &seen);
+  CHECK(n == 1 && fabs(seen - 0.875) < 1e-3);
   windows_after_ms = 0;
   decodes_us = 0;
 }
