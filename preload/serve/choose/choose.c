@@ -1026,8 +1026,8 @@ static void assess(const ibp_choose_class *k,
    * model's joining of the stages: timed as a choice not judged, soon
    * where its one whole read off the model (the staged path's windows
    * judged, its one whole 1.33x, the next timed 100 copies later: 4 KiB
-   * weights staged at 0.962 of the driver's time, 0.994 so -- h100-pcie5
-   * under a random truth, docs/ARCHITECTURE.md "The gate") */
+   * weights staged at 0.962 of the driver's time, h100-pcie5 under a
+   * random truth -- still so most runs: docs/ARCHITECTURE.md "The gate") */
   a->go_whole_open =
       prior[go].sm_ns > 0 && !whole_judged(&k->route[go], now_ns);
   a->go_doubted =

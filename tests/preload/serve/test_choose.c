@@ -1890,7 +1890,7 @@ static void test_doubted_timed_again(void) {
  * costs the exploration share (50 us copies: after 4), else at the
  * unjudged spacing (the staged path's windows judged, its one whole
  * 1.33x, its next timed 100 copies later: 4 KiB weights staged at 0.962
- * of the driver's time, 0.994 so, h100-pcie5 under a random truth). */
+ * of the driver's time, h100-pcie5 under a random truth). */
 static void test_whole_open_timed(void) {
   static const struct {
     double whole;
