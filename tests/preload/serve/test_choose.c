@@ -1156,9 +1156,10 @@ static void test_whole_median(void) {
 
 /* An explored copy's whole span (its latency alone) bounds the route's
  * wholes only while they are not judged, and only where it reads less
- * than them: with none, 0.6 is learnt, 1.2 is not (the model, 1, stands);
- * after one spike of 1.8, 0.6 makes the two the route is judged on (the
- * smaller); after two of 1.2, judged, nothing is -- until they age. */
+ * than them: with none, 0.6 or 0.97 is learnt, 1.2 is not (the model, 1,
+ * stands); after one spike of 1.8, 0.6 makes the two the route is judged
+ * on (the smaller); after two of 1.2, judged, nothing is -- until they
+ * age. */
 static void test_whole_bound(void) {
   ibp_route_cost gpu_bound = STAGED2[IBP_ROUTE_STAGED];
   gpu_bound.cpu_ns = 2000;
@@ -1170,6 +1171,9 @@ static void test_whole_bound(void) {
   ibp__choose_learn_whole_bound(&s.k, IBP_ROUTE_STAGED, 1.2, s.now);
   CHECK(q->wholes == 0);
   ibp__choose_learn_whole_bound(&s.k, IBP_ROUTE_STAGED, 0.6, s.now);
+  CHECK(q->wholes == 1);
+  sim_init(&s); /* within the dead band, still below the model's joining */
+  ibp__choose_learn_whole_bound(&s.k, IBP_ROUTE_STAGED, 0.97, s.now);
   CHECK(q->wholes == 1);
   sim_init(&s);
   ibp__choose_learn_whole(&s.k, IBP_ROUTE_STAGED, 1.8, s.now);
