@@ -278,12 +278,12 @@ static double once_seen(const ibp_choose_class *k, const ibp_route_cost *c,
   return joined(c, cpu_ns(c, cr), ibp__choose_gpu_ns(c, gr) * w, cr);
 }
 
-/* Whether route q's fresh whole spans, not enough to be judged, read it
+/* Whether route q's fresh whole spans (not judged: the caller's) read it
  * off its model's joining. */
 static int whole_doubted(const ibp_choose_route *q, double now_ns) {
   double seen[IBP_CHOOSE_WINDOW];
   const uint32_t m = fresh_wholes(q, now_ns, seen);
-  return m && m < IBP_CHOOSE_MIN_SAMPLES && off_band(middle(seen, m));
+  return m && off_band(middle(seen, m));
 }
 
 /* Whether route q's whole spans are enough to be judged. */
